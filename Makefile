@@ -1,0 +1,58 @@
+# Thin front door over CMake.  `make run` and `make test` are the README's
+# two commands; each installs the Debian packages it is missing first.
+JOBS    ?= 2
+BUILD   ?= build
+CMAKE   ?= cmake
+FUZZ_SECONDS ?= 60
+
+.PHONY: all deps build run test asan asan-test tsan tsan-test fuzz fuzz-smoke bench clean
+
+all: build
+
+deps:
+	@bash scripts/deps.sh
+
+build: deps
+	@$(CMAKE) -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@$(CMAKE) --build $(BUILD) -j$(JOBS)
+	@echo "dbcron binary: $(BUILD)/bin/dbcron"
+
+run: build
+	@bash scripts/run-demo.sh $(BUILD)/bin/dbcron
+
+test: build
+	@bash scripts/test.sh $(BUILD)
+
+asan: deps
+	@$(CMAKE) -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DDBCRON_SANITIZE=address >/dev/null
+	@$(CMAKE) --build build-asan -j$(JOBS)
+
+asan-test: asan
+	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  bash scripts/test.sh build-asan
+
+tsan: deps
+	@$(CMAKE) -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DDBCRON_SANITIZE=thread >/dev/null
+	@$(CMAKE) --build build-tsan -j$(JOBS)
+
+# The threaded parts: pools, timer, scheduler and node tests.
+tsan-test: tsan
+	@TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+	  bash scripts/test.sh build-tsan -L threads
+
+fuzz: deps
+	@CC=clang $(CMAKE) -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DDBCRON_FUZZ=ON \
+	  -DDBCRON_SANITIZE=address -DCMAKE_C_FLAGS=-fsanitize=fuzzer-no-link >/dev/null
+	@$(CMAKE) --build build-fuzz -j$(JOBS) --target fuzz_cron
+
+# About a minute of fuzzing the cron parser from the kept corpus.
+fuzz-smoke: fuzz
+	@mkdir -p build-fuzz/corpus && cp -n fuzz/corpus/cron/* build-fuzz/corpus/ 2>/dev/null || true
+	@build-fuzz/fuzz/fuzz_cron -max_total_time=$(FUZZ_SECONDS) -timeout=5 -rss_limit_mb=2048 \
+	  -print_final_stats=1 build-fuzz/corpus fuzz/corpus/cron
+
+bench: build
+	@bash bench/run.sh $(BUILD)
+
+clean:
+	rm -rf build build-asan build-tsan build-fuzz

@@ -1,0 +1,52 @@
+/*
+ * C callbacks as jobs (the `handler` executor).  Built in: "noop" (returns
+ * at once) and "sleep" (arg: a duration such as "250ms"; stops early when
+ * cancelled or timed out).
+ */
+#ifndef DBCRON_HANDLER_H
+#define DBCRON_HANDLER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dbcron/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct dbcron_handler_ctx {
+	const char *job;
+	const char *arg; /* may be NULL */
+	int64_t fire_at_ms;
+	int attempt;
+	int64_t run_id;
+	const char *node;
+	/* monotonic ms deadline (timeout), or -1 */
+	int64_t deadline_mono_ms;
+	/* opaque; ask dbcron_handler_should_stop() */
+	const void *cancel;
+} dbcron_handler_ctx;
+
+/*
+ * A handler returns 0 on success or non-zero as its exit code; it may write
+ * a message to errbuf.  Called on a worker thread without any dbcron lock
+ * held; it must be thread-safe.
+ */
+typedef int (*dbcron_handler_fn)(const dbcron_handler_ctx *ctx, void *user,
+				 char *errbuf, size_t errlen);
+
+/* Register before starting a node.  name is copied.  DBCRON_EEXISTS for a
+ * duplicate name.  Not thread-safe against running nodes. */
+DBCRON_API int dbcron_handler_register(const char *name, dbcron_handler_fn fn,
+				       void *user);
+/* True once the run was cancelled or its deadline passed. */
+DBCRON_API bool dbcron_handler_should_stop(const dbcron_handler_ctx *ctx);
+/* Is the name registered (built-ins included)? */
+DBCRON_API bool dbcron_handler_exists(const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,156 @@
+/*
+ * Jobs and runs as the library, the CLI and every store backend see them.
+ *
+ * Times are UTC epoch milliseconds in the database's clock; -1 = unset.
+ * Strings in these structs are owned by whoever filled them: the free
+ * functions below release what a store or parser allocated.
+ */
+#ifndef DBCRON_JOB_H
+#define DBCRON_JOB_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dbcron/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum dbcron_sched_kind {
+	DBCRON_SCHED_CRON = 1,  /* spec: cron expression */
+	DBCRON_SCHED_EVERY = 2, /* interval_ms, anchored at anchor_ms */
+	DBCRON_SCHED_AFTER = 3, /* interval_ms after the previous run ends */
+	DBCRON_SCHED_AT = 4,    /* one instant, at_ms */
+} dbcron_sched_kind;
+
+typedef enum dbcron_misfire {
+	DBCRON_MISFIRE_FIRE_ONCE = 1,
+	DBCRON_MISFIRE_SKIP = 2,
+	DBCRON_MISFIRE_CATCH_UP = 3,
+} dbcron_misfire;
+
+typedef enum dbcron_overlap {
+	DBCRON_OVERLAP_SKIP = 1,
+	DBCRON_OVERLAP_ALLOW = 2,
+	DBCRON_OVERLAP_QUEUE = 3,
+	DBCRON_OVERLAP_REPLACE = 4,
+} dbcron_overlap;
+
+typedef enum dbcron_node_loss {
+	DBCRON_NODE_LOSS_RETRY = 1,   /* at-least-once */
+	DBCRON_NODE_LOSS_ABANDON = 2, /* at-most-once */
+} dbcron_node_loss;
+
+typedef enum dbcron_executor {
+	DBCRON_EXEC_SHELL = 1,
+	DBCRON_EXEC_HANDLER = 2,
+} dbcron_executor;
+
+/*
+ * A run's life:
+ *
+ *   SCHEDULED --start--> RUNNING --> SUCCEEDED | FAILED | TIMED_OUT
+ *       |                   `------> ABANDONED (node lost, policy abandon)
+ *       `--> SKIPPED (overlap) | MISFIRED (misfire policy)   [terminal]
+ *
+ * A SCHEDULED row whose node died goes back to unclaimed SCHEDULED.  A retry
+ * is a new row (attempt + 1) in SCHEDULED.  Numbers are stored; append only.
+ */
+typedef enum dbcron_run_state {
+	DBCRON_RUN_SCHEDULED = 1,
+	DBCRON_RUN_RUNNING = 2,
+	DBCRON_RUN_SUCCEEDED = 3,
+	DBCRON_RUN_FAILED = 4,
+	DBCRON_RUN_TIMED_OUT = 5,
+	DBCRON_RUN_SKIPPED = 6,
+	DBCRON_RUN_MISFIRED = 7,
+	DBCRON_RUN_ABANDONED = 8,
+} dbcron_run_state;
+
+typedef struct dbcron_job {
+	int64_t id; /* store-assigned; 0 before insert */
+	char *name;
+	dbcron_sched_kind kind;
+	char *spec;          /* as the user wrote it: cron text, "30s", time */
+	int64_t interval_ms; /* EVERY / AFTER */
+	int64_t anchor_ms;   /* EVERY: series origin */
+	int64_t at_ms;       /* AT */
+	char *tz;            /* IANA name; NULL = UTC */
+	dbcron_misfire misfire;
+	int max_catchup;
+	int64_t misfire_threshold_ms;
+	dbcron_overlap overlap;
+	dbcron_node_loss node_loss;
+	int max_retries;
+	int64_t retry_base_ms, retry_cap_ms;
+	bool retry_jitter;
+	int64_t timeout_ms; /* 0 = none */
+	dbcron_executor executor;
+	char **argv; /* SHELL: NULL-terminated */
+	int argc;
+	char *handler; /* HANDLER */
+	char *arg;
+	bool paused;
+	int64_t next_fire_at; /* -1: no further fire */
+	int64_t created_ms, updated_ms;
+} dbcron_job;
+
+typedef struct dbcron_run {
+	int64_t id;
+	int64_t job_id;
+	char *job_name;
+	int64_t fire_at;
+	int attempt;
+	dbcron_run_state state;
+	int64_t due_at; /* when it may start: fire_at, or retry time */
+	char *node;
+	char *claim_token;
+	int64_t started_ms, finished_ms;
+	bool has_exit_code;
+	int exit_code;
+	int64_t missed; /* fire instants this row stands for, beyond itself */
+	char *error;
+	char *output;
+} dbcron_run;
+
+/* Defaults a new job gets (misfire fire_once, overlap skip, 3 retries...). */
+DBCRON_API void dbcron_job_init(dbcron_job *job);
+/* Frees the strings a job owns and resets it with dbcron_job_init(). */
+DBCRON_API void dbcron_job_clear(dbcron_job *job);
+/* Deep copy; dst must be cleared/initialised.  DBCRON_ENOMEM on failure. */
+DBCRON_API int dbcron_job_copy(dbcron_job *dst, const dbcron_job *src);
+DBCRON_API void dbcron_run_clear(dbcron_run *run);
+
+/* Names <-> enums.  Names are lower case ("fire_once", "timed_out").
+ * The parse functions return -1 for an unknown name. */
+DBCRON_API const char *dbcron_run_state_name(dbcron_run_state s);
+DBCRON_API int dbcron_run_state_parse(const char *s);
+DBCRON_API const char *dbcron_misfire_name(dbcron_misfire m);
+DBCRON_API int dbcron_misfire_parse(const char *s);
+DBCRON_API const char *dbcron_overlap_name(dbcron_overlap o);
+DBCRON_API int dbcron_overlap_parse(const char *s);
+DBCRON_API const char *dbcron_node_loss_name(dbcron_node_loss n);
+DBCRON_API int dbcron_node_loss_parse(const char *s);
+DBCRON_API const char *dbcron_sched_kind_name(dbcron_sched_kind k);
+
+/*
+ * Check a job definition for consistency (schedule parses, zone exists,
+ * numbers in range, a command or a handler) and fill derived fields
+ * (interval_ms, at_ms).  now_ms is used for relative times.
+ */
+DBCRON_API int dbcron_job_validate(dbcron_job *job, dbcron_err *err);
+
+/*
+ * First fire of job strictly after after_ms (epoch ms): cron via the cron
+ * engine in the job's zone, EVERY on the anchored series, AT once.  Returns
+ * 1 and sets *next, or 0 when there is none.  AFTER jobs are driven by run
+ * completions, so this gives after_ms + interval for them.
+ */
+DBCRON_API int dbcron_job_next_fire(const dbcron_job *job, int64_t after_ms,
+				    int64_t *next, dbcron_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Install the Debian packages dbcron builds, tests and runs with, when they
+# are missing.  Idempotent; apt is only touched when something is missing.
+set -euo pipefail
+
+pkgs=(build-essential cmake pkg-config git
+      libsqlite3-dev sqlite3 libpq-dev postgresql postgresql-contrib
+      libglib2.0-dev libjansson-dev libcmocka-dev
+      clang libclang-rt-14-dev procps util-linux)
+if [ "${1:-}" = "--with-quartz" ]; then
+  pkgs+=(default-jdk-headless libquartz2-java)
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "deps: installing ${missing[*]}" >&2
+if [ "$(id -u)" -ne 0 ]; then
+  echo "deps: missing packages and not root; run as root or: apt-get install ${missing[*]}" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

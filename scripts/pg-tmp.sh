@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# A private, throw-away PostgreSQL server for tests and benchmarks:
+#   pg-tmp.sh start DIR   -> initdb into DIR, listen on a socket in DIR and a
+#                            private loopback port; prints the conninfo
+#   pg-tmp.sh stop DIR    -> stop it and remove DIR
+#   pg-tmp.sh restart DIR -> pg_ctl restart (used by the outage tests)
+# As root the server runs as the "postgres" user (PostgreSQL refuses root).
+set -euo pipefail
+cmd=$1 dir=$2
+bindir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+[ -x "$bindir/initdb" ] || { echo "pg-tmp: PostgreSQL server binaries not found" >&2; exit 1; }
+
+as_pg() {
+  if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+case "$cmd" in
+start)
+  mkdir -p "$dir"
+  [ "$(id -u)" -eq 0 ] && chown postgres: "$dir"
+  port=$(( 20000 + (RANDOM % 20000) ))
+  as_pg "$bindir/initdb" -D "$dir/data" -A trust -U postgres -E UTF8 >"$dir/initdb.log" 2>&1 ||
+    { cat "$dir/initdb.log" >&2; exit 1; }
+  cat >>"$dir/data/postgresql.conf" <<CONF
+listen_addresses = '127.0.0.1'
+port = $port
+unix_socket_directories = '$dir'
+max_connections = 200
+fsync = off
+synchronous_commit = off
+full_page_writes = off
+shared_buffers = 256MB
+shared_preload_libraries = 'pg_stat_statements'
+CONF
+  as_pg "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null ||
+    { cat "$dir/server.log" >&2; exit 1; }
+  echo "host=$dir port=$port user=postgres dbname=postgres"
+  ;;
+restart)
+  as_pg "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 -m fast restart >/dev/null
+  ;;
+stop)
+  if [ -d "$dir/data" ]; then
+    as_pg "$bindir/pg_ctl" -D "$dir/data" -w -t 60 -m fast stop >/dev/null 2>&1 || true
+  fi
+  rm -rf "$dir"
+  ;;
+*) echo "usage: pg-tmp.sh start|stop|restart DIR" >&2; exit 2 ;;
+esac

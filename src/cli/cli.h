@@ -1,0 +1,42 @@
+/*
+ * The dbcron command line: one binary, subcommands in their own files.
+ * Exit statuses: 0 ok, 1 runtime failure (database, I/O), 2 bad input or
+ * usage, 3 lock held by another owner (dbcron lock), 4 lease lost.
+ */
+#ifndef DBCRON_CLI_H
+#define DBCRON_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dbcron/error.h"
+#include "store/store.h"
+
+#define CLI_EXIT_OK 0
+#define CLI_EXIT_FAIL 1
+#define CLI_EXIT_USAGE 2
+#define CLI_EXIT_LOCKED 3
+#define CLI_EXIT_LOST 4
+
+/* Each takes argv after the subcommand name (argv[0] is the subcommand). */
+int cli_cron(int argc, char **argv);  /* cmd_cron.c */
+int cli_init(int argc, char **argv);  /* cmd_job.c */
+int cli_job(int argc, char **argv);   /* cmd_job.c */
+int cli_runs(int argc, char **argv);  /* cmd_view.c */
+int cli_nodes(int argc, char **argv); /* cmd_view.c */
+int cli_node(int argc, char **argv);  /* cmd_node.c */
+int cli_lock(int argc, char **argv);  /* cmd_lock.c */
+int cli_locks(int argc, char **argv); /* cmd_lock.c */
+
+/* --db URL, else $DBCRON_DB, else sqlite:./dbcron.db */
+const char *cli_db_url(const char *flag);
+/* Open the store and check its schema; prints the error and returns the
+ * exit status on failure (0 on success). */
+int cli_open_store(const char *url, store **out);
+/* Print "dbcron: <msg>" to stderr; returns the exit status for code. */
+int cli_fail(const dbcron_err *err);
+int cli_usage_error(const char *cmd, const char *fmt, ...) DBCRON_PRINTF(2, 3);
+/* Exit status for an error code: 2 for bad input, 1 otherwise. */
+int cli_status_for(int code);
+
+#endif

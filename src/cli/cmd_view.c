@@ -1,0 +1,5 @@
+/* Placeholder until the module lands. */
+#include <stdio.h>
+#include "cli/cli.h"
+int cli_runs(int argc, char **argv) { (void)argc; fprintf(stderr, "dbcron %s: not built yet\n", argv[0]); return CLI_EXIT_FAIL; }
+int cli_nodes(int argc, char **argv) { (void)argc; fprintf(stderr, "dbcron %s: not built yet\n", argv[0]); return CLI_EXIT_FAIL; }

@@ -1,0 +1,85 @@
+/*
+ * Executors and worker pools.  The scheduler hands a started fire to a pool;
+ * a worker runs it to the end (shell child, handler callback) and reports an
+ * exec_result.  Nothing here touches the database (invariant 6: the claim
+ * loop never waits on a job).
+ */
+#ifndef DBCRON_EXEC_H
+#define DBCRON_EXEC_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dbcron/error.h"
+#include "dbcron/job.h"
+
+/* ---- pools: bounded queue, fixed threads, items opaque to the pool ---- */
+typedef struct pool pool;
+typedef void (*pool_fn)(void *item);
+
+/* threads >= 1, queue_cap >= 1.  name is for logs and thread names. */
+int pool_create(const char *name, int threads, size_t queue_cap, pool **out,
+		dbcron_err *err);
+/* Queue fn(item).  DBCRON_EBUSY when the queue is full (item untouched, the
+ * caller keeps it).  Never blocks. */
+int pool_submit(pool *p, pool_fn fn, void *item);
+/* Items queued plus items running. */
+size_t pool_load(pool *p);
+size_t pool_capacity(pool *p); /* threads + queue_cap */
+int pool_threads(pool *p);
+/* Stop taking work; queued items not yet started are handed to
+ * drop(item) (may be NULL) from the calling thread; running items finish;
+ * then threads are joined and p freed. */
+void pool_destroy(pool *p, pool_fn drop);
+
+/* ---- one execution ---- */
+typedef struct exec_cancel {
+	atomic_int requested; /* set to 1 to stop the run (overlap replace,
+			       * shutdown); executors check it at least every
+			       * 50 ms */
+} exec_cancel;
+
+typedef struct exec_req {
+	const dbcron_job *job; /* argv / handler / arg / timeout_ms */
+	int64_t run_id;
+	int64_t fire_at_ms;
+	int attempt;
+	const char *node_id;
+	exec_cancel *cancel; /* may be NULL */
+	int64_t kill_grace_ms; /* SIGTERM -> SIGKILL; 0 = default 2000 */
+	size_t capture_bytes;  /* head and tail kept each; 0 = default 1024 */
+} exec_req;
+
+typedef struct exec_result {
+	dbcron_run_state state; /* SUCCEEDED, FAILED, TIMED_OUT */
+	bool has_exit_code;
+	int exit_code;     /* exit status, or 128 + signal */
+	char *error;       /* owned; NULL when none */
+	char *output;      /* owned; stdout+stderr interleaved, head/tail kept */
+	int64_t mono_start_ms, mono_end_ms;
+} exec_result;
+
+void exec_result_clear(exec_result *r);
+
+/*
+ * Run a shell job: argv as given (no shell), environment plus DBCRON_JOB,
+ * DBCRON_FIRE_AT_MS, DBCRON_ATTEMPT, DBCRON_RUN_ID, DBCRON_NODE; a new
+ * process group; output captured with the first and last capture_bytes
+ * kept and a "[... N bytes omitted ...]" marker between; timeout and cancel
+ * stop the whole group (SIGTERM, grace, SIGKILL).  A command that cannot
+ * be started is FAILED with a clear error ("cannot execute 'x': No such
+ * file or directory").  Always fills res.
+ */
+void exec_shell(const exec_req *req, exec_result *res);
+
+/* Run a registered handler (see dbcron/handler.h).  Unknown handler name
+ * is FAILED with an error.  Timeout is enforced cooperatively through the
+ * handler context. */
+void exec_handler(const exec_req *req, exec_result *res);
+
+/* exec_shell or exec_handler by job->executor. */
+void exec_run(const exec_req *req, exec_result *res);
+
+#endif
