@@ -1,4 +1,137 @@
-/* Placeholder until the module lands. */
+/*
+ * `dbcron node`: run one scheduler node in the foreground until SIGINT or
+ * SIGTERM, then stop gracefully (hand back unstarted fires, wait for
+ * running jobs up to --grace, resolve the rest by policy).
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "cli/cli.h"
-int cli_node(int argc, char **argv) { (void)argc; fprintf(stderr, "dbcron %s: not built yet\n", argv[0]); return CLI_EXIT_FAIL; }
+#include "core/log.h"
+#include "core/timeutil.h"
+#include "dbcron/node.h"
+
+static dbcron_node *running_node;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	if (running_node)
+		dbcron_node_stop(running_node);
+}
+
+static void help(FILE *f)
+{
+	fprintf(f,
+		"usage: dbcron node [--db URL] [--node-id ID] [--workers N] [--slow-workers N]\n"
+		"                   [--claim-batch N] [--max-inflight N] [--preread DUR]\n"
+		"                   [--lease DUR] [--heartbeat DUR] [--grace DUR] [--log-runs] [--quiet]\n\n"
+		"Run a scheduler node until SIGINT or SIGTERM.\n\n"
+		"  --node-id ID       stable name of this node (default HOST-PID)\n"
+		"  --workers N        threads of the fast pool (default 8)\n"
+		"  --slow-workers N   threads of the slow pool for jobs that often run > 500 ms (default 2)\n"
+		"  --claim-batch N    most fires taken by one claim (default 200)\n"
+		"  --max-inflight N   most fires claimed but not finished (default 5000)\n"
+		"  --preread DUR      claim fires due within this window (default 1s)\n"
+		"  --lease DUR        node lease; others take over after it lapses (default 3s)\n"
+		"  --heartbeat DUR    lease renewal period (default 1s)\n"
+		"  --grace DUR        on stop, wait this long for running jobs (default 10s)\n"
+		"  --log-runs         log every run start and end (default: only failures,\n"
+		"                     skips, misfires, takeovers and lease events)\n"
+		"  --quiet            log warnings and errors only\n");
+}
+
+static int parse_int(const char *flag, const char *v, int min, int *out)
+{
+	char *end;
+	long x = strtol(v, &end, 10);
+	if (!*v || *end || x < min || x > INT_MAX)
+		return cli_usage_error("node", "%s: '%s' is not an integer >= %d", flag, v, min);
+	*out = (int)x;
+	return 0;
+}
+
+static int parse_dur(const char *flag, const char *v, int64_t *out)
+{
+	dbcron_err err = {0};
+	if (dbcron__parse_duration(v, 0, out, &err))
+		return cli_usage_error("node", "%s: %s", flag, err.msg);
+	return 0;
+}
+
+int cli_node(int argc, char **argv)
+{
+	enum { O_DB = 256, O_ID, O_WORKERS, O_SLOW, O_BATCH, O_INFLIGHT, O_PREREAD,
+	       O_LEASE, O_HB, O_GRACE, O_LOGRUNS, O_QUIET };
+	static const struct option opts[] = {
+		{"db", required_argument, NULL, O_DB},
+		{"node-id", required_argument, NULL, O_ID},
+		{"workers", required_argument, NULL, O_WORKERS},
+		{"slow-workers", required_argument, NULL, O_SLOW},
+		{"claim-batch", required_argument, NULL, O_BATCH},
+		{"max-inflight", required_argument, NULL, O_INFLIGHT},
+		{"preread", required_argument, NULL, O_PREREAD},
+		{"lease", required_argument, NULL, O_LEASE},
+		{"heartbeat", required_argument, NULL, O_HB},
+		{"grace", required_argument, NULL, O_GRACE},
+		{"log-runs", no_argument, NULL, O_LOGRUNS},
+		{"quiet", no_argument, NULL, O_QUIET},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	dbcron_node_config cfg;
+	dbcron_node_config_init(&cfg);
+	const char *db = NULL;
+	int c, rc;
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		rc = 0;
+		switch (c) {
+		case O_DB: db = optarg; break;
+		case O_ID: cfg.node_id = optarg; break;
+		case O_WORKERS: rc = parse_int("--workers", optarg, 1, &cfg.workers); break;
+		case O_SLOW: rc = parse_int("--slow-workers", optarg, 1, &cfg.slow_workers); break;
+		case O_BATCH: rc = parse_int("--claim-batch", optarg, 1, &cfg.claim_batch); break;
+		case O_INFLIGHT: rc = parse_int("--max-inflight", optarg, 1, &cfg.max_inflight); break;
+		case O_PREREAD: rc = parse_dur("--preread", optarg, &cfg.preread_ms); break;
+		case O_LEASE: rc = parse_dur("--lease", optarg, &cfg.lease_ms); break;
+		case O_HB: rc = parse_dur("--heartbeat", optarg, &cfg.heartbeat_ms); break;
+		case O_GRACE: rc = parse_dur("--grace", optarg, &cfg.grace_ms); break;
+		case O_LOGRUNS: cfg.log_runs = true; break;
+		case O_QUIET: dbcron__log_set_level(LOG_WARN); break;
+		case 'h': help(stdout); return 0;
+		default:
+			return cli_usage_error("node", "unknown or incomplete option '%s'", argv[optind - 1]);
+		}
+		if (rc)
+			return rc;
+	}
+	if (optind < argc)
+		return cli_usage_error("node", "unexpected argument '%s'", argv[optind]);
+	if (cfg.heartbeat_ms * 2 > cfg.lease_ms)
+		return cli_usage_error("node", "--lease must be at least twice --heartbeat");
+	cfg.db_url = cli_db_url(db);
+
+	dbcron_err err = {0};
+	dbcron_node *n = NULL;
+	if (dbcron_node_create(&cfg, &n, &err))
+		return cli_fail(&err);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	running_node = n;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	rc = dbcron_node_run(n, &err);
+	running_node = NULL;
+	dbcron_node_free(n);
+	return rc ? cli_fail(&err) : 0;
+}

@@ -1,0 +1,52 @@
+/*
+ * A scheduler node: claims due fires from the database, starts each at its
+ * instant, runs it on a worker pool and records the outcome.  Embed it in a
+ * program (register handlers first) or run `dbcron node`.
+ */
+#ifndef DBCRON_NODE_H
+#define DBCRON_NODE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dbcron/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct dbcron_node_config {
+	const char *db_url;     /* required */
+	const char *node_id;    /* NULL: "<hostname>-<pid>" */
+	int workers;            /* fast pool threads; default 8 */
+	int slow_workers;       /* slow pool threads; default 2 */
+	int claim_batch;        /* most fires per claim; default 200 */
+	int max_inflight;       /* claimed but unfinished; default 5000 */
+	int64_t preread_ms;     /* claim fires due within; default 1000 */
+	int64_t claim_interval_ms; /* poll period; default 100 */
+	int64_t lease_ms;       /* node lease; default 3000 */
+	int64_t heartbeat_ms;   /* default 1000 */
+	int64_t flush_ms;       /* completion batching; default 20 */
+	int64_t grace_ms;       /* shutdown wait for running jobs; default 10000 */
+	int64_t kill_grace_ms;  /* SIGTERM -> SIGKILL; default 2000 */
+	bool log_runs;          /* a log line for every run state change */
+} dbcron_node_config;
+
+typedef struct dbcron_node dbcron_node;
+
+/* Fill cfg with the defaults above (db_url NULL). */
+DBCRON_API void dbcron_node_config_init(dbcron_node_config *cfg);
+/* Copies cfg; opens nothing yet.  The caller frees with dbcron_node_free. */
+DBCRON_API int dbcron_node_create(const dbcron_node_config *cfg,
+				  dbcron_node **out, dbcron_err *err);
+/* Runs until dbcron_node_stop(); returns DBCRON_OK after a graceful stop,
+ * or an error when the node could not start (database, schema). */
+DBCRON_API int dbcron_node_run(dbcron_node *n, dbcron_err *err);
+/* Async-signal-safe: ask a running node to stop gracefully. */
+DBCRON_API void dbcron_node_stop(dbcron_node *n);
+DBCRON_API void dbcron_node_free(dbcron_node *n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,33 @@
+/*
+ * The fire timer: a binary min-heap of intrusive nodes keyed by (due, seq).
+ * Ties break first-in-first-out through seq, so fires due at the same
+ * millisecond start in claim order.  Not thread-safe: the node guards it.
+ */
+#ifndef DBCRON_SCHED_TIMER_H
+#define DBCRON_SCHED_TIMER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct timer_node {
+	int64_t due; /* database-clock ms */
+	uint64_t seq;
+	size_t idx; /* position in the heap; SIZE_MAX when not queued */
+} timer_node;
+
+typedef struct timer_heap {
+	timer_node **a;
+	size_t n, cap;
+	uint64_t next_seq;
+} timer_heap;
+
+void timer_init(timer_heap *h);
+void timer_free(timer_heap *h); /* frees the array, not the nodes */
+/* -1 on allocation failure (node not queued). */
+int timer_push(timer_heap *h, timer_node *t, int64_t due);
+timer_node *timer_peek(const timer_heap *h);
+timer_node *timer_pop(timer_heap *h);
+void timer_remove(timer_heap *h, timer_node *t);
+static inline size_t timer_count(const timer_heap *h) { return h->n; }
+
+#endif

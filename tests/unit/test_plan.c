@@ -1,0 +1,162 @@
+/* The fire planner: on-time fires, the three misfire policies, bounds. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "sched/plan.h"
+
+static dbcron_job every_job(int64_t interval, int64_t anchor, int64_t next)
+{
+	dbcron_job j;
+	dbcron_job_init(&j);
+	j.id = 1;
+	j.kind = DBCRON_SCHED_EVERY;
+	j.interval_ms = interval;
+	j.anchor_ms = anchor;
+	j.next_fire_at = next;
+	return j;
+}
+
+static void test_on_time(void **state)
+{
+	(void)state;
+	planner *p;
+	assert_int_equal(planner_create(&p, NULL), 0);
+	dbcron_job j = every_job(1000, 0, 10000);
+	store_plan out;
+	/* now = 9500, horizon 11000: fires 10000 and 11000 */
+	assert_int_equal(planner_plan(p, &j, 9500, 11000, &out), 0);
+	assert_int_equal(out.nfires, 2);
+	assert_int_equal(out.fires[0].fire_at, 10000);
+	assert_int_equal(out.fires[0].due_at, 10000);
+	assert_int_equal(out.fires[0].state, DBCRON_RUN_SCHEDULED);
+	assert_int_equal(out.fires[1].fire_at, 11000);
+	assert_int_equal(out.next_fire_at, 12000);
+	/* late but within the threshold (5 s): still an ordinary fire */
+	j.next_fire_at = 10000;
+	assert_int_equal(planner_plan(p, &j, 14000, 14000, &out), 0);
+	assert_int_equal(out.nfires, 5);
+	assert_int_equal(out.fires[0].missed, 0);
+	planner_free(p);
+}
+
+static int64_t accounted(const store_plan *out)
+{
+	int64_t n = 0;
+	for (size_t i = 0; i < out->nfires; i++)
+		n += 1 + out->fires[i].missed;
+	return n;
+}
+
+static void test_misfire_policies(void **state)
+{
+	(void)state;
+	planner *p;
+	assert_int_equal(planner_create(&p, NULL), 0);
+	/* every second, next was 0, now is 100 s: instants 0..94 are late
+	 * (threshold 5 s), 95..100 are due, horizon 100. */
+	dbcron_job j = every_job(1000, 0, 0);
+	store_plan out;
+
+	j.misfire = DBCRON_MISFIRE_FIRE_ONCE;
+	assert_int_equal(planner_plan(p, &j, 100000, 100000, &out), 0);
+	assert_int_equal(out.fires[0].state, DBCRON_RUN_SCHEDULED);
+	assert_int_equal(out.fires[0].fire_at, 0);
+	assert_int_equal(out.fires[0].due_at, 100000);
+	assert_int_equal(out.fires[0].missed, 94);
+	assert_int_equal(accounted(&out), 101); /* nothing silently lost */
+	assert_int_equal(out.next_fire_at, 101000);
+
+	j.misfire = DBCRON_MISFIRE_SKIP;
+	assert_int_equal(planner_plan(p, &j, 100000, 100000, &out), 0);
+	assert_int_equal(out.fires[0].state, DBCRON_RUN_MISFIRED);
+	assert_int_equal(out.fires[0].missed, 94);
+	assert_int_equal(out.fires[1].state, DBCRON_RUN_SCHEDULED);
+	assert_int_equal(out.fires[1].fire_at, 95000);
+	assert_int_equal(accounted(&out), 101);
+
+	j.misfire = DBCRON_MISFIRE_CATCH_UP;
+	j.max_catchup = 10;
+	assert_int_equal(planner_plan(p, &j, 100000, 100000, &out), 0);
+	assert_int_equal(out.fires[0].state, DBCRON_RUN_MISFIRED);
+	assert_int_equal(out.fires[0].fire_at, 0);
+	assert_int_equal(out.fires[0].missed, 84);
+	for (int i = 0; i < 10; i++) {
+		assert_int_equal(out.fires[1 + i].state, DBCRON_RUN_SCHEDULED);
+		assert_int_equal(out.fires[1 + i].fire_at, (85 + i) * 1000); /* oldest first */
+		assert_int_equal(out.fires[1 + i].due_at, 100000);
+	}
+	assert_int_equal(out.fires[11].fire_at, 95000);
+	assert_int_equal(accounted(&out), 101);
+	planner_free(p);
+}
+
+static void test_cron_misfire_and_bounds(void **state)
+{
+	(void)state;
+	planner *p;
+	assert_int_equal(planner_create(&p, NULL), 0);
+	dbcron_job j;
+	dbcron_job_init(&j);
+	j.id = 7;
+	j.kind = DBCRON_SCHED_CRON;
+	j.spec = "* * * * * ?";
+	j.next_fire_at = 0;
+	store_plan out;
+	/* a year of every-second fires missed: bounded work, all accounted */
+	int64_t now = 366LL * 86400 * 1000;
+	j.misfire = DBCRON_MISFIRE_SKIP;
+	assert_int_equal(planner_plan(p, &j, now, now, &out), 0);
+	assert_int_equal(out.fires[0].state, DBCRON_RUN_MISFIRED);
+	assert_true(out.fires[0].missed + 1 >= PLAN_MAX_MISSED_COUNT);
+	assert_true(out.nfires <= PLAN_MAX_FIRES_PER_JOB + 1);
+	assert_int_equal(out.next_fire_at, now + 1000);
+	/* a cron job that never fires again plans nothing more */
+	j.spec = "0 0 0 30 2 ?";
+	j.id = 8;
+	j.next_fire_at = 1000;
+	j.misfire = DBCRON_MISFIRE_FIRE_ONCE;
+	assert_int_equal(planner_plan(p, &j, 2000, 3000, &out), 0);
+	assert_int_equal(out.nfires, 1);
+	assert_int_equal(out.next_fire_at, -1);
+	planner_free(p);
+}
+
+static void test_at_and_backoff(void **state)
+{
+	(void)state;
+	planner *p;
+	assert_int_equal(planner_create(&p, NULL), 0);
+	dbcron_job j;
+	dbcron_job_init(&j);
+	j.id = 9;
+	j.kind = DBCRON_SCHED_AT;
+	j.at_ms = j.next_fire_at = 5000;
+	store_plan out;
+	assert_int_equal(planner_plan(p, &j, 4000, 6000, &out), 0);
+	assert_int_equal(out.nfires, 1);
+	assert_int_equal(out.next_fire_at, -1);
+	j.retry_base_ms = 60000;
+	j.retry_cap_ms = 3600000;
+	assert_int_equal(planner_backoff_ms(&j, 1), 60000);
+	assert_int_equal(planner_backoff_ms(&j, 2), 120000);
+	assert_int_equal(planner_backoff_ms(&j, 3), 240000);
+	assert_int_equal(planner_backoff_ms(&j, 7), 3600000); /* capped */
+	assert_int_equal(planner_backoff_ms(&j, 60), 3600000);
+	planner_free(p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_on_time),
+		cmocka_unit_test(test_misfire_policies),
+		cmocka_unit_test(test_cron_misfire_and_bounds),
+		cmocka_unit_test(test_at_and_backoff),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
