@@ -30,6 +30,10 @@ typedef struct dbcron_node_config {
 	int64_t grace_ms;       /* shutdown wait for running jobs; default 10000 */
 	int64_t kill_grace_ms;  /* SIGTERM -> SIGKILL; default 2000 */
 	bool log_runs;          /* a log line for every run state change */
+	int64_t retention_ms;   /* prune finished runs older; default 30 days,
+				 * -1 keeps them forever */
+	int64_t maintenance_ms; /* how often a node tries the maintenance lease;
+				 * default 60000 */
 } dbcron_node_config;
 
 typedef struct dbcron_node dbcron_node;

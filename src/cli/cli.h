@@ -1,7 +1,7 @@
 /*
  * The dbcron command line: one binary, subcommands in their own files.
  * Exit statuses: 0 ok, 1 runtime failure (database, I/O), 2 bad input or
- * usage, 3 lock held by another owner (dbcron lock), 4 lease lost.
+ * usage, 75 lock held by another owner (dbcron lock), 76 lease lost.
  */
 #ifndef DBCRON_CLI_H
 #define DBCRON_CLI_H
@@ -15,8 +15,8 @@
 #define CLI_EXIT_OK 0
 #define CLI_EXIT_FAIL 1
 #define CLI_EXIT_USAGE 2
-#define CLI_EXIT_LOCKED 3
-#define CLI_EXIT_LOST 4
+#define CLI_EXIT_LOCKED 75 /* EX_TEMPFAIL: try again later */
+#define CLI_EXIT_LOST 76
 
 /* Each takes argv after the subcommand name (argv[0] is the subcommand). */
 int cli_cron(int argc, char **argv);  /* cmd_cron.c */

@@ -1,5 +1,406 @@
-/* Placeholder until the module lands. */
+/*
+ * `dbcron lock NAME -- COMMAND`: run a command under a cluster-wide lease
+ * lock, and `dbcron locks`.  Every attempt, including one that found the
+ * lock held, is a row in the run log (job "lock:NAME"), because "skipped"
+ * is a normal outcome that must be visible (seed 002).
+ *
+ * The lease is renewed every ttl/3 while the command runs.  When renewal is
+ * refused (someone else holds the lock now) or has not succeeded for a whole
+ * ttl by our monotonic clock, the command gets SIGTERM, the run is recorded
+ * FAILED "lease lost", and we exit 76.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
 #include "cli/cli.h"
-int cli_lock(int argc, char **argv) { (void)argc; fprintf(stderr, "dbcron %s: not built yet\n", argv[0]); return CLI_EXIT_FAIL; }
-int cli_locks(int argc, char **argv) { (void)argc; fprintf(stderr, "dbcron %s: not built yet\n", argv[0]); return CLI_EXIT_FAIL; }
+#include "core/alloc.h"
+#include "core/timeutil.h"
+#include "dbcron/lock.h"
+#include "lease/lease.h"
+
+extern char **environ;
+
+static volatile sig_atomic_t child_pid;
+
+static void forward_signal(int sig)
+{
+	if (child_pid > 0)
+		kill((pid_t)child_pid, sig);
+}
+
+static void lock_help(FILE *f)
+{
+	fprintf(f,
+		"usage: dbcron lock NAME [--db URL] [--ttl DUR] [--owner ID] [--wait DUR] -- COMMAND [ARGS...]\n\n"
+		"Run COMMAND only if this caller holds the lease lock NAME, cluster-wide.\n\n"
+		"  --ttl DUR    lease length, renewed every ttl/3 while COMMAND runs (default 60s)\n"
+		"  --owner ID   who holds it (default HOST-PID)\n"
+		"  --wait DUR   wait up to DUR for the lock instead of giving up at once\n\n"
+		"COMMAND sees DBCRON_LOCK (name), DBCRON_LOCK_FENCE (fencing token, grows with every\n"
+		"acquisition) and DBCRON_LOCK_OWNER in its environment.\n\n"
+		"exit status: COMMAND's own status (128+N when killed by signal N); 75 when another\n"
+		"owner holds the lock (its owner and expiry are printed); 76 when the lease was lost\n"
+		"while COMMAND ran (COMMAND was sent SIGTERM); 2 bad input; 1 database trouble.\n"
+		"Every attempt is recorded in the run log as job 'lock:NAME' (succeeded, failed, skipped).\n");
+}
+
+static void record(dbcron_db *db, const char *name, const char *owner,
+		   int64_t started, int64_t finished, dbcron_run_state st,
+		   bool has_code, int code, const char *error)
+{
+	store *s = lease__store(db);
+	char job[300];
+	snprintf(job, sizeof(job), "lock:%s", name);
+	dbcron_run run = {
+		.job_id = 0, .job_name = job, .fire_at = started, .attempt = 1,
+		.state = st, .due_at = started, .node = (char *)owner,
+		.started_ms = started, .finished_ms = finished,
+		.has_exit_code = has_code, .exit_code = code,
+		.error = (char *)error,
+	};
+	dbcron_err err = {0};
+	if (s->ops->log_run(s, &run, &err))
+		fprintf(stderr, "dbcron lock: could not record the attempt: %s\n", err.msg);
+}
+
+static int64_t db_now(dbcron_db *db)
+{
+	store *s = lease__store(db);
+	int64_t now;
+	if (s->ops->now_ms(s, &now, NULL))
+		return dbcron__wall_ms();
+	return now;
+}
+
+static char **child_env(const dbcron_lease *l)
+{
+	size_t n = 0;
+	while (environ[n])
+		n++;
+	char **env = dbcron__calloc(n + 4, sizeof(char *));
+	if (!env)
+		return NULL;
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(environ[i], "DBCRON_LOCK", 11) != 0)
+			env[k++] = environ[i];
+	char buf[600];
+	snprintf(buf, sizeof(buf), "DBCRON_LOCK=%s", l->name);
+	env[k++] = dbcron__strdup(buf);
+	snprintf(buf, sizeof(buf), "DBCRON_LOCK_FENCE=%" PRId64, l->fence);
+	env[k++] = dbcron__strdup(buf);
+	snprintf(buf, sizeof(buf), "DBCRON_LOCK_OWNER=%s", l->owner);
+	env[k++] = dbcron__strdup(buf);
+	env[k] = NULL;
+	if (!env[k - 1] || !env[k - 2] || !env[k - 3]) {
+		for (size_t i = k - 3; i < k; i++)
+			dbcron__free(env[i]);
+		dbcron__free(env);
+		return NULL;
+	}
+	return env;
+}
+
+static void free_env(char **env)
+{
+	if (!env)
+		return;
+	size_t n = 0;
+	while (env[n])
+		n++;
+	for (size_t i = n - 3; i < n; i++)
+		dbcron__free(env[i]);
+	dbcron__free(env);
+}
+
+static void sleep_ms(int64_t ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+	nanosleep(&ts, NULL);
+}
+
+int cli_lock(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"db", required_argument, NULL, 'd'},
+		{"ttl", required_argument, NULL, 't'},
+		{"owner", required_argument, NULL, 'o'},
+		{"wait", required_argument, NULL, 'w'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *db_flag = NULL, *owner = NULL;
+	int64_t ttl = 60000, wait = 0;
+	dbcron_err err = {0};
+	int c;
+	optind = 0;
+	opterr = 0;
+	/* NAME may come before or after the options; "--" ends them */
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd': db_flag = optarg; break;
+		case 'o': owner = optarg; break;
+		case 't':
+			if (dbcron__parse_duration(optarg, 0, &ttl, &err))
+				return cli_usage_error("lock", "--ttl: %s", err.msg);
+			break;
+		case 'w':
+			if (dbcron__parse_duration(optarg, 1, &wait, &err))
+				return cli_usage_error("lock", "--wait: %s", err.msg);
+			break;
+		case 'h': lock_help(stdout); return 0;
+		default:
+			return cli_usage_error("lock", "unknown or incomplete option '%s'", argv[optind - 1]);
+		}
+	}
+	/* getopt permuted: non-options (NAME, then the command after --) */
+	int dashdash = -1;
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--") == 0) {
+			dashdash = i;
+			break;
+		}
+	if (dashdash < 0)
+		return cli_usage_error("lock", "no command: give -- COMMAND [ARGS...]");
+	if (dashdash + 1 >= argc || !argv[dashdash + 1][0])
+		return cli_usage_error("lock", "no command after --");
+	if (optind >= argc || optind > dashdash)
+		return cli_usage_error("lock", "no lock name");
+	const char *name = argv[optind];
+	if (optind == dashdash || optind + 1 != dashdash)
+		return cli_usage_error("lock", "expected exactly one lock name before --");
+	if (lease__check_name(name, &err))
+		return cli_usage_error("lock", "%s", err.msg);
+	char **cmd = &argv[dashdash + 1];
+	char defowner[300];
+	if (!owner) {
+		char host[256] = "localhost";
+		gethostname(host, sizeof(host) - 1);
+		snprintf(defowner, sizeof(defowner), "%s-%d", host, (int)getpid());
+		owner = defowner;
+	}
+
+	dbcron_db *db = NULL;
+	if (dbcron_db_open(cli_db_url(db_flag), &db, &err))
+		return cli_fail(&err);
+
+	int status = CLI_EXIT_FAIL;
+	dbcron_lease lease, holder;
+	int64_t started = db_now(db);
+	int64_t give_up = dbcron__mono_ms() + wait;
+	int rc;
+	for (;;) {
+		rc = dbcron_lock_acquire(db, name, owner, ttl, &lease, &holder, &err);
+		if (rc != DBCRON_ELOCKED || dbcron__mono_ms() >= give_up)
+			break;
+		int64_t left = give_up - dbcron__mono_ms();
+		sleep_ms(left < 200 ? left : 200);
+	}
+	if (rc == DBCRON_ELOCKED) {
+		char until[64];
+		dbcron__format_rfc3339(holder.until_ms, 0, 1, until, sizeof(until));
+		fprintf(stderr, "dbcron lock: '%s' is held by %s until %s (fence %" PRId64 ")\n",
+			name, holder.owner, until, holder.fence);
+		char why[600];
+		snprintf(why, sizeof(why), "lock held by %s until %s", holder.owner, until);
+		record(db, name, owner, started, db_now(db), DBCRON_RUN_SKIPPED, false, 0, why);
+		status = CLI_EXIT_LOCKED;
+		goto out_close;
+	}
+	if (rc) {
+		status = cli_fail(&err);
+		goto out_close;
+	}
+
+	char **env = child_env(&lease);
+	if (!env) {
+		dbcron_lock_release(db, &lease, NULL);
+		fprintf(stderr, "dbcron lock: out of memory\n");
+		goto out_close;
+	}
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = forward_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	pid_t pid;
+	int64_t t_start = db_now(db);
+	int serr = posix_spawnp(&pid, cmd[0], NULL, NULL, cmd, env);
+	free_env(env);
+	if (serr) {
+		fprintf(stderr, "dbcron lock: cannot execute '%s': %s\n", cmd[0], strerror(serr));
+		char why[600];
+		snprintf(why, sizeof(why), "cannot execute '%s': %s", cmd[0], strerror(serr));
+		dbcron_lock_release(db, &lease, NULL);
+		record(db, name, owner, t_start, db_now(db), DBCRON_RUN_FAILED, false, 0, why);
+		status = 127;
+		goto out_close;
+	}
+	child_pid = pid;
+
+	bool lost = false;
+	int64_t renew_every = ttl / 3 > 0 ? ttl / 3 : 1;
+	int64_t valid_until = dbcron__mono_ms() + ttl;
+	int64_t next_renew = dbcron__mono_ms() + renew_every;
+	int wstatus = 0;
+	for (;;) {
+		pid_t w = waitpid(pid, &wstatus, WNOHANG);
+		if (w == pid)
+			break;
+		if (w < 0 && errno != EINTR)
+			break;
+		int64_t now = dbcron__mono_ms();
+		if (!lost && now >= next_renew) {
+			int64_t asked = now;
+			rc = dbcron_lock_renew(db, &lease, ttl, &err);
+			if (rc == DBCRON_OK) {
+				valid_until = asked + ttl;
+			} else if (rc == DBCRON_EFENCED || now >= valid_until) {
+				fprintf(stderr, "dbcron lock: lease '%s' lost (%s); sending SIGTERM to the command\n",
+					name, rc == DBCRON_EFENCED ? "another owner holds it now" : err.msg);
+				lost = true;
+				kill(pid, SIGTERM);
+			}
+			next_renew = now + (rc == DBCRON_OK ? renew_every : 200);
+		}
+		if (!lost && now >= valid_until) {
+			fprintf(stderr, "dbcron lock: lease '%s' expired before it could be renewed; sending SIGTERM\n", name);
+			lost = true;
+			kill(pid, SIGTERM);
+		}
+		sleep_ms(20);
+	}
+	child_pid = 0;
+	int code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus)
+		   : WIFSIGNALED(wstatus) ? 128 + WTERMSIG(wstatus) : 1;
+	if (!lost) {
+		rc = dbcron_lock_release(db, &lease, &err);
+		if (rc == DBCRON_EFENCED) {
+			fprintf(stderr, "dbcron lock: lease '%s' was taken over before release; nothing released\n", name);
+			lost = true;
+		}
+	}
+	char why[200] = "";
+	if (lost)
+		snprintf(why, sizeof(why), "lease lost (fence %" PRId64 ")", lease.fence);
+	else if (code != 0)
+		snprintf(why, sizeof(why), "exited with status %d", code);
+	record(db, name, owner, t_start, db_now(db),
+	       code == 0 && !lost ? DBCRON_RUN_SUCCEEDED : DBCRON_RUN_FAILED, true, code,
+	       why[0] ? why : NULL);
+	status = lost ? CLI_EXIT_LOST : code;
+out_close:
+	dbcron_db_close(db);
+	return status;
+}
+
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (; s && *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch == '"' || ch == '\\')
+			printf("\\%c", ch);
+		else if (ch < 0x20)
+			printf("\\u%04x", ch);
+		else
+			putchar(ch);
+	}
+	putchar('"');
+}
+
+typedef struct locks_ctx {
+	int format; /* 0 table, 1 csv, 2 json */
+	int64_t now;
+	int n;
+} locks_ctx;
+
+static int print_lock(void *ctx, const store_lock_row *l)
+{
+	locks_ctx *c = ctx;
+	char since[64], until[64];
+	dbcron__format_rfc3339(l->since_ms, 0, 1, since, sizeof(since));
+	dbcron__format_rfc3339(l->until_ms, 0, 1, until, sizeof(until));
+	const char *state = l->until_ms >= c->now ? "held" : "free";
+	if (c->format == 1)
+		printf("%s,%s,%" PRId64 ",%" PRId64 ",%" PRId64 ",%s\n", l->name, l->owner,
+		       l->since_ms, l->until_ms, l->fence, state);
+	else if (c->format == 2) {
+		printf("%s{\"name\":", c->n ? ",\n " : "");
+		json_str(l->name);
+		printf(",\"owner\":");
+		json_str(l->owner);
+		printf(",\"since_ms\":%" PRId64 ",\"until_ms\":%" PRId64 ",\"fence\":%" PRId64
+		       ",\"state\":\"%s\"}", l->since_ms, l->until_ms, l->fence, state);
+	}
+	else
+		printf("%-24s %-24s %-24s %-24s %6" PRId64 " %s\n", l->name, l->owner, since, until,
+		       l->fence, state);
+	c->n++;
+	return 0;
+}
+
+int cli_locks(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"db", required_argument, NULL, 'd'},
+		{"format", required_argument, NULL, 'f'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *db_flag = NULL;
+	locks_ctx ctx = {0};
+	int c;
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd': db_flag = optarg; break;
+		case 'f':
+			if (!strcmp(optarg, "table")) ctx.format = 0;
+			else if (!strcmp(optarg, "csv")) ctx.format = 1;
+			else if (!strcmp(optarg, "json")) ctx.format = 2;
+			else return cli_usage_error("locks", "--format: '%s' is not table, csv or json", optarg);
+			break;
+		case 'h':
+			printf("usage: dbcron locks [--db URL] [--format table|csv|json]\n\n"
+			       "List lease locks: name, owner, since, until, fence, and whether it is held now.\n");
+			return 0;
+		default:
+			return cli_usage_error("locks", "unknown or incomplete option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return cli_usage_error("locks", "unexpected argument '%s'", argv[optind]);
+	store *s;
+	int rc = cli_open_store(cli_db_url(db_flag), &s);
+	if (rc)
+		return rc;
+	dbcron_err err = {0};
+	if (s->ops->now_ms(s, &ctx.now, &err)) {
+		store_close(s);
+		return cli_fail(&err);
+	}
+	if (ctx.format == 1)
+		printf("name,owner,since_ms,until_ms,fence,state\n");
+	else if (ctx.format == 2)
+		printf("[");
+	else
+		printf("%-24s %-24s %-24s %-24s %6s %s\n", "NAME", "OWNER", "SINCE", "UNTIL", "FENCE", "STATE");
+	rc = s->ops->lock_list(s, print_lock, &ctx, &err);
+	if (ctx.format == 2)
+		printf("]\n");
+	store_close(s);
+	return rc ? cli_fail(&err) : 0;
+}

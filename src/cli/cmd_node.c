@@ -30,7 +30,8 @@ static void help(FILE *f)
 	fprintf(f,
 		"usage: dbcron node [--db URL] [--node-id ID] [--workers N] [--slow-workers N]\n"
 		"                   [--claim-batch N] [--max-inflight N] [--preread DUR]\n"
-		"                   [--lease DUR] [--heartbeat DUR] [--grace DUR] [--log-runs] [--quiet]\n\n"
+		"                   [--lease DUR] [--heartbeat DUR] [--grace DUR] [--retention DUR|forever]\n"
+		"                   [--log-runs] [--quiet]\n\n"
 		"Run a scheduler node until SIGINT or SIGTERM.\n\n"
 		"  --node-id ID       stable name of this node (default HOST-PID)\n"
 		"  --workers N        threads of the fast pool (default 8)\n"
@@ -41,6 +42,8 @@ static void help(FILE *f)
 		"  --lease DUR        node lease; others take over after it lapses (default 3s)\n"
 		"  --heartbeat DUR    lease renewal period (default 1s)\n"
 		"  --grace DUR        on stop, wait this long for running jobs (default 10s)\n"
+		"  --retention DUR    prune finished runs older than DUR (default 30d), one node at a\n"
+		"                     time under the lease lock dbcron:maintenance; 'forever' keeps all\n"
 		"  --log-runs         log every run start and end (default: only failures,\n"
 		"                     skips, misfires, takeovers and lease events)\n"
 		"  --quiet            log warnings and errors only\n");
@@ -67,7 +70,7 @@ static int parse_dur(const char *flag, const char *v, int64_t *out)
 int cli_node(int argc, char **argv)
 {
 	enum { O_DB = 256, O_ID, O_WORKERS, O_SLOW, O_BATCH, O_INFLIGHT, O_PREREAD,
-	       O_LEASE, O_HB, O_GRACE, O_LOGRUNS, O_QUIET };
+	       O_LEASE, O_HB, O_GRACE, O_LOGRUNS, O_QUIET, O_RETENTION };
 	static const struct option opts[] = {
 		{"db", required_argument, NULL, O_DB},
 		{"node-id", required_argument, NULL, O_ID},
@@ -80,6 +83,7 @@ int cli_node(int argc, char **argv)
 		{"heartbeat", required_argument, NULL, O_HB},
 		{"grace", required_argument, NULL, O_GRACE},
 		{"log-runs", no_argument, NULL, O_LOGRUNS},
+		{"retention", required_argument, NULL, O_RETENTION},
 		{"quiet", no_argument, NULL, O_QUIET},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -104,6 +108,13 @@ int cli_node(int argc, char **argv)
 		case O_HB: rc = parse_dur("--heartbeat", optarg, &cfg.heartbeat_ms); break;
 		case O_GRACE: rc = parse_dur("--grace", optarg, &cfg.grace_ms); break;
 		case O_LOGRUNS: cfg.log_runs = true; break;
+		case O_RETENTION:
+			if (strcmp(optarg, "forever") == 0) {
+				cfg.retention_ms = -1;
+				break;
+			}
+			rc = parse_dur("--retention", optarg, &cfg.retention_ms);
+			break;
 		case O_QUIET: dbcron__log_set_level(LOG_WARN); break;
 		case 'h': help(stdout); return 0;
 		default:

@@ -142,6 +142,8 @@ void dbcron_node_config_init(dbcron_node_config *c)
 	c->flush_ms = 20;
 	c->grace_ms = 10000;
 	c->kill_grace_ms = 2000;
+	c->retention_ms = 30LL * 86400 * 1000;
+	c->maintenance_ms = 60000;
 }
 
 static int64_t db_now(dbcron_node *n)
@@ -897,8 +899,37 @@ static void db_trouble(dbcron_node *n, const dbcron_err *err, int64_t *backoff)
 	*backoff = *backoff * 2 > 5000 ? 5000 : *backoff * 2;
 }
 
+/*
+ * Run-log retention, under the lease lock "dbcron:maintenance" so that one
+ * node prunes at a time however many run.  A lock held elsewhere is the
+ * normal case and says nothing.
+ */
+static void maintenance(dbcron_node *n)
+{
+	if (n->cfg.retention_ms < 0)
+		return;
+	dbcron_err err = {0};
+	store_lock_row holder = {0};
+	int64_t fence, until, now, deleted = 0;
+	int rc = n->st->ops->lock_acquire(n->st, "dbcron:maintenance", n->node_id,
+					  5 * 60000, &fence, &until, &holder, &err);
+	store_lock_row_clear(&holder);
+	if (rc)
+		return;
+	rc = n->st->ops->now_ms(n->st, &now, &err);
+	if (rc == DBCRON_OK)
+		rc = n->st->ops->prune_runs(n->st, now - n->cfg.retention_ms, &deleted, &err);
+	if (rc)
+		dbcron__log(LOG_WARN, "maintenance", "node=%s msg=\"%s\"", n->node_id, err.msg);
+	else if (deleted)
+		dbcron__log(LOG_INFO, "maintenance", "node=%s pruned_runs=%" PRId64 " older_than_ms=%" PRId64,
+			    n->node_id, deleted, n->cfg.retention_ms);
+	n->st->ops->lock_release(n->st, "dbcron:maintenance", n->node_id, fence, &err);
+}
+
 static int run_db_loop(dbcron_node *n)
 {
+	int64_t next_maint = dbcron__mono_ms() + 2000;
 	int64_t next_hb = dbcron__mono_ms() + n->cfg.heartbeat_ms;
 	int64_t next_claim = 0, backoff = 100;
 	dbcron_err err = {0};
@@ -925,6 +956,10 @@ static int run_db_loop(dbcron_node *n)
 			}
 			/* a full batch means more may be due: claim again */
 			next_claim = got >= n->cfg.claim_batch ? now : now + n->cfg.claim_interval_ms;
+		}
+		if (now >= next_maint) {
+			maintenance(n);
+			next_maint = now + n->cfg.maintenance_ms;
 		}
 		backoff = 100;
 		int64_t until = next_hb < next_claim ? next_hb : next_claim;
@@ -1003,7 +1038,7 @@ int dbcron_node_create(const dbcron_node_config *cfg, dbcron_node **out,
 #define DEF(f) if (n->cfg.f <= 0) n->cfg.f = def.f
 	DEF(workers); DEF(slow_workers); DEF(claim_batch); DEF(max_inflight);
 	DEF(preread_ms); DEF(claim_interval_ms); DEF(lease_ms); DEF(heartbeat_ms);
-	DEF(flush_ms); DEF(kill_grace_ms);
+	DEF(flush_ms); DEF(kill_grace_ms); DEF(maintenance_ms);
 #undef DEF
 	if (n->cfg.grace_ms < 0)
 		n->cfg.grace_ms = def.grace_ms;

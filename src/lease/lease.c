@@ -1,0 +1,121 @@
+/*
+ * Lease locks over the store (public API in dbcron/lock.h).  Owns the
+ * dbcron_db handle.  Validates input before any statement, so bad input
+ * never half-writes a lock row; the atomicity of acquire, and the owner and
+ * fence checks of renew and release, are the backends' single statements.
+ */
+#include <string.h>
+
+#include "core/alloc.h"
+#include "dbcron/lock.h"
+#include "lease/lease.h"
+#include "store/store.h"
+
+struct dbcron_db {
+	store *st;
+};
+
+int dbcron_db_open(const char *url, dbcron_db **out, dbcron_err *err)
+{
+	dbcron_db *db = dbcron__calloc(1, sizeof(*db));
+	if (!db)
+		return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
+	int rc = store_open(url, &db->st, err);
+	if (rc == DBCRON_OK)
+		rc = db->st->ops->check_schema(db->st, err);
+	if (rc) {
+		dbcron_db_close(db);
+		return rc;
+	}
+	*out = db;
+	return DBCRON_OK;
+}
+
+void dbcron_db_close(dbcron_db *db)
+{
+	if (!db)
+		return;
+	if (db->st)
+		store_close(db->st);
+	dbcron__free(db);
+}
+
+store *lease__store(dbcron_db *db)
+{
+	return db->st;
+}
+
+int lease__check_name(const char *name, dbcron_err *err)
+{
+	if (!name || !*name)
+		return dbcron_err_set(err, DBCRON_EINVAL, "lock name is empty");
+	if (strlen(name) >= sizeof(((dbcron_lease *)0)->name))
+		return dbcron_err_set(err, DBCRON_EINVAL, "lock name is longer than 255 bytes");
+	for (const char *p = name; *p; p++)
+		if ((unsigned char)*p < 0x21 || *p == 0x7f)
+			return dbcron_err_set(err, DBCRON_EINVAL,
+					      "lock name '%s': only printable characters without spaces", name);
+	return DBCRON_OK;
+}
+
+static void copy_str(char *dst, size_t n, const char *src)
+{
+	size_t l = src ? strlen(src) : 0;
+	if (l >= n)
+		l = n - 1;
+	if (l)
+		memcpy(dst, src, l);
+	dst[l] = '\0';
+}
+
+int dbcron_lock_acquire(dbcron_db *db, const char *name, const char *owner,
+			int64_t ttl_ms, dbcron_lease *lease, dbcron_lease *holder,
+			dbcron_err *err)
+{
+	int rc = lease__check_name(name, err);
+	if (rc)
+		return rc;
+	if (!owner || !*owner || strlen(owner) >= sizeof(lease->owner))
+		return dbcron_err_set(err, DBCRON_EINVAL, "lock owner must be 1-255 bytes");
+	if (ttl_ms <= 0)
+		return dbcron_err_set(err, DBCRON_EINVAL, "lock ttl must be greater than zero");
+	store_lock_row h = {0};
+	int64_t fence = 0, until = 0;
+	rc = db->st->ops->lock_acquire(db->st, name, owner, ttl_ms, &fence, &until, &h, err);
+	if (rc == DBCRON_ELOCKED && holder) {
+		memset(holder, 0, sizeof(*holder));
+		copy_str(holder->name, sizeof(holder->name), name);
+		copy_str(holder->owner, sizeof(holder->owner), h.owner);
+		holder->fence = h.fence;
+		holder->since_ms = h.since_ms;
+		holder->until_ms = h.until_ms;
+	}
+	store_lock_row_clear(&h);
+	if (rc)
+		return rc;
+	memset(lease, 0, sizeof(*lease));
+	copy_str(lease->name, sizeof(lease->name), name);
+	copy_str(lease->owner, sizeof(lease->owner), owner);
+	lease->fence = fence;
+	lease->until_ms = until;
+	lease->since_ms = until - ttl_ms;
+	return DBCRON_OK;
+}
+
+int dbcron_lock_renew(dbcron_db *db, dbcron_lease *lease, int64_t ttl_ms,
+		      dbcron_err *err)
+{
+	if (ttl_ms <= 0)
+		return dbcron_err_set(err, DBCRON_EINVAL, "lock ttl must be greater than zero");
+	int64_t until;
+	int rc = db->st->ops->lock_renew(db->st, lease->name, lease->owner, lease->fence,
+					 ttl_ms, &until, err);
+	if (rc == DBCRON_OK)
+		lease->until_ms = until;
+	return rc;
+}
+
+int dbcron_lock_release(dbcron_db *db, const dbcron_lease *lease, dbcron_err *err)
+{
+	return db->st->ops->lock_release(db->st, lease->name, lease->owner, lease->fence, err);
+}
