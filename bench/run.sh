@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# `make bench`: every benchmark, figures to stdout.  Starts a private
+# PostgreSQL server for the pg figures.  Takes about 25 minutes.
+set -euo pipefail
+build=${1:-build}
+src=$(cd "$(dirname "$0")/.." && pwd)
+export DBCRON_BIN="$build/bin/dbcron"
+echo "== cron engine"; "$build/bench/bench_cron"
+pgdir=$(mktemp -d /tmp/dbcron-pgbench.XXXXXX)
+trap 'bash "$src/scripts/pg-tmp.sh" stop "$pgdir"' EXIT
+DBCRON_TEST_PG=$(bash "$src/scripts/pg-tmp.sh" start "$pgdir"); export DBCRON_TEST_PG
+for b in sqlite pg; do
+  for j in 100 1000 5000; do
+    for n in 1 3; do bash "$src/bench/sched.sh" w1 $b $j $n 60; done
+  done
+  bash "$src/bench/sched.sh" w2 $b 100000 1
+  [ $b = pg ] && bash "$src/bench/sched.sh" w2 $b 100000 3
+  [ $b = pg ] && bash "$src/bench/sched.sh" w3 $b
+done
+if [ -x "$build/bench/bench_lock" ]; then echo "== lease locks"; bash "$src/bench/lock.sh" "$build"; fi

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# Scheduler benchmarks.  They report; they never fail on a figure.
+#   bench/sched.sh w1 BACKEND JOBS NODES SECONDS   every-second storm
+#   bench/sched.sh w2 BACKEND JOBS NODES           queue drain of one-shot jobs
+#   bench/sched.sh w3 BACKEND                      failover: kill -9 one of three nodes
+# BACKEND is sqlite or pg (pg needs DBCRON_TEST_PG, see bench/run.sh).
+# Figures come from the runs table (dbcron runs --format csv) and the nodes'
+# own statement counters (the node.stop log line).
+set -euo pipefail
+bin=${DBCRON_BIN:-build/bin/dbcron}
+mode=$1 backend=$2
+T=$(mktemp -d /tmp/dbcron-bench.XXXXXX)
+PIDS=()
+PGDB=""
+cleanup() {
+  for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill -KILL "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  [ -n "$PGDB" ] && psql "$DBCRON_TEST_PG" -qAt -c "drop database if exists $PGDB with (force)" >/dev/null 2>&1 || true
+  rm -rf "$T"
+}
+trap cleanup EXIT
+
+case "$backend" in
+sqlite) export DBCRON_DB="sqlite:$T/bench.db" ;;
+pg) PGDB="dbcron_bench_$$"; psql "$DBCRON_TEST_PG" -qAt -c "create database $PGDB" >/dev/null
+    export DBCRON_DB="${DBCRON_TEST_PG/dbname=postgres/dbname=$PGDB}" ;;
+*) echo "backend must be sqlite or pg" >&2; exit 2 ;;
+esac
+"$bin" init >/dev/null
+
+start_nodes() {
+  local n=$1; shift
+  for i in $(seq 1 "$n"); do
+    "$bin" node --node-id "b$i" --quiet "$@" 2>"$T/node$i.log" &
+    PIDS+=($!)
+  done
+}
+stop_nodes() {
+  for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+  PIDS=()
+}
+statements() { cat "$T"/node*.log | grep -o 'statements=[0-9]*' | cut -d= -f2 | awk '{s += $1} END {print s + 0}'; }
+percentiles() { # stdin: one number per line
+  sort -n | awk '{a[NR] = $1} END { if (NR == 0) { print "n/a n/a n/a"; exit }
+    p50 = a[int((NR - 1) * 0.50) + 1]; p99 = a[int((NR - 1) * 0.99) + 1]; print p50, p99, a[NR] }'
+}
+
+case "$mode" in
+w1)
+  J=$3 N=$4 D=$5
+  python3 - "$J" > "$T/jobs.json" <<'PY'
+import json, sys
+print(json.dumps([{"name": f"w1-{i}", "cron": "* * * * * ?", "handler": "noop"} for i in range(int(sys.argv[1]))]))
+PY
+  "$bin" job apply "$T/jobs.json" >/dev/null
+  start_nodes "$N"
+  t0=$(date +%s%3N)
+  sleep "$D"
+  t1=$(date +%s%3N)
+  sleep 2
+  stop_nodes
+  "$bin" runs --format csv --limit 0 | tail -n +2 > "$T/runs.csv"
+  # steady state: fires from 5 s after start to 3 s before the end
+  lo=$(( (t0 / 1000 + 5) * 1000 )); hi=$(( (t1 / 1000 - 3) * 1000 ))
+  secs=$(( (hi - lo) / 1000 ))
+  expected=$(( J * secs ))
+  awk -F, -v lo="$lo" -v hi="$hi" '$2 >= lo && $2 < hi' "$T/runs.csv" > "$T/win.csv"
+  executed=$(awk -F, '$4 == "succeeded"' "$T/win.csv" | wc -l)
+  dups=$(awk -F, '$3 == 1 { print $1 "," $2 }' "$T/win.csv" | sort | uniq -d | wc -l)
+  other=$(awk -F, '$4 != "succeeded"' "$T/win.csv" | cut -d, -f4 | sort | uniq -c | tr '\n' ' ')
+  read -r p50 p99 max < <(awk -F, '$6 != "" { print $6 - $2 }' "$T/win.csv" | percentiles)
+  total=$(awk -F, '$4 == "succeeded"' "$T/runs.csv" | wc -l)
+  st=$(statements)
+  spe=$(awk -v s="$st" -v e="$total" 'BEGIN { printf "%.3f", e ? s / e : 0 }')
+  echo "W1 backend=$backend jobs=$J nodes=$N window=${secs}s expected=$expected executed=$executed duplicates=$dups misses=$((expected - executed)) other_states=[${other}] lateness_ms p50=$p50 p99=$p99 max=$max statements_per_exec=$spe"
+  ;;
+w2)
+  J=$3 N=$4
+  python3 - "$J" > "$T/jobs.json" <<'PY'
+import json, sys
+print(json.dumps([{"name": f"w2-{i}", "at": "now", "handler": "noop"} for i in range(int(sys.argv[1]))]))
+PY
+  a0=$(date +%s%3N)
+  "$bin" job apply "$T/jobs.json" >/dev/null
+  a1=$(date +%s%3N)
+  start_nodes "$N" --claim-batch 1000 --max-inflight 20000
+  # wait until every job has a finished run
+  for _ in $(seq 1 600); do
+    done_=$("$bin" runs --state succeeded --format csv --limit 0 | tail -n +2 | wc -l)
+    [ "$done_" -ge "$J" ] && break
+    sleep 1
+  done
+  stop_nodes
+  "$bin" runs --format csv --limit 0 | tail -n +2 > "$T/runs.csv"
+  read -r first last n < <(awk -F, '$4 == "succeeded" { if (f == "" || $6 < f) f = $6; if ($7 > l) l = $7; n++ } END { print f, l, n }' "$T/runs.csv")
+  drain=$(( last - first ))
+  rate=$(awk -v n="$n" -v d="$drain" 'BEGIN { printf "%.0f", d > 0 ? n * 1000 / d : 0 }')
+  st=$(statements)
+  spe=$(awk -v s="$st" -v e="$n" 'BEGIN { printf "%.3f", e ? s / e : 0 }')
+  echo "W2 backend=$backend jobs=$J nodes=$N apply_ms=$((a1 - a0)) executed=$n drain_ms=$drain exec_per_s=$rate statements_per_exec=$spe"
+  ;;
+w3)
+  python3 - > "$T/jobs.json" <<'PY'
+import json
+print(json.dumps([{"name": f"w3-{i}", "every": "1s", "handler": "noop"} for i in range(100)]))
+PY
+  "$bin" job apply "$T/jobs.json" >/dev/null
+  start_nodes 3
+  sleep 20
+  kill -KILL "${PIDS[0]}"
+  tk=$(date +%s%3N)
+  sleep 20
+  unset 'PIDS[0]'
+  PIDS=("${PIDS[@]}")
+  stop_nodes
+  "$bin" runs --format csv --limit 0 | tail -n +2 > "$T/runs.csv"
+  # fires due after the kill that b1 had claimed run late elsewhere: the
+  # takeover time is the worst start lateness of fires due after the kill
+  read -r p50 p99 max < <(awk -F, -v k="$tk" '$2 >= k && $6 != "" { print $6 - $2 }' "$T/runs.csv" | percentiles)
+  dups=$(awk -F, '$3 == 1 { print $1 "," $2 }' "$T/runs.csv" | sort | uniq -d | wc -l)
+  # misses: instants of each job between kill-5s and end-5s without a row
+  misses=$(awk -F, -v k="$tk" '$3 == 1 { seen[$1 "," $2] = 1; if (!($1 in mn) || $2 < mn[$1]) mn[$1] = $2; if ($2 > mx[$1]) mx[$1] = $2 }
+    END { m = 0; for (j in mn) for (t = mn[j]; t < mx[j] - 5000; t += 1000) if (!((j "," t) in seen)) m++; print m }' "$T/runs.csv")
+  echo "W3 backend=$backend jobs=100 nodes=3 killed_at=20s takeover_ms(max start lateness after kill)=$max lateness_after_kill_ms p50=$p50 p99=$p99 duplicates=$dups misses=$misses"
+  ;;
+*) echo "mode must be w1, w2 or w3" >&2; exit 2 ;;
+esac
