@@ -61,7 +61,12 @@ typedef struct exec_result {
 	int64_t mono_start_ms, mono_end_ms;
 } exec_result;
 
+/* Frees what r owns and zeroes it. */
 void exec_result_clear(exec_result *r);
+/* Internal to the executors: replace res->error with the formatted text.
+ * On OOM the error stays NULL; the state the caller sets is what counts. */
+void exec__set_error(exec_result *res, const char *fmt, ...)
+	DBCRON_PRINTF(2, 3);
 
 /*
  * Run a shell job: argv as given (no shell), environment plus DBCRON_JOB,
