@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/alloc.h"
 #include "core/timeutil.h"
 #include "exec/exec.h"
 
@@ -166,6 +167,14 @@ static void test_bad_args(void **state)
 	assert_int_equal(pool_submit(p, NULL, NULL), DBCRON_EINVAL);
 	pool_destroy(p, NULL);
 	pool_destroy(NULL, NULL);
+
+	/* Each of create's allocations failing: ENOMEM, nothing leaked. */
+	for (long n = 1; n <= 3; n++) {
+		dbcron__alloc_fail_at(n);
+		assert_int_equal(pool_create("oom", 2, 4, &p, &err), DBCRON_ENOMEM);
+		dbcron__alloc_fail_at(0);
+		assert_null(p);
+	}
 }
 
 /* destroy: the running item finishes, queued ones go to drop(). */
