@@ -207,7 +207,9 @@ void exec_handler(const exec_req *req, exec_result *res)
 		.attempt = req->attempt,
 		.run_id = req->run_id,
 		.node = req->node_id,
-		.deadline_mono_ms = job->timeout_ms > 0 ? res->mono_start_ms + job->timeout_ms : -1,
+		.deadline_mono_ms = job->timeout_ms > 0 &&
+					    job->timeout_ms < INT64_MAX - res->mono_start_ms ?
+					    res->mono_start_ms + job->timeout_ms : -1,
 		.cancel = req->cancel,
 	};
 	errbuf[0] = '\0';

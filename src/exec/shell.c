@@ -405,7 +405,8 @@ static enum stop_reason wait_child(const exec_req *req, struct wait_state *w,
 				   int64_t start_ms)
 {
 	const int64_t never = INT64_MAX;
-	int64_t deadline = req->job->timeout_ms > 0 ? start_ms + req->job->timeout_ms : never;
+	int64_t t = req->job->timeout_ms;
+	int64_t deadline = t > 0 && t < never - start_ms ? start_ms + t : never;
 	int64_t grace = req->kill_grace_ms > 0 ? req->kill_grace_ms : DEFAULT_GRACE_MS;
 	int64_t kill_at = never;
 	enum stop_reason why = STOP_NONE;
