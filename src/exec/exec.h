@@ -57,11 +57,18 @@ typedef struct exec_result {
 	bool has_exit_code;
 	int exit_code;     /* exit status, or 128 + signal */
 	char *error;       /* owned; NULL when none */
-	char *output;      /* owned; stdout+stderr interleaved, head/tail kept */
+	char *output;      /* owned; stdout+stderr interleaved, head/tail kept,
+			    * NUL and invalid UTF-8 bytes as '?'; NULL when
+			    * the child printed nothing */
 	int64_t mono_start_ms, mono_end_ms;
 } exec_result;
 
+/* Frees what r owns and zeroes it. */
 void exec_result_clear(exec_result *r);
+/* Internal to the executors: replace res->error with the formatted text.
+ * On OOM the error stays NULL; the state the caller sets is what counts. */
+void exec__set_error(exec_result *res, const char *fmt, ...)
+	DBCRON_PRINTF(2, 3);
 
 /*
  * Run a shell job: argv as given (no shell), environment plus DBCRON_JOB,
@@ -70,16 +77,27 @@ void exec_result_clear(exec_result *r);
  * kept and a "[... N bytes omitted ...]" marker between; timeout and cancel
  * stop the whole group (SIGTERM, grace, SIGKILL).  A command that cannot
  * be started is FAILED with a clear error ("cannot execute 'x': No such
- * file or directory").  Always fills res.
+ * file or directory") and no exit code.  Always fills res and always
+ * reaps the child.  Timed out: TIMED_OUT "timed out after 2s; process
+ * group terminated"; cancelled: FAILED "cancelled"; both keep the exit
+ * code observed (usually 128 + signal).  Needs SIGCHLD not ignored and
+ * no waitpid(-1) elsewhere in the process (the exit status would be lost;
+ * the run is then FAILED with an error saying so).
  */
 void exec_shell(const exec_req *req, exec_result *res);
 
 /* Run a registered handler (see dbcron/handler.h).  Unknown handler name
  * is FAILED with an error.  Timeout is enforced cooperatively through the
- * handler context. */
+ * handler context: a handler that returns at or past its deadline is
+ * TIMED_OUT whatever it returned; non-zero after a cancel is FAILED
+ * "cancelled"; other non-zero is FAILED with that exit code and the
+ * handler's errbuf text. */
 void exec_handler(const exec_req *req, exec_result *res);
 
-/* exec_shell or exec_handler by job->executor. */
+/* exec_shell or exec_handler by job->executor.  All three overwrite res
+ * without freeing it (clear a previous result first), run on the calling
+ * thread without any dbcron lock held, and are safe to call from several
+ * workers at once.  The caller owns res's strings afterwards. */
 void exec_run(const exec_req *req, exec_result *res);
 
 #endif
