@@ -1,5 +1,985 @@
-/* Placeholder until the module lands. */
+/*
+ * `dbcron init` and `dbcron job ...`: the schema and the job definitions.
+ * Keeps the CLI's promise on bad input: every definition is parsed and
+ * validated in full before the store is written, and a write is one
+ * store call (one transaction), so a rejected command leaves the database
+ * as it was.  Times the user gives relative to "now" are the database's
+ * now (ops->now_ms), never this host's clock.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
 #include "cli/cli.h"
-int cli_init(int argc, char **argv) { (void)argc; fprintf(stderr, "dbcron %s: not built yet\n", argv[0]); return CLI_EXIT_FAIL; }
-int cli_job(int argc, char **argv) { (void)argc; fprintf(stderr, "dbcron %s: not built yet\n", argv[0]); return CLI_EXIT_FAIL; }
+#include "cli/jobdef.h"
+#include "core/alloc.h"
+#include "core/timeutil.h"
+
+/* At most this many apply errors are printed; the rest are counted. */
+#define APPLY_MAX_ERRORS 20
+
+static int oom(const char *cmd)
+{
+	fprintf(stderr, "dbcron %s: out of memory\n", cmd);
+	return CLI_EXIT_FAIL;
+}
+
+/* "dbcron job add: <msg>" with the status for err's code. */
+static int fail_in(const char *cmd, const dbcron_err *err)
+{
+	fprintf(stderr, "dbcron %s: %s\n", cmd,
+		err->msg[0] ? err->msg : dbcron_strerror(err->code));
+	return cli_status_for(err->code);
+}
+
+static int no_such_job(const char *cmd, const char *name)
+{
+	fprintf(stderr, "dbcron %s: no job named '%s'\n", cmd, name);
+	return CLI_EXIT_USAGE;
+}
+
+/* ---------------------------------------------------------------- init */
+
+static void init_usage(FILE *f)
+{
+	fprintf(f, "usage: dbcron init [--db URL]\n\n"
+		   "Create the schema, or upgrade it to this binary's version.  Safe to run\n"
+		   "again: an up-to-date schema is left as it is.\n");
+}
+
+int cli_init(int argc, char **argv)
+{
+	static const struct option longs[] = {
+		{"db", required_argument, NULL, 'd'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	cliopt o = {.cmd = "init"};
+	const char *db = NULL;
+	int c;
+
+	cliopt_reset();
+	while ((c = cliopt_next(&o, argc, argv, "+:h", longs)) != -1) {
+		switch (c) {
+		case 'd':
+			db = optarg;
+			break;
+		case 'h':
+			init_usage(stdout);
+			return CLI_EXIT_OK;
+		default:
+			return CLI_EXIT_USAGE;
+		}
+	}
+	if (o.npos || o.dashdash)
+		return cli_usage_error("init", "unexpected argument '%s'",
+				       o.npos ? o.pos[0] : "--");
+
+	store *s = NULL;
+	dbcron_err err = {0};
+	int from = 0, to = 0;
+	int rc = store_open(cli_db_url(db), &s, &err);
+	if (rc)
+		return cli_fail(&err);
+	rc = s->ops->migrate(s, &from, &to, &err);
+	store_close(s);
+	if (rc)
+		return cli_fail(&err);
+	printf("schema at version %d (was %d)\n", to, from);
+	return CLI_EXIT_OK;
+}
+
+/* ------------------------------------------------------------ job add */
+
+static void add_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: dbcron job add NAME SCHEDULE [OPTIONS] (-- COMMAND [ARGS...] | --handler NAME [--arg TEXT])\n\n"
+		"SCHEDULE, exactly one of:\n"
+		"  --cron EXPR             Quartz (6/7 fields) or Unix (5 fields) cron\n"
+		"  --every DUR             fixed rate; first fire one interval from now\n"
+		"  --after DUR             fixed delay after the previous run ends\n"
+		"  --at TIME               once: RFC 3339, epoch seconds, now, now+DUR\n"
+		"OPTIONS:\n"
+		"  --tz ZONE               IANA time zone for cron (default UTC)\n"
+		"  --misfire POLICY        fire_once (default) | skip | catch_up\n"
+		"  --max-catchup N         catch_up: at most N missed fires (default 100)\n"
+		"  --misfire-threshold DUR a fire later than this is a misfire (default 5s)\n"
+		"  --overlap POLICY        skip (default) | allow | queue | replace\n"
+		"  --node-loss POLICY      retry (default) | abandon\n"
+		"  --retries N             retries after a failure (default 3)\n"
+		"  --retry-base DUR        first backoff (default 1m)\n"
+		"  --retry-cap DUR         longest backoff (default 1h)\n"
+		"  --jitter                randomise backoffs\n"
+		"  --timeout DUR           stop a run after DUR (default none)\n"
+		"  --paused                add the job paused\n"
+		"  --db URL                database (default $DBCRON_DB, else sqlite:./dbcron.db)\n"
+		"DUR: 500ms, 30s, 5m, 2h, 1d, or compound 1h30m.  Times relative to now use the\n"
+		"database's clock.\n");
+}
+
+/* Long options of `job add`: one per jobdef key, plus --db and --help.
+ * The option value is the key id + 1 (0 means "flag set"). */
+#define OPT_DB 1000
+#define OPT_HELP 'h'
+
+static void add_options(struct option *out)
+{
+	size_t n = 0;
+	for (const jobdef_key *k = jobdef_keys; k->name; k++) {
+		if (k->type == JD_ARGV || k->id == JK_NAME)
+			continue;
+		out[n].name = k->name;
+		out[n].has_arg = k->type == JD_BOOL ? no_argument : required_argument;
+		out[n].flag = NULL;
+		out[n].val = 2000 + (int)k->id;
+		n++;
+	}
+	out[n++] = (struct option){"db", required_argument, NULL, OPT_DB};
+	out[n++] = (struct option){"help", no_argument, NULL, OPT_HELP};
+	out[n] = (struct option){NULL, 0, NULL, 0};
+}
+
+static int job_add(int argc, char **argv)
+{
+	struct option longs[JK__COUNT + 3];
+	cliopt o = {.cmd = "job add"};
+	const char *db = NULL;
+	dbcron_err err = {0};
+	jobdef d;
+	int c, status = CLI_EXIT_USAGE;
+
+	add_options(longs);
+	jobdef_init(&d, true);
+	cliopt_reset();
+	while ((c = cliopt_next(&o, argc, argv, "+:h", longs)) != -1) {
+		if (c == OPT_HELP) {
+			add_usage(stdout);
+			status = CLI_EXIT_OK;
+			goto out_clear;
+		}
+		if (c == OPT_DB) {
+			db = optarg;
+			continue;
+		}
+		if (c < 2000 || c >= 2000 + JK__COUNT)
+			goto out_clear;
+		const jobdef_key *k = jobdef_key_of((jobdef_id)(c - 2000));
+		int rc = k->type == JD_BOOL ? jobdef_set_bool(&d, k, true, &err)
+					    : jobdef_set_text(&d, k, optarg, &err);
+		if (rc) {
+			status = fail_in("job add", &err);
+			goto out_clear;
+		}
+	}
+	if (o.npos == 0) {
+		cli_usage_error("job add", "missing the job NAME");
+		goto out_clear;
+	}
+	if (o.npos > 1) {
+		cli_usage_error("job add", "unexpected argument '%s' (a command goes after --)",
+				o.pos[1]);
+		goto out_clear;
+	}
+	if (jobdef_set_text(&d, jobdef_key_of(JK_NAME), o.pos[0], &err) ||
+	    (o.dashdash && jobdef_set_argv(&d, o.rest, o.nrest, &err)) ||
+	    jobdef_check(&d, &err)) {
+		status = fail_in("job add", &err);
+		goto out_clear;
+	}
+
+	store *s = NULL;
+	status = cli_open_store(cli_db_url(db), &s);
+	if (status)
+		goto out_clear;
+	int64_t now;
+	size_t created = 0, updated = 0, deleted = 0;
+	if (s->ops->now_ms(s, &now, &err) ||
+	    jobdef_finish(&d, now, NULL, &err)) {
+		status = fail_in("job add", &err);
+		goto out_close;
+	}
+	int rc = s->ops->job_put(s, &d.job, 1, STORE_PUT_CREATE, false, &created,
+				 &updated, &deleted, &err);
+	if (rc == DBCRON_EEXISTS) {
+		fprintf(stderr, "dbcron job add: job '%s' already exists (delete it first, or use job apply to update)\n",
+			d.job.name);
+		status = CLI_EXIT_USAGE;
+		goto out_close;
+	}
+	if (rc) {
+		status = fail_in("job add", &err);
+		goto out_close;
+	}
+	char t[64];
+	if (d.job.next_fire_at >= 0)
+		printf("added job '%s', next fire %s%s\n", d.job.name,
+		       cli_time(d.job.next_fire_at, t, sizeof(t)),
+		       d.job.paused ? " (paused)" : "");
+	else
+		printf("added job '%s', no future fire\n", d.job.name);
+	status = CLI_EXIT_OK;
+out_close:
+	store_close(s);
+out_clear:
+	jobdef_clear(&d);
+	return status;
+}
+
+/* ------------------------------------------------- list, show and co */
+
+/* Options shared by the job subcommands that take NAME: --db, --help,
+ * --format.  Returns -1 to go on, else an exit status. */
+typedef struct simple_args {
+	const char *db;
+	const char *format;
+	const char *name;
+	bool prune;
+} simple_args;
+
+static int parse_simple(const char *cmd, int argc, char **argv, int want_pos,
+			bool formats, bool prune, void (*usage)(FILE *),
+			simple_args *a)
+{
+	static const struct option longs[] = {
+		{"db", required_argument, NULL, 'd'},
+		{"format", required_argument, NULL, 'f'},
+		{"prune", no_argument, NULL, 'p'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	cliopt o = {.cmd = cmd};
+	int c;
+
+	memset(a, 0, sizeof(*a));
+	cliopt_reset();
+	while ((c = cliopt_next(&o, argc, argv, "+:h", longs)) != -1) {
+		switch (c) {
+		case 'd':
+			a->db = optarg;
+			break;
+		case 'f':
+			if (!formats)
+				return cli_usage_error(cmd, "unknown option '--format'");
+			if (strcmp(optarg, "table") && strcmp(optarg, "json"))
+				return cli_usage_error(cmd, "--format '%s': expected table or json",
+						       optarg);
+			a->format = optarg;
+			break;
+		case 'p':
+			if (!prune)
+				return cli_usage_error(cmd, "unknown option '--prune'");
+			a->prune = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return CLI_EXIT_OK;
+		default:
+			return CLI_EXIT_USAGE;
+		}
+	}
+	if (o.dashdash) {
+		/* "--" before a name that starts with "-" */
+		for (int i = 0; i < o.nrest; i++, o.npos++)
+			if (o.npos < CLIOPT_MAXPOS)
+				o.pos[o.npos] = o.rest[i];
+	}
+	if (o.npos < want_pos)
+		return cli_usage_error(cmd, want_pos == 1 && !prune ? "missing the job NAME"
+								     : "missing the FILE");
+	if (o.npos > want_pos)
+		return cli_usage_error(cmd, "unexpected argument '%s'", o.pos[want_pos]);
+	if (want_pos)
+		a->name = o.pos[0];
+	return -1;
+}
+
+typedef struct job_vec {
+	dbcron_job *v;
+	size_t n, cap;
+	int rc;
+} job_vec;
+
+static int collect_job(void *ctx, const dbcron_job *job)
+{
+	job_vec *jv = ctx;
+	if (dbcron__grow((void **)&jv->v, &jv->cap, jv->n + 1, sizeof(dbcron_job)) ||
+	    dbcron_job_copy(&jv->v[jv->n], job)) {
+		jv->rc = DBCRON_ENOMEM;
+		return 1;
+	}
+	jv->n++;
+	return 0;
+}
+
+static void job_vec_free(job_vec *jv)
+{
+	for (size_t i = 0; i < jv->n; i++)
+		dbcron_job_clear(&jv->v[i]);
+	dbcron__free(jv->v);
+	memset(jv, 0, sizeof(*jv));
+}
+
+static json_t *duration_json(int64_t ms)
+{
+	char b[64];
+	dbcron__format_duration(ms, b, sizeof(b));
+	return json_string(b);
+}
+
+/* A job as the keys of an apply file, plus what the store knows. */
+static json_t *job_json(const dbcron_job *j)
+{
+	json_t *o = json_object();
+	char t[64];
+	if (!o)
+		return NULL;
+	json_object_set_new(o, "name", json_string(j->name));
+	json_object_set_new(o, dbcron_sched_kind_name(j->kind), json_string(j->spec ? j->spec : ""));
+	json_object_set_new(o, "tz", json_string(j->tz ? j->tz : "UTC"));
+	json_object_set_new(o, "misfire", json_string(dbcron_misfire_name(j->misfire)));
+	json_object_set_new(o, "max-catchup", json_integer(j->max_catchup));
+	json_object_set_new(o, "misfire-threshold", duration_json(j->misfire_threshold_ms));
+	json_object_set_new(o, "overlap", json_string(dbcron_overlap_name(j->overlap)));
+	json_object_set_new(o, "node-loss", json_string(dbcron_node_loss_name(j->node_loss)));
+	json_object_set_new(o, "retries", json_integer(j->max_retries));
+	json_object_set_new(o, "retry-base", duration_json(j->retry_base_ms));
+	json_object_set_new(o, "retry-cap", duration_json(j->retry_cap_ms));
+	json_object_set_new(o, "jitter", json_boolean(j->retry_jitter));
+	json_object_set_new(o, "timeout", duration_json(j->timeout_ms));
+	json_object_set_new(o, "paused", json_boolean(j->paused));
+	if (j->executor == DBCRON_EXEC_HANDLER) {
+		json_object_set_new(o, "handler", json_string(j->handler ? j->handler : ""));
+		if (j->arg)
+			json_object_set_new(o, "arg", json_string(j->arg));
+	} else {
+		json_t *a = json_array();
+		for (int i = 0; a && i < j->argc; i++)
+			json_array_append_new(a, json_string(j->argv[i]));
+		json_object_set_new(o, "command", a);
+	}
+	json_object_set_new(o, "id", json_integer(j->id));
+	json_object_set_new(o, "next_fire_at_ms",
+			    j->next_fire_at >= 0 ? json_integer(j->next_fire_at) : json_null());
+	json_object_set_new(o, "next_fire",
+			    j->next_fire_at >= 0 ? json_string(cli_time(j->next_fire_at, t, sizeof(t)))
+						 : json_null());
+	return o;
+}
+
+/* Print a JSON value on one line; false on failure (OOM, EPIPE). */
+static bool print_json(json_t *v)
+{
+	if (!v)
+		return false;
+	int rc = json_dumpf(v, stdout, JSON_COMPACT | JSON_ENSURE_ASCII);
+	json_decref(v);
+	return rc == 0;
+}
+
+static void list_usage(FILE *f)
+{
+	fprintf(f, "usage: dbcron job list [--format table|json] [--db URL]\n\n"
+		   "All jobs by name: schedule, zone, paused, next fire (UTC).\n");
+}
+
+static int cmp_job_name(const void *a, const void *b)
+{
+	return strcmp(((const dbcron_job *)a)->name, ((const dbcron_job *)b)->name);
+}
+
+static int job_list(int argc, char **argv)
+{
+	simple_args a;
+	int status = parse_simple("job list", argc, argv, 0, true, false, list_usage, &a);
+	if (status >= 0)
+		return status;
+	store *s = NULL;
+	if ((status = cli_open_store(cli_db_url(a.db), &s)))
+		return status;
+	job_vec jv = {0};
+	dbcron_err err = {0};
+	int rc = s->ops->job_list(s, collect_job, &jv, &err);
+	if (rc || jv.rc) {
+		status = jv.rc ? oom("job list") : cli_fail(&err);
+		goto out;
+	}
+	qsort(jv.v, jv.n, sizeof(*jv.v), cmp_job_name);
+	if (a.format && strcmp(a.format, "json") == 0) {
+		fputc('[', stdout);
+		for (size_t i = 0; i < jv.n; i++) {
+			if (i)
+				fputc(',', stdout);
+			fputc('\n', stdout);
+			if (!print_json(job_json(&jv.v[i]))) {
+				status = oom("job list");
+				goto out;
+			}
+		}
+		fputs(jv.n ? "\n]\n" : "]\n", stdout);
+		goto out;
+	}
+	int wn = 4, ws = 8, wt = 2;
+	char sched[256], t[64];
+	for (size_t i = 0; i < jv.n; i++) {
+		int l = (int)strlen(jv.v[i].name);
+		wn = l > wn ? l : wn;
+		l = (int)strlen(jobdef_schedule_text(&jv.v[i], sched, sizeof(sched)));
+		ws = l > ws ? l : ws;
+		l = jv.v[i].tz ? (int)strlen(jv.v[i].tz) : 3;
+		wt = l > wt ? l : wt;
+	}
+	printf("%-*s  %-*s  %-*s  %-6s  %s\n", wn, "NAME", ws, "SCHEDULE", wt, "TZ",
+	       "PAUSED", "NEXT FIRE");
+	for (size_t i = 0; i < jv.n; i++) {
+		const dbcron_job *j = &jv.v[i];
+		printf("%-*s  %-*s  %-*s  %-6s  %s\n", wn, j->name, ws,
+		       jobdef_schedule_text(j, sched, sizeof(sched)), wt,
+		       j->tz ? j->tz : "UTC", j->paused ? "yes" : "no",
+		       cli_time(j->next_fire_at, t, sizeof(t)));
+	}
+out:
+	job_vec_free(&jv);
+	store_close(s);
+	return status;
+}
+
+/* One shell word, quoted only when it needs to be. */
+static void print_word(FILE *f, const char *w)
+{
+	if (*w && strspn(w, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+			    "0123456789_./=:,+@%-") == strlen(w)) {
+		fputs(w, f);
+		return;
+	}
+	fputc('\'', f);
+	for (const char *p = w; *p; p++) {
+		if (*p == '\'')
+			fputs("'\\''", f);
+		else
+			fputc(*p, f);
+	}
+	fputc('\'', f);
+}
+
+static void show_usage(FILE *f)
+{
+	fprintf(f, "usage: dbcron job show NAME [--format table|json] [--db URL]\n\n"
+		   "Every field of the job and its last 5 runs.\n");
+}
+
+static int job_show(int argc, char **argv)
+{
+	simple_args a;
+	int status = parse_simple("job show", argc, argv, 1, true, false, show_usage, &a);
+	if (status >= 0)
+		return status;
+	store *s = NULL;
+	if ((status = cli_open_store(cli_db_url(a.db), &s)))
+		return status;
+	dbcron_job j;
+	dbcron_err err = {0};
+	cli_run_vec rv = {0};
+	store_run_filter f = {.job = a.name, .state = 0, .since_ms = -1, .limit = 5};
+	int64_t now = -1;
+	bool json = a.format && strcmp(a.format, "json") == 0;
+
+	dbcron_job_init(&j);
+	int rc = s->ops->job_get(s, a.name, &j, &err);
+	if (rc == DBCRON_ENOTFOUND) {
+		status = no_such_job("job show", a.name);
+		goto out;
+	}
+	if (rc || (rc = s->ops->runs_list(s, &f, cli_collect_run, &rv, &err)) ||
+	    (rc = s->ops->now_ms(s, &now, &err))) {
+		status = cli_fail(&err);
+		goto out;
+	}
+	if (rv.rc) {
+		status = oom("job show");
+		goto out;
+	}
+	if (json) {
+		json_t *o = job_json(&j);
+		json_t *runs = json_array();
+		for (size_t i = 0; o && runs && i < rv.n; i++)
+			json_array_append_new(runs, cli_run_json(&rv.v[i]));
+		json_object_set_new(o, "last_runs", runs);
+		if (!print_json(o))
+			status = oom("job show");
+		fputc('\n', stdout);
+		goto out;
+	}
+	char t[64], b1[256], b2[64], b3[64];
+	printf("name:              %s\n", j.name);
+	printf("id:                %" PRId64 "\n", j.id);
+	printf("schedule:          %s", jobdef_schedule_text(&j, b1, sizeof(b1)));
+	if (j.kind == DBCRON_SCHED_EVERY)
+		printf(" (series from %s)", cli_time(j.anchor_ms, t, sizeof(t)));
+	if (j.kind == DBCRON_SCHED_AT && j.spec && strcmp(j.spec, b1 + 3))
+		printf(" (given as %s)", j.spec);
+	printf("\ntz:                %s\n", j.tz ? j.tz : "UTC");
+	printf("paused:            %s\n", j.paused ? "yes" : "no");
+	printf("next fire:         %s\n", cli_time(j.next_fire_at, t, sizeof(t)));
+	if (j.executor == DBCRON_EXEC_HANDLER) {
+		printf("handler:           %s\n", j.handler ? j.handler : "");
+		if (j.arg)
+			printf("arg:               %s\n", j.arg);
+	} else {
+		printf("command:          ");
+		for (int i = 0; i < j.argc; i++) {
+			fputc(' ', stdout);
+			print_word(stdout, j.argv[i]);
+		}
+		fputc('\n', stdout);
+	}
+	dbcron__format_duration(j.misfire_threshold_ms, b1, sizeof(b1));
+	printf("misfire:           %s (threshold %s, max catch-up %d)\n",
+	       dbcron_misfire_name(j.misfire), b1, j.max_catchup);
+	printf("overlap:           %s\n", dbcron_overlap_name(j.overlap));
+	printf("node loss:         %s\n", dbcron_node_loss_name(j.node_loss));
+	dbcron__format_duration(j.retry_base_ms, b2, sizeof(b2));
+	dbcron__format_duration(j.retry_cap_ms, b3, sizeof(b3));
+	printf("retries:           %d (backoff %s doubling up to %s%s)\n", j.max_retries,
+	       b2, b3, j.retry_jitter ? ", with jitter" : "");
+	if (j.timeout_ms > 0) {
+		dbcron__format_duration(j.timeout_ms, b1, sizeof(b1));
+		printf("timeout:           %s\n", b1);
+	} else {
+		printf("timeout:           none\n");
+	}
+	printf("created:           %s\n", cli_time(j.created_ms, t, sizeof(t)));
+	printf("updated:           %s\n", cli_time(j.updated_ms, t, sizeof(t)));
+	printf("last runs:%s\n", rv.n ? "" : "         none");
+	if (rv.n)
+		cli_print_runs_table(stdout, rv.v, rv.n, false);
+out:
+	cli_run_vec_free(&rv);
+	dbcron_job_clear(&j);
+	store_close(s);
+	return status;
+}
+
+static void name_usage(FILE *f)
+{
+	fprintf(f, "usage: dbcron job pause|resume|delete|trigger NAME [--db URL]\n\n"
+		   "  pause    stop firing (a running run goes on)\n"
+		   "  resume   fire again; the next fire is computed from the database's now\n"
+		   "  delete   remove the job; its runs stay in the run log\n"
+		   "  trigger  one run now, besides the schedule; prints the run id\n");
+}
+
+/* pause, resume, delete, trigger: one job by name. */
+static int job_by_name(const char *sub, int argc, char **argv)
+{
+	char cmd[32];
+	snprintf(cmd, sizeof(cmd), "job %s", sub);
+	simple_args a;
+	int status = parse_simple(cmd, argc, argv, 1, false, false, name_usage, &a);
+	if (status >= 0)
+		return status;
+	store *s = NULL;
+	if ((status = cli_open_store(cli_db_url(a.db), &s)))
+		return status;
+	dbcron_err err = {0};
+	dbcron_job j;
+	int64_t now, id = 0, fire_at = 0;
+	int rc;
+	char t[64];
+
+	dbcron_job_init(&j);
+	if (strcmp(sub, "delete") == 0) {
+		rc = s->ops->job_delete(s, a.name, &err);
+		if (!rc)
+			printf("deleted job '%s'\n", a.name);
+	} else if (strcmp(sub, "trigger") == 0) {
+		rc = s->ops->job_trigger(s, a.name, &id, &fire_at, &err);
+		if (!rc)
+			printf("triggered job '%s': run %" PRId64 " at %s\n", a.name, id,
+			       cli_time(fire_at, t, sizeof(t)));
+	} else {
+		bool pause = strcmp(sub, "pause") == 0;
+		rc = s->ops->job_get(s, a.name, &j, &err);
+		if (rc)
+			goto out_rc;
+		if (j.paused == pause) {
+			printf("job '%s' is already %s\n", a.name, pause ? "paused" : "active");
+			goto out_rc;
+		}
+		int64_t next = j.next_fire_at;
+		if (!pause) {
+			/* fires that fell in the pause are not misfires: the
+			 * operator asked for them not to run */
+			if ((rc = s->ops->now_ms(s, &now, &err)))
+				goto out_rc;
+			if (j.kind == DBCRON_SCHED_AFTER) {
+				next = now + j.interval_ms;
+			} else if (j.kind != DBCRON_SCHED_AT) {
+				int found = dbcron_job_next_fire(&j, now, &next, &err);
+				if (found < 0) {
+					rc = -found;
+					goto out_rc;
+				}
+				if (!found)
+					next = -1;
+			}
+		}
+		rc = s->ops->job_set_paused(s, a.name, pause, next, &err);
+		if (!rc && pause)
+			printf("paused job '%s'\n", a.name);
+		else if (!rc)
+			printf("resumed job '%s', next fire %s\n", a.name,
+			       cli_time(next, t, sizeof(t)));
+	}
+out_rc:
+	if (rc == DBCRON_ENOTFOUND)
+		status = no_such_job(cmd, a.name);
+	else if (rc)
+		status = fail_in(cmd, &err);
+	dbcron_job_clear(&j);
+	store_close(s);
+	return status;
+}
+
+/* ----------------------------------------------------------- job apply */
+
+static void apply_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: dbcron job apply FILE [--prune] [--db URL]\n\n"
+		"Create or update jobs by name from a JSON array of objects (FILE - is stdin).\n"
+		"Keys are the long flags of `job add` (\"name\", \"every\", \"retries\", ...;\n"
+		"snake_case accepted) plus \"command\": [\"prog\", \"arg\", ...].  All entries are\n"
+		"checked first; then everything is written in one transaction, or nothing.\n"
+		"An unchanged schedule keeps its next fire; a job whose entry has no \"paused\"\n"
+		"key keeps its paused state.  --prune deletes jobs that are not in FILE.\n");
+}
+
+typedef struct apply_ctx {
+	const char *file;
+	size_t nerr;
+} apply_ctx;
+
+static void apply_error(apply_ctx *ac, size_t idx, const char *name,
+			const char *fmt, ...) DBCRON_PRINTF(4, 5);
+
+static void apply_error(apply_ctx *ac, size_t idx, const char *name,
+			const char *fmt, ...)
+{
+	va_list ap;
+	if (++ac->nerr > APPLY_MAX_ERRORS)
+		return;
+	if (name)
+		fprintf(stderr, "dbcron job apply: %s: job #%zu ('%s'): ", ac->file, idx + 1, name);
+	else
+		fprintf(stderr, "dbcron job apply: %s: job #%zu: ", ac->file, idx + 1);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static const char *type_word(jobdef_type t)
+{
+	switch (t) {
+	case JD_INT:
+		return "an integer";
+	case JD_BOOL:
+		return "true or false";
+	case JD_DUR:
+		return "a duration string such as \"30s\"";
+	case JD_ARGV:
+		return "a non-empty array of strings";
+	default:
+		return "a string";
+	}
+}
+
+/* One entry of the file into d; false (and an error printed) when bad. */
+static bool apply_entry(apply_ctx *ac, size_t idx, json_t *obj, jobdef *d)
+{
+	dbcron_err err = {0};
+	const char *key;
+	json_t *val;
+	int rc = 0;
+
+	if (!json_is_object(obj)) {
+		apply_error(ac, idx, NULL, "expected an object {\"name\": ..., ...}");
+		return false;
+	}
+	json_t *jn = json_object_get(obj, "name");
+	if (!jn) {
+		apply_error(ac, idx, NULL, "missing key 'name'");
+		return false;
+	}
+	if (!json_is_string(jn)) {
+		apply_error(ac, idx, NULL, "key 'name': expected a string");
+		return false;
+	}
+	const char *name = json_string_value(jn);
+	json_object_foreach(obj, key, val) {
+		const jobdef_key *k = jobdef_find(key);
+		if (!k) {
+			apply_error(ac, idx, name, "unknown key '%s'", key);
+			return false;
+		}
+		bool ok;
+		switch (k->type) {
+		case JD_INT:
+			ok = json_is_integer(val);
+			if (ok)
+				rc = jobdef_set_int(d, k, json_integer_value(val), &err);
+			break;
+		case JD_BOOL:
+			ok = json_is_boolean(val);
+			if (ok)
+				rc = jobdef_set_bool(d, k, json_is_true(val), &err);
+			break;
+		case JD_ARGV: {
+			size_t n = json_array_size(val), i;
+			ok = json_is_array(val) && n > 0 && n < 100000;
+			for (i = 0; ok && i < n; i++)
+				ok = json_is_string(json_array_get(val, i));
+			if (ok) {
+				char **words = dbcron__calloc(n, sizeof(char *));
+				if (!words) {
+					rc = dbcron_err_set(&err, DBCRON_ENOMEM, "out of memory");
+					break;
+				}
+				for (i = 0; i < n; i++)
+					words[i] = (char *)json_string_value(json_array_get(val, i));
+				rc = jobdef_set_argv(d, words, (int)n, &err);
+				dbcron__free(words);
+			}
+			break;
+		}
+		default:
+			ok = json_is_string(val);
+			if (ok)
+				rc = jobdef_set_text(d, k, json_string_value(val), &err);
+			break;
+		}
+		if (!ok) {
+			apply_error(ac, idx, name, "key '%s': expected %s", key, type_word(k->type));
+			return false;
+		}
+		if (rc) {
+			apply_error(ac, idx, name, "%s", err.msg);
+			return false;
+		}
+	}
+	if (jobdef_check(d, &err)) {
+		apply_error(ac, idx, name, "%s", err.msg);
+		return false;
+	}
+	return true;
+}
+
+static int cmp_def_name(const void *a, const void *b)
+{
+	const jobdef *const *x = a, *const *y = b;
+	int c = strcmp((*x)->job.name, (*y)->job.name);
+	/* file order among equal names, so "first at #i" is right */
+	return c ? c : (*x < *y ? -1 : *x > *y);
+}
+
+static json_t *apply_load(const char *file, int *status)
+{
+	json_error_t jerr;
+	FILE *f = stdin;
+	json_t *root;
+
+	if (strcmp(file, "-") != 0) {
+		struct stat st;
+		f = fopen(file, "r");
+		if (!f) {
+			fprintf(stderr, "dbcron job apply: %s: %s\n", file, strerror(errno));
+			*status = CLI_EXIT_USAGE;
+			return NULL;
+		}
+		if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
+			fprintf(stderr, "dbcron job apply: %s: %s\n", file, strerror(EISDIR));
+			fclose(f);
+			*status = CLI_EXIT_USAGE;
+			return NULL;
+		}
+	}
+	root = json_loadf(f, JSON_REJECT_DUPLICATES, &jerr);
+	if (f != stdin)
+		fclose(f);
+	if (!root) {
+		fprintf(stderr, "dbcron job apply: %s:%d:%d: %s\n", file, jerr.line,
+			jerr.column, jerr.text);
+		*status = CLI_EXIT_USAGE;
+		return NULL;
+	}
+	if (!json_is_array(root)) {
+		fprintf(stderr, "dbcron job apply: %s: expected a JSON array of job objects\n", file);
+		json_decref(root);
+		*status = CLI_EXIT_USAGE;
+		return NULL;
+	}
+	return root;
+}
+
+static const dbcron_job *find_prev(const job_vec *jv, const char *name)
+{
+	dbcron_job key = {.name = (char *)name};
+	return bsearch(&key, jv->v, jv->n, sizeof(*jv->v), cmp_job_name);
+}
+
+static int job_apply(int argc, char **argv)
+{
+	simple_args a;
+	int status = parse_simple("job apply", argc, argv, 1, false, true, apply_usage, &a);
+	if (status >= 0)
+		return status;
+
+	apply_ctx ac = {.file = strcmp(a.name, "-") ? a.name : "<stdin>"};
+	json_t *root = apply_load(a.name, &status);
+	if (!root)
+		return status;
+	size_t n = json_array_size(root), ndefs = 0;
+	jobdef *defs = dbcron__calloc(n ? n : 1, sizeof(*defs));
+	jobdef **sorted = dbcron__calloc(n ? n : 1, sizeof(*sorted));
+	dbcron_job *jobs = NULL;
+	job_vec jv = {0};
+	store *s = NULL;
+	dbcron_err err = {0};
+	status = CLI_EXIT_USAGE;
+	if (!defs || !sorted) {
+		status = oom("job apply");
+		goto out_free;
+	}
+
+	/* 1: every entry alone, no database yet */
+	for (size_t i = 0; i < n; i++) {
+		jobdef_init(&defs[i], false);
+		ndefs = i + 1;
+		apply_entry(&ac, i, json_array_get(root, i), &defs[i]);
+	}
+	json_decref(root);
+	root = NULL;
+	if (ac.nerr)
+		goto out_report;
+
+	/* 2: names unique within the file */
+	for (size_t i = 0; i < n; i++)
+		sorted[i] = &defs[i];
+	qsort(sorted, n, sizeof(*sorted), cmp_def_name);
+	for (size_t i = 1; i < n; i++)
+		if (strcmp(sorted[i]->job.name, sorted[i - 1]->job.name) == 0)
+			apply_error(&ac, (size_t)(sorted[i] - defs), sorted[i]->job.name,
+				    "duplicate name (first at job #%zu)",
+				    (size_t)(sorted[i - 1] - defs) + 1);
+	if (ac.nerr)
+		goto out_report;
+
+	/* 3: resolve against the database's clock and what is stored */
+	if ((status = cli_open_store(cli_db_url(a.db), &s)))
+		goto out_free;
+	int64_t now;
+	int rc = s->ops->now_ms(s, &now, &err);
+	if (!rc)
+		rc = s->ops->job_list(s, collect_job, &jv, &err);
+	if (rc || jv.rc) {
+		status = jv.rc ? oom("job apply") : cli_fail(&err);
+		goto out_free;
+	}
+	qsort(jv.v, jv.n, sizeof(*jv.v), cmp_job_name);
+	for (size_t i = 0; i < n; i++) {
+		if (jobdef_finish(&defs[i], now, find_prev(&jv, defs[i].job.name), &err))
+			apply_error(&ac, i, defs[i].job.name, "%s", err.msg);
+	}
+	status = CLI_EXIT_USAGE;
+	if (ac.nerr)
+		goto out_report;
+
+	/* 4: one transaction */
+	jobs = dbcron__calloc(n ? n : 1, sizeof(*jobs));
+	if (!jobs) {
+		status = oom("job apply");
+		goto out_free;
+	}
+	for (size_t i = 0; i < n; i++) {
+		jobs[i] = defs[i].job;
+		dbcron_job_init(&defs[i].job);
+	}
+	size_t created = 0, updated = 0, deleted = 0;
+	rc = s->ops->job_put(s, jobs, n, STORE_PUT_UPSERT, a.prune, &created, &updated,
+			     &deleted, &err);
+	for (size_t i = 0; i < n; i++)
+		dbcron_job_clear(&jobs[i]);
+	if (rc) {
+		status = fail_in("job apply", &err);
+		goto out_free;
+	}
+	printf("applied: %zu created, %zu updated, %zu deleted\n", created, updated, deleted);
+	status = CLI_EXIT_OK;
+	goto out_free;
+
+out_report:
+	if (ac.nerr > APPLY_MAX_ERRORS)
+		fprintf(stderr, "dbcron job apply: %s: %zu more errors not shown\n", ac.file,
+			ac.nerr - APPLY_MAX_ERRORS);
+	fprintf(stderr, "dbcron job apply: %s: nothing applied (%zu error%s)\n", ac.file,
+		ac.nerr, ac.nerr == 1 ? "" : "s");
+out_free:
+	json_decref(root);
+	dbcron__free(jobs);
+	for (size_t i = 0; i < ndefs; i++)
+		jobdef_clear(&defs[i]);
+	dbcron__free(defs);
+	dbcron__free(sorted);
+	job_vec_free(&jv);
+	store_close(s);
+	return status;
+}
+
+/* ------------------------------------------------------------- dispatch */
+
+static void job_usage(FILE *f)
+{
+	fprintf(f, "usage: dbcron job COMMAND [ARGS...]\n\n"
+		   "  add NAME ...        add a job (dbcron job add --help)\n"
+		   "  list                list jobs\n"
+		   "  show NAME           a job's definition and last runs\n"
+		   "  pause NAME          stop firing\n"
+		   "  resume NAME         fire again from now\n"
+		   "  delete NAME         remove (its runs stay)\n"
+		   "  trigger NAME        run once now\n"
+		   "  apply FILE          create/update jobs from a JSON file\n"
+		   "Each takes --db URL and --help.\n");
+}
+
+int cli_job(int argc, char **argv)
+{
+	if (argc < 2) {
+		job_usage(stderr);
+		return CLI_EXIT_USAGE;
+	}
+	const char *sub = argv[1];
+	if (!strcmp(sub, "--help") || !strcmp(sub, "-h") || !strcmp(sub, "help")) {
+		job_usage(stdout);
+		return CLI_EXIT_OK;
+	}
+	if (!strcmp(sub, "add"))
+		return job_add(argc - 1, argv + 1);
+	if (!strcmp(sub, "list"))
+		return job_list(argc - 1, argv + 1);
+	if (!strcmp(sub, "show"))
+		return job_show(argc - 1, argv + 1);
+	if (!strcmp(sub, "apply"))
+		return job_apply(argc - 1, argv + 1);
+	if (!strcmp(sub, "pause") || !strcmp(sub, "resume") || !strcmp(sub, "delete") ||
+	    !strcmp(sub, "trigger"))
+		return job_by_name(sub, argc - 1, argv + 1);
+	fprintf(stderr, "dbcron job: unknown command '%s'\n\n", sub);
+	job_usage(stderr);
+	return CLI_EXIT_USAGE;
+}

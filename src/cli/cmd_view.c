@@ -1,5 +1,544 @@
-/* Placeholder until the module lands. */
+/*
+ * `dbcron runs` and `dbcron nodes`: read-only views of the run log and the
+ * node registry, as a table for people and csv/json for programs.  The csv
+ * columns of `runs` are a contract (issue 3): job, fire_at_ms, attempt,
+ * state, node, started_ms, finished_ms, exit_code first, in that order,
+ * UTC epoch milliseconds, empty when unset; new columns only go after them.
+ * Ages ("12s ago") are taken against the database's clock, like every
+ * scheduling decision.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "cli/cli.h"
-int cli_runs(int argc, char **argv) { (void)argc; fprintf(stderr, "dbcron %s: not built yet\n", argv[0]); return CLI_EXIT_FAIL; }
-int cli_nodes(int argc, char **argv) { (void)argc; fprintf(stderr, "dbcron %s: not built yet\n", argv[0]); return CLI_EXIT_FAIL; }
+#include "cli/jobdef.h"
+#include "core/alloc.h"
+#include "core/timeutil.h"
+
+enum view_format { FMT_TABLE, FMT_CSV, FMT_JSON };
+
+static int parse_format(const char *cmd, const char *v, enum view_format *out)
+{
+	if (!strcmp(v, "table"))
+		*out = FMT_TABLE;
+	else if (!strcmp(v, "csv"))
+		*out = FMT_CSV;
+	else if (!strcmp(v, "json"))
+		*out = FMT_JSON;
+	else
+		return cli_usage_error(cmd, "--format '%s': expected table, csv or json", v);
+	return 0;
+}
+
+/* ------------------------------------------------------- run helpers */
+
+static char *dup_or_null(const char *s, bool *failed)
+{
+	if (!s)
+		return NULL;
+	char *d = dbcron__strdup(s);
+	if (!d)
+		*failed = true;
+	return d;
+}
+
+int cli_collect_run(void *ctx, const dbcron_run *run)
+{
+	cli_run_vec *rv = ctx;
+	bool failed = false;
+	if (dbcron__grow((void **)&rv->v, &rv->cap, rv->n + 1, sizeof(dbcron_run))) {
+		rv->rc = DBCRON_ENOMEM;
+		return 1;
+	}
+	dbcron_run *r = &rv->v[rv->n];
+	*r = *run;
+	/* the token and the output are not shown in tables */
+	r->claim_token = NULL;
+	r->output = NULL;
+	r->job_name = dup_or_null(run->job_name, &failed);
+	r->node = dup_or_null(run->node, &failed);
+	r->error = dup_or_null(run->error, &failed);
+	if (failed) {
+		dbcron_run_clear(r);
+		rv->rc = DBCRON_ENOMEM;
+		return 1;
+	}
+	rv->n++;
+	return 0;
+}
+
+void cli_run_vec_free(cli_run_vec *rv)
+{
+	for (size_t i = 0; i < rv->n; i++)
+		dbcron_run_clear(&rv->v[i]);
+	dbcron__free(rv->v);
+	memset(rv, 0, sizeof(*rv));
+}
+
+static json_t *ms_json(int64_t ms)
+{
+	return ms >= 0 ? json_integer(ms) : json_null();
+}
+
+static json_t *str_json(const char *s)
+{
+	return s ? json_string(s) : json_null();
+}
+
+json_t *cli_run_json(const dbcron_run *r)
+{
+	json_t *o = json_object();
+	char t[64];
+	if (!o)
+		return NULL;
+	json_object_set_new(o, "id", json_integer(r->id));
+	json_object_set_new(o, "job", str_json(r->job_name));
+	json_object_set_new(o, "fire_at_ms", ms_json(r->fire_at));
+	json_object_set_new(o, "fire_at", json_string(cli_time(r->fire_at, t, sizeof(t))));
+	json_object_set_new(o, "attempt", json_integer(r->attempt));
+	json_object_set_new(o, "state", json_string(dbcron_run_state_name(r->state)));
+	json_object_set_new(o, "due_at_ms", ms_json(r->due_at));
+	json_object_set_new(o, "node", str_json(r->node));
+	json_object_set_new(o, "started_ms", ms_json(r->started_ms));
+	json_object_set_new(o, "finished_ms", ms_json(r->finished_ms));
+	json_object_set_new(o, "exit_code",
+			    r->has_exit_code ? json_integer(r->exit_code) : json_null());
+	json_object_set_new(o, "missed", json_integer(r->missed));
+	json_object_set_new(o, "error", str_json(r->error));
+	if (r->output)
+		json_object_set_new(o, "output", json_string(r->output));
+	return o;
+}
+
+/* One line of text for a table cell: control characters become spaces,
+ * long text is cut with "...". */
+static void cell(char *buf, size_t len, const char *s, size_t max)
+{
+	size_t n = 0;
+	if (!s)
+		s = "";
+	for (; *s && n + 1 < len && n < max; s++)
+		buf[n++] = iscntrl((unsigned char)*s) ? ' ' : *s;
+	if (*s && n >= 3 && n == max) {
+		buf[n - 3] = buf[n - 2] = buf[n - 1] = '.';
+	}
+	buf[n] = '\0';
+}
+
+static void run_duration(const dbcron_run *r, char *buf, size_t len)
+{
+	if (r->started_ms >= 0 && r->finished_ms >= r->started_ms)
+		dbcron__format_duration(r->finished_ms - r->started_ms, buf, len);
+	else
+		snprintf(buf, len, "-");
+}
+
+void cli_print_runs_table(FILE *f, const dbcron_run *runs, size_t n,
+			  bool with_job)
+{
+	int wj = 3, wn = 4;
+	for (size_t i = 0; i < n; i++) {
+		int l = runs[i].job_name ? (int)strlen(runs[i].job_name) : 0;
+		wj = l > wj ? l : wj;
+		l = runs[i].node ? (int)strlen(runs[i].node) : 1;
+		wn = l > wn ? l : wn;
+	}
+	if (with_job)
+		fprintf(f, "%-8s  %-*s  ", "RUN", wj, "JOB");
+	else
+		fprintf(f, "  %-8s  ", "RUN");
+	fprintf(f, "%-24s  %3s  %-9s  %-*s  %-24s  %-8s  %4s  %s\n", "FIRE AT", "TRY",
+		"STATE", wn, "NODE", "STARTED", "TOOK", "EXIT", "ERROR");
+	for (size_t i = 0; i < n; i++) {
+		const dbcron_run *r = &runs[i];
+		char fire[64], start[64], took[32], code[16], error[96];
+		cli_time(r->fire_at, fire, sizeof(fire));
+		cli_time(r->started_ms, start, sizeof(start));
+		run_duration(r, took, sizeof(took));
+		if (r->has_exit_code)
+			snprintf(code, sizeof(code), "%d", r->exit_code);
+		else
+			snprintf(code, sizeof(code), "-");
+		cell(error, sizeof(error), r->error, 80);
+		if (r->missed > 0) {
+			size_t l = strlen(error);
+			snprintf(error + l, sizeof(error) - l, "%s(%" PRId64 " missed)",
+				 l ? " " : "", r->missed);
+		}
+		if (with_job)
+			fprintf(f, "%-8" PRId64 "  %-*s  ", r->id, wj,
+				r->job_name ? r->job_name : "");
+		else
+			fprintf(f, "  %-8" PRId64 "  ", r->id);
+		fprintf(f, "%-24s  %3d  %-9s  %-*s  %-24s  %-8s  %4s  %s\n", fire, r->attempt,
+			dbcron_run_state_name(r->state), wn, r->node ? r->node : "-", start,
+			took, code, error);
+	}
+}
+
+/* ------------------------------------------------------------- csv */
+
+/* RFC 4180: quote a field that holds a comma, a quote or a line break. */
+static void csv_field(FILE *f, const char *s)
+{
+	if (!s)
+		return;
+	if (!strpbrk(s, ",\"\r\n")) {
+		fputs(s, f);
+		return;
+	}
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"')
+			fputc('"', f);
+		fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+static void csv_ms(FILE *f, int64_t ms)
+{
+	if (ms >= 0)
+		fprintf(f, "%" PRId64, ms);
+}
+
+static const char runs_csv_header[] =
+	"job,fire_at_ms,attempt,state,node,started_ms,finished_ms,exit_code,"
+	"missed,error,run_id,due_at_ms";
+
+static void csv_run(FILE *f, const dbcron_run *r)
+{
+	csv_field(f, r->job_name);
+	fprintf(f, ",%" PRId64 ",%d,%s,", r->fire_at, r->attempt,
+		dbcron_run_state_name(r->state));
+	csv_field(f, r->node);
+	fputc(',', f);
+	csv_ms(f, r->started_ms);
+	fputc(',', f);
+	csv_ms(f, r->finished_ms);
+	fputc(',', f);
+	if (r->has_exit_code)
+		fprintf(f, "%d", r->exit_code);
+	fprintf(f, ",%" PRId64 ",", r->missed);
+	csv_field(f, r->error);
+	fprintf(f, ",%" PRId64 ",", r->id);
+	csv_ms(f, r->due_at);
+	fputc('\n', f);
+}
+
+/* ------------------------------------------------------------- runs */
+
+static void runs_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: dbcron runs [--job NAME] [--state S] [--since TIME] [--limit N]\n"
+		"                   [--format table|csv|json] [--db URL]\n\n"
+		"The run log, newest first.  --state: scheduled, running, succeeded, failed,\n"
+		"timed_out, skipped, misfired, abandoned.  --since: runs whose fire time is at\n"
+		"or after TIME (RFC 3339, epoch seconds, now, now+DUR; now is the database's).\n"
+		"--limit N (default 50; 0 = all).  csv columns: %s\n"
+		"(times in UTC epoch milliseconds, empty when unset).\n",
+		runs_csv_header);
+}
+
+typedef struct stream_ctx {
+	enum view_format fmt;
+	size_t n;
+	bool failed;
+} stream_ctx;
+
+static int stream_run(void *ctx, const dbcron_run *r)
+{
+	stream_ctx *sc = ctx;
+	if (sc->fmt == FMT_CSV) {
+		csv_run(stdout, r);
+	} else {
+		json_t *o = cli_run_json(r);
+		if (!o) {
+			sc->failed = true;
+			return 1;
+		}
+		fputs(sc->n ? ",\n" : "\n", stdout);
+		int rc = json_dumpf(o, stdout, JSON_COMPACT | JSON_ENSURE_ASCII);
+		json_decref(o);
+		if (rc) {
+			sc->failed = true;
+			return 1;
+		}
+	}
+	sc->n++;
+	return 0;
+}
+
+int cli_runs(int argc, char **argv)
+{
+	static const struct option longs[] = {
+		{"db", required_argument, NULL, 'd'},
+		{"job", required_argument, NULL, 'j'},
+		{"state", required_argument, NULL, 's'},
+		{"since", required_argument, NULL, 'S'},
+		{"limit", required_argument, NULL, 'l'},
+		{"format", required_argument, NULL, 'f'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	cliopt o = {.cmd = "runs"};
+	const char *db = NULL, *since = NULL;
+	store_run_filter flt = {.job = NULL, .state = 0, .since_ms = -1, .limit = 50};
+	enum view_format fmt = FMT_TABLE;
+	int c, status;
+
+	cliopt_reset();
+	while ((c = cliopt_next(&o, argc, argv, "+:h", longs)) != -1) {
+		switch (c) {
+		case 'd':
+			db = optarg;
+			break;
+		case 'j':
+			flt.job = optarg;
+			break;
+		case 's': {
+			char low[32];
+			size_t i;
+			for (i = 0; optarg[i] && i + 1 < sizeof(low); i++)
+				low[i] = (char)tolower((unsigned char)optarg[i]);
+			low[i] = '\0';
+			flt.state = dbcron_run_state_parse(low);
+			if (flt.state < 0)
+				return cli_usage_error("runs",
+					"--state '%s': expected scheduled, running, succeeded, failed, timed_out, skipped, misfired or abandoned",
+					optarg);
+			break;
+		}
+		case 'S':
+			since = optarg;
+			break;
+		case 'l': {
+			char *end;
+			errno = 0;
+			long v = strtol(optarg, &end, 10);
+			if (!*optarg || *end || errno || v < 0)
+				return cli_usage_error("runs",
+					"--limit '%s': expected a whole number >= 0 (0 = no limit)", optarg);
+			flt.limit = v;
+			break;
+		}
+		case 'f':
+			if ((status = parse_format("runs", optarg, &fmt)))
+				return status;
+			break;
+		case 'h':
+			runs_usage(stdout);
+			return CLI_EXIT_OK;
+		default:
+			return CLI_EXIT_USAGE;
+		}
+	}
+	if (o.npos || o.dashdash)
+		return cli_usage_error("runs", "unexpected argument '%s'",
+				       o.npos ? o.pos[0] : "--");
+	dbcron_err err = {0};
+	int64_t ms;
+	/* the syntax before the database, so a typo costs no connection */
+	if (since && dbcron__parse_time(since, 0, &ms, &err))
+		return cli_usage_error("runs", "--since: %s", err.msg);
+
+	store *s = NULL;
+	if ((status = cli_open_store(cli_db_url(db), &s)))
+		return status;
+	int64_t now;
+	int rc = DBCRON_OK;
+	if (since) {
+		rc = s->ops->now_ms(s, &now, &err);
+		if (!rc)
+			rc = dbcron__parse_time(since, now, &flt.since_ms, &err);
+		if (rc)
+			goto out_rc;
+	}
+	if (fmt == FMT_TABLE) {
+		cli_run_vec rv = {0};
+		rc = s->ops->runs_list(s, &flt, cli_collect_run, &rv, &err);
+		if (!rc && rv.rc)
+			rc = dbcron_err_set(&err, rv.rc, "out of memory");
+		if (!rc) {
+			if (rv.n)
+				cli_print_runs_table(stdout, rv.v, rv.n, true);
+			else
+				printf("no runs\n");
+		}
+		cli_run_vec_free(&rv);
+		goto out_rc;
+	}
+	stream_ctx sc = {.fmt = fmt};
+	if (fmt == FMT_CSV)
+		printf("%s\n", runs_csv_header);
+	else
+		fputc('[', stdout);
+	rc = s->ops->runs_list(s, &flt, stream_run, &sc, &err);
+	if (!rc && sc.failed)
+		rc = dbcron_err_set(&err, DBCRON_ENOMEM, "out of memory writing JSON");
+	if (fmt == FMT_JSON)
+		fputs(sc.n ? "\n]\n" : "]\n", stdout);
+out_rc:
+	if (rc)
+		status = cli_fail(&err);
+	store_close(s);
+	if (!status && (fflush(stdout) || ferror(stdout))) {
+		fprintf(stderr, "dbcron runs: writing output: %s\n", strerror(errno));
+		status = CLI_EXIT_FAIL;
+	}
+	return status;
+}
+
+/* ------------------------------------------------------------ nodes */
+
+static void nodes_usage(FILE *f)
+{
+	fprintf(f, "usage: dbcron nodes [--format table|csv|json] [--db URL]\n\n"
+		   "Scheduler nodes: state, workers, running runs, last heartbeat (and how\n"
+		   "long ago, by the database's clock) and lease expiry.\n");
+}
+
+typedef struct node_ctx {
+	enum view_format fmt;
+	int64_t now;
+	size_t n;
+	bool failed;
+} node_ctx;
+
+static void ago(int64_t now, int64_t then, char *buf, size_t len)
+{
+	if (then < 0) {
+		snprintf(buf, len, "never");
+		return;
+	}
+	int64_t d = now - then;
+	if (d < 0)
+		snprintf(buf, len, "in %" PRId64 "s", -d / 1000);
+	else
+		snprintf(buf, len, "%" PRId64 "s ago", d / 1000);
+}
+
+static int print_node(void *ctx, const store_node_row *nr)
+{
+	node_ctx *nc = ctx;
+	char hb[64], lease[64], a[32];
+	ago(nc->now, nr->heartbeat_ms, a, sizeof(a));
+	if (nc->fmt == FMT_CSV) {
+		csv_field(stdout, nr->node_id);
+		fputc(',', stdout);
+		csv_field(stdout, nr->host);
+		printf(",%d,", nr->pid);
+		csv_field(stdout, nr->state);
+		printf(",%d,%" PRId64 ",", nr->workers, nr->running);
+		csv_ms(stdout, nr->started_ms);
+		fputc(',', stdout);
+		csv_ms(stdout, nr->heartbeat_ms);
+		fputc(',', stdout);
+		csv_ms(stdout, nr->lease_until);
+		printf(",%" PRId64 "\n", nr->heartbeat_ms >= 0 ? nc->now - nr->heartbeat_ms : 0);
+	} else if (nc->fmt == FMT_JSON) {
+		json_t *o = json_object();
+		if (!o) {
+			nc->failed = true;
+			return 1;
+		}
+		json_object_set_new(o, "node", str_json(nr->node_id));
+		json_object_set_new(o, "host", str_json(nr->host));
+		json_object_set_new(o, "pid", json_integer(nr->pid));
+		json_object_set_new(o, "state", str_json(nr->state));
+		json_object_set_new(o, "workers", json_integer(nr->workers));
+		json_object_set_new(o, "running", json_integer(nr->running));
+		json_object_set_new(o, "started_ms", ms_json(nr->started_ms));
+		json_object_set_new(o, "heartbeat_ms", ms_json(nr->heartbeat_ms));
+		json_object_set_new(o, "heartbeat", json_string(cli_time(nr->heartbeat_ms, hb, sizeof(hb))));
+		json_object_set_new(o, "heartbeat_age_ms",
+				    nr->heartbeat_ms >= 0 ? json_integer(nc->now - nr->heartbeat_ms)
+							  : json_null());
+		json_object_set_new(o, "lease_until_ms", ms_json(nr->lease_until));
+		fputs(nc->n ? ",\n" : "\n", stdout);
+		int rc = json_dumpf(o, stdout, JSON_COMPACT | JSON_ENSURE_ASCII);
+		json_decref(o);
+		if (rc) {
+			nc->failed = true;
+			return 1;
+		}
+	} else {
+		if (nc->n == 0)
+			printf("%-20s  %-16s  %7s  %-7s  %7s  %7s  %-24s  %-10s  %s\n", "NODE",
+			       "HOST", "PID", "STATE", "WORKERS", "RUNNING", "LAST HEARTBEAT",
+			       "AGE", "LEASE UNTIL");
+		printf("%-20s  %-16s  %7d  %-7s  %7d  %7" PRId64 "  %-24s  %-10s  %s\n",
+		       nr->node_id ? nr->node_id : "", nr->host ? nr->host : "", nr->pid,
+		       nr->state ? nr->state : "", nr->workers, nr->running,
+		       cli_time(nr->heartbeat_ms, hb, sizeof(hb)), a,
+		       cli_time(nr->lease_until, lease, sizeof(lease)));
+	}
+	nc->n++;
+	return 0;
+}
+
+int cli_nodes(int argc, char **argv)
+{
+	static const struct option longs[] = {
+		{"db", required_argument, NULL, 'd'},
+		{"format", required_argument, NULL, 'f'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	cliopt o = {.cmd = "nodes"};
+	const char *db = NULL;
+	enum view_format fmt = FMT_TABLE;
+	int c, status;
+
+	cliopt_reset();
+	while ((c = cliopt_next(&o, argc, argv, "+:h", longs)) != -1) {
+		switch (c) {
+		case 'd':
+			db = optarg;
+			break;
+		case 'f':
+			if ((status = parse_format("nodes", optarg, &fmt)))
+				return status;
+			break;
+		case 'h':
+			nodes_usage(stdout);
+			return CLI_EXIT_OK;
+		default:
+			return CLI_EXIT_USAGE;
+		}
+	}
+	if (o.npos || o.dashdash)
+		return cli_usage_error("nodes", "unexpected argument '%s'",
+				       o.npos ? o.pos[0] : "--");
+	store *s = NULL;
+	if ((status = cli_open_store(cli_db_url(db), &s)))
+		return status;
+	dbcron_err err = {0};
+	node_ctx nc = {.fmt = fmt};
+	int rc = s->ops->now_ms(s, &nc.now, &err);
+	if (rc)
+		goto out_rc;
+	if (fmt == FMT_CSV)
+		printf("node,host,pid,state,workers,running,started_ms,heartbeat_ms,"
+		       "lease_until_ms,heartbeat_age_ms\n");
+	else if (fmt == FMT_JSON)
+		fputc('[', stdout);
+	rc = s->ops->nodes_list(s, print_node, &nc, &err);
+	if (!rc && nc.failed)
+		rc = dbcron_err_set(&err, DBCRON_ENOMEM, "out of memory writing JSON");
+	if (fmt == FMT_JSON)
+		fputs(nc.n ? "\n]\n" : "]\n", stdout);
+	else if (fmt == FMT_TABLE && nc.n == 0 && !rc)
+		printf("no nodes\n");
+out_rc:
+	if (rc)
+		status = cli_fail(&err);
+	store_close(s);
+	return status;
+}

@@ -62,6 +62,8 @@ typedef struct store_plan {
 /*
  * The planner: core code (sched/plan.c) called by the backend, inside the
  * claim transaction, once per due job it locked.  Pure computation, no I/O.
+ * now_ms is the database clock read by this claim; horizon_ms is absolute:
+ * now_ms + req->horizon_ms_ahead (fires after it belong to a later claim).
  * Returns DBCRON_OK or an error that aborts the whole claim.
  */
 typedef int (*store_plan_fn)(void *ctx, const dbcron_job *job, int64_t now_ms,
@@ -262,7 +264,10 @@ typedef struct store_ops {
 	int (*lock_list)(store *s, store_lock_cb cb, void *ctx,
 			 dbcron_err *err);
 	/* Append a finished run row for a lock attempt (job name "lock:NAME")
-	 * so that every attempt, skipped too, is in the run log. */
+	 * so that every attempt, skipped too, is in the run log.  job_id is
+	 * run->job_id (0 for lock attempts); fire_at < 0 means database now;
+	 * fire_at is bumped by 1 ms until (job_id, fire_at, attempt) is
+	 * unique; finished_ms < 0 means now. */
 	int (*log_run)(store *s, const dbcron_run *run, dbcron_err *err);
 	/* Maintenance: delete terminal runs finished before cutoff. */
 	int (*prune_runs)(store *s, int64_t cutoff_ms, int64_t *deleted,

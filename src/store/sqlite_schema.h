@@ -1,0 +1,91 @@
+/*
+ * SQLite schema, as numbered migrations.  Entry i (1-based) upgrades a
+ * database at version i - 1 to version i; a released entry is never
+ * edited, only followed by a new one.  The logical schema is the same as
+ * pg.c's (times are epoch ms; state, kind and policy columns hold the enums
+ * of include/dbcron/job.h).
+ */
+#ifndef DBCRON_STORE_SQLITE_SCHEMA_H
+#define DBCRON_STORE_SQLITE_SCHEMA_H
+
+static const char *const sqlite_migrations[] = {
+	NULL, /* version 0: empty database */
+	/* 1: jobs, the run log, nodes and lease locks. */
+	"CREATE TABLE jobs ("
+	" id INTEGER PRIMARY KEY,"
+	" name TEXT NOT NULL UNIQUE,"
+	" kind INTEGER NOT NULL,"
+	" spec TEXT NOT NULL,"
+	" interval_ms INTEGER NOT NULL DEFAULT 0,"
+	" anchor_ms INTEGER NOT NULL DEFAULT 0,"
+	" at_ms INTEGER NOT NULL DEFAULT -1,"
+	" tz TEXT,"
+	" misfire INTEGER NOT NULL,"
+	" max_catchup INTEGER NOT NULL,"
+	" misfire_threshold_ms INTEGER NOT NULL,"
+	" overlap INTEGER NOT NULL,"
+	" node_loss INTEGER NOT NULL,"
+	" max_retries INTEGER NOT NULL,"
+	" retry_base_ms INTEGER NOT NULL,"
+	" retry_cap_ms INTEGER NOT NULL,"
+	" retry_jitter INTEGER NOT NULL DEFAULT 0,"
+	" timeout_ms INTEGER NOT NULL DEFAULT 0,"
+	" executor INTEGER NOT NULL,"
+	" argv TEXT,"
+	" handler TEXT,"
+	" arg TEXT,"
+	" paused INTEGER NOT NULL DEFAULT 0,"
+	" next_fire_at INTEGER,"
+	" created_ms INTEGER NOT NULL,"
+	" updated_ms INTEGER NOT NULL);\n"
+	/* The claim reads due jobs in fire order: its cost follows the number
+	 * of due fires, not the number of jobs. */
+	"CREATE INDEX jobs_due ON jobs(next_fire_at)"
+	" WHERE paused = 0 AND next_fire_at IS NOT NULL;\n"
+	/* No foreign key to jobs: deleting a job keeps its history, and lock
+	 * attempts are logged with job_id 0.  UNIQUE is invariant 1. */
+	"CREATE TABLE runs ("
+	" id INTEGER PRIMARY KEY,"
+	" job_id INTEGER NOT NULL,"
+	" job_name TEXT NOT NULL,"
+	" fire_at INTEGER NOT NULL,"
+	" attempt INTEGER NOT NULL,"
+	" state INTEGER NOT NULL,"
+	" due_at INTEGER NOT NULL,"
+	" node TEXT,"
+	" claim_token TEXT,"
+	" started_ms INTEGER,"
+	" finished_ms INTEGER,"
+	" exit_code INTEGER,"
+	" missed INTEGER NOT NULL DEFAULT 0,"
+	" error TEXT,"
+	" output TEXT,"
+	" created_ms INTEGER NOT NULL,"
+	" UNIQUE (job_id, fire_at, attempt));\n"
+	"CREATE INDEX runs_unclaimed ON runs(due_at)"
+	" WHERE state = 1 AND node IS NULL;\n"
+	"CREATE INDEX runs_node_state ON runs(node, state);\n"
+	"CREATE INDEX runs_job_state ON runs(job_id, state);\n"
+	"CREATE INDEX runs_fire_at ON runs(fire_at);\n"
+	"CREATE TABLE nodes ("
+	" id TEXT PRIMARY KEY,"
+	" incarnation TEXT NOT NULL,"
+	" host TEXT,"
+	" pid INTEGER,"
+	" workers INTEGER,"
+	" state TEXT NOT NULL CHECK (state IN ('alive', 'dead', 'stopped')),"
+	" started_ms INTEGER NOT NULL,"
+	" heartbeat_ms INTEGER NOT NULL,"
+	" lease_until INTEGER NOT NULL);\n"
+	"CREATE TABLE locks ("
+	" name TEXT PRIMARY KEY,"
+	" owner TEXT NOT NULL,"
+	" since_ms INTEGER NOT NULL,"
+	" until_ms INTEGER NOT NULL,"
+	" fence INTEGER NOT NULL);\n",
+};
+
+#define SQLITE_SCHEMA_VERSION \
+	((int)(sizeof(sqlite_migrations) / sizeof(sqlite_migrations[0])) - 1)
+
+#endif

@@ -1,0 +1,237 @@
+# Shared helpers for dbcron's integration tests (tests/it/*.sh).
+#
+#   set -euo pipefail
+#   source "$DBCRON_TESTLIB"
+#
+# What it gives you:
+#   $T_DIR                  a private temp dir, removed at exit (kept when
+#                           DBCRON_TEST_KEEP=1 or when a check failed and
+#                           DBCRON_TEST_KEEP_FAILED=1)
+#   t_section TEXT          names the checks that follow (shown on failure)
+#   dbc ARGS...             run $DBCRON_BIN; sets T_OUT, T_ERR, T_RC, never
+#                           trips set -e
+#   expect_rc N ARGS...     dbc ARGS and check the exit status is N
+#   assert_eq WANT GOT [MSG]        both sides printed on failure
+#   assert_ne A B [MSG]
+#   assert_contains HAYSTACK NEEDLE [MSG]   fixed string
+#   assert_match HAYSTACK REGEX [MSG]       extended regex (grep -E)
+#   assert_ok [MSG] / assert_err_contains NEEDLE [MSG]  on the last dbc
+#   sq DBFILE SQL           sqlite3 query, one row per line, '|' between
+#   sq_hash DBFILE          sha256 of the full .dump (data and schema)
+#   pgq CONNINFO SQL        psql query, unaligned, tuples only
+#   t_pg_fresh_db PREFIX    create a new database on $DBCRON_TEST_PG and
+#                           print a conninfo for it (dropped at exit)
+#   t_bg CMD...             start in the background; killed at exit; sets T_BG_PID
+#   wait_until SECS CMD...  poll CMD until it succeeds (hang guard only)
+#   t_skip REASON           end the test as passed-with-skip
+#   t_done                  print the summary; exit 1 if any check failed
+# Failed checks do not stop the script: they are counted, and the exit trap
+# makes the test fail.  A command failing outside a check stops it (set -e).
+
+: "${DBCRON_BIN:?DBCRON_BIN must point at the dbcron binary}"
+
+T_NAME=$(basename "${0%.sh}")
+T_DIR=$(mktemp -d "${TMPDIR:-/tmp}/dbcron-it-$T_NAME.XXXXXX")
+T_CHECKS=0
+T_FAILS=0
+T_SECTION=""
+T_PIDS=()
+T_PG_DBS=()
+T_DONE=0
+
+_t_cleanup() {
+	local rc=$?
+	local pid
+	for pid in "${T_PIDS[@]}"; do
+		kill "$pid" 2>/dev/null || true
+	done
+	for pid in "${T_PIDS[@]}"; do
+		wait "$pid" 2>/dev/null || true
+	done
+	local db
+	for db in "${T_PG_DBS[@]}"; do
+		psql "$DBCRON_TEST_PG" -XAtq -c "drop database if exists \"$db\" with (force)" \
+			>/dev/null 2>&1 || true
+	done
+	if [ "${DBCRON_TEST_KEEP:-0}" = 1 ] ||
+		{ [ "$T_FAILS" -gt 0 ] && [ "${DBCRON_TEST_KEEP_FAILED:-0}" = 1 ]; }; then
+		echo "# kept $T_DIR" >&2
+	else
+		rm -rf "$T_DIR"
+	fi
+	if [ "$T_FAILS" -gt 0 ]; then
+		echo "# $T_NAME: $T_FAILS of $T_CHECKS checks FAILED" >&2
+		exit 1
+	fi
+	if [ "$rc" -ne 0 ]; then
+		echo "# $T_NAME: stopped with status $rc (section: ${T_SECTION:-none}) after $T_CHECKS checks" >&2
+	fi
+	exit "$rc"
+}
+trap _t_cleanup EXIT
+
+t_section() {
+	T_SECTION=$*
+	echo "## $*"
+}
+
+_t_pass() { T_CHECKS=$((T_CHECKS + 1)); }
+_t_fail() {
+	T_CHECKS=$((T_CHECKS + 1))
+	T_FAILS=$((T_FAILS + 1))
+	{
+		echo "FAIL [${T_SECTION}] $1"
+		shift
+		local line
+		for line in "$@"; do
+			echo "    $line"
+		done
+		if [ -n "${T_LAST_CMD:-}" ]; then
+			echo "    last command: $T_LAST_CMD (status ${T_RC:-?})"
+			echo "    stdout: ${T_OUT:-}" | head -n 20
+			echo "    stderr: ${T_ERR:-}" | head -n 20
+		fi
+	} >&2
+}
+
+# Run dbcron without letting set -e stop the script.
+dbc() {
+	local out="$T_DIR/.out" err="$T_DIR/.err"
+	T_LAST_CMD="dbcron $*"
+	T_RC=0
+	"$DBCRON_BIN" "$@" >"$out" 2>"$err" || T_RC=$?
+	T_OUT=$(cat "$out")
+	T_ERR=$(cat "$err")
+}
+
+# Same, with stdin from a file (or - for the caller's stdin).
+dbc_in() {
+	local input=$1
+	shift
+	local out="$T_DIR/.out" err="$T_DIR/.err"
+	T_LAST_CMD="dbcron $* < $input"
+	T_RC=0
+	"$DBCRON_BIN" "$@" <"$input" >"$out" 2>"$err" || T_RC=$?
+	T_OUT=$(cat "$out")
+	T_ERR=$(cat "$err")
+}
+
+expect_rc() {
+	local want=$1
+	shift
+	dbc "$@"
+	if [ "$T_RC" = "$want" ]; then
+		_t_pass
+	else
+		_t_fail "exit status of: dbcron $*" "want: $want" "got:  $T_RC"
+	fi
+}
+
+assert_eq() {
+	if [ "$1" == "$2" ]; then
+		_t_pass
+	else
+		_t_fail "${3:-values differ}" "want: $1" "got:  $2"
+	fi
+}
+
+assert_ne() {
+	if [ "$1" != "$2" ]; then
+		_t_pass
+	else
+		_t_fail "${3:-values should differ}" "both: $1"
+	fi
+}
+
+assert_contains() {
+	if [[ "$1" == *"$2"* ]]; then
+		_t_pass
+	else
+		_t_fail "${3:-text does not contain the expected part}" "want part: $2" "in text:   $1"
+	fi
+}
+
+assert_not_contains() {
+	if [[ "$1" != *"$2"* ]]; then
+		_t_pass
+	else
+		_t_fail "${3:-text contains what it should not}" "unwanted: $2" "in text:  $1"
+	fi
+}
+
+assert_match() {
+	if printf '%s\n' "$1" | grep -Eq -- "$2"; then
+		_t_pass
+	else
+		_t_fail "${3:-text does not match}" "regex: $2" "text:  $1"
+	fi
+}
+
+assert_ok() {
+	if [ "$T_RC" = 0 ]; then
+		_t_pass
+	else
+		_t_fail "${1:-command failed}" "want status 0, got $T_RC"
+	fi
+}
+
+assert_err_contains() {
+	assert_contains "$T_ERR" "$1" "${2:-stderr of the last command}"
+}
+
+sq() {
+	sqlite3 -batch -noheader "$1" "$2"
+}
+
+sq_hash() {
+	sqlite3 -batch "$1" .dump | sha256sum | cut -d' ' -f1
+}
+
+pgq() {
+	psql "$1" -XAtq -v ON_ERROR_STOP=1 -c "$2"
+}
+
+# A fresh database on the server of $DBCRON_TEST_PG; prints its conninfo.
+t_pg_fresh_db() {
+	: "${DBCRON_TEST_PG:?DBCRON_TEST_PG is not set}"
+	local name
+	name="$1_$$_$RANDOM"
+	case "$DBCRON_TEST_PG" in
+	postgres://* | postgresql://*)
+		echo "t_pg_fresh_db: DBCRON_TEST_PG must be a key=value conninfo" >&2
+		return 1
+		;;
+	esac
+	psql "$DBCRON_TEST_PG" -XAtq -v ON_ERROR_STOP=1 -c "create database \"$name\"" >/dev/null
+	T_PG_DBS+=("$name")
+	# a later dbname= overrides the earlier one in a key=value conninfo
+	echo "$DBCRON_TEST_PG dbname=$name"
+}
+
+t_bg() {
+	"$@" &
+	T_BG_PID=$!
+	T_PIDS+=("$T_BG_PID")
+}
+
+wait_until() {
+	local secs=$1
+	shift
+	local deadline=$((SECONDS + secs))
+	until "$@"; do
+		if [ "$SECONDS" -ge "$deadline" ]; then
+			return 1
+		fi
+		sleep 0.1
+	done
+}
+
+t_skip() {
+	echo "# $T_NAME: skipped: $*"
+	exit 0
+}
+
+t_done() {
+	T_DONE=1
+	echo "# $T_NAME: $((T_CHECKS - T_FAILS)) of $T_CHECKS checks passed"
+}

@@ -1,0 +1,1034 @@
+/*
+ * Backend-independent tests of the store interface (store.h): every
+ * backend must pass all of them.  Include this file from a cmocka test
+ * (test_store_sqlite.c, test_store_pg.c) and, before running the group,
+ * point the two hooks at your backend:
+ *
+ *   store_conf_fresh_url    returns the URL of a new, empty database for
+ *                           each call (the string stays valid until the
+ *                           next call);
+ *   store_conf_release_url  (may be NULL) drops what fresh_url made.
+ *
+ * Then list STORE_CONFORMANCE_TESTS in your CMUnitTest array.  Each test
+ * gets its own fresh database, opened and migrated by conf_setup (except
+ * the schema tests, which start empty).
+ */
+#ifndef DBCRON_TEST_STORE_CONFORMANCE_H
+#define DBCRON_TEST_STORE_CONFORMANCE_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/alloc.h"
+#include "dbcron/job.h"
+#include "store/store.h"
+
+static const char *(*store_conf_fresh_url)(void);
+static void (*store_conf_release_url)(const char *url);
+
+typedef struct conf_ctx {
+	char url[1024];
+	store *s;
+	dbcron_err err;
+} conf_ctx;
+
+#define CONF_OK(c, call)                                                     \
+	do {                                                                 \
+		int conf_rc_ = (call);                                       \
+		if (conf_rc_ != DBCRON_OK)                                   \
+			fail_msg("%s -> %d (%s): %s", #call, conf_rc_,       \
+				 dbcron_strerror(conf_rc_), (c)->err.msg);   \
+	} while (0)
+
+static int conf_open(conf_ctx *c, store **out)
+{
+	int rc = store_open(c->url, out, &c->err);
+	if (rc)
+		print_error("open %s: %s\n", c->url, c->err.msg);
+	return rc;
+}
+
+static int conf_setup_empty(void **state)
+{
+	conf_ctx *c = test_calloc(1, sizeof(*c));
+	if (!c)
+		return -1;
+	snprintf(c->url, sizeof(c->url), "%s", store_conf_fresh_url());
+	if (conf_open(c, &c->s)) {
+		test_free(c);
+		return -1;
+	}
+	*state = c;
+	return 0;
+}
+
+static int conf_setup(void **state)
+{
+	if (conf_setup_empty(state))
+		return -1;
+	conf_ctx *c = *state;
+	if (c->s->ops->migrate(c->s, NULL, NULL, &c->err)) {
+		print_error("migrate %s: %s\n", c->url, c->err.msg);
+		return -1;
+	}
+	return 0;
+}
+
+static int conf_teardown(void **state)
+{
+	conf_ctx *c = *state;
+	if (!c)
+		return 0;
+	store_close(c->s);
+	if (store_conf_release_url)
+		store_conf_release_url(c->url);
+	test_free(c);
+	return 0;
+}
+
+static void conf_sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	while (nanosleep(&ts, &ts) != 0)
+		;
+}
+
+static int64_t conf_now(conf_ctx *c)
+{
+	int64_t now = 0;
+	CONF_OK(c, c->s->ops->now_ms(c->s, &now, &c->err));
+	return now;
+}
+
+/* An every-second noop job, first fire at next. */
+static void conf_job(dbcron_job *j, const char *name, int64_t next)
+{
+	dbcron_job_init(j);
+	j->name = dbcron__strdup(name);
+	j->kind = DBCRON_SCHED_EVERY;
+	j->spec = dbcron__strdup("1s");
+	j->interval_ms = 1000;
+	j->executor = DBCRON_EXEC_HANDLER;
+	j->handler = dbcron__strdup("noop");
+	j->next_fire_at = next;
+	assert_non_null(j->name);
+}
+
+static void conf_put(conf_ctx *c, int n, const char *prefix, int64_t next)
+{
+	dbcron_job *jobs = test_calloc((size_t)n, sizeof(*jobs));
+	char name[64];
+	size_t cr, up, del;
+	for (int i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "%s%04d", prefix, i);
+		conf_job(&jobs[i], name, next);
+	}
+	CONF_OK(c, c->s->ops->job_put(c->s, jobs, (size_t)n, STORE_PUT_UPSERT, false,
+				      &cr, &up, &del, &c->err));
+	for (int i = 0; i < n; i++)
+		dbcron_job_clear(&jobs[i]);
+	test_free(jobs);
+}
+
+/* The trivial planner: one SCHEDULED fire at next_fire_at, next = +1 s,
+ * none after `stop` (when stop >= 0). */
+typedef struct conf_planner {
+	store_fire fire;
+	int64_t stop;
+	int calls;
+} conf_planner;
+
+static int conf_plan(void *ctx, const dbcron_job *job, int64_t now_ms,
+		     int64_t horizon_ms, store_plan *out)
+{
+	conf_planner *p = ctx;
+	(void)now_ms;
+	(void)horizon_ms;
+	p->calls++;
+	memset(&p->fire, 0, sizeof(p->fire));
+	p->fire.fire_at = job->next_fire_at;
+	p->fire.due_at = job->next_fire_at;
+	p->fire.state = DBCRON_RUN_SCHEDULED;
+	out->fires = &p->fire;
+	out->nfires = 1;
+	out->next_fire_at = job->next_fire_at + 1000;
+	if (p->stop >= 0 && out->next_fire_at > p->stop)
+		out->next_fire_at = -1;
+	return DBCRON_OK;
+}
+
+static int conf_claim(conf_ctx *c, store *s, const char *node, const char *token,
+		      int max, conf_planner *p, store_claim_result *out)
+{
+	store_claim_req req = {
+		.node_id = node, .token = token, .horizon_ms_ahead = 0,
+		.max = max, .plan = conf_plan, .plan_ctx = p,
+	};
+	return s->ops->claim(s, &req, out, &c->err);
+}
+
+static store_update conf_update(const store_claimed *cl, dbcron_run_state st)
+{
+	store_update u;
+	memset(&u, 0, sizeof(u));
+	u.run_id = cl->run.id;
+	u.job_id = cl->run.job_id;
+	u.fire_at = cl->run.fire_at;
+	u.attempt = cl->run.attempt;
+	u.token = cl->run.claim_token;
+	u.state = st;
+	u.started_ms = u.finished_ms = -1;
+	u.retry_due_at = -1;
+	u.job_next_fire_at = -1;
+	return u;
+}
+
+/* Collect runs of a listing. */
+typedef struct conf_runs {
+	dbcron_run rows[64];
+	int n;
+} conf_runs;
+
+static int conf_run_cb(void *ctx, const dbcron_run *r)
+{
+	conf_runs *rs = ctx;
+	if (rs->n >= 64)
+		return 1;
+	dbcron_run *d = &rs->rows[rs->n++];
+	*d = *r;
+	d->job_name = r->job_name ? dbcron__strdup(r->job_name) : NULL;
+	d->node = r->node ? dbcron__strdup(r->node) : NULL;
+	d->claim_token = r->claim_token ? dbcron__strdup(r->claim_token) : NULL;
+	d->error = r->error ? dbcron__strdup(r->error) : NULL;
+	d->output = r->output ? dbcron__strdup(r->output) : NULL;
+	return 0;
+}
+
+static void conf_runs_clear(conf_runs *rs)
+{
+	for (int i = 0; i < rs->n; i++)
+		dbcron_run_clear(&rs->rows[i]);
+	rs->n = 0;
+}
+
+static void conf_list(conf_ctx *c, const char *job, int state, int64_t since,
+		      long limit, conf_runs *out)
+{
+	store_run_filter f = {.job = job, .state = state, .since_ms = since, .limit = limit};
+	conf_runs_clear(out);
+	CONF_OK(c, c->s->ops->runs_list(c->s, &f, conf_run_cb, out, &c->err));
+}
+
+/* ---- schema ---- */
+
+static void conf_test_migrate(void **state)
+{
+	conf_ctx *c = *state;
+	int from = -1, to = -1;
+	CONF_OK(c, c->s->ops->migrate(c->s, &from, &to, &c->err));
+	assert_int_equal(from, 0);
+	assert_true(to >= 1);
+	int v = to;
+	CONF_OK(c, c->s->ops->migrate(c->s, &from, &to, &c->err));
+	assert_int_equal(from, v);
+	assert_int_equal(to, v);
+	CONF_OK(c, c->s->ops->check_schema(c->s, &c->err));
+}
+
+static void conf_test_check_schema_empty(void **state)
+{
+	conf_ctx *c = *state;
+	assert_int_equal(c->s->ops->check_schema(c->s, &c->err), DBCRON_ESCHEMA);
+	assert_non_null(strstr(c->err.msg, "no dbcron schema"));
+	assert_non_null(strstr(c->err.msg, "dbcron init"));
+}
+
+static void conf_test_open_bad_url(void **state)
+{
+	(void)state;
+	store *s = (store *)1;
+	dbcron_err err = {0};
+	assert_int_equal(store_open("mysql://u:secret@h/db", &s, &err), DBCRON_EINVAL);
+	assert_null(s);
+	assert_non_null(strstr(err.msg, "unsupported database URL"));
+	assert_null(strstr(err.msg, "secret"));
+}
+
+/* ---- jobs ---- */
+
+static void conf_test_job_put(void **state)
+{
+	conf_ctx *c = *state;
+	const store_ops *o = c->s->ops;
+	dbcron_job jobs[3], got;
+	size_t cr = 9, up = 9, del = 9;
+
+	conf_job(&jobs[0], "a", 1000);
+	conf_job(&jobs[1], "b", 2000);
+	CONF_OK(c, o->job_put(c->s, jobs, 2, STORE_PUT_CREATE, false, &cr, &up, &del, &c->err));
+	assert_int_equal(cr, 2);
+	assert_int_equal(up, 0);
+	assert_true(jobs[0].id > 0);
+
+	/* A duplicate name in CREATE mode: nothing of the batch is written. */
+	conf_job(&jobs[2], "c", 3000);
+	dbcron_job batch[2] = {jobs[2], jobs[1]};
+	assert_int_equal(o->job_put(c->s, batch, 2, STORE_PUT_CREATE, false, &cr, &up,
+				    &del, &c->err),
+			 DBCRON_EEXISTS);
+	assert_non_null(strstr(c->err.msg, "'b'"));
+	assert_int_equal(o->job_get(c->s, "c", &got, &c->err), DBCRON_ENOTFOUND);
+	assert_non_null(strstr(c->err.msg, "no job named 'c'"));
+	dbcron_job_clear(&got);
+
+	/* Upsert with an unchanged schedule keeps next_fire_at; a changed one
+	 * takes the caller's. */
+	jobs[0].next_fire_at = 99999;
+	jobs[0].max_retries = 7;
+	dbcron__free(jobs[1].spec);
+	jobs[1].spec = dbcron__strdup("2s");
+	jobs[1].interval_ms = 2000;
+	jobs[1].next_fire_at = 88888;
+	CONF_OK(c, o->job_put(c->s, jobs, 2, STORE_PUT_UPSERT, false, &cr, &up, &del, &c->err));
+	assert_int_equal(cr, 0);
+	assert_int_equal(up, 2);
+	CONF_OK(c, o->job_get(c->s, "a", &got, &c->err));
+	assert_int_equal(got.next_fire_at, 1000);
+	assert_int_equal(got.max_retries, 7);
+	assert_string_equal(got.handler, "noop");
+	assert_int_equal(got.kind, DBCRON_SCHED_EVERY);
+	dbcron_job_clear(&got);
+	CONF_OK(c, o->job_get(c->s, "b", &got, &c->err));
+	assert_int_equal(got.next_fire_at, 88888);
+	assert_string_equal(got.spec, "2s");
+	dbcron_job_clear(&got);
+
+	/* Shell argv round trip, with characters JSON must escape. */
+	dbcron_job sh;
+	conf_job(&sh, "sh", -1);
+	sh.executor = DBCRON_EXEC_SHELL;
+	dbcron__free(sh.handler);
+	sh.handler = NULL;
+	sh.argc = 3;
+	sh.argv = dbcron__calloc(4, sizeof(char *));
+	sh.argv[0] = dbcron__strdup("/bin/echo");
+	sh.argv[1] = dbcron__strdup("a \"quoted\"\\ arg\n");
+	sh.argv[2] = dbcron__strdup("\xc3\xa9t\xc3\xa9");
+	CONF_OK(c, o->job_put(c->s, &sh, 1, STORE_PUT_UPSERT, false, &cr, &up, &del, &c->err));
+	CONF_OK(c, o->job_get(c->s, "sh", &got, &c->err));
+	assert_int_equal(got.argc, 3);
+	assert_string_equal(got.argv[1], "a \"quoted\"\\ arg\n");
+	assert_string_equal(got.argv[2], "\xc3\xa9t\xc3\xa9");
+	assert_null(got.argv[3]);
+	assert_int_equal(got.next_fire_at, -1);
+	dbcron_job_clear(&got);
+	dbcron_job_clear(&sh);
+
+	/* Prune: only "a" and "c" remain. */
+	dbcron_job keep[2] = {jobs[0], jobs[2]};
+	CONF_OK(c, o->job_put(c->s, keep, 2, STORE_PUT_UPSERT, true, &cr, &up, &del, &c->err));
+	assert_int_equal(cr, 1);
+	assert_int_equal(up, 1);
+	assert_int_equal(del, 2);
+	assert_int_equal(o->job_get(c->s, "b", &got, &c->err), DBCRON_ENOTFOUND);
+	dbcron_job_clear(&got);
+	for (int i = 0; i < 3; i++)
+		dbcron_job_clear(&jobs[i]);
+}
+
+static int conf_count_job(void *ctx, const dbcron_job *job)
+{
+	(void)job;
+	(*(int *)ctx)++;
+	return 0;
+}
+
+static void conf_test_job_ops(void **state)
+{
+	conf_ctx *c = *state;
+	const store_ops *o = c->s->ops;
+	dbcron_job got;
+	int64_t now = conf_now(c);
+	conf_put(c, 3, "j", now + 60000);
+
+	int n = 0;
+	CONF_OK(c, o->job_list(c->s, conf_count_job, &n, &c->err));
+	assert_int_equal(n, 3);
+
+	CONF_OK(c, o->job_set_paused(c->s, "j0000", true, -1, &c->err));
+	CONF_OK(c, o->job_get(c->s, "j0000", &got, &c->err));
+	assert_true(got.paused);
+	assert_int_equal(got.next_fire_at, now + 60000);
+	dbcron_job_clear(&got);
+	CONF_OK(c, o->job_set_paused(c->s, "j0000", false, now + 5000, &c->err));
+	CONF_OK(c, o->job_get(c->s, "j0000", &got, &c->err));
+	assert_false(got.paused);
+	assert_int_equal(got.next_fire_at, now + 5000);
+	dbcron_job_clear(&got);
+	assert_int_equal(o->job_set_paused(c->s, "nope", true, -1, &c->err), DBCRON_ENOTFOUND);
+	assert_non_null(strstr(c->err.msg, "'nope'"));
+
+	/* Trigger twice: two unclaimed attempt-1 runs, distinct fire_at. */
+	int64_t id1, id2, f1, f2;
+	CONF_OK(c, o->job_trigger(c->s, "j0001", &id1, &f1, &c->err));
+	CONF_OK(c, o->job_trigger(c->s, "j0001", &id2, &f2, &c->err));
+	assert_true(id1 != id2);
+	assert_true(f1 != f2);
+	assert_int_equal(o->job_trigger(c->s, "nope", &id1, &f1, &c->err), DBCRON_ENOTFOUND);
+	conf_runs rs = {0};
+	conf_list(c, "j0001", 0, -1, 0, &rs);
+	assert_int_equal(rs.n, 2);
+	assert_int_equal(rs.rows[0].state, DBCRON_RUN_SCHEDULED);
+	assert_int_equal(rs.rows[0].attempt, 1);
+	assert_null(rs.rows[0].node);
+
+	/* A triggered run is claimed by anyone, from the unclaimed pool (a
+	 * bumped trigger may be due 1 ms ahead: let the clock pass it). */
+	conf_sleep_ms(5);
+	conf_planner p = {.stop = -1};
+	store_claim_result r;
+	CONF_OK(c, conf_claim(c, c->s, "n1", "t1", 10, &p, &r));
+	assert_int_equal(r.nruns, 2);
+	assert_int_equal(p.calls, 0);
+	assert_string_equal(r.runs[0].job->name, "j0001");
+	assert_string_equal(r.runs[0].run.node, "n1");
+	store_claim_result_clear(&r);
+
+	/* Delete keeps the runs. */
+	CONF_OK(c, o->job_delete(c->s, "j0001", &c->err));
+	assert_int_equal(o->job_delete(c->s, "j0001", &c->err), DBCRON_ENOTFOUND);
+	conf_list(c, "j0001", 0, -1, 0, &rs);
+	assert_int_equal(rs.n, 2);
+	conf_runs_clear(&rs);
+}
+
+/* ---- the claim ---- */
+
+static void conf_test_claim(void **state)
+{
+	conf_ctx *c = *state;
+	const store_ops *o = c->s->ops;
+	int64_t now = conf_now(c);
+	conf_put(c, 5, "due", now - 500);
+	conf_put(c, 2, "later", now + 3600000);
+
+	conf_planner p = {.stop = -1};
+	store_claim_result r;
+	CONF_OK(c, conf_claim(c, c->s, "n1", "tok1", 100, &p, &r));
+	assert_true(r.now_ms >= now);
+	assert_int_equal(r.nruns, 5);
+	assert_int_equal(p.calls, 5);
+	for (size_t i = 0; i < r.nruns; i++) {
+		assert_int_equal(r.runs[i].run.fire_at, now - 500);
+		assert_int_equal(r.runs[i].run.attempt, 1);
+		assert_int_equal(r.runs[i].run.state, DBCRON_RUN_SCHEDULED);
+		assert_string_equal(r.runs[i].run.claim_token, "tok1");
+		assert_string_equal(r.runs[i].run.node, "n1");
+		assert_non_null(r.runs[i].job);
+		assert_int_equal(r.runs[i].job->id, r.runs[i].run.job_id);
+		assert_string_equal(r.runs[i].job->name, r.runs[i].run.job_name);
+	}
+	store_claim_result_clear(&r);
+
+	dbcron_job got;
+	CONF_OK(c, o->job_get(c->s, "due0003", &got, &c->err));
+	assert_int_equal(got.next_fire_at, now + 500);
+	dbcron_job_clear(&got);
+
+	/* Nothing else is due now; with a horizon of 1 s the next fires are. */
+	CONF_OK(c, conf_claim(c, c->s, "n1", "tok2", 100, &p, &r));
+	assert_int_equal(r.nruns, 0);
+	store_claim_result_clear(&r);
+	store_claim_req req = {.node_id = "n1", .token = "tok3", .horizon_ms_ahead = 1500,
+			       .max = 3, .plan = conf_plan, .plan_ctx = &p};
+	CONF_OK(c, o->claim(c->s, &req, &r, &c->err));
+	assert_int_equal(r.nruns, 3); /* backpressure: max */
+	assert_int_equal(r.runs[0].run.fire_at, now + 500);
+	store_claim_result_clear(&r);
+
+	/* Paused jobs are not claimed. */
+	for (int i = 0; i < 5; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "due%04d", i);
+		CONF_OK(c, o->job_set_paused(c->s, name, true, -1, &c->err));
+	}
+	req.token = "tok4";
+	req.max = 100;
+	CONF_OK(c, o->claim(c->s, &req, &r, &c->err));
+	assert_int_equal(r.nruns, 0);
+	store_claim_result_clear(&r);
+}
+
+/* Plans the two fires in ctx (a store_fire[2]) and no next fire. */
+static int conf_plan_fixed(void *ctx, const dbcron_job *job, int64_t now_ms,
+			   int64_t horizon_ms, store_plan *out)
+{
+	(void)job;
+	(void)now_ms;
+	(void)horizon_ms;
+	out->fires = ctx;
+	out->nfires = 2;
+	out->next_fire_at = -1;
+	return DBCRON_OK;
+}
+
+static void conf_test_claim_terminal_fires(void **state)
+{
+	conf_ctx *c = *state;
+	int64_t now = conf_now(c);
+	conf_put(c, 1, "mf", now - 10000);
+
+	/* A planner that writes a MISFIRED record and one SCHEDULED fire. */
+	store_fire fires[2] = {
+		{.fire_at = now - 10000, .due_at = now - 10000,
+		 .state = DBCRON_RUN_MISFIRED, .missed = 0, .error = "missed by 10 s"},
+		{.fire_at = now - 9000, .due_at = now, .state = DBCRON_RUN_SCHEDULED, .missed = 8},
+	};
+	store_claim_req req = {.node_id = "n1", .token = "t", .max = 10,
+			       .plan = conf_plan_fixed, .plan_ctx = fires};
+	store_claim_result r;
+	CONF_OK(c, c->s->ops->claim(c->s, &req, &r, &c->err));
+	assert_int_equal(r.nruns, 1);
+	assert_int_equal(r.nterminal, 1);
+	assert_int_equal(r.runs[0].run.missed, 8);
+	assert_int_equal(r.runs[0].run.due_at, now);
+	store_claim_result_clear(&r);
+
+	conf_runs rs = {0};
+	conf_list(c, "mf0000", DBCRON_RUN_MISFIRED, -1, 0, &rs);
+	assert_int_equal(rs.n, 1);
+	assert_string_equal(rs.rows[0].error, "missed by 10 s");
+	assert_true(rs.rows[0].finished_ms >= now);
+	assert_null(rs.rows[0].node);
+	conf_runs_clear(&rs);
+	dbcron_job got;
+	CONF_OK(c, c->s->ops->job_get(c->s, "mf0000", &got, &c->err));
+	assert_int_equal(got.next_fire_at, -1);
+	dbcron_job_clear(&got);
+}
+
+static void conf_test_claim_two_claimers(void **state)
+{
+	conf_ctx *c = *state;
+	const store_ops *o = c->s->ops;
+	store *s2;
+	int64_t now = conf_now(c);
+	conf_put(c, 10, "x", now - 100);
+	assert_int_equal(conf_open(c, &s2), 0);
+
+	conf_planner p = {.stop = -1};
+	store_claim_result a, b;
+	CONF_OK(c, conf_claim(c, c->s, "n1", "ta", 4, &p, &a));
+	CONF_OK(c, conf_claim(c, s2, "n2", "tb", 100, &p, &b));
+	assert_int_equal(a.nruns, 4);
+	assert_int_equal(b.nruns, 6);
+	for (size_t i = 0; i < a.nruns; i++)
+		for (size_t j = 0; j < b.nruns; j++) {
+			assert_true(a.runs[i].run.id != b.runs[j].run.id);
+			assert_true(a.runs[i].run.job_id != b.runs[j].run.job_id);
+		}
+	store_claim_result_clear(&b);
+
+	/* Put x0000's next fire back to the fire A already holds: the second
+	 * insert of (job, fire_at, 1) conflicts and is not handed out. */
+	const char *name = a.runs[0].job->name;
+	CONF_OK(c, o->job_set_paused(c->s, name, false, a.runs[0].run.fire_at, &c->err));
+	CONF_OK(c, conf_claim(c, s2, "n2", "tc", 100, &p, &b));
+	assert_int_equal(b.nruns, 0);
+	assert_int_equal(b.nterminal, 0);
+	store_claim_result_clear(&b);
+	conf_runs rs = {0};
+	conf_list(c, name, 0, -1, 0, &rs);
+	assert_int_equal(rs.n, 1);
+	assert_string_equal(rs.rows[0].claim_token, "ta");
+	conf_runs_clear(&rs);
+	store_claim_result_clear(&a);
+	store_close(s2);
+}
+
+static void conf_test_claim_statements(void **state)
+{
+	conf_ctx *c = *state;
+	int64_t now = conf_now(c);
+	conf_put(c, 500, "bulk", now - 100);
+	conf_planner p = {.stop = -1};
+	store_claim_result r;
+	uint64_t before = c->s->stmt_count;
+	CONF_OK(c, conf_claim(c, c->s, "n1", "t", 1000, &p, &r));
+	uint64_t used = c->s->stmt_count - before;
+	assert_int_equal(r.nruns, 500);
+	print_message("claim of 500 fires: %llu statements\n", (unsigned long long)used);
+	assert_true(used > 0);
+	assert_true(used < 10);
+
+	/* Completing them is O(1) statements too. */
+	store_update *ups = test_calloc(r.nruns, sizeof(*ups));
+	for (size_t i = 0; i < r.nruns; i++) {
+		ups[i] = conf_update(&r.runs[i], DBCRON_RUN_SUCCEEDED);
+		ups[i].started_ms = now;
+		ups[i].finished_ms = now + 1;
+		ups[i].has_exit_code = true;
+	}
+	before = c->s->stmt_count;
+	CONF_OK(c, c->s->ops->apply(c->s, "n1", ups, r.nruns, &c->err));
+	used = c->s->stmt_count - before;
+	print_message("apply of 500 updates: %llu statements\n", (unsigned long long)used);
+	assert_true(used < 10);
+	for (size_t i = 0; i < r.nruns; i++)
+		assert_true(ups[i].applied);
+	test_free(ups);
+	store_claim_result_clear(&r);
+}
+
+/* ---- apply ---- */
+
+static void conf_test_apply(void **state)
+{
+	conf_ctx *c = *state;
+	const store_ops *o = c->s->ops;
+	int64_t now = conf_now(c);
+	conf_put(c, 3, "ap", now - 100);
+	conf_planner p = {.stop = -1};
+	store_claim_result r;
+	CONF_OK(c, conf_claim(c, c->s, "n1", "tok", 10, &p, &r));
+	assert_int_equal(r.nruns, 3);
+
+	store_update u[5];
+	/* run 0: RUNNING then FAILED with a retry, in one batch. */
+	u[0] = conf_update(&r.runs[0], DBCRON_RUN_RUNNING);
+	u[0].started_ms = now;
+	u[1] = conf_update(&r.runs[0], DBCRON_RUN_FAILED);
+	u[1].finished_ms = now + 10;
+	u[1].has_exit_code = true;
+	u[1].exit_code = 3;
+	u[1].error = "exit status 3";
+	u[1].output = "out\n";
+	u[1].retry_due_at = now + 60000;
+	/* run 1: wrong token -> refused. */
+	u[2] = conf_update(&r.runs[1], DBCRON_RUN_SUCCEEDED);
+	u[2].token = "stolen";
+	/* run 2: right token, wrong node -> refused below. */
+	u[3] = conf_update(&r.runs[2], DBCRON_RUN_SUCCEEDED);
+	CONF_OK(c, o->apply(c->s, "n1", u, 3, &c->err));
+	assert_true(u[0].applied);
+	assert_true(u[1].applied);
+	assert_false(u[2].applied);
+	CONF_OK(c, o->apply(c->s, "n2", &u[3], 1, &c->err));
+	assert_false(u[3].applied);
+
+	conf_runs rs = {0};
+	conf_list(c, r.runs[0].run.job_name, 0, -1, 0, &rs);
+	assert_int_equal(rs.n, 2);
+	assert_int_equal(rs.rows[0].attempt, 1);
+	assert_int_equal(rs.rows[0].state, DBCRON_RUN_FAILED);
+	assert_int_equal(rs.rows[0].started_ms, now);
+	assert_int_equal(rs.rows[0].finished_ms, now + 10);
+	assert_true(rs.rows[0].has_exit_code);
+	assert_int_equal(rs.rows[0].exit_code, 3);
+	assert_string_equal(rs.rows[0].error, "exit status 3");
+	assert_string_equal(rs.rows[0].output, "out\n");
+	assert_int_equal(rs.rows[1].attempt, 2);
+	assert_int_equal(rs.rows[1].state, DBCRON_RUN_SCHEDULED);
+	assert_int_equal(rs.rows[1].due_at, now + 60000);
+	assert_int_equal(rs.rows[1].fire_at, rs.rows[0].fire_at);
+	assert_null(rs.rows[1].node);
+
+	/* A terminal row is final: even its owner cannot change it again. */
+	u[4] = conf_update(&r.runs[0], DBCRON_RUN_SUCCEEDED);
+	CONF_OK(c, o->apply(c->s, "n1", &u[4], 1, &c->err));
+	assert_false(u[4].applied);
+	conf_list(c, r.runs[0].run.job_name, 0, -1, 0, &rs);
+	assert_int_equal(rs.rows[0].state, DBCRON_RUN_FAILED);
+
+	/* job_next_fire_at is set only where next_fire_at is NULL. */
+	dbcron_job after;
+	conf_job(&after, "after", -1);
+	after.kind = DBCRON_SCHED_AFTER;
+	size_t cr, up, del;
+	CONF_OK(c, o->job_put(c->s, &after, 1, STORE_PUT_UPSERT, false, &cr, &up, &del, &c->err));
+	u[0] = conf_update(&r.runs[1], DBCRON_RUN_SUCCEEDED);
+	u[0].job_id = after.id;
+	u[0].job_next_fire_at = now + 777;
+	u[1] = conf_update(&r.runs[2], DBCRON_RUN_SUCCEEDED);
+	u[1].job_next_fire_at = now + 888; /* job has a next fire: kept */
+	CONF_OK(c, o->apply(c->s, "n1", u, 2, &c->err));
+	assert_true(u[0].applied);
+	assert_true(u[1].applied);
+	dbcron_job got;
+	CONF_OK(c, o->job_get(c->s, "after", &got, &c->err));
+	assert_int_equal(got.next_fire_at, now + 777);
+	dbcron_job_clear(&got);
+	CONF_OK(c, o->job_get(c->s, r.runs[2].job->name, &got, &c->err));
+	assert_int_equal(got.next_fire_at, now + 900);
+	dbcron_job_clear(&got);
+	dbcron_job_clear(&after);
+
+	/* The retry is claimable once due (horizon covers it). */
+	store_claim_result r2;
+	store_claim_req req = {.node_id = "n2", .token = "t2", .horizon_ms_ahead = 61000,
+			       .max = 1, .plan = conf_plan, .plan_ctx = &p};
+	p.stop = 0; /* due jobs fire once more, then stop */
+	CONF_OK(c, o->claim(c->s, &req, &r2, &c->err));
+	store_claim_result_clear(&r2);
+	conf_runs_clear(&rs);
+	store_claim_result_clear(&r);
+}
+
+/* ---- nodes ---- */
+
+static void conf_node(store_node_info *n, const char *id, const char *inc, int64_t lease)
+{
+	memset(n, 0, sizeof(*n));
+	n->node_id = id;
+	n->incarnation = inc;
+	n->host = "testhost";
+	n->pid = 42;
+	n->workers = 4;
+	n->lease_ms = lease;
+}
+
+typedef struct conf_nodes {
+	int n;
+	char state[4][16];
+	char id[4][32];
+	int64_t running[4];
+} conf_nodes;
+
+static int conf_node_cb(void *ctx, const store_node_row *r)
+{
+	conf_nodes *ns = ctx;
+	if (ns->n < 4) {
+		snprintf(ns->id[ns->n], sizeof(ns->id[0]), "%s", r->node_id);
+		snprintf(ns->state[ns->n], sizeof(ns->state[0]), "%s", r->state);
+		ns->running[ns->n] = r->running;
+		ns->n++;
+	}
+	return 0;
+}
+
+/*
+ * Node A claims two fires, starts one, then freezes past its lease.
+ * B reaps: A dead; the unstarted fire back in the pool, the running one
+ * ABANDONED with a new attempt; A's late writes and heartbeat refused.
+ */
+static void conf_test_reap(void **state)
+{
+	conf_ctx *c = *state;
+	const store_ops *o = c->s->ops;
+	store *sb;
+	int64_t now = conf_now(c);
+	conf_put(c, 2, "rp", now - 100);
+	assert_int_equal(conf_open(c, &sb), 0);
+
+	store_node_info na, nb;
+	conf_node(&na, "A", "inc-a", 200);
+	conf_node(&nb, "B", "inc-b", 60000);
+	CONF_OK(c, o->node_register(c->s, &na, &c->err));
+	CONF_OK(c, o->node_register(sb, &nb, &c->err));
+
+	conf_planner p = {.stop = -1};
+	store_claim_result r;
+	CONF_OK(c, conf_claim(c, c->s, "A", "ta", 10, &p, &r));
+	assert_int_equal(r.nruns, 2);
+	store_update u = conf_update(&r.runs[0], DBCRON_RUN_RUNNING);
+	u.started_ms = now;
+	CONF_OK(c, o->apply(c->s, "A", &u, 1, &c->err));
+	assert_true(u.applied);
+
+	conf_nodes ns = {0};
+	CONF_OK(c, o->nodes_list(c->s, conf_node_cb, &ns, &c->err));
+	assert_int_equal(ns.n, 2);
+	assert_string_equal(ns.id[0], "A");
+	assert_int_equal(ns.running[0], 1);
+	bool running = false;
+	CONF_OK(c, o->job_running(c->s, r.runs[0].run.job_id, -1, &running, &c->err));
+	assert_true(running);
+	CONF_OK(c, o->job_running(c->s, r.runs[0].run.job_id, r.runs[0].run.id, &running,
+				  &c->err));
+	assert_false(running);
+
+	size_t reaped = 99;
+	CONF_OK(c, o->reap(sb, &reaped, &c->err));
+	assert_int_equal(reaped, 0); /* A's lease still runs */
+	conf_sleep_ms(450);
+	CONF_OK(c, o->reap(sb, &reaped, &c->err));
+	assert_int_equal(reaped, 2);
+
+	conf_runs rs = {0};
+	conf_list(c, r.runs[0].run.job_name, 0, -1, 0, &rs);
+	assert_int_equal(rs.n, 2);
+	assert_int_equal(rs.rows[0].state, DBCRON_RUN_ABANDONED);
+	assert_string_equal(rs.rows[0].error, "node lost");
+	assert_true(rs.rows[0].finished_ms >= now);
+	assert_int_equal(rs.rows[1].attempt, 2);
+	assert_int_equal(rs.rows[1].state, DBCRON_RUN_SCHEDULED);
+	assert_null(rs.rows[1].node);
+	conf_list(c, r.runs[1].run.job_name, 0, -1, 0, &rs);
+	assert_int_equal(rs.n, 1);
+	assert_int_equal(rs.rows[0].state, DBCRON_RUN_SCHEDULED);
+	assert_null(rs.rows[0].node);
+	assert_null(rs.rows[0].claim_token);
+	conf_runs_clear(&rs);
+
+	/* A wakes up: its heartbeat and its writes are fenced. */
+	int64_t dbnow;
+	assert_int_equal(o->node_heartbeat(c->s, "A", "inc-a", 200, &dbnow, &c->err),
+			 DBCRON_EFENCED);
+	store_update late[2] = {conf_update(&r.runs[0], DBCRON_RUN_SUCCEEDED),
+				conf_update(&r.runs[1], DBCRON_RUN_RUNNING)};
+	CONF_OK(c, o->apply(c->s, "A", late, 2, &c->err));
+	assert_false(late[0].applied);
+	assert_false(late[1].applied);
+
+	/* B takes both: the retry and the handed-back fire. */
+	store_claim_result rb;
+	p.stop = 0;
+	CONF_OK(c, conf_claim(c, sb, "B", "tb", 10, &p, &rb));
+	assert_int_equal(rb.nruns, 2);
+	store_claim_result_clear(&rb);
+	CONF_OK(c, o->node_heartbeat(sb, "B", "inc-b", 60000, &dbnow, &c->err));
+	assert_true(dbnow >= now);
+
+	ns.n = 0;
+	CONF_OK(c, o->nodes_list(c->s, conf_node_cb, &ns, &c->err));
+	assert_string_equal(ns.state[0], "dead");
+	assert_string_equal(ns.state[1], "alive");
+	store_claim_result_clear(&r);
+	store_close(sb);
+}
+
+static void conf_test_node_register_resolves(void **state)
+{
+	conf_ctx *c = *state;
+	const store_ops *o = c->s->ops;
+	int64_t now = conf_now(c);
+	conf_put(c, 2, "nr", now - 100);
+	/* The second job abandons on node loss: no new attempt. */
+	dbcron_job j;
+	CONF_OK(c, o->job_get(c->s, "nr0001", &j, &c->err));
+	j.node_loss = DBCRON_NODE_LOSS_ABANDON;
+	size_t cr, up, del;
+	CONF_OK(c, o->job_put(c->s, &j, 1, STORE_PUT_UPSERT, false, &cr, &up, &del, &c->err));
+	dbcron_job_clear(&j);
+
+	store_node_info n;
+	conf_node(&n, "N", "first", 60000);
+	CONF_OK(c, o->node_register(c->s, &n, &c->err));
+	conf_planner p = {.stop = -1};
+	store_claim_result r;
+	CONF_OK(c, conf_claim(c, c->s, "N", "t1", 10, &p, &r));
+	assert_int_equal(r.nruns, 2);
+	store_update u[2] = {conf_update(&r.runs[0], DBCRON_RUN_RUNNING),
+			     conf_update(&r.runs[1], DBCRON_RUN_RUNNING)};
+	CONF_OK(c, o->apply(c->s, "N", u, 2, &c->err));
+
+	/* Restart with the same id, a new incarnation: orphans resolved. */
+	n.incarnation = "second";
+	CONF_OK(c, o->node_register(c->s, &n, &c->err));
+	conf_runs rs = {0};
+	conf_list(c, NULL, 0, -1, 0, &rs);
+	int abandoned = 0, scheduled = 0;
+	for (int i = 0; i < rs.n; i++) {
+		if (rs.rows[i].state == DBCRON_RUN_ABANDONED)
+			abandoned++;
+		if (rs.rows[i].state == DBCRON_RUN_SCHEDULED) {
+			scheduled++;
+			assert_string_equal(rs.rows[i].job_name, "nr0000");
+			assert_int_equal(rs.rows[i].attempt, 2);
+		}
+	}
+	assert_int_equal(abandoned, 2);
+	assert_int_equal(scheduled, 1);
+	conf_runs_clear(&rs);
+	/* The old incarnation is fenced, the new one is not. */
+	int64_t dbnow;
+	assert_int_equal(o->node_heartbeat(c->s, "N", "first", 60000, &dbnow, &c->err),
+			 DBCRON_EFENCED);
+	CONF_OK(c, o->node_heartbeat(c->s, "N", "second", 60000, &dbnow, &c->err));
+	store_claim_result_clear(&r);
+}
+
+static void conf_test_node_stop_release(void **state)
+{
+	conf_ctx *c = *state;
+	const store_ops *o = c->s->ops;
+	int64_t now = conf_now(c);
+	conf_put(c, 3, "st", now - 100);
+	store_node_info n;
+	conf_node(&n, "S", "i1", 60000);
+	CONF_OK(c, o->node_register(c->s, &n, &c->err));
+	conf_planner p = {.stop = now + 10000};
+	store_claim_result r;
+	CONF_OK(c, conf_claim(c, c->s, "S", "t1", 10, &p, &r));
+	assert_int_equal(r.nruns, 3);
+
+	/* Hand back one by token; a wrong token hands back nothing. */
+	int64_t ids[2] = {r.runs[0].run.id, r.runs[1].run.id};
+	const char *toks[2] = {"t1", "wrong"};
+	CONF_OK(c, o->runs_release(c->s, "S", ids, toks, 2, &c->err));
+	conf_runs rs = {0};
+	conf_list(c, NULL, DBCRON_RUN_SCHEDULED, -1, 0, &rs);
+	int unclaimed = 0;
+	for (int i = 0; i < rs.n; i++)
+		unclaimed += rs.rows[i].node == NULL;
+	assert_int_equal(unclaimed, 1);
+
+	/* Start one, stop the node: the unstarted rest is handed back. */
+	store_update u = conf_update(&r.runs[2], DBCRON_RUN_RUNNING);
+	CONF_OK(c, o->apply(c->s, "S", &u, 1, &c->err));
+	CONF_OK(c, o->node_stop(c->s, "S", "i1", &c->err));
+	conf_list(c, NULL, DBCRON_RUN_SCHEDULED, -1, 0, &rs);
+	assert_int_equal(rs.n, 2);
+	for (int i = 0; i < rs.n; i++)
+		assert_null(rs.rows[i].node);
+	conf_list(c, NULL, DBCRON_RUN_RUNNING, -1, 0, &rs);
+	assert_int_equal(rs.n, 1);
+	conf_runs_clear(&rs);
+	conf_nodes ns = {0};
+	CONF_OK(c, o->nodes_list(c->s, conf_node_cb, &ns, &c->err));
+	assert_string_equal(ns.state[0], "stopped");
+	int64_t dbnow;
+	assert_int_equal(o->node_heartbeat(c->s, "S", "i1", 60000, &dbnow, &c->err),
+			 DBCRON_EFENCED);
+	store_claim_result_clear(&r);
+}
+
+/* ---- views ---- */
+
+static void conf_test_runs_list(void **state)
+{
+	conf_ctx *c = *state;
+	const store_ops *o = c->s->ops;
+	dbcron_run run;
+	/* log_run rows: jobs "b" and "a" at fire_at 1000..5000. */
+	for (int i = 5; i >= 1; i--)
+		for (int k = 0; k < 2; k++) {
+			memset(&run, 0, sizeof(run));
+			run.job_name = k ? "a" : "b";
+			run.job_id = k ? 7 : 8; /* same instant, distinct jobs */
+			run.fire_at = i * 1000;
+			run.attempt = 1;
+			run.state = i == 3 ? DBCRON_RUN_FAILED : DBCRON_RUN_SUCCEEDED;
+			run.started_ms = run.fire_at;
+			run.finished_ms = run.fire_at + 10;
+			run.has_exit_code = true;
+			run.exit_code = i == 3;
+			CONF_OK(c, o->log_run(c->s, &run, &c->err));
+		}
+	conf_runs rs = {0};
+	conf_list(c, NULL, 0, -1, 0, &rs);
+	assert_int_equal(rs.n, 10);
+	for (int i = 0; i < 10; i++) {
+		assert_int_equal(rs.rows[i].fire_at, (i / 2 + 1) * 1000);
+		assert_string_equal(rs.rows[i].job_name, i % 2 ? "b" : "a");
+		assert_int_equal(rs.rows[i].job_id, i % 2 ? 8 : 7);
+	}
+	conf_list(c, "a", 0, -1, 0, &rs);
+	assert_int_equal(rs.n, 5);
+	conf_list(c, NULL, DBCRON_RUN_FAILED, -1, 0, &rs);
+	assert_int_equal(rs.n, 2);
+	assert_int_equal(rs.rows[0].exit_code, 1);
+	conf_list(c, NULL, 0, 4000, 0, &rs);
+	assert_int_equal(rs.n, 4);
+	/* limit: the most recent N, still ascending. */
+	conf_list(c, "b", 0, -1, 2, &rs);
+	assert_int_equal(rs.n, 2);
+	assert_int_equal(rs.rows[0].fire_at, 4000);
+	assert_int_equal(rs.rows[1].fire_at, 5000);
+
+	/* A second log of the same instant is bumped, not lost. */
+	memset(&run, 0, sizeof(run));
+	run.job_name = "a";
+	run.job_id = 7;
+	run.fire_at = 1000;
+	run.started_ms = run.finished_ms = -1; /* finished: now */
+	run.state = DBCRON_RUN_SKIPPED;
+	CONF_OK(c, o->log_run(c->s, &run, &c->err));
+	conf_list(c, "a", DBCRON_RUN_SKIPPED, -1, 0, &rs);
+	assert_int_equal(rs.n, 1);
+	assert_int_equal(rs.rows[0].fire_at, 1001);
+
+	/* prune: terminal runs finished before the cutoff go. */
+	int64_t deleted = 0;
+	CONF_OK(c, o->prune_runs(c->s, 3005, &deleted, &c->err));
+	assert_int_equal(deleted, 4);
+	conf_list(c, NULL, 0, -1, 0, &rs);
+	assert_int_equal(rs.n, 7);
+	assert_int_equal(rs.rows[0].fire_at, 1001);
+	conf_runs_clear(&rs);
+}
+
+/* ---- lease locks ---- */
+
+static void conf_test_locks(void **state)
+{
+	conf_ctx *c = *state;
+	const store_ops *o = c->s->ops;
+	int64_t f1, f2, until, until2;
+	store_lock_row holder;
+	int64_t now = conf_now(c);
+
+	CONF_OK(c, o->lock_acquire(c->s, "job", "o1", 300, &f1, &until, &holder, &c->err));
+	assert_true(until >= now + 300);
+	assert_int_equal(o->lock_acquire(c->s, "job", "o2", 300, &f2, &until2, &holder,
+					 &c->err),
+			 DBCRON_ELOCKED);
+	assert_string_equal(holder.owner, "o1");
+	assert_int_equal(holder.fence, f1);
+	assert_non_null(strstr(c->err.msg, "o1"));
+	store_lock_row_clear(&holder);
+
+	CONF_OK(c, o->lock_renew(c->s, "job", "o1", f1, 300, &until2, &c->err));
+	assert_true(until2 >= until);
+	assert_int_equal(o->lock_renew(c->s, "job", "o2", f1, 300, &until2, &c->err),
+			 DBCRON_EFENCED);
+	assert_int_equal(o->lock_release(c->s, "job", "o2", f1, &c->err), DBCRON_EFENCED);
+
+	/* o1 freezes past its ttl: o2 takes over with a bigger fence. */
+	conf_sleep_ms(450);
+	CONF_OK(c, o->lock_acquire(c->s, "job", "o2", 60000, &f2, &until2, &holder, &c->err));
+	assert_int_equal(f2, f1 + 1);
+	/* o1's late renew and release do not touch o2's lease. */
+	assert_int_equal(o->lock_renew(c->s, "job", "o1", f1, 300, &until, &c->err),
+			 DBCRON_EFENCED);
+	assert_int_equal(o->lock_release(c->s, "job", "o1", f1, &c->err), DBCRON_EFENCED);
+	assert_int_equal(o->lock_acquire(c->s, "job", "o3", 300, &f1, &until, &holder,
+					 &c->err),
+			 DBCRON_ELOCKED);
+	assert_string_equal(holder.owner, "o2");
+	store_lock_row_clear(&holder);
+
+	/* Release frees at once and keeps the row, so the fence grows. */
+	CONF_OK(c, o->lock_release(c->s, "job", "o2", f2, &c->err));
+	CONF_OK(c, o->lock_acquire(c->s, "job", "o3", 300, &f1, &until, &holder, &c->err));
+	assert_int_equal(f1, f2 + 1);
+
+	assert_int_equal(o->lock_acquire(c->s, "", "o3", 300, &f1, &until, &holder, &c->err),
+			 DBCRON_EINVAL);
+	assert_int_equal(o->lock_acquire(c->s, "x", "o3", 0, &f1, &until, &holder, &c->err),
+			 DBCRON_EINVAL);
+}
+
+#define CONF_T(fn) cmocka_unit_test_setup_teardown(fn, conf_setup, conf_teardown)
+
+#define STORE_CONFORMANCE_TESTS                                                 \
+	cmocka_unit_test_setup_teardown(conf_test_check_schema_empty,           \
+					conf_setup_empty, conf_teardown),       \
+	cmocka_unit_test_setup_teardown(conf_test_migrate, conf_setup_empty,    \
+					conf_teardown),                         \
+	cmocka_unit_test(conf_test_open_bad_url), CONF_T(conf_test_job_put),   \
+	CONF_T(conf_test_job_ops), CONF_T(conf_test_claim),                     \
+	CONF_T(conf_test_claim_terminal_fires),                                 \
+	CONF_T(conf_test_claim_two_claimers),                                   \
+	CONF_T(conf_test_claim_statements), CONF_T(conf_test_apply),            \
+	CONF_T(conf_test_reap), CONF_T(conf_test_node_register_resolves),       \
+	CONF_T(conf_test_node_stop_release), CONF_T(conf_test_runs_list),       \
+	CONF_T(conf_test_locks)
+
+#endif
