@@ -121,7 +121,7 @@ PY
   dups=$(awk -F, '$3 == 1 { print $1 "," $2 }' "$T/runs.csv" | sort | uniq -d | wc -l)
   # misses: instants of each job between kill-5s and end-5s without a row
   misses=$(awk -F, -v k="$tk" '$3 == 1 { seen[$1 "," $2] = 1; if (!($1 in mn) || $2 < mn[$1]) mn[$1] = $2; if ($2 > mx[$1]) mx[$1] = $2 }
-    END { m = 0; for (j in mn) for (t = mn[j]; t < mx[j] - 5000; t += 1000) if (!((j "," t) in seen)) m++; print m }' "$T/runs.csv")
+    END { m = 0; for (j in mn) for (t = mn[j]; t < mx[j] - 5000; t += 1000) if (!((j "," sprintf("%.0f", t)) in seen)) m++; print m }' "$T/runs.csv")
   echo "W3 backend=$backend jobs=100 nodes=3 killed_at=20s takeover_ms(max start lateness after kill)=$max lateness_after_kill_ms p50=$p50 p99=$p99 duplicates=$dups misses=$misses"
   ;;
 *) echo "mode must be w1, w2 or w3" >&2; exit 2 ;;

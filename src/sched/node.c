@@ -336,6 +336,8 @@ static bool start_or_hold(dbcron_node *n, fire_item *it, int64_t now_db)
 		case DBCRON_OVERLAP_ALLOW:
 			break;
 		case DBCRON_OVERLAP_SKIP:
+			if (it->run.due_at > it->run.fire_at)
+				goto queue; /* a catch-up or retry is owed, not skipped */
 			n->n_skipped++;
 			finish_unstarted(n, it, DBCRON_RUN_SKIPPED, "previous run still running");
 			return false;
@@ -349,6 +351,7 @@ static bool start_or_hold(dbcron_node *n, fire_item *it, int64_t now_db)
 			/* start when the replaced one ends */
 			__attribute__((fallthrough));
 		case DBCRON_OVERLAP_QUEUE:
+		queue:
 			it->phase = PHASE_WAITING;
 			it->next = NULL;
 			if (js->queue_tail)

@@ -61,9 +61,9 @@ assert_eq "$unexplained" 0 "no duplicate execution (beyond retries of runs lost 
 lost=0
 for i in $(seq 1 $J); do
   awk -F, -v j="rec-$i" -v end="$end_ms" '
-    $1 == j && $3 == 1 { seen[$2] = 1; for (k = 1; k <= $9; k++) seen[$2 + 1000 * k] = 1
-                         if (min == "" || $2 < min) min = $2 }
-    END { n = 0; for (t = min; t < end - 3000; t += 1000) if (!(t in seen)) { print j " lost fire " t; n++ }
+    $1 == j && $3 == 1 { for (k = 0; k <= $9; k++) seen[sprintf("%.0f", $2 + 1000 * k)] = 1
+                         if (min == "" || $2 + 0 < min) min = $2 + 0 }
+    END { n = 0; for (t = min; t < end - 3000; t += 1000) if (!(sprintf("%.0f", t) in seen)) { printf "%s lost fire %.0f\n", j, t; n++ }
           exit n > 0 }' "$T/runs.csv" >&2 || lost=$((lost + 1))
 done
 assert_eq "$lost" 0 "no lost fire across kill -9 and SIGSTOP"

@@ -6,9 +6,9 @@ source "$(dirname "$0")/nodelib.bash"
 use_backend "${1:-sqlite}"
 
 # --- misfire: jobs whose fires pile up while no node runs -------------
-dbc job add mf-once --every 1s --misfire fire_once -- true >/dev/null
-dbc job add mf-skip --every 1s --misfire skip -- true >/dev/null
-dbc job add mf-catch --every 1s --misfire catch_up --max-catchup 3 \
+dbc job add mf-once --every 1s --misfire fire_once --misfire-threshold 1s -- true >/dev/null
+dbc job add mf-skip --every 1s --misfire skip --misfire-threshold 1s -- true >/dev/null
+dbc job add mf-catch --every 1s --misfire catch_up --max-catchup 3 --misfire-threshold 1s \
   -- sh -c 'echo "$DBCRON_FIRE_AT_MS" >> '"$T/catch.log" >/dev/null
 sleep 8
 
@@ -98,8 +98,12 @@ assert_eq "$(runs_where mf-once misfired | wc -l)" 0 "misfire fire_once: no misf
 assert_eq "$(runs_where mf-skip misfired | wc -l)" 1 "misfire skip: one MISFIRED record"
 runs_where mf-skip misfired | awk -F, '$9 < 1 { exit 1 }' || fail "misfire skip: missed count recorded"
 assert_eq "$(runs_where mf-catch misfired | wc -l)" 1 "catch_up: older missed fires recorded MISFIRED"
-caught=$(sort -u "$T/catch.log" | head -n 3 | wc -l)
-assert_eq "$caught" 3 "catch_up: max-catchup (3) missed fires ran"
+caught=$(runs_where mf-catch succeeded | awk -F, '$6 - $2 > 1000' | wc -l)
+assert_eq "$caught" 3 "catch_up: max-catchup (3) missed fires ran late"
+runs_where mf-catch succeeded | cut -d, -f2 | sort > "$T/catch.db"
+sort "$T/catch.log" > "$T/catch.ran"
+cmp -s "$T/catch.db" "$T/catch.ran" || fail "catch_up: executions recorded by the job differ from the run log"
+pass "catch_up: every succeeded run executed exactly once"
 # no silent loss: every instant from the first fire to the last is accounted for
 for j in mf-once mf-skip mf-catch; do
   runs_csv --job "$j" | awk -F, '$3 == 1 { n += 1 + $9; if (min == "" || $2 < min) min = $2; if ($2 > max) max = $2 }
