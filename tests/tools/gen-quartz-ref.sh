@@ -53,6 +53,7 @@ E=$(ep '2028-02-27 00:00:00')	# leap February
 F=$(ep '2026-07-25 00:00:00')	# before Saturday 2026-08-01
 G=$(ep '2099-06-01 00:00:00')	# before the non-leap 2100
 H=$(ep '2026-11-20 06:00:00')	# southern summer, northern winter
+I=$(ep '2023-06-01 00:00:00')	# before the leap February 2024
 
 # case EXPR COUNT ZONE:FROM...
 cases() {
@@ -129,10 +130,10 @@ quartz_cases() {
 	cases '0 0 12 ? * 6#5' 8 "${sparse[@]}"
 	cases '0 0 12 ? * 1#5' 8 "${sparse[@]}"
 	cases '0 0 0 ? 2 2#5' 3 "UTC@$A" "Asia/Kolkata@$E"
-	cases '0 0 0 29 2 ?' 5 "${sparse[@]}" "UTC@$E" "UTC@$G" "Asia/Kolkata@$G"
-	cases '0 0 0 L 2 ?' 6 "${sparse[@]}" "UTC@$E"
+	cases '0 0 0 29 2 ?' 5 "${sparse[@]}" "UTC@$E" "UTC@$I" "UTC@$G" "Asia/Kolkata@$G"
+	cases '0 0 0 L 2 ?' 6 "${sparse[@]}" "UTC@$E" "Asia/Kolkata@$I"
 	cases '0 0 0 L-3 2 ?' 6 "UTC@$A" "UTC@$E" "Asia/Tokyo@$G"
-	cases '0 0 12 LW 2 ?' 6 "UTC@$A" "UTC@$E"
+	cases '0 0 12 LW 2 ?' 6 "UTC@$A" "UTC@$E" "UTC@$I"
 	cases '0 0 12 ? 2 5L' 6 "UTC@$A" "America/Sao_Paulo@$E"
 	cases '0 0 12 15W 2 ?' 6 "UTC@$A" "Asia/Kolkata@$E"
 	cases '0 0 0 31 12 ?' 4 "${sparse[@]}"
@@ -202,7 +203,7 @@ unix_cases() {
 	cases '0 0,12 1 */2 *' 6 "${sparse[@]}"
 	cases '59 23 31 12 *' 3 "${sparse[@]}"
 	cases '0 0 1 1 *' 3 "${sparse[@]}"
-	cases '0 0 29 2 *' 4 "${sparse[@]}" "UTC@$E" "UTC@$G"
+	cases '0 0 29 2 *' 4 "${sparse[@]}" "UTC@$E" "UTC@$G" "UTC@$I"
 	cases '0 0 29 2 1' 8 "UTC@$A" "UTC@$E" "Asia/Tokyo@$G"
 	cases '0 0 30 2 *' 3 "UTC@$A" "Asia/Kolkata@$E"
 
