@@ -4,9 +4,9 @@
  *
  * GLib answers "which interval holds t" with a linear scan, so asking it
  * for every fire would cost more than the fire search itself.  Instead we
- * find every interval border between 1800 and 2500 by bisection (GLib's
+ * find every interval border between 1900 and 2200 by bisection (GLib's
  * interval index never decreases with time) and keep only borders where
- * the offset really changes.  Before 1800 and after 2500 the first and
+ * the offset really changes.  Before 1900 and after 2200 the first and
  * last offsets hold.  The table is immutable, so a dbcron_tz is safe to
  * share between threads.
  */
@@ -18,8 +18,8 @@
 #include "core/alloc.h"
 #include "cron/cron_int.h"
 
-#define PROBE_FROM (-5364662400LL) /* 1800-01-01 */
-#define PROBE_TO (16725225600LL)   /* 2500-01-01 */
+#define PROBE_FROM (-2208988800LL) /* 1900-01-01 */
+#define PROBE_TO (7258118400LL)    /* 2200-01-01 */
 
 struct tvec {
 	int64_t *at;
