@@ -1,4 +1,186 @@
-/* Placeholder until the module lands. */
+/*
+ * `dbcron cron next|check`: the cron engine from the command line, with
+ * no database.  Owns argument parsing and output format only; every rule
+ * lives in src/cron/.
+ */
+#include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "cli/cli.h"
-int cli_cron(int argc, char **argv) { (void)argc; fprintf(stderr, "dbcron %s: not built yet\n", argv[0]); return CLI_EXIT_FAIL; }
+#include "core/timeutil.h"
+#include "dbcron/cron.h"
+
+#define MAX_COUNT 100000
+
+static const char cron_help[] =
+	"usage: dbcron cron next EXPR [--tz ZONE] [--from TIME] [--count N] [--format iso|epoch]\n"
+	"       dbcron cron check EXPR\n\n"
+	"Compute and explain cron expressions.  The dialect follows from the field\n"
+	"count: 5 fields are Unix (cronie), 6 or 7 are Quartz (with seconds and an\n"
+	"optional year); @hourly, @daily, @weekly, @monthly, @yearly are Unix.\n"
+	"Quote EXPR; see docs/cron.md for the rules, including daylight saving.\n";
+
+static const char next_help[] =
+	"usage: dbcron cron next EXPR [--tz ZONE] [--from TIME] [--count N] [--format iso|epoch]\n\n"
+	"Print the next fire times of EXPR, one per line, strictly after TIME.\n\n"
+	"  --tz ZONE       IANA time zone the expression is read in (default UTC)\n"
+	"  --from TIME     epoch seconds or RFC 3339 (default now)\n"
+	"  --count N       how many fires to print, 1-100000 (default 1)\n"
+	"  --format F      iso: RFC 3339 with the zone's offset (default);\n"
+	"                  epoch: integer UTC seconds\n\n"
+	"Prints nothing and exits 0 when the expression never fires again.\n"
+	"Exit status 2 on an invalid expression, zone or option.\n";
+
+static const char check_help[] =
+	"usage: dbcron cron check EXPR\n\n"
+	"Validate EXPR and explain it in words: prints \"valid (quartz|unix): ...\"\n"
+	"and exits 0, or prints why it is invalid and exits 2.\n";
+
+static bool is_help(const char *a)
+{
+	return strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0;
+}
+
+/* Positional words are joined with spaces, so an unquoted expression
+ * (dbcron cron next 0 0 12 '?' '*' MON-FRI) works too. */
+static int append_word(char *expr, size_t cap, const char *w)
+{
+	size_t n = strlen(expr), k = strlen(w);
+
+	if (n + k + 2 > cap)
+		return -1;
+	if (n)
+		expr[n++] = ' ';
+	memcpy(expr + n, w, k + 1);
+	return 0;
+}
+
+/* --name VALUE or --name=VALUE; returns the value or NULL. */
+static const char *opt_value(const char *name, int argc, char **argv, int *i)
+{
+	size_t n = strlen(name);
+
+	if (strncmp(argv[*i], name, n) != 0)
+		return NULL;
+	if (argv[*i][n] == '=')
+		return argv[*i] + n + 1;
+	if (argv[*i][n] == '\0' && *i + 1 < argc)
+		return argv[++*i];
+	return NULL;
+}
+
+static int cron_next(int argc, char **argv)
+{
+	char expr[2048] = "";
+	const char *zone = NULL, *from = NULL, *count_s = NULL, *format = "iso";
+	dbcron_cron *c = NULL;
+	dbcron_tz *tz = NULL;
+	dbcron_err err = {0};
+	int rc = CLI_EXIT_USAGE;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v;
+		if (is_help(a)) {
+			fputs(next_help, stdout);
+			return CLI_EXIT_OK;
+		}
+		if ((v = opt_value("--tz", argc, argv, &i)))
+			zone = v;
+		else if ((v = opt_value("--from", argc, argv, &i)))
+			from = v;
+		else if ((v = opt_value("--count", argc, argv, &i)))
+			count_s = v;
+		else if ((v = opt_value("--format", argc, argv, &i)))
+			format = v;
+		else if (a[0] == '-' && a[1] == '-')
+			return cli_usage_error("cron next", "unknown or incomplete option '%s'", a);
+		else if (append_word(expr, sizeof(expr), a))
+			return cli_usage_error("cron next", "expression too long");
+	}
+	if (!expr[0])
+		return cli_usage_error("cron next", "missing EXPR");
+	if (strcmp(format, "iso") != 0 && strcmp(format, "epoch") != 0)
+		return cli_usage_error("cron next", "--format must be iso or epoch, not '%s'", format);
+	long count = 1;
+	if (count_s) {
+		char *end;
+		errno = 0;
+		count = strtol(count_s, &end, 10);
+		if (errno || end == count_s || *end || count < 1 || count > MAX_COUNT)
+			return cli_usage_error("cron next", "--count must be 1-%d, not '%s'",
+					       MAX_COUNT, count_s);
+	}
+	int64_t now_ms = dbcron__wall_ms(), ms = now_ms;
+	if (from && dbcron__parse_time(from, now_ms, &ms, &err))
+		return cli_usage_error("cron next", "--from: %s", err.msg);
+	int64_t after = ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000);
+
+	if (dbcron_cron_parse(expr, &c, &err))
+		return cli_fail(&err);
+	if (dbcron_tz_open(zone, &tz, &err)) {
+		rc = cli_fail(&err);
+		goto out_free_cron;
+	}
+	bool iso = strcmp(format, "iso") == 0;
+	for (long k = 0; k < count; k++) {
+		int64_t t;
+		if (!dbcron_cron_next(c, tz, after, &t))
+			break;
+		if (iso) {
+			char buf[64];
+			dbcron__format_rfc3339(t * 1000, dbcron_tz_offset(tz, t), 0, buf, sizeof(buf));
+			puts(buf);
+		} else {
+			printf("%" PRId64 "\n", t);
+		}
+		after = t;
+	}
+	rc = fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
+	dbcron_tz_free(tz);
+out_free_cron:
+	dbcron_cron_free(c);
+	return rc;
+}
+
+static int cron_check(int argc, char **argv)
+{
+	char expr[2048] = "", desc[1024];
+	dbcron_cron *c;
+	dbcron_err err = {0};
+
+	for (int i = 1; i < argc; i++) {
+		if (is_help(argv[i])) {
+			fputs(check_help, stdout);
+			return CLI_EXIT_OK;
+		}
+		if (argv[i][0] == '-' && argv[i][1] == '-')
+			return cli_usage_error("cron check", "unknown option '%s'", argv[i]);
+		if (append_word(expr, sizeof(expr), argv[i]))
+			return cli_usage_error("cron check", "expression too long");
+	}
+	if (!expr[0])
+		return cli_usage_error("cron check", "missing EXPR");
+	if (dbcron_cron_parse(expr, &c, &err))
+		return cli_fail(&err);
+	dbcron_cron_describe(c, desc, sizeof(desc));
+	printf("valid (%s): %s\n",
+	       dbcron_cron_get_dialect(c) == DBCRON_CRON_QUARTZ ? "quartz" : "unix", desc);
+	dbcron_cron_free(c);
+	return CLI_EXIT_OK;
+}
+
+int cli_cron(int argc, char **argv)
+{
+	if (argc < 2 || is_help(argv[1])) {
+		fputs(cron_help, argc < 2 ? stderr : stdout);
+		return argc < 2 ? CLI_EXIT_USAGE : CLI_EXIT_OK;
+	}
+	if (strcmp(argv[1], "next") == 0)
+		return cron_next(argc - 1, argv + 1);
+	if (strcmp(argv[1], "check") == 0)
+		return cron_check(argc - 1, argv + 1);
+	return cli_usage_error("cron", "unknown subcommand '%s' (next or check)", argv[1]);
+}
