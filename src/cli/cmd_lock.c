@@ -142,10 +142,18 @@ int cli_lock(int argc, char **argv)
 	int64_t ttl = 60000, wait = 0;
 	dbcron_err err = {0};
 	int c;
+	/* Options and NAME come before "--", the command after it; getopt
+	 * only sees the part before, so the command's own flags are safe. */
+	int dashdash = -1;
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--") == 0) {
+			dashdash = i;
+			break;
+		}
+	int nopt = dashdash < 0 ? argc : dashdash;
 	optind = 0;
 	opterr = 0;
-	/* NAME may come before or after the options; "--" ends them */
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = getopt_long(nopt, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd': db_flag = optarg; break;
 		case 'o': owner = optarg; break;
@@ -162,24 +170,18 @@ int cli_lock(int argc, char **argv)
 			return cli_usage_error("lock", "unknown or incomplete option '%s'", argv[optind - 1]);
 		}
 	}
-	/* getopt permuted: non-options (NAME, then the command after --) */
-	int dashdash = -1;
-	for (int i = 1; i < argc; i++)
-		if (strcmp(argv[i], "--") == 0) {
-			dashdash = i;
-			break;
-		}
+	if (optind >= nopt)
+		return cli_usage_error("lock", "no lock name");
+	if (optind + 1 < nopt)
+		return cli_usage_error("lock", "expected one lock name, got '%s' and '%s'",
+				       argv[optind], argv[optind + 1]);
+	const char *name = argv[optind];
+	if (lease__check_name(name, &err))
+		return cli_usage_error("lock", "%s", err.msg);
 	if (dashdash < 0)
 		return cli_usage_error("lock", "no command: give -- COMMAND [ARGS...]");
 	if (dashdash + 1 >= argc || !argv[dashdash + 1][0])
 		return cli_usage_error("lock", "no command after --");
-	if (optind >= argc || optind > dashdash)
-		return cli_usage_error("lock", "no lock name");
-	const char *name = argv[optind];
-	if (optind == dashdash || optind + 1 != dashdash)
-		return cli_usage_error("lock", "expected exactly one lock name before --");
-	if (lease__check_name(name, &err))
-		return cli_usage_error("lock", "%s", err.msg);
 	char **cmd = &argv[dashdash + 1];
 	char defowner[300];
 	if (!owner) {

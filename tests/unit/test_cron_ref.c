@@ -137,7 +137,7 @@ static void run_case(struct ref_stats *st, const char *file, int lineno,
 		     char *f[4], dbcron_cron_dialect dialect)
 {
 	struct want w[MAX_FIRES], g[MAX_FIRES];
-	int nw, ng = 0;
+	int nw = 0, ng = 0;
 	dbcron_err err = {0};
 	dbcron_cron *c = NULL;
 	dbcron_tz *tz = NULL;
