@@ -235,6 +235,7 @@ enum {
 	S_JOB_RUNNING,
 	S_JOB_EXISTING,
 	S_JOB_INSERT,
+	S_JOB_IDS,
 	S_JOB_UPSERT,
 	S_JOB_PRUNE,
 	S_JOB_GET,
@@ -379,9 +380,12 @@ static const struct {
 	[S_JOB_EXISTING] = {"checking job names",
 		"SELECT j.name FROM jobs j JOIN unnest($1::text[]) u(n) ON u.n = j.name"
 		" ORDER BY j.name LIMIT 1"},
-	[S_JOB_INSERT] = {"adding jobs", PUT_INSERT},
-	/* Unchanged definitions are left alone (not counted as updated);
-	 * pause state stays as the operator set it. */
+	[S_JOB_INSERT] = {"adding jobs", PUT_INSERT " RETURNING true, j.id, j.name"},
+	[S_JOB_IDS] = {"reading job ids",
+		"SELECT false, j.id, j.name FROM jobs j JOIN unnest($1::text[]) u(n) ON u.n = j.name"},
+	/* Unchanged definitions are not rewritten (no dead tuples when a
+	 * 100,000-job file is applied again); pause state stays as the
+	 * operator set it. */
 	[S_JOB_UPSERT] = {"writing jobs",
 		PUT_INSERT " ON CONFLICT (name) DO UPDATE SET"
 		" kind = EXCLUDED.kind, spec = EXCLUDED.spec,"
@@ -409,7 +413,7 @@ static const struct {
 		" EXCLUDED.retry_base_ms, EXCLUDED.retry_cap_ms, EXCLUDED.retry_jitter,"
 		" EXCLUDED.timeout_ms, EXCLUDED.executor, EXCLUDED.argv, EXCLUDED.handler,"
 		" EXCLUDED.arg)"
-		" RETURNING (j.xmax = 0)"},
+		" RETURNING (j.xmax = 0), j.id, j.name"},
 	/* Deleting keeps the run log; pending runs of a deleted job end
 	 * SKIPPED so no node starts them (their fence fails). */
 	[S_JOB_PRUNE] = {"pruning jobs",
@@ -1337,6 +1341,33 @@ static int names_param(dbcron_job *jobs, size_t n, arr *a)
 	return arr_done(a) ? DBCRON_OK : DBCRON_ENOMEM;
 }
 
+static int cmp_key_name(const void *key, const void *elem)
+{
+	const char *k = key;
+	const dbcron_job *j = *(const dbcron_job *const *)elem;
+	return strcmp(k, j->name);
+}
+
+/* Copies ids from rows (_, id, name) into the jobs of the same name. */
+static int set_ids(const PGresult *res, dbcron_job *jobs, size_t n, dbcron_err *err)
+{
+	if (PQntuples(res) == 0)
+		return DBCRON_OK;
+	dbcron_job **v = dbcron__malloc(n * sizeof(*v));
+	if (!v)
+		return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory writing jobs");
+	for (size_t i = 0; i < n; i++)
+		v[i] = &jobs[i];
+	qsort(v, n, sizeof(*v), cmp_name);
+	for (int r = 0; r < PQntuples(res); r++) {
+		dbcron_job **hit = bsearch(PQgetvalue(res, r, 2), v, n, sizeof(*v), cmp_key_name);
+		if (hit)
+			(*hit)->id = g_i64(res, r, 1, 0);
+	}
+	dbcron__free(v);
+	return DBCRON_OK;
+}
+
 /* Writes jobs[0..n) with one insert or upsert. */
 static int put_chunk(pg_store *s, dbcron_job *jobs, size_t n, store_put_mode mode,
 		     size_t *created, size_t *updated, dbcron_err *err)
@@ -1390,17 +1421,28 @@ static int put_chunk(pg_store *s, dbcron_job *jobs, size_t n, store_put_mode mod
 		     NPUTCOLS, vals, &res, err);
 	if (rc)
 		goto out_free_arrays;
-	if (mode == STORE_PUT_CREATE) {
-		*created += (size_t)strtoll(PQcmdTuples(res), NULL, 10);
-	} else {
-		for (int r = 0; r < PQntuples(res); r++)
-			if (g_bool(res, r, 0))
-				(*created)++;
-			else
-				(*updated)++;
+	/* "updated" counts every existing name in the batch, as the SQLite
+	 * backend does; unchanged rows are counted but not rewritten. */
+	size_t fresh = 0;
+	for (int r = 0; r < PQntuples(res); r++)
+		if (mode == STORE_PUT_CREATE || g_bool(res, r, 0))
+			fresh++;
+	*created += fresh;
+	if (mode == STORE_PUT_UPSERT)
+		*updated += n - fresh;
+	if ((rc = set_ids(res, jobs, n, err)))
+		goto out_free_arrays;
+	if ((size_t)PQntuples(res) < n) {
+		/* Unchanged jobs were not returned: their ids in one more
+		 * statement. */
+		PQclear(res);
+		res = NULL;
+		if ((rc = pq_exec(s, S_JOB_IDS, 1, vals, &res, err)) ||
+		    (rc = set_ids(res, jobs, n, err)))
+			goto out_free_arrays;
 	}
-	PQclear(res);
 out_free_arrays:
+	PQclear(res);
 	arrs_free(a, NPUTCOLS);
 	return rc;
 }
@@ -2204,6 +2246,9 @@ static int pg_lock_acquire(store *st, const char *name, const char *owner, int64
 	char ttl[24];
 	int rc;
 
+	if (!name || !*name || !owner || !*owner || ttl_ms <= 0)
+		return dbcron_err_set(err, DBCRON_EINVAL,
+				      "lock: name and owner must be non-empty and the lease positive");
 	snprintf(ttl, sizeof(ttl), "%" PRId64, ttl_ms);
 	const char *v[3] = {name, owner, ttl};
 	if ((rc = pg_ready(s, err)) || (rc = pq_exec(s, S_LOCK_ACQUIRE, 3, v, &res, err)))
@@ -2246,6 +2291,8 @@ static int pg_lock_renew(store *st, const char *name, const char *owner, int64_t
 	char f[24], ttl[24];
 	int rc;
 
+	if (ttl_ms <= 0)
+		return dbcron_err_set(err, DBCRON_EINVAL, "lock '%s': the lease must be positive", name);
 	snprintf(f, sizeof(f), "%" PRId64, fence);
 	snprintf(ttl, sizeof(ttl), "%" PRId64, ttl_ms);
 	const char *v[4] = {name, owner, f, ttl};
