@@ -217,6 +217,17 @@ next=$(job_col every30 next_fire_at)
 anchor=$(job_col every30 anchor_ms)
 assert_eq "0" "$(( (next - anchor) % 30000 ))" "resume stays on the anchored series"
 assert_match "$(( next > before - 2000 ))" '^1$' "resume: next fire from now"
+expect_rc 0 job add oneshot --at now+1s --handler noop
+at=$(job_col oneshot at_ms)
+expect_rc 0 job pause oneshot
+sleep 1.2
+expect_rc 0 job resume oneshot
+assert_eq "$at" "$(job_col oneshot next_fire_at)" "a one-shot paused past its time fires at once on resume"
+expect_rc 0 job pause after5
+before=$(now_ms)
+expect_rc 0 job resume after5
+next=$(job_col after5 next_fire_at)
+assert_match "$(( next >= before + 300000 - 2000 && next <= $(now_ms) + 300000 + 2000 ))" '^1$' "AFTER resume: now + interval (next=$next)"
 bad "no job named 'nosuch'" job pause nosuch
 bad "no job named 'nosuch'" job resume nosuch
 bad "no job named 'nosuch'" job delete nosuch
