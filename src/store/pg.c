@@ -414,15 +414,16 @@ static const struct {
 		" EXCLUDED.timeout_ms, EXCLUDED.executor, EXCLUDED.argv, EXCLUDED.handler,"
 		" EXCLUDED.arg)"
 		" RETURNING (j.xmax = 0), j.id, j.name"},
-	/* Deleting keeps the run log; pending runs of a deleted job end
-	 * SKIPPED so no node starts them (their fence fails). */
+	/* Deleting keeps the run log.  Unclaimed runs of a deleted job would
+	 * wait forever: they end ABANDONED 'job deleted', so the fire is
+	 * accounted for (invariant 2), as in the SQLite backend. */
 	[S_JOB_PRUNE] = {"pruning jobs",
 		"WITH c AS (SELECT " DBNOW " AS now), "
 		"d AS (DELETE FROM jobs j WHERE NOT EXISTS ("
 		"SELECT 1 FROM unnest($1::text[]) u(n) WHERE u.n = j.name) RETURNING id), "
-		"s AS (UPDATE runs SET state = 6, error = 'job deleted',"
+		"s AS (UPDATE runs SET state = 8, error = 'job deleted',"
 		" finished_ms = (SELECT now FROM c)"
-		" WHERE state = 1 AND job_id IN (SELECT id FROM d)) "
+		" WHERE state = 1 AND node IS NULL AND job_id IN (SELECT id FROM d)) "
 		"SELECT count(*) FROM d"},
 	[S_JOB_GET] = {"reading the job",
 		"SELECT " JOB_COLS("") " FROM jobs WHERE name = $1::text"},
@@ -435,9 +436,9 @@ static const struct {
 	[S_JOB_DELETE] = {"deleting the job",
 		"WITH c AS (SELECT " DBNOW " AS now), "
 		"d AS (DELETE FROM jobs WHERE name = $1::text RETURNING id), "
-		"s AS (UPDATE runs SET state = 6, error = 'job deleted',"
+		"s AS (UPDATE runs SET state = 8, error = 'job deleted',"
 		" finished_ms = (SELECT now FROM c)"
-		" WHERE state = 1 AND job_id IN (SELECT id FROM d)) "
+		" WHERE state = 1 AND node IS NULL AND job_id IN (SELECT id FROM d)) "
 		"SELECT count(*) FROM d"},
 	[S_TRIGGER_FIND] = {"triggering the job",
 		"SELECT id, name, " DBNOW " FROM jobs WHERE name = $1::text"},
