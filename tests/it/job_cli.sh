@@ -301,6 +301,21 @@ echo '[]' >"$T_DIR/empty.json"
 expect_rc 0 job apply "$T_DIR/empty.json"
 assert_eq "applied: 0 created, 0 updated, 0 deleted" "$T_OUT" "empty file without --prune touches nothing"
 
+t_section "job list --format json feeds job apply"
+expect_rc 0 job list --format json
+python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+for j in d:
+    for k in ("id", "next_fire_at_ms", "next_fire"):
+        del j[k]
+print(json.dumps(d))' <<<"$T_OUT" >"$T_DIR/roundtrip.json"
+snap=$(dbq "select name, anchor_ms, at_ms, next_fire_at, case when paused then 1 else 0 end, max_retries, timeout_ms from jobs order by name")
+n=$(dbq "select count(*) from jobs")
+expect_rc 0 job apply "$T_DIR/roundtrip.json"
+assert_eq "applied: 0 created, $n updated, 0 deleted" "$T_OUT"
+assert_eq "$snap" "$(dbq "select name, anchor_ms, at_ms, next_fire_at, case when paused then 1 else 0 end, max_retries, timeout_ms from jobs order by name")" "a listed definition re-applied moves nothing"
+
 t_section "job apply: bad files"
 bad_apply "$T_DIR/nosuch.json: No such file or directory" "$T_DIR/nosuch.json"
 bad_apply "Is a directory" "$T_DIR"
