@@ -223,6 +223,9 @@ static int job_add(int argc, char **argv)
 		       d.job.paused ? " (paused)" : "");
 	else
 		printf("added job '%s', no future fire\n", d.job.name);
+	if (d.job.next_fire_at < 0)
+		fprintf(stderr, "dbcron job add: warning: '%s' never fires after now (%s); only job trigger runs it\n",
+			d.job.name, d.job.spec);
 	status = CLI_EXIT_OK;
 out_close:
 	store_close(s);

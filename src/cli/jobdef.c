@@ -357,10 +357,16 @@ static bool same_str(const char *a, const char *b)
 	return b && strcmp(a, b) == 0;
 }
 
+/* NULL, "" and "UTC" are one zone (job list --format json writes "UTC"). */
+static const char *norm_tz(const char *tz)
+{
+	return tz && strcmp(tz, "UTC") == 0 ? NULL : tz;
+}
+
 static bool same_schedule(const dbcron_job *a, const dbcron_job *b)
 {
 	return a->kind == b->kind && same_str(a->spec, b->spec) &&
-	       same_str(a->tz, b->tz);
+	       same_str(norm_tz(a->tz), norm_tz(b->tz));
 }
 
 int jobdef_finish(jobdef *d, int64_t now_ms, const dbcron_job *prev,

@@ -177,17 +177,21 @@ static const char *const sq_sql[S__COUNT] = {
 			"value->>0 AS id, value->>1 AS nf FROM json_each(?1)) "
 			"AS v WHERE jobs.id = v.id",
 	/* Retries, manual triggers and runs handed back or taken from dead
-	 * nodes: any node may take them. */
+	 * nodes: any node may take them.  The partial index walks them in
+	 * due order and stops at the limit (without statistics the planner
+	 * would pick (node, state) and sort every unclaimed run). */
 	[S_CLAIM_UNCLAIMED] =
 		"UPDATE runs SET node = ?1, claim_token = ?2 WHERE id IN "
-		"(SELECT r.id FROM runs r WHERE r.state = " ST_SCHEDULED
+		"(SELECT r.id FROM runs r INDEXED BY runs_unclaimed WHERE "
+		"r.state = " ST_SCHEDULED
 		" AND r.node IS NULL AND r.due_at <= ?3 AND EXISTS (SELECT 1 "
 		"FROM jobs j WHERE j.id = r.job_id) ORDER BY r.due_at LIMIT ?4) "
 		"RETURNING id, job_id, job_name, fire_at, attempt, due_at, missed",
 	[S_JOBS_BY_IDS] = "SELECT " JOB_COLS " FROM jobs WHERE id IN "
 			  "(SELECT value FROM json_each(?1))",
 	/* Invariant 3: fenced by (id, claim_token, node); terminal rows are
-	 * final.  Element: [id, token, state, started|null, finished|null,
+	 * final.  The unary + keeps the planner off the (node, state) index:
+	 * the batch drives the loop, each row found by its id, O(batch).  Element: [id, token, state, started|null, finished|null,
 	 * has_exit, exit, error, output].  ?2 node. */
 	[S_APPLY] =
 		"UPDATE runs SET state = v.st, started_ms = coalesce(v.sm, "
@@ -198,8 +202,8 @@ static const char *const sq_sql[S__COUNT] = {
 		"id, value->>1 AS tok, value->>2 AS st, value->>3 AS sm, "
 		"value->>4 AS fm, value->>5 AS hx, value->>6 AS xc, value->>7 "
 		"AS er, value->>8 AS ou FROM json_each(?1)) AS v WHERE runs.id = "
-		"v.id AND runs.claim_token = v.tok AND runs.node = ?2 AND "
-		"runs.state IN (" ST_SCHEDULED ", " ST_RUNNING ") "
+		"v.id AND runs.claim_token = v.tok AND +runs.node = ?2 AND "
+		"+runs.state IN (" ST_SCHEDULED ", " ST_RUNNING ") "
 		"RETURNING runs.id",
 	/* A retry is a new unclaimed row any node may take.  [id, due]. */
 	[S_RETRY_INSERT] =
@@ -233,7 +237,7 @@ static const char *const sq_sql[S__COUNT] = {
 		"UPDATE runs SET node = NULL, claim_token = NULL FROM (SELECT "
 		"value->>0 AS id, value->>1 AS tok FROM json_each(?1)) AS v "
 		"WHERE runs.id = v.id AND runs.claim_token = v.tok AND "
-		"runs.node = ?2 AND runs.state = " ST_SCHEDULED,
+		"+runs.node = ?2 AND +runs.state = " ST_SCHEDULED,
 	[S_NODES_EXPIRE] = "UPDATE nodes SET state = 'dead' WHERE state = "
 			   "'alive' AND lease_until < ?1 RETURNING id",
 	[S_RES_ABANDON] =

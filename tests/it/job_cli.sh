@@ -217,6 +217,17 @@ next=$(job_col every30 next_fire_at)
 anchor=$(job_col every30 anchor_ms)
 assert_eq "0" "$(( (next - anchor) % 30000 ))" "resume stays on the anchored series"
 assert_match "$(( next > before - 2000 ))" '^1$' "resume: next fire from now"
+expect_rc 0 job add oneshot --at now+1s --handler noop
+at=$(job_col oneshot at_ms)
+expect_rc 0 job pause oneshot
+sleep 1.2
+expect_rc 0 job resume oneshot
+assert_eq "$at" "$(job_col oneshot next_fire_at)" "a one-shot paused past its time fires at once on resume"
+expect_rc 0 job pause after5
+before=$(now_ms)
+expect_rc 0 job resume after5
+next=$(job_col after5 next_fire_at)
+assert_match "$(( next >= before + 300000 - 2000 && next <= $(now_ms) + 300000 + 2000 ))" '^1$' "AFTER resume: now + interval (next=$next)"
 bad "no job named 'nosuch'" job pause nosuch
 bad "no job named 'nosuch'" job resume nosuch
 bad "no job named 'nosuch'" job delete nosuch
@@ -289,6 +300,21 @@ expect_rc 0 job add keep-me --every 1m --handler noop
 echo '[]' >"$T_DIR/empty.json"
 expect_rc 0 job apply "$T_DIR/empty.json"
 assert_eq "applied: 0 created, 0 updated, 0 deleted" "$T_OUT" "empty file without --prune touches nothing"
+
+t_section "job list --format json feeds job apply"
+expect_rc 0 job list --format json
+python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+for j in d:
+    for k in ("id", "next_fire_at_ms", "next_fire"):
+        del j[k]
+print(json.dumps(d))' <<<"$T_OUT" >"$T_DIR/roundtrip.json"
+snap=$(dbq "select name, anchor_ms, at_ms, next_fire_at, case when paused then 1 else 0 end, max_retries, timeout_ms from jobs order by name")
+n=$(dbq "select count(*) from jobs")
+expect_rc 0 job apply "$T_DIR/roundtrip.json"
+assert_eq "applied: 0 created, $n updated, 0 deleted" "$T_OUT"
+assert_eq "$snap" "$(dbq "select name, anchor_ms, at_ms, next_fire_at, case when paused then 1 else 0 end, max_retries, timeout_ms from jobs order by name")" "a listed definition re-applied moves nothing"
 
 t_section "job apply: bad files"
 bad_apply "$T_DIR/nosuch.json: No such file or directory" "$T_DIR/nosuch.json"

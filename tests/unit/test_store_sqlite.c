@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <sqlite3.h>
 
 #include "store_conformance.h"
 
@@ -157,6 +158,23 @@ static void test_sqlite_bulk_put(void **state)
 	assert_int_equal(n, 20000);
 }
 
+/* A database written by a newer dbcron is refused, by init too. */
+static void test_sqlite_schema_newer(void **state)
+{
+	conf_ctx *c = *state;
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(c->url + 7, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "INSERT INTO schema_version VALUES (999, 0)",
+				      NULL, NULL, NULL),
+			 SQLITE_OK);
+	sqlite3_close(db);
+	assert_int_equal(c->s->ops->check_schema(c->s, &c->err), DBCRON_ESCHEMA);
+	assert_non_null(strstr(c->err.msg, "newer"));
+	int from = 0, to = 0;
+	assert_int_equal(c->s->ops->migrate(c->s, &from, &to, &c->err), DBCRON_ESCHEMA);
+	assert_int_equal(from, 999);
+}
+
 static void test_sqlite_bad_urls(void **state)
 {
 	(void)state;
@@ -182,6 +200,7 @@ int main(void)
 		STORE_CONFORMANCE_TESTS,
 		CONF_T(test_sqlite_concurrent_claimers),
 		CONF_T(test_sqlite_bulk_put),
+		CONF_T(test_sqlite_schema_newer),
 		cmocka_unit_test(test_sqlite_bad_urls),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
