@@ -76,7 +76,7 @@ static void tdb_create(tdb *d)
 {
 	char sql[128];
 	snprintf(d->name, sizeof(d->name), "dbcron_t_%d_%d", (int)getpid(), ++db_seq);
-	snprintf(sql, sizeof(sql), "CREATE DATABASE %s", d->name);
+	snprintf(sql, sizeof(sql), "CREATE DATABASE %.64s", d->name);
 	admin_exec(sql);
 	conninfo_for(d->name, d->url, sizeof(d->url));
 }
@@ -84,7 +84,7 @@ static void tdb_create(tdb *d)
 static void tdb_drop(tdb *d)
 {
 	char sql[128];
-	snprintf(sql, sizeof(sql), "DROP DATABASE IF EXISTS %s WITH (FORCE)", d->name);
+	snprintf(sql, sizeof(sql), "DROP DATABASE IF EXISTS %.64s WITH (FORCE)", d->name);
 	admin_exec(sql);
 }
 
