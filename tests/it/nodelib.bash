@@ -68,7 +68,10 @@ stop_node() {
     sleep 0.1; i=$((i + 1))
     [ $i -lt 600 ] || fail "node $1 did not stop within 60 s of SIGTERM"
   done
-  wait "$pid" 2>/dev/null || true
+  local rc=0
+  wait "$pid" 2>/dev/null || rc=$?
+  # a graceful stop exits 0; anything else (a sanitizer report, a crash) fails
+  [ "$rc" -eq 0 ] || fail "node $1 exited with status $rc after SIGTERM"
 }
 
 # The run log as csv without header: job,fire_at_ms,attempt,state,node,started_ms,finished_ms,exit_code,...
