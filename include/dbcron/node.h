@@ -23,10 +23,10 @@ typedef struct dbcron_node_config {
 	int claim_batch;        /* most fires per claim; default 200 */
 	int max_inflight;       /* claimed but unfinished; default 5000 */
 	int64_t preread_ms;     /* claim fires due within; default 1000 */
-	int64_t claim_interval_ms; /* poll period; default 100 */
+	int64_t claim_interval_ms; /* poll period; default 250 */
 	int64_t lease_ms;       /* node lease; default 3000 */
 	int64_t heartbeat_ms;   /* default 1000 */
-	int64_t flush_ms;       /* completion batching; default 20 */
+	int64_t flush_ms;       /* start/completion batching; default 50 */
 	int64_t grace_ms;       /* shutdown wait for running jobs; default 10000 */
 	int64_t kill_grace_ms;  /* SIGTERM -> SIGKILL; default 2000 */
 	bool log_runs;          /* a log line for every run state change */

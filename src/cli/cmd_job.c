@@ -18,6 +18,7 @@
 #include "cli/cli.h"
 #include "cli/jobdef.h"
 #include "core/alloc.h"
+#include "core/sort.h"
 #include "core/timeutil.h"
 
 /* At most this many apply errors are printed; the rest are counted. */
@@ -412,7 +413,7 @@ static int job_list(int argc, char **argv)
 		status = jv.rc ? oom("job list") : cli_fail(&err);
 		goto out;
 	}
-	qsort(jv.v, jv.n, sizeof(*jv.v), cmp_job_name);
+	dbcron__sort(jv.v, jv.n, sizeof(*jv.v), cmp_job_name);
 	if (a.format && strcmp(a.format, "json") == 0) {
 		fputc('[', stdout);
 		for (size_t i = 0; i < jv.n; i++) {
@@ -833,7 +834,7 @@ static json_t *apply_load(const char *file, int *status)
 static const dbcron_job *find_prev(const job_vec *jv, const char *name)
 {
 	dbcron_job key = {.name = (char *)name};
-	return bsearch(&key, jv->v, jv->n, sizeof(*jv->v), cmp_job_name);
+	return jv->n ? bsearch(&key, jv->v, jv->n, sizeof(*jv->v), cmp_job_name) : NULL;
 }
 
 static int job_apply(int argc, char **argv)
@@ -874,7 +875,7 @@ static int job_apply(int argc, char **argv)
 	/* 2: names unique within the file */
 	for (size_t i = 0; i < n; i++)
 		sorted[i] = &defs[i];
-	qsort(sorted, n, sizeof(*sorted), cmp_def_name);
+	dbcron__sort(sorted, n, sizeof(*sorted), cmp_def_name);
 	for (size_t i = 1; i < n; i++)
 		if (strcmp(sorted[i]->job.name, sorted[i - 1]->job.name) == 0)
 			apply_error(&ac, (size_t)(sorted[i] - defs), sorted[i]->job.name,
@@ -894,7 +895,7 @@ static int job_apply(int argc, char **argv)
 		status = jv.rc ? oom("job apply") : cli_fail(&err);
 		goto out_free;
 	}
-	qsort(jv.v, jv.n, sizeof(*jv.v), cmp_job_name);
+	dbcron__sort(jv.v, jv.n, sizeof(*jv.v), cmp_job_name);
 	for (size_t i = 0; i < n; i++) {
 		if (jobdef_finish(&defs[i], now, find_prev(&jv, defs[i].job.name), &err))
 			apply_error(&ac, i, defs[i].job.name, "%s", err.msg);

@@ -136,10 +136,10 @@ void dbcron_node_config_init(dbcron_node_config *c)
 	c->claim_batch = 200;
 	c->max_inflight = 5000;
 	c->preread_ms = 1000;
-	c->claim_interval_ms = 100;
+	c->claim_interval_ms = 250;
 	c->lease_ms = 3000;
 	c->heartbeat_ms = 1000;
-	c->flush_ms = 20;
+	c->flush_ms = 50;
 	c->grace_ms = 10000;
 	c->kill_grace_ms = 2000;
 	c->retention_ms = 30LL * 86400 * 1000;
@@ -441,6 +441,16 @@ static void worker_main(void *arg)
 		it->final_state = it->cancel_state;
 	else
 		it->override_error = NULL;
+	/* Logged before the item is handed to the db thread, which frees it
+	 * once its final state is written. */
+	if (n->cfg.log_runs || it->final_state != DBCRON_RUN_SUCCEEDED)
+		dbcron__log(it->final_state == DBCRON_RUN_SUCCEEDED ? LOG_INFO : LOG_WARN, "run.end",
+			    "job=%s fire_at=%" PRId64 " attempt=%d run=%" PRId64 " state=%s took_ms=%" PRId64 "%s%s%s",
+			    it->run.job_name, it->run.fire_at, it->run.attempt, it->run.id,
+			    dbcron_run_state_name(it->final_state), took,
+			    it->res.error || it->override_error ? " error=\"" : "",
+			    it->override_error ? it->override_error : it->res.error ? it->res.error : "",
+			    it->res.error || it->override_error ? "\"" : "");
 	it->pending_finish = true;
 	push_pending(n, it);
 	/* queue / replace: the next waiting fire of this job starts now */
@@ -454,14 +464,6 @@ static void worker_main(void *arg)
 	}
 	pthread_mutex_unlock(&n->mu);
 
-	if (n->cfg.log_runs || it->final_state != DBCRON_RUN_SUCCEEDED)
-		dbcron__log(it->final_state == DBCRON_RUN_SUCCEEDED ? LOG_INFO : LOG_WARN, "run.end",
-			    "job=%s fire_at=%" PRId64 " attempt=%d run=%" PRId64 " state=%s took_ms=%" PRId64 "%s%s%s",
-			    it->run.job_name, it->run.fire_at, it->run.attempt, it->run.id,
-			    dbcron_run_state_name(it->final_state), took,
-			    it->res.error || it->override_error ? " error=\"" : "",
-			    it->override_error ? it->override_error : it->res.error ? it->res.error : "",
-			    it->res.error || it->override_error ? "\"" : "");
 	if (next)
 		submit(n, next);
 }

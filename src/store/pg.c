@@ -38,6 +38,7 @@
 #include <libpq-fe.h>
 
 #include "core/alloc.h"
+#include "core/sort.h"
 #include "store/pg.h"
 #include "store/store.h"
 
@@ -1325,7 +1326,7 @@ static int find_dup_name(dbcron_job *jobs, size_t n, const char **dup)
 		return DBCRON_ENOMEM;
 	for (size_t i = 0; i < n; i++)
 		v[i] = &jobs[i];
-	qsort(v, n, sizeof(*v), cmp_name);
+	dbcron__sort(v, n, sizeof(*v), cmp_name);
 	for (size_t i = 1; i < n && !*dup; i++)
 		if (strcmp(v[i - 1]->name, v[i]->name) == 0)
 			*dup = v[i]->name;
@@ -1359,7 +1360,7 @@ static int set_ids(const PGresult *res, dbcron_job *jobs, size_t n, dbcron_err *
 		return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory writing jobs");
 	for (size_t i = 0; i < n; i++)
 		v[i] = &jobs[i];
-	qsort(v, n, sizeof(*v), cmp_name);
+	dbcron__sort(v, n, sizeof(*v), cmp_name);
 	for (int r = 0; r < PQntuples(res); r++) {
 		dbcron_job **hit = bsearch(PQgetvalue(res, r, 2), v, n, sizeof(*v), cmp_key_name);
 		if (hit)

@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/sort.h"
 #include "store/sqlite_schema.h"
 #include "store/store.h"
 
@@ -1207,7 +1208,7 @@ static const dbcron_job *find_job(const store_claim_result *r, int64_t id)
 {
 	dbcron_job key;
 	key.id = id;
-	return bsearch(&key, r->jobs, r->njobs, sizeof(*r->jobs), job_id_cmp);
+	return r->njobs ? bsearch(&key, r->jobs, r->njobs, sizeof(*r->jobs), job_id_cmp) : NULL;
 }
 
 /* Append a claimed run from a RETURNING row: id, job_id, job_name,
@@ -1370,14 +1371,14 @@ static int claim_unclaimed(sq_store *q, const store_claim_req *req,
 		return DBCRON_OK;
 
 	/* Jobs not already loaded by the due-job pass. */
-	qsort(out->jobs, out->njobs, sizeof(*out->jobs), job_id_cmp);
+	dbcron__sort(out->jobs, out->njobs, sizeof(*out->jobs), job_id_cmp);
 	need = dbcron__calloc(out->nruns - first, sizeof(*need));
 	if (!need)
 		return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory in claim");
 	for (size_t i = first; i < out->nruns; i++)
 		if (!find_job(out, out->runs[i].run.job_id))
 			need[nneed++] = out->runs[i].run.job_id;
-	qsort(need, nneed, sizeof(*need), i64_cmp);
+	dbcron__sort(need, nneed, sizeof(*need), i64_cmp);
 	jb_reset(ids);
 	jb_ch(ids, '[');
 	for (size_t i = 0; i < nneed; i++)
@@ -1441,8 +1442,8 @@ static int sq_claim(store *s, const store_claim_req *req, store_claim_result *ou
 	if ((rc = tx_commit(q, err)))
 		goto out_rollback;
 
-	qsort(out->jobs, out->njobs, sizeof(*out->jobs), job_id_cmp);
-	qsort(out->runs, out->nruns, sizeof(*out->runs), claimed_cmp);
+	dbcron__sort(out->jobs, out->njobs, sizeof(*out->jobs), job_id_cmp);
+	dbcron__sort(out->runs, out->nruns, sizeof(*out->runs), claimed_cmp);
 	for (size_t i = 0; i < out->nruns; i++) {
 		out->runs[i].job = find_job(out, out->runs[i].run.job_id);
 		/* Cannot happen: the write lock was held from the first read. */
@@ -1510,7 +1511,7 @@ static int sq_apply(store *s, const char *node_id, store_update *ups, size_t n,
 		slots[i].run_id = ups[i].run_id;
 		slots[i].pos = i;
 	}
-	qsort(slots, n, sizeof(*slots), apply_slot_cmp);
+	dbcron__sort(slots, n, sizeof(*slots), apply_slot_cmp);
 
 	jb_reset(b);
 	jb_ch(b, '[');

@@ -4,7 +4,7 @@
 # their lease, and afterwards no fire is lost or executed twice.  Counted
 # from the runs table and from the file the jobs append to.
 source "$(dirname "$0")/nodelib.bash"
-: "${DBCRON_TEST_PGDIR:?DBCRON_TEST_PGDIR (the test server's directory) is required}"
+: "${DBCRON_TEST_PGDIR:?DBCRON_TEST_PGDIR (directory of the test server) is required}"
 use_backend pg
 
 J=10
