@@ -4,6 +4,7 @@
 #                            private loopback port; prints the conninfo
 #   pg-tmp.sh stop DIR    -> stop it and remove DIR
 #   pg-tmp.sh restart DIR -> pg_ctl restart (used by the outage tests)
+#   pg-tmp.sh outage DIR SECS -> stop the server, wait SECS, start it again
 # As root the server runs as the "postgres" user (PostgreSQL refuses root).
 set -euo pipefail
 cmd=$1 dir=$2
@@ -39,11 +40,16 @@ CONF
 restart)
   as_pg "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 -m fast restart >/dev/null
   ;;
+outage)
+  as_pg "$bindir/pg_ctl" -D "$dir/data" -w -t 60 -m fast stop >/dev/null
+  sleep "${3:-5}"
+  as_pg "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null
+  ;;
 stop)
   if [ -d "$dir/data" ]; then
     as_pg "$bindir/pg_ctl" -D "$dir/data" -w -t 60 -m fast stop >/dev/null 2>&1 || true
   fi
   rm -rf "$dir"
   ;;
-*) echo "usage: pg-tmp.sh start|stop|restart DIR" >&2; exit 2 ;;
+*) echo "usage: pg-tmp.sh start|stop|restart|outage DIR [SECS]" >&2; exit 2 ;;
 esac
