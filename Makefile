@@ -14,7 +14,7 @@ deps:
 
 build: deps
 	@$(CMAKE) -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-	@$(CMAKE) --build $(BUILD) -j$(JOBS)
+	@$(CMAKE) --build $(BUILD) -j$(JOBS) -- --no-print-directory
 	@echo "dbcron binary: $(BUILD)/bin/dbcron"
 
 run: build
