@@ -31,7 +31,7 @@ esac
 start_nodes() {
   local n=$1; shift
   for i in $(seq 1 "$n"); do
-    "$bin" node --node-id "b$i" --quiet "$@" 2>"$T/node$i.log" &
+    "$bin" node --node-id "b$i" "$@" 2>"$T/node$i.log" &
     PIDS+=($!)
   done
 }
@@ -40,7 +40,7 @@ stop_nodes() {
   for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
   PIDS=()
 }
-statements() { cat "$T"/node*.log | grep -o 'statements=[0-9]*' | cut -d= -f2 | awk '{s += $1} END {print s + 0}'; }
+statements() { cat "$T"/node*.log | { grep -o 'statements=[0-9]*' || true; } | cut -d= -f2 | awk '{s += $1} END {print s + 0}'; }
 percentiles() { # stdin: one number per line
   sort -n | awk '{a[NR] = $1} END { if (NR == 0) { print "n/a n/a n/a"; exit }
     p50 = a[int((NR - 1) * 0.50) + 1]; p99 = a[int((NR - 1) * 0.99) + 1]; print p50, p99, a[NR] }'
