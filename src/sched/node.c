@@ -109,7 +109,7 @@ struct dbcron_node {
 	timer_heap heap;
 	fire_item *pending_head, *pending_tail; /* writes for the db thread */
 	fire_item *sync_head, *sync_tail;      /* starts to fence first */
-	job_state *jobs; /* open addressing by job id */
+	job_state **jobs; /* open addressing by job id; see js_get() */
 	size_t njobs_slots, njobs_used;
 	size_t inflight;
 	size_t running;
@@ -178,42 +178,42 @@ static size_t js_slot(int64_t id, size_t n)
 	return (size_t)(((uint64_t)id * 0x9E3779B97F4A7C15ull) >> 20) & (n - 1);
 }
 
+/*
+ * The job's state, created on first use.  States are allocated one by one
+ * and never move, because fire items keep a pointer to theirs; the table
+ * of pointers grows by rehashing.  They live as long as the node.
+ */
 static job_state *js_get(dbcron_node *n, int64_t job_id)
 {
 	if (n->njobs_used * 2 >= n->njobs_slots) {
 		size_t ns = n->njobs_slots ? n->njobs_slots * 2 : 256;
-		job_state *a = dbcron__calloc(ns, sizeof(*a));
+		job_state **a = dbcron__calloc(ns, sizeof(*a));
 		if (!a)
 			return NULL;
 		for (size_t i = 0; i < n->njobs_slots; i++) {
-			if (!n->jobs[i].job_id)
+			if (!n->jobs[i])
 				continue;
-			size_t j = js_slot(n->jobs[i].job_id, ns);
-			while (a[j].job_id)
+			size_t j = js_slot(n->jobs[i]->job_id, ns);
+			while (a[j])
 				j = (j + 1) & (ns - 1);
 			a[j] = n->jobs[i];
-			/* running/queue lists hold item pointers, not js
-			 * pointers, but items point at their js: fix below */
-		}
-		/* re-point items at the moved states */
-		for (size_t i = 0; i < ns; i++) {
-			for (fire_item *it = a[i].running_list; it; it = it->run_next)
-				it->js = &a[i];
-			for (fire_item *it = a[i].queue_head; it; it = it->next)
-				it->js = &a[i];
 		}
 		dbcron__free(n->jobs);
 		n->jobs = a;
 		n->njobs_slots = ns;
 	}
 	size_t i = js_slot(job_id, n->njobs_slots);
-	while (n->jobs[i].job_id && n->jobs[i].job_id != job_id)
+	while (n->jobs[i] && n->jobs[i]->job_id != job_id)
 		i = (i + 1) & (n->njobs_slots - 1);
-	if (!n->jobs[i].job_id) {
-		n->jobs[i].job_id = job_id;
+	if (!n->jobs[i]) {
+		job_state *js = dbcron__calloc(1, sizeof(*js));
+		if (!js)
+			return NULL;
+		js->job_id = job_id;
+		n->jobs[i] = js;
 		n->njobs_used++;
 	}
-	return &n->jobs[i];
+	return n->jobs[i];
 }
 
 static bool js_is_slow(job_state *js, int64_t now_mono)
@@ -410,9 +410,9 @@ static void worker_main(void *arg)
 		pthread_mutex_unlock(&n->mu);
 	}
 	if (n->cfg.log_runs)
-		dbcron__log(LOG_INFO, "run.start", "job=%s fire_at=%" PRId64 " attempt=%d run=%" PRId64 " late_ms=%" PRId64,
+		dbcron__log(LOG_INFO, "run.start", "job=%s fire_at=%" PRId64 " attempt=%d run=%" PRId64 " late_ms=%" PRId64 " pool=%s",
 			    it->run.job_name, it->run.fire_at, it->run.attempt, it->run.id,
-			    it->started_db - it->run.fire_at);
+			    it->started_db - it->run.fire_at, it->slow ? "slow" : "fast");
 
 	exec_req req = {
 		.job = &it->job,
@@ -690,7 +690,9 @@ static void drop_unstarted(dbcron_node *n)
 		dropped++;
 	}
 	for (size_t i = 0; i < n->njobs_slots; i++) {
-		job_state *js = &n->jobs[i];
+		job_state *js = n->jobs[i];
+		if (!js)
+			continue;
 		for (fire_item *it = js->queue_head, *nx; it; it = nx) {
 			nx = it->next;
 			item_free(it);
@@ -831,7 +833,7 @@ static void hand_back(dbcron_node *n)
 	pthread_mutex_lock(&n->mu);
 	size_t cnt = timer_count(&n->heap);
 	for (size_t i = 0; i < n->njobs_slots; i++)
-		for (fire_item *it = n->jobs[i].queue_head; it; it = it->next)
+		for (fire_item *it = n->jobs[i] ? n->jobs[i]->queue_head : NULL; it; it = it->next)
 			cnt++;
 	fire_item **items = dbcron__calloc(cnt ? cnt : 1, sizeof(*items));
 	int64_t *ids = dbcron__calloc(cnt ? cnt : 1, sizeof(*ids));
@@ -842,9 +844,11 @@ static void hand_back(dbcron_node *n)
 		while ((t = timer_pop(&n->heap)))
 			items[k++] = (fire_item *)t;
 		for (size_t i = 0; i < n->njobs_slots; i++) {
-			for (fire_item *it = n->jobs[i].queue_head; it; it = it->next)
+			if (!n->jobs[i])
+				continue;
+			for (fire_item *it = n->jobs[i]->queue_head; it; it = it->next)
 				items[k++] = it;
-			n->jobs[i].queue_head = n->jobs[i].queue_tail = NULL;
+			n->jobs[i]->queue_head = n->jobs[i]->queue_tail = NULL;
 		}
 	}
 	pthread_mutex_unlock(&n->mu);
@@ -874,7 +878,7 @@ static void cancel_running(dbcron_node *n, const char *why)
 {
 	pthread_mutex_lock(&n->mu);
 	for (size_t i = 0; i < n->njobs_slots; i++)
-		for (fire_item *r = n->jobs[i].running_list; r; r = r->run_next) {
+		for (fire_item *r = n->jobs[i] ? n->jobs[i]->running_list : NULL; r; r = r->run_next) {
 			r->override_error = why;
 			r->cancel_state = DBCRON_RUN_ABANDONED;
 			atomic_store(&r->cancel.requested, 1);
@@ -1146,6 +1150,8 @@ void dbcron_node_free(dbcron_node *n)
 		nx = it->next;
 		item_free(it);
 	}
+	for (size_t i = 0; i < n->njobs_slots; i++)
+		dbcron__free(n->jobs[i]);
 	dbcron__free(n->jobs);
 	dbcron__free(n->db_url);
 	dbcron__free(n->node_id);

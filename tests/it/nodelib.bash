@@ -89,3 +89,50 @@ wait_for() {
     sleep 0.2
   done
 }
+
+# every_jobs PREFIX N EVERY KEYS SCRIPT: a JSON array of N jobs PREFIX-1..N
+# running `sh -c SCRIPT` on an `every` schedule; KEYS is extra JSON
+# ("overlap": "allow", ...) or empty.  SCRIPT may use the DBCRON_* env.
+every_jobs() {
+  local prefix=$1 n=$2 every=$3 keys=$4 script=$5
+  local esc=${script//\\/\\\\}; esc=${esc//\"/\\\"}
+  echo "["
+  for i in $(seq 1 "$n"); do
+    local sep=,; [ "$i" -eq "$n" ] && sep=
+    echo "{\"name\": \"$prefix-$i\", \"every\": \"$every\", ${keys:+$keys, }\"command\": [\"sh\", \"-c\", \"$esc\"]}$sep"
+  done
+  echo "]"
+}
+
+# The jobs append "JOB FIRE_AT_MS ..." to this file: what really ran.
+RECORD='echo "$DBCRON_JOB $DBCRON_FIRE_AT_MS $DBCRON_ATTEMPT $DBCRON_NODE" >> '"$T/exec.log"
+
+# check_no_loss RUNS_CSV PREFIX N END_MS: every 1 s instant of jobs
+# PREFIX-1..N, from each one's first fire to 3 s before END_MS, is a row of
+# the run log (a run, or a misfire row whose `missed` count covers it).
+check_no_loss() {
+  local csv=$1 prefix=$2 n=$3 end=$4 lost=0
+  for i in $(seq 1 "$n"); do
+    awk -F, -v j="$prefix-$i" -v end="$end" '
+      $1 == j && $3 == 1 { for (k = 0; k <= $9; k++) seen[sprintf("%.0f", $2 + 1000 * k)] = 1
+                           if (min == "" || $2 + 0 < min) min = $2 + 0 }
+      END { n = 0; for (t = min; t < end - 3000; t += 1000) if (!(sprintf("%.0f", t) in seen)) { printf "%s lost fire %.0f\n", j, t; n++ }
+            exit n > 0 }' "$csv" >&2 || lost=$((lost + 1))
+  done
+  assert_eq "$lost" 0 "no lost fire ($prefix-1..$n)"
+}
+
+# check_no_dup_exec RUNS_CSV: no fire executed twice according to
+# $T/exec.log, except where the run log shows the first attempt was lost
+# with its node (abandoned, retried: at-least-once).
+check_no_dup_exec() {
+  local csv=$1 unexplained=0 key
+  awk '{ print $1 "," $2 }' "$T/exec.log" | sort | uniq -d > "$T/dup_exec"
+  while IFS= read -r key; do
+    if ! grep -q "^$key,[0-9]*,abandoned" "$csv"; then
+      echo "duplicate execution without node loss: $key" >&2
+      unexplained=$((unexplained + 1))
+    fi
+  done < "$T/dup_exec"
+  assert_eq "$unexplained" 0 "no duplicate execution (beyond retries of runs lost with their node)"
+}

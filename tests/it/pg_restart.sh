@@ -9,14 +9,7 @@ source "$(dirname "$0")/nodelib.bash"
 use_backend pg
 
 J=10
-{
-  echo "["
-  for i in $(seq 1 $J); do
-    sep=,; [ "$i" -eq $J ] && sep=
-    echo "{\"name\": \"r-$i\", \"every\": \"1s\", \"command\": [\"sh\", \"-c\", \"echo \\\"\$DBCRON_JOB \$DBCRON_FIRE_AT_MS\\\" >> $T/exec.log\"]}$sep"
-  done
-  echo "]"
-} > "$T/jobs.json"
+every_jobs r $J 1s "" "$RECORD" > "$T/jobs.json"
 dbc job apply "$T/jobs.json" >/dev/null
 start_node p1
 start_node p2
@@ -38,21 +31,8 @@ stop_node p1
 stop_node p2
 
 runs_csv > "$T/runs.csv"
-awk '{ print $1 "," $2 }' "$T/exec.log" | sort | uniq -d > "$T/dup"
-unexplained=0
-while IFS= read -r key; do
-  grep -q "^$key,[0-9]*,abandoned" "$T/runs.csv" || { echo "duplicate execution: $key" >&2; unexplained=$((unexplained + 1)); }
-done < "$T/dup"
-assert_eq "$unexplained" 0 "no duplicate execution across the restart"
-lost=0
-for i in $(seq 1 $J); do
-  awk -F, -v j="r-$i" -v end="$end_ms" '
-    $1 == j && $3 == 1 { for (k = 0; k <= $9; k++) seen[sprintf("%.0f", $2 + 1000 * k)] = 1
-                         if (min == "" || $2 + 0 < min) min = $2 + 0 }
-    END { n = 0; for (t = min; t < end - 3000; t += 1000) if (!(sprintf("%.0f", t) in seen)) { printf "%s lost fire %.0f\n", j, t; n++ }
-          exit n > 0 }' "$T/runs.csv" >&2 || lost=$((lost + 1))
-done
-assert_eq "$lost" 0 "no lost fire across the restart"
+check_no_dup_exec "$T/runs.csv"
+check_no_loss "$T/runs.csv" r $J "$end_ms"
 after=$(awk -F, -v t="$t_restart" '$4 == "succeeded" && $2 > t + 2000 && $2 < t + 5000' "$T/runs.csv" | wc -l)
 assert_ge "$after" 10 "fires ran right after the restart"
 after=$(awk -F, -v t="$t_outage" '$4 == "succeeded" && $2 > t + 8000' "$T/runs.csv" | wc -l)
