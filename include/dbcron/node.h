@@ -22,7 +22,9 @@ typedef struct dbcron_node_config {
 	int slow_workers;       /* slow pool threads; default 2 */
 	int claim_batch;        /* most fires per claim; default 200 */
 	int max_inflight;       /* claimed but unfinished; default 5000 */
-	int64_t preread_ms;     /* claim fires due within; default 1000 */
+	int64_t preread_ms;     /* claim fires due within; default 1500 (claims
+				 * then land mid-second, away from the second
+				 * boundaries where cron fires cluster) */
 	int64_t claim_interval_ms; /* poll period; default 250 */
 	int64_t lease_ms;       /* node lease; default 3000 */
 	int64_t heartbeat_ms;   /* default 1000 */

@@ -74,7 +74,8 @@ typedef struct fire_item {
 	bool pending_start, pending_finish, in_pending;
 	bool start_written;
 	dbcron_run_state final_state;
-	int64_t started_db, finished_db;
+	atomic_llong started_db; /* set by the worker as it starts the job */
+	int64_t finished_db;
 	exec_cancel cancel;
 	exec_result res;
 	const char *override_error; /* static text replacing res.error */
@@ -135,7 +136,7 @@ void dbcron_node_config_init(dbcron_node_config *c)
 	c->slow_workers = 2;
 	c->claim_batch = 200;
 	c->max_inflight = 5000;
-	c->preread_ms = 1000;
+	c->preread_ms = 1500;
 	c->claim_interval_ms = 250;
 	c->lease_ms = 3000;
 	c->heartbeat_ms = 1000;
@@ -255,7 +256,8 @@ static fire_item *item_new(dbcron_node *n, const store_claimed *c)
 		item_free(it);
 		return NULL;
 	}
-	it->started_db = it->finished_db = -1;
+	atomic_init(&it->started_db, -1);
+	it->finished_db = -1;
 	return it;
 }
 
@@ -294,6 +296,7 @@ static void finish_unstarted(dbcron_node *n, fire_item *it, dbcron_run_state st,
 }
 
 static void worker_main(void *arg);
+static void running_unlink(job_state *js, fire_item *it);
 
 /* Hand an item to a pool.  Called without mu. */
 static void submit(dbcron_node *n, fire_item *it)
@@ -305,8 +308,8 @@ static void submit(dbcron_node *n, fire_item *it)
 	 * again in a millisecond; the fire stays ours. */
 	pthread_mutex_lock(&n->mu);
 	it->phase = PHASE_TIMER;
-	if (it->js->running > 0)
-		it->js->running--;
+	it->pending_start = false;
+	running_unlink(it->js, it);
 	n->running--;
 	if (timer_push(&n->heap, &it->tn, db_now(n) + 1))
 		finish_unstarted(n, it, DBCRON_RUN_FAILED, "out of memory");
@@ -383,6 +386,11 @@ static bool start_or_hold(dbcron_node *n, fire_item *it, int64_t now_db)
 		}
 		return false;
 	}
+	/* The start is written with the next batch; the worker fills in the
+	 * exact start time (dispatch time until then). */
+	atomic_store(&it->started_db, now_db);
+	it->pending_start = true;
+	push_pending(n, it);
 	return true;
 }
 
@@ -402,17 +410,14 @@ static void worker_main(void *arg)
 	fire_item *it = arg;
 	dbcron_node *n = it->node;
 
-	it->started_db = db_now(n);
-	if (it->job.node_loss != DBCRON_NODE_LOSS_ABANDON) {
-		pthread_mutex_lock(&n->mu);
-		it->pending_start = true;
-		push_pending(n, it);
-		pthread_mutex_unlock(&n->mu);
-	}
+	/* RUNNING was queued for the db thread when the timer dispatched
+	 * this fire (no lock taken here, on the hot path) */
+	int64_t started = db_now(n);
+	atomic_store(&it->started_db, started);
 	if (n->cfg.log_runs)
 		dbcron__log(LOG_INFO, "run.start", "job=%s fire_at=%" PRId64 " attempt=%d run=%" PRId64 " late_ms=%" PRId64 " pool=%s",
 			    it->run.job_name, it->run.fire_at, it->run.attempt, it->run.id,
-			    it->started_db - it->run.fire_at, it->slow ? "slow" : "fast");
+			    started - it->run.fire_at, it->slow ? "slow" : "fast");
 
 	exec_req req = {
 		.job = &it->job,
@@ -562,7 +567,7 @@ static int flush(dbcron_node *n, dbcron_err *err)
 		u->fire_at = it->run.fire_at;
 		u->attempt = it->run.attempt;
 		u->token = it->run.claim_token;
-		u->started_ms = it->started_db;
+		u->started_ms = atomic_load(&it->started_db);
 		u->finished_ms = -1;
 		u->retry_due_at = -1;
 		u->job_next_fire_at = -1;
@@ -649,12 +654,12 @@ static void sync_starts(dbcron_node *n)
 	for (fire_item *it = list, *nx; it; it = nx) {
 		nx = it->next;
 		it->next = NULL;
-		it->started_db = db_now(n);
+		atomic_store(&it->started_db, db_now(n));
 		store_update u = {
 			.run_id = it->run.id, .job_id = it->run.job_id,
 			.fire_at = it->run.fire_at, .attempt = it->run.attempt,
 			.token = it->run.claim_token, .state = DBCRON_RUN_RUNNING,
-			.started_ms = it->started_db, .finished_ms = -1,
+			.started_ms = atomic_load(&it->started_db), .finished_ms = -1,
 			.retry_due_at = -1, .job_next_fire_at = -1,
 		};
 		dbcron_err err = {0};
