@@ -56,7 +56,10 @@ DBCRON_API size_t dbcron_cron_describe(const dbcron_cron *c, char *buf,
 /*
  * Time zones, through the system tz database (GLib's GTimeZone).  name NULL
  * or "" or "UTC" is UTC.  Unknown names give DBCRON_ETZ with the name in
- * err->msg.  The caller frees with dbcron_tz_free().  Thread-safe to share.
+ * err->msg.  Zones are interned: every open of one name returns the same
+ * immutable table, built on first use and kept for the life of the process,
+ * so opening is cheap after the first time.  dbcron_tz_free() is accepted
+ * (and does nothing).  Thread-safe to share and to open concurrently.
  */
 DBCRON_API int dbcron_tz_open(const char *name, dbcron_tz **out,
 			      dbcron_err *err);

@@ -82,6 +82,7 @@ struct dbcron_cron {
  * at[n] = +inf); off has n + 1 entries.
  */
 struct dbcron_tz {
+	struct dbcron_tz *next; /* the interned list (tz.c) */
 	char *name;
 	uint32_t n;
 	int64_t *at;

@@ -9,8 +9,15 @@
  * the offset really changes.  Before 1900 and after 2200 the first and
  * last offsets hold.  The table is immutable, so a dbcron_tz is safe to
  * share between threads.
+ *
+ * Building a table costs milliseconds for a zone with DST, and callers open
+ * the zone of every job they touch (validation, the next fire, the
+ * planner), so zones are interned: the first open of a name builds its
+ * table, later opens return the same one, and tables live as long as the
+ * process (there are a few hundred zone names at most).
  */
 #include <glib.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,7 +101,9 @@ static bool is_utc(const char *name)
 	       strcmp(name, "Etc/UTC") == 0;
 }
 
-int dbcron_tz_open(const char *name, dbcron_tz **out, dbcron_err *err)
+static void tz_destroy(dbcron_tz *tz);
+
+static int tz_build(const char *name, dbcron_tz **out, dbcron_err *err)
 {
 	struct tvec v = {0};
 	GTimeZone *g = NULL;
@@ -142,7 +151,7 @@ out_free_g:
 	dbcron__free(v.at);
 	dbcron__free(v.off);
 out_free_tz:
-	dbcron_tz_free(tz);
+	tz_destroy(tz);
 out_oom:
 	if (rc == DBCRON_ENOMEM)
 		dbcron_err_set(err, DBCRON_ENOMEM, "out of memory opening time zone '%s'",
@@ -150,7 +159,7 @@ out_oom:
 	return rc;
 }
 
-void dbcron_tz_free(dbcron_tz *tz)
+static void tz_destroy(dbcron_tz *tz)
 {
 	if (!tz)
 		return;
@@ -158,6 +167,52 @@ void dbcron_tz_free(dbcron_tz *tz)
 	dbcron__free(tz->at);
 	dbcron__free(tz->off);
 	dbcron__free(tz);
+}
+
+static pthread_mutex_t interned_mu = PTHREAD_MUTEX_INITIALIZER;
+static dbcron_tz *interned; /* list through ->next; never shrinks */
+
+static dbcron_tz *interned_find(const char *key)
+{
+	for (dbcron_tz *t = interned; t; t = t->next)
+		if (strcmp(t->name, key) == 0)
+			return t;
+	return NULL;
+}
+
+int dbcron_tz_open(const char *name, dbcron_tz **out, dbcron_err *err)
+{
+	const char *key = is_utc(name) ? "UTC" : name;
+	*out = NULL;
+	pthread_mutex_lock(&interned_mu);
+	dbcron_tz *tz = interned_find(key);
+	pthread_mutex_unlock(&interned_mu);
+	if (tz) {
+		*out = tz;
+		return DBCRON_OK;
+	}
+	/* Built without the lock held; a racing open of the same name keeps
+	 * whichever table was interned first. */
+	int rc = tz_build(name, &tz, err);
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&interned_mu);
+	dbcron_tz *won = interned_find(key);
+	if (!won) {
+		tz->next = interned;
+		interned = tz;
+		won = tz;
+		tz = NULL;
+	}
+	pthread_mutex_unlock(&interned_mu);
+	tz_destroy(tz);
+	*out = won;
+	return DBCRON_OK;
+}
+
+void dbcron_tz_free(dbcron_tz *tz)
+{
+	(void)tz; /* interned: lives as long as the process */
 }
 
 const char *dbcron_tz_name(const dbcron_tz *tz)
