@@ -54,13 +54,6 @@
 #define SLOW_RUNS_TO_DEMOTE 10
 #define SLOW_WINDOW_MS 60000
 
-typedef enum item_phase {
-	PHASE_TIMER = 1,   /* in the heap */
-	PHASE_WAITING,     /* overlap queue of its job, or sync start */
-	PHASE_RUNNING,     /* handed to a pool */
-	PHASE_DONE,        /* result known, final write pending */
-} item_phase;
-
 typedef struct job_state job_state;
 
 typedef struct fire_item {
@@ -69,10 +62,8 @@ typedef struct fire_item {
 	dbcron_run run;
 	dbcron_job job;
 	job_state *js;
-	item_phase phase;
 	bool slow;
 	bool pending_start, pending_finish, in_pending;
-	bool start_written;
 	dbcron_run_state final_state;
 	atomic_llong started_db; /* set by the worker as it starts the job */
 	int64_t finished_db;
@@ -124,7 +115,6 @@ struct dbcron_node {
 
 	/* counters for the stop summary and benchmarks */
 	uint64_t n_claimed, n_started, n_finished, n_fenced, n_skipped, n_claims;
-	uint64_t n_misfired_rows;
 };
 
 /* ------------------------------------------------------------------ */
@@ -283,7 +273,6 @@ static void push_pending(dbcron_node *n, fire_item *it)
 static void finish_unstarted(dbcron_node *n, fire_item *it, dbcron_run_state st,
 			     const char *why)
 {
-	it->phase = PHASE_DONE;
 	it->final_state = st;
 	it->override_error = why;
 	it->finished_db = db_now(n);
@@ -307,7 +296,6 @@ static void submit(dbcron_node *n, fire_item *it)
 	/* Full despite backpressure (e.g. a burst of queued overlaps): try
 	 * again in a millisecond; the fire stays ours. */
 	pthread_mutex_lock(&n->mu);
-	it->phase = PHASE_TIMER;
 	it->pending_start = false;
 	running_unlink(it->js, it);
 	n->running--;
@@ -355,7 +343,6 @@ static bool start_or_hold(dbcron_node *n, fire_item *it, int64_t now_db)
 			__attribute__((fallthrough));
 		case DBCRON_OVERLAP_QUEUE:
 		queue:
-			it->phase = PHASE_WAITING;
 			it->next = NULL;
 			if (js->queue_tail)
 				js->queue_tail->next = it;
@@ -365,7 +352,6 @@ static bool start_or_hold(dbcron_node *n, fire_item *it, int64_t now_db)
 			return false;
 		}
 	}
-	it->phase = PHASE_RUNNING;
 	it->slow = js_is_slow(js, dbcron__mono_ms());
 	js->running++;
 	it->run_next = js->running_list;
@@ -439,7 +425,6 @@ static void worker_main(void *arg)
 	n->running--;
 	if (took > SLOW_RUN_MS)
 		js->slow_at[js->slow_n++ % (SLOW_RUNS_TO_DEMOTE + 1)] = it->res.mono_end_ms;
-	it->phase = PHASE_DONE;
 	it->final_state = it->res.state;
 	if (atomic_load(&it->cancel.requested) && it->cancel_state &&
 	    it->res.state != DBCRON_RUN_SUCCEEDED)
@@ -627,13 +612,10 @@ static int flush(dbcron_node *n, dbcron_err *err)
 				    dbcron_run_state_name(ups[i].state));
 		}
 		if (final[i]) {
+			/* nothing else refers to it once its final state is out */
 			n->n_finished++;
 			n->inflight--;
-			if (it->pending_start || it->pending_finish || it->in_pending)
-				continue; /* cannot happen: final is final */
 			item_free(it);
-		} else {
-			it->start_written = true;
 		}
 	}
 	pthread_mutex_unlock(&n->mu);
@@ -665,7 +647,6 @@ static void sync_starts(dbcron_node *n)
 		dbcron_err err = {0};
 		int rc = n->st->ops->apply(n->st, n->node_id, &u, 1, &err);
 		if (rc == DBCRON_OK && u.applied) {
-			it->start_written = true;
 			submit(n, it);
 			continue;
 		}
@@ -798,7 +779,6 @@ static long claim(dbcron_node *n, dbcron_err *err)
 	if (rc)
 		return -1;
 	n->n_claims++;
-	n->n_misfired_rows += res.nterminal;
 	pthread_mutex_lock(&n->mu);
 	bool wake = false;
 	for (size_t i = 0; i < res.nruns; i++) {
@@ -811,7 +791,6 @@ static long claim(dbcron_node *n, dbcron_err *err)
 			continue;
 		}
 		it->js = js;
-		it->phase = PHASE_TIMER;
 		timer_node *top = timer_peek(&n->heap);
 		if (timer_push(&n->heap, &it->tn, it->run.due_at)) {
 			item_free(it);

@@ -1204,6 +1204,27 @@ static int i64_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* Append every job row of a stepped statement to out->jobs; resets st. */
+static int read_jobs_into(sq_store *q, sqlite3_stmt *st, store_claim_result *out,
+			  size_t *jobs_cap, const char *what, dbcron_err *err)
+{
+	int row, rc = DBCRON_OK;
+	while ((row = step_row(q, st, what, err)) == 1) {
+		if (dbcron__grow((void **)&out->jobs, jobs_cap, out->njobs + 1,
+				 sizeof(*out->jobs))) {
+			rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory in claim");
+			break;
+		}
+		if ((rc = read_job(q, st, &out->jobs[out->njobs], err)))
+			break;
+		out->njobs++;
+	}
+	if (row < 0)
+		rc = -row;
+	sqlite3_reset(st);
+	return rc;
+}
+
 static const dbcron_job *find_job(const store_claim_result *r, int64_t id)
 {
 	dbcron_job key;
@@ -1251,21 +1272,8 @@ static int plan_due_jobs(sq_store *q, const store_claim_req *req, int64_t now,
 		return rc;
 	sqlite3_bind_int64(st, 1, horizon);
 	sqlite3_bind_int(st, 2, req->max);
-	while ((row = step_row(q, st, "read due jobs", err)) == 1) {
-		if (dbcron__grow((void **)&out->jobs, &jobs_cap, out->njobs + 1,
-				 sizeof(*out->jobs))) {
-			sqlite3_reset(st);
-			return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory in claim");
-		}
-		if ((rc = read_job(q, st, &out->jobs[out->njobs], err))) {
-			sqlite3_reset(st);
-			return rc;
-		}
-		out->njobs++;
-	}
-	if (row < 0)
-		return -row;
-	sqlite3_reset(st);
+	if ((rc = read_jobs_into(q, st, out, &jobs_cap, "read due jobs", err)))
+		return rc;
 	if (!out->njobs)
 		return DBCRON_OK;
 
@@ -1392,21 +1400,8 @@ static int claim_unclaimed(sq_store *q, const store_claim_req *req,
 		return rc;
 	if ((rc = bind_json(st, 1, ids)))
 		return dbcron_err_set(err, rc, "out of memory in claim");
-	while ((row = step_row(q, st, "read jobs of claimed runs", err)) == 1) {
-		if (dbcron__grow((void **)&out->jobs, &jobs_cap, out->njobs + 1,
-				 sizeof(*out->jobs))) {
-			sqlite3_reset(st);
-			return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory in claim");
-		}
-		if ((rc = read_job(q, st, &out->jobs[out->njobs], err))) {
-			sqlite3_reset(st);
-			return rc;
-		}
-		out->njobs++;
-	}
-	if (row < 0)
-		return -row;
-	sqlite3_reset(st);
+	if ((rc = read_jobs_into(q, st, out, &jobs_cap, "read jobs of claimed runs", err)))
+		return rc;
 	return DBCRON_OK;
 }
 
