@@ -18,12 +18,14 @@ dbc job apply "$T/jobs.json" >/dev/null
 for n in n1 n2 n3; do start_node $n --grace 5s; done
 sleep 7
 kill -KILL "$(pid_of n1)"
+t_kill=$(date +%s%3N)
 echo "killed n1 at $(date +%T.%N)"
 sleep 4
 kill -STOP "$(pid_of n2)"
 echo "froze n2 at $(date +%T.%N)"
 sleep 7      # lease 3 s: n3 must take over n2's fires
 kill -CONT "$(pid_of n2)"
+t_cont=$(date +%s%3N)
 echo "continued n2 at $(date +%T.%N)"
 sleep 8
 end_ms=$(( $(date +%s%3N) ))
@@ -51,10 +53,13 @@ assert_eq "$missing" 0 "every succeeded run was really executed"
 # The killed node is declared dead; its running long job was resolved.
 dbc nodes --format csv | grep -q "^n1,.*dead" || fail "n1 not marked dead: $(dbc nodes --format csv)"
 pass "killed node marked dead"
-n3_runs=$(awk -F, '$5 == "n3"' "$T/runs.csv" | wc -l)
-n2_runs=$(awk -F, '$5 == "n2"' "$T/runs.csv" | wc -l)
-assert_ge "$n3_runs" 20 "surviving node n3 ran fires"
-assert_ge "$n2_runs" 5 "continued node n2 rejoined and ran fires"
+# Which survivor wins each claim is a race (and on SQLite a node frozen
+# inside a write transaction holds the file's write lock, stalling everyone
+# until it is continued), so count the survivors together.
+after_kill=$(awk -F, -v t="$t_kill" '$2 > t && ($5 == "n2" || $5 == "n3") && $4 == "succeeded"' "$T/runs.csv" | wc -l)
+assert_ge "$after_kill" 20 "fires kept running on the survivors after the kill"
+after_cont=$(awk -F, -v t="$t_cont" '$2 > t + 1000 && $4 == "succeeded"' "$T/runs.csv" | wc -l)
+assert_ge "$after_cont" 20 "fires ran after the frozen node was continued"
 left=$(awk -F, '$4 == "running"' "$T/runs.csv" | wc -l)
 assert_eq "$left" 0 "no run left RUNNING after the survivors stopped"
 echo "cluster ($1): all checks passed"
