@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "dbcron/error.h"
+#include "dbcron/run.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -47,26 +48,7 @@ typedef enum dbcron_executor {
 	DBCRON_EXEC_HANDLER = 2,
 } dbcron_executor;
 
-/*
- * A run's life:
- *
- *   SCHEDULED --start--> RUNNING --> SUCCEEDED | FAILED | TIMED_OUT
- *       |                   `------> ABANDONED (node lost, policy abandon)
- *       `--> SKIPPED (overlap) | MISFIRED (misfire policy)   [terminal]
- *
- * A SCHEDULED row whose node died goes back to unclaimed SCHEDULED.  A retry
- * is a new row (attempt + 1) in SCHEDULED.  Numbers are stored; append only.
- */
-typedef enum dbcron_run_state {
-	DBCRON_RUN_SCHEDULED = 1,
-	DBCRON_RUN_RUNNING = 2,
-	DBCRON_RUN_SUCCEEDED = 3,
-	DBCRON_RUN_FAILED = 4,
-	DBCRON_RUN_TIMED_OUT = 5,
-	DBCRON_RUN_SKIPPED = 6,
-	DBCRON_RUN_MISFIRED = 7,
-	DBCRON_RUN_ABANDONED = 8,
-} dbcron_run_state;
+/* The run state enum and its transitions live in dbcron/run.h. */
 
 typedef struct dbcron_job {
 	int64_t id; /* store-assigned; 0 before insert */

@@ -4,7 +4,7 @@
  * validated in full before the store is written, and a write is one
  * store call (one transaction), so a rejected command leaves the database
  * as it was.  Times the user gives relative to "now" are the database's
- * now (ops->now_ms), never this host's clock.
+ * now (store_now_ms), never this host's clock.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -87,7 +87,7 @@ int cli_init(int argc, char **argv)
 	int rc = store_open(cli_db_url(db), &s, &err);
 	if (rc)
 		return cli_fail(&err);
-	rc = s->ops->migrate(s, &from, &to, &err);
+	rc = store_migrate(s, &from, &to, &err);
 	store_close(s);
 	if (rc)
 		return cli_fail(&err);
@@ -200,12 +200,12 @@ static int job_add(int argc, char **argv)
 		goto out_clear;
 	int64_t now;
 	size_t created = 0, updated = 0, deleted = 0;
-	if (s->ops->now_ms(s, &now, &err) ||
+	if (store_now_ms(s, &now, &err) ||
 	    jobdef_finish(&d, now, NULL, &err)) {
 		status = fail_in("job add", &err);
 		goto out_close;
 	}
-	int rc = s->ops->job_put(s, &d.job, 1, STORE_PUT_CREATE, false, &created,
+	int rc = store_job_put(s, &d.job, 1, STORE_PUT_CREATE, false, &created,
 				 &updated, &deleted, &err);
 	if (rc == DBCRON_EEXISTS) {
 		fprintf(stderr, "dbcron job add: job '%s' already exists (delete it first, or use job apply to update)\n",
@@ -408,7 +408,7 @@ static int job_list(int argc, char **argv)
 		return status;
 	job_vec jv = {0};
 	dbcron_err err = {0};
-	int rc = s->ops->job_list(s, collect_job, &jv, &err);
+	int rc = store_job_list(s, collect_job, &jv, &err);
 	if (rc || jv.rc) {
 		status = jv.rc ? oom("job list") : cli_fail(&err);
 		goto out;
@@ -494,13 +494,13 @@ static int job_show(int argc, char **argv)
 	bool json = a.format && strcmp(a.format, "json") == 0;
 
 	dbcron_job_init(&j);
-	int rc = s->ops->job_get(s, a.name, &j, &err);
+	int rc = store_job_get(s, a.name, &j, &err);
 	if (rc == DBCRON_ENOTFOUND) {
 		status = no_such_job("job show", a.name);
 		goto out;
 	}
-	if (rc || (rc = s->ops->runs_list(s, &f, cli_collect_run, &rv, &err)) ||
-	    (rc = s->ops->now_ms(s, &now, &err))) {
+	if (rc || (rc = store_runs_list(s, &f, cli_collect_run, &rv, &err)) ||
+	    (rc = store_now_ms(s, &now, &err))) {
 		status = cli_fail(&err);
 		goto out;
 	}
@@ -598,17 +598,17 @@ static int job_by_name(const char *sub, int argc, char **argv)
 
 	dbcron_job_init(&j);
 	if (strcmp(sub, "delete") == 0) {
-		rc = s->ops->job_delete(s, a.name, &err);
+		rc = store_job_delete(s, a.name, &err);
 		if (!rc)
 			printf("deleted job '%s'\n", a.name);
 	} else if (strcmp(sub, "trigger") == 0) {
-		rc = s->ops->job_trigger(s, a.name, &id, &fire_at, &err);
+		rc = store_job_trigger(s, a.name, &id, &fire_at, &err);
 		if (!rc)
 			printf("triggered job '%s': run %" PRId64 " at %s\n", a.name, id,
 			       cli_time(fire_at, t, sizeof(t)));
 	} else {
 		bool pause = strcmp(sub, "pause") == 0;
-		rc = s->ops->job_get(s, a.name, &j, &err);
+		rc = store_job_get(s, a.name, &j, &err);
 		if (rc)
 			goto out_rc;
 		if (j.paused == pause) {
@@ -619,7 +619,7 @@ static int job_by_name(const char *sub, int argc, char **argv)
 		if (!pause) {
 			/* fires that fell in the pause are not misfires: the
 			 * operator asked for them not to run */
-			if ((rc = s->ops->now_ms(s, &now, &err)))
+			if ((rc = store_now_ms(s, &now, &err)))
 				goto out_rc;
 			if (j.kind == DBCRON_SCHED_AFTER) {
 				next = now + j.interval_ms;
@@ -633,7 +633,7 @@ static int job_by_name(const char *sub, int argc, char **argv)
 					next = -1;
 			}
 		}
-		rc = s->ops->job_set_paused(s, a.name, pause, next, &err);
+		rc = store_job_set_paused(s, a.name, pause, next, &err);
 		if (!rc && pause)
 			printf("paused job '%s'\n", a.name);
 		else if (!rc)
@@ -888,9 +888,9 @@ static int job_apply(int argc, char **argv)
 	if ((status = cli_open_store(cli_db_url(a.db), &s)))
 		goto out_free;
 	int64_t now;
-	int rc = s->ops->now_ms(s, &now, &err);
+	int rc = store_now_ms(s, &now, &err);
 	if (!rc)
-		rc = s->ops->job_list(s, collect_job, &jv, &err);
+		rc = store_job_list(s, collect_job, &jv, &err);
 	if (rc || jv.rc) {
 		status = jv.rc ? oom("job apply") : cli_fail(&err);
 		goto out_free;
@@ -915,7 +915,7 @@ static int job_apply(int argc, char **argv)
 		dbcron_job_init(&defs[i].job);
 	}
 	size_t created = 0, updated = 0, deleted = 0;
-	rc = s->ops->job_put(s, jobs, n, STORE_PUT_UPSERT, a.prune, &created, &updated,
+	rc = store_job_put(s, jobs, n, STORE_PUT_UPSERT, a.prune, &created, &updated,
 			     &deleted, &err);
 	for (size_t i = 0; i < n; i++)
 		dbcron_job_clear(&jobs[i]);

@@ -68,7 +68,7 @@ static void record(dbcron_db *db, const char *name, const char *owner,
 		.error = (char *)error,
 	};
 	dbcron_err err = {0};
-	if (s->ops->log_run(s, &run, &err))
+	if (store_log_run(s, &run, &err))
 		fprintf(stderr, "dbcron lock: could not record the attempt: %s\n", err.msg);
 }
 
@@ -76,7 +76,7 @@ static int64_t db_now(dbcron_db *db)
 {
 	store *s = lease__store(db);
 	int64_t now;
-	if (s->ops->now_ms(s, &now, NULL))
+	if (store_now_ms(s, &now, NULL))
 		return dbcron__wall_ms();
 	return now;
 }
@@ -390,7 +390,7 @@ int cli_locks(int argc, char **argv)
 	if (rc)
 		return rc;
 	dbcron_err err = {0};
-	if (s->ops->now_ms(s, &ctx.now, &err)) {
+	if (store_now_ms(s, &ctx.now, &err)) {
 		store_close(s);
 		return cli_fail(&err);
 	}
@@ -400,7 +400,7 @@ int cli_locks(int argc, char **argv)
 		printf("[");
 	else
 		printf("%-24s %-24s %-24s %-24s %6s %s\n", "NAME", "OWNER", "SINCE", "UNTIL", "FENCE", "STATE");
-	rc = s->ops->lock_list(s, print_lock, &ctx, &err);
+	rc = store_lock_list(s, print_lock, &ctx, &err);
 	if (ctx.format == 2)
 		printf("]\n");
 	store_close(s);

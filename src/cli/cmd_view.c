@@ -354,7 +354,7 @@ int cli_runs(int argc, char **argv)
 	int64_t now;
 	int rc = DBCRON_OK;
 	if (since) {
-		rc = s->ops->now_ms(s, &now, &err);
+		rc = store_now_ms(s, &now, &err);
 		if (!rc)
 			rc = dbcron__parse_time(since, now, &flt.since_ms, &err);
 		if (rc)
@@ -362,7 +362,7 @@ int cli_runs(int argc, char **argv)
 	}
 	if (fmt == FMT_TABLE) {
 		cli_run_vec rv = {0};
-		rc = s->ops->runs_list(s, &flt, cli_collect_run, &rv, &err);
+		rc = store_runs_list(s, &flt, cli_collect_run, &rv, &err);
 		if (!rc && rv.rc)
 			rc = dbcron_err_set(&err, rv.rc, "out of memory");
 		if (!rc) {
@@ -379,7 +379,7 @@ int cli_runs(int argc, char **argv)
 		printf("%s\n", runs_csv_header);
 	else
 		fputc('[', stdout);
-	rc = s->ops->runs_list(s, &flt, stream_run, &sc, &err);
+	rc = store_runs_list(s, &flt, stream_run, &sc, &err);
 	if (!rc && sc.failed)
 		rc = dbcron_err_set(&err, DBCRON_ENOMEM, "out of memory writing JSON");
 	if (fmt == FMT_JSON)
@@ -521,7 +521,7 @@ int cli_nodes(int argc, char **argv)
 		return status;
 	dbcron_err err = {0};
 	node_ctx nc = {.fmt = fmt};
-	int rc = s->ops->now_ms(s, &nc.now, &err);
+	int rc = store_now_ms(s, &nc.now, &err);
 	if (rc)
 		goto out_rc;
 	if (fmt == FMT_CSV)
@@ -529,7 +529,7 @@ int cli_nodes(int argc, char **argv)
 		       "lease_until_ms,heartbeat_age_ms\n");
 	else if (fmt == FMT_JSON)
 		fputc('[', stdout);
-	rc = s->ops->nodes_list(s, print_node, &nc, &err);
+	rc = store_nodes_list(s, print_node, &nc, &err);
 	if (!rc && nc.failed)
 		rc = dbcron_err_set(&err, DBCRON_ENOMEM, "out of memory writing JSON");
 	if (fmt == FMT_JSON)

@@ -14,6 +14,7 @@
 
 #include "cli/cli.h"
 #include "cli/jobdef.h"
+#include "model/rules.h"
 #include "core/alloc.h"
 #include "core/timeutil.h"
 #include "dbcron/cron.h"
@@ -350,25 +351,6 @@ int jobdef_check(jobdef *d, dbcron_err *err)
 	return DBCRON_OK;
 }
 
-static bool same_str(const char *a, const char *b)
-{
-	if (!a || !*a)
-		return !b || !*b;
-	return b && strcmp(a, b) == 0;
-}
-
-/* NULL, "" and "UTC" are one zone (job list --format json writes "UTC"). */
-static const char *norm_tz(const char *tz)
-{
-	return tz && strcmp(tz, "UTC") == 0 ? NULL : tz;
-}
-
-static bool same_schedule(const dbcron_job *a, const dbcron_job *b)
-{
-	return a->kind == b->kind && same_str(a->spec, b->spec) &&
-	       same_str(norm_tz(a->tz), norm_tz(b->tz));
-}
-
 int jobdef_finish(jobdef *d, int64_t now_ms, const dbcron_job *prev,
 		  dbcron_err *err)
 {
@@ -386,7 +368,7 @@ int jobdef_finish(jobdef *d, int64_t now_ms, const dbcron_job *prev,
 	/* An unchanged schedule keeps its series: re-applying a file must not
 	 * move a fire, re-arm a one-shot that already fired, or resolve
 	 * "now+5m" again. */
-	bool keep = prev && same_schedule(j, prev);
+	bool keep = prev && model_same_schedule(j, prev);
 	if (j->kind == DBCRON_SCHED_AT) {
 		if (keep) {
 			j->at_ms = prev->at_ms;

@@ -88,7 +88,7 @@ int cli_open_store(const char *url, store **out)
 	dbcron_err err = {0};
 	int rc = store_open(url, out, &err);
 	if (rc == DBCRON_OK) {
-		rc = (*out)->ops->check_schema(*out, &err);
+		rc = store_check_schema(*out, &err);
 		if (rc) {
 			store_close(*out);
 			*out = NULL;

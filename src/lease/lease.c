@@ -22,7 +22,7 @@ int dbcron_db_open(const char *url, dbcron_db **out, dbcron_err *err)
 		return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
 	int rc = store_open(url, &db->st, err);
 	if (rc == DBCRON_OK)
-		rc = db->st->ops->check_schema(db->st, err);
+		rc = store_check_schema(db->st, err);
 	if (rc) {
 		dbcron_db_close(db);
 		return rc;
@@ -81,7 +81,7 @@ int dbcron_lock_acquire(dbcron_db *db, const char *name, const char *owner,
 		return dbcron_err_set(err, DBCRON_EINVAL, "lock ttl must be greater than zero");
 	store_lock_row h = {0};
 	int64_t fence = 0, until = 0;
-	rc = db->st->ops->lock_acquire(db->st, name, owner, ttl_ms, &fence, &until, &h, err);
+	rc = store_lock_acquire(db->st, name, owner, ttl_ms, &fence, &until, &h, err);
 	if (rc == DBCRON_ELOCKED && holder) {
 		memset(holder, 0, sizeof(*holder));
 		copy_str(holder->name, sizeof(holder->name), name);
@@ -108,7 +108,7 @@ int dbcron_lock_renew(dbcron_db *db, dbcron_lease *lease, int64_t ttl_ms,
 	if (ttl_ms <= 0)
 		return dbcron_err_set(err, DBCRON_EINVAL, "lock ttl must be greater than zero");
 	int64_t until;
-	int rc = db->st->ops->lock_renew(db->st, lease->name, lease->owner, lease->fence,
+	int rc = store_lock_renew(db->st, lease->name, lease->owner, lease->fence,
 					 ttl_ms, &until, err);
 	if (rc == DBCRON_OK)
 		lease->until_ms = until;
@@ -117,5 +117,5 @@ int dbcron_lock_renew(dbcron_db *db, dbcron_lease *lease, int64_t ttl_ms,
 
 int dbcron_lock_release(dbcron_db *db, const dbcron_lease *lease, dbcron_err *err)
 {
-	return db->st->ops->lock_release(db->st, lease->name, lease->owner, lease->fence, err);
+	return store_lock_release(db->st, lease->name, lease->owner, lease->fence, err);
 }

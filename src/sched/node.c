@@ -46,6 +46,7 @@
 #include "core/timeutil.h"
 #include "dbcron/node.h"
 #include "exec/exec.h"
+#include "model/rules.h"
 #include "sched/plan.h"
 #include "sched/timer.h"
 #include "store/store.h"
@@ -564,16 +565,10 @@ static int flush(dbcron_node *n, dbcron_err *err)
 			u->exit_code = it->res.exit_code;
 			u->error = it->override_error ? it->override_error : it->res.error;
 			u->output = it->res.output;
-			bool failed = st == DBCRON_RUN_FAILED || st == DBCRON_RUN_TIMED_OUT;
-			if (failed && !it->no_retry && it->run.attempt <= it->job.max_retries)
-				u->retry_due_at = it->finished_db +
-						  planner_backoff_ms(&it->job, it->run.attempt);
-			else if (st == DBCRON_RUN_ABANDONED &&
-				 it->job.node_loss == DBCRON_NODE_LOSS_RETRY &&
-				 it->run.attempt <= it->job.max_retries)
-				u->retry_due_at = it->finished_db;
-			if (it->job.kind == DBCRON_SCHED_AFTER && u->retry_due_at < 0)
-				u->job_next_fire_at = it->finished_db + it->job.interval_ms;
+			model_followup fu = model_run_followup(&it->job, it->run.attempt, st,
+							       it->no_retry, it->finished_db);
+			u->retry_due_at = fu.retry_due_at;
+			u->job_next_fire_at = fu.job_next_fire_at;
 			final[k] = true;
 		} else if (it->pending_start) {
 			u->state = DBCRON_RUN_RUNNING;
@@ -585,7 +580,7 @@ static int flush(dbcron_node *n, dbcron_err *err)
 	}
 	pthread_mutex_unlock(&n->mu);
 
-	int rc = n->st->ops->apply(n->st, n->node_id, ups, k, err);
+	int rc = store_apply(n->st, n->node_id, ups, k, err);
 	if (rc) {
 		/* Keep them for the next try (database away); the lease
 		 * decides what happens to the runs meanwhile. */
@@ -645,7 +640,7 @@ static void sync_starts(dbcron_node *n)
 			.retry_due_at = -1, .job_next_fire_at = -1,
 		};
 		dbcron_err err = {0};
-		int rc = n->st->ops->apply(n->st, n->node_id, &u, 1, &err);
+		int rc = store_apply(n->st, n->node_id, &u, 1, &err);
 		if (rc == DBCRON_OK && u.applied) {
 			submit(n, it);
 			continue;
@@ -701,11 +696,11 @@ static int do_register(dbcron_node *n, dbcron_err *err)
 		.workers = n->cfg.workers, .lease_ms = n->cfg.lease_ms,
 	};
 	int64_t t0 = dbcron__mono_ms();
-	int rc = n->st->ops->node_register(n->st, &info, err);
+	int rc = store_node_register(n->st, &info, err);
 	if (rc)
 		return rc;
 	int64_t now;
-	rc = n->st->ops->now_ms(n->st, &now, err);
+	rc = store_now_ms(n->st, &now, err);
 	if (rc)
 		return rc;
 	int64_t t1 = dbcron__mono_ms();
@@ -720,7 +715,7 @@ static int do_register(dbcron_node *n, dbcron_err *err)
 static int heartbeat(dbcron_node *n, dbcron_err *err)
 {
 	int64_t t0 = dbcron__mono_ms(), now;
-	int rc = n->st->ops->node_heartbeat(n->st, n->node_id, n->incarnation,
+	int rc = store_node_heartbeat(n->st, n->node_id, n->incarnation,
 					    n->cfg.lease_ms, &now, err);
 	int64_t t1 = dbcron__mono_ms();
 	if (rc == DBCRON_EFENCED) {
@@ -739,7 +734,7 @@ static int heartbeat(dbcron_node *n, dbcron_err *err)
 	n->lease_ok_until_mono = t0 + n->cfg.lease_ms - n->cfg.lease_ms / 4;
 	pthread_mutex_unlock(&n->mu);
 	size_t reaped = 0;
-	rc = n->st->ops->reap(n->st, &reaped, err);
+	rc = store_reap(n->st, &reaped, err);
 	if (rc == DBCRON_OK && reaped)
 		dbcron__log(LOG_WARN, "node.takeover", "node=%s runs=%zu msg=\"took over runs of nodes whose lease lapsed\"",
 			    n->node_id, reaped);
@@ -775,7 +770,7 @@ static long claim(dbcron_node *n, dbcron_err *err)
 		.plan = planner_plan, .plan_ctx = n->plan,
 	};
 	store_claim_result res = {0};
-	int rc = n->st->ops->claim(n->st, &req, &res, err);
+	int rc = store_claim(n->st, &req, &res, err);
 	if (rc)
 		return -1;
 	n->n_claims++;
@@ -842,7 +837,7 @@ static void hand_back(dbcron_node *n)
 	}
 	if (k) {
 		dbcron_err err = {0};
-		if (n->st->ops->runs_release(n->st, n->node_id, ids, toks, k, &err))
+		if (store_runs_release(n->st, n->node_id, ids, toks, k, &err))
 			dbcron__log(LOG_WARN, "node.release", "msg=\"%s\"", err.msg);
 		else
 			dbcron__log(LOG_INFO, "node.release", "node=%s runs=%zu", n->node_id, k);
@@ -904,20 +899,20 @@ static void maintenance(dbcron_node *n)
 	dbcron_err err = {0};
 	store_lock_row holder = {0};
 	int64_t fence, until, now, deleted = 0;
-	int rc = n->st->ops->lock_acquire(n->st, "dbcron:maintenance", n->node_id,
+	int rc = store_lock_acquire(n->st, "dbcron:maintenance", n->node_id,
 					  5 * 60000, &fence, &until, &holder, &err);
 	store_lock_row_clear(&holder);
 	if (rc)
 		return;
-	rc = n->st->ops->now_ms(n->st, &now, &err);
+	rc = store_now_ms(n->st, &now, &err);
 	if (rc == DBCRON_OK)
-		rc = n->st->ops->prune_runs(n->st, now - n->cfg.retention_ms, &deleted, &err);
+		rc = store_prune_runs(n->st, now - n->cfg.retention_ms, &deleted, &err);
 	if (rc)
 		dbcron__log(LOG_WARN, "maintenance", "node=%s msg=\"%s\"", n->node_id, err.msg);
 	else if (deleted)
 		dbcron__log(LOG_INFO, "maintenance", "node=%s pruned_runs=%" PRId64 " older_than_ms=%" PRId64,
 			    n->node_id, deleted, n->cfg.retention_ms);
-	n->st->ops->lock_release(n->st, "dbcron:maintenance", n->node_id, fence, &err);
+	store_lock_release(n->st, "dbcron:maintenance", n->node_id, fence, &err);
 }
 
 static int run_db_loop(dbcron_node *n)
@@ -992,7 +987,7 @@ static void shutdown_node(dbcron_node *n, pthread_t timer_thread)
 			break;
 		int64_t now = dbcron__mono_ms();
 		if (now >= next_hb) {
-			n->st->ops->node_heartbeat(n->st, n->node_id, n->incarnation,
+			store_node_heartbeat(n->st, n->node_id, n->incarnation,
 						   n->cfg.lease_ms, &(int64_t){0}, &err);
 			next_hb = now + n->cfg.heartbeat_ms;
 		}
@@ -1009,7 +1004,7 @@ static void shutdown_node(dbcron_node *n, pthread_t timer_thread)
 	pool_destroy(n->slow, NULL);
 	n->fast = n->slow = NULL;
 	flush(n, &err);
-	if (n->st->ops->node_stop(n->st, n->node_id, n->incarnation, &err))
+	if (store_node_stop(n->st, n->node_id, n->incarnation, &err))
 		dbcron__log(LOG_WARN, "node.stop", "msg=\"%s\"", err.msg);
 	dbcron__log(LOG_INFO, "node.stop",
 		    "node=%s claims=%" PRIu64 " claimed=%" PRIu64 " finished=%" PRIu64 " skipped=%" PRIu64 " fenced=%" PRIu64 " statements=%" PRIu64,
@@ -1076,7 +1071,7 @@ int dbcron_node_run(dbcron_node *n, dbcron_err *err)
 	int rc = store_open(n->db_url, &n->st, err);
 	if (rc)
 		return rc;
-	rc = n->st->ops->check_schema(n->st, err);
+	rc = store_check_schema(n->st, err);
 	if (rc)
 		goto out_close;
 	rc = planner_create(&n->plan, err);
@@ -1094,7 +1089,7 @@ int dbcron_node_run(dbcron_node *n, dbcron_err *err)
 		goto out_slow;
 	dbcron__log(LOG_INFO, "node.start",
 		    "node=%s incarnation=%s backend=%s workers=%d claim_batch=%d preread_ms=%" PRId64 " lease_ms=%" PRId64,
-		    n->node_id, n->incarnation, n->st->ops->name, n->cfg.workers,
+		    n->node_id, n->incarnation, store_name(n->st), n->cfg.workers,
 		    n->cfg.claim_batch, n->cfg.preread_ms, n->cfg.lease_ms);
 
 	pthread_t timer_thread;

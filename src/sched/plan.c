@@ -142,18 +142,6 @@ int planner_next(planner *p, const dbcron_job *job, int64_t after_ms,
 	return 1;
 }
 
-int64_t planner_backoff_ms(const dbcron_job *job, int attempt)
-{
-	int64_t d = job->retry_base_ms;
-	for (int i = 1; i < attempt && d < job->retry_cap_ms; i++)
-		d *= 2;
-	if (d > job->retry_cap_ms)
-		d = job->retry_cap_ms;
-	if (job->retry_jitter && d >= 10)
-		d += random() % (d / 10);
-	return d;
-}
-
 static int push_fire(planner *p, int64_t fire_at, int64_t due_at,
 		     dbcron_run_state st, int64_t missed, const char *error)
 {

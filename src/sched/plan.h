@@ -19,10 +19,6 @@ int planner_plan(void *ctx, const dbcron_job *job, int64_t now_ms,
  * parsed expressions.  1 found, 0 none, < 0 -error. */
 int planner_next(planner *p, const dbcron_job *job, int64_t after_ms,
 		 int64_t *next);
-/* Retry backoff for the given failed attempt (1-based), seed 001:
- * min(base * 2^(attempt-1), cap), plus up to 10% jitter when asked. */
-int64_t planner_backoff_ms(const dbcron_job *job, int attempt);
-
 /* Cap on fires one job contributes to one claim. */
 #define PLAN_MAX_FIRES_PER_JOB 1000
 /* Cap on missed instants counted one by one after an outage. */

@@ -274,6 +274,38 @@ typedef struct store_ops {
 			  dbcron_err *err);
 } store_ops;
 
+/*
+ * The store operations.  Callers outside src/store/ use only these; each is
+ * documented at its member of store_ops above.
+ */
+int store_migrate(store *s, int *from, int *to, dbcron_err *err);
+int store_check_schema(store *s, dbcron_err *err);
+int store_now_ms(store *s, int64_t *out, dbcron_err *err);
+int store_job_put(store *s, dbcron_job *jobs, size_t n, store_put_mode mode, bool prune, size_t *created, size_t *updated, size_t *deleted, dbcron_err *err);
+int store_job_get(store *s, const char *name, dbcron_job *out, dbcron_err *err);
+int store_job_list(store *s, store_job_cb cb, void *ctx, dbcron_err *err);
+int store_job_set_paused(store *s, const char *name, bool paused, int64_t next_fire_at, dbcron_err *err);
+int store_job_delete(store *s, const char *name, dbcron_err *err);
+int store_job_trigger(store *s, const char *name, int64_t *run_id, int64_t *fire_at, dbcron_err *err);
+int store_node_register(store *s, const store_node_info *n, dbcron_err *err);
+int store_node_heartbeat(store *s, const char *node_id, const char *incarnation, int64_t lease_ms, int64_t *db_now, dbcron_err *err);
+int store_node_stop(store *s, const char *node_id, const char *incarnation, dbcron_err *err);
+int store_runs_release(store *s, const char *node_id, const int64_t *ids, const char *const *tokens, size_t n, dbcron_err *err);
+int store_reap(store *s, size_t *reaped, dbcron_err *err);
+int store_claim(store *s, const store_claim_req *req, store_claim_result *out, dbcron_err *err);
+int store_apply(store *s, const char *node_id, store_update *ups, size_t n, dbcron_err *err);
+int store_job_running(store *s, int64_t job_id, int64_t except_run_id, bool *running, dbcron_err *err);
+int store_runs_list(store *s, const store_run_filter *f, store_run_cb cb, void *ctx, dbcron_err *err);
+int store_nodes_list(store *s, store_node_cb cb, void *ctx, dbcron_err *err);
+int store_lock_acquire(store *s, const char *name, const char *owner, int64_t ttl_ms, int64_t *fence, int64_t *until_ms, store_lock_row *holder, dbcron_err *err);
+int store_lock_renew(store *s, const char *name, const char *owner, int64_t fence, int64_t ttl_ms, int64_t *until_ms, dbcron_err *err);
+int store_lock_release(store *s, const char *name, const char *owner, int64_t fence, dbcron_err *err);
+int store_lock_list(store *s, store_lock_cb cb, void *ctx, dbcron_err *err);
+int store_log_run(store *s, const dbcron_run *run, dbcron_err *err);
+int store_prune_runs(store *s, int64_t cutoff_ms, int64_t *deleted, dbcron_err *err);
+/* The backend's name: "sqlite", "postgresql". */
+const char *store_name(const store *s);
+
 /* Pick the backend from the URL scheme and open it. */
 int store_open(const char *url, store **out, dbcron_err *err);
 void store_close(store *s);

@@ -73,7 +73,7 @@ static int conf_setup(void **state)
 	if (conf_setup_empty(state))
 		return -1;
 	conf_ctx *c = *state;
-	if (c->s->ops->migrate(c->s, NULL, NULL, &c->err)) {
+	if (store_migrate(c->s, NULL, NULL, &c->err)) {
 		print_error("migrate %s: %s\n", c->url, c->err.msg);
 		return -1;
 	}
@@ -102,7 +102,7 @@ static void conf_sleep_ms(long ms)
 static int64_t conf_now(conf_ctx *c)
 {
 	int64_t now = 0;
-	CONF_OK(c, c->s->ops->now_ms(c->s, &now, &c->err));
+	CONF_OK(c, store_now_ms(c->s, &now, &c->err));
 	return now;
 }
 
@@ -129,7 +129,7 @@ static void conf_put(conf_ctx *c, int n, const char *prefix, int64_t next)
 		snprintf(name, sizeof(name), "%s%04d", prefix, i);
 		conf_job(&jobs[i], name, next);
 	}
-	CONF_OK(c, c->s->ops->job_put(c->s, jobs, (size_t)n, STORE_PUT_UPSERT, false,
+	CONF_OK(c, store_job_put(c->s, jobs, (size_t)n, STORE_PUT_UPSERT, false,
 				      &cr, &up, &del, &c->err));
 	for (int i = 0; i < n; i++)
 		dbcron_job_clear(&jobs[i]);
@@ -170,7 +170,7 @@ static int conf_claim(conf_ctx *c, store *s, const char *node, const char *token
 		.node_id = node, .token = token, .horizon_ms_ahead = 0,
 		.max = max, .plan = conf_plan, .plan_ctx = p,
 	};
-	return s->ops->claim(s, &req, out, &c->err);
+	return store_claim(s, &req, out, &c->err);
 }
 
 static store_update conf_update(const store_claimed *cl, dbcron_run_state st)
@@ -222,7 +222,7 @@ static void conf_list(conf_ctx *c, const char *job, int state, int64_t since,
 {
 	store_run_filter f = {.job = job, .state = state, .since_ms = since, .limit = limit};
 	conf_runs_clear(out);
-	CONF_OK(c, c->s->ops->runs_list(c->s, &f, conf_run_cb, out, &c->err));
+	CONF_OK(c, store_runs_list(c->s, &f, conf_run_cb, out, &c->err));
 }
 
 /* ---- schema ---- */
@@ -231,20 +231,20 @@ static void conf_test_migrate(void **state)
 {
 	conf_ctx *c = *state;
 	int from = -1, to = -1;
-	CONF_OK(c, c->s->ops->migrate(c->s, &from, &to, &c->err));
+	CONF_OK(c, store_migrate(c->s, &from, &to, &c->err));
 	assert_int_equal(from, 0);
 	assert_true(to >= 1);
 	int v = to;
-	CONF_OK(c, c->s->ops->migrate(c->s, &from, &to, &c->err));
+	CONF_OK(c, store_migrate(c->s, &from, &to, &c->err));
 	assert_int_equal(from, v);
 	assert_int_equal(to, v);
-	CONF_OK(c, c->s->ops->check_schema(c->s, &c->err));
+	CONF_OK(c, store_check_schema(c->s, &c->err));
 }
 
 static void conf_test_check_schema_empty(void **state)
 {
 	conf_ctx *c = *state;
-	assert_int_equal(c->s->ops->check_schema(c->s, &c->err), DBCRON_ESCHEMA);
+	assert_int_equal(store_check_schema(c->s, &c->err), DBCRON_ESCHEMA);
 	assert_non_null(strstr(c->err.msg, "no dbcron schema"));
 	assert_non_null(strstr(c->err.msg, "dbcron init"));
 }
@@ -265,13 +265,12 @@ static void conf_test_open_bad_url(void **state)
 static void conf_test_job_put(void **state)
 {
 	conf_ctx *c = *state;
-	const store_ops *o = c->s->ops;
 	dbcron_job jobs[3], got;
 	size_t cr = 9, up = 9, del = 9;
 
 	conf_job(&jobs[0], "a", 1000);
 	conf_job(&jobs[1], "b", 2000);
-	CONF_OK(c, o->job_put(c->s, jobs, 2, STORE_PUT_CREATE, false, &cr, &up, &del, &c->err));
+	CONF_OK(c, store_job_put(c->s, jobs, 2, STORE_PUT_CREATE, false, &cr, &up, &del, &c->err));
 	assert_int_equal(cr, 2);
 	assert_int_equal(up, 0);
 	assert_true(jobs[0].id > 0);
@@ -279,11 +278,11 @@ static void conf_test_job_put(void **state)
 	/* A duplicate name in CREATE mode: nothing of the batch is written. */
 	conf_job(&jobs[2], "c", 3000);
 	dbcron_job batch[2] = {jobs[2], jobs[1]};
-	assert_int_equal(o->job_put(c->s, batch, 2, STORE_PUT_CREATE, false, &cr, &up,
+	assert_int_equal(store_job_put(c->s, batch, 2, STORE_PUT_CREATE, false, &cr, &up,
 				    &del, &c->err),
 			 DBCRON_EEXISTS);
 	assert_non_null(strstr(c->err.msg, "'b'"));
-	assert_int_equal(o->job_get(c->s, "c", &got, &c->err), DBCRON_ENOTFOUND);
+	assert_int_equal(store_job_get(c->s, "c", &got, &c->err), DBCRON_ENOTFOUND);
 	assert_non_null(strstr(c->err.msg, "no job named 'c'"));
 	dbcron_job_clear(&got);
 
@@ -295,16 +294,16 @@ static void conf_test_job_put(void **state)
 	jobs[1].spec = dbcron__strdup("2s");
 	jobs[1].interval_ms = 2000;
 	jobs[1].next_fire_at = 88888;
-	CONF_OK(c, o->job_put(c->s, jobs, 2, STORE_PUT_UPSERT, false, &cr, &up, &del, &c->err));
+	CONF_OK(c, store_job_put(c->s, jobs, 2, STORE_PUT_UPSERT, false, &cr, &up, &del, &c->err));
 	assert_int_equal(cr, 0);
 	assert_int_equal(up, 2);
-	CONF_OK(c, o->job_get(c->s, "a", &got, &c->err));
+	CONF_OK(c, store_job_get(c->s, "a", &got, &c->err));
 	assert_int_equal(got.next_fire_at, 1000);
 	assert_int_equal(got.max_retries, 7);
 	assert_string_equal(got.handler, "noop");
 	assert_int_equal(got.kind, DBCRON_SCHED_EVERY);
 	dbcron_job_clear(&got);
-	CONF_OK(c, o->job_get(c->s, "b", &got, &c->err));
+	CONF_OK(c, store_job_get(c->s, "b", &got, &c->err));
 	assert_int_equal(got.next_fire_at, 88888);
 	assert_string_equal(got.spec, "2s");
 	dbcron_job_clear(&got);
@@ -320,8 +319,8 @@ static void conf_test_job_put(void **state)
 	sh.argv[0] = dbcron__strdup("/bin/echo");
 	sh.argv[1] = dbcron__strdup("a \"quoted\"\\ arg\n");
 	sh.argv[2] = dbcron__strdup("\xc3\xa9t\xc3\xa9");
-	CONF_OK(c, o->job_put(c->s, &sh, 1, STORE_PUT_UPSERT, false, &cr, &up, &del, &c->err));
-	CONF_OK(c, o->job_get(c->s, "sh", &got, &c->err));
+	CONF_OK(c, store_job_put(c->s, &sh, 1, STORE_PUT_UPSERT, false, &cr, &up, &del, &c->err));
+	CONF_OK(c, store_job_get(c->s, "sh", &got, &c->err));
 	assert_int_equal(got.argc, 3);
 	assert_string_equal(got.argv[1], "a \"quoted\"\\ arg\n");
 	assert_string_equal(got.argv[2], "\xc3\xa9t\xc3\xa9");
@@ -332,11 +331,11 @@ static void conf_test_job_put(void **state)
 
 	/* Prune: only "a" and "c" remain. */
 	dbcron_job keep[2] = {jobs[0], jobs[2]};
-	CONF_OK(c, o->job_put(c->s, keep, 2, STORE_PUT_UPSERT, true, &cr, &up, &del, &c->err));
+	CONF_OK(c, store_job_put(c->s, keep, 2, STORE_PUT_UPSERT, true, &cr, &up, &del, &c->err));
 	assert_int_equal(cr, 1);
 	assert_int_equal(up, 1);
 	assert_int_equal(del, 2);
-	assert_int_equal(o->job_get(c->s, "b", &got, &c->err), DBCRON_ENOTFOUND);
+	assert_int_equal(store_job_get(c->s, "b", &got, &c->err), DBCRON_ENOTFOUND);
 	dbcron_job_clear(&got);
 	for (int i = 0; i < 3; i++)
 		dbcron_job_clear(&jobs[i]);
@@ -352,35 +351,34 @@ static int conf_count_job(void *ctx, const dbcron_job *job)
 static void conf_test_job_ops(void **state)
 {
 	conf_ctx *c = *state;
-	const store_ops *o = c->s->ops;
 	dbcron_job got;
 	int64_t now = conf_now(c);
 	conf_put(c, 3, "j", now + 60000);
 
 	int n = 0;
-	CONF_OK(c, o->job_list(c->s, conf_count_job, &n, &c->err));
+	CONF_OK(c, store_job_list(c->s, conf_count_job, &n, &c->err));
 	assert_int_equal(n, 3);
 
-	CONF_OK(c, o->job_set_paused(c->s, "j0000", true, -1, &c->err));
-	CONF_OK(c, o->job_get(c->s, "j0000", &got, &c->err));
+	CONF_OK(c, store_job_set_paused(c->s, "j0000", true, -1, &c->err));
+	CONF_OK(c, store_job_get(c->s, "j0000", &got, &c->err));
 	assert_true(got.paused);
 	assert_int_equal(got.next_fire_at, now + 60000);
 	dbcron_job_clear(&got);
-	CONF_OK(c, o->job_set_paused(c->s, "j0000", false, now + 5000, &c->err));
-	CONF_OK(c, o->job_get(c->s, "j0000", &got, &c->err));
+	CONF_OK(c, store_job_set_paused(c->s, "j0000", false, now + 5000, &c->err));
+	CONF_OK(c, store_job_get(c->s, "j0000", &got, &c->err));
 	assert_false(got.paused);
 	assert_int_equal(got.next_fire_at, now + 5000);
 	dbcron_job_clear(&got);
-	assert_int_equal(o->job_set_paused(c->s, "nope", true, -1, &c->err), DBCRON_ENOTFOUND);
+	assert_int_equal(store_job_set_paused(c->s, "nope", true, -1, &c->err), DBCRON_ENOTFOUND);
 	assert_non_null(strstr(c->err.msg, "'nope'"));
 
 	/* Trigger twice: two unclaimed attempt-1 runs, distinct fire_at. */
 	int64_t id1, id2, f1, f2;
-	CONF_OK(c, o->job_trigger(c->s, "j0001", &id1, &f1, &c->err));
-	CONF_OK(c, o->job_trigger(c->s, "j0001", &id2, &f2, &c->err));
+	CONF_OK(c, store_job_trigger(c->s, "j0001", &id1, &f1, &c->err));
+	CONF_OK(c, store_job_trigger(c->s, "j0001", &id2, &f2, &c->err));
 	assert_true(id1 != id2);
 	assert_true(f1 != f2);
-	assert_int_equal(o->job_trigger(c->s, "nope", &id1, &f1, &c->err), DBCRON_ENOTFOUND);
+	assert_int_equal(store_job_trigger(c->s, "nope", &id1, &f1, &c->err), DBCRON_ENOTFOUND);
 	conf_runs rs = {0};
 	conf_list(c, "j0001", 0, -1, 0, &rs);
 	assert_int_equal(rs.n, 2);
@@ -401,8 +399,8 @@ static void conf_test_job_ops(void **state)
 	store_claim_result_clear(&r);
 
 	/* Delete keeps the runs. */
-	CONF_OK(c, o->job_delete(c->s, "j0001", &c->err));
-	assert_int_equal(o->job_delete(c->s, "j0001", &c->err), DBCRON_ENOTFOUND);
+	CONF_OK(c, store_job_delete(c->s, "j0001", &c->err));
+	assert_int_equal(store_job_delete(c->s, "j0001", &c->err), DBCRON_ENOTFOUND);
 	conf_list(c, "j0001", 0, -1, 0, &rs);
 	assert_int_equal(rs.n, 2);
 	conf_runs_clear(&rs);
@@ -413,7 +411,6 @@ static void conf_test_job_ops(void **state)
 static void conf_test_claim(void **state)
 {
 	conf_ctx *c = *state;
-	const store_ops *o = c->s->ops;
 	int64_t now = conf_now(c);
 	conf_put(c, 5, "due", now - 500);
 	conf_put(c, 2, "later", now + 3600000);
@@ -437,7 +434,7 @@ static void conf_test_claim(void **state)
 	store_claim_result_clear(&r);
 
 	dbcron_job got;
-	CONF_OK(c, o->job_get(c->s, "due0003", &got, &c->err));
+	CONF_OK(c, store_job_get(c->s, "due0003", &got, &c->err));
 	assert_int_equal(got.next_fire_at, now + 500);
 	dbcron_job_clear(&got);
 
@@ -447,7 +444,7 @@ static void conf_test_claim(void **state)
 	store_claim_result_clear(&r);
 	store_claim_req req = {.node_id = "n1", .token = "tok3", .horizon_ms_ahead = 1500,
 			       .max = 3, .plan = conf_plan, .plan_ctx = &p};
-	CONF_OK(c, o->claim(c->s, &req, &r, &c->err));
+	CONF_OK(c, store_claim(c->s, &req, &r, &c->err));
 	assert_int_equal(r.nruns, 3); /* backpressure: max */
 	assert_int_equal(r.runs[0].run.fire_at, now + 500);
 	store_claim_result_clear(&r);
@@ -456,11 +453,11 @@ static void conf_test_claim(void **state)
 	for (int i = 0; i < 5; i++) {
 		char name[16];
 		snprintf(name, sizeof(name), "due%04d", i);
-		CONF_OK(c, o->job_set_paused(c->s, name, true, -1, &c->err));
+		CONF_OK(c, store_job_set_paused(c->s, name, true, -1, &c->err));
 	}
 	req.token = "tok4";
 	req.max = 100;
-	CONF_OK(c, o->claim(c->s, &req, &r, &c->err));
+	CONF_OK(c, store_claim(c->s, &req, &r, &c->err));
 	assert_int_equal(r.nruns, 0);
 	store_claim_result_clear(&r);
 }
@@ -493,7 +490,7 @@ static void conf_test_claim_terminal_fires(void **state)
 	store_claim_req req = {.node_id = "n1", .token = "t", .max = 10,
 			       .plan = conf_plan_fixed, .plan_ctx = fires};
 	store_claim_result r;
-	CONF_OK(c, c->s->ops->claim(c->s, &req, &r, &c->err));
+	CONF_OK(c, store_claim(c->s, &req, &r, &c->err));
 	assert_int_equal(r.nruns, 1);
 	assert_int_equal(r.nterminal, 1);
 	assert_int_equal(r.runs[0].run.missed, 8);
@@ -508,7 +505,7 @@ static void conf_test_claim_terminal_fires(void **state)
 	assert_null(rs.rows[0].node);
 	conf_runs_clear(&rs);
 	dbcron_job got;
-	CONF_OK(c, c->s->ops->job_get(c->s, "mf0000", &got, &c->err));
+	CONF_OK(c, store_job_get(c->s, "mf0000", &got, &c->err));
 	assert_int_equal(got.next_fire_at, -1);
 	dbcron_job_clear(&got);
 }
@@ -516,7 +513,6 @@ static void conf_test_claim_terminal_fires(void **state)
 static void conf_test_claim_two_claimers(void **state)
 {
 	conf_ctx *c = *state;
-	const store_ops *o = c->s->ops;
 	store *s2;
 	int64_t now = conf_now(c);
 	conf_put(c, 10, "x", now - 100);
@@ -538,7 +534,7 @@ static void conf_test_claim_two_claimers(void **state)
 	/* Put x0000's next fire back to the fire A already holds: the second
 	 * insert of (job, fire_at, 1) conflicts and is not handed out. */
 	const char *name = a.runs[0].job->name;
-	CONF_OK(c, o->job_set_paused(c->s, name, false, a.runs[0].run.fire_at, &c->err));
+	CONF_OK(c, store_job_set_paused(c->s, name, false, a.runs[0].run.fire_at, &c->err));
 	CONF_OK(c, conf_claim(c, s2, "n2", "tc", 100, &p, &b));
 	assert_int_equal(b.nruns, 0);
 	assert_int_equal(b.nterminal, 0);
@@ -576,7 +572,7 @@ static void conf_test_claim_statements(void **state)
 		ups[i].has_exit_code = true;
 	}
 	before = c->s->stmt_count;
-	CONF_OK(c, c->s->ops->apply(c->s, "n1", ups, r.nruns, &c->err));
+	CONF_OK(c, store_apply(c->s, "n1", ups, r.nruns, &c->err));
 	used = c->s->stmt_count - before;
 	print_message("apply of 500 updates: %llu statements\n", (unsigned long long)used);
 	assert_true(used < 10);
@@ -591,7 +587,6 @@ static void conf_test_claim_statements(void **state)
 static void conf_test_apply(void **state)
 {
 	conf_ctx *c = *state;
-	const store_ops *o = c->s->ops;
 	int64_t now = conf_now(c);
 	conf_put(c, 3, "ap", now - 100);
 	conf_planner p = {.stop = -1};
@@ -615,11 +610,11 @@ static void conf_test_apply(void **state)
 	u[2].token = "stolen";
 	/* run 2: right token, wrong node -> refused below. */
 	u[3] = conf_update(&r.runs[2], DBCRON_RUN_SUCCEEDED);
-	CONF_OK(c, o->apply(c->s, "n1", u, 3, &c->err));
+	CONF_OK(c, store_apply(c->s, "n1", u, 3, &c->err));
 	assert_true(u[0].applied);
 	assert_true(u[1].applied);
 	assert_false(u[2].applied);
-	CONF_OK(c, o->apply(c->s, "n2", &u[3], 1, &c->err));
+	CONF_OK(c, store_apply(c->s, "n2", &u[3], 1, &c->err));
 	assert_false(u[3].applied);
 
 	conf_runs rs = {0};
@@ -641,7 +636,7 @@ static void conf_test_apply(void **state)
 
 	/* A terminal row is final: even its owner cannot change it again. */
 	u[4] = conf_update(&r.runs[0], DBCRON_RUN_SUCCEEDED);
-	CONF_OK(c, o->apply(c->s, "n1", &u[4], 1, &c->err));
+	CONF_OK(c, store_apply(c->s, "n1", &u[4], 1, &c->err));
 	assert_false(u[4].applied);
 	conf_list(c, r.runs[0].run.job_name, 0, -1, 0, &rs);
 	assert_int_equal(rs.rows[0].state, DBCRON_RUN_FAILED);
@@ -651,20 +646,20 @@ static void conf_test_apply(void **state)
 	conf_job(&after, "after", -1);
 	after.kind = DBCRON_SCHED_AFTER;
 	size_t cr, up, del;
-	CONF_OK(c, o->job_put(c->s, &after, 1, STORE_PUT_UPSERT, false, &cr, &up, &del, &c->err));
+	CONF_OK(c, store_job_put(c->s, &after, 1, STORE_PUT_UPSERT, false, &cr, &up, &del, &c->err));
 	u[0] = conf_update(&r.runs[1], DBCRON_RUN_SUCCEEDED);
 	u[0].job_id = after.id;
 	u[0].job_next_fire_at = now + 777;
 	u[1] = conf_update(&r.runs[2], DBCRON_RUN_SUCCEEDED);
 	u[1].job_next_fire_at = now + 888; /* job has a next fire: kept */
-	CONF_OK(c, o->apply(c->s, "n1", u, 2, &c->err));
+	CONF_OK(c, store_apply(c->s, "n1", u, 2, &c->err));
 	assert_true(u[0].applied);
 	assert_true(u[1].applied);
 	dbcron_job got;
-	CONF_OK(c, o->job_get(c->s, "after", &got, &c->err));
+	CONF_OK(c, store_job_get(c->s, "after", &got, &c->err));
 	assert_int_equal(got.next_fire_at, now + 777);
 	dbcron_job_clear(&got);
-	CONF_OK(c, o->job_get(c->s, r.runs[2].job->name, &got, &c->err));
+	CONF_OK(c, store_job_get(c->s, r.runs[2].job->name, &got, &c->err));
 	assert_int_equal(got.next_fire_at, now + 900);
 	dbcron_job_clear(&got);
 	dbcron_job_clear(&after);
@@ -674,7 +669,7 @@ static void conf_test_apply(void **state)
 	store_claim_req req = {.node_id = "n2", .token = "t2", .horizon_ms_ahead = 61000,
 			       .max = 1, .plan = conf_plan, .plan_ctx = &p};
 	p.stop = 0; /* due jobs fire once more, then stop */
-	CONF_OK(c, o->claim(c->s, &req, &r2, &c->err));
+	CONF_OK(c, store_claim(c->s, &req, &r2, &c->err));
 	store_claim_result_clear(&r2);
 	conf_runs_clear(&rs);
 	store_claim_result_clear(&r);
@@ -720,7 +715,6 @@ static int conf_node_cb(void *ctx, const store_node_row *r)
 static void conf_test_reap(void **state)
 {
 	conf_ctx *c = *state;
-	const store_ops *o = c->s->ops;
 	store *sb;
 	int64_t now = conf_now(c);
 	conf_put(c, 2, "rp", now - 100);
@@ -729,8 +723,8 @@ static void conf_test_reap(void **state)
 	store_node_info na, nb;
 	conf_node(&na, "A", "inc-a", 200);
 	conf_node(&nb, "B", "inc-b", 60000);
-	CONF_OK(c, o->node_register(c->s, &na, &c->err));
-	CONF_OK(c, o->node_register(sb, &nb, &c->err));
+	CONF_OK(c, store_node_register(c->s, &na, &c->err));
+	CONF_OK(c, store_node_register(sb, &nb, &c->err));
 
 	conf_planner p = {.stop = -1};
 	store_claim_result r;
@@ -738,26 +732,26 @@ static void conf_test_reap(void **state)
 	assert_int_equal(r.nruns, 2);
 	store_update u = conf_update(&r.runs[0], DBCRON_RUN_RUNNING);
 	u.started_ms = now;
-	CONF_OK(c, o->apply(c->s, "A", &u, 1, &c->err));
+	CONF_OK(c, store_apply(c->s, "A", &u, 1, &c->err));
 	assert_true(u.applied);
 
 	conf_nodes ns = {0};
-	CONF_OK(c, o->nodes_list(c->s, conf_node_cb, &ns, &c->err));
+	CONF_OK(c, store_nodes_list(c->s, conf_node_cb, &ns, &c->err));
 	assert_int_equal(ns.n, 2);
 	assert_string_equal(ns.id[0], "A");
 	assert_int_equal(ns.running[0], 1);
 	bool running = false;
-	CONF_OK(c, o->job_running(c->s, r.runs[0].run.job_id, -1, &running, &c->err));
+	CONF_OK(c, store_job_running(c->s, r.runs[0].run.job_id, -1, &running, &c->err));
 	assert_true(running);
-	CONF_OK(c, o->job_running(c->s, r.runs[0].run.job_id, r.runs[0].run.id, &running,
+	CONF_OK(c, store_job_running(c->s, r.runs[0].run.job_id, r.runs[0].run.id, &running,
 				  &c->err));
 	assert_false(running);
 
 	size_t reaped = 99;
-	CONF_OK(c, o->reap(sb, &reaped, &c->err));
+	CONF_OK(c, store_reap(sb, &reaped, &c->err));
 	assert_int_equal(reaped, 0); /* A's lease still runs */
 	conf_sleep_ms(450);
-	CONF_OK(c, o->reap(sb, &reaped, &c->err));
+	CONF_OK(c, store_reap(sb, &reaped, &c->err));
 	assert_int_equal(reaped, 2);
 
 	conf_runs rs = {0};
@@ -778,11 +772,11 @@ static void conf_test_reap(void **state)
 
 	/* A wakes up: its heartbeat and its writes are fenced. */
 	int64_t dbnow;
-	assert_int_equal(o->node_heartbeat(c->s, "A", "inc-a", 200, &dbnow, &c->err),
+	assert_int_equal(store_node_heartbeat(c->s, "A", "inc-a", 200, &dbnow, &c->err),
 			 DBCRON_EFENCED);
 	store_update late[2] = {conf_update(&r.runs[0], DBCRON_RUN_SUCCEEDED),
 				conf_update(&r.runs[1], DBCRON_RUN_RUNNING)};
-	CONF_OK(c, o->apply(c->s, "A", late, 2, &c->err));
+	CONF_OK(c, store_apply(c->s, "A", late, 2, &c->err));
 	assert_false(late[0].applied);
 	assert_false(late[1].applied);
 
@@ -792,11 +786,11 @@ static void conf_test_reap(void **state)
 	CONF_OK(c, conf_claim(c, sb, "B", "tb", 10, &p, &rb));
 	assert_int_equal(rb.nruns, 2);
 	store_claim_result_clear(&rb);
-	CONF_OK(c, o->node_heartbeat(sb, "B", "inc-b", 60000, &dbnow, &c->err));
+	CONF_OK(c, store_node_heartbeat(sb, "B", "inc-b", 60000, &dbnow, &c->err));
 	assert_true(dbnow >= now);
 
 	ns.n = 0;
-	CONF_OK(c, o->nodes_list(c->s, conf_node_cb, &ns, &c->err));
+	CONF_OK(c, store_nodes_list(c->s, conf_node_cb, &ns, &c->err));
 	assert_string_equal(ns.state[0], "dead");
 	assert_string_equal(ns.state[1], "alive");
 	store_claim_result_clear(&r);
@@ -806,31 +800,30 @@ static void conf_test_reap(void **state)
 static void conf_test_node_register_resolves(void **state)
 {
 	conf_ctx *c = *state;
-	const store_ops *o = c->s->ops;
 	int64_t now = conf_now(c);
 	conf_put(c, 2, "nr", now - 100);
 	/* The second job abandons on node loss: no new attempt. */
 	dbcron_job j;
-	CONF_OK(c, o->job_get(c->s, "nr0001", &j, &c->err));
+	CONF_OK(c, store_job_get(c->s, "nr0001", &j, &c->err));
 	j.node_loss = DBCRON_NODE_LOSS_ABANDON;
 	size_t cr, up, del;
-	CONF_OK(c, o->job_put(c->s, &j, 1, STORE_PUT_UPSERT, false, &cr, &up, &del, &c->err));
+	CONF_OK(c, store_job_put(c->s, &j, 1, STORE_PUT_UPSERT, false, &cr, &up, &del, &c->err));
 	dbcron_job_clear(&j);
 
 	store_node_info n;
 	conf_node(&n, "N", "first", 60000);
-	CONF_OK(c, o->node_register(c->s, &n, &c->err));
+	CONF_OK(c, store_node_register(c->s, &n, &c->err));
 	conf_planner p = {.stop = -1};
 	store_claim_result r;
 	CONF_OK(c, conf_claim(c, c->s, "N", "t1", 10, &p, &r));
 	assert_int_equal(r.nruns, 2);
 	store_update u[2] = {conf_update(&r.runs[0], DBCRON_RUN_RUNNING),
 			     conf_update(&r.runs[1], DBCRON_RUN_RUNNING)};
-	CONF_OK(c, o->apply(c->s, "N", u, 2, &c->err));
+	CONF_OK(c, store_apply(c->s, "N", u, 2, &c->err));
 
 	/* Restart with the same id, a new incarnation: orphans resolved. */
 	n.incarnation = "second";
-	CONF_OK(c, o->node_register(c->s, &n, &c->err));
+	CONF_OK(c, store_node_register(c->s, &n, &c->err));
 	conf_runs rs = {0};
 	conf_list(c, NULL, 0, -1, 0, &rs);
 	int abandoned = 0, scheduled = 0;
@@ -848,21 +841,20 @@ static void conf_test_node_register_resolves(void **state)
 	conf_runs_clear(&rs);
 	/* The old incarnation is fenced, the new one is not. */
 	int64_t dbnow;
-	assert_int_equal(o->node_heartbeat(c->s, "N", "first", 60000, &dbnow, &c->err),
+	assert_int_equal(store_node_heartbeat(c->s, "N", "first", 60000, &dbnow, &c->err),
 			 DBCRON_EFENCED);
-	CONF_OK(c, o->node_heartbeat(c->s, "N", "second", 60000, &dbnow, &c->err));
+	CONF_OK(c, store_node_heartbeat(c->s, "N", "second", 60000, &dbnow, &c->err));
 	store_claim_result_clear(&r);
 }
 
 static void conf_test_node_stop_release(void **state)
 {
 	conf_ctx *c = *state;
-	const store_ops *o = c->s->ops;
 	int64_t now = conf_now(c);
 	conf_put(c, 3, "st", now - 100);
 	store_node_info n;
 	conf_node(&n, "S", "i1", 60000);
-	CONF_OK(c, o->node_register(c->s, &n, &c->err));
+	CONF_OK(c, store_node_register(c->s, &n, &c->err));
 	conf_planner p = {.stop = now + 10000};
 	store_claim_result r;
 	CONF_OK(c, conf_claim(c, c->s, "S", "t1", 10, &p, &r));
@@ -871,7 +863,7 @@ static void conf_test_node_stop_release(void **state)
 	/* Hand back one by token; a wrong token hands back nothing. */
 	int64_t ids[2] = {r.runs[0].run.id, r.runs[1].run.id};
 	const char *toks[2] = {"t1", "wrong"};
-	CONF_OK(c, o->runs_release(c->s, "S", ids, toks, 2, &c->err));
+	CONF_OK(c, store_runs_release(c->s, "S", ids, toks, 2, &c->err));
 	conf_runs rs = {0};
 	conf_list(c, NULL, DBCRON_RUN_SCHEDULED, -1, 0, &rs);
 	int unclaimed = 0;
@@ -881,8 +873,8 @@ static void conf_test_node_stop_release(void **state)
 
 	/* Start one, stop the node: the unstarted rest is handed back. */
 	store_update u = conf_update(&r.runs[2], DBCRON_RUN_RUNNING);
-	CONF_OK(c, o->apply(c->s, "S", &u, 1, &c->err));
-	CONF_OK(c, o->node_stop(c->s, "S", "i1", &c->err));
+	CONF_OK(c, store_apply(c->s, "S", &u, 1, &c->err));
+	CONF_OK(c, store_node_stop(c->s, "S", "i1", &c->err));
 	conf_list(c, NULL, DBCRON_RUN_SCHEDULED, -1, 0, &rs);
 	assert_int_equal(rs.n, 2);
 	for (int i = 0; i < rs.n; i++)
@@ -891,10 +883,10 @@ static void conf_test_node_stop_release(void **state)
 	assert_int_equal(rs.n, 1);
 	conf_runs_clear(&rs);
 	conf_nodes ns = {0};
-	CONF_OK(c, o->nodes_list(c->s, conf_node_cb, &ns, &c->err));
+	CONF_OK(c, store_nodes_list(c->s, conf_node_cb, &ns, &c->err));
 	assert_string_equal(ns.state[0], "stopped");
 	int64_t dbnow;
-	assert_int_equal(o->node_heartbeat(c->s, "S", "i1", 60000, &dbnow, &c->err),
+	assert_int_equal(store_node_heartbeat(c->s, "S", "i1", 60000, &dbnow, &c->err),
 			 DBCRON_EFENCED);
 	store_claim_result_clear(&r);
 }
@@ -904,7 +896,6 @@ static void conf_test_node_stop_release(void **state)
 static void conf_test_runs_list(void **state)
 {
 	conf_ctx *c = *state;
-	const store_ops *o = c->s->ops;
 	dbcron_run run;
 	/* log_run rows: jobs "b" and "a" at fire_at 1000..5000. */
 	for (int i = 5; i >= 1; i--)
@@ -919,7 +910,7 @@ static void conf_test_runs_list(void **state)
 			run.finished_ms = run.fire_at + 10;
 			run.has_exit_code = true;
 			run.exit_code = i == 3;
-			CONF_OK(c, o->log_run(c->s, &run, &c->err));
+			CONF_OK(c, store_log_run(c->s, &run, &c->err));
 		}
 	conf_runs rs = {0};
 	conf_list(c, NULL, 0, -1, 0, &rs);
@@ -949,14 +940,14 @@ static void conf_test_runs_list(void **state)
 	run.fire_at = 1000;
 	run.started_ms = run.finished_ms = -1; /* finished: now */
 	run.state = DBCRON_RUN_SKIPPED;
-	CONF_OK(c, o->log_run(c->s, &run, &c->err));
+	CONF_OK(c, store_log_run(c->s, &run, &c->err));
 	conf_list(c, "a", DBCRON_RUN_SKIPPED, -1, 0, &rs);
 	assert_int_equal(rs.n, 1);
 	assert_int_equal(rs.rows[0].fire_at, 1001);
 
 	/* prune: terminal runs finished before the cutoff go. */
 	int64_t deleted = 0;
-	CONF_OK(c, o->prune_runs(c->s, 3005, &deleted, &c->err));
+	CONF_OK(c, store_prune_runs(c->s, 3005, &deleted, &c->err));
 	assert_int_equal(deleted, 4);
 	conf_list(c, NULL, 0, -1, 0, &rs);
 	assert_int_equal(rs.n, 7);
@@ -969,14 +960,13 @@ static void conf_test_runs_list(void **state)
 static void conf_test_locks(void **state)
 {
 	conf_ctx *c = *state;
-	const store_ops *o = c->s->ops;
 	int64_t f1, f2, until, until2;
 	store_lock_row holder;
 	int64_t now = conf_now(c);
 
-	CONF_OK(c, o->lock_acquire(c->s, "job", "o1", 300, &f1, &until, &holder, &c->err));
+	CONF_OK(c, store_lock_acquire(c->s, "job", "o1", 300, &f1, &until, &holder, &c->err));
 	assert_true(until >= now + 300);
-	assert_int_equal(o->lock_acquire(c->s, "job", "o2", 300, &f2, &until2, &holder,
+	assert_int_equal(store_lock_acquire(c->s, "job", "o2", 300, &f2, &until2, &holder,
 					 &c->err),
 			 DBCRON_ELOCKED);
 	assert_string_equal(holder.owner, "o1");
@@ -984,34 +974,34 @@ static void conf_test_locks(void **state)
 	assert_non_null(strstr(c->err.msg, "o1"));
 	store_lock_row_clear(&holder);
 
-	CONF_OK(c, o->lock_renew(c->s, "job", "o1", f1, 300, &until2, &c->err));
+	CONF_OK(c, store_lock_renew(c->s, "job", "o1", f1, 300, &until2, &c->err));
 	assert_true(until2 >= until);
-	assert_int_equal(o->lock_renew(c->s, "job", "o2", f1, 300, &until2, &c->err),
+	assert_int_equal(store_lock_renew(c->s, "job", "o2", f1, 300, &until2, &c->err),
 			 DBCRON_EFENCED);
-	assert_int_equal(o->lock_release(c->s, "job", "o2", f1, &c->err), DBCRON_EFENCED);
+	assert_int_equal(store_lock_release(c->s, "job", "o2", f1, &c->err), DBCRON_EFENCED);
 
 	/* o1 freezes past its ttl: o2 takes over with a bigger fence. */
 	conf_sleep_ms(450);
-	CONF_OK(c, o->lock_acquire(c->s, "job", "o2", 60000, &f2, &until2, &holder, &c->err));
+	CONF_OK(c, store_lock_acquire(c->s, "job", "o2", 60000, &f2, &until2, &holder, &c->err));
 	assert_int_equal(f2, f1 + 1);
 	/* o1's late renew and release do not touch o2's lease. */
-	assert_int_equal(o->lock_renew(c->s, "job", "o1", f1, 300, &until, &c->err),
+	assert_int_equal(store_lock_renew(c->s, "job", "o1", f1, 300, &until, &c->err),
 			 DBCRON_EFENCED);
-	assert_int_equal(o->lock_release(c->s, "job", "o1", f1, &c->err), DBCRON_EFENCED);
-	assert_int_equal(o->lock_acquire(c->s, "job", "o3", 300, &f1, &until, &holder,
+	assert_int_equal(store_lock_release(c->s, "job", "o1", f1, &c->err), DBCRON_EFENCED);
+	assert_int_equal(store_lock_acquire(c->s, "job", "o3", 300, &f1, &until, &holder,
 					 &c->err),
 			 DBCRON_ELOCKED);
 	assert_string_equal(holder.owner, "o2");
 	store_lock_row_clear(&holder);
 
 	/* Release frees at once and keeps the row, so the fence grows. */
-	CONF_OK(c, o->lock_release(c->s, "job", "o2", f2, &c->err));
-	CONF_OK(c, o->lock_acquire(c->s, "job", "o3", 300, &f1, &until, &holder, &c->err));
+	CONF_OK(c, store_lock_release(c->s, "job", "o2", f2, &c->err));
+	CONF_OK(c, store_lock_acquire(c->s, "job", "o3", 300, &f1, &until, &holder, &c->err));
 	assert_int_equal(f1, f2 + 1);
 
-	assert_int_equal(o->lock_acquire(c->s, "", "o3", 300, &f1, &until, &holder, &c->err),
+	assert_int_equal(store_lock_acquire(c->s, "", "o3", 300, &f1, &until, &holder, &c->err),
 			 DBCRON_EINVAL);
-	assert_int_equal(o->lock_acquire(c->s, "x", "o3", 0, &f1, &until, &holder, &c->err),
+	assert_int_equal(store_lock_acquire(c->s, "x", "o3", 0, &f1, &until, &holder, &c->err),
 			 DBCRON_EINVAL);
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "model/rules.h"
 #include "sched/plan.h"
 
 static dbcron_job every_job(int64_t interval, int64_t anchor, int64_t next)
@@ -142,11 +143,11 @@ static void test_at_and_backoff(void **state)
 	assert_int_equal(out.next_fire_at, -1);
 	j.retry_base_ms = 60000;
 	j.retry_cap_ms = 3600000;
-	assert_int_equal(planner_backoff_ms(&j, 1), 60000);
-	assert_int_equal(planner_backoff_ms(&j, 2), 120000);
-	assert_int_equal(planner_backoff_ms(&j, 3), 240000);
-	assert_int_equal(planner_backoff_ms(&j, 7), 3600000); /* capped */
-	assert_int_equal(planner_backoff_ms(&j, 60), 3600000);
+	assert_int_equal(model_backoff_ms(&j, 1), 60000);
+	assert_int_equal(model_backoff_ms(&j, 2), 120000);
+	assert_int_equal(model_backoff_ms(&j, 3), 240000);
+	assert_int_equal(model_backoff_ms(&j, 7), 3600000); /* capped */
+	assert_int_equal(model_backoff_ms(&j, 60), 3600000);
 	planner_free(p);
 }
 

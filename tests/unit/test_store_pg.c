@@ -113,10 +113,10 @@ static store *open_migrated(const tdb *d)
 {
 	store *s = NULL;
 	dbcron_err err = {0};
-	int rc = store_pg_ops.open(d->url, &s, &err);
+	int rc = store_open(d->url, &s, &err);
 	if (rc)
 		fail_msg("open: %s", err.msg);
-	rc = s->ops->migrate(s, NULL, NULL, &err);
+	rc = store_migrate(s, NULL, NULL, &err);
 	if (rc)
 		fail_msg("migrate: %s", err.msg);
 	return s;
@@ -190,7 +190,7 @@ static int64_t db_now(store *s)
 {
 	int64_t now = 0;
 	dbcron_err err = {0};
-	assert_int_equal(s->ops->now_ms(s, &now, &err), DBCRON_OK);
+	assert_int_equal(store_now_ms(s, &now, &err), DBCRON_OK);
 	return now;
 }
 
@@ -234,7 +234,7 @@ static void test_password_never_in_errors(void **state)
 	for (size_t i = 0; i < sizeof(urls) / sizeof(urls[0]); i++) {
 		store *s = NULL;
 		dbcron_err err = {0};
-		int rc = store_pg_ops.open(urls[i], &s, &err);
+		int rc = store_open(urls[i], &s, &err);
 		assert_int_equal(rc, DBCRON_ECONN);
 		assert_null(s);
 		assert_null(strstr(err.msg, "Sup3rSecretPw"));
@@ -243,7 +243,7 @@ static void test_password_never_in_errors(void **state)
 	/* A malformed string is EINVAL, still without the password. */
 	store *s = NULL;
 	dbcron_err err = {0};
-	assert_int_equal(store_pg_ops.open("host=h password=Sup3rSecretPw bogus", &s, &err),
+	assert_int_equal(store_open("host=h password=Sup3rSecretPw bogus", &s, &err),
 			 DBCRON_EINVAL);
 	assert_null(strstr(err.msg, "Sup3rSecretPw"));
 
@@ -258,11 +258,11 @@ static void test_password_never_in_errors(void **state)
 	PQfinish(c);
 	char url[1200];
 	snprintf(url, sizeof(url), "%s user=dbcron_pw_user password=Sup3rSecretPw", d.url);
-	int rc = store_pg_ops.open(url, &s, &err);
+	int rc = store_open(url, &s, &err);
 	if (rc == DBCRON_OK) {
 		/* trust authentication: the password is not checked; the
 		 * masked form is still what the handle would print. */
-		s->ops->close(s);
+		store_close(s);
 	} else {
 		assert_int_equal(rc, DBCRON_ECONN);
 		assert_null(strstr(err.msg, "Sup3rSecretPw"));
@@ -278,8 +278,8 @@ static void test_schema_check_and_concurrent_init(void **state)
 	tdb_create(&d);
 	store *s = NULL;
 	dbcron_err err = {0};
-	assert_int_equal(store_pg_ops.open(d.url, &s, &err), DBCRON_OK);
-	assert_int_equal(s->ops->check_schema(s, &err), DBCRON_ESCHEMA);
+	assert_int_equal(store_open(d.url, &s, &err), DBCRON_OK);
+	assert_int_equal(store_check_schema(s, &err), DBCRON_ESCHEMA);
 	assert_non_null(strstr(err.msg, "no dbcron schema"));
 
 	/* Four `dbcron init` at once: each migration applied once. */
@@ -291,11 +291,11 @@ static void test_schema_check_and_concurrent_init(void **state)
 			store *k = NULL;
 			dbcron_err e = {0};
 			int from = -1, to = -1;
-			if (store_pg_ops.open(d.url, &k, &e) || k->ops->migrate(k, &from, &to, &e)) {
+			if (store_open(d.url, &k, &e) || store_migrate(k, &from, &to, &e)) {
 				fprintf(stderr, "child migrate: %s\n", e.msg);
 				_exit(1);
 			}
-			k->ops->close(k);
+			store_close(k);
 			_exit(to == DBCRON_PG_SCHEMA_VERSION ? 0 : 2);
 		}
 	}
@@ -305,19 +305,19 @@ static void test_schema_check_and_concurrent_init(void **state)
 		assert_true(WIFEXITED(st));
 		assert_int_equal(WEXITSTATUS(st), 0);
 	}
-	assert_int_equal(s->ops->check_schema(s, &err), DBCRON_OK);
+	assert_int_equal(store_check_schema(s, &err), DBCRON_OK);
 	int from = -1, to = -1;
-	assert_int_equal(s->ops->migrate(s, &from, &to, &err), DBCRON_OK);
+	assert_int_equal(store_migrate(s, &from, &to, &err), DBCRON_OK);
 	assert_int_equal(from, DBCRON_PG_SCHEMA_VERSION);
 	assert_int_equal(to, DBCRON_PG_SCHEMA_VERSION);
 	PGconn *c = raw(&d);
 	assert_int_equal(q_i64(c, "SELECT count(*) FROM schema_version"), DBCRON_PG_SCHEMA_VERSION);
 	/* A newer schema than ours is refused. */
 	PQclear(PQexec(c, "INSERT INTO schema_version VALUES (999, 0)"));
-	assert_int_equal(s->ops->check_schema(s, &err), DBCRON_ESCHEMA);
-	assert_int_equal(s->ops->migrate(s, NULL, NULL, &err), DBCRON_ESCHEMA);
+	assert_int_equal(store_check_schema(s, &err), DBCRON_ESCHEMA);
+	assert_int_equal(store_migrate(s, NULL, NULL, &err), DBCRON_ESCHEMA);
 	PQfinish(c);
-	s->ops->close(s);
+	store_close(s);
 	tdb_drop(&d);
 }
 
@@ -348,7 +348,7 @@ static void test_job_put_and_views(void **state)
 	}
 	size_t c = 0, u = 0, del = 0;
 	int64_t t0 = dbcron__mono_ms();
-	assert_int_equal(s->ops->job_put(s, jobs, N, STORE_PUT_CREATE, false, &c, &u, &del, &err),
+	assert_int_equal(store_job_put(s, jobs, N, STORE_PUT_CREATE, false, &c, &u, &del, &err),
 			 DBCRON_OK);
 	int64_t t1 = dbcron__mono_ms();
 	print_message("job_put CREATE of %zu jobs: %" PRId64 " ms\n", N, t1 - t0);
@@ -358,13 +358,13 @@ static void test_job_put_and_views(void **state)
 	dbcron_job extra[2];
 	every_job(&extra[0], "brand-new", 1000, 5);
 	every_job(&extra[1], "job-000007", 1000, 5);
-	assert_int_equal(s->ops->job_put(s, extra, 2, STORE_PUT_CREATE, false, &c, &u, &del, &err),
+	assert_int_equal(store_job_put(s, extra, 2, STORE_PUT_CREATE, false, &c, &u, &del, &err),
 			 DBCRON_EEXISTS);
 	assert_non_null(strstr(err.msg, "job-000007"));
 	dbcron_job got;
-	assert_int_equal(s->ops->job_get(s, "brand-new", &got, &err), DBCRON_ENOTFOUND);
+	assert_int_equal(store_job_get(s, "brand-new", &got, &err), DBCRON_ENOTFOUND);
 
-	assert_int_equal(s->ops->job_get(s, "job-000003", &got, &err), DBCRON_OK);
+	assert_int_equal(store_job_get(s, "job-000003", &got, &err), DBCRON_OK);
 	assert_int_equal(got.executor, DBCRON_EXEC_SHELL);
 	assert_int_equal(got.argc, 2);
 	assert_string_equal(got.argv[1], "a \"quoted\" \\ 'arg' ü");
@@ -374,7 +374,7 @@ static void test_job_put_and_views(void **state)
 
 	/* UPSERT of the same definitions: nothing changes. */
 	t0 = dbcron__mono_ms();
-	assert_int_equal(s->ops->job_put(s, jobs, N, STORE_PUT_UPSERT, false, &c, &u, &del, &err),
+	assert_int_equal(store_job_put(s, jobs, N, STORE_PUT_UPSERT, false, &c, &u, &del, &err),
 			 DBCRON_OK);
 	print_message("job_put UPSERT (unchanged) of %zu jobs: %" PRId64 " ms\n", N,
 		      dbcron__mono_ms() - t0);
@@ -392,33 +392,33 @@ static void test_job_put_and_views(void **state)
 	dbcron__free(two[1].spec);
 	two[1].spec = dbcron__strdup("2s");
 	every_job(&two[2], "job-new", 1000, 7);
-	assert_int_equal(s->ops->job_put(s, two, 3, STORE_PUT_UPSERT, true, &c, &u, &del, &err),
+	assert_int_equal(store_job_put(s, two, 3, STORE_PUT_UPSERT, true, &c, &u, &del, &err),
 			 DBCRON_OK);
 	assert_int_equal(c, 1);
 	assert_int_equal(u, 2);
 	assert_int_equal(del, N - 2);
-	assert_int_equal(s->ops->job_get(s, "job-000001", &got, &err), DBCRON_OK);
+	assert_int_equal(store_job_get(s, "job-000001", &got, &err), DBCRON_OK);
 	assert_int_equal(got.next_fire_at, 42);
 	assert_int_equal(got.max_retries, 9);
 	assert_int_equal(got.executor, DBCRON_EXEC_HANDLER);
 	assert_null(got.argv);
 	dbcron_job_clear(&got);
-	assert_int_equal(s->ops->job_get(s, "job-000002", &got, &err), DBCRON_OK);
+	assert_int_equal(store_job_get(s, "job-000002", &got, &err), DBCRON_OK);
 	assert_int_equal(got.next_fire_at, 7);
 	assert_int_equal(got.interval_ms, 2000);
 	dbcron_job_clear(&got);
 	assert_int_equal(q_i64(pc, "SELECT count(*) FROM jobs"), 3);
 
 	/* Pause keeps next_fire_at, resume sets it; delete; not found. */
-	assert_int_equal(s->ops->job_set_paused(s, "job-new", true, -1, &err), DBCRON_OK);
-	assert_int_equal(s->ops->job_set_paused(s, "job-new", false, 1234, &err), DBCRON_OK);
-	assert_int_equal(s->ops->job_get(s, "job-new", &got, &err), DBCRON_OK);
+	assert_int_equal(store_job_set_paused(s, "job-new", true, -1, &err), DBCRON_OK);
+	assert_int_equal(store_job_set_paused(s, "job-new", false, 1234, &err), DBCRON_OK);
+	assert_int_equal(store_job_get(s, "job-new", &got, &err), DBCRON_OK);
 	assert_false(got.paused);
 	assert_int_equal(got.next_fire_at, 1234);
 	dbcron_job_clear(&got);
-	assert_int_equal(s->ops->job_set_paused(s, "nope", true, -1, &err), DBCRON_ENOTFOUND);
-	assert_int_equal(s->ops->job_delete(s, "job-new", &err), DBCRON_OK);
-	assert_int_equal(s->ops->job_delete(s, "job-new", &err), DBCRON_ENOTFOUND);
+	assert_int_equal(store_job_set_paused(s, "nope", true, -1, &err), DBCRON_ENOTFOUND);
+	assert_int_equal(store_job_delete(s, "job-new", &err), DBCRON_OK);
+	assert_int_equal(store_job_delete(s, "job-new", &err), DBCRON_ENOTFOUND);
 
 	for (size_t i = 0; i < N; i++)
 		dbcron_job_clear(&jobs[i]);
@@ -428,7 +428,7 @@ static void test_job_put_and_views(void **state)
 	for (int i = 0; i < 3; i++)
 		dbcron_job_clear(&two[i]);
 	PQfinish(pc);
-	s->ops->close(s);
+	store_close(s);
 	tdb_drop(&d);
 }
 
@@ -439,7 +439,7 @@ static void claimer_child(const tdb *d, int idx, const char *path, int64_t until
 	dbcron_err err = {0};
 	char node[32];
 	FILE *f = fopen(path, "w");
-	if (!f || store_pg_ops.open(d->url, &s, &err))
+	if (!f || store_open(d->url, &s, &err))
 		_exit(10);
 	snprintf(node, sizeof(node), "node-%d", idx);
 	planner p;
@@ -448,7 +448,7 @@ static void claimer_child(const tdb *d, int idx, const char *path, int64_t until
 		snprintf(token, sizeof(token), "tok-%d-%d", idx, cycle);
 		store_claim_req req = {node, token, 200, 7, plan_every, &p};
 		store_claim_result res;
-		if (s->ops->claim(s, &req, &res, &err)) {
+		if (store_claim(s, &req, &res, &err)) {
 			fprintf(stderr, "claim: %s\n", err.msg);
 			_exit(11);
 		}
@@ -478,7 +478,7 @@ static void claimer_child(const tdb *d, int idx, const char *path, int64_t until
 			ups[n++] = a;
 			ups[n++] = b;
 		}
-		if (s->ops->apply(s, node, ups, n, &err)) {
+		if (store_apply(s, node, ups, n, &err)) {
 			fprintf(stderr, "apply: %s\n", err.msg);
 			_exit(14);
 		}
@@ -493,7 +493,7 @@ static void claimer_child(const tdb *d, int idx, const char *path, int64_t until
 		nanosleep(&ts, NULL);
 	}
 	fclose(f);
-	s->ops->close(s);
+	store_close(s);
 	_exit(0);
 }
 
@@ -514,12 +514,12 @@ static void test_concurrent_claimers(void **state)
 	}
 	/* Not due itself; its triggers leave unclaimed runs, as retries do. */
 	every_job(&jobs[NJOBS], "trig", 3600000, now + 3600000);
-	assert_int_equal(s->ops->job_put(s, jobs, NJOBS + 1, STORE_PUT_CREATE, false, NULL, NULL,
+	assert_int_equal(store_job_put(s, jobs, NJOBS + 1, STORE_PUT_CREATE, false, NULL, NULL,
 					 NULL, &err),
 			 DBCRON_OK);
 	int64_t id;
 	for (int i = 0; i < 5; i++)
-		assert_int_equal(s->ops->job_trigger(s, "trig", &id, NULL, &err), DBCRON_OK);
+		assert_int_equal(store_job_trigger(s, "trig", &id, NULL, &err), DBCRON_OK);
 
 	int64_t until = now + 2500;
 	pid_t kids[NKIDS];
@@ -578,7 +578,7 @@ static void test_concurrent_claimers(void **state)
 	PQfinish(c);
 	for (int i = 0; i <= NJOBS; i++)
 		dbcron_job_clear(&jobs[i]);
-	s->ops->close(s);
+	store_close(s);
 	tdb_drop(&d);
 }
 
@@ -602,12 +602,12 @@ static void test_skip_locked_does_not_block(void **state)
 	dbcron_job jobs[2];
 	every_job(&jobs[0], "held", 60000, now - 10);
 	every_job(&jobs[1], "free", 60000, now - 10);
-	assert_int_equal(s->ops->job_put(s, jobs, 2, STORE_PUT_CREATE, false, NULL, NULL, NULL, &err),
+	assert_int_equal(store_job_put(s, jobs, 2, STORE_PUT_CREATE, false, NULL, NULL, NULL, &err),
 			 DBCRON_OK);
 	int64_t rid;
-	assert_int_equal(s->ops->job_trigger(s, "free", &rid, NULL, &err), DBCRON_OK);
+	assert_int_equal(store_job_trigger(s, "free", &rid, NULL, &err), DBCRON_OK);
 	int64_t rid2;
-	assert_int_equal(s->ops->job_trigger(s, "free", &rid2, NULL, &err), DBCRON_OK);
+	assert_int_equal(store_job_trigger(s, "free", &rid2, NULL, &err), DBCRON_OK);
 
 	/* Another session holds the job row and one unclaimed run. */
 	PGconn *c = raw(&d);
@@ -626,7 +626,7 @@ static void test_skip_locked_does_not_block(void **state)
 	planner p;
 	store_claim_req req = {"n1", "t1", 1000, 100, plan_every, &p};
 	store_claim_result res;
-	assert_int_equal(s->ops->claim(s, &req, &res, &err), DBCRON_OK);
+	assert_int_equal(store_claim(s, &req, &res, &err), DBCRON_OK);
 	alarm(0);
 	/* "free" fire + the unlocked trigger; not "held", not the locked run. */
 	assert_int_equal(res.nruns, 2);
@@ -641,13 +641,13 @@ static void test_skip_locked_does_not_block(void **state)
 	/* Once released, the next claim takes the rest. */
 	PQclear(PQexec(c, "COMMIT"));
 	store_claim_req req2 = {"n1", "t2", 1000, 100, plan_every, &p};
-	assert_int_equal(s->ops->claim(s, &req2, &res, &err), DBCRON_OK);
+	assert_int_equal(store_claim(s, &req2, &res, &err), DBCRON_OK);
 	assert_int_equal(res.nruns, 2);
 	store_claim_result_clear(&res);
 	PQfinish(c);
 	for (int i = 0; i < 2; i++)
 		dbcron_job_clear(&jobs[i]);
-	s->ops->close(s);
+	store_close(s);
 	tdb_drop(&d);
 }
 
@@ -666,18 +666,18 @@ static void test_fencing_reap_and_nodes(void **state)
 	every_job(&jobs[1], "after", 5000, now - 5);
 	jobs[1].kind = DBCRON_SCHED_AFTER;
 	jobs[1].node_loss = DBCRON_NODE_LOSS_ABANDON;
-	assert_int_equal(s->ops->job_put(s, jobs, 2, STORE_PUT_CREATE, false, NULL, NULL, NULL, &err),
+	assert_int_equal(store_job_put(s, jobs, 2, STORE_PUT_CREATE, false, NULL, NULL, NULL, &err),
 			 DBCRON_OK);
 
 	store_node_info a = {"A", "inc-1", "host", 11, 4, 60000};
 	store_node_info b = {"B", "inc-1", "host", 12, 4, 60000};
-	assert_int_equal(s->ops->node_register(s, &a, &err), DBCRON_OK);
-	assert_int_equal(s->ops->node_register(s, &b, &err), DBCRON_OK);
+	assert_int_equal(store_node_register(s, &a, &err), DBCRON_OK);
+	assert_int_equal(store_node_register(s, &b, &err), DBCRON_OK);
 
 	planner p;
 	store_claim_req req = {"A", "tokA", 0, 100, plan_every, &p};
 	store_claim_result res;
-	assert_int_equal(s->ops->claim(s, &req, &res, &err), DBCRON_OK);
+	assert_int_equal(store_claim(s, &req, &res, &err), DBCRON_OK);
 	assert_int_equal(res.nruns, 2);
 	store_update ups[2];
 	for (int i = 0; i < 2; i++) {
@@ -688,19 +688,19 @@ static void test_fencing_reap_and_nodes(void **state)
 					.retry_due_at = -1, .job_next_fire_at = -1};
 	}
 	/* Wrong node or token: refused, per update. */
-	assert_int_equal(s->ops->apply(s, "B", ups, 2, &err), DBCRON_OK);
+	assert_int_equal(store_apply(s, "B", ups, 2, &err), DBCRON_OK);
 	assert_false(ups[0].applied);
 	ups[1].token = "stale";
-	assert_int_equal(s->ops->apply(s, "A", ups, 2, &err), DBCRON_OK);
+	assert_int_equal(store_apply(s, "A", ups, 2, &err), DBCRON_OK);
 	assert_true(ups[0].applied);
 	assert_false(ups[1].applied);
 	ups[1].token = "tokA";
-	assert_int_equal(s->ops->apply(s, "A", &ups[1], 1, &err), DBCRON_OK);
+	assert_int_equal(store_apply(s, "A", &ups[1], 1, &err), DBCRON_OK);
 	assert_true(ups[1].applied);
 	bool running = false;
-	assert_int_equal(s->ops->job_running(s, ups[0].job_id, -1, &running, &err), DBCRON_OK);
+	assert_int_equal(store_job_running(s, ups[0].job_id, -1, &running, &err), DBCRON_OK);
 	assert_true(running);
-	assert_int_equal(s->ops->job_running(s, ups[0].job_id, ups[0].run_id, &running, &err), DBCRON_OK);
+	assert_int_equal(store_job_running(s, ups[0].job_id, ups[0].run_id, &running, &err), DBCRON_OK);
 	assert_false(running);
 
 	/* A's lease lapses; B reaps.  "r" gets attempt 2 (node_loss retry),
@@ -709,9 +709,9 @@ static void test_fencing_reap_and_nodes(void **state)
 	PQclear(PQexec(c, "UPDATE nodes SET lease_until = 0 WHERE id = 'A'"));
 	PQclear(PQexec(c, "UPDATE jobs SET next_fire_at = NULL WHERE name = 'after'"));
 	size_t reaped = 0;
-	assert_int_equal(s->ops->reap(s, &reaped, &err), DBCRON_OK);
+	assert_int_equal(store_reap(s, &reaped, &err), DBCRON_OK);
 	assert_int_equal(reaped, 2);
-	assert_int_equal(s->ops->reap(s, &reaped, &err), DBCRON_OK);
+	assert_int_equal(store_reap(s, &reaped, &err), DBCRON_OK);
 	assert_int_equal(reaped, 0);
 	assert_int_equal(q_i64(c, "SELECT count(*) FROM runs WHERE state = 8 AND error = 'node lost'"), 2);
 	assert_int_equal(q_i64(c, "SELECT count(*) FROM runs WHERE job_name = 'r' AND attempt = 2"
@@ -722,18 +722,18 @@ static void test_fencing_reap_and_nodes(void **state)
 	ups[0].state = DBCRON_RUN_SUCCEEDED;
 	ups[0].finished_ms = now;
 	ups[0].retry_due_at = now;
-	assert_int_equal(s->ops->apply(s, "A", ups, 1, &err), DBCRON_OK);
+	assert_int_equal(store_apply(s, "A", ups, 1, &err), DBCRON_OK);
 	assert_false(ups[0].applied);
 	int64_t hb;
-	assert_int_equal(s->ops->node_heartbeat(s, "A", "inc-1", 1000, &hb, &err), DBCRON_EFENCED);
-	assert_int_equal(s->ops->node_heartbeat(s, "B", "inc-1", 1000, &hb, &err), DBCRON_OK);
+	assert_int_equal(store_node_heartbeat(s, "A", "inc-1", 1000, &hb, &err), DBCRON_EFENCED);
+	assert_int_equal(store_node_heartbeat(s, "B", "inc-1", 1000, &hb, &err), DBCRON_OK);
 	assert_true(hb >= now);
 	store_claim_result_clear(&res);
 
 	/* B claims the retry, fails it with a retry that is out of budget
 	 * for the policy but the caller asked: a new unclaimed row. */
 	store_claim_req rb = {"B", "tokB", 0, 100, plan_every, &p};
-	assert_int_equal(s->ops->claim(s, &rb, &res, &err), DBCRON_OK);
+	assert_int_equal(store_claim(s, &rb, &res, &err), DBCRON_OK);
 	assert_int_equal(res.nruns, 1);
 	assert_int_equal(res.runs[0].run.attempt, 2);
 	store_update f = {.run_id = res.runs[0].run.id, .job_id = res.runs[0].run.job_id,
@@ -741,7 +741,7 @@ static void test_fencing_reap_and_nodes(void **state)
 			  .state = DBCRON_RUN_FAILED, .started_ms = now, .finished_ms = now,
 			  .has_exit_code = true, .exit_code = 3, .error = "bad \xff bytes",
 			  .output = "out", .retry_due_at = now + 1, .job_next_fire_at = -1};
-	assert_int_equal(s->ops->apply(s, "B", &f, 1, &err), DBCRON_OK);
+	assert_int_equal(store_apply(s, "B", &f, 1, &err), DBCRON_OK);
 	assert_true(f.applied);
 	store_claim_result_clear(&res);
 	assert_int_equal(q_i64(c, "SELECT exit_code FROM runs WHERE job_name = 'r' AND attempt = 2"), 3);
@@ -751,21 +751,21 @@ static void test_fencing_reap_and_nodes(void **state)
 	/* B claims attempt 3, then stops: it is handed back. */
 	rb.token = "tokB2";
 	rb.horizon_ms_ahead = 1000;
-	assert_int_equal(s->ops->claim(s, &rb, &res, &err), DBCRON_OK);
+	assert_int_equal(store_claim(s, &rb, &res, &err), DBCRON_OK);
 	assert_int_equal(res.nruns, 1);
 	store_claim_result_clear(&res);
-	assert_int_equal(s->ops->node_stop(s, "B", "inc-1", &err), DBCRON_OK);
+	assert_int_equal(store_node_stop(s, "B", "inc-1", &err), DBCRON_OK);
 	assert_int_equal(q_i64(c, "SELECT count(*) FROM runs WHERE state = 1 AND node IS NOT NULL"), 0);
 
 	/* A comes back as a new incarnation: registered alive again. */
 	store_node_info a2 = {"A", "inc-2", "host", 13, 4, 60000};
-	assert_int_equal(s->ops->node_register(s, &a2, &err), DBCRON_OK);
-	assert_int_equal(s->ops->node_heartbeat(s, "A", "inc-1", 1000, &hb, &err), DBCRON_EFENCED);
-	assert_int_equal(s->ops->node_heartbeat(s, "A", "inc-2", 1000, &hb, &err), DBCRON_OK);
+	assert_int_equal(store_node_register(s, &a2, &err), DBCRON_OK);
+	assert_int_equal(store_node_heartbeat(s, "A", "inc-1", 1000, &hb, &err), DBCRON_EFENCED);
+	assert_int_equal(store_node_heartbeat(s, "A", "inc-2", 1000, &hb, &err), DBCRON_OK);
 	PQfinish(c);
 	for (int i = 0; i < 2; i++)
 		dbcron_job_clear(&jobs[i]);
-	s->ops->close(s);
+	store_close(s);
 	tdb_drop(&d);
 }
 
@@ -785,36 +785,36 @@ static void test_lease_locks(void **state)
 	dbcron_err err = {0};
 	int64_t f1, f2, until;
 	store_lock_row h = {0};
-	assert_int_equal(s->ops->lock_acquire(s, "m", "o1", 60000, &f1, &until, &h, &err), DBCRON_OK);
+	assert_int_equal(store_lock_acquire(s, "m", "o1", 60000, &f1, &until, &h, &err), DBCRON_OK);
 	assert_int_equal(f1, 1);
-	assert_int_equal(s->ops->lock_acquire(s, "m", "o2", 60000, &f2, &until, &h, &err), DBCRON_ELOCKED);
+	assert_int_equal(store_lock_acquire(s, "m", "o2", 60000, &f2, &until, &h, &err), DBCRON_ELOCKED);
 	assert_string_equal(h.owner, "o1");
 	assert_int_equal(h.fence, 1);
 	store_lock_row_clear(&h);
-	assert_int_equal(s->ops->lock_renew(s, "m", "o1", f1, 60000, &until, &err), DBCRON_OK);
-	assert_int_equal(s->ops->lock_release(s, "m", "o1", f1, &err), DBCRON_OK);
-	assert_int_equal(s->ops->lock_acquire(s, "m", "o2", 60000, &f2, &until, &h, &err), DBCRON_OK);
+	assert_int_equal(store_lock_renew(s, "m", "o1", f1, 60000, &until, &err), DBCRON_OK);
+	assert_int_equal(store_lock_release(s, "m", "o1", f1, &err), DBCRON_OK);
+	assert_int_equal(store_lock_acquire(s, "m", "o2", 60000, &f2, &until, &h, &err), DBCRON_OK);
 	assert_int_equal(f2, 2);
 	/* The old holder can neither renew nor release the new lease. */
-	assert_int_equal(s->ops->lock_renew(s, "m", "o1", f1, 60000, &until, &err), DBCRON_EFENCED);
-	assert_int_equal(s->ops->lock_release(s, "m", "o1", f1, &err), DBCRON_EFENCED);
+	assert_int_equal(store_lock_renew(s, "m", "o1", f1, 60000, &until, &err), DBCRON_EFENCED);
+	assert_int_equal(store_lock_release(s, "m", "o1", f1, &err), DBCRON_EFENCED);
 	int n = 0;
-	assert_int_equal(s->ops->lock_list(s, count_lock, &n, &err), DBCRON_OK);
+	assert_int_equal(store_lock_list(s, count_lock, &n, &err), DBCRON_OK);
 	assert_int_equal(n, 1);
 	/* Two lock attempts logged in the same millisecond both land. */
 	dbcron_run run = {.job_id = 0, .job_name = "lock:m", .fire_at = 1000, .attempt = 1,
 			  .state = DBCRON_RUN_SKIPPED, .due_at = 1000, .started_ms = -1,
 			  .finished_ms = 1000, .error = "held"};
-	assert_int_equal(s->ops->log_run(s, &run, &err), DBCRON_OK);
+	assert_int_equal(store_log_run(s, &run, &err), DBCRON_OK);
 	run.job_name = "lock:other";
-	assert_int_equal(s->ops->log_run(s, &run, &err), DBCRON_OK);
+	assert_int_equal(store_log_run(s, &run, &err), DBCRON_OK);
 	PGconn *c = raw(&d);
 	assert_int_equal(q_i64(c, "SELECT count(*) FROM runs WHERE job_id = 0"), 2);
 	int64_t del = 0;
-	assert_int_equal(s->ops->prune_runs(s, 2000, &del, &err), DBCRON_OK);
+	assert_int_equal(store_prune_runs(s, 2000, &del, &err), DBCRON_OK);
 	assert_int_equal(del, 2);
 	PQfinish(c);
-	s->ops->close(s);
+	store_close(s);
 	tdb_drop(&d);
 }
 
@@ -848,7 +848,7 @@ static void test_runs_list_order(void **state)
 			  " (1, 'b', 5, 1, 4, 5, 0), (1, 'b', 20, 1, 3, 20, 0)"));
 	collect col = {0};
 	store_run_filter f = {NULL, 0, -1, 0};
-	assert_int_equal(s->ops->runs_list(s, &f, collect_run, &col, &err), DBCRON_OK);
+	assert_int_equal(store_runs_list(s, &f, collect_run, &col, &err), DBCRON_OK);
 	assert_int_equal(col.n, 4);
 	assert_int_equal(col.fire[0], 5);
 	assert_string_equal(col.names[1], "a");
@@ -856,17 +856,17 @@ static void test_runs_list_order(void **state)
 	assert_int_equal(col.fire[3], 20);
 	memset(&col, 0, sizeof(col));
 	f.limit = 2; /* the two most recent, ascending */
-	assert_int_equal(s->ops->runs_list(s, &f, collect_run, &col, &err), DBCRON_OK);
+	assert_int_equal(store_runs_list(s, &f, collect_run, &col, &err), DBCRON_OK);
 	assert_int_equal(col.n, 2);
 	assert_int_equal(col.fire[0], 10);
 	assert_string_equal(col.names[0], "b");
 	assert_int_equal(col.fire[1], 20);
 	memset(&col, 0, sizeof(col));
 	store_run_filter g = {"b", DBCRON_RUN_SUCCEEDED, 6, 0};
-	assert_int_equal(s->ops->runs_list(s, &g, collect_run, &col, &err), DBCRON_OK);
+	assert_int_equal(store_runs_list(s, &g, collect_run, &col, &err), DBCRON_OK);
 	assert_int_equal(col.n, 2);
 	PQfinish(c);
-	s->ops->close(s);
+	store_close(s);
 	tdb_drop(&d);
 }
 
@@ -885,7 +885,7 @@ static void test_reconnect_after_restart(void **state)
 	dbcron_job j;
 	int64_t now = db_now(s);
 	every_job(&j, "x", 1000, now - 5);
-	assert_int_equal(s->ops->job_put(s, &j, 1, STORE_PUT_CREATE, false, NULL, NULL, NULL, &err),
+	assert_int_equal(store_job_put(s, &j, 1, STORE_PUT_CREATE, false, NULL, NULL, NULL, &err),
 			 DBCRON_OK);
 
 	/* DBCRON_TEST_DATA is <src>/tests/data: the script is <src>/scripts. */
@@ -902,17 +902,17 @@ static void test_reconnect_after_restart(void **state)
 	planner p;
 	store_claim_req req = {"n", "t", 0, 10, plan_every, &p};
 	store_claim_result res;
-	int rc = s->ops->claim(s, &req, &res, &err);
+	int rc = store_claim(s, &req, &res, &err);
 	if (rc) {
 		assert_int_equal(rc, DBCRON_ECONN);
 		print_message("first call after restart: %s\n", err.msg);
-		rc = s->ops->claim(s, &req, &res, &err);
+		rc = store_claim(s, &req, &res, &err);
 	}
 	if (rc)
 		fail_msg("claim after reconnect: %s", err.msg);
 	assert_int_equal(res.nruns, 1);
 	store_claim_result_clear(&res);
-	s->ops->close(s);
+	store_close(s);
 	dbcron_job_clear(&j);
 	tdb_drop(&d);
 }
@@ -932,13 +932,13 @@ static void test_statement_counts(void **state)
 		snprintf(name, sizeof(name), "s%03d", i);
 		every_job(&jobs[i], name, 3600000, now - 5);
 	}
-	assert_int_equal(s->ops->job_put(s, jobs, N, STORE_PUT_CREATE, false, NULL, NULL, NULL, &err),
+	assert_int_equal(store_job_put(s, jobs, N, STORE_PUT_CREATE, false, NULL, NULL, NULL, &err),
 			 DBCRON_OK);
 	planner p;
 	store_claim_req req = {"n", "t", 0, N, plan_every, &p};
 	store_claim_result res;
 	uint64_t before = s->stmt_count;
-	assert_int_equal(s->ops->claim(s, &req, &res, &err), DBCRON_OK);
+	assert_int_equal(store_claim(s, &req, &res, &err), DBCRON_OK);
 	uint64_t claim_stmts = s->stmt_count - before;
 	assert_int_equal(res.nruns, N);
 	store_update *ups = dbcron__calloc(N, sizeof(*ups));
@@ -950,7 +950,7 @@ static void test_statement_counts(void **state)
 					.job_next_fire_at = -1};
 	}
 	before = s->stmt_count;
-	assert_int_equal(s->ops->apply(s, "n", ups, N, &err), DBCRON_OK);
+	assert_int_equal(store_apply(s, "n", ups, N, &err), DBCRON_OK);
 	uint64_t apply_stmts = s->stmt_count - before;
 	for (int i = 0; i < N; i++)
 		assert_true(ups[i].applied);
@@ -963,7 +963,7 @@ static void test_statement_counts(void **state)
 		dbcron_job_clear(&jobs[i]);
 	dbcron__free(jobs);
 	dbcron__free(ups);
-	s->ops->close(s);
+	store_close(s);
 	tdb_drop(&d);
 }
 

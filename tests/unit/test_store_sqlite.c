@@ -52,7 +52,7 @@ static int claimer(const char *url, int idx, int fd, int64_t stop)
 		snprintf(tok, sizeof(tok), "n%d-c%d", idx, batches++);
 		store_claim_req req = {.node_id = node, .token = tok, .max = 7,
 				       .plan = conf_plan, .plan_ctx = &p};
-		int rc = s->ops->claim(s, &req, &r, &err);
+		int rc = store_claim(s, &req, &r, &err);
 		if (rc) {
 			fprintf(stderr, "child %d: claim: %s\n", idx, err.msg);
 			store_close(s);
@@ -138,7 +138,7 @@ static void test_sqlite_concurrent_claimers(void **state)
 	/* The run log agrees: one row per (job, fire), all claimed. */
 	size_t cnt[2] = {0, 0};
 	store_run_filter f = {.since_ms = -1};
-	CONF_OK(c, c->s->ops->runs_list(c->s, &f, count_claimed, cnt, &c->err));
+	CONF_OK(c, store_runs_list(c->s, &f, count_claimed, cnt, &c->err));
 	assert_int_equal(cnt[0], NJOBS * NFIRES);
 	assert_int_equal(cnt[1], NJOBS * NFIRES);
 }
@@ -154,7 +154,7 @@ static void test_sqlite_bulk_put(void **state)
 	print_message("20000 jobs put in %.0f ms\n",
 		      (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6);
 	int n = 0;
-	CONF_OK(c, c->s->ops->job_list(c->s, conf_count_job, &n, &c->err));
+	CONF_OK(c, store_job_list(c->s, conf_count_job, &n, &c->err));
 	assert_int_equal(n, 20000);
 }
 
@@ -168,10 +168,10 @@ static void test_sqlite_schema_newer(void **state)
 				      NULL, NULL, NULL),
 			 SQLITE_OK);
 	sqlite3_close(db);
-	assert_int_equal(c->s->ops->check_schema(c->s, &c->err), DBCRON_ESCHEMA);
+	assert_int_equal(store_check_schema(c->s, &c->err), DBCRON_ESCHEMA);
 	assert_non_null(strstr(c->err.msg, "newer"));
 	int from = 0, to = 0;
-	assert_int_equal(c->s->ops->migrate(c->s, &from, &to, &c->err), DBCRON_ESCHEMA);
+	assert_int_equal(store_migrate(c->s, &from, &to, &c->err), DBCRON_ESCHEMA);
 	assert_int_equal(from, 999);
 }
 
