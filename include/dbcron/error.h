@@ -37,7 +37,8 @@ extern "C" {
 	X(DBCRON_EUNSUPPORTED, 13, "not supported")                      \
 	X(DBCRON_ETIMEOUT, 14, "timed out")                              \
 	X(DBCRON_ECONN, 15, "database unreachable")                      \
-	X(DBCRON_ESCHEMA, 16, "database schema is newer than this binary")
+	X(DBCRON_ESCHEMA, 16, "database schema is newer than this binary")     \
+	X(DBCRON_ECONSTRAINT, 17, "database constraint violated")
 
 typedef enum dbcron_code {
 #define DBCRON_X_ENUM(name, num, text) name = num,

@@ -7,7 +7,7 @@
  * Invariants:
  *  - the queue never holds more than queue_cap items; pool_submit() fails
  *    with DBCRON_EBUSY instead of waiting (the claim loop must never block
- *    on a worker, DESIGN.md invariants 5 and 6);
+ *    on a worker, docs/design.md invariants 5 and 6);
  *  - work runs with no pool lock held, and the pool has exactly one lock,
  *    so no thread ever holds two;
  *  - queued + running is what pool_load() reports, read under the lock;

@@ -1,10 +1,11 @@
 /*
- * The store interface: everything dbcron asks of a database, as a versioned
- * const table of function pointers (SQLite's sqlite3_io_methods is the
- * model).  One table per backend (sqlite.c, pg.c, later mysql.c); the core
- * never asks which backend it has, only what the table can do (caps).
+ * The store: everything dbcron asks of a database, as one function per
+ * operation.  Behind these functions is one claim protocol (protocol.c:
+ * guards, the fault seam, every algorithm and message) over thin dialects
+ * (sqlite/, pg/: connection, SQL text, error classes, migrations; see
+ * dialect.h).  Callers never learn which database they have.
  *
- * Invariants the backends keep (DESIGN.md):
+ * Invariants the protocol keeps (docs/design.md):
  *  1 no duplicate fire: UNIQUE (job_id, fire_at, attempt) on runs; the
  *    claim inserts first attempts with ON CONFLICT DO NOTHING and only the
  *    rows it really inserted are handed to the caller.
@@ -12,10 +13,13 @@
  *    "... WHERE id = ? AND claim_token = ? AND node = ?"; a refused write
  *    is reported per update, never silently retried.
  *  4 one clock: every timestamp written is the database's clock or a value
- *    the caller derived from it; now_ms() reads that clock.
+ *    the caller derived from it; store_now_ms() reads that clock.
+ *  and every state written is checked against the run state machine
+ *  (dbcron/run.h) before it reaches the database.
  *
  * Threading: a store handle is used by one thread at a time.  A node opens
- * one handle per thread that needs the database.
+ * one handle per thread that needs the database.  Listing callbacks must
+ * not use the handle they were called from.
  */
 #ifndef DBCRON_STORE_H
 #define DBCRON_STORE_H
@@ -27,20 +31,21 @@
 #include "dbcron/error.h"
 #include "dbcron/job.h"
 
-#define STORE_OPS_VERSION 1
-
-/* Capability bits. */
-#define STORE_CAP_SKIP_LOCKED 0x1u  /* concurrent claimers do not block */
-#define STORE_CAP_RETURNING 0x2u
-#define STORE_CAP_MULTI_WRITER 0x4u /* writers run in parallel (not SQLite) */
-
 typedef struct store store;
+struct store_dialect;
+struct store_conn;
+struct store_faults;
+struct store_scratch;
 
-/* Common header every backend's handle starts with. */
+/* A handle: one connection and what the protocol keeps with it. */
 struct store {
-	const struct store_ops *ops;
-	/* Statements executed through this handle, for benchmarks. */
+	const struct store_dialect *d;
+	struct store_conn *c;
+	/* Statements executed through this handle (BEGIN and COMMIT
+	 * included), for benchmarks and the statements-per-claim tests. */
 	uint64_t stmt_count;
+	struct store_faults *faults; /* NULL: no fault injected */
+	struct store_scratch *scratch; /* reused batch buffers */
 };
 
 /* One fire the planner wants written while a job is claimed. */
@@ -168,115 +173,54 @@ typedef enum store_put_mode {
 	STORE_PUT_UPSERT = 2, /* create or update by name */
 } store_put_mode;
 
-typedef struct store_ops {
-	int version; /* STORE_OPS_VERSION */
-	const char *name; /* "sqlite", "postgresql" */
-	unsigned caps;
 
-	/* url: "sqlite:PATH" or "postgresql://..." / key=value.  Does not
-	 * create the schema. */
-	int (*open)(const char *url, store **out, dbcron_err *err);
-	void (*close)(store *s);
-	/* Create or upgrade the schema with numbered migrations; idempotent.
-	 * from and to (may be NULL) report the versions. */
-	int (*migrate)(store *s, int *from, int *to, dbcron_err *err);
-	/* DBCRON_ESCHEMA / DBCRON_EDB when the schema is missing or newer. */
-	int (*check_schema)(store *s, dbcron_err *err);
-	/* The database clock, epoch ms. */
-	int (*now_ms)(store *s, int64_t *out, dbcron_err *err);
-
-	/* ---- jobs ---- */
-	/* Validated jobs, in one transaction.  New and changed jobs get
-	 * next_fire_at from the caller (job->next_fire_at).  prune (UPSERT
-	 * only) deletes jobs whose names are not in the batch.  Deleting a job
-	 * keeps its runs. */
-	int (*job_put)(store *s, dbcron_job *jobs, size_t n, store_put_mode mode,
-		       bool prune, size_t *created, size_t *updated,
-		       size_t *deleted, dbcron_err *err);
-	/* DBCRON_ENOTFOUND when absent.  out is filled; caller clears it. */
-	int (*job_get)(store *s, const char *name, dbcron_job *out,
-		       dbcron_err *err);
-	int (*job_list)(store *s, store_job_cb cb, void *ctx, dbcron_err *err);
-	/* Pause/resume; resume sets next_fire_at to the given value. */
-	int (*job_set_paused)(store *s, const char *name, bool paused,
-			      int64_t next_fire_at, dbcron_err *err);
-	int (*job_delete)(store *s, const char *name, dbcron_err *err);
-	/* Manual trigger: a SCHEDULED, unclaimed attempt-1 run with fire_at =
-	 * due_at = database now (bumped by 1 ms until unique). *run_id out. */
-	int (*job_trigger)(store *s, const char *name, int64_t *run_id,
-			   int64_t *fire_at, dbcron_err *err);
-
-	/* ---- nodes ---- */
-	/* Upsert the node row as alive with a fresh lease.  Runs left by an
-	 * earlier incarnation of the same node id are resolved first as reap
-	 * does (pg_cron: orphans are resolved at start-up). */
-	int (*node_register)(store *s, const store_node_info *n,
-			     dbcron_err *err);
-	/* Renew the lease: DBCRON_EFENCED when the row is no longer ours
-	 * (another node declared us dead).  *db_now out. */
-	int (*node_heartbeat)(store *s, const char *node_id,
-			      const char *incarnation, int64_t lease_ms,
-			      int64_t *db_now, dbcron_err *err);
-	/* Orderly stop: hand back our unstarted SCHEDULED runs (unclaim) and
-	 * mark the node stopped. */
-	int (*node_stop)(store *s, const char *node_id, const char *incarnation,
-			 dbcron_err *err);
-	/* Hand back specific unstarted runs (fenced by token). */
-	int (*runs_release)(store *s, const char *node_id, const int64_t *ids,
-			    const char *const *tokens, size_t n,
-			    dbcron_err *err);
-	/* Take over from nodes whose lease lapsed: mark them dead; their
-	 * SCHEDULED runs become unclaimed; their RUNNING runs end ABANDONED
-	 * (error "node lost") and, when the job's node_loss is retry and
-	 * attempts remain, a new attempt is scheduled now.  *reaped = number of
-	 * runs touched. */
-	int (*reap)(store *s, size_t *reaped, dbcron_err *err);
-
-	/* ---- the claim (DESIGN.md "Coordination") ---- */
-	int (*claim)(store *s, const store_claim_req *req,
-		     store_claim_result *out, dbcron_err *err);
-	/* Batched state changes, one transaction; each fenced. */
-	int (*apply)(store *s, const char *node_id, store_update *ups, size_t n,
-		     dbcron_err *err);
-	/* Is any run of job in RUNNING state on any live node other than the
-	 * given run?  (overlap policy across nodes) */
-	int (*job_running)(store *s, int64_t job_id, int64_t except_run_id,
-			   bool *running, dbcron_err *err);
-
-	/* ---- views ---- */
-	int (*runs_list)(store *s, const store_run_filter *f, store_run_cb cb,
-			 void *ctx, dbcron_err *err);
-	int (*nodes_list)(store *s, store_node_cb cb, void *ctx,
-			  dbcron_err *err);
-
-	/* ---- lease locks (seed 002) ---- */
-	/* Insert, or take over only an expired lease, in one statement.
-	 * DBCRON_ELOCKED with *holder filled when someone else holds it. */
-	int (*lock_acquire)(store *s, const char *name, const char *owner,
-			    int64_t ttl_ms, int64_t *fence, int64_t *until_ms,
-			    store_lock_row *holder, dbcron_err *err);
-	/* Owner- and fence-checked; DBCRON_EFENCED when no longer ours. */
-	int (*lock_renew)(store *s, const char *name, const char *owner,
-			  int64_t fence, int64_t ttl_ms, int64_t *until_ms,
-			  dbcron_err *err);
-	int (*lock_release)(store *s, const char *name, const char *owner,
-			    int64_t fence, dbcron_err *err);
-	int (*lock_list)(store *s, store_lock_cb cb, void *ctx,
-			 dbcron_err *err);
-	/* Append a finished run row for a lock attempt (job name "lock:NAME")
-	 * so that every attempt, skipped too, is in the run log.  job_id is
-	 * run->job_id (0 for lock attempts); fire_at < 0 means database now;
-	 * fire_at is bumped by 1 ms until (job_id, fire_at, attempt) is
-	 * unique; finished_ms < 0 means now. */
-	int (*log_run)(store *s, const dbcron_run *run, dbcron_err *err);
-	/* Maintenance: delete terminal runs finished before cutoff. */
-	int (*prune_runs)(store *s, int64_t cutoff_ms, int64_t *deleted,
-			  dbcron_err *err);
-} store_ops;
 
 /*
- * The store operations.  Callers outside src/store/ use only these; each is
- * documented at its member of store_ops above.
+ * The operations.  Each returns DBCRON_OK or a code with err filled.
+ *
+ * store_open: url "sqlite:PATH", "postgresql://..." or a libpq key=value
+ *   string; does not create the schema.
+ * store_migrate: create or upgrade the schema with numbered migrations;
+ *   idempotent; from and to (may be NULL) report the versions.
+ * store_check_schema: DBCRON_ESCHEMA when the schema is missing, older or
+ *   newer than this binary.
+ * store_now_ms: the database clock, epoch ms.
+ *
+ * Jobs.  store_job_put: validated jobs in one transaction.  New jobs and
+ *   jobs whose schedule changed (model_same_schedule) get next_fire_at and
+ *   anchor from the caller; others keep theirs, and their paused flag.
+ *   prune (UPSERT only) deletes jobs whose names are not in the batch.
+ *   Deleting a job keeps its runs; its unclaimed runs end ABANDONED.
+ *   A name given twice is DBCRON_EINVAL.  jobs[i].id is set.
+ * store_job_get: DBCRON_ENOTFOUND when absent; out is filled, caller clears.
+ * store_job_set_paused: resume sets next_fire_at to the given value.
+ * store_job_trigger: a SCHEDULED, unclaimed attempt-1 run with fire_at =
+ *   due_at = database now, bumped by 1 ms until unique.
+ *
+ * Nodes.  store_node_register: upsert the node row as alive with a fresh
+ *   lease; runs left by an earlier incarnation of the same node id are
+ *   resolved first as reap does (pg_cron: orphans resolved at start-up).
+ * store_node_heartbeat: renew the lease; DBCRON_EFENCED when the row is no
+ *   longer ours.  *db_now out.
+ * store_node_stop: hand back our unstarted SCHEDULED runs, mark stopped.
+ * store_runs_release: hand back specific unstarted runs (fenced by token).
+ * store_reap: mark nodes whose lease lapsed dead; their SCHEDULED runs
+ *   become unclaimed; their RUNNING runs end ABANDONED "node lost" and get a
+ *   new attempt by model_run_followup().  *reaped = runs touched.
+ *
+ * The claim (docs/design.md "Coordination"): store_claim, then
+ * store_apply for batched, fenced state changes (one transaction).
+ * store_job_running: is a run of the job RUNNING on a live node other than
+ *   except_run_id?
+ *
+ * Lease locks (seed 002).  store_lock_acquire: insert, or take over only an
+ *   expired lease, in one statement; DBCRON_ELOCKED with *holder filled
+ *   when someone else holds it.  renew and release are owner- and
+ *   fence-checked: DBCRON_EFENCED when no longer ours.
+ * store_log_run: append a finished run row (lock attempts, "lock:NAME");
+ *   fire_at < 0 means database now; fire_at is bumped by 1 ms until unique;
+ *   finished_ms < 0 means now.
+ * store_prune_runs: delete terminal runs finished before cutoff.
  */
 int store_migrate(store *s, int *from, int *to, dbcron_err *err);
 int store_check_schema(store *s, dbcron_err *err);
@@ -306,14 +250,47 @@ int store_prune_runs(store *s, int64_t cutoff_ms, int64_t *deleted, dbcron_err *
 /* The backend's name: "sqlite", "postgresql". */
 const char *store_name(const store *s);
 
-/* Pick the backend from the URL scheme and open it. */
 int store_open(const char *url, store **out, dbcron_err *err);
 void store_close(store *s);
+
+/*
+ * The fault seam (SQLite's os.c is the model): tests make chosen statements
+ * fail on purpose.  It costs one branch per statement, so the binary under
+ * test is the binary users run.  A fault matches statement `stmt` (an id of
+ * stmt.h, or -1 for any); it fires on the nth match from now (1-based; 0:
+ * on every match) and at most `times` times (0: no limit).
+ *   BUSY, CONN, CONSTRAINT: the statement is not sent; the call fails with
+ *     DBCRON_EBUSY, DBCRON_ECONN, DBCRON_ECONSTRAINT.
+ *   REPLY_LOST: the statement runs (a COMMIT commits), then the call fails
+ *     with DBCRON_ECONN as when the reply never arrived.
+ *   STALL: the statement runs after stall_ms.
+ * DBCRON_TEST_FAULTS in the environment gives every handle opened faults:
+ * "stmt=commit,kind=reply_lost,nth=3,times=1;stmt=any,kind=stall,stall=500".
+ */
+typedef enum store_fault_kind {
+	STORE_FAULT_BUSY = 1,
+	STORE_FAULT_CONN = 2,
+	STORE_FAULT_REPLY_LOST = 3,
+	STORE_FAULT_CONSTRAINT = 4,
+	STORE_FAULT_STALL = 5,
+} store_fault_kind;
+
+typedef struct store_fault {
+	int stmt;
+	long nth;
+	long times;
+	store_fault_kind kind;
+	int64_t stall_ms;
+} store_fault;
+
+/* At most 8 faults per handle; DBCRON_EINVAL past that or when f is bad. */
+int store_fault_add(store *s, const store_fault *f, dbcron_err *err);
+/* Parse the DBCRON_TEST_FAULTS form and add each. */
+int store_fault_add_spec(store *s, const char *spec, dbcron_err *err);
+void store_fault_clear(store *s);
+/* How many statements the faults have hit so far. */
+long store_fault_hits(const store *s);
 void store_lock_row_clear(store_lock_row *r);
 void store_node_row_clear(store_node_row *r);
-
-/* Backends. */
-extern const store_ops store_sqlite_ops;
-extern const store_ops store_pg_ops;
 
 #endif

@@ -27,10 +27,11 @@
 #include <libpq-fe.h>
 
 #include "store_conformance.h"
+#include "store_conformance_faults.h"
 
 #include "core/alloc.h"
 #include "core/timeutil.h"
-#include "store/pg.h"
+#include "store/dialect.h"
 #include "store/store.h"
 
 static const char *admin_conninfo;
@@ -213,12 +214,12 @@ static void test_mask_url(void **state)
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char buf[256];
-		size_t n = dbcron__pg_mask_url(cases[i].in, buf, sizeof(buf));
+		size_t n = store_mask_url(cases[i].in, buf, sizeof(buf));
 		assert_string_equal(buf, cases[i].out);
 		assert_int_equal(n, strlen(cases[i].out));
 	}
 	char small[8];
-	size_t n = dbcron__pg_mask_url("password=s3cret", small, sizeof(small));
+	size_t n = store_mask_url("password=s3cret", small, sizeof(small));
 	assert_int_equal(n, strlen("password=***"));
 	assert_string_equal(small, "passwor");
 }
@@ -296,7 +297,7 @@ static void test_schema_check_and_concurrent_init(void **state)
 				_exit(1);
 			}
 			store_close(k);
-			_exit(to == DBCRON_PG_SCHEMA_VERSION ? 0 : 2);
+			_exit(to == store_pg_dialect.schema_version ? 0 : 2);
 		}
 	}
 	for (int i = 0; i < 4; i++) {
@@ -308,10 +309,10 @@ static void test_schema_check_and_concurrent_init(void **state)
 	assert_int_equal(store_check_schema(s, &err), DBCRON_OK);
 	int from = -1, to = -1;
 	assert_int_equal(store_migrate(s, &from, &to, &err), DBCRON_OK);
-	assert_int_equal(from, DBCRON_PG_SCHEMA_VERSION);
-	assert_int_equal(to, DBCRON_PG_SCHEMA_VERSION);
+	assert_int_equal(from, store_pg_dialect.schema_version);
+	assert_int_equal(to, store_pg_dialect.schema_version);
 	PGconn *c = raw(&d);
-	assert_int_equal(q_i64(c, "SELECT count(*) FROM schema_version"), DBCRON_PG_SCHEMA_VERSION);
+	assert_int_equal(q_i64(c, "SELECT count(*) FROM schema_version"), store_pg_dialect.schema_version);
 	/* A newer schema than ours is refused. */
 	PQclear(PQexec(c, "INSERT INTO schema_version VALUES (999, 0)"));
 	assert_int_equal(store_check_schema(s, &err), DBCRON_ESCHEMA);
@@ -980,6 +981,7 @@ int main(void)
 	store_conf_release_url = pg_release_url;
 	const struct CMUnitTest tests[] = {
 		STORE_CONFORMANCE_TESTS,
+		STORE_CONFORMANCE_FAULT_TESTS,
 		cmocka_unit_test(test_mask_url),
 		cmocka_unit_test(test_password_never_in_errors),
 		cmocka_unit_test(test_schema_check_and_concurrent_init),

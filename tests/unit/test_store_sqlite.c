@@ -11,6 +11,7 @@
 #include <sqlite3.h>
 
 #include "store_conformance.h"
+#include "store_conformance_faults.h"
 
 static char conf_dir[256];
 static char conf_url_buf[512];
@@ -198,6 +199,7 @@ int main(void)
 	store_conf_release_url = sqlite_release_url;
 	const struct CMUnitTest tests[] = {
 		STORE_CONFORMANCE_TESTS,
+		STORE_CONFORMANCE_FAULT_TESTS,
 		CONF_T(test_sqlite_concurrent_claimers),
 		CONF_T(test_sqlite_bulk_put),
 		CONF_T(test_sqlite_schema_newer),

@@ -2,11 +2,11 @@
  * SQLite schema, as numbered migrations.  Entry i (1-based) upgrades a
  * database at version i - 1 to version i; a released entry is never
  * edited, only followed by a new one.  The logical schema is the same as
- * pg.c's (times are epoch ms; state, kind and policy columns hold the enums
+ * the PostgreSQL dialect's (times are epoch ms; state, kind and policy columns hold the enums
  * of include/dbcron/job.h).
  */
-#ifndef DBCRON_STORE_SQLITE_SCHEMA_H
-#define DBCRON_STORE_SQLITE_SCHEMA_H
+#ifndef DBCRON_STORE_SQLITE_SCHEMA_H_
+#define DBCRON_STORE_SQLITE_SCHEMA_H_
 
 static const char *const sqlite_migrations[] = {
 	NULL, /* version 0: empty database */

@@ -1,0 +1,154 @@
+/*
+ * What a database dialect supplies to the claim protocol, and nothing more:
+ * a connection, statement execution by id with typed parameters and one
+ * batch, a cursor over the result, native errors classified into dbcron
+ * codes, the SQL text of every statement id (stmt.h), and its schema with
+ * numbered migrations.  Every algorithm (the claim, apply, reap, job put,
+ * the bump-until-unique loops, row mapping, the argv codec, guards and
+ * messages) lives once in protocol.c and rows.c; a dialect never sees a job
+ * or a run, only parameters and columns.  SQLite's sqlite3_io_methods and
+ * curl's vtls backend table are the models: a versioned const table chosen
+ * at run time, with capability bits the protocol reads.
+ *
+ * One statement's result is open at a time per connection: exec() runs the
+ * statement, next() steps its rows, reset() ends it (also implied by the
+ * next exec()).
+ */
+#ifndef DBCRON_STORE_DIALECT_H
+#define DBCRON_STORE_DIALECT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dbcron/error.h"
+#include "store/stmt.h"
+
+#define STORE_DIALECT_VERSION 1
+
+/* Capability bits, read by the protocol only. */
+#define STORE_CAP_SKIP_LOCKED 0x1u  /* concurrent claimers skip each other's rows */
+#define STORE_CAP_RETURNING 0x2u    /* INSERT/UPDATE ... RETURNING */
+#define STORE_CAP_MULTI_WRITER 0x4u /* writers run in parallel (not SQLite) */
+#define STORE_CAP_DML_CTE 0x8u      /* data-changing statements inside WITH */
+
+/* ---- parameters ---- */
+
+typedef enum store_ptype { SP_NULL, SP_I64, SP_TEXT, SP_BATCH } store_ptype;
+
+/* A batch column type.  TEXT_CLEAN: any bytes may arrive (captured output);
+ * the dialect replaces what its server would refuse (invalid UTF-8) rather
+ * than failing the whole batch. */
+typedef enum store_bcol { BC_I64, BC_BOOL, BC_TEXT, BC_TEXT_CLEAN } store_bcol;
+
+typedef struct store_cell {
+	bool null;
+	int64_t i;
+	const char *s; /* borrowed: lives until the statement ran */
+} store_cell;
+
+/* Rows of typed cells, appended row-major.  Owned by whoever built it. */
+typedef struct store_batch {
+	int ncols;
+	const store_bcol *cols;
+	store_cell *cells;
+	size_t ncells, cap;
+	bool oom;
+} store_batch;
+
+void store_batch_init(store_batch *b, int ncols, const store_bcol *cols);
+void store_batch_reset(store_batch *b, int ncols, const store_bcol *cols);
+void store_batch_free(store_batch *b);
+void store_batch_i64(store_batch *b, int64_t v);
+void store_batch_i64n(store_batch *b, int64_t v); /* < 0: NULL */
+void store_batch_bool(store_batch *b, bool v);
+void store_batch_text(store_batch *b, const char *s); /* NULL: NULL */
+static inline size_t store_batch_rows(const store_batch *b)
+{
+	return b->ncols ? b->ncells / (size_t)b->ncols : 0;
+}
+
+typedef struct store_param {
+	store_ptype t;
+	int64_t i;
+	const char *s;
+	const store_batch *b;
+} store_param;
+
+static inline store_param sp_i64(int64_t v) { return (store_param){.t = SP_I64, .i = v}; }
+static inline store_param sp_i64n(int64_t v)
+{
+	return v < 0 ? (store_param){.t = SP_NULL} : sp_i64(v);
+}
+static inline store_param sp_text(const char *s)
+{
+	return s ? (store_param){.t = SP_TEXT, .s = s} : (store_param){.t = SP_NULL};
+}
+static inline store_param sp_batch(const store_batch *b)
+{
+	return (store_param){.t = SP_BATCH, .b = b};
+}
+
+/* ---- the dialect table ---- */
+
+typedef struct store_conn store_conn; /* the dialect's own */
+
+typedef struct store_dialect {
+	int version; /* STORE_DIALECT_VERSION */
+	const char *name; /* "sqlite", "postgresql" */
+	unsigned caps;
+	int schema_version; /* the highest migration this binary has */
+	const char *const *sql; /* [ST__COUNT], every entry set */
+
+	bool (*accepts)(const char *url);
+	/* Connects; never creates the schema.  The URL is the user's: the
+	 * dialect keeps no password outside its driver and shows the URL only
+	 * through display(). */
+	int (*open)(const char *url, store_conn **out, dbcron_err *err);
+	void (*close)(store_conn *c);
+	/* The URL with every password masked, for messages. */
+	const char *(*display)(const store_conn *c);
+
+	/* Run statement id; errors are classified: DBCRON_EBUSY (lock or busy
+	 * timeout), DBCRON_ECONN (connection lost: the next exec reconnects,
+	 * and a write whose reply was lost may have committed),
+	 * DBCRON_ECONSTRAINT, DBCRON_ENOMEM, DBCRON_EIO, else DBCRON_EDB; the
+	 * message starts with store_stmt_what(id). */
+	int (*exec)(store_conn *c, int id, const store_param *p, int np, dbcron_err *err);
+	/* 1: a row is current, 0: no more rows, < 0: -code. */
+	int (*next)(store_conn *c, dbcron_err *err);
+	bool (*col_null)(store_conn *c, int col);
+	int64_t (*col_i64)(store_conn *c, int col); /* NULL reads as 0 */
+	const char *(*col_text)(store_conn *c, int col); /* NULL for NULL; valid until next() */
+	/* Rows changed by the last exec, once its rows were read. */
+	int64_t (*changes)(store_conn *c);
+	void (*reset)(store_conn *c);
+	bool (*in_tx)(store_conn *c);
+
+	/* 0 when there is no schema. */
+	int (*schema_read)(store_conn *c, int *version, dbcron_err *err);
+	/* Apply every migration above the current version in one transaction,
+	 * serialised against concurrent `dbcron init`; *from is the version
+	 * found.  DBCRON_ESCHEMA when the database is newer (message from
+	 * store_schema_newer()). */
+	int (*migrate)(store_conn *c, int *from, dbcron_err *err);
+} store_dialect;
+
+extern const store_dialect store_sqlite_dialect;
+extern const store_dialect store_pg_dialect;
+
+/* Messages the protocol and every dialect share. */
+int store_schema_newer(dbcron_err *err, const char *url, int found, int mine);
+
+/*
+ * One password masker for every URL a user may give: postgresql:// URIs
+ * (user:password@ and ?password=), libpq key=value strings (password=...),
+ * and any scheme://user:password@host (mysql://).  Always NUL-terminates;
+ * returns the length the whole masked text needs, like snprintf.
+ */
+size_t store_mask_url(const char *url, char *buf, size_t len);
+
+/* Length of the valid UTF-8 sequence at s, 0 when invalid. */
+size_t store_utf8_seq(const unsigned char *s);
+
+#endif

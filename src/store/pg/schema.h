@@ -1,0 +1,97 @@
+/*
+ * PostgreSQL schema, as numbered migrations: migrations[k] upgrades a
+ * database at version k to version k + 1; a released entry is never edited,
+ * only followed by a new one.  The logical schema is the SQLite dialect's.
+ */
+#ifndef DBCRON_STORE_PG_SCHEMA_H
+#define DBCRON_STORE_PG_SCHEMA_H
+
+/* Highest migration this binary knows. */
+#define DBCRON_PG_SCHEMA_VERSION 1
+
+static const char *const migration_1[] = {
+	"CREATE TABLE jobs ("
+	" id BIGSERIAL PRIMARY KEY,"
+	" name TEXT NOT NULL UNIQUE,"
+	" kind INTEGER NOT NULL,"
+	" spec TEXT NOT NULL,"
+	" interval_ms BIGINT NOT NULL DEFAULT 0,"
+	" anchor_ms BIGINT NOT NULL DEFAULT 0,"
+	" at_ms BIGINT NOT NULL DEFAULT -1,"
+	" tz TEXT,"
+	" misfire INTEGER NOT NULL,"
+	" max_catchup INTEGER NOT NULL,"
+	" misfire_threshold_ms BIGINT NOT NULL,"
+	" overlap INTEGER NOT NULL,"
+	" node_loss INTEGER NOT NULL,"
+	" max_retries INTEGER NOT NULL,"
+	" retry_base_ms BIGINT NOT NULL,"
+	" retry_cap_ms BIGINT NOT NULL,"
+	" retry_jitter BOOLEAN NOT NULL DEFAULT false,"
+	" timeout_ms BIGINT NOT NULL DEFAULT 0,"
+	" executor INTEGER NOT NULL,"
+	" argv TEXT,"
+	" handler TEXT,"
+	" arg TEXT,"
+	" paused BOOLEAN NOT NULL DEFAULT false,"
+	" next_fire_at BIGINT,"
+	" created_ms BIGINT NOT NULL,"
+	" updated_ms BIGINT NOT NULL)",
+	/* The claim reads due jobs in next_fire_at order: cost grows with
+	 * the due jobs, not with all jobs. */
+	"CREATE INDEX jobs_due ON jobs (next_fire_at)"
+	" WHERE NOT paused AND next_fire_at IS NOT NULL",
+	/* job_id has no foreign key: deleting a job keeps its run log, and
+	 * lease-lock attempts are logged with job_id 0. */
+	"CREATE TABLE runs ("
+	" id BIGSERIAL PRIMARY KEY,"
+	" job_id BIGINT NOT NULL,"
+	" job_name TEXT NOT NULL,"
+	" fire_at BIGINT NOT NULL,"
+	" attempt INTEGER NOT NULL,"
+	" state INTEGER NOT NULL,"
+	" due_at BIGINT NOT NULL,"
+	" node TEXT,"
+	" claim_token TEXT,"
+	" started_ms BIGINT,"
+	" finished_ms BIGINT,"
+	" exit_code INTEGER,"
+	" missed BIGINT NOT NULL DEFAULT 0,"
+	" error TEXT,"
+	" output TEXT,"
+	" created_ms BIGINT NOT NULL,"
+	" UNIQUE (job_id, fire_at, attempt))", /* invariant 1 */
+	"CREATE INDEX runs_unclaimed ON runs (due_at) WHERE state = 1 AND node IS NULL",
+	"CREATE INDEX runs_node_state ON runs (node, state)",
+	"CREATE INDEX runs_job_state ON runs (job_id, state)",
+	"CREATE INDEX runs_fire_at ON runs (fire_at)",
+	"CREATE TABLE nodes ("
+	" id TEXT PRIMARY KEY,"
+	" incarnation TEXT NOT NULL,"
+	" host TEXT,"
+	" pid INTEGER,"
+	" workers INTEGER,"
+	" state TEXT NOT NULL CHECK (state IN ('alive', 'dead', 'stopped')),"
+	" started_ms BIGINT,"
+	" heartbeat_ms BIGINT,"
+	" lease_until BIGINT)",
+	"CREATE TABLE locks ("
+	" name TEXT PRIMARY KEY,"
+	" owner TEXT NOT NULL,"
+	" since_ms BIGINT NOT NULL,"
+	" until_ms BIGINT NOT NULL,"
+	" fence BIGINT NOT NULL)",
+	NULL,
+};
+
+static const struct {
+	int version;
+	const char *const *stmts;
+} migrations[] = {
+	{1, migration_1},
+};
+
+_Static_assert(sizeof(migrations) / sizeof(migrations[0]) == DBCRON_PG_SCHEMA_VERSION,
+	       "one migration per schema version");
+
+#endif

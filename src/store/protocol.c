@@ -1,0 +1,1704 @@
+/*
+ * The claim protocol: every store operation, once, over any dialect.
+ *
+ * Owns the store handle (its connection through the dialect, the fault
+ * seam, reused batch buffers) and every algorithm of the store: the claim,
+ * batched apply, reaping lost nodes, node registration and stop, job put
+ * with the keep-the-schedule rule, the bump-until-unique loops, lease
+ * locks, the run log, and every guard and message.  A dialect (dialect.h)
+ * only runs statements by id; nothing here asks which database it is, only
+ * what the dialect can do (caps).
+ *
+ * Invariants kept here (docs/design.md):
+ *  1 no duplicate fire: fires, retries, triggers and logged runs are
+ *    inserted ON CONFLICT DO NOTHING and only rows the insert returned are
+ *    handed out; a clash on a trigger or a logged run moves 1 ms on.
+ *  2 no silent loss: runs of lost nodes go back to the pool or end
+ *    ABANDONED with a retry by model_run_followup(); runs of deleted jobs
+ *    end ABANDONED "job deleted".
+ *  3 fencing: every change to a claimed run is matched on (id, token,
+ *    node) by the statement; refused changes come back as not applied.
+ *  4 one clock: every time comes from the database (ST_NOW or a statement's
+ *    own clock) or from the caller, who read it there.
+ *  5 backpressure: the claim hands out at most req->max runs.
+ *  Every state written is checked against the run state machine
+ *  (dbcron_run_transition_ok) first; a write that would leave a terminal
+ *  state is refused as DBCRON_EINTERNAL before anything is sent.
+ *
+ * Statement count per call is constant, never per row: rows travel as one
+ * batch parameter per statement.
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/sort.h"
+#include "model/rules.h"
+#include "store/dialect.h"
+#include "store/store.h"
+#include "store/store_int.h"
+
+/* Rows per job_put statement: 100,000 jobs are 20 statements and one
+ * parameter stays a few MiB. */
+#define PUT_CHUNK 5000
+/* A manual trigger or a logged run whose fire time is taken moves 1 ms on,
+ * for at most a second of distinct instants. */
+#define BUMP_TRIES 1000
+
+static const store_dialect *const dialects[] = {
+	&store_sqlite_dialect,
+	&store_pg_dialect,
+};
+
+struct store_scratch {
+	store_batch b[4];
+};
+
+/* ------------------------------------------------------------------ */
+/* Statements, with the fault seam                                     */
+/* ------------------------------------------------------------------ */
+
+int store__exec(store *s, int id, const store_param *p, int np, dbcron_err *err)
+{
+	int rc;
+	s->stmt_count++;
+	if (s->faults && (rc = store__fault_before(s, id, err)))
+		return rc;
+	rc = s->d->exec(s->c, id, p, np, err);
+	if (!rc && s->faults && (rc = store__fault_after(s, id, err)))
+		s->d->reset(s->c);
+	return rc;
+}
+
+int store__next(store *s, dbcron_err *err)
+{
+	return s->d->next(s->c, err);
+}
+
+void store__reset(store *s)
+{
+	s->d->reset(s->c);
+}
+
+/* A statement whose rows do not matter; *changes (may be NULL) out. */
+static int st_run(store *s, int id, const store_param *p, int np, int64_t *changes,
+		  dbcron_err *err)
+{
+	int rc = store__exec(s, id, p, np, err), row;
+	if (rc)
+		return rc;
+	while ((row = store__next(s, err)) == 1)
+		;
+	if (row < 0) {
+		store__reset(s);
+		return -row;
+	}
+	if (changes)
+		*changes = s->d->changes(s->c);
+	store__reset(s);
+	return DBCRON_OK;
+}
+
+/* Run and step once: 1 a row is current (caller resets), 0 none, < 0. */
+static int st_row(store *s, int id, const store_param *p, int np, dbcron_err *err)
+{
+	int rc = store__exec(s, id, p, np, err);
+	if (rc)
+		return -rc;
+	int row = store__next(s, err);
+	if (row <= 0)
+		store__reset(s);
+	return row;
+}
+
+static int64_t col_i64(store *s, int c) { return s->d->col_i64(s->c, c); }
+static int64_t col_i64n(store *s, int c)
+{
+	return s->d->col_null(s->c, c) ? -1 : s->d->col_i64(s->c, c);
+}
+
+/* Single-writer dialects take the write lock before the first read, so a
+ * transaction that reads and then writes never fails halfway. */
+static int tx_begin(store *s, dbcron_err *err)
+{
+	return st_run(s, s->d->caps & STORE_CAP_MULTI_WRITER ? ST_BEGIN : ST_BEGIN_WRITE,
+		      NULL, 0, NULL, err);
+}
+
+static int tx_commit(store *s, dbcron_err *err)
+{
+	return st_run(s, ST_COMMIT, NULL, 0, NULL, err);
+}
+
+static void tx_rollback(store *s)
+{
+	store__reset(s);
+	if (s->d->in_tx(s->c))
+		st_run(s, ST_ROLLBACK, NULL, 0, NULL, NULL);
+}
+
+static int db_now(store *s, int64_t *now, dbcron_err *err)
+{
+	int row = st_row(s, ST_NOW, NULL, 0, err);
+	if (row <= 0)
+		return row < 0 ? -row
+			       : dbcron_err_set(err, DBCRON_EDB, "%s: no row", store_stmt_what(ST_NOW));
+	*now = col_i64(s, 0);
+	store__reset(s);
+	return DBCRON_OK;
+}
+
+static store_batch *scratch(store *s, int k, int ncols, const store_bcol *cols)
+{
+	store_batch *b = &s->scratch->b[k];
+	store_batch_reset(b, ncols, cols);
+	return b;
+}
+
+static int oom(dbcron_err *err, const char *where)
+{
+	return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory in %s", where);
+}
+
+/* ------------------------------------------------------------------ */
+/* Open, close, schema                                                 */
+/* ------------------------------------------------------------------ */
+
+int store_open(const char *url, store **out, dbcron_err *err)
+{
+	char shown[256];
+	const store_dialect *d = NULL;
+	store *s = NULL;
+	int rc;
+
+	*out = NULL;
+	if (!url || !*url)
+		return dbcron_err_set(err, DBCRON_EINVAL,
+				      "empty database URL (use sqlite:PATH or postgresql://...)");
+	for (size_t i = 0; i < sizeof(dialects) / sizeof(dialects[0]) && !d; i++)
+		if (dialects[i]->accepts(url))
+			d = dialects[i];
+	if (!d) {
+		store_mask_url(url, shown, sizeof(shown));
+		return dbcron_err_set(err, DBCRON_EINVAL,
+				      "unsupported database URL '%s' (use sqlite:PATH or postgresql://...)",
+				      shown);
+	}
+	/* The protocol reads claimed rows back from RETURNING; a dialect
+	 * without it needs the read-back-by-token path first. */
+	if (d->version != STORE_DIALECT_VERSION || !(d->caps & STORE_CAP_RETURNING))
+		return dbcron_err_set(err, DBCRON_EUNSUPPORTED,
+				      "database dialect %s is not supported by this build", d->name);
+	s = dbcron__calloc(1, sizeof(*s));
+	if (!s || !(s->scratch = dbcron__calloc(1, sizeof(*s->scratch)))) {
+		rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory opening the database");
+		goto out_close;
+	}
+	s->d = d;
+	if ((rc = d->open(url, &s->c, err)))
+		goto out_close;
+	const char *spec = getenv("DBCRON_TEST_FAULTS");
+	if (spec && *spec && (rc = store_fault_add_spec(s, spec, err)))
+		goto out_close;
+	*out = s;
+	return DBCRON_OK;
+out_close:
+	store_close(s);
+	return rc;
+}
+
+void store_close(store *s)
+{
+	if (!s)
+		return;
+	if (s->c)
+		s->d->close(s->c);
+	if (s->scratch)
+		for (size_t i = 0; i < sizeof(s->scratch->b) / sizeof(s->scratch->b[0]); i++)
+			store_batch_free(&s->scratch->b[i]);
+	dbcron__free(s->scratch);
+	store_fault_clear(s);
+	dbcron__free(s);
+}
+
+const char *store_name(const store *s)
+{
+	return s->d->name;
+}
+
+int store_schema_newer(dbcron_err *err, const char *url, int found, int mine)
+{
+	return dbcron_err_set(err, DBCRON_ESCHEMA,
+			      "database %s has schema version %d, newer than this binary's %d: "
+			      "upgrade dbcron",
+			      url, found, mine);
+}
+
+int store_migrate(store *s, int *from, int *to, dbcron_err *err)
+{
+	int f = 0, rc;
+	store__reset(s);
+	if (s->faults && (rc = store__fault_before(s, ST_SCHEMA, err)))
+		return rc;
+	rc = s->d->migrate(s->c, &f, err);
+	if (from)
+		*from = f;
+	if (!rc && to)
+		*to = s->d->schema_version;
+	return rc;
+}
+
+int store_check_schema(store *s, dbcron_err *err)
+{
+	const char *url = s->d->display(s->c);
+	int v = 0, mine = s->d->schema_version, rc;
+	store__reset(s);
+	if (s->faults && (rc = store__fault_before(s, ST_SCHEMA, err)))
+		return rc;
+	rc = s->d->schema_read(s->c, &v, err);
+	if (rc)
+		return rc;
+	if (v == 0)
+		return dbcron_err_set(err, DBCRON_ESCHEMA,
+				      "database has no dbcron schema; run `dbcron init --db %s`", url);
+	if (v > mine)
+		return store_schema_newer(err, url, v, mine);
+	if (v < mine)
+		return dbcron_err_set(err, DBCRON_ESCHEMA,
+				      "database %s has schema version %d, older than this binary's %d; "
+				      "run `dbcron init --db %s`",
+				      url, v, mine, url);
+	return DBCRON_OK;
+}
+
+int store_now_ms(store *s, int64_t *out, dbcron_err *err)
+{
+	return db_now(s, out, err);
+}
+
+/* ------------------------------------------------------------------ */
+/* Inserting where the fire time may be taken                          */
+/* ------------------------------------------------------------------ */
+
+/* Run insert statement id (returning the new id) with p[fire_idx] (and
+ * p[due_idx] when >= 0) set to *fire_at, moving 1 ms on while the fire time
+ * is taken.  Invariant 1 is the statement's ON CONFLICT DO NOTHING. */
+static int insert_bumped(store *s, int id, store_param *p, int np, int fire_idx,
+			 int due_idx, int64_t *fire_at, int64_t *new_id, dbcron_err *err)
+{
+	int64_t first = *fire_at;
+	for (int tries = 0; tries < BUMP_TRIES; tries++, (*fire_at)++) {
+		p[fire_idx] = sp_i64(*fire_at);
+		if (due_idx >= 0)
+			p[due_idx] = sp_i64(*fire_at);
+		int row = st_row(s, id, p, np, err);
+		if (row < 0)
+			return -row;
+		if (row) {
+			*new_id = col_i64(s, 0);
+			store__reset(s);
+			return DBCRON_OK;
+		}
+	}
+	return dbcron_err_set(err, DBCRON_EBUSY,
+			      "%s: every fire time from %lld to %lld is taken; try again",
+			      store_stmt_what(id), (long long)first, (long long)*fire_at - 1);
+}
+
+/* ------------------------------------------------------------------ */
+/* Jobs                                                                */
+/* ------------------------------------------------------------------ */
+
+static const store_bcol names_cols[] = {BC_TEXT};
+static const store_bcol ids_cols[] = {BC_I64};
+static const store_bcol pair_cols[] = {BC_I64, BC_I64};
+static const store_bcol put_cols[STORE_NPUTCOLS + 1] = {
+	BC_I64, /* id, JOBS_UPDATE only */
+	BC_TEXT, BC_I64, BC_TEXT, BC_I64, BC_I64, BC_I64, BC_TEXT, BC_I64,
+	BC_I64, BC_I64, BC_I64, BC_I64, BC_I64, BC_I64, BC_I64, BC_BOOL,
+	BC_I64, BC_I64, BC_TEXT, BC_TEXT, BC_TEXT, BC_BOOL, BC_I64,
+};
+
+static void put_row(store_batch *b, const dbcron_job *j, const char *argv)
+{
+	store_batch_text(b, j->name);
+	store_batch_i64(b, j->kind);
+	store_batch_text(b, j->spec);
+	store_batch_i64(b, j->interval_ms);
+	store_batch_i64(b, j->anchor_ms);
+	store_batch_i64(b, j->at_ms);
+	store_batch_text(b, j->tz);
+	store_batch_i64(b, j->misfire);
+	store_batch_i64(b, j->max_catchup);
+	store_batch_i64(b, j->misfire_threshold_ms);
+	store_batch_i64(b, j->overlap);
+	store_batch_i64(b, j->node_loss);
+	store_batch_i64(b, j->max_retries);
+	store_batch_i64(b, j->retry_base_ms);
+	store_batch_i64(b, j->retry_cap_ms);
+	store_batch_bool(b, j->retry_jitter);
+	store_batch_i64(b, j->timeout_ms);
+	store_batch_i64(b, j->executor);
+	store_batch_text(b, argv);
+	store_batch_text(b, j->executor == DBCRON_EXEC_HANDLER ? j->handler : NULL);
+	store_batch_text(b, j->arg);
+	store_batch_bool(b, j->paused);
+	store_batch_i64n(b, j->next_fire_at);
+}
+
+static bool same_text(const char *a, const char *b)
+{
+	if (!a || !b)
+		return a == b;
+	return strcmp(a, b) == 0;
+}
+
+/* Nothing the definition says differs (the schedule's place aside). */
+static bool same_definition(const dbcron_job *a, const char *a_argv, const dbcron_job *b,
+			    const char *b_argv)
+{
+	return a->kind == b->kind && same_text(a->spec, b->spec) &&
+	       a->interval_ms == b->interval_ms && same_text(a->tz, b->tz) &&
+	       a->misfire == b->misfire && a->max_catchup == b->max_catchup &&
+	       a->misfire_threshold_ms == b->misfire_threshold_ms && a->overlap == b->overlap &&
+	       a->node_loss == b->node_loss && a->max_retries == b->max_retries &&
+	       a->retry_base_ms == b->retry_base_ms && a->retry_cap_ms == b->retry_cap_ms &&
+	       a->retry_jitter == b->retry_jitter && a->timeout_ms == b->timeout_ms &&
+	       a->executor == b->executor && same_text(a_argv, b_argv) &&
+	       same_text(a->executor == DBCRON_EXEC_HANDLER ? a->handler : NULL,
+			 b->executor == DBCRON_EXEC_HANDLER ? b->handler : NULL) &&
+	       same_text(a->arg, b->arg) && a->anchor_ms == b->anchor_ms &&
+	       a->at_ms == b->at_ms && a->next_fire_at == b->next_fire_at;
+}
+
+static int job_name_cmp(const void *a, const void *b)
+{
+	const dbcron_job *x = a, *y = b;
+	return strcmp(x->name, y->name);
+}
+
+struct name_idx {
+	const char *name;
+	size_t i;
+};
+
+static int name_idx_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct name_idx *)a)->name, ((const struct name_idx *)b)->name);
+}
+
+/* The existing rows of the chunk's names, sorted by name. */
+static int read_existing(store *s, dbcron_job *jobs, size_t n, dbcron_job **out,
+			 size_t *nout, dbcron_err *err)
+{
+	store_batch *names = scratch(s, 0, 1, names_cols);
+	size_t cap = 0;
+	int rc, row;
+
+	*out = NULL;
+	*nout = 0;
+	for (size_t i = 0; i < n; i++)
+		store_batch_text(names, jobs[i].name);
+	if (names->oom)
+		return oom(err, "job put");
+	store_param p[] = {sp_batch(names)};
+	if ((rc = store__exec(s, ST_JOBS_BY_NAMES, p, 1, err)))
+		return rc;
+	while ((row = store__next(s, err)) == 1) {
+		if (dbcron__grow((void **)out, &cap, *nout + 1, sizeof(**out))) {
+			rc = oom(err, "job put");
+			break;
+		}
+		if ((rc = store__read_job(s, 0, &(*out)[*nout], err)))
+			break;
+		(*nout)++;
+	}
+	store__reset(s);
+	if (row < 0)
+		rc = -row;
+	if (!rc)
+		dbcron__sort(*out, *nout, sizeof(**out), job_name_cmp);
+	return rc;
+}
+
+/* One chunk of job_put: existing rows in one read, then one insert of the
+ * new jobs and one update of the changed ones. */
+static int put_chunk(store *s, dbcron_job *jobs, char **argv, size_t n, int64_t now,
+		     store_put_mode mode, size_t *nc, size_t *nu, dbcron_err *err)
+{
+	dbcron_job *old = NULL;
+	size_t nold = 0, nins = 0;
+	struct name_idx *order = NULL;
+	char **old_argv = NULL;
+	int rc, row;
+
+	if ((rc = read_existing(s, jobs, n, &old, &nold, err)))
+		goto out_free;
+	store_batch *ins = scratch(s, 1, STORE_NPUTCOLS, put_cols + 1);
+	store_batch *upd = scratch(s, 2, STORE_NPUTCOLS + 1, put_cols);
+	order = dbcron__calloc(n ? n : 1, sizeof(*order));
+	old_argv = dbcron__calloc(nold ? nold : 1, sizeof(*old_argv));
+	if (!order || !old_argv) {
+		rc = oom(err, "job put");
+		goto out_free;
+	}
+	for (size_t i = 0; i < n; i++) {
+		dbcron_job *j = &jobs[i];
+		dbcron_job *prev = nold ? bsearch(j, old, nold, sizeof(*old), job_name_cmp) : NULL;
+		if (!prev) {
+			put_row(ins, j, argv[i]);
+			order[nins++] = (struct name_idx){j->name, i};
+			continue;
+		}
+		if (mode == STORE_PUT_CREATE) {
+			rc = dbcron_err_set(err, DBCRON_EEXISTS, "job '%s' already exists", j->name);
+			goto out_free;
+		}
+		/* Re-applying a file must not move or repeat fires: an unchanged
+		 * schedule keeps its place; pausing is not the file's business. */
+		if (model_same_schedule(j, prev)) {
+			j->next_fire_at = prev->next_fire_at;
+			j->anchor_ms = prev->anchor_ms;
+			j->at_ms = prev->at_ms;
+		}
+		j->paused = prev->paused;
+		j->id = prev->id;
+		j->created_ms = prev->created_ms;
+		size_t k = (size_t)(prev - old);
+		if ((rc = store__argv_encode(prev, &old_argv[k], err)))
+			goto out_free;
+		(*nu)++;
+		/* Unchanged rows are not rewritten: applying a 100,000-job file
+		 * again leaves no dead rows behind. */
+		if (same_definition(j, argv[i], prev, old_argv[k]))
+			continue;
+		store_batch_i64(upd, j->id);
+		put_row(upd, j, argv[i]);
+	}
+	if (ins->oom || upd->oom) {
+		rc = oom(err, "job put");
+		goto out_free;
+	}
+	if (store_batch_rows(upd)) {
+		store_param p[] = {sp_i64(now), sp_batch(upd)};
+		if ((rc = st_run(s, ST_JOBS_UPDATE, p, 2, NULL, err)))
+			goto out_free;
+	}
+	if (nins) {
+		/* Ids come back with their names: match them by name. */
+		dbcron__sort(order, nins, sizeof(*order), name_idx_cmp);
+		store_param p[] = {sp_i64(now), sp_batch(ins)};
+		if ((rc = store__exec(s, ST_JOBS_INSERT, p, 2, err)))
+			goto out_free;
+		size_t got = 0;
+		while ((row = store__next(s, err)) == 1) {
+			const char *name = s->d->col_text(s->c, 1);
+			size_t lo = 0, hi = nins;
+			while (name && lo < hi) {
+				size_t mid = (lo + hi) / 2;
+				int c = strcmp(order[mid].name, name);
+				if (c == 0) {
+					jobs[order[mid].i].id = col_i64(s, 0);
+					jobs[order[mid].i].created_ms = now;
+					got++;
+					break;
+				}
+				if (c < 0)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+		}
+		store__reset(s);
+		if (row < 0) {
+			rc = -row;
+			goto out_free;
+		}
+		if (got != nins) {
+			rc = dbcron_err_set(err, DBCRON_EINTERNAL, "%s: %zu of %zu ids came back",
+					    store_stmt_what(ST_JOBS_INSERT), got, nins);
+			goto out_free;
+		}
+		*nc += nins;
+	}
+	for (size_t i = 0; i < n; i++)
+		jobs[i].updated_ms = now;
+out_free:
+	for (size_t i = 0; old_argv && i < nold; i++)
+		dbcron__free(old_argv[i]);
+	dbcron__free(old_argv);
+	for (size_t i = 0; i < nold; i++)
+		dbcron_job_clear(&old[i]);
+	dbcron__free(old);
+	dbcron__free(order);
+	return rc;
+}
+
+static int ptr_name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* A name twice in one batch would make "the" job ambiguous. */
+static int check_names(dbcron_job *jobs, size_t n, dbcron_err *err)
+{
+	const char **names = dbcron__calloc(n ? n : 1, sizeof(*names));
+	int rc = DBCRON_OK;
+	if (!names)
+		return oom(err, "job put");
+	for (size_t i = 0; i < n; i++)
+		names[i] = jobs[i].name;
+	dbcron__sort(names, n, sizeof(*names), ptr_name_cmp);
+	for (size_t i = 1; i < n; i++)
+		if (strcmp(names[i], names[i - 1]) == 0) {
+			rc = dbcron_err_set(err, DBCRON_EINVAL, "job '%s' is given twice", names[i]);
+			break;
+		}
+	dbcron__free(names);
+	return rc;
+}
+
+int store_job_put(store *s, dbcron_job *jobs, size_t n, store_put_mode mode, bool prune,
+		  size_t *created, size_t *updated, size_t *deleted, dbcron_err *err)
+{
+	size_t nc = 0, nu = 0;
+	int64_t nd = 0, now;
+	char **argv = NULL;
+	int rc;
+
+	if (created)
+		*created = 0;
+	if (updated)
+		*updated = 0;
+	if (deleted)
+		*deleted = 0;
+	if (mode != STORE_PUT_CREATE && mode != STORE_PUT_UPSERT)
+		return dbcron_err_set(err, DBCRON_EINVAL, "job_put: bad mode %d", (int)mode);
+	if (prune && mode != STORE_PUT_UPSERT)
+		return dbcron_err_set(err, DBCRON_EINVAL, "job_put: prune needs upsert mode");
+	if (n && !jobs)
+		return dbcron_err_set(err, DBCRON_EINVAL, "job_put: no jobs");
+	for (size_t i = 0; i < n; i++)
+		if (!jobs[i].name || !*jobs[i].name || !jobs[i].spec)
+			return dbcron_err_set(err, DBCRON_EINVAL,
+					      "job_put: job %zu has no name or schedule", i + 1);
+	if ((rc = check_names(jobs, n, err)))
+		return rc;
+	argv = dbcron__calloc(n ? n : 1, sizeof(*argv));
+	if (!argv)
+		return oom(err, "job put");
+	for (size_t i = 0; i < n; i++)
+		if ((rc = store__argv_encode(&jobs[i], &argv[i], err)))
+			goto out_free;
+	if ((rc = tx_begin(s, err)))
+		goto out_free;
+	if ((rc = db_now(s, &now, err)))
+		goto out_rollback;
+	for (size_t at = 0; at < n; at += PUT_CHUNK) {
+		size_t k = n - at < PUT_CHUNK ? n - at : PUT_CHUNK;
+		if ((rc = put_chunk(s, jobs + at, argv + at, k, now, mode, &nc, &nu, err)))
+			goto out_rollback;
+	}
+	if (prune) {
+		store_batch *names = scratch(s, 0, 1, names_cols);
+		for (size_t i = 0; i < n; i++)
+			store_batch_text(names, jobs[i].name);
+		if (names->oom) {
+			rc = oom(err, "job put");
+			goto out_rollback;
+		}
+		store_param p[] = {sp_batch(names)};
+		store_param pn[] = {sp_i64(now)};
+		if ((rc = st_run(s, ST_JOBS_PRUNE, p, 1, &nd, err)) ||
+		    (nd && (rc = st_run(s, ST_RUNS_CLOSE_ORPHANS, pn, 1, NULL, err))))
+			goto out_rollback;
+	}
+	if ((rc = tx_commit(s, err)))
+		goto out_rollback;
+	if (created)
+		*created = nc;
+	if (updated)
+		*updated = nu;
+	if (deleted)
+		*deleted = (size_t)nd;
+	goto out_free;
+out_rollback:
+	tx_rollback(s);
+out_free:
+	for (size_t i = 0; i < n; i++)
+		dbcron__free(argv[i]);
+	dbcron__free(argv);
+	return rc;
+}
+
+int store_job_get(store *s, const char *name, dbcron_job *out, dbcron_err *err)
+{
+	dbcron_job_init(out);
+	if (!name)
+		return dbcron_err_set(err, DBCRON_EINVAL, "job_get: no name");
+	store_param p[] = {sp_text(name)};
+	int row = st_row(s, ST_JOB_GET, p, 1, err);
+	if (row < 0)
+		return -row;
+	if (row == 0)
+		return dbcron_err_set(err, DBCRON_ENOTFOUND, "no job named '%s'", name);
+	int rc = store__read_job(s, 0, out, err);
+	store__reset(s);
+	return rc;
+}
+
+int store_job_list(store *s, store_job_cb cb, void *ctx, dbcron_err *err)
+{
+	int rc = store__exec(s, ST_JOB_LIST, NULL, 0, err), row;
+	if (rc)
+		return rc;
+	while ((row = store__next(s, err)) == 1) {
+		dbcron_job job;
+		if ((rc = store__read_job(s, 0, &job, err)))
+			break;
+		int stop = cb(ctx, &job);
+		dbcron_job_clear(&job);
+		if (stop)
+			break;
+	}
+	store__reset(s);
+	return row < 0 ? -row : rc;
+}
+
+int store_job_set_paused(store *s, const char *name, bool paused, int64_t next_fire_at,
+			 dbcron_err *err)
+{
+	int64_t n = 0;
+	if (!name)
+		return dbcron_err_set(err, DBCRON_EINVAL, "job_set_paused: no name");
+	store_param p[] = {sp_text(name), sp_i64(paused), sp_i64n(next_fire_at)};
+	int rc = st_run(s, ST_JOB_SET_PAUSED, p, 3, &n, err);
+	if (rc)
+		return rc;
+	if (n == 0)
+		return dbcron_err_set(err, DBCRON_ENOTFOUND, "no job named '%s'", name);
+	return DBCRON_OK;
+}
+
+int store_job_delete(store *s, const char *name, dbcron_err *err)
+{
+	int64_t now, n = 0;
+	int rc;
+	if (!name)
+		return dbcron_err_set(err, DBCRON_EINVAL, "job_delete: no name");
+	if ((rc = tx_begin(s, err)))
+		return rc;
+	store_param p[] = {sp_text(name)};
+	if ((rc = db_now(s, &now, err)) || (rc = st_run(s, ST_JOB_DELETE, p, 1, &n, err)))
+		goto out_rollback;
+	if (n == 0) {
+		rc = dbcron_err_set(err, DBCRON_ENOTFOUND, "no job named '%s'", name);
+		goto out_rollback;
+	}
+	store_param pn[] = {sp_i64(now)};
+	if ((rc = st_run(s, ST_RUNS_CLOSE_ORPHANS, pn, 1, NULL, err)) || (rc = tx_commit(s, err)))
+		goto out_rollback;
+	return DBCRON_OK;
+out_rollback:
+	tx_rollback(s);
+	return rc;
+}
+
+int store_job_trigger(store *s, const char *name, int64_t *run_id, int64_t *fire_at,
+		      dbcron_err *err)
+{
+	int64_t now, job_id, rid = 0;
+	int rc, row;
+	if (!name)
+		return dbcron_err_set(err, DBCRON_EINVAL, "job_trigger: no name");
+	if ((rc = tx_begin(s, err)))
+		return rc;
+	if ((rc = db_now(s, &now, err)))
+		goto out_rollback;
+	store_param p[] = {sp_text(name)};
+	row = st_row(s, ST_JOB_ID, p, 1, err);
+	if (row <= 0) {
+		rc = row < 0 ? -row : dbcron_err_set(err, DBCRON_ENOTFOUND, "no job named '%s'", name);
+		goto out_rollback;
+	}
+	job_id = col_i64(s, 0);
+	store__reset(s);
+	int64_t at = now;
+	store_param ip[] = {sp_i64(job_id), sp_text(name), sp_i64(at), sp_i64(now)};
+	if ((rc = insert_bumped(s, ST_TRIGGER_INSERT, ip, 4, 2, -1, &at, &rid, err)) ||
+	    (rc = tx_commit(s, err)))
+		goto out_rollback;
+	if (run_id)
+		*run_id = rid;
+	if (fire_at)
+		*fire_at = at;
+	return DBCRON_OK;
+out_rollback:
+	tx_rollback(s);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* The claim                                                           */
+/* ------------------------------------------------------------------ */
+
+static int job_id_cmp(const void *a, const void *b)
+{
+	const dbcron_job *x = a, *y = b;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int claimed_cmp(const void *a, const void *b)
+{
+	const store_claimed *x = a, *y = b;
+	if (x->run.due_at != y->run.due_at)
+		return x->run.due_at < y->run.due_at ? -1 : 1;
+	if (x->run.job_id != y->run.job_id)
+		return x->run.job_id < y->run.job_id ? -1 : 1;
+	return x->run.attempt - y->run.attempt;
+}
+
+static int i64_cmp(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static const dbcron_job *find_job(const store_claim_result *r, int64_t id)
+{
+	dbcron_job key;
+	key.id = id;
+	return r->njobs ? bsearch(&key, r->jobs, r->njobs, sizeof(*r->jobs), job_id_cmp) : NULL;
+}
+
+/* A claimed run from the current row: id, job_id, job_name, fire_at, then
+ * attempt (or 1 when attempt_col < 0), due_at, missed at the columns given. */
+static int add_claimed(store *s, store_claim_result *out, size_t *cap, int attempt_col,
+		       int due_col, int missed_col, const store_claim_req *req)
+{
+	if (dbcron__grow((void **)&out->runs, cap, out->nruns + 1, sizeof(*out->runs)))
+		return DBCRON_ENOMEM;
+	store_claimed *c = &out->runs[out->nruns];
+	memset(c, 0, sizeof(*c));
+	dbcron_run *r = &c->run;
+	r->id = col_i64(s, 0);
+	r->job_id = col_i64(s, 1);
+	r->fire_at = col_i64(s, 3);
+	r->attempt = attempt_col < 0 ? 1 : (int)col_i64(s, attempt_col);
+	r->state = DBCRON_RUN_SCHEDULED;
+	r->due_at = col_i64(s, due_col);
+	r->missed = col_i64(s, missed_col);
+	r->started_ms = r->finished_ms = -1;
+	out->nruns++;
+	const char *name = s->d->col_text(s->c, 2);
+	if (!(r->job_name = dbcron__strdup(name ? name : "")) ||
+	    !(r->node = dbcron__strdup(req->node_id)) ||
+	    !(r->claim_token = dbcron__strdup(req->token)))
+		return DBCRON_ENOMEM;
+	return DBCRON_OK;
+}
+
+/* Read every job row of the current statement (JOB_COLS from column c0;
+ * rows whose id column is NULL are skipped) into out->jobs. */
+static int read_jobs_into(store *s, int c0, store_claim_result *out, size_t *cap,
+			  int64_t *now, dbcron_err *err)
+{
+	int row, rc = DBCRON_OK;
+	while ((row = store__next(s, err)) == 1) {
+		if (now)
+			*now = col_i64(s, 0);
+		if (s->d->col_null(s->c, c0))
+			continue;
+		if (dbcron__grow((void **)&out->jobs, cap, out->njobs + 1, sizeof(*out->jobs))) {
+			rc = oom(err, "claim");
+			break;
+		}
+		if ((rc = store__read_job(s, c0, &out->jobs[out->njobs], err)))
+			break;
+		out->njobs++;
+	}
+	store__reset(s);
+	return row < 0 ? -row : rc;
+}
+
+static const store_bcol fire_cols[] = {BC_I64, BC_TEXT, BC_I64, BC_I64, BC_I64, BC_I64, BC_TEXT};
+static const store_bcol advance_cols[] = {BC_I64, BC_I64};
+
+/* Due jobs, locked; their fires planned and written; the jobs advanced. */
+static int plan_due_jobs(store *s, const store_claim_req *req, store_claim_result *out,
+			 size_t *runs_cap, size_t *jobs_cap, dbcron_err *err)
+{
+	int64_t now = -1;
+	int scheduled = 0, rc, row;
+	size_t nplanned = 0;
+
+	store_param dp[] = {sp_i64(req->horizon_ms_ahead > 0 ? req->horizon_ms_ahead : 0),
+			    sp_i64(req->max)};
+	if ((rc = store__exec(s, ST_CLAIM_DUE_JOBS, dp, 2, err)) ||
+	    (rc = read_jobs_into(s, 1, out, jobs_cap, &now, err)))
+		return rc;
+	if (now < 0)
+		return dbcron_err_set(err, DBCRON_EDB, "%s: no clock row",
+				      store_stmt_what(ST_CLAIM_DUE_JOBS));
+	out->now_ms = now;
+	if (!out->njobs)
+		return DBCRON_OK;
+	int64_t horizon = now + dp[0].i;
+
+	store_batch *fires = scratch(s, 0, 7, fire_cols);
+	store_batch *next = scratch(s, 1, 2, advance_cols);
+	for (size_t i = 0; i < out->njobs && scheduled < req->max; i++) {
+		dbcron_job *j = &out->jobs[i];
+		store_plan plan = {.fires = NULL, .nfires = 0, .next_fire_at = -1};
+		if ((rc = req->plan(req->plan_ctx, j, now, horizon, &plan)))
+			return dbcron_err_set(err, rc, "claim: cannot plan job '%s': %s", j->name,
+					      dbcron_strerror(rc));
+		for (size_t k = 0; k < plan.nfires; k++) {
+			const store_fire *f = &plan.fires[k];
+			if (f->state != DBCRON_RUN_SCHEDULED && f->state != DBCRON_RUN_MISFIRED &&
+			    f->state != DBCRON_RUN_SKIPPED)
+				return dbcron_err_set(err, DBCRON_EINTERNAL,
+						      "planner gave job '%s' a fire in state %d",
+						      j->name, (int)f->state);
+			store_batch_i64(fires, j->id);
+			store_batch_text(fires, j->name);
+			store_batch_i64(fires, f->fire_at);
+			store_batch_i64(fires, f->state);
+			store_batch_i64(fires, f->due_at >= 0 ? f->due_at : f->fire_at);
+			store_batch_i64(fires, f->missed > 0 ? f->missed : 0);
+			store_batch_text(fires, f->error);
+			if (f->state == DBCRON_RUN_SCHEDULED)
+				scheduled++;
+		}
+		store_batch_i64(next, j->id);
+		store_batch_i64n(next, plan.next_fire_at);
+		j->next_fire_at = plan.next_fire_at;
+		nplanned++;
+	}
+	/* Jobs beyond the budget stay due for the next claim. */
+	while (out->njobs > nplanned)
+		dbcron_job_clear(&out->jobs[--out->njobs]);
+	if (fires->oom || next->oom)
+		return oom(err, "claim");
+
+	if (store_batch_rows(fires)) {
+		store_param fp[] = {sp_text(req->node_id), sp_text(req->token), sp_i64(now),
+				    sp_batch(fires)};
+		if ((rc = store__exec(s, ST_FIRES_INSERT, fp, 4, err)))
+			return rc;
+		while ((row = store__next(s, err)) == 1) {
+			if (col_i64(s, 4) != DBCRON_RUN_SCHEDULED) {
+				out->nterminal++;
+				continue;
+			}
+			if ((rc = add_claimed(s, out, runs_cap, -1, 5, 6, req))) {
+				store__reset(s);
+				return oom(err, "claim");
+			}
+		}
+		store__reset(s);
+		if (row < 0)
+			return -row;
+	}
+	store_param ap[] = {sp_batch(next)};
+	return st_run(s, ST_JOBS_ADVANCE, ap, 1, NULL, err);
+}
+
+/* Unclaimed SCHEDULED runs (retries, triggers, hand-backs, takeovers) with
+ * what is left of the budget, and the jobs they need. */
+static int claim_unclaimed(store *s, const store_claim_req *req, int budget,
+			   store_claim_result *out, size_t *runs_cap, size_t *jobs_cap,
+			   dbcron_err *err)
+{
+	size_t first = out->nruns, nneed = 0;
+	int64_t *need = NULL;
+	int rc, row;
+
+	int64_t horizon = out->now_ms + (req->horizon_ms_ahead > 0 ? req->horizon_ms_ahead : 0);
+	store_param p[] = {sp_text(req->node_id), sp_text(req->token), sp_i64(horizon),
+			   sp_i64(budget)};
+	if ((rc = store__exec(s, ST_CLAIM_RUNS, p, 4, err)))
+		return rc;
+	while ((row = store__next(s, err)) == 1)
+		if ((rc = add_claimed(s, out, runs_cap, 4, 5, 6, req))) {
+			store__reset(s);
+			return oom(err, "claim");
+		}
+	store__reset(s);
+	if (row < 0)
+		return -row;
+	if (out->nruns == first)
+		return DBCRON_OK;
+
+	/* Jobs not already loaded by the due-job pass. */
+	dbcron__sort(out->jobs, out->njobs, sizeof(*out->jobs), job_id_cmp);
+	need = dbcron__calloc(out->nruns - first, sizeof(*need));
+	if (!need)
+		return oom(err, "claim");
+	for (size_t i = first; i < out->nruns; i++)
+		if (!find_job(out, out->runs[i].run.job_id))
+			need[nneed++] = out->runs[i].run.job_id;
+	dbcron__sort(need, nneed, sizeof(*need), i64_cmp);
+	store_batch *ids = scratch(s, 0, 1, ids_cols);
+	for (size_t i = 0; i < nneed; i++)
+		if (i == 0 || need[i] != need[i - 1])
+			store_batch_i64(ids, need[i]);
+	dbcron__free(need);
+	if (!nneed)
+		return DBCRON_OK;
+	if (ids->oom)
+		return oom(err, "claim");
+	store_param jp[] = {sp_batch(ids)};
+	if ((rc = store__exec(s, ST_JOBS_BY_IDS, jp, 1, err)))
+		return rc;
+	return read_jobs_into(s, 0, out, jobs_cap, NULL, err);
+}
+
+/*
+ * A run whose job was deleted after the run was claimed (a concurrent
+ * delete between our two statements, on a multi-writer database) cannot
+ * run: it ends ABANDONED "job deleted" under our token, in the claim's
+ * transaction, and is not handed out.
+ */
+static int close_jobless(store *s, const char *node_id, store_claim_result *out,
+			 dbcron_err *err)
+{
+	static const store_bcol cols[] = {BC_I64, BC_TEXT, BC_I64, BC_I64, BC_I64,
+					  BC_BOOL, BC_I64, BC_TEXT_CLEAN, BC_TEXT_CLEAN};
+	store_batch *b = scratch(s, 0, 9, cols);
+	for (size_t i = 0; i < out->nruns; i++) {
+		store_claimed *c = &out->runs[i];
+		if ((c->job = find_job(out, c->run.job_id)))
+			continue;
+		store_batch_i64(b, c->run.id);
+		store_batch_text(b, c->run.claim_token);
+		store_batch_i64(b, DBCRON_RUN_ABANDONED);
+		store_batch_i64n(b, -1);
+		store_batch_i64(b, out->now_ms);
+		store_batch_bool(b, false);
+		store_batch_i64(b, 0);
+		store_batch_text(b, "job deleted");
+		store_batch_text(b, NULL);
+	}
+	if (!store_batch_rows(b))
+		return DBCRON_OK;
+	if (b->oom)
+		return oom(err, "claim");
+	store_param p[] = {sp_text(node_id), sp_batch(b)};
+	int rc = st_run(s, ST_RUNS_APPLY, p, 2, NULL, err);
+	if (rc)
+		return rc;
+	size_t k = 0;
+	for (size_t i = 0; i < out->nruns; i++) {
+		if (out->runs[i].job)
+			out->runs[k++] = out->runs[i];
+		else
+			dbcron_run_clear(&out->runs[i].run);
+	}
+	out->nruns = k;
+	return DBCRON_OK;
+}
+
+int store_claim(store *s, const store_claim_req *req, store_claim_result *out,
+		dbcron_err *err)
+{
+	size_t runs_cap = 0, jobs_cap = 0;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (!req || !req->node_id || !req->token || !req->plan)
+		return dbcron_err_set(err, DBCRON_EINVAL,
+				      "claim: node, token and planner are required");
+	if ((rc = tx_begin(s, err)))
+		return rc;
+	if (req->max > 0) {
+		if ((rc = plan_due_jobs(s, req, out, &runs_cap, &jobs_cap, err)))
+			goto out_rollback;
+	} else if ((rc = db_now(s, &out->now_ms, err))) {
+		goto out_rollback;
+	}
+	int budget = req->max - (int)out->nruns;
+	if (budget > 0 &&
+	    (rc = claim_unclaimed(s, req, budget, out, &runs_cap, &jobs_cap, err)))
+		goto out_rollback;
+	dbcron__sort(out->jobs, out->njobs, sizeof(*out->jobs), job_id_cmp);
+	if ((rc = close_jobless(s, req->node_id, out, err)) || (rc = tx_commit(s, err)))
+		goto out_rollback;
+	dbcron__sort(out->runs, out->nruns, sizeof(*out->runs), claimed_cmp);
+	for (size_t i = 0; i < out->nruns; i++)
+		out->runs[i].job = find_job(out, out->runs[i].run.job_id);
+	return DBCRON_OK;
+out_rollback:
+	tx_rollback(s);
+	store_claim_result_clear(out);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Apply                                                               */
+/* ------------------------------------------------------------------ */
+
+struct apply_slot {
+	int64_t run_id;
+	size_t pos; /* index into ups */
+};
+
+static int apply_slot_cmp(const void *a, const void *b)
+{
+	const struct apply_slot *x = a, *y = b;
+	if (x->run_id != y->run_id)
+		return x->run_id < y->run_id ? -1 : 1;
+	return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+static const store_bcol apply_cols[] = {BC_I64, BC_TEXT, BC_I64, BC_I64, BC_I64,
+					BC_BOOL, BC_I64, BC_TEXT_CLEAN, BC_TEXT_CLEAN};
+
+/* The retries and next fires the applied updates ask for, then commit. */
+static int apply_followups(store *s, store_update *ups, size_t n, dbcron_err *err)
+{
+	store_batch *retry = scratch(s, 1, 2, pair_cols);
+	store_batch *next = scratch(s, 2, 2, pair_cols);
+	int64_t now;
+	int rc;
+	for (size_t i = 0; i < n; i++) {
+		const store_update *u = &ups[i];
+		if (!u->applied)
+			continue;
+		if (u->retry_due_at >= 0) {
+			store_batch_i64(retry, u->run_id);
+			store_batch_i64(retry, u->retry_due_at);
+		}
+		if (u->job_next_fire_at >= 0) {
+			store_batch_i64(next, u->job_id);
+			store_batch_i64(next, u->job_next_fire_at);
+		}
+	}
+	if (retry->oom || next->oom)
+		return oom(err, "apply");
+	if (store_batch_rows(retry)) {
+		if ((rc = db_now(s, &now, err)))
+			return rc;
+		store_param p[] = {sp_i64(now), sp_batch(retry)};
+		if ((rc = st_run(s, ST_RETRY_INSERT, p, 2, NULL, err)))
+			return rc;
+	}
+	if (store_batch_rows(next)) {
+		store_param p[] = {sp_batch(next)};
+		if ((rc = st_run(s, ST_JOBS_NEXT_IF_NULL, p, 1, NULL, err)))
+			return rc;
+	}
+	return DBCRON_OK;
+}
+
+/*
+ * Several updates of one run in a batch (RUNNING, then its end) are merged
+ * in order into one row: an UPDATE joined to a batch applies only one of a
+ * row's matches, at random.  The merged chain is checked against the run
+ * state machine from the live states the statement fences on.
+ */
+int store_apply(store *s, const char *node_id, store_update *ups, size_t n, dbcron_err *err)
+{
+	struct apply_slot *slots = NULL;
+	bool extra = false;
+	int rc, row;
+
+	if (n && (!ups || !node_id))
+		return dbcron_err_set(err, DBCRON_EINVAL, "apply: no node or no updates");
+	for (size_t i = 0; i < n; i++) {
+		ups[i].applied = false;
+		/* A run leaves SCHEDULED or RUNNING here; a hand-back is
+		 * store_runs_release(). */
+		int st = ups[i].state;
+		if (!ups[i].token || st == DBCRON_RUN_SCHEDULED ||
+		    !(dbcron_run_transition_ok(DBCRON_RUN_SCHEDULED, st) ||
+		      dbcron_run_transition_ok(DBCRON_RUN_RUNNING, st)))
+			return dbcron_err_set(err, DBCRON_EINVAL,
+					      "apply: run %lld: bad state %d or no token",
+					      (long long)ups[i].run_id, st);
+		if (ups[i].retry_due_at >= 0 || ups[i].job_next_fire_at >= 0)
+			extra = true;
+	}
+	if (n == 0)
+		return DBCRON_OK;
+	slots = dbcron__calloc(n, sizeof(*slots));
+	if (!slots)
+		return oom(err, "apply");
+	for (size_t i = 0; i < n; i++) {
+		slots[i].run_id = ups[i].run_id;
+		slots[i].pos = i;
+	}
+	dbcron__sort(slots, n, sizeof(*slots), apply_slot_cmp);
+
+	store_batch *b = scratch(s, 0, 9, apply_cols);
+	for (size_t i = 0; i < n;) {
+		size_t j = i;
+		const store_update *u = &ups[slots[i].pos];
+		int64_t sm = -1, fm = -1;
+		bool hx = false;
+		int xc = 0, prev = 0;
+		const char *er = NULL, *ou = NULL, *tok = u->token;
+		dbcron_run_state stt = u->state;
+		for (; j < n && slots[j].run_id == u->run_id; j++) {
+			const store_update *v = &ups[slots[j].pos];
+			if (prev && !dbcron_run_transition_ok(prev, v->state)) {
+				rc = dbcron_err_set(err, DBCRON_EINTERNAL,
+						    "apply: run %lld: %s after %s breaks the run "
+						    "state machine",
+						    (long long)v->run_id, dbcron_run_state_name(v->state),
+						    dbcron_run_state_name(prev));
+				goto out_free;
+			}
+			prev = v->state;
+			stt = v->state;
+			tok = v->token;
+			if (v->started_ms >= 0)
+				sm = v->started_ms;
+			if (v->finished_ms >= 0)
+				fm = v->finished_ms;
+			if (v->has_exit_code) {
+				hx = true;
+				xc = v->exit_code;
+			}
+			if (v->error)
+				er = v->error;
+			if (v->output)
+				ou = v->output;
+		}
+		store_batch_i64(b, u->run_id);
+		store_batch_text(b, tok);
+		store_batch_i64(b, stt);
+		store_batch_i64n(b, sm);
+		store_batch_i64n(b, fm);
+		store_batch_bool(b, hx);
+		store_batch_i64(b, xc);
+		store_batch_text(b, er);
+		store_batch_text(b, ou);
+		i = j;
+	}
+	if (b->oom) {
+		rc = oom(err, "apply");
+		goto out_free;
+	}
+	/* Without retries or next fires the UPDATE is the whole transaction. */
+	if (extra && (rc = tx_begin(s, err)))
+		goto out_free;
+	store_param p[] = {sp_text(node_id), sp_batch(b)};
+	if ((rc = store__exec(s, ST_RUNS_APPLY, p, 2, err)))
+		goto out_rollback;
+	while ((row = store__next(s, err)) == 1) {
+		int64_t id = col_i64(s, 0);
+		size_t lo = 0, hi = n;
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			if (slots[mid].run_id < id)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (; lo < n && slots[lo].run_id == id; lo++)
+			ups[slots[lo].pos].applied = true;
+	}
+	store__reset(s);
+	if (row < 0) {
+		rc = -row;
+		goto out_rollback;
+	}
+	if (extra && ((rc = apply_followups(s, ups, n, err)) || (rc = tx_commit(s, err))))
+		goto out_rollback;
+	dbcron__free(slots);
+	return DBCRON_OK;
+out_rollback:
+	tx_rollback(s);
+	for (size_t i = 0; i < n; i++)
+		ups[i].applied = false;
+out_free:
+	dbcron__free(slots);
+	return rc;
+}
+
+int store_job_running(store *s, int64_t job_id, int64_t except_run_id, bool *running,
+		      dbcron_err *err)
+{
+	*running = false;
+	store_param p[] = {sp_i64(job_id), sp_i64(except_run_id)};
+	int row = st_row(s, ST_JOB_RUNNING, p, 2, err);
+	if (row < 0)
+		return -row;
+	*running = row == 1;
+	if (row)
+		store__reset(s);
+	return DBCRON_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* Nodes                                                               */
+/* ------------------------------------------------------------------ */
+
+struct abandoned {
+	int64_t run_id, job_id;
+	int attempt;
+};
+
+/*
+ * The runs of the nodes in `nodes` (a batch of ids) are lost: SCHEDULED
+ * ones go back to the pool; RUNNING ones end ABANDONED and get what
+ * model_run_followup() says (a new attempt now, or an AFTER job's next
+ * fire).  Inside the caller's transaction.  A run whose completion landed
+ * first is no longer RUNNING and is left alone.
+ */
+static int resolve_lost(store *s, const store_batch *nodes, int64_t now, size_t *touched,
+			dbcron_err *err)
+{
+	struct abandoned *ab = NULL;
+	size_t nab = 0, cap = 0;
+	int64_t unclaimed = 0;
+	store_claim_result jobs;
+	size_t jobs_cap = 0;
+	int rc, row;
+
+	memset(&jobs, 0, sizeof(jobs));
+	store_param p[] = {sp_i64(now), sp_batch(nodes)};
+	if ((rc = store__exec(s, ST_RUNS_ABANDON_LOST, p, 2, err)))
+		return rc;
+	while ((row = store__next(s, err)) == 1) {
+		if (dbcron__grow((void **)&ab, &cap, nab + 1, sizeof(*ab))) {
+			rc = oom(err, "reap");
+			break;
+		}
+		ab[nab++] = (struct abandoned){col_i64(s, 0), col_i64(s, 1), (int)col_i64(s, 3)};
+	}
+	store__reset(s);
+	if (row < 0)
+		rc = -row;
+	if (rc)
+		goto out_free;
+	store_param up[] = {sp_batch(nodes)};
+	if ((rc = st_run(s, ST_RUNS_UNCLAIM_LOST, up, 1, &unclaimed, err)))
+		goto out_free;
+	if (nab) {
+		store_batch *ids = scratch(s, 1, 1, ids_cols);
+		for (size_t i = 0; i < nab; i++)
+			store_batch_i64(ids, ab[i].job_id);
+		if (ids->oom) {
+			rc = oom(err, "reap");
+			goto out_free;
+		}
+		store_param jp[] = {sp_batch(ids)};
+		if ((rc = store__exec(s, ST_JOBS_BY_IDS, jp, 1, err)) ||
+		    (rc = read_jobs_into(s, 0, &jobs, &jobs_cap, NULL, err)))
+			goto out_free;
+		dbcron__sort(jobs.jobs, jobs.njobs, sizeof(*jobs.jobs), job_id_cmp);
+		store_batch *retry = scratch(s, 2, 2, pair_cols);
+		store_batch *next = scratch(s, 3, 2, pair_cols);
+		for (size_t i = 0; i < nab; i++) {
+			const dbcron_job *j = find_job(&jobs, ab[i].job_id);
+			if (!j) /* deleted: nothing to retry */
+				continue;
+			model_followup f = model_run_followup(j, ab[i].attempt, DBCRON_RUN_ABANDONED,
+							      false, now);
+			if (f.retry_due_at >= 0) {
+				store_batch_i64(retry, ab[i].run_id);
+				store_batch_i64(retry, f.retry_due_at);
+			}
+			if (f.job_next_fire_at >= 0) {
+				store_batch_i64(next, j->id);
+				store_batch_i64(next, f.job_next_fire_at);
+			}
+		}
+		if (retry->oom || next->oom) {
+			rc = oom(err, "reap");
+			goto out_free;
+		}
+		store_param rp[] = {sp_i64(now), sp_batch(retry)};
+		store_param np[] = {sp_batch(next)};
+		if ((store_batch_rows(retry) && (rc = st_run(s, ST_RETRY_INSERT, rp, 2, NULL, err))) ||
+		    (store_batch_rows(next) &&
+		     (rc = st_run(s, ST_JOBS_NEXT_IF_NULL, np, 1, NULL, err))))
+			goto out_free;
+	}
+	if (touched)
+		*touched = nab + (size_t)unclaimed;
+out_free:
+	store_claim_result_clear(&jobs);
+	dbcron__free(ab);
+	return rc;
+}
+
+int store_node_register(store *s, const store_node_info *n, dbcron_err *err)
+{
+	int64_t now;
+	int rc;
+
+	if (!n || !n->node_id || !*n->node_id || !n->incarnation || n->lease_ms <= 0)
+		return dbcron_err_set(err, DBCRON_EINVAL,
+				      "node_register: node id, incarnation and a lease are required");
+	if ((rc = tx_begin(s, err)))
+		return rc;
+	if ((rc = db_now(s, &now, err)))
+		goto out_rollback;
+	/* pg_cron resolves orphans at start-up: whatever this node id still
+	 * holds was claimed by an earlier process. */
+	store_batch *nodes = scratch(s, 0, 1, names_cols);
+	store_batch_text(nodes, n->node_id);
+	if (nodes->oom) {
+		rc = oom(err, "node register");
+		goto out_rollback;
+	}
+	if ((rc = resolve_lost(s, nodes, now, NULL, err)))
+		goto out_rollback;
+	store_param p[] = {sp_text(n->node_id), sp_text(n->incarnation), sp_text(n->host),
+			   sp_i64(n->pid), sp_i64(n->workers), sp_i64(now), sp_i64(n->lease_ms)};
+	if ((rc = st_run(s, ST_NODE_UPSERT, p, 7, NULL, err)) || (rc = tx_commit(s, err)))
+		goto out_rollback;
+	return DBCRON_OK;
+out_rollback:
+	tx_rollback(s);
+	return rc;
+}
+
+int store_node_heartbeat(store *s, const char *node_id, const char *incarnation,
+			 int64_t lease_ms, int64_t *db_now_out, dbcron_err *err)
+{
+	if (!node_id || !incarnation || lease_ms <= 0)
+		return dbcron_err_set(err, DBCRON_EINVAL,
+				      "heartbeat: node id, incarnation and a lease are required");
+	store_param p[] = {sp_text(node_id), sp_text(incarnation), sp_i64(lease_ms)};
+	int row = st_row(s, ST_NODE_HEARTBEAT, p, 3, err);
+	if (row < 0)
+		return -row;
+	if (row == 0)
+		return dbcron_err_set(err, DBCRON_EFENCED,
+				      "node '%s': lease lost (declared dead or replaced by "
+				      "another process); its runs belong to others now",
+				      node_id);
+	if (db_now_out)
+		*db_now_out = col_i64(s, 0);
+	store__reset(s);
+	return DBCRON_OK;
+}
+
+int store_node_stop(store *s, const char *node_id, const char *incarnation, dbcron_err *err)
+{
+	int64_t n = 0;
+	int rc;
+	if (!node_id || !incarnation)
+		return dbcron_err_set(err, DBCRON_EINVAL, "node_stop: node id and incarnation are required");
+	if ((rc = tx_begin(s, err)))
+		return rc;
+	store_param p[] = {sp_text(node_id), sp_text(incarnation)};
+	if ((rc = st_run(s, ST_NODE_STOP, p, 2, &n, err)))
+		goto out_rollback;
+	if (n == 0) {
+		/* Reaped already: its runs were resolved by another node. */
+		rc = dbcron_err_set(err, DBCRON_EFENCED,
+				    "node '%s': lease lost before the stop; nothing handed back",
+				    node_id);
+		goto out_rollback;
+	}
+	if ((rc = st_run(s, ST_RUNS_UNCLAIM_NODE, p, 1, NULL, err)) || (rc = tx_commit(s, err)))
+		goto out_rollback;
+	return DBCRON_OK;
+out_rollback:
+	tx_rollback(s);
+	return rc;
+}
+
+int store_runs_release(store *s, const char *node_id, const int64_t *ids,
+		       const char *const *tokens, size_t n, dbcron_err *err)
+{
+	static const store_bcol cols[] = {BC_I64, BC_TEXT};
+	if (n == 0)
+		return DBCRON_OK;
+	if (!node_id || !ids || !tokens)
+		return dbcron_err_set(err, DBCRON_EINVAL, "release: node, ids and tokens are required");
+	store_batch *b = scratch(s, 0, 2, cols);
+	for (size_t i = 0; i < n; i++) {
+		store_batch_i64(b, ids[i]);
+		store_batch_text(b, tokens[i]);
+	}
+	if (b->oom)
+		return oom(err, "release");
+	store_param p[] = {sp_text(node_id), sp_batch(b)};
+	return st_run(s, ST_RUNS_RELEASE, p, 2, NULL, err);
+}
+
+int store_reap(store *s, size_t *reaped, dbcron_err *err)
+{
+	int64_t now;
+	int rc, row;
+
+	if (reaped)
+		*reaped = 0;
+	/* The common case, nobody lost, is one read and no transaction. */
+	row = st_row(s, ST_NODES_LAPSED, NULL, 0, err);
+	if (row <= 0)
+		return row < 0 ? -row : DBCRON_OK;
+	store__reset(s);
+	if ((rc = tx_begin(s, err)))
+		return rc;
+	if ((rc = db_now(s, &now, err)))
+		goto out_rollback;
+	store_batch *nodes = scratch(s, 0, 1, names_cols);
+	char **names = NULL;
+	size_t nn = 0, cap = 0;
+	store_param p[] = {sp_i64(now)};
+	if ((rc = store__exec(s, ST_NODES_EXPIRE, p, 1, err)))
+		goto out_rollback;
+	while ((row = store__next(s, err)) == 1) {
+		const char *id = s->d->col_text(s->c, 0);
+		if (dbcron__grow((void **)&names, &cap, nn + 1, sizeof(*names)) ||
+		    !(names[nn] = dbcron__strdup(id ? id : ""))) {
+			rc = oom(err, "reap");
+			break;
+		}
+		nn++;
+	}
+	store__reset(s);
+	if (row < 0)
+		rc = -row;
+	for (size_t i = 0; i < nn; i++)
+		store_batch_text(nodes, names[i]);
+	if (!rc && nodes->oom)
+		rc = oom(err, "reap");
+	if (!rc && nn)
+		rc = resolve_lost(s, nodes, now, reaped, err);
+	if (!rc)
+		rc = tx_commit(s, err);
+	for (size_t i = 0; i < nn; i++)
+		dbcron__free(names[i]);
+	dbcron__free(names);
+	if (!rc)
+		return DBCRON_OK;
+out_rollback:
+	tx_rollback(s);
+	if (reaped)
+		*reaped = 0;
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Views                                                               */
+/* ------------------------------------------------------------------ */
+
+int store_runs_list(store *s, const store_run_filter *f, store_run_cb cb, void *ctx,
+		    dbcron_err *err)
+{
+	store_param p[] = {sp_text(f ? f->job : NULL), sp_i64(f ? f->state : 0),
+			   sp_i64(f && f->since_ms >= 0 ? f->since_ms : -1),
+			   sp_i64(f && f->limit > 0 ? (int64_t)f->limit : -1)};
+	int rc = store__exec(s, ST_RUNS_LIST, p, 4, err), row;
+	if (rc)
+		return rc;
+	while ((row = store__next(s, err)) == 1) {
+		dbcron_run run;
+		if ((rc = store__read_run(s, &run, err)))
+			break;
+		int stop = cb(ctx, &run);
+		dbcron_run_clear(&run);
+		if (stop)
+			break;
+	}
+	store__reset(s);
+	return row < 0 ? -row : rc;
+}
+
+int store_nodes_list(store *s, store_node_cb cb, void *ctx, dbcron_err *err)
+{
+	int rc = store__exec(s, ST_NODES_LIST, NULL, 0, err), row;
+	if (rc)
+		return rc;
+	while ((row = store__next(s, err)) == 1) {
+		store_node_row r;
+		memset(&r, 0, sizeof(r));
+		const char *id = s->d->col_text(s->c, 0), *host = s->d->col_text(s->c, 1),
+			   *state = s->d->col_text(s->c, 4);
+		r.pid = (int)col_i64(s, 2);
+		r.workers = (int)col_i64(s, 3);
+		r.started_ms = col_i64n(s, 5);
+		r.heartbeat_ms = col_i64n(s, 6);
+		r.lease_until = col_i64n(s, 7);
+		r.running = col_i64(s, 8);
+		if ((id && !(r.node_id = dbcron__strdup(id))) ||
+		    (host && !(r.host = dbcron__strdup(host))) ||
+		    (state && !(r.state = dbcron__strdup(state)))) {
+			store_node_row_clear(&r);
+			rc = oom(err, "listing nodes");
+			break;
+		}
+		int stop = cb(ctx, &r);
+		store_node_row_clear(&r);
+		if (stop)
+			break;
+	}
+	store__reset(s);
+	return row < 0 ? -row : rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Lease locks (seed 002)                                              */
+/* ------------------------------------------------------------------ */
+
+static int read_lock(store *s, store_lock_row *r, dbcron_err *err)
+{
+	const char *name = s->d->col_text(s->c, 0), *owner = s->d->col_text(s->c, 1);
+	memset(r, 0, sizeof(*r));
+	r->since_ms = col_i64(s, 2);
+	r->until_ms = col_i64(s, 3);
+	r->fence = col_i64(s, 4);
+	if (!(r->name = dbcron__strdup(name ? name : "")) ||
+	    !(r->owner = dbcron__strdup(owner ? owner : ""))) {
+		store_lock_row_clear(r);
+		return oom(err, "reading a lock");
+	}
+	return DBCRON_OK;
+}
+
+static int lock_args(const char *op, const char *name, const char *owner, int64_t ttl_ms,
+		     dbcron_err *err)
+{
+	if (!name || !*name || !owner || !*owner)
+		return dbcron_err_set(err, DBCRON_EINVAL, "%s: a lock name and an owner are required", op);
+	if (ttl_ms <= 0)
+		return dbcron_err_set(err, DBCRON_EINVAL, "%s: the lease must be positive", op);
+	return DBCRON_OK;
+}
+
+int store_lock_acquire(store *s, const char *name, const char *owner, int64_t ttl_ms,
+		       int64_t *fence, int64_t *until_ms, store_lock_row *holder,
+		       dbcron_err *err)
+{
+	int rc = lock_args("lock acquire", name, owner, ttl_ms, err), row;
+	if (holder)
+		memset(holder, 0, sizeof(*holder));
+	if (rc)
+		return rc;
+	store_param p[] = {sp_text(name), sp_text(owner), sp_i64(ttl_ms)};
+	row = st_row(s, ST_LOCK_ACQUIRE, p, 3, err);
+	if (row < 0)
+		return -row;
+	if (row) {
+		if (fence)
+			*fence = col_i64(s, 0);
+		if (until_ms)
+			*until_ms = col_i64(s, 1);
+		store__reset(s);
+		return DBCRON_OK;
+	}
+	/* Held: say by whom and until when.  The holder may have released in
+	 * between; then report it as just released rather than retrying. */
+	store_param gp[] = {sp_text(name)};
+	store_lock_row h;
+	memset(&h, 0, sizeof(h));
+	row = st_row(s, ST_LOCK_GET, gp, 1, err);
+	if (row < 0)
+		return -row;
+	if (row) {
+		rc = read_lock(s, &h, err);
+		store__reset(s);
+		if (rc)
+			return rc;
+	}
+	rc = dbcron_err_set(err, DBCRON_ELOCKED, "lock '%s' is held by '%s' until %lld (fence %lld)",
+			    name, h.owner ? h.owner : "?", (long long)h.until_ms,
+			    (long long)h.fence);
+	if (holder)
+		*holder = h;
+	else
+		store_lock_row_clear(&h);
+	return rc;
+}
+
+int store_lock_renew(store *s, const char *name, const char *owner, int64_t fence,
+		     int64_t ttl_ms, int64_t *until_ms, dbcron_err *err)
+{
+	int rc = lock_args("lock renew", name, owner, ttl_ms, err);
+	if (rc)
+		return rc;
+	store_param p[] = {sp_text(name), sp_text(owner), sp_i64(fence), sp_i64(ttl_ms)};
+	int row = st_row(s, ST_LOCK_RENEW, p, 4, err);
+	if (row < 0)
+		return -row;
+	if (row == 0)
+		return dbcron_err_set(err, DBCRON_EFENCED,
+				      "lock '%s': lease lost (taken over by another owner)", name);
+	if (until_ms)
+		*until_ms = col_i64(s, 0);
+	store__reset(s);
+	return DBCRON_OK;
+}
+
+int store_lock_release(store *s, const char *name, const char *owner, int64_t fence,
+		       dbcron_err *err)
+{
+	int64_t n = 0;
+	int rc = lock_args("lock release", name, owner, 1, err);
+	if (rc)
+		return rc;
+	store_param p[] = {sp_text(name), sp_text(owner), sp_i64(fence)};
+	if ((rc = st_run(s, ST_LOCK_RELEASE, p, 3, &n, err)))
+		return rc;
+	if (n == 0)
+		return dbcron_err_set(err, DBCRON_EFENCED,
+				      "lock '%s': not released, '%s' (fence %lld) no longer holds it",
+				      name, owner, (long long)fence);
+	return DBCRON_OK;
+}
+
+int store_lock_list(store *s, store_lock_cb cb, void *ctx, dbcron_err *err)
+{
+	int rc = store__exec(s, ST_LOCK_LIST, NULL, 0, err), row;
+	if (rc)
+		return rc;
+	while ((row = store__next(s, err)) == 1) {
+		store_lock_row r;
+		if ((rc = read_lock(s, &r, err)))
+			break;
+		int stop = cb(ctx, &r);
+		store_lock_row_clear(&r);
+		if (stop)
+			break;
+	}
+	store__reset(s);
+	return row < 0 ? -row : rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* The run log                                                         */
+/* ------------------------------------------------------------------ */
+
+int store_log_run(store *s, const dbcron_run *run, dbcron_err *err)
+{
+	int64_t now, id;
+	int rc;
+	if (!run || !run->job_name)
+		return dbcron_err_set(err, DBCRON_EINVAL, "log_run: a run with a job name is required");
+	if (!dbcron_run_transition_ok(DBCRON_RUN_NONE, run->state))
+		return dbcron_err_set(err, DBCRON_EINTERNAL, "log_run: a new run cannot be %s",
+				      dbcron_run_state_name(run->state));
+	if ((rc = db_now(s, &now, err)))
+		return rc;
+	int64_t at = run->fire_at >= 0 ? run->fire_at : now;
+	store_param p[] = {
+		sp_i64(run->job_id), sp_text(run->job_name), sp_i64(at), sp_i64(run->attempt > 0 ? run->attempt : 1),
+		sp_i64(run->state), sp_i64(run->due_at >= 0 ? run->due_at : at), sp_text(run->node),
+		sp_text(run->claim_token), sp_i64n(run->started_ms),
+		sp_i64(run->finished_ms >= 0 ? run->finished_ms : now),
+		run->has_exit_code ? sp_i64(run->exit_code) : sp_i64n(-1),
+		sp_i64(run->missed > 0 ? run->missed : 0), sp_text(run->error), sp_text(run->output),
+	};
+	/* due_at follows fire_at only when the caller left it unset. */
+	return insert_bumped(s, ST_LOG_RUN, p, 14, 2, run->due_at >= 0 ? -1 : 5, &at, &id, err);
+}
+
+int store_prune_runs(store *s, int64_t cutoff_ms, int64_t *deleted, dbcron_err *err)
+{
+	int64_t n = 0;
+	store_param p[] = {sp_i64(cutoff_ms)};
+	int rc = st_run(s, ST_PRUNE_RUNS, p, 1, &n, err);
+	if (deleted)
+		*deleted = rc ? 0 : n;
+	return rc;
+}

@@ -1,0 +1,401 @@
+/*
+ * What every dialect shares below the protocol: rows -> jobs and runs (one
+ * column order, stmt.h), the argv codec, batches, statement names, and the
+ * one URL password masker.  Keeps the rule that a stored job row reads back
+ * as the job that was written, on every dialect: argv is a JSON array of
+ * strings and nothing else, and a command argument that is not UTF-8 is
+ * refused when written, never stored to break a later read.
+ */
+#include <ctype.h>
+#include <jansson.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "store/store_int.h"
+
+/* ---- statement names ---- */
+
+static const char *const what[ST__COUNT] = {
+#define X(id, w, inv) [ST_##id] = w,
+	STORE_STATEMENTS(X)
+#undef X
+};
+
+static const char *const ids[ST__COUNT] = {
+#define X(id, w, inv) [ST_##id] = #id,
+	STORE_STATEMENTS(X)
+#undef X
+};
+
+const char *store_stmt_what(int id)
+{
+	return id >= 0 && id < ST__COUNT ? what[id] : "?";
+}
+
+const char *store_stmt_id_name(int id)
+{
+	return id >= 0 && id < ST__COUNT ? ids[id] : "?";
+}
+
+int store_stmt_by_name(const char *name)
+{
+	for (int i = 0; name && i < ST__COUNT; i++)
+		if (strcasecmp(ids[i], name) == 0)
+			return i;
+	return -1;
+}
+
+/* ---- batches ---- */
+
+void store_batch_init(store_batch *b, int ncols, const store_bcol *cols)
+{
+	memset(b, 0, sizeof(*b));
+	b->ncols = ncols;
+	b->cols = cols;
+}
+
+void store_batch_reset(store_batch *b, int ncols, const store_bcol *cols)
+{
+	b->ncols = ncols;
+	b->cols = cols;
+	b->ncells = 0;
+	b->oom = false;
+}
+
+void store_batch_free(store_batch *b)
+{
+	dbcron__free(b->cells);
+	memset(b, 0, sizeof(*b));
+}
+
+static store_cell *cell(store_batch *b)
+{
+	if (b->oom || dbcron__grow((void **)&b->cells, &b->cap, b->ncells + 1, sizeof(*b->cells))) {
+		b->oom = true;
+		return NULL;
+	}
+	store_cell *c = &b->cells[b->ncells++];
+	memset(c, 0, sizeof(*c));
+	return c;
+}
+
+void store_batch_i64(store_batch *b, int64_t v)
+{
+	store_cell *c = cell(b);
+	if (c)
+		c->i = v;
+}
+
+void store_batch_i64n(store_batch *b, int64_t v)
+{
+	store_cell *c = cell(b);
+	if (c) {
+		c->null = v < 0;
+		c->i = v;
+	}
+}
+
+void store_batch_bool(store_batch *b, bool v)
+{
+	store_batch_i64(b, v ? 1 : 0);
+}
+
+void store_batch_text(store_batch *b, const char *s)
+{
+	store_cell *c = cell(b);
+	if (c) {
+		c->null = !s;
+		c->s = s;
+	}
+}
+
+/* ---- text ---- */
+
+size_t store_utf8_seq(const unsigned char *s)
+{
+	if (s[0] < 0x80)
+		return 1;
+	size_t n = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : s[0] >= 0xe0 && s[0] < 0xf0 ? 3
+		 : s[0] >= 0xc2 && s[0] < 0xe0 ? 2 : 0;
+	for (size_t i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	if (n == 3 && ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0)))
+		return 0;
+	if (n == 4 && ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90)))
+		return 0;
+	return n;
+}
+
+static bool valid_utf8(const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p;) {
+		size_t n = store_utf8_seq(p);
+		if (!n)
+			return false;
+		p += n;
+	}
+	return true;
+}
+
+/* ---- argv ---- */
+
+int store__argv_encode(const dbcron_job *job, char **out, dbcron_err *err)
+{
+	*out = NULL;
+	if (!job->argv || job->argc <= 0)
+		return DBCRON_OK;
+	json_t *a = json_array();
+	if (!a)
+		return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory writing job '%s'", job->name);
+	int rc = DBCRON_OK;
+	for (int i = 0; i < job->argc; i++) {
+		const char *v = job->argv[i] ? job->argv[i] : "";
+		if (!valid_utf8(v)) {
+			rc = dbcron_err_set(err, DBCRON_EINVAL,
+					    "job '%s': command argument %d is not valid UTF-8",
+					    job->name, i + 1);
+			goto out_decref;
+		}
+		if (json_array_append_new(a, json_string(v))) {
+			rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory writing job '%s'",
+					    job->name);
+			goto out_decref;
+		}
+	}
+	char *text = json_dumps(a, JSON_COMPACT);
+	if (!text) {
+		rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory writing job '%s'", job->name);
+		goto out_decref;
+	}
+	/* jansson allocates with malloc: hand the caller our own copy. */
+	*out = dbcron__strdup(text);
+	free(text);
+	if (!*out)
+		rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory writing job '%s'", job->name);
+out_decref:
+	json_decref(a);
+	return rc;
+}
+
+int store__argv_decode(const char *text, dbcron_job *job, dbcron_err *err)
+{
+	json_error_t jerr;
+	json_t *a = json_loads(text, 0, &jerr);
+	int rc;
+	if (!a || !json_is_array(a)) {
+		rc = dbcron_err_set(err, DBCRON_EDB, "job %lld: its command is not a JSON array",
+				    (long long)job->id);
+		goto out_decref;
+	}
+	size_t n = json_array_size(a);
+	job->argv = dbcron__calloc(n + 1, sizeof(char *));
+	if (!job->argv) {
+		rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory reading a job");
+		goto out_decref;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const char *s = json_string_value(json_array_get(a, i));
+		if (!s) {
+			rc = dbcron_err_set(err, DBCRON_EDB,
+					    "job %lld: command argument %zu is not a string",
+					    (long long)job->id, i + 1);
+			goto out_decref;
+		}
+		if (!(job->argv[i] = dbcron__strdup(s))) {
+			rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory reading a job");
+			goto out_decref;
+		}
+		job->argc = (int)i + 1;
+	}
+	rc = DBCRON_OK;
+out_decref:
+	json_decref(a);
+	return rc;
+}
+
+/* ---- rows ---- */
+
+static int dup_col(store *s, int c, char **out)
+{
+	const char *t = s->d->col_text(s->c, c);
+	*out = NULL;
+	if (!t)
+		return DBCRON_OK;
+	*out = dbcron__strdup(t);
+	return *out ? DBCRON_OK : DBCRON_ENOMEM;
+}
+
+static int64_t i64(store *s, int c) { return s->d->col_i64(s->c, c); }
+static int64_t i64n(store *s, int c) { return s->d->col_null(s->c, c) ? -1 : i64(s, c); }
+
+int store__read_job(store *s, int c0, dbcron_job *job, dbcron_err *err)
+{
+	int rc;
+	dbcron_job_init(job);
+	job->id = i64(s, c0 + 0);
+	job->kind = (dbcron_sched_kind)i64(s, c0 + 2);
+	job->interval_ms = i64(s, c0 + 4);
+	job->anchor_ms = i64(s, c0 + 5);
+	job->at_ms = i64(s, c0 + 6);
+	job->misfire = (dbcron_misfire)i64(s, c0 + 8);
+	job->max_catchup = (int)i64(s, c0 + 9);
+	job->misfire_threshold_ms = i64(s, c0 + 10);
+	job->overlap = (dbcron_overlap)i64(s, c0 + 11);
+	job->node_loss = (dbcron_node_loss)i64(s, c0 + 12);
+	job->max_retries = (int)i64(s, c0 + 13);
+	job->retry_base_ms = i64(s, c0 + 14);
+	job->retry_cap_ms = i64(s, c0 + 15);
+	job->retry_jitter = i64(s, c0 + 16) != 0;
+	job->timeout_ms = i64(s, c0 + 17);
+	job->executor = (dbcron_executor)i64(s, c0 + 18);
+	job->paused = i64(s, c0 + 22) != 0;
+	job->next_fire_at = i64n(s, c0 + 23);
+	job->created_ms = i64(s, c0 + 24);
+	job->updated_ms = i64(s, c0 + 25);
+	if ((rc = dup_col(s, c0 + 1, &job->name)) || (rc = dup_col(s, c0 + 3, &job->spec)) ||
+	    (rc = dup_col(s, c0 + 7, &job->tz)) || (rc = dup_col(s, c0 + 20, &job->handler)) ||
+	    (rc = dup_col(s, c0 + 21, &job->arg))) {
+		rc = dbcron_err_set(err, rc, "out of memory reading a job");
+		goto out_clear;
+	}
+	const char *argv = s->d->col_text(s->c, c0 + 19);
+	if (argv && (rc = store__argv_decode(argv, job, err)))
+		goto out_clear;
+	return DBCRON_OK;
+out_clear:
+	dbcron_job_clear(job);
+	return rc;
+}
+
+int store__read_run(store *s, dbcron_run *run, dbcron_err *err)
+{
+	int rc;
+	memset(run, 0, sizeof(*run));
+	run->id = i64(s, 0);
+	run->job_id = i64(s, 1);
+	run->fire_at = i64(s, 3);
+	run->attempt = (int)i64(s, 4);
+	run->state = (dbcron_run_state)i64(s, 5);
+	run->due_at = i64(s, 6);
+	run->started_ms = i64n(s, 9);
+	run->finished_ms = i64n(s, 10);
+	run->has_exit_code = !s->d->col_null(s->c, 11);
+	run->exit_code = (int)i64(s, 11);
+	run->missed = i64(s, 12);
+	if ((rc = dup_col(s, 2, &run->job_name)) || (rc = dup_col(s, 7, &run->node)) ||
+	    (rc = dup_col(s, 8, &run->claim_token)) || (rc = dup_col(s, 13, &run->error)) ||
+	    (rc = dup_col(s, 14, &run->output))) {
+		dbcron_run_clear(run);
+		return dbcron_err_set(err, rc, "out of memory reading a run");
+	}
+	return DBCRON_OK;
+}
+
+/* ---- the one URL masker ---- */
+
+typedef struct mwriter {
+	char *buf;
+	size_t len, pos;
+} mwriter;
+
+static void mw_putn(mwriter *w, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++, w->pos++)
+		if (w->len && w->pos < w->len - 1)
+			w->buf[w->pos] = s[i];
+}
+
+static void mw_end(mwriter *w)
+{
+	if (w->len)
+		w->buf[w->pos < w->len ? w->pos : w->len - 1] = '\0';
+}
+
+/* key=value pairs (libpq); values may be 'quoted' with \-escapes. */
+static void mask_keyvalue(mwriter *w, const char *p)
+{
+	while (*p) {
+		const char *k = p;
+		while (*p && isspace((unsigned char)*p))
+			p++;
+		mw_putn(w, k, (size_t)(p - k));
+		k = p;
+		while (*p && *p != '=' && !isspace((unsigned char)*p))
+			p++;
+		bool is_pw = (size_t)(p - k) == 8 && strncmp(k, "password", 8) == 0;
+		mw_putn(w, k, (size_t)(p - k));
+		k = p;
+		while (*p && (isspace((unsigned char)*p) || *p == '='))
+			p++;
+		mw_putn(w, k, (size_t)(p - k));
+		k = p;
+		if (*p == '\'') {
+			for (p++; *p && *p != '\''; p++)
+				if (*p == '\\' && p[1])
+					p++;
+			if (*p)
+				p++;
+		} else {
+			while (*p && !isspace((unsigned char)*p))
+				p++;
+		}
+		if (is_pw)
+			mw_putn(w, "***", 3);
+		else
+			mw_putn(w, k, (size_t)(p - k));
+	}
+}
+
+size_t store_mask_url(const char *url, char *buf, size_t len)
+{
+	mwriter w = {buf, len, 0};
+	const char *p = url ? url : "";
+	const char *sep = strstr(p, "://");
+
+	if (!sep) {
+		if (strchr(p, '='))
+			mask_keyvalue(&w, p);
+		else
+			mw_putn(&w, p, strlen(p));
+		mw_end(&w);
+		return w.pos;
+	}
+	/* scheme://[user[:password]@]host...[?query] */
+	const char *auth = sep + 3;
+	const char *end = auth + strcspn(auth, "/?#");
+	const char *at = NULL;
+	for (const char *q = auth; q < end; q++)
+		if (*q == '@')
+			at = q;
+	mw_putn(&w, p, (size_t)(auth - p));
+	if (at) {
+		const char *colon = memchr(auth, ':', (size_t)(at - auth));
+		if (colon) {
+			mw_putn(&w, auth, (size_t)(colon + 1 - auth));
+			mw_putn(&w, "***", 3);
+		} else {
+			mw_putn(&w, auth, (size_t)(at - auth));
+		}
+		auth = at;
+	}
+	const char *q = strchr(end, '?');
+	if (!q) {
+		mw_putn(&w, auth, strlen(auth));
+		mw_end(&w);
+		return w.pos;
+	}
+	mw_putn(&w, auth, (size_t)(q + 1 - auth));
+	for (q = q + 1; *q;) {
+		size_t n = strcspn(q, "&#");
+		if (n >= 9 && strncmp(q, "password=", 9) == 0)
+			mw_putn(&w, "password=***", 12);
+		else
+			mw_putn(&w, q, n);
+		q += n;
+		if (*q)
+			mw_putn(&w, q++, 1);
+	}
+	mw_end(&w);
+	return w.pos;
+}

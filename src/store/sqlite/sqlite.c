@@ -1,0 +1,584 @@
+/*
+ * The SQLite dialect of the claim protocol (dialect.h).
+ *
+ * Owns one sqlite3 connection per handle and the statements prepared on it.
+ * Several processes share one database file: WAL mode, a 10 s busy timeout,
+ * and BEGIN IMMEDIATE for every write transaction (the protocol asks for
+ * BEGIN_WRITE since this dialect has no STORE_CAP_MULTI_WRITER), so a
+ * transaction that reads and then writes holds the one write lock from its
+ * first read.  SQLite has one writer at a time, which serialises claimers:
+ * that is what stands in for SKIP LOCKED here.
+ *
+ * A batch travels as ONE bound JSON array of row arrays, read back with
+ * json_each() and value->>N: one prepared statement whatever the batch
+ * size, no variable limit to chunk around, every value still a bound
+ * parameter.
+ *
+ * Invariants: the SQL below keeps them as stmt.h says; every time written
+ * comes from NOW_SQL or from a parameter the protocol read from it.
+ */
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "store/dialect.h"
+#include "store/sqlite/schema.h"
+#include "store/stmt.h"
+
+/* The database clock in epoch ms ('now' is stable within one step). */
+#define NOW_SQL "CAST(round((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)"
+
+/* A column of a batch row. */
+#define V(n) "value->>" #n
+
+static const char *const sql[ST__COUNT] = {
+	[ST_BEGIN] = "BEGIN",
+	[ST_BEGIN_WRITE] = "BEGIN IMMEDIATE",
+	[ST_COMMIT] = "COMMIT",
+	[ST_ROLLBACK] = "ROLLBACK",
+	[ST_NOW] = "SELECT " NOW_SQL,
+	[ST_SCHEMA] = "-- schema_read(), migrate()",
+	[ST_JOB_GET] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name = ?1",
+	[ST_JOB_LIST] = "SELECT " STORE_JOB_COLS " FROM jobs ORDER BY name",
+	[ST_JOBS_BY_NAMES] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name IN "
+			     "(SELECT " V(0) " FROM json_each(?1))",
+	[ST_JOBS_INSERT] =
+		"INSERT INTO jobs(" STORE_JOB_PUT_COLS ", created_ms, updated_ms) SELECT "
+		V(0) ", " V(1) ", " V(2) ", " V(3) ", " V(4) ", " V(5) ", " V(6) ", " V(7)
+		", " V(8) ", " V(9) ", " V(10) ", " V(11) ", " V(12) ", " V(13) ", "
+		V(14) ", " V(15) ", " V(16) ", " V(17) ", " V(18) ", " V(19) ", " V(20)
+		", " V(21) ", " V(22) ", ?1, ?1 FROM json_each(?2) WHERE true "
+		"RETURNING id, name",
+	[ST_JOBS_UPDATE] =
+		"UPDATE jobs SET name = v." V(1) ", kind = v." V(2) ", spec = v." V(3)
+		", interval_ms = v." V(4) ", anchor_ms = v." V(5) ", at_ms = v." V(6)
+		", tz = v." V(7) ", misfire = v." V(8) ", max_catchup = v." V(9)
+		", misfire_threshold_ms = v." V(10) ", overlap = v." V(11)
+		", node_loss = v." V(12) ", max_retries = v." V(13)
+		", retry_base_ms = v." V(14) ", retry_cap_ms = v." V(15)
+		", retry_jitter = v." V(16) ", timeout_ms = v." V(17)
+		", executor = v." V(18) ", argv = v." V(19) ", handler = v." V(20)
+		", arg = v." V(21) ", paused = v." V(22) ", next_fire_at = v." V(23)
+		", updated_ms = ?1 FROM json_each(?2) AS v WHERE jobs.id = v." V(0),
+	[ST_JOBS_PRUNE] = "DELETE FROM jobs WHERE name NOT IN (SELECT " V(0)
+			  " FROM json_each(?1))",
+	[ST_RUNS_CLOSE_ORPHANS] =
+		"UPDATE runs SET state = 8, finished_ms = ?1, error = 'job deleted' "
+		"WHERE state = 1 AND node IS NULL AND NOT EXISTS "
+		"(SELECT 1 FROM jobs WHERE jobs.id = runs.job_id)",
+	[ST_JOB_SET_PAUSED] =
+		"UPDATE jobs SET paused = ?2, next_fire_at = CASE WHEN ?2 "
+		"THEN next_fire_at ELSE ?3 END, updated_ms = " NOW_SQL " WHERE name = ?1",
+	[ST_JOB_DELETE] = "DELETE FROM jobs WHERE name = ?1",
+	[ST_JOB_ID] = "SELECT id FROM jobs WHERE name = ?1",
+	[ST_TRIGGER_INSERT] =
+		"INSERT INTO runs(job_id, job_name, fire_at, attempt, state, due_at, "
+		"created_ms) VALUES (?1, ?2, ?3, 1, 1, ?3, ?4) ON CONFLICT DO NOTHING "
+		"RETURNING id",
+	/* The partial index jobs_due matches the WHERE literally. */
+	[ST_CLAIM_DUE_JOBS] =
+		"SELECT c.now, j.* FROM (SELECT " NOW_SQL " AS now) AS c LEFT JOIN "
+		"(SELECT " STORE_JOB_COLS " FROM jobs WHERE paused = 0 AND next_fire_at "
+		"IS NOT NULL AND next_fire_at <= " NOW_SQL " + ?1 ORDER BY next_fire_at "
+		"LIMIT ?2) AS j ON true",
+	[ST_FIRES_INSERT] =
+		"INSERT INTO runs(job_id, job_name, fire_at, attempt, state, due_at, node, "
+		"claim_token, finished_ms, missed, error, created_ms) SELECT " V(0) ", "
+		V(1) ", " V(2) ", 1, " V(3) ", " V(4) ", CASE WHEN " V(3) " = 1 THEN ?1 "
+		"END, CASE WHEN " V(3) " = 1 THEN ?2 END, CASE WHEN " V(3) " <> 1 THEN ?3 "
+		"END, " V(5) ", " V(6) ", ?3 FROM json_each(?4) WHERE true ON CONFLICT DO "
+		"NOTHING RETURNING id, job_id, job_name, fire_at, state, due_at, missed",
+	[ST_JOBS_ADVANCE] = "UPDATE jobs SET next_fire_at = v.nf FROM (SELECT " V(0)
+			    " AS id, " V(1) " AS nf FROM json_each(?1)) AS v WHERE jobs.id = v.id",
+	/* The partial index walks unclaimed runs in due order and stops at the
+	 * limit (without statistics the planner would pick (node, state)). */
+	[ST_CLAIM_RUNS] =
+		"UPDATE runs SET node = ?1, claim_token = ?2 WHERE id IN (SELECT r.id FROM "
+		"runs r INDEXED BY runs_unclaimed WHERE r.state = 1 AND r.node IS NULL AND "
+		"r.due_at <= ?3 AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = r.job_id) "
+		"ORDER BY r.due_at LIMIT ?4) RETURNING id, job_id, job_name, fire_at, "
+		"attempt, due_at, missed",
+	[ST_JOBS_BY_IDS] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE id IN (SELECT " V(0)
+			   " FROM json_each(?1))",
+	/* The unary + keeps the planner off the (node, state) index: the batch
+	 * drives the loop, each row found by its id, O(batch). */
+	[ST_RUNS_APPLY] =
+		"UPDATE runs SET state = v.st, started_ms = coalesce(v.sm, runs.started_ms), "
+		"finished_ms = coalesce(v.fm, runs.finished_ms), exit_code = CASE WHEN v.hx "
+		"THEN v.xc ELSE runs.exit_code END, error = coalesce(v.er, runs.error), "
+		"output = coalesce(v.ou, runs.output) FROM (SELECT " V(0) " AS id, " V(1)
+		" AS tok, " V(2) " AS st, " V(3) " AS sm, " V(4) " AS fm, " V(5) " AS hx, "
+		V(6) " AS xc, " V(7) " AS er, " V(8) " AS ou FROM json_each(?2)) AS v "
+		"WHERE runs.id = v.id AND runs.claim_token = v.tok AND +runs.node = ?1 AND "
+		"+runs.state IN (1, 2) RETURNING runs.id",
+	[ST_RETRY_INSERT] =
+		"INSERT INTO runs(job_id, job_name, fire_at, attempt, state, due_at, "
+		"created_ms) SELECT r.job_id, r.job_name, r.fire_at, r.attempt + 1, 1, v."
+		V(1) ", ?1 FROM json_each(?2) AS v JOIN runs r ON r.id = v." V(0)
+		" WHERE EXISTS (SELECT 1 FROM jobs j WHERE j.id = r.job_id) "
+		"ON CONFLICT DO NOTHING",
+	[ST_JOBS_NEXT_IF_NULL] =
+		"UPDATE jobs SET next_fire_at = v.nf FROM (SELECT " V(0) " AS id, " V(1)
+		" AS nf FROM json_each(?1)) AS v WHERE jobs.id = v.id AND "
+		"jobs.next_fire_at IS NULL",
+	[ST_NODE_UPSERT] =
+		"INSERT INTO nodes(id, incarnation, host, pid, workers, state, started_ms, "
+		"heartbeat_ms, lease_until) VALUES (?1, ?2, ?3, ?4, ?5, 'alive', ?6, ?6, "
+		"?6 + ?7) ON CONFLICT(id) DO UPDATE SET incarnation = excluded.incarnation, "
+		"host = excluded.host, pid = excluded.pid, workers = excluded.workers, "
+		"state = 'alive', started_ms = excluded.started_ms, heartbeat_ms = "
+		"excluded.heartbeat_ms, lease_until = excluded.lease_until",
+	[ST_NODE_HEARTBEAT] =
+		"UPDATE nodes SET heartbeat_ms = " NOW_SQL ", lease_until = " NOW_SQL
+		" + ?3 WHERE id = ?1 AND incarnation = ?2 AND state = 'alive' "
+		"RETURNING heartbeat_ms",
+	[ST_NODE_STOP] = "UPDATE nodes SET state = 'stopped', heartbeat_ms = " NOW_SQL
+			 ", lease_until = " NOW_SQL " WHERE id = ?1 AND incarnation = ?2 AND "
+			 "state = 'alive'",
+	[ST_RUNS_UNCLAIM_NODE] = "UPDATE runs SET node = NULL, claim_token = NULL WHERE "
+				 "node = ?1 AND state = 1",
+	[ST_RUNS_RELEASE] =
+		"UPDATE runs SET node = NULL, claim_token = NULL FROM (SELECT " V(0)
+		" AS id, " V(1) " AS tok FROM json_each(?2)) AS v WHERE runs.id = v.id AND "
+		"runs.claim_token = v.tok AND +runs.node = ?1 AND +runs.state = 1",
+	[ST_NODES_LAPSED] = "SELECT 1 FROM nodes WHERE state = 'alive' AND lease_until < "
+			    NOW_SQL " LIMIT 1",
+	[ST_NODES_EXPIRE] = "UPDATE nodes SET state = 'dead' WHERE state = 'alive' AND "
+			    "lease_until < ?1 RETURNING id",
+	[ST_RUNS_ABANDON_LOST] =
+		"UPDATE runs SET state = 8, finished_ms = ?1, error = 'node lost' WHERE "
+		"state = 2 AND node IN (SELECT " V(0) " FROM json_each(?2)) "
+		"RETURNING id, job_id, fire_at, attempt",
+	[ST_RUNS_UNCLAIM_LOST] = "UPDATE runs SET node = NULL, claim_token = NULL WHERE "
+				 "state = 1 AND node IN (SELECT " V(0) " FROM json_each(?1))",
+	[ST_JOB_RUNNING] =
+		"SELECT 1 FROM runs r WHERE r.job_id = ?1 AND r.state = 2 AND r.id <> ?2 "
+		"AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.id = r.node AND n.state <> "
+		"'alive') LIMIT 1",
+	[ST_RUNS_LIST] =
+		"SELECT * FROM (SELECT " STORE_RUN_COLS " FROM runs WHERE (?1 IS NULL OR "
+		"job_name = ?1) AND (?2 = 0 OR state = ?2) AND (?3 < 0 OR fire_at >= ?3) "
+		"ORDER BY fire_at DESC, job_name DESC, attempt DESC, id DESC LIMIT ?4) "
+		"ORDER BY fire_at, job_name, attempt, id",
+	[ST_NODES_LIST] =
+		"SELECT id, host, pid, workers, state, started_ms, heartbeat_ms, lease_until, "
+		"(SELECT count(*) FROM runs r WHERE r.node = nodes.id AND r.state = 2) FROM "
+		"nodes ORDER BY id",
+	[ST_LOCK_ACQUIRE] =
+		"INSERT INTO locks(name, owner, since_ms, until_ms, fence) VALUES (?1, ?2, "
+		NOW_SQL ", " NOW_SQL " + ?3, 1) ON CONFLICT(name) DO UPDATE SET owner = "
+		"excluded.owner, since_ms = excluded.since_ms, until_ms = excluded.until_ms, "
+		"fence = locks.fence + 1 WHERE locks.until_ms < excluded.since_ms "
+		"RETURNING fence, until_ms",
+	[ST_LOCK_GET] = "SELECT name, owner, since_ms, until_ms, fence FROM locks WHERE name = ?1",
+	[ST_LOCK_RENEW] = "UPDATE locks SET until_ms = " NOW_SQL " + ?4 WHERE name = ?1 AND "
+			  "owner = ?2 AND fence = ?3 RETURNING until_ms",
+	/* The row stays so that the fence keeps growing. */
+	[ST_LOCK_RELEASE] = "UPDATE locks SET until_ms = " NOW_SQL " - 1 WHERE name = ?1 AND "
+			    "owner = ?2 AND fence = ?3",
+	[ST_LOCK_LIST] = "SELECT name, owner, since_ms, until_ms, fence FROM locks ORDER BY name",
+	[ST_LOG_RUN] =
+		"INSERT INTO runs(job_id, job_name, fire_at, attempt, state, due_at, node, "
+		"claim_token, started_ms, finished_ms, exit_code, missed, error, output, "
+		"created_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
+		"?14, " NOW_SQL ") ON CONFLICT DO NOTHING RETURNING id",
+	/* fire_at bounds the scan through its index; a terminal run's fire_at
+	 * is at most its finish (pre-read SKIPPED rows: a second later). */
+	[ST_PRUNE_RUNS] = "DELETE FROM runs WHERE fire_at < ?1 AND finished_ms < ?1 AND "
+			  "state NOT IN (1, 2)",
+};
+
+/* A growing text, for the one JSON batch parameter of a statement. */
+struct jbuf {
+	char *p;
+	size_t len, cap;
+	bool oom;
+};
+
+struct store_conn {
+	sqlite3 *db;
+	char *url;
+	sqlite3_stmt *stmts[ST__COUNT];
+	sqlite3_stmt *cur; /* the open result */
+	int cur_id;
+	bool pending; /* exec stepped onto a first row that next() hands out */
+	bool done;
+	int64_t changes;
+	struct jbuf jb;
+};
+
+/* ---- JSON batch text ---- */
+
+static void jb_putn(struct jbuf *b, const char *s, size_t n)
+{
+	if (b->oom)
+		return;
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 256;
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		char *p = dbcron__realloc(b->p, cap);
+		if (!p) {
+			b->oom = true;
+			return;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+static void jb_ch(struct jbuf *b, char c) { jb_putn(b, &c, 1); }
+
+/* clean: bytes that are not UTF-8 become '?' (captured output). */
+static void jb_str(struct jbuf *b, const char *s, bool clean)
+{
+	static const char hex[] = "0123456789abcdef";
+	jb_ch(b, '"');
+	const unsigned char *p = (const unsigned char *)s;
+	while (*p) {
+		unsigned char c = *p;
+		if (c == '"' || c == '\\') {
+			char esc[2] = {'\\', (char)c};
+			jb_putn(b, esc, 2);
+			p++;
+		} else if (c < 0x20) {
+			char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+			jb_putn(b, esc, 6);
+			p++;
+		} else if (c < 0x80 || !clean) {
+			jb_ch(b, (char)c);
+			p++;
+		} else {
+			size_t n = store_utf8_seq(p);
+			if (n)
+				jb_putn(b, (const char *)p, n);
+			else
+				jb_ch(b, '?');
+			p += n ? n : 1;
+		}
+	}
+	jb_ch(b, '"');
+}
+
+static int encode_batch(store_conn *q, const store_batch *bt)
+{
+	struct jbuf *b = &q->jb;
+	b->len = 0;
+	b->oom = bt->oom;
+	jb_ch(b, '[');
+	size_t rows = store_batch_rows(bt);
+	for (size_t r = 0; r < rows; r++) {
+		jb_putn(b, r ? ",[" : "[", r ? 2 : 1);
+		for (int c = 0; c < bt->ncols; c++) {
+			const store_cell *v = &bt->cells[r * (size_t)bt->ncols + (size_t)c];
+			if (c)
+				jb_ch(b, ',');
+			if (v->null) {
+				jb_putn(b, "null", 4);
+			} else if (bt->cols[c] == BC_TEXT || bt->cols[c] == BC_TEXT_CLEAN) {
+				jb_str(b, v->s, bt->cols[c] == BC_TEXT_CLEAN);
+			} else {
+				char t[24];
+				int n = snprintf(t, sizeof(t), "%lld", (long long)v->i);
+				jb_putn(b, t, (size_t)n);
+			}
+		}
+		jb_ch(b, ']');
+	}
+	jb_ch(b, ']');
+	return b->oom ? DBCRON_ENOMEM : DBCRON_OK;
+}
+
+/* ---- errors ---- */
+
+static int classify(int rc)
+{
+	switch (rc & 0xff) {
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		return DBCRON_EBUSY;
+	case SQLITE_NOMEM:
+		return DBCRON_ENOMEM;
+	case SQLITE_CANTOPEN:
+	case SQLITE_IOERR:
+	case SQLITE_FULL:
+		return DBCRON_EIO;
+	case SQLITE_CONSTRAINT:
+		return DBCRON_ECONSTRAINT;
+	default:
+		return DBCRON_EDB;
+	}
+}
+
+static int fail(store_conn *q, int rc, const char *what, dbcron_err *err)
+{
+	return dbcron_err_set(err, classify(rc), "sqlite %s: %s: %s", q->url + 7, what,
+			      sqlite3_errmsg(q->db));
+}
+
+/* ---- statements ---- */
+
+static void sq_reset(store_conn *q)
+{
+	if (q->cur)
+		sqlite3_reset(q->cur);
+	q->cur = NULL;
+	q->pending = false;
+	q->done = true;
+}
+
+static int sq_exec(store_conn *q, int id, const store_param *p, int np, dbcron_err *err)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	sq_reset(q);
+	if (id < 0 || id >= ST__COUNT)
+		return dbcron_err_set(err, DBCRON_EINTERNAL, "sqlite: statement %d", id);
+	if (!(st = q->stmts[id])) {
+		rc = sqlite3_prepare_v3(q->db, sql[id], -1, SQLITE_PREPARE_PERSISTENT, &st, NULL);
+		if (rc != SQLITE_OK)
+			return fail(q, rc, store_stmt_what(id), err);
+		q->stmts[id] = st;
+	} else {
+		sqlite3_clear_bindings(st);
+	}
+	for (int i = 0; i < np; i++) {
+		switch (p[i].t) {
+		case SP_NULL:
+			sqlite3_bind_null(st, i + 1);
+			break;
+		case SP_I64:
+			sqlite3_bind_int64(st, i + 1, p[i].i);
+			break;
+		case SP_TEXT:
+			sqlite3_bind_text(st, i + 1, p[i].s, -1, SQLITE_STATIC);
+			break;
+		case SP_BATCH:
+			if (encode_batch(q, p[i].b))
+				return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory in %s",
+						      store_stmt_what(id));
+			sqlite3_bind_text(st, i + 1, q->jb.p, (int)q->jb.len, SQLITE_STATIC);
+			break;
+		}
+	}
+	q->cur = st;
+	q->cur_id = id;
+	q->done = false;
+	/* SQLite makes every change of a statement on its first step, so the
+	 * error of a write surfaces here, not in the middle of its rows. */
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		q->pending = true;
+		return DBCRON_OK;
+	}
+	if (rc == SQLITE_DONE) {
+		q->changes = sqlite3_changes(q->db);
+		q->done = true;
+		return DBCRON_OK;
+	}
+	rc = fail(q, rc, store_stmt_what(id), err);
+	sq_reset(q);
+	return rc;
+}
+
+static int sq_next(store_conn *q, dbcron_err *err)
+{
+	if (q->pending) {
+		q->pending = false;
+		return 1;
+	}
+	if (q->done || !q->cur)
+		return 0;
+	int rc = sqlite3_step(q->cur);
+	if (rc == SQLITE_ROW)
+		return 1;
+	q->done = true;
+	if (rc == SQLITE_DONE) {
+		q->changes = sqlite3_changes(q->db);
+		return 0;
+	}
+	return -fail(q, rc, store_stmt_what(q->cur_id), err);
+}
+
+static bool sq_col_null(store_conn *q, int c)
+{
+	return sqlite3_column_type(q->cur, c) == SQLITE_NULL;
+}
+
+static int64_t sq_col_i64(store_conn *q, int c)
+{
+	return sqlite3_column_int64(q->cur, c);
+}
+
+static const char *sq_col_text(store_conn *q, int c)
+{
+	return (const char *)sqlite3_column_text(q->cur, c);
+}
+
+static int64_t sq_changes(store_conn *q) { return q->changes; }
+
+static bool sq_in_tx(store_conn *q) { return !sqlite3_get_autocommit(q->db); }
+
+static const char *sq_display(const store_conn *q) { return q->url; }
+
+/* ---- open, close, schema ---- */
+
+static bool sq_accepts(const char *url) { return strncmp(url, "sqlite:", 7) == 0; }
+
+static void sq_close(store_conn *q)
+{
+	if (!q)
+		return;
+	sq_reset(q);
+	for (int i = 0; i < ST__COUNT; i++)
+		sqlite3_finalize(q->stmts[i]);
+	sqlite3_close_v2(q->db);
+	dbcron__free(q->jb.p);
+	dbcron__free(q->url);
+	dbcron__free(q);
+}
+
+static int sq_open(const char *url, store_conn **out, dbcron_err *err)
+{
+	int rc;
+	*out = NULL;
+	if (!sq_accepts(url) || !url[7])
+		return dbcron_err_set(err, DBCRON_EINVAL, "bad SQLite URL '%s' (use sqlite:PATH)", url);
+	store_conn *q = dbcron__calloc(1, sizeof(*q));
+	if (!q)
+		return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory opening %s", url);
+	q->done = true;
+	if (!(q->url = dbcron__strdup(url))) {
+		rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory opening %s", url);
+		goto out_close;
+	}
+	const char *path = url + 7;
+	int sr = sqlite3_open_v2(path, &q->db,
+				 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+	if (sr != SQLITE_OK) {
+		rc = dbcron_err_set(err, DBCRON_EIO, "cannot open SQLite database '%s': %s", path,
+				    q->db ? sqlite3_errmsg(q->db) : sqlite3_errstr(sr));
+		goto out_close;
+	}
+	sqlite3_busy_timeout(q->db, 10000);
+	/* WAL: readers never block the writer, and several processes can share
+	 * the file; NORMAL sync is durable across process crashes. */
+	char *msg = NULL;
+	sr = sqlite3_exec(q->db,
+			  "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=OFF;",
+			  NULL, NULL, &msg);
+	if (sr != SQLITE_OK) {
+		rc = dbcron_err_set(err, sr == SQLITE_BUSY ? DBCRON_EBUSY : DBCRON_EDB,
+				    "SQLite database '%s': setting WAL mode: %s", path,
+				    msg ? msg : sqlite3_errstr(sr));
+		sqlite3_free(msg);
+		goto out_close;
+	}
+	*out = q;
+	return DBCRON_OK;
+out_close:
+	sq_close(q);
+	return rc;
+}
+
+/* One integer from a one-off statement (schema queries). */
+static int scalar(store_conn *q, const char *text, int *v, dbcron_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = sqlite3_prepare_v2(q->db, text, -1, &st, NULL);
+	if (rc != SQLITE_OK)
+		return fail(q, rc, "reading the schema version", err);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*v = sqlite3_column_int(st, 0);
+	int r = rc == SQLITE_ROW ? DBCRON_OK : fail(q, rc, "reading the schema version", err);
+	sqlite3_finalize(st);
+	return r;
+}
+
+static int sq_schema_read(store_conn *q, int *version, dbcron_err *err)
+{
+	int has = 0, rc;
+	*version = 0;
+	if ((rc = scalar(q, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND "
+			    "name = 'schema_version'", &has, err)) || !has)
+		return rc;
+	return scalar(q, "SELECT coalesce(max(version), 0) FROM schema_version", version, err);
+}
+
+static int run_text(store_conn *q, const char *text, const char *what, dbcron_err *err)
+{
+	char *msg = NULL;
+	int sr = sqlite3_exec(q->db, text, NULL, NULL, &msg);
+	if (sr == SQLITE_OK)
+		return DBCRON_OK;
+	int rc = dbcron_err_set(err, classify(sr), "sqlite %s: %s: %s", q->url + 7, what,
+				msg ? msg : sqlite3_errstr(sr));
+	sqlite3_free(msg);
+	return rc;
+}
+
+/* BEGIN IMMEDIATE serialises concurrent `dbcron init`: the second waits on
+ * the write lock, then finds the work done. */
+static int sq_migrate(store_conn *q, int *from, dbcron_err *err)
+{
+	int rc, v = 0;
+	char text[256];
+
+	sq_reset(q);
+	if ((rc = run_text(q, "BEGIN IMMEDIATE", "starting the migration", err)))
+		return rc;
+	if ((rc = run_text(q, "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER "
+			      "PRIMARY KEY, applied_ms INTEGER NOT NULL)",
+			   "creating schema_version", err)) ||
+	    (rc = sq_schema_read(q, &v, err)))
+		goto out_rollback;
+	*from = v;
+	if (v > SQLITE_SCHEMA_VERSION) {
+		rc = store_schema_newer(err, q->url, v, SQLITE_SCHEMA_VERSION);
+		goto out_rollback;
+	}
+	for (int i = v + 1; i <= SQLITE_SCHEMA_VERSION; i++) {
+		snprintf(text, sizeof(text),
+			 "INSERT INTO schema_version(version, applied_ms) VALUES (%d, " NOW_SQL ")",
+			 i);
+		if ((rc = run_text(q, sqlite_migrations[i], "migration", err)) ||
+		    (rc = run_text(q, text, "recording the migration", err)))
+			goto out_rollback;
+	}
+	if ((rc = run_text(q, "COMMIT", "committing the migration", err)))
+		goto out_rollback;
+	return DBCRON_OK;
+out_rollback:
+	if (!sqlite3_get_autocommit(q->db))
+		sqlite3_exec(q->db, "ROLLBACK", NULL, NULL, NULL);
+	return rc;
+}
+
+const store_dialect store_sqlite_dialect = {
+	.version = STORE_DIALECT_VERSION,
+	.name = "sqlite",
+	.caps = STORE_CAP_RETURNING,
+	.schema_version = SQLITE_SCHEMA_VERSION,
+	.sql = sql,
+	.accepts = sq_accepts,
+	.open = sq_open,
+	.close = sq_close,
+	.display = sq_display,
+	.exec = sq_exec,
+	.next = sq_next,
+	.col_null = sq_col_null,
+	.col_i64 = sq_col_i64,
+	.col_text = sq_col_text,
+	.changes = sq_changes,
+	.reset = sq_reset,
+	.in_tx = sq_in_tx,
+	.schema_read = sq_schema_read,
+	.migrate = sq_migrate,
+};

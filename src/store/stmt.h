@@ -1,0 +1,141 @@
+/*
+ * The statements of the claim protocol: one list, each with the name that
+ * error messages use and the invariant it keeps (docs/design.md numbers
+ * them).  Every dialect supplies the SQL text for every id; the protocol
+ * (protocol.c) is the only caller and the fault seam (fault.c) names them
+ * by their lower-case id ("apply", "commit").
+ *
+ * Parameters: scalars first in the order given, then at most one batch
+ * (a table of rows that the dialect sends as one JSON text, a set of
+ * arrays, ...).  Columns are named in the comment as [col, col, ...].
+ */
+#ifndef DBCRON_STORE_STMT_H
+#define DBCRON_STORE_STMT_H
+
+/* X(ID, "what it does, for messages", "invariant kept") */
+#define STORE_STATEMENTS(X)                                                              \
+	X(BEGIN, "starting a transaction", "")                                           \
+	/* single-writer dialects take the write lock before the first read */         \
+	X(BEGIN_WRITE, "starting a write transaction", "claims read then write; no snapshot upgrade fails halfway") \
+	X(COMMIT, "committing", "")                                                      \
+	X(ROLLBACK, "rolling back", "")                                                  \
+	X(NOW, "reading the database clock", "4 one clock")                             \
+	/* schema_read and migrate run the dialect's own DDL; this id names them */     \
+	X(SCHEMA, "reading or migrating the schema", "")                               \
+	/* (name) -> JOB_COLS */                                                          \
+	X(JOB_GET, "reading the job", "")                                                \
+	X(JOB_LIST, "listing jobs", "")                                                  \
+	/* batch [name] -> JOB_COLS of the jobs that exist */                            \
+	X(JOBS_BY_NAMES, "reading jobs by name", "")                                     \
+	/* (now) batch [JOB_PUT_COLS] -> id, name */                                     \
+	X(JOBS_INSERT, "adding jobs", "")                                                \
+	/* (now) batch [id, JOB_PUT_COLS] */                                             \
+	X(JOBS_UPDATE, "updating jobs", "")                                              \
+	/* batch [name]: delete every job not named */                                   \
+	X(JOBS_PRUNE, "pruning jobs", "")                                                \
+	/* (now): unclaimed SCHEDULED runs of jobs that no longer exist end ABANDONED */  \
+	X(RUNS_CLOSE_ORPHANS, "closing runs of deleted jobs", "2 no silent loss")        \
+	/* (name, paused, next_fire_at) */                                               \
+	X(JOB_SET_PAUSED, "pausing/resuming the job", "")                                \
+	X(JOB_DELETE, "deleting the job", "")                                            \
+	/* (name) -> id */                                                                \
+	X(JOB_ID, "looking up the job", "")                                              \
+	/* (job_id, name, fire_at, now) -> id, nothing on a clash */                      \
+	X(TRIGGER_INSERT, "triggering the job", "1 no duplicate fire")                   \
+	/* (ahead_ms, limit) -> now, JOB_COLS (one row of NULL job columns when none) */  \
+	X(CLAIM_DUE_JOBS, "claim: selecting due jobs", "5 backpressure: at most limit")  \
+	/* (node, token, now) batch [job_id, job_name, fire_at, state, due_at, missed,    \
+	 * error] -> id, job_id, job_name, fire_at, state, due_at, missed of the rows      \
+	 * really inserted */                                                             \
+	X(FIRES_INSERT, "claim: writing fires", "1 no duplicate fire: a fire that exists is not returned") \
+	/* batch [id, next_fire_at|NULL] */                                               \
+	X(JOBS_ADVANCE, "claim: advancing jobs", "")                                     \
+	/* (node, token, horizon, limit) -> id, job_id, job_name, fire_at, attempt,       \
+	 * due_at, missed */                                                              \
+	X(CLAIM_RUNS, "claim: taking unclaimed runs", "5 backpressure: at most limit")   \
+	/* batch [id] -> JOB_COLS */                                                      \
+	X(JOBS_BY_IDS, "reading jobs by id", "")                                         \
+	/* (node) batch [id, token, state, started, finished, has_exit, exit, error,      \
+	 * output] -> id of every row changed */                                          \
+	X(RUNS_APPLY, "apply: updating runs", "3 fencing: id, token, node and a live state") \
+	/* (now) batch [run_id, due_at]: attempt + 1 of that run, unclaimed */            \
+	X(RETRY_INSERT, "scheduling retries", "1 no duplicate fire, per attempt")        \
+	/* batch [job_id, next_fire_at]: only where next_fire_at IS NULL */               \
+	X(JOBS_NEXT_IF_NULL, "rescheduling after-jobs", "")                              \
+	/* (id, incarnation, host, pid, workers, now, lease_ms) */                        \
+	X(NODE_UPSERT, "registering the node", "")                                       \
+	/* (id, incarnation, lease_ms) -> heartbeat_ms */                                 \
+	X(NODE_HEARTBEAT, "heartbeat", "3 fencing: incarnation and liveness")            \
+	/* (id, incarnation) */                                                           \
+	X(NODE_STOP, "stopping the node", "")                                            \
+	/* (node): its SCHEDULED runs become unclaimed */                                 \
+	X(RUNS_UNCLAIM_NODE, "handing back runs", "2 no silent loss")                    \
+	/* (node) batch [id, token] */                                                    \
+	X(RUNS_RELEASE, "releasing runs", "3 fencing")                                   \
+	/* () -> a row when some alive node's lease has lapsed */                        \
+	X(NODES_LAPSED, "looking for lost nodes", "")                                    \
+	/* (now) -> id of each node marked dead here */                                   \
+	X(NODES_EXPIRE, "reap: marking lost nodes dead", "one reaper per lost node")      \
+	/* (now) batch [node] -> id, job_id, fire_at, attempt of runs ended ABANDONED */   \
+	X(RUNS_ABANDON_LOST, "reap: abandoning runs of lost nodes", "2 no silent loss")  \
+	/* batch [node] */                                                                \
+	X(RUNS_UNCLAIM_LOST, "reap: unclaiming runs of lost nodes", "2 no silent loss")  \
+	/* (job_id, except_run_id) -> a row when running */                               \
+	X(JOB_RUNNING, "checking running runs", "")                                      \
+	/* (job|NULL, state|0, since|-1, limit|-1) -> RUN_COLS */                         \
+	X(RUNS_LIST, "listing runs", "")                                                 \
+	X(NODES_LIST, "listing nodes", "")                                               \
+	/* (name, owner, ttl_ms) -> fence, until_ms; nothing when held */                 \
+	X(LOCK_ACQUIRE, "acquiring the lock", "seed 002: only an expired lease is taken") \
+	/* (name) -> name, owner, since_ms, until_ms, fence */                            \
+	X(LOCK_GET, "reading the lock", "")                                              \
+	/* (name, owner, fence, ttl_ms) -> until_ms */                                    \
+	X(LOCK_RENEW, "renewing the lock", "3 fencing: owner and fence")                 \
+	/* (name, owner, fence) */                                                        \
+	X(LOCK_RELEASE, "releasing the lock", "3 fencing: owner and fence")              \
+	X(LOCK_LIST, "listing locks", "")                                                \
+	/* (job_id, job_name, fire_at, attempt, state, due_at, node, token, started,      \
+	 * finished, exit, missed, error, output) -> id, nothing on a clash */           \
+	X(LOG_RUN, "logging the run", "1 no duplicate fire")                             \
+	/* (cutoff): terminal runs finished before it */                                  \
+	X(PRUNE_RUNS, "pruning runs", "only terminal runs")
+
+typedef enum store_stmt {
+#define STORE_X_ENUM(id, what, inv) ST_##id,
+	STORE_STATEMENTS(STORE_X_ENUM)
+#undef STORE_X_ENUM
+	ST__COUNT
+} store_stmt;
+
+/* "reading the job"; "?" for an unknown id. */
+const char *store_stmt_what(int id);
+/* "job_get": the id in lower case, as the fault seam spells it. */
+const char *store_stmt_id_name(int id);
+/* The id of a lower-case name, or -1. */
+int store_stmt_by_name(const char *name);
+
+/*
+ * Column lists every dialect uses in the same order, so one row reader
+ * (rows.c) serves them all.
+ */
+#define STORE_JOB_COLS                                                        \
+	"id, name, kind, spec, interval_ms, anchor_ms, at_ms, tz, misfire, "  \
+	"max_catchup, misfire_threshold_ms, overlap, node_loss, max_retries, " \
+	"retry_base_ms, retry_cap_ms, retry_jitter, timeout_ms, executor, "   \
+	"argv, handler, arg, paused, next_fire_at, created_ms, updated_ms"
+#define STORE_NJOBCOLS 26
+
+#define STORE_RUN_COLS                                                     \
+	"id, job_id, job_name, fire_at, attempt, state, due_at, node, "    \
+	"claim_token, started_ms, finished_ms, exit_code, missed, error, " \
+	"output"
+
+/* The definition columns job_put writes, in batch order. */
+#define STORE_JOB_PUT_COLS                                                \
+	"name, kind, spec, interval_ms, anchor_ms, at_ms, tz, misfire, "  \
+	"max_catchup, misfire_threshold_ms, overlap, node_loss, "         \
+	"max_retries, retry_base_ms, retry_cap_ms, retry_jitter, "        \
+	"timeout_ms, executor, argv, handler, arg, paused, next_fire_at"
+#define STORE_NPUTCOLS 23
+
+#endif
