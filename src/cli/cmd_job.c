@@ -599,8 +599,10 @@ static void apply_usage(FILE *f)
 		"usage: dbcron job apply FILE [--prune] [--db URL]\n\n"
 		"Create or update jobs by name from a JSON array of objects (FILE - is stdin).\n"
 		"Keys are the long flags of `job add` (\"name\", \"every\", \"retries\", ...;\n"
-		"snake_case accepted) plus \"command\": [\"prog\", \"arg\", ...].  All entries are\n"
-		"checked first; then everything is written in one transaction, or nothing.\n"
+		"snake_case accepted) plus \"command\": [\"prog\", \"arg\", ...]; the keys only the\n"
+		"store sets (\"id\", \"next_fire\", ...) are ignored, so `job list --format json`\n"
+		"output applies as it is.  All entries are checked first; then everything is\n"
+		"written in one transaction, or nothing.\n"
 		"An unchanged schedule keeps its next fire; a job whose entry has no \"paused\"\n"
 		"key keeps its paused state.  --prune deletes jobs that are not in FILE.\n");
 }
