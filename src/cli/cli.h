@@ -6,8 +6,10 @@
 #ifndef DBCRON_CLI_H
 #define DBCRON_CLI_H
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "dbcron/error.h"
 #include "store/store.h"
@@ -38,5 +40,43 @@ int cli_fail(const dbcron_err *err);
 int cli_usage_error(const char *cmd, const char *fmt, ...) DBCRON_PRINTF(2, 3);
 /* Exit status for an error code: 2 for bad input, 1 otherwise. */
 int cli_status_for(int code);
+
+/*
+ * The option loop every command uses (main.c): GNU getopt_long in "+"
+ * order, so options and positionals may interleave and "--" ends the
+ * options.  Positionals are collected in pos (npos counts them all); after
+ * "--", rest/nrest are the remaining words and dashdash is true.
+ */
+#define CLIOPT_MAXPOS 4
+typedef struct cliopt {
+	const char *cmd; /* "job add", for messages */
+	char *pos[CLIOPT_MAXPOS]; /* the first positionals */
+	int npos;                 /* how many there were (may exceed MAXPOS) */
+	char **rest;
+	int nrest;
+	bool dashdash;
+} cliopt;
+
+/* Before the first cliopt_next of a command. */
+void cliopt_reset(void);
+/* Next option: its value, -1 at the end, or '?' after printing a usage
+ * error for an unknown option or a missing value. */
+int cliopt_next(cliopt *o, int argc, char **argv, const char *optstring,
+		const struct option *longs);
+
+/* Runs collected from store listings (cmd_view.c), shared with job show. */
+typedef struct cli_run_vec {
+	dbcron_run *v;
+	size_t n, cap;
+	int rc; /* DBCRON_ENOMEM when a copy failed */
+} cli_run_vec;
+
+/* store_run_cb: deep-copies the run into a cli_run_vec (ctx), which owns
+ * the copies until cli_run_vec_free. */
+int cli_collect_run(void *ctx, const dbcron_run *run);
+void cli_run_vec_free(cli_run_vec *rv);
+/* Aligned table, RFC 3339 times; with_job adds the JOB column. */
+void cli_print_runs_table(FILE *f, const dbcron_run *runs, size_t n,
+			  bool with_job);
 
 #endif

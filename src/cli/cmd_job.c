@@ -4,7 +4,9 @@
  * validated in full before the store is written, and a write is one
  * store call (one transaction), so a rejected command leaves the database
  * as it was.  Times the user gives relative to "now" are the database's
- * now (store_now_ms), never this host's clock.
+ * now (store_now_ms), never this host's clock.  What a definition means,
+ * how a job reads as JSON and where a resumed job fires next are the
+ * model's (src/model/); this file parses argv and prints.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -16,10 +18,12 @@
 #include <sys/stat.h>
 
 #include "cli/cli.h"
-#include "cli/jobdef.h"
 #include "core/alloc.h"
 #include "core/sort.h"
 #include "core/timeutil.h"
+#include "model/jobdef.h"
+#include "model/json.h"
+#include "model/rules.h"
 
 /* At most this many apply errors are printed; the rest are counted. */
 #define APPLY_MAX_ERRORS 20
@@ -124,19 +128,19 @@ static void add_usage(FILE *f)
 		"database's clock.\n");
 }
 
-/* Long options of `job add`: one per jobdef key, plus --db and --help.
- * The option value is the key id + 1 (0 means "flag set"). */
+/* Long options of `job add`: one per key of the table, plus --db and --help.
+ * The option value is 2000 + the key id. */
 #define OPT_DB 1000
 #define OPT_HELP 'h'
 
 static void add_options(struct option *out)
 {
 	size_t n = 0;
-	for (const jobdef_key *k = jobdef_keys; k->name; k++) {
-		if (k->type == JD_ARGV || k->id == JK_NAME)
+	for (const model_jobdef_key *k = model_jobdef_keys; k->name; k++) {
+		if (k->type == MODEL_JD_ARGV || k->id == MODEL_JK_NAME)
 			continue;
 		out[n].name = k->name;
-		out[n].has_arg = k->type == JD_BOOL ? no_argument : required_argument;
+		out[n].has_arg = k->type == MODEL_JD_BOOL ? no_argument : required_argument;
 		out[n].flag = NULL;
 		out[n].val = 2000 + (int)k->id;
 		n++;
@@ -148,15 +152,15 @@ static void add_options(struct option *out)
 
 static int job_add(int argc, char **argv)
 {
-	struct option longs[JK__COUNT + 3];
+	struct option longs[MODEL_JK__COUNT + 3];
 	cliopt o = {.cmd = "job add"};
 	const char *db = NULL;
 	dbcron_err err = {0};
-	jobdef d;
+	model_jobdef d;
 	int c, status = CLI_EXIT_USAGE;
 
 	add_options(longs);
-	jobdef_init(&d, true);
+	model_jobdef_init(&d, true);
 	cliopt_reset();
 	while ((c = cliopt_next(&o, argc, argv, "+:h", longs)) != -1) {
 		if (c == OPT_HELP) {
@@ -168,11 +172,12 @@ static int job_add(int argc, char **argv)
 			db = optarg;
 			continue;
 		}
-		if (c < 2000 || c >= 2000 + JK__COUNT)
+		if (c < 2000 || c >= 2000 + MODEL_JK__COUNT)
 			goto out_clear;
-		const jobdef_key *k = jobdef_key_of((jobdef_id)(c - 2000));
-		int rc = k->type == JD_BOOL ? jobdef_set_bool(&d, k, true, &err)
-					    : jobdef_set_text(&d, k, optarg, &err);
+		const model_jobdef_key *k = model_jobdef_key_of((model_jobdef_id)(c - 2000));
+		int rc = k->type == MODEL_JD_BOOL
+				 ? model_jobdef_set_bool(&d, k, true, &err)
+				 : model_jobdef_set_text(&d, k, optarg, &err);
 		if (rc) {
 			status = fail_in("job add", &err);
 			goto out_clear;
@@ -187,9 +192,9 @@ static int job_add(int argc, char **argv)
 				o.pos[1]);
 		goto out_clear;
 	}
-	if (jobdef_set_text(&d, jobdef_key_of(JK_NAME), o.pos[0], &err) ||
-	    (o.dashdash && jobdef_set_argv(&d, o.rest, o.nrest, &err)) ||
-	    jobdef_check(&d, &err)) {
+	if (model_jobdef_set_text(&d, model_jobdef_key_of(MODEL_JK_NAME), o.pos[0], &err) ||
+	    (o.dashdash && model_jobdef_set_argv(&d, o.rest, o.nrest, &err)) ||
+	    model_jobdef_check(&d, &err)) {
 		status = fail_in("job add", &err);
 		goto out_clear;
 	}
@@ -201,7 +206,7 @@ static int job_add(int argc, char **argv)
 	int64_t now;
 	size_t created = 0, updated = 0, deleted = 0;
 	if (store_now_ms(s, &now, &err) ||
-	    jobdef_finish(&d, now, NULL, &err)) {
+	    model_jobdef_finish(&d, now, NULL, &err)) {
 		status = fail_in("job add", &err);
 		goto out_close;
 	}
@@ -220,7 +225,7 @@ static int job_add(int argc, char **argv)
 	char t[64];
 	if (d.job.next_fire_at >= 0)
 		printf("added job '%s', next fire %s%s\n", d.job.name,
-		       cli_time(d.job.next_fire_at, t, sizeof(t)),
+		       model_time_text(d.job.next_fire_at, t, sizeof(t)),
 		       d.job.paused ? " (paused)" : "");
 	else
 		printf("added job '%s', no future fire\n", d.job.name);
@@ -231,7 +236,7 @@ static int job_add(int argc, char **argv)
 out_close:
 	store_close(s);
 out_clear:
-	jobdef_clear(&d);
+	model_jobdef_clear(&d);
 	return status;
 }
 
@@ -329,53 +334,6 @@ static void job_vec_free(job_vec *jv)
 	memset(jv, 0, sizeof(*jv));
 }
 
-static json_t *duration_json(int64_t ms)
-{
-	char b[64];
-	dbcron__format_duration(ms, b, sizeof(b));
-	return json_string(b);
-}
-
-/* A job as the keys of an apply file, plus what the store knows. */
-static json_t *job_json(const dbcron_job *j)
-{
-	json_t *o = json_object();
-	char t[64];
-	if (!o)
-		return NULL;
-	json_object_set_new(o, "name", json_string(j->name));
-	json_object_set_new(o, dbcron_sched_kind_name(j->kind), json_string(j->spec ? j->spec : ""));
-	json_object_set_new(o, "tz", json_string(j->tz ? j->tz : "UTC"));
-	json_object_set_new(o, "misfire", json_string(dbcron_misfire_name(j->misfire)));
-	json_object_set_new(o, "max-catchup", json_integer(j->max_catchup));
-	json_object_set_new(o, "misfire-threshold", duration_json(j->misfire_threshold_ms));
-	json_object_set_new(o, "overlap", json_string(dbcron_overlap_name(j->overlap)));
-	json_object_set_new(o, "node-loss", json_string(dbcron_node_loss_name(j->node_loss)));
-	json_object_set_new(o, "retries", json_integer(j->max_retries));
-	json_object_set_new(o, "retry-base", duration_json(j->retry_base_ms));
-	json_object_set_new(o, "retry-cap", duration_json(j->retry_cap_ms));
-	json_object_set_new(o, "jitter", json_boolean(j->retry_jitter));
-	json_object_set_new(o, "timeout", duration_json(j->timeout_ms));
-	json_object_set_new(o, "paused", json_boolean(j->paused));
-	if (j->executor == DBCRON_EXEC_HANDLER) {
-		json_object_set_new(o, "handler", json_string(j->handler ? j->handler : ""));
-		if (j->arg)
-			json_object_set_new(o, "arg", json_string(j->arg));
-	} else {
-		json_t *a = json_array();
-		for (int i = 0; a && i < j->argc; i++)
-			json_array_append_new(a, json_string(j->argv[i]));
-		json_object_set_new(o, "command", a);
-	}
-	json_object_set_new(o, "id", json_integer(j->id));
-	json_object_set_new(o, "next_fire_at_ms",
-			    j->next_fire_at >= 0 ? json_integer(j->next_fire_at) : json_null());
-	json_object_set_new(o, "next_fire",
-			    j->next_fire_at >= 0 ? json_string(cli_time(j->next_fire_at, t, sizeof(t)))
-						 : json_null());
-	return o;
-}
-
 /* Print a JSON value on one line; false on failure (OOM, EPIPE). */
 static bool print_json(json_t *v)
 {
@@ -420,7 +378,7 @@ static int job_list(int argc, char **argv)
 			if (i)
 				fputc(',', stdout);
 			fputc('\n', stdout);
-			if (!print_json(job_json(&jv.v[i]))) {
+			if (!print_json(model_job_json(&jv.v[i]))) {
 				status = oom("job list");
 				goto out;
 			}
@@ -433,7 +391,7 @@ static int job_list(int argc, char **argv)
 	for (size_t i = 0; i < jv.n; i++) {
 		int l = (int)strlen(jv.v[i].name);
 		wn = l > wn ? l : wn;
-		l = (int)strlen(jobdef_schedule_text(&jv.v[i], sched, sizeof(sched)));
+		l = (int)strlen(model_schedule_text(&jv.v[i], sched, sizeof(sched)));
 		ws = l > ws ? l : ws;
 		l = jv.v[i].tz ? (int)strlen(jv.v[i].tz) : 3;
 		wt = l > wt ? l : wt;
@@ -443,9 +401,9 @@ static int job_list(int argc, char **argv)
 	for (size_t i = 0; i < jv.n; i++) {
 		const dbcron_job *j = &jv.v[i];
 		printf("%-*s  %-*s  %-*s  %-6s  %s\n", wn, j->name, ws,
-		       jobdef_schedule_text(j, sched, sizeof(sched)), wt,
+		       model_schedule_text(j, sched, sizeof(sched)), wt,
 		       j->tz ? j->tz : "UTC", j->paused ? "yes" : "no",
-		       cli_time(j->next_fire_at, t, sizeof(t)));
+		       model_time_text(j->next_fire_at, t, sizeof(t)));
 	}
 out:
 	job_vec_free(&jv);
@@ -509,12 +467,7 @@ static int job_show(int argc, char **argv)
 		goto out;
 	}
 	if (json) {
-		json_t *o = job_json(&j);
-		json_t *runs = json_array();
-		for (size_t i = 0; o && runs && i < rv.n; i++)
-			json_array_append_new(runs, cli_run_json(&rv.v[i]));
-		json_object_set_new(o, "last_runs", runs);
-		if (!print_json(o))
+		if (!print_json(model_job_json_with_runs(&j, rv.v, rv.n)))
 			status = oom("job show");
 		fputc('\n', stdout);
 		goto out;
@@ -522,14 +475,14 @@ static int job_show(int argc, char **argv)
 	char t[64], b1[256], b2[64], b3[64];
 	printf("name:              %s\n", j.name);
 	printf("id:                %" PRId64 "\n", j.id);
-	printf("schedule:          %s", jobdef_schedule_text(&j, b1, sizeof(b1)));
+	printf("schedule:          %s", model_schedule_text(&j, b1, sizeof(b1)));
 	if (j.kind == DBCRON_SCHED_EVERY)
-		printf(" (series from %s)", cli_time(j.anchor_ms, t, sizeof(t)));
+		printf(" (series from %s)", model_time_text(j.anchor_ms, t, sizeof(t)));
 	if (j.kind == DBCRON_SCHED_AT && j.spec && strcmp(j.spec, b1 + 3))
 		printf(" (given as %s)", j.spec);
 	printf("\ntz:                %s\n", j.tz ? j.tz : "UTC");
 	printf("paused:            %s\n", j.paused ? "yes" : "no");
-	printf("next fire:         %s\n", cli_time(j.next_fire_at, t, sizeof(t)));
+	printf("next fire:         %s\n", model_time_text(j.next_fire_at, t, sizeof(t)));
 	if (j.executor == DBCRON_EXEC_HANDLER) {
 		printf("handler:           %s\n", j.handler ? j.handler : "");
 		if (j.arg)
@@ -557,8 +510,8 @@ static int job_show(int argc, char **argv)
 	} else {
 		printf("timeout:           none\n");
 	}
-	printf("created:           %s\n", cli_time(j.created_ms, t, sizeof(t)));
-	printf("updated:           %s\n", cli_time(j.updated_ms, t, sizeof(t)));
+	printf("created:           %s\n", model_time_text(j.created_ms, t, sizeof(t)));
+	printf("updated:           %s\n", model_time_text(j.updated_ms, t, sizeof(t)));
 	printf("last runs:%s\n", rv.n ? "" : "         none");
 	if (rv.n)
 		cli_print_runs_table(stdout, rv.v, rv.n, false);
@@ -605,7 +558,7 @@ static int job_by_name(const char *sub, int argc, char **argv)
 		rc = store_job_trigger(s, a.name, &id, &fire_at, &err);
 		if (!rc)
 			printf("triggered job '%s': run %" PRId64 " at %s\n", a.name, id,
-			       cli_time(fire_at, t, sizeof(t)));
+			       model_time_text(fire_at, t, sizeof(t)));
 	} else {
 		bool pause = strcmp(sub, "pause") == 0;
 		rc = store_job_get(s, a.name, &j, &err);
@@ -615,30 +568,18 @@ static int job_by_name(const char *sub, int argc, char **argv)
 			printf("job '%s' is already %s\n", a.name, pause ? "paused" : "active");
 			goto out_rc;
 		}
+		/* a pause leaves the next fire as stored; a resume recomputes
+		 * it from the database's now (rules.h) */
 		int64_t next = j.next_fire_at;
-		if (!pause) {
-			/* fires that fell in the pause are not misfires: the
-			 * operator asked for them not to run */
-			if ((rc = store_now_ms(s, &now, &err)))
-				goto out_rc;
-			if (j.kind == DBCRON_SCHED_AFTER) {
-				next = now + j.interval_ms;
-			} else if (j.kind != DBCRON_SCHED_AT) {
-				int found = dbcron_job_next_fire(&j, now, &next, &err);
-				if (found < 0) {
-					rc = -found;
-					goto out_rc;
-				}
-				if (!found)
-					next = -1;
-			}
-		}
+		if (!pause && ((rc = store_now_ms(s, &now, &err)) ||
+			       (rc = model_resume_next_fire(&j, now, &next, &err))))
+			goto out_rc;
 		rc = store_job_set_paused(s, a.name, pause, next, &err);
 		if (!rc && pause)
 			printf("paused job '%s'\n", a.name);
 		else if (!rc)
 			printf("resumed job '%s', next fire %s\n", a.name,
-			       cli_time(next, t, sizeof(t)));
+			       model_time_text(next, t, sizeof(t)));
 	}
 out_rc:
 	if (rc == DBCRON_ENOTFOUND)
@@ -658,8 +599,10 @@ static void apply_usage(FILE *f)
 		"usage: dbcron job apply FILE [--prune] [--db URL]\n\n"
 		"Create or update jobs by name from a JSON array of objects (FILE - is stdin).\n"
 		"Keys are the long flags of `job add` (\"name\", \"every\", \"retries\", ...;\n"
-		"snake_case accepted) plus \"command\": [\"prog\", \"arg\", ...].  All entries are\n"
-		"checked first; then everything is written in one transaction, or nothing.\n"
+		"snake_case accepted) plus \"command\": [\"prog\", \"arg\", ...]; the keys only the\n"
+		"store sets (\"id\", \"next_fire\", ...) are ignored, so `job list --format json`\n"
+		"output applies as it is.  All entries are checked first; then everything is\n"
+		"written in one transaction, or nothing.\n"
 		"An unchanged schedule keeps its next fire; a job whose entry has no \"paused\"\n"
 		"key keeps its paused state.  --prune deletes jobs that are not in FILE.\n");
 }
@@ -688,96 +631,12 @@ static void apply_error(apply_ctx *ac, size_t idx, const char *name,
 	fputc('\n', stderr);
 }
 
-static const char *type_word(jobdef_type t)
-{
-	switch (t) {
-	case JD_INT:
-		return "an integer";
-	case JD_BOOL:
-		return "true or false";
-	case JD_DUR:
-		return "a duration string such as \"30s\"";
-	case JD_ARGV:
-		return "a non-empty array of strings";
-	default:
-		return "a string";
-	}
-}
-
 /* One entry of the file into d; false (and an error printed) when bad. */
-static bool apply_entry(apply_ctx *ac, size_t idx, json_t *obj, jobdef *d)
+static bool apply_entry(apply_ctx *ac, size_t idx, json_t *obj, model_jobdef *d)
 {
 	dbcron_err err = {0};
-	const char *key;
-	json_t *val;
-	int rc = 0;
-
-	if (!json_is_object(obj)) {
-		apply_error(ac, idx, NULL, "expected an object {\"name\": ..., ...}");
-		return false;
-	}
-	json_t *jn = json_object_get(obj, "name");
-	if (!jn) {
-		apply_error(ac, idx, NULL, "missing key 'name'");
-		return false;
-	}
-	if (!json_is_string(jn)) {
-		apply_error(ac, idx, NULL, "key 'name': expected a string");
-		return false;
-	}
-	const char *name = json_string_value(jn);
-	json_object_foreach(obj, key, val) {
-		const jobdef_key *k = jobdef_find(key);
-		if (!k) {
-			apply_error(ac, idx, name, "unknown key '%s'", key);
-			return false;
-		}
-		bool ok;
-		switch (k->type) {
-		case JD_INT:
-			ok = json_is_integer(val);
-			if (ok)
-				rc = jobdef_set_int(d, k, json_integer_value(val), &err);
-			break;
-		case JD_BOOL:
-			ok = json_is_boolean(val);
-			if (ok)
-				rc = jobdef_set_bool(d, k, json_is_true(val), &err);
-			break;
-		case JD_ARGV: {
-			size_t n = json_array_size(val), i;
-			ok = json_is_array(val) && n > 0 && n < 100000;
-			for (i = 0; ok && i < n; i++)
-				ok = json_is_string(json_array_get(val, i));
-			if (ok) {
-				char **words = dbcron__calloc(n, sizeof(char *));
-				if (!words) {
-					rc = dbcron_err_set(&err, DBCRON_ENOMEM, "out of memory");
-					break;
-				}
-				for (i = 0; i < n; i++)
-					words[i] = (char *)json_string_value(json_array_get(val, i));
-				rc = jobdef_set_argv(d, words, (int)n, &err);
-				dbcron__free(words);
-			}
-			break;
-		}
-		default:
-			ok = json_is_string(val);
-			if (ok)
-				rc = jobdef_set_text(d, k, json_string_value(val), &err);
-			break;
-		}
-		if (!ok) {
-			apply_error(ac, idx, name, "key '%s': expected %s", key, type_word(k->type));
-			return false;
-		}
-		if (rc) {
-			apply_error(ac, idx, name, "%s", err.msg);
-			return false;
-		}
-	}
-	if (jobdef_check(d, &err)) {
+	const char *name;
+	if (model_jobdef_from_json(d, obj, &name, &err)) {
 		apply_error(ac, idx, name, "%s", err.msg);
 		return false;
 	}
@@ -786,7 +645,7 @@ static bool apply_entry(apply_ctx *ac, size_t idx, json_t *obj, jobdef *d)
 
 static int cmp_def_name(const void *a, const void *b)
 {
-	const jobdef *const *x = a, *const *y = b;
+	const model_jobdef *const *x = a, *const *y = b;
 	int c = strcmp((*x)->job.name, (*y)->job.name);
 	/* file order among equal names, so "first at #i" is right */
 	return c ? c : (*x < *y ? -1 : *x > *y);
@@ -849,8 +708,8 @@ static int job_apply(int argc, char **argv)
 	if (!root)
 		return status;
 	size_t n = json_array_size(root), ndefs = 0;
-	jobdef *defs = dbcron__calloc(n ? n : 1, sizeof(*defs));
-	jobdef **sorted = dbcron__calloc(n ? n : 1, sizeof(*sorted));
+	model_jobdef *defs = dbcron__calloc(n ? n : 1, sizeof(*defs));
+	model_jobdef **sorted = dbcron__calloc(n ? n : 1, sizeof(*sorted));
 	dbcron_job *jobs = NULL;
 	job_vec jv = {0};
 	store *s = NULL;
@@ -863,7 +722,7 @@ static int job_apply(int argc, char **argv)
 
 	/* 1: every entry alone, no database yet */
 	for (size_t i = 0; i < n; i++) {
-		jobdef_init(&defs[i], false);
+		model_jobdef_init(&defs[i], false);
 		ndefs = i + 1;
 		apply_entry(&ac, i, json_array_get(root, i), &defs[i]);
 	}
@@ -897,7 +756,7 @@ static int job_apply(int argc, char **argv)
 	}
 	dbcron__sort(jv.v, jv.n, sizeof(*jv.v), cmp_job_name);
 	for (size_t i = 0; i < n; i++) {
-		if (jobdef_finish(&defs[i], now, find_prev(&jv, defs[i].job.name), &err))
+		if (model_jobdef_finish(&defs[i], now, find_prev(&jv, defs[i].job.name), &err))
 			apply_error(&ac, i, defs[i].job.name, "%s", err.msg);
 	}
 	status = CLI_EXIT_USAGE;
@@ -937,7 +796,7 @@ out_free:
 	json_decref(root);
 	dbcron__free(jobs);
 	for (size_t i = 0; i < ndefs; i++)
-		jobdef_clear(&defs[i]);
+		model_jobdef_clear(&defs[i]);
 	dbcron__free(defs);
 	dbcron__free(sorted);
 	job_vec_free(&jv);

@@ -5,7 +5,8 @@
  * state, node, started_ms, finished_ms, exit_code first, in that order,
  * UTC epoch milliseconds, empty when unset; new columns only go after them.
  * Ages ("12s ago") are taken against the database's clock, like every
- * scheduling decision.
+ * scheduling decision.  A run's JSON object is model_run_json's, the same
+ * any other front end prints.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -16,9 +17,10 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "cli/jobdef.h"
 #include "core/alloc.h"
 #include "core/timeutil.h"
+#include "model/jobdef.h"
+#include "model/json.h"
 
 enum view_format { FMT_TABLE, FMT_CSV, FMT_JSON };
 
@@ -80,6 +82,7 @@ void cli_run_vec_free(cli_run_vec *rv)
 	memset(rv, 0, sizeof(*rv));
 }
 
+/* For the node rows; runs are model_run_json's. */
 static json_t *ms_json(int64_t ms)
 {
 	return ms >= 0 ? json_integer(ms) : json_null();
@@ -88,31 +91,6 @@ static json_t *ms_json(int64_t ms)
 static json_t *str_json(const char *s)
 {
 	return s ? json_string(s) : json_null();
-}
-
-json_t *cli_run_json(const dbcron_run *r)
-{
-	json_t *o = json_object();
-	char t[64];
-	if (!o)
-		return NULL;
-	json_object_set_new(o, "id", json_integer(r->id));
-	json_object_set_new(o, "job", str_json(r->job_name));
-	json_object_set_new(o, "fire_at_ms", ms_json(r->fire_at));
-	json_object_set_new(o, "fire_at", json_string(cli_time(r->fire_at, t, sizeof(t))));
-	json_object_set_new(o, "attempt", json_integer(r->attempt));
-	json_object_set_new(o, "state", json_string(dbcron_run_state_name(r->state)));
-	json_object_set_new(o, "due_at_ms", ms_json(r->due_at));
-	json_object_set_new(o, "node", str_json(r->node));
-	json_object_set_new(o, "started_ms", ms_json(r->started_ms));
-	json_object_set_new(o, "finished_ms", ms_json(r->finished_ms));
-	json_object_set_new(o, "exit_code",
-			    r->has_exit_code ? json_integer(r->exit_code) : json_null());
-	json_object_set_new(o, "missed", json_integer(r->missed));
-	json_object_set_new(o, "error", str_json(r->error));
-	if (r->output)
-		json_object_set_new(o, "output", json_string(r->output));
-	return o;
 }
 
 /* One line of text for a table cell: control characters become spaces,
@@ -157,8 +135,8 @@ void cli_print_runs_table(FILE *f, const dbcron_run *runs, size_t n,
 	for (size_t i = 0; i < n; i++) {
 		const dbcron_run *r = &runs[i];
 		char fire[64], start[64], took[32], code[16], error[96];
-		cli_time(r->fire_at, fire, sizeof(fire));
-		cli_time(r->started_ms, start, sizeof(start));
+		model_time_text(r->fire_at, fire, sizeof(fire));
+		model_time_text(r->started_ms, start, sizeof(start));
 		run_duration(r, took, sizeof(took));
 		if (r->has_exit_code)
 			snprintf(code, sizeof(code), "%d", r->exit_code);
@@ -258,7 +236,7 @@ static int stream_run(void *ctx, const dbcron_run *r)
 	if (sc->fmt == FMT_CSV) {
 		csv_run(stdout, r);
 	} else {
-		json_t *o = cli_run_json(r);
+		json_t *o = model_run_json(r);
 		if (!o) {
 			sc->failed = true;
 			return 1;
@@ -456,7 +434,7 @@ static int print_node(void *ctx, const store_node_row *nr)
 		json_object_set_new(o, "running", json_integer(nr->running));
 		json_object_set_new(o, "started_ms", ms_json(nr->started_ms));
 		json_object_set_new(o, "heartbeat_ms", ms_json(nr->heartbeat_ms));
-		json_object_set_new(o, "heartbeat", json_string(cli_time(nr->heartbeat_ms, hb, sizeof(hb))));
+		json_object_set_new(o, "heartbeat", json_string(model_time_text(nr->heartbeat_ms, hb, sizeof(hb))));
 		json_object_set_new(o, "heartbeat_age_ms",
 				    nr->heartbeat_ms >= 0 ? json_integer(nc->now - nr->heartbeat_ms)
 							  : json_null());
@@ -476,8 +454,8 @@ static int print_node(void *ctx, const store_node_row *nr)
 		printf("%-20s  %-16s  %7d  %-7s  %7d  %7" PRId64 "  %-24s  %-10s  %s\n",
 		       nr->node_id ? nr->node_id : "", nr->host ? nr->host : "", nr->pid,
 		       nr->state ? nr->state : "", nr->workers, nr->running,
-		       cli_time(nr->heartbeat_ms, hb, sizeof(hb)), a,
-		       cli_time(nr->lease_until, lease, sizeof(lease)));
+		       model_time_text(nr->heartbeat_ms, hb, sizeof(hb)), a,
+		       model_time_text(nr->lease_until, lease, sizeof(lease)));
 	}
 	nc->n++;
 	return 0;

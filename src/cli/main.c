@@ -1,6 +1,6 @@
 /*
  * dbcron entry point: dispatches to subcommands and owns the shared CLI
- * helpers (database URL, error printing, exit statuses).
+ * helpers (database URL, error printing, exit statuses, the option loop).
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -95,6 +95,53 @@ int cli_open_store(const char *url, store **out)
 		}
 	}
 	return rc ? cli_fail(&err) : 0;
+}
+
+void cliopt_reset(void)
+{
+	/* 0 makes GNU getopt reinitialise, also its "+" ordering */
+	optind = 0;
+	opterr = 0;
+}
+
+int cliopt_next(cliopt *o, int argc, char **argv, const char *optstring,
+		const struct option *longs)
+{
+	for (;;) {
+		int prev = optind ? optind : 1;
+		if (o->dashdash || prev >= argc)
+			return -1;
+		int c = getopt_long(argc, argv, optstring, longs, NULL);
+		if (c == -1) {
+			/* getopt swallows "--"; the caller wants what follows */
+			if (optind == prev + 1 && strcmp(argv[prev], "--") == 0) {
+				o->dashdash = true;
+				o->rest = argv + optind;
+				o->nrest = argc - optind;
+				optind = argc;
+				return -1;
+			}
+			if (optind >= argc)
+				return -1;
+			if (o->npos < CLIOPT_MAXPOS)
+				o->pos[o->npos] = argv[optind];
+			o->npos++;
+			optind++;
+			continue;
+		}
+		if (c == '?') {
+			if (optopt)
+				cli_usage_error(o->cmd, "unknown option '-%c'", optopt);
+			else
+				cli_usage_error(o->cmd, "unknown option '%s'", argv[optind - 1]);
+			return '?';
+		}
+		if (c == ':') {
+			cli_usage_error(o->cmd, "option '%s' needs a value", argv[optind - 1]);
+			return '?';
+		}
+		return c;
+	}
 }
 
 int main(int argc, char **argv)

@@ -2,11 +2,13 @@
  * The schedule rules of rules.h.  Before this file the same-schedule rule
  * was written three ways (the CLI, each store backend) and the node-loss
  * retry rule three times (the node, each backend); now every caller asks
- * here.
+ * here.  The resume and first-fire rules came from the CLI (cmd_job.c and
+ * jobdef.c), so that every front end places a job in its series alike.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/timeutil.h"
 #include "model/rules.h"
 
 const char *model_zone_norm(const char *tz)
@@ -57,4 +59,71 @@ model_followup model_run_followup(const dbcron_job *job, int attempt,
 	if (job->kind == DBCRON_SCHED_AFTER && f.retry_due_at < 0)
 		f.job_next_fire_at = finished_ms + job->interval_ms;
 	return f;
+}
+
+/* The first fire strictly after after_ms, -1 when the series has ended. */
+static int next_or_none(const dbcron_job *job, int64_t after_ms, int64_t *next,
+			dbcron_err *err)
+{
+	int found = dbcron_job_next_fire(job, after_ms, next, err);
+	if (found < 0)
+		return -found;
+	if (!found)
+		*next = -1;
+	return DBCRON_OK;
+}
+
+int model_resume_next_fire(const dbcron_job *job, int64_t now_ms,
+			   int64_t *next, dbcron_err *err)
+{
+	if (job->kind == DBCRON_SCHED_AFTER) {
+		*next = now_ms + job->interval_ms;
+		return DBCRON_OK;
+	}
+	if (job->kind == DBCRON_SCHED_AT) {
+		*next = job->next_fire_at;
+		return DBCRON_OK;
+	}
+	return next_or_none(job, now_ms, next, err);
+}
+
+int model_job_series(dbcron_job *job, int64_t now_ms, const dbcron_job *prev,
+		     dbcron_err *err)
+{
+	bool keep = prev && model_same_schedule(job, prev);
+	if (job->kind == DBCRON_SCHED_AT) {
+		if (keep)
+			job->at_ms = prev->at_ms;
+		else
+			return dbcron__parse_time(job->spec, now_ms, &job->at_ms, err);
+	}
+	if (job->kind == DBCRON_SCHED_EVERY)
+		job->anchor_ms = keep ? prev->anchor_ms : now_ms;
+	return DBCRON_OK;
+}
+
+int model_job_first_fire(dbcron_job *job, int64_t now_ms,
+			 const dbcron_job *prev, dbcron_err *err)
+{
+	if (prev && model_same_schedule(job, prev)) {
+		if (prev->paused && !job->paused) {
+			/* this definition's series, from where prev stood; a
+			 * shallow copy that owns nothing */
+			dbcron_job at_prev = *job;
+			at_prev.next_fire_at = prev->next_fire_at;
+			return model_resume_next_fire(&at_prev, now_ms, &job->next_fire_at, err);
+		}
+		job->next_fire_at = prev->next_fire_at;
+		return DBCRON_OK;
+	}
+	switch (job->kind) {
+	case DBCRON_SCHED_AT:
+		job->next_fire_at = job->at_ms;
+		return DBCRON_OK;
+	case DBCRON_SCHED_AFTER:
+		job->next_fire_at = now_ms + job->interval_ms;
+		return DBCRON_OK;
+	default:
+		return next_or_none(job, now_ms, &job->next_fire_at, err);
+	}
 }

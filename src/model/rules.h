@@ -43,4 +43,37 @@ model_followup model_run_followup(const dbcron_job *job, int attempt,
 				  dbcron_run_state end, bool no_retry,
 				  int64_t finished_ms);
 
+/*
+ * The next fire of a paused job that is resumed at now_ms: fires that fell
+ * in the pause are not misfires (the operator asked for them not to run),
+ * so the series goes on from now.  AFTER: now + interval; AT: the stored
+ * next fire (a one-shot that has not fired still fires, at once if past);
+ * CRON and EVERY: the first fire after now, -1 when there is none.
+ * DBCRON_OK and *next, or an error code with err set.
+ */
+int model_resume_next_fire(const dbcron_job *job, int64_t now_ms,
+			   int64_t *next, dbcron_err *err);
+
+/*
+ * Place a job being defined at now_ms in its series, before validation:
+ * AT resolves its text ("now+5m") to at_ms, EVERY anchors at now.  prev
+ * (may be NULL) is the stored job of the same name; when
+ * model_same_schedule(job, prev), its instant and anchor are kept instead,
+ * so that re-applying a definition moves nothing and a one-shot that
+ * already fired is not re-armed.  An error is always about the AT text.
+ */
+int model_job_series(dbcron_job *job, int64_t now_ms, const dbcron_job *prev,
+		     dbcron_err *err);
+
+/*
+ * next_fire_at of a validated job defined at now_ms (after
+ * model_job_series): with the same schedule as prev, prev's next fire,
+ * unless this definition resumes a paused prev (then
+ * model_resume_next_fire); otherwise AT: the instant, even when past (the
+ * misfire threshold decides what a late fire is); AFTER: now + interval;
+ * CRON and EVERY: the first fire after now, -1 when there is none.
+ */
+int model_job_first_fire(dbcron_job *job, int64_t now_ms,
+			 const dbcron_job *prev, dbcron_err *err);
+
 #endif

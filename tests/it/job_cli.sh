@@ -308,6 +308,11 @@ n=$(dbq "select count(*) from jobs")
 expect_rc 0 job apply "$T_DIR/roundtrip.json"
 assert_eq "applied: 0 created, $n updated, 0 deleted" "$T_OUT"
 assert_eq "$snap" "$(dbq "select name, anchor_ms, at_ms, next_fire_at, case when paused then 1 else 0 end, max_retries, timeout_ms from jobs order by name")" "a listed definition re-applied moves nothing"
+expect_rc 0 job list --format json
+printf '%s\n' "$T_OUT" >"$T_DIR/listed.json"
+expect_rc 0 job apply "$T_DIR/listed.json"
+assert_eq "applied: 0 created, $n updated, 0 deleted" "$T_OUT" "the listing applies as it is (its store keys are read-only)"
+assert_eq "$snap" "$(dbq "select name, anchor_ms, at_ms, next_fire_at, case when paused then 1 else 0 end, max_retries, timeout_ms from jobs order by name")" "an unedited listing re-applied moves nothing"
 
 t_section "job apply: bad files"
 bad_apply "$T_DIR/nosuch.json: No such file or directory" "$T_DIR/nosuch.json"

@@ -1,0 +1,139 @@
+/*
+ * What a job's schedule means: dbcron_job_validate() (the one check every
+ * path that writes a job passes, so a job in the store is always valid) and
+ * dbcron_job_next_fire() (the series of each schedule kind).  Declared in
+ * the public dbcron/job.h; here because they need the cron engine and the
+ * handler registry, which the data layer in src/core/ must not reach.
+ */
+#include <string.h>
+
+#include "core/timeutil.h"
+#include "dbcron/cron.h"
+#include "dbcron/handler.h"
+#include "dbcron/job.h"
+
+static int valid_name(const char *s)
+{
+	if (!s || !*s || strlen(s) > 200)
+		return 0;
+	for (const char *p = s; *p; p++)
+		if ((unsigned char)*p < 0x21 || *p == 0x7f)
+			return 0;
+	return 1;
+}
+
+int dbcron_job_validate(dbcron_job *job, dbcron_err *err)
+{
+	int rc;
+	if (!valid_name(job->name))
+		return dbcron_err_set(err, DBCRON_EINVAL,
+				      "job name '%s': must be 1-200 printable characters without spaces",
+				      job->name ? job->name : "");
+	const char *n = job->name;
+	if (!job->spec || !*job->spec)
+		return dbcron_err_set(err, DBCRON_EINVAL,
+				      "job '%s': no schedule (give one of --cron, --every, --after, --at)", n);
+	dbcron_tz *tz = NULL;
+	rc = dbcron_tz_open(job->tz, &tz, err);
+	if (rc)
+		return rc;
+	dbcron_tz_free(tz);
+	switch (job->kind) {
+	case DBCRON_SCHED_CRON: {
+		dbcron_cron *c = NULL;
+		rc = dbcron_cron_parse(job->spec, &c, err);
+		if (rc)
+			return rc;
+		dbcron_cron_free(c);
+		break;
+	}
+	case DBCRON_SCHED_EVERY:
+	case DBCRON_SCHED_AFTER:
+		rc = dbcron__parse_duration(job->spec, 0, &job->interval_ms, err);
+		if (rc)
+			return rc;
+		break;
+	case DBCRON_SCHED_AT:
+		if (job->at_ms < 0)
+			return dbcron_err_set(err, DBCRON_EINVAL,
+					      "job '%s': --at time not resolved", n);
+		break;
+	default:
+		return dbcron_err_set(err, DBCRON_EINVAL, "job '%s': unknown schedule kind", n);
+	}
+	if (job->max_retries < 0 || job->max_retries > 1000)
+		return dbcron_err_set(err, DBCRON_EINVAL,
+				      "job '%s': retries %d out of range 0-1000", n, job->max_retries);
+	if (job->max_catchup < 1 || job->max_catchup > 100000)
+		return dbcron_err_set(err, DBCRON_EINVAL,
+				      "job '%s': max-catchup %d out of range 1-100000", n, job->max_catchup);
+	if (job->retry_base_ms <= 0 || job->retry_cap_ms < job->retry_base_ms)
+		return dbcron_err_set(err, DBCRON_EINVAL,
+				      "job '%s': retry base must be > 0 and cap >= base", n);
+	if (job->timeout_ms < 0)
+		return dbcron_err_set(err, DBCRON_EINVAL, "job '%s': negative timeout", n);
+	if (job->misfire < DBCRON_MISFIRE_FIRE_ONCE || job->misfire > DBCRON_MISFIRE_CATCH_UP ||
+	    job->overlap < DBCRON_OVERLAP_SKIP || job->overlap > DBCRON_OVERLAP_REPLACE ||
+	    job->node_loss < DBCRON_NODE_LOSS_RETRY || job->node_loss > DBCRON_NODE_LOSS_ABANDON)
+		return dbcron_err_set(err, DBCRON_EINVAL, "job '%s': unknown policy value", n);
+	if (job->executor == DBCRON_EXEC_SHELL) {
+		if (!job->argv || job->argc < 1 || !job->argv[0] || !*job->argv[0])
+			return dbcron_err_set(err, DBCRON_EINVAL,
+					      "job '%s': no command (give -- COMMAND [ARGS...] or --handler NAME)", n);
+	} else if (job->executor == DBCRON_EXEC_HANDLER) {
+		if (!job->handler || !dbcron_handler_exists(job->handler))
+			return dbcron_err_set(err, DBCRON_EINVAL,
+					      "job '%s': unknown handler '%s' (built in: noop, sleep)",
+					      n, job->handler ? job->handler : "");
+	} else {
+		return dbcron_err_set(err, DBCRON_EINVAL, "job '%s': unknown executor", n);
+	}
+	return DBCRON_OK;
+}
+
+int dbcron_job_next_fire(const dbcron_job *job, int64_t after_ms, int64_t *next,
+			 dbcron_err *err)
+{
+	switch (job->kind) {
+	case DBCRON_SCHED_CRON: {
+		dbcron_cron *c = NULL;
+		dbcron_tz *tz = NULL;
+		int rc = dbcron_cron_parse(job->spec, &c, err);
+		if (rc)
+			return -rc;
+		rc = dbcron_tz_open(job->tz, &tz, err);
+		if (rc) {
+			dbcron_cron_free(c);
+			return -rc;
+		}
+		/* cron has second resolution: the next second strictly after */
+		int64_t after_s = after_ms >= 0 ? after_ms / 1000 : -((-after_ms + 999) / 1000);
+		int64_t t;
+		int found = dbcron_cron_next(c, tz, after_s, &t);
+		dbcron_cron_free(c);
+		dbcron_tz_free(tz);
+		if (found)
+			*next = t * 1000;
+		return found;
+	}
+	case DBCRON_SCHED_EVERY: {
+		int64_t iv = job->interval_ms, a = job->anchor_ms;
+		if (after_ms < a) {
+			*next = a;
+			return 1;
+		}
+		*next = a + ((after_ms - a) / iv + 1) * iv;
+		return 1;
+	}
+	case DBCRON_SCHED_AFTER:
+		*next = after_ms + job->interval_ms;
+		return 1;
+	case DBCRON_SCHED_AT:
+		if (job->at_ms > after_ms) {
+			*next = job->at_ms;
+			return 1;
+		}
+		return 0;
+	}
+	return -dbcron_err_set(err, DBCRON_EINVAL, "unknown schedule kind");
+}

@@ -1,0 +1,118 @@
+/*
+ * Job definitions as users write them: the long flags of `job add` and the
+ * keys of a `job apply` file (and of any other front end's JSON) are one
+ * table, so the two can never disagree.  No printing: every error is a
+ * dbcron code with a message that names the flag or key and the value.
+ */
+#ifndef DBCRON_MODEL_JOBDEF_H
+#define DBCRON_MODEL_JOBDEF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dbcron/error.h"
+#include "dbcron/job.h"
+
+typedef enum model_jobdef_type {
+	MODEL_JD_STR = 1, /* free text or a name */
+	MODEL_JD_INT,     /* integer */
+	MODEL_JD_BOOL,    /* flag without value on the CLI; true/false in JSON */
+	MODEL_JD_DUR,     /* duration text: "500ms", "30s", "1h30m" */
+	MODEL_JD_ARGV,    /* array of strings (JSON "command"; CLI after "--") */
+} model_jobdef_type;
+
+typedef enum model_jobdef_id {
+	MODEL_JK_NAME,
+	MODEL_JK_CRON,
+	MODEL_JK_EVERY,
+	MODEL_JK_AFTER,
+	MODEL_JK_AT,
+	MODEL_JK_TZ,
+	MODEL_JK_MISFIRE,
+	MODEL_JK_MAX_CATCHUP,
+	MODEL_JK_MISFIRE_THRESHOLD,
+	MODEL_JK_OVERLAP,
+	MODEL_JK_NODE_LOSS,
+	MODEL_JK_RETRIES,
+	MODEL_JK_RETRY_BASE,
+	MODEL_JK_RETRY_CAP,
+	MODEL_JK_JITTER,
+	MODEL_JK_TIMEOUT,
+	MODEL_JK_PAUSED,
+	MODEL_JK_HANDLER,
+	MODEL_JK_ARG,
+	MODEL_JK_COMMAND,
+	MODEL_JK__COUNT
+} model_jobdef_id;
+
+typedef struct model_jobdef_key {
+	model_jobdef_id id;
+	const char *name;  /* long flag / JSON key: "max-catchup" */
+	const char *snake; /* accepted JSON variant: "max_catchup" (or NULL) */
+	model_jobdef_type type;
+} model_jobdef_key;
+
+/* One definition being built.  Owns job's strings; model_jobdef_clear
+ * frees them. */
+typedef struct model_jobdef {
+	dbcron_job job;
+	bool cli;                   /* messages name "--every", else "key 'every'" */
+	bool seen[MODEL_JK__COUNT]; /* which keys were given */
+} model_jobdef;
+
+/* The key table in model_jobdef_id order, terminated by a NULL name. */
+extern const model_jobdef_key model_jobdef_keys[];
+
+void model_jobdef_init(model_jobdef *d, bool cli);
+void model_jobdef_clear(model_jobdef *d);
+/* "--every", "-- COMMAND" or "key 'every'" into buf (caller's); returns buf. */
+const char *model_jobdef_label(const model_jobdef *d, const model_jobdef_key *k,
+			       char *buf, size_t len);
+/* By long name or snake_case variant; NULL when unknown.  The entry is
+ * static. */
+const model_jobdef_key *model_jobdef_find(const char *name);
+const model_jobdef_key *model_jobdef_key_of(model_jobdef_id id);
+
+/*
+ * Set one key.  Text for STR/DUR/INT keys (parsed), or the typed setters
+ * below.  Checks the value alone (syntax, zone exists, handler exists) and
+ * that the key was not given before; errors say which key and which
+ * value, DBCRON_EINVAL/EPARSE/ETZ.  d copies what it keeps.
+ */
+int model_jobdef_set_text(model_jobdef *d, const model_jobdef_key *k,
+			  const char *value, dbcron_err *err);
+int model_jobdef_set_int(model_jobdef *d, const model_jobdef_key *k,
+			 long long v, dbcron_err *err);
+int model_jobdef_set_bool(model_jobdef *d, const model_jobdef_key *k, bool v,
+			  dbcron_err *err);
+/* The command: copies argv[0..argc). */
+int model_jobdef_set_argv(model_jobdef *d, char *const *argv, int argc,
+			  dbcron_err *err);
+
+/*
+ * Checks that need the whole definition but no clock: exactly one
+ * schedule, a command or a handler (not both), --arg only with --handler.
+ */
+int model_jobdef_check(model_jobdef *d, dbcron_err *err);
+
+/*
+ * Resolve against the database clock and validate (model_jobdef_check,
+ * model_job_series, dbcron_job_validate, model_job_first_fire).  prev (may
+ * be NULL) is the stored job of the same name: its id and creation time
+ * carry over, an unchanged schedule keeps its series (rules.h), and when
+ * "paused" was not given its paused state is kept.  Afterwards d->job is
+ * a valid job with next_fire_at set.
+ */
+int model_jobdef_finish(model_jobdef *d, int64_t now_ms, const dbcron_job *prev,
+			dbcron_err *err);
+
+/* The schedule as one word and its text, "every 30s"; an AT job shows its
+ * resolved instant.  Into buf (caller's); returns buf. */
+const char *model_schedule_text(const dbcron_job *job, char *buf, size_t len);
+
+/* RFC 3339 in UTC, with milliseconds only when they are not zero; "-" for
+ * unset (-1; dbcron has no times before 1970).  Into buf; returns buf. */
+const char *model_time_text(int64_t ms, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,263 @@
+/*
+ * Jobs and runs <-> JSON (json.h).  Before this file the job object was
+ * written in cmd_job.c, the run object in cmd_view.c and the reader in
+ * `job apply`; now a front end asks here.  Invariants kept: a job object's
+ * definition keys are spelled by the key table, so model_jobdef_from_json
+ * reads back what model_job_json wrote; every object is built whole or not
+ * at all (a failed insert is out of memory, and the caller gets NULL
+ * rather than an object with keys missing).
+ */
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/timeutil.h"
+#include "model/json.h"
+
+/* Adds v (stolen, may be NULL) to o; *bad stays set after any failure. */
+static void put(json_t *o, const char *key, json_t *v, bool *bad)
+{
+	/* json_object_set_new releases v on failure and refuses NULL */
+	if (json_object_set_new(o, key, v))
+		*bad = true;
+}
+
+static void put_key(json_t *o, model_jobdef_id id, json_t *v, bool *bad)
+{
+	put(o, model_jobdef_key_of(id)->name, v, bad);
+}
+
+static json_t *finished(json_t *o, bool bad)
+{
+	if (bad) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+static json_t *duration_json(int64_t ms)
+{
+	char b[64];
+	dbcron__format_duration(ms, b, sizeof(b));
+	return json_string(b);
+}
+
+static json_t *ms_json(int64_t ms)
+{
+	return ms >= 0 ? json_integer(ms) : json_null();
+}
+
+static json_t *str_json(const char *s)
+{
+	return s ? json_string(s) : json_null();
+}
+
+static json_t *time_json(int64_t ms)
+{
+	char t[64];
+	return ms >= 0 ? json_string(model_time_text(ms, t, sizeof(t))) : json_null();
+}
+
+static model_jobdef_id schedule_key(dbcron_sched_kind kind)
+{
+	switch (kind) {
+	case DBCRON_SCHED_EVERY:
+		return MODEL_JK_EVERY;
+	case DBCRON_SCHED_AFTER:
+		return MODEL_JK_AFTER;
+	case DBCRON_SCHED_AT:
+		return MODEL_JK_AT;
+	default:
+		return MODEL_JK_CRON;
+	}
+}
+
+static json_t *argv_json(const dbcron_job *j)
+{
+	json_t *a = json_array();
+	for (int i = 0; a && i < j->argc; i++) {
+		if (json_array_append_new(a, json_string(j->argv[i]))) {
+			json_decref(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
+json_t *model_job_json(const dbcron_job *j)
+{
+	json_t *o = json_object();
+	bool bad = false;
+	if (!o)
+		return NULL;
+	put_key(o, MODEL_JK_NAME, json_string(j->name), &bad);
+	put_key(o, schedule_key(j->kind), json_string(j->spec ? j->spec : ""), &bad);
+	put_key(o, MODEL_JK_TZ, json_string(j->tz ? j->tz : "UTC"), &bad);
+	put_key(o, MODEL_JK_MISFIRE, json_string(dbcron_misfire_name(j->misfire)), &bad);
+	put_key(o, MODEL_JK_MAX_CATCHUP, json_integer(j->max_catchup), &bad);
+	put_key(o, MODEL_JK_MISFIRE_THRESHOLD, duration_json(j->misfire_threshold_ms), &bad);
+	put_key(o, MODEL_JK_OVERLAP, json_string(dbcron_overlap_name(j->overlap)), &bad);
+	put_key(o, MODEL_JK_NODE_LOSS, json_string(dbcron_node_loss_name(j->node_loss)), &bad);
+	put_key(o, MODEL_JK_RETRIES, json_integer(j->max_retries), &bad);
+	put_key(o, MODEL_JK_RETRY_BASE, duration_json(j->retry_base_ms), &bad);
+	put_key(o, MODEL_JK_RETRY_CAP, duration_json(j->retry_cap_ms), &bad);
+	put_key(o, MODEL_JK_JITTER, json_boolean(j->retry_jitter), &bad);
+	put_key(o, MODEL_JK_TIMEOUT, duration_json(j->timeout_ms), &bad);
+	put_key(o, MODEL_JK_PAUSED, json_boolean(j->paused), &bad);
+	if (j->executor == DBCRON_EXEC_HANDLER) {
+		put_key(o, MODEL_JK_HANDLER, json_string(j->handler ? j->handler : ""), &bad);
+		if (j->arg)
+			put_key(o, MODEL_JK_ARG, json_string(j->arg), &bad);
+	} else {
+		put_key(o, MODEL_JK_COMMAND, argv_json(j), &bad);
+	}
+	put(o, "id", json_integer(j->id), &bad);
+	put(o, "next_fire_at_ms", ms_json(j->next_fire_at), &bad);
+	put(o, "next_fire", time_json(j->next_fire_at), &bad);
+	return finished(o, bad);
+}
+
+json_t *model_run_json(const dbcron_run *r)
+{
+	json_t *o = json_object();
+	char t[64];
+	bool bad = false;
+	if (!o)
+		return NULL;
+	put(o, "id", json_integer(r->id), &bad);
+	put(o, "job", str_json(r->job_name), &bad);
+	put(o, "fire_at_ms", ms_json(r->fire_at), &bad);
+	/* "-" when unset, as the run log always printed it */
+	put(o, "fire_at", json_string(model_time_text(r->fire_at, t, sizeof(t))), &bad);
+	put(o, "attempt", json_integer(r->attempt), &bad);
+	put(o, "state", json_string(dbcron_run_state_name(r->state)), &bad);
+	put(o, "due_at_ms", ms_json(r->due_at), &bad);
+	put(o, "node", str_json(r->node), &bad);
+	put(o, "started_ms", ms_json(r->started_ms), &bad);
+	put(o, "finished_ms", ms_json(r->finished_ms), &bad);
+	put(o, "exit_code", r->has_exit_code ? json_integer(r->exit_code) : json_null(), &bad);
+	put(o, "missed", json_integer(r->missed), &bad);
+	put(o, "error", str_json(r->error), &bad);
+	if (r->output)
+		put(o, "output", json_string(r->output), &bad);
+	return finished(o, bad);
+}
+
+json_t *model_job_json_with_runs(const dbcron_job *job, const dbcron_run *runs,
+				 size_t n)
+{
+	json_t *o = model_job_json(job);
+	json_t *a = json_array();
+	bool bad = !o || !a;
+	for (size_t i = 0; !bad && i < n; i++)
+		bad = json_array_append_new(a, model_run_json(&runs[i])) != 0;
+	if (bad) {
+		json_decref(a);
+		json_decref(o);
+		return NULL;
+	}
+	put(o, "last_runs", a, &bad);
+	return finished(o, bad);
+}
+
+/* ------------------------------------------------------------ reading */
+
+/* What the store sets; a listed job carries them, a definition ignores them. */
+static bool read_only_key(const char *key)
+{
+	static const char *const keys[] = {"id", "next_fire_at_ms", "next_fire", "last_runs"};
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (strcmp(keys[i], key) == 0)
+			return true;
+	return false;
+}
+
+static const char *type_word(model_jobdef_type t)
+{
+	switch (t) {
+	case MODEL_JD_INT:
+		return "an integer";
+	case MODEL_JD_BOOL:
+		return "true or false";
+	case MODEL_JD_DUR:
+		return "a duration string such as \"30s\"";
+	case MODEL_JD_ARGV:
+		return "a non-empty array of strings";
+	default:
+		return "a string";
+	}
+}
+
+/* A JSON array of strings as the command; *ok false when it is not one. */
+static int set_command(model_jobdef *d, json_t *val, bool *ok, dbcron_err *err)
+{
+	size_t n = json_array_size(val), i;
+	*ok = json_is_array(val) && n > 0 && n < 100000;
+	for (i = 0; *ok && i < n; i++)
+		*ok = json_is_string(json_array_get(val, i));
+	if (!*ok)
+		return DBCRON_EINVAL;
+	/* borrowed words; model_jobdef_set_argv copies them */
+	char **words = dbcron__calloc(n, sizeof(char *));
+	if (!words)
+		return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
+	for (i = 0; i < n; i++)
+		words[i] = (char *)json_string_value(json_array_get(val, i));
+	int rc = model_jobdef_set_argv(d, words, (int)n, err);
+	dbcron__free(words);
+	return rc;
+}
+
+/* One key's value by the table's type; *ok false on a type mismatch. */
+static int set_value(model_jobdef *d, const model_jobdef_key *k, json_t *val,
+		     bool *ok, dbcron_err *err)
+{
+	switch (k->type) {
+	case MODEL_JD_INT:
+		*ok = json_is_integer(val);
+		return *ok ? model_jobdef_set_int(d, k, json_integer_value(val), err)
+			   : DBCRON_EINVAL;
+	case MODEL_JD_BOOL:
+		*ok = json_is_boolean(val);
+		return *ok ? model_jobdef_set_bool(d, k, json_is_true(val), err)
+			   : DBCRON_EINVAL;
+	case MODEL_JD_ARGV:
+		return set_command(d, val, ok, err);
+	default:
+		*ok = json_is_string(val);
+		return *ok ? model_jobdef_set_text(d, k, json_string_value(val), err)
+			   : DBCRON_EINVAL;
+	}
+}
+
+int model_jobdef_from_json(model_jobdef *d, json_t *obj, const char **name,
+			   dbcron_err *err)
+{
+	const char *key;
+	json_t *val;
+
+	*name = NULL;
+	if (!json_is_object(obj))
+		return dbcron_err_set(err, DBCRON_EINVAL, "expected an object {\"name\": ..., ...}");
+	json_t *jn = json_object_get(obj, "name");
+	if (!jn)
+		return dbcron_err_set(err, DBCRON_EINVAL, "missing key 'name'");
+	if (!json_is_string(jn))
+		return dbcron_err_set(err, DBCRON_EINVAL, "key 'name': expected a string");
+	*name = json_string_value(jn);
+	json_object_foreach(obj, key, val) {
+		if (read_only_key(key))
+			continue;
+		const model_jobdef_key *k = model_jobdef_find(key);
+		if (!k)
+			return dbcron_err_set(err, DBCRON_EINVAL, "unknown key '%s'", key);
+		bool ok = true;
+		int rc = set_value(d, k, val, &ok, err);
+		if (!ok)
+			return dbcron_err_set(err, DBCRON_EINVAL, "key '%s': expected %s", key,
+					      type_word(k->type));
+		if (rc)
+			return rc;
+	}
+	return model_jobdef_check(d, err);
+}
