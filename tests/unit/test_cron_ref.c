@@ -227,7 +227,7 @@ static void run_file(const char *name, dbcron_cron_dialect dialect)
 			line[--len] = '\0';
 		if (len == 0 || line[0] == '#')
 			continue;
-		char *f[4];
+		char *f[4] = {NULL, NULL, NULL, NULL};
 		if (split4(line, f) != 0)
 			fail_msg("%s:%d: want 4 tab-separated fields", name, lineno);
 		run_case(&st, name, lineno, f, dialect);
