@@ -362,3 +362,22 @@ out_done:
 	res->mono_end_ms = dbcron__mono_ms();
 }
 
+/* What a shell job needs before it can ever run; the rest (does argv[0]
+ * exist on this host?) can only be known by the node that spawns it. */
+static int shell_validate(const dbcron_job *job, dbcron_err *err)
+{
+	if (!job->argv || job->argc < 1 || !job->argv[0] || !job->argv[0][0])
+		return dbcron_err_set(err, DBCRON_EINVAL,
+				      "job '%s': no command (give -- COMMAND [ARGS...] or --handler NAME)",
+				      job->name ? job->name : "");
+	return DBCRON_OK;
+}
+
+const exec_ops exec_shell_ops = {
+	.version = EXEC_OPS_VERSION,
+	.kind = DBCRON_EXEC_SHELL,
+	.name = "shell",
+	.caps = EXEC_CAP_OUTPUT | EXEC_CAP_CANCEL | EXEC_CAP_TIMEOUT | EXEC_CAP_PREEMPT,
+	.validate = shell_validate,
+	.run = exec_shell,
+};
