@@ -256,7 +256,7 @@ static bool leader_exited(pid_t pid)
 
 static bool check_exit(proc *p)
 {
-	if (p->exited)
+	if (p->exited || p->pid <= 0) /* nothing started, or reaped */
 		return true;
 	if (!leader_exited(p->pid))
 		return false;
