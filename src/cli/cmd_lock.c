@@ -4,20 +4,26 @@
  * lock held, is a row in the run log (job "lock:NAME"), because "skipped"
  * is a normal outcome that must be visible (seed 002).
  *
- * The lease is renewed every ttl/3 while the command runs.  When renewal is
- * refused (someone else holds the lock now) or has not succeeded for a whole
- * ttl by our monotonic clock, the command gets SIGTERM, the run is recorded
- * FAILED "lease lost", and we exit 76.
+ * The command runs through the process module (exec/proc.h) in a process
+ * group of its own, so that whatever it starts can be stopped with it.
+ * The lease is renewed every ttl/3 while it runs.  When renewal is refused
+ * (someone else holds the lock now) or has not succeeded for a whole ttl
+ * by our monotonic clock, the group gets SIGTERM and, --kill-grace later,
+ * SIGKILL; the run is recorded FAILED "lease lost" and we exit 76.
+ *
+ * Invariants: the command never outlives a lost lease by more than the
+ * grace (short of a member leaving the group with setsid); the child is
+ * always reaped before we record the run.  Signals we receive are only
+ * noted by the handler and forwarded by the loop, which wakes at least
+ * every PROC_TICK_MS: the handler must not touch a proc it cannot lock.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,31 +31,65 @@
 #include "core/alloc.h"
 #include "core/timeutil.h"
 #include "dbcron/lock.h"
+#include "exec/proc.h"
 #include "lease/lease.h"
 
 extern char **environ;
 
-static volatile sig_atomic_t child_pid;
+#define DEFAULT_KILL_GRACE_MS 5000
 
-static void forward_signal(int sig)
+/* The signals we pass on to the command's group, and which came in. */
+static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP};
+#define N_FORWARDED (sizeof(forwarded) / sizeof(forwarded[0]))
+static volatile sig_atomic_t got_signal[N_FORWARDED];
+
+static void note_signal(int sig)
 {
-	if (child_pid > 0)
-		kill((pid_t)child_pid, sig);
+	for (size_t i = 0; i < N_FORWARDED; i++)
+		if (forwarded[i] == sig)
+			got_signal[i] = 1;
+}
+
+/* SIGINT and SIGHUP are passed on as they are (an interactive command
+ * may take SIGINT to mean "cancel the current step"); SIGTERM means stop,
+ * so it gets the same ending as a lost lease: SIGKILL after the grace. */
+static void forward_signals(proc *child, int64_t grace_ms)
+{
+	for (size_t i = 0; i < N_FORWARDED; i++) {
+		if (!got_signal[i])
+			continue;
+		got_signal[i] = 0;
+		proc_signal(child, forwarded[i]);
+		if (forwarded[i] == SIGTERM)
+			proc_kill_after(child, grace_ms);
+	}
+}
+
+static int64_t min64(int64_t a, int64_t b)
+{
+	return a < b ? a : b;
 }
 
 static void lock_help(FILE *f)
 {
 	fprintf(f,
-		"usage: dbcron lock NAME [--db URL] [--ttl DUR] [--owner ID] [--wait DUR] -- COMMAND [ARGS...]\n\n"
+		"usage: dbcron lock NAME [--db URL] [--ttl DUR] [--owner ID] [--wait DUR]\n"
+		"                        [--kill-grace DUR] -- COMMAND [ARGS...]\n\n"
 		"Run COMMAND only if this caller holds the lease lock NAME, cluster-wide.\n\n"
-		"  --ttl DUR    lease length, renewed every ttl/3 while COMMAND runs (default 60s)\n"
-		"  --owner ID   who holds it (default HOST-PID)\n"
-		"  --wait DUR   wait up to DUR for the lock instead of giving up at once\n\n"
+		"  --ttl DUR         lease length, renewed every ttl/3 while COMMAND runs (default 60s)\n"
+		"  --owner ID        who holds it (default HOST-PID)\n"
+		"  --wait DUR        wait up to DUR for the lock instead of giving up at once\n"
+		"  --kill-grace DUR  after the SIGTERM that stops COMMAND, SIGKILL follows DUR later\n"
+		"                    if it is still running (default 5s)\n\n"
+		"COMMAND runs in a process group of its own; stopping it stops everything it started\n"
+		"in that group. SIGINT, SIGTERM and SIGHUP sent to dbcron lock are passed on to the\n"
+		"group (SIGTERM is followed by SIGKILL after the grace).\n\n"
 		"COMMAND sees DBCRON_LOCK (name), DBCRON_LOCK_FENCE (fencing token, grows with every\n"
 		"acquisition) and DBCRON_LOCK_OWNER in its environment.\n\n"
 		"exit status: COMMAND's own status (128+N when killed by signal N); 75 when another\n"
 		"owner holds the lock (its owner and expiry are printed); 76 when the lease was lost\n"
-		"while COMMAND ran (COMMAND was sent SIGTERM); 2 bad input; 1 database trouble.\n"
+		"while COMMAND ran (its group was sent SIGTERM, then SIGKILL after the grace);\n"
+		"127 COMMAND could not be started; 2 bad input; 1 database trouble.\n"
 		"Every attempt is recorded in the run log as job 'lock:NAME' (succeeded, failed, skipped).\n");
 }
 
@@ -135,11 +175,12 @@ int cli_lock(int argc, char **argv)
 		{"ttl", required_argument, NULL, 't'},
 		{"owner", required_argument, NULL, 'o'},
 		{"wait", required_argument, NULL, 'w'},
+		{"kill-grace", required_argument, NULL, 'k'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *db_flag = NULL, *owner = NULL;
-	int64_t ttl = 60000, wait = 0;
+	int64_t ttl = 60000, wait = 0, grace = DEFAULT_KILL_GRACE_MS;
 	dbcron_err err = {0};
 	int c;
 	/* Options and NAME come before "--", the command after it; getopt
@@ -164,6 +205,10 @@ int cli_lock(int argc, char **argv)
 		case 'w':
 			if (dbcron__parse_duration(optarg, 1, &wait, &err))
 				return cli_usage_error("lock", "--wait: %s", err.msg);
+			break;
+		case 'k':
+			if (dbcron__parse_duration(optarg, 0, &grace, &err))
+				return cli_usage_error("lock", "--kill-grace: %s", err.msg);
 			break;
 		case 'h': lock_help(stdout); return 0;
 		default:
@@ -231,37 +276,38 @@ int cli_lock(int argc, char **argv)
 	}
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = forward_signal;
+	sa.sa_handler = note_signal;
 	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	pid_t pid;
+	for (size_t i = 0; i < N_FORWARDED; i++)
+		sigaction(forwarded[i], &sa, NULL);
+	/* Our own ignored signals (nohup) stay ignored for the command, as
+	 * they did when it was spawned without a process group. */
+	proc_opts po = {.argv = cmd, .envp = env, .inherit_signals = true};
+	proc child;
 	int64_t t_start = db_now(db);
-	int serr = posix_spawnp(&pid, cmd[0], NULL, NULL, cmd, env);
+	int serr = proc_spawn(&child, &po, &err);
 	free_env(env);
 	if (serr) {
-		fprintf(stderr, "dbcron lock: cannot execute '%s': %s\n", cmd[0], strerror(serr));
-		char why[600];
-		snprintf(why, sizeof(why), "cannot execute '%s': %s", cmd[0], strerror(serr));
+		fprintf(stderr, "dbcron lock: %s\n", err.msg);
 		dbcron_lock_release(db, &lease, NULL);
-		record(db, name, owner, t_start, db_now(db), DBCRON_RUN_FAILED, false, 0, why);
+		record(db, name, owner, t_start, db_now(db), DBCRON_RUN_FAILED, false, 0, err.msg);
 		status = 127;
 		goto out_close;
 	}
-	child_pid = pid;
 
 	bool lost = false;
+	char gr[32];
+	dbcron__format_duration(grace, gr, sizeof(gr));
 	int64_t renew_every = ttl / 3 > 0 ? ttl / 3 : 1;
 	int64_t valid_until = dbcron__mono_ms() + ttl;
 	int64_t next_renew = dbcron__mono_ms() + renew_every;
-	int wstatus = 0;
 	for (;;) {
-		pid_t w = waitpid(pid, &wstatus, WNOHANG);
-		if (w == pid)
+		int64_t wake = dbcron__mono_ms() + PROC_TICK_MS;
+		if (!lost)
+			wake = min64(wake, min64(next_renew, valid_until));
+		if (proc_wait_until(&child, wake))
 			break;
-		if (w < 0 && errno != EINTR)
-			break;
+		forward_signals(&child, grace);
 		int64_t now = dbcron__mono_ms();
 		if (!lost && now >= next_renew) {
 			int64_t asked = now;
@@ -269,23 +315,33 @@ int cli_lock(int argc, char **argv)
 			if (rc == DBCRON_OK) {
 				valid_until = asked + ttl;
 			} else if (rc == DBCRON_EFENCED || now >= valid_until) {
-				fprintf(stderr, "dbcron lock: lease '%s' lost (%s); sending SIGTERM to the command\n",
-					name, rc == DBCRON_EFENCED ? "another owner holds it now" : err.msg);
+				fprintf(stderr, "dbcron lock: lease '%s' lost (%s); sending SIGTERM to the "
+					"command's process group (SIGKILL after %s)\n",
+					name, rc == DBCRON_EFENCED ? "another owner holds it now" : err.msg, gr);
 				lost = true;
-				kill(pid, SIGTERM);
+				proc_stop(&child, grace);
 			}
 			next_renew = now + (rc == DBCRON_OK ? renew_every : 200);
 		}
 		if (!lost && now >= valid_until) {
-			fprintf(stderr, "dbcron lock: lease '%s' expired before it could be renewed; sending SIGTERM\n", name);
+			fprintf(stderr, "dbcron lock: lease '%s' expired before it could be renewed; "
+				"sending SIGTERM to the command's process group (SIGKILL after %s)\n",
+				name, gr);
 			lost = true;
-			kill(pid, SIGTERM);
+			proc_stop(&child, grace);
 		}
-		sleep_ms(20);
 	}
-	child_pid = 0;
-	int code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus)
-		   : WIFSIGNALED(wstatus) ? 128 + WTERMSIG(wstatus) : 1;
+	pid_t pid = child.pid;
+	int wstatus = 0;
+	int code;
+	int werr = proc_reap(&child, &wstatus);
+	if (werr) {
+		fprintf(stderr, "dbcron lock: '%s' (pid %d): exit status lost: %s\n", cmd[0],
+			(int)pid, strerror(werr));
+		code = 1;
+	} else {
+		code = proc_exit_code(wstatus);
+	}
 	if (!lost) {
 		rc = dbcron_lock_release(db, &lease, &err);
 		if (rc == DBCRON_EFENCED) {

@@ -94,10 +94,59 @@ void exec_shell(const exec_req *req, exec_result *res);
  * handler's errbuf text. */
 void exec_handler(const exec_req *req, exec_result *res);
 
-/* exec_shell or exec_handler by job->executor.  All three overwrite res
- * without freeing it (clear a previous result first), run on the calling
- * thread without any dbcron lock held, and are safe to call from several
- * workers at once.  The caller owns res's strings afterwards. */
+/* ---- the executor table ---- */
+
+/* What an executor can do; the scheduler and validation may ask. */
+enum {
+	EXEC_CAP_OUTPUT = 1u << 0,  /* fills exec_result.output */
+	EXEC_CAP_CANCEL = 1u << 1,  /* honours req->cancel (within 50 ms) */
+	EXEC_CAP_TIMEOUT = 1u << 2, /* honours job->timeout_ms: TIMED_OUT */
+	/* Stops a run that does not cooperate (the shell kills the process
+	 * group).  Without it cancel and timeout need the run's help: a
+	 * handler that never looks is only judged when it returns. */
+	EXEC_CAP_PREEMPT = 1u << 3,
+};
+
+/* Bumped when exec_ops changes shape; exec_register() refuses others. */
+#define EXEC_OPS_VERSION 1
+
+typedef struct exec_ops {
+	int version;            /* EXEC_OPS_VERSION */
+	dbcron_executor kind;   /* the value stored in jobs.executor */
+	const char *name;       /* "shell", "handler": lower case, unique */
+	unsigned caps;          /* EXEC_CAP_* */
+	/* Is the job runnable by this executor?  Only the executor's own
+	 * fields (argv, handler, arg...); DBCRON_EINVAL with a message that
+	 * names the job.  No I/O, no database: called on every job write. */
+	int (*validate)(const dbcron_job *job, dbcron_err *err);
+	/* Run it: the contract of exec_run() below. */
+	void (*run)(const exec_req *req, exec_result *res);
+} exec_ops;
+
+/* The built-ins, registered from the start. */
+extern const exec_ops exec_shell_ops;
+extern const exec_ops exec_handler_ops;
+
+/* The executor for a kind or a name, NULL when none is registered.
+ * Lock-free and safe from any thread; the result stays valid for ever. */
+const exec_ops *exec_lookup(dbcron_executor kind);
+const exec_ops *exec_lookup_name(const char *name);
+
+/* Add an executor (ops must live for the rest of the process: entries are
+ * never removed).  DBCRON_EINVAL for a wrong version, no name or no run
+ * hook; DBCRON_EEXISTS when its kind or name is taken; DBCRON_EBUSY when
+ * the table is full.  Meant for start-up, but safe at any time. */
+int exec_register(const exec_ops *ops, dbcron_err *err);
+
+/* The job check of job->executor's validate hook; an unregistered kind is
+ * DBCRON_EINVAL "job 'x': unknown executor N". */
+int exec_validate(const dbcron_job *job, dbcron_err *err);
+
+/* The registered executor's run by job->executor.  Every run hook
+ * overwrites res without freeing it (clear a previous result first), runs
+ * on the calling thread without any dbcron lock held, and is safe to call
+ * from several workers at once.  The caller owns res's strings afterwards.
+ * An unregistered kind is FAILED "job 'x': unknown executor N". */
 void exec_run(const exec_req *req, exec_result *res);
 
 #endif

@@ -240,3 +240,25 @@ void exec_handler(const exec_req *req, exec_result *res)
 out_done:
 	res->mono_end_ms = dbcron__mono_ms();
 }
+
+/* Only the names this process knows: a node that registers more handlers
+ * than the CLI that wrote the job must validate in its own process. */
+static int handler_validate(const dbcron_job *job, dbcron_err *err)
+{
+	if (!job->handler || !job->handler[0] || !dbcron_handler_exists(job->handler))
+		return dbcron_err_set(err, DBCRON_EINVAL,
+				      "job '%s': unknown handler '%s' (built in: noop, sleep)",
+				      job->name ? job->name : "", job->handler ? job->handler : "");
+	return DBCRON_OK;
+}
+
+/* Cancel and timeout are cooperative (dbcron_handler_should_stop), so no
+ * EXEC_CAP_PREEMPT: a callback cannot be stopped from outside. */
+const exec_ops exec_handler_ops = {
+	.version = EXEC_OPS_VERSION,
+	.kind = DBCRON_EXEC_HANDLER,
+	.name = "handler",
+	.caps = EXEC_CAP_CANCEL | EXEC_CAP_TIMEOUT,
+	.validate = handler_validate,
+	.run = exec_handler,
+};

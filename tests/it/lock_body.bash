@@ -1,7 +1,8 @@
 # dbcron lock on one backend (sourced by lock_sqlite.sh / lock_pg.sh):
 # mutual exclusion with 2 and 10 contenders, a holder frozen past its ttl,
 # a holder killed with SIGKILL, renewal of a long command, exit statuses,
-# and bad input.  What ran is counted from files the commands write.
+# a lost lease stopping a whole process tree that ignores SIGTERM, signals
+# passed on to the command's group, and bad input.  What ran is counted from files the commands write.
 source "$(dirname "$0")/nodelib.bash"
 use_backend "$1"
 
@@ -19,6 +20,8 @@ expect_usage "" -- true
 expect_usage L
 expect_usage L --
 expect_usage L --bogus -- true
+expect_usage L --kill-grace 0s -- true
+expect_usage L --kill-grace soon -- true
 assert_eq "$(dbc locks --format csv | tail -n +2 | wc -l)" 0 "bad input wrote no lock row"
 
 # --- exit status passes through; env has name and fence -----------------
@@ -99,6 +102,102 @@ fa=$(awk '$1 == "A" { print $2 }' "$T/frozen"); fb=$(awk '$1 == "B" { print $2 }
 pass "fencing token grew ($fa -> $fb)"
 runs_csv --job lock:fz | grep -q "lease lost" || fail "lost lease not recorded in the run log"
 pass "lost lease recorded in the run log"
+
+# --- the command's process group --------------------------------------
+# A pid counts as alive while kill -0 reaches it and it is not a zombie
+# (an orphan's zombie waits for whatever PID 1 of the container does).
+alive() {
+  kill -0 "$1" 2>/dev/null || return 1
+  ! grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null
+}
+any_alive() { local p; for p in "$@"; do alive "$p" && return 0; done; return 1; }
+none_alive() { ! any_alive "$@"; }
+wait_gone() { # PID SECS: hang guard before a wait, so a regression fails fast
+  local i=0
+  while alive "$1"; do
+    sleep 0.1; i=$((i + 1))
+    [ $i -lt $(($2 * 10)) ] || { kill -KILL "$1"; fail "pid $1 still running after $2 s"; }
+  done
+}
+wait_lines() { # FILE N: until FILE has N lines (hang guard 20 s)
+  local i=0
+  while [ "$(wc -l < "$1")" -lt "$2" ]; do
+    sleep 0.05; i=$((i + 1)); [ $i -lt 400 ] || fail "$1: fewer than $2 lines"
+  done
+}
+
+# Lease lost while the command runs a child that ignores SIGTERM and has
+# started a grandchild: SIGTERM to the group, SIGKILL after the grace, and
+# nothing of the group survives dbcron lock.  The leader ignores SIGTERM
+# too, so only the SIGKILL can end it.
+: > "$T/tree"
+"$DBCRON_BIN" lock tree --ttl 2s --owner A --kill-grace 1s -- sh -c '
+  trap "" TERM
+  echo $$ >> "$1"
+  (sleep 300 & echo $! >> "$1"; exec sleep 300) &
+  echo $! >> "$1"
+  while :; do sleep 1; done' sh "$T/tree" >"$T/tree.out" 2>&1 &
+tp=$!
+wait_lines "$T/tree" 3
+mapfile -t tree < "$T/tree"
+[ "$(ps -o pgid= -p "${tree[2]}" | tr -d ' ')" = "${tree[0]}" ] || fail "grandchild not in the command's group"
+[ "$(ps -o pgid= -p "${tree[0]}" | tr -d ' ')" != "$(ps -o pgid= -p $tp | tr -d ' ')" ] ||
+  fail "the command shares dbcron lock's process group"
+pass "command in a process group of its own, grandchild in it"
+kill -STOP $tp
+sleep 3
+"$DBCRON_BIN" lock tree --ttl 20s --owner B -- sleep 2 >/dev/null 2>&1 &
+bp=$!
+sleep 0.5
+kill -CONT $tp
+wait_gone $tp 20
+rc=0; wait $tp || rc=$?
+assert_eq "$rc" 76 "tree: lease lost, exit 76"
+grep -q "SIGKILL after 1s" "$T/tree.out" || fail "tree: no word of the SIGKILL to come: $(cat "$T/tree.out")"
+# dbcron lock reaped the leader before exiting; the rest died of the same
+# SIGKILL and only await their reaper.
+i=0
+until none_alive "${tree[@]}"; do
+  sleep 0.1; i=$((i + 1))
+  [ $i -lt 50 ] || fail "tree: still alive after dbcron lock exited: $(for p in "${tree[@]}"; do alive "$p" && echo "$p"; done)"
+done
+pass "tree: leader, child and grandchild (all ignoring SIGTERM) are gone"
+runs_csv --job lock:tree | grep -q "lease lost" || fail "tree: lost lease not recorded"
+pass "tree: lost lease recorded in the run log"
+rc=0; wait $bp || rc=$?
+assert_eq "$rc" 0 "tree: the new holder finished normally"
+
+# SIGTERM to dbcron lock reaches the whole group (the background sleep of a
+# non-interactive sh would not get it otherwise); the status is the
+# command's, 128+15.
+: > "$T/sig"
+"$DBCRON_BIN" lock sigterm -- sh -c 'echo $$ >> "$1"; sleep 300 & echo $! >> "$1"; wait' sh "$T/sig" \
+  >/dev/null 2>&1 &
+sp=$!
+wait_lines "$T/sig" 2
+mapfile -t sig < "$T/sig"
+kill -TERM $sp
+wait_gone $sp 20
+rc=0; wait $sp || rc=$?
+assert_eq "$rc" 143 "SIGTERM to dbcron lock: the command's status, 128+15"
+i=0
+until none_alive "${sig[@]}"; do
+  sleep 0.1; i=$((i + 1)); [ $i -lt 50 ] || fail "SIGTERM: the group survived dbcron lock"
+done
+pass "SIGTERM to dbcron lock: nothing of the group survives"
+runs_csv --job lock:sigterm | grep -q "exited with status 143" || fail "SIGTERM: run not recorded"
+pass "SIGTERM to dbcron lock: run recorded as exited with status 143"
+
+# SIGINT (Ctrl-C) is passed on too, now that the command is not in the
+# terminal's foreground group with us.
+: > "$T/int"
+"$DBCRON_BIN" lock sigint -- sh -c 'echo $$ >> "$1"; exec sleep 300' sh "$T/int" >/dev/null 2>&1 &
+ip=$!
+wait_lines "$T/int" 1
+kill -INT $ip
+wait_gone $ip 20
+rc=0; wait $ip || rc=$?
+assert_eq "$rc" 130 "SIGINT to dbcron lock: the command's status, 128+2"
 
 # --- a holder killed with SIGKILL: free after the ttl -------------------
 "$DBCRON_BIN" lock kk --ttl 2s --owner K -- sleep 37 >/dev/null 2>&1 &

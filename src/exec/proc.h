@@ -1,0 +1,120 @@
+/*
+ * One child process in a process group of its own: spawn, wait, stop.
+ * Used by the shell executor and by `dbcron lock`; anything else that runs
+ * a command should use it too, so that there is one place that knows how
+ * to stop a process tree for good.
+ *
+ * Contract, for every proc that proc_spawn() started: the caller ends with
+ * proc_reap(), which always reaps the leader.  Until then the leader's pid
+ * is the group id and stays ours (the leader is only peeked at with
+ * WNOWAIT), so signalling the group can never hit an unrelated process.
+ * Nothing here calls waitpid(-1), and the caller must not either.
+ */
+#ifndef DBCRON_EXEC_PROC_H
+#define DBCRON_EXEC_PROC_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "dbcron/error.h"
+
+#define PROC_DEFAULT_GRACE_MS 2000
+/* Longest sleep between two looks at a cancel flag (exec.h promises 50). */
+#define PROC_TICK_MS 50
+/* After the leader's exit, how long proc_reap() keeps reading the pipe. */
+#define PROC_DRAIN_MAX_MS 1000
+
+/* Receives the child's output as it is read (stdout and stderr mixed). */
+typedef void (*proc_sink)(void *ctx, const char *buf, size_t n);
+
+typedef struct proc_opts {
+	char *const *argv;  /* argv[0] looked up in PATH; never a shell */
+	char *const *envp;  /* NULL: this process's environ */
+	bool stdin_null;    /* stdin from /dev/null instead of ours */
+	proc_sink sink;     /* non-NULL: stdout and stderr into one pipe,
+			     * fed to sink; NULL: both inherited */
+	void *sink_ctx;
+	/* Keep our signal mask and ignored signals (so `nohup dbcron lock`
+	 * still means nohup for the command).  Otherwise the child starts
+	 * with an empty mask and every disposition at its default, which is
+	 * what a worker thread that blocks SIGTERM needs for its children. */
+	bool inherit_signals;
+} proc_opts;
+
+typedef struct proc {
+	pid_t pid;           /* the leader; also the process group id */
+	int out_fd;          /* our read end (non-blocking); -1 none or EOF */
+	int pidfd;           /* -1: the kernel gave none, we tick instead */
+	proc_sink sink;
+	void *sink_ctx;
+	bool exited;         /* the leader has exited (not reaped yet) */
+	bool stopping;       /* proc_stop() was called */
+	bool killed;         /* SIGKILL sent to the group */
+	int64_t kill_at_ms;  /* monotonic; when the SIGKILL is due */
+} proc;
+
+/*
+ * Start o->argv in a new process group (pgid = its pid).  Every fd we open
+ * is O_CLOEXEC from birth, so concurrent spawns on other threads never
+ * inherit our pipe.  On failure nothing is left to clean up, p->pid is -1
+ * and err says "cannot execute 'x': No such file or directory" (glibc
+ * reports exec failures from posix_spawnp itself, so there is no exit
+ * status 127 to decode).  DBCRON_ENOTFOUND for a missing command,
+ * DBCRON_EINVAL for an empty argv, DBCRON_EIO otherwise.
+ */
+int proc_spawn(proc *p, const proc_opts *o, dbcron_err *err);
+
+/*
+ * Wait until the leader exits or the monotonic clock reaches until_ms,
+ * reading output meanwhile and sending the SIGKILL a stop scheduled once
+ * its grace is over.  May return early when a signal interrupts the wait
+ * (the caller looks at its flags and calls again).  Returns true once the
+ * leader has exited; if we had stopped the group, whatever is left of it
+ * gets SIGKILL at that moment (a grandchild that ignored SIGTERM must not
+ * outlive its leader).
+ */
+bool proc_wait_until(proc *p, int64_t until_ms);
+
+/* Send sig to the whole group, and SIGCONT after it so that a stopped
+ * member (Ctrl-Z, SIGTTIN) gets to handle it.  No-op after the exit. */
+void proc_signal(proc *p, int sig);
+
+/* Stop the group: SIGTERM (+SIGCONT) now, SIGKILL after grace_ms (<= 0:
+ * PROC_DEFAULT_GRACE_MS) unless the leader has exited first.  Only the
+ * first call counts. */
+void proc_stop(proc *p, int64_t grace_ms);
+
+/* Schedule the SIGKILL as proc_stop() would, without sending SIGTERM
+ * (the caller forwarded a signal of its own and wants the same ending). */
+void proc_kill_after(proc *p, int64_t grace_ms);
+
+typedef enum proc_end {
+	PROC_END_EXIT,    /* the leader exited on its own */
+	PROC_END_TIMEOUT, /* deadline reached; we stopped the group */
+	PROC_END_CANCEL,  /* *cancel became non-zero; we stopped the group */
+} proc_end;
+
+/*
+ * Wait for the exit, stopping the group (proc_stop with grace_ms) at
+ * deadline_ms (monotonic, INT64_MAX for none) or as soon as *cancel is
+ * non-zero (looked at every PROC_TICK_MS at most; cancel may be NULL).
+ * Returns with the leader exited and not yet reaped.
+ */
+proc_end proc_wait(proc *p, int64_t deadline_ms, const atomic_int *cancel, int64_t grace_ms);
+
+/*
+ * Read what is left in the pipe (at most PROC_DRAIN_MAX_MS: a background
+ * grandchild may hold the write end open), close our fds and reap the
+ * leader, blocking until it has exited if it has not.  0 and *status as
+ * from waitpid, or the errno that lost the status (ECHILD when SIGCHLD is
+ * ignored or someone reaped it for us).  p is spent afterwards.
+ */
+int proc_reap(proc *p, int *status);
+
+/* Exit code in the shell's convention: the status, or 128 + signal. */
+int proc_exit_code(int status);
+
+#endif
