@@ -322,6 +322,9 @@ static long claim(dbcron_node *n, dbcron_err *err)
 	pthread_mutex_lock(&n->mu);
 	bool wake = false;
 	for (size_t i = 0; i < res.nruns; i++) {
+		/* The fire shares its job's snapshot while the row is
+		 * unchanged, and starts a new one when the job was edited
+		 * (the ownership rule is in inflight.h). */
 		job_state *js = inflight_job_get(&n->jobs, res.runs[i].run.job_id);
 		fire *f = js ? fire_new(n, js, &res.runs[i]) : NULL;
 		if (!f)
