@@ -1,0 +1,323 @@
+/*
+ * Dispatch: the timer thread and the workers' side of a fire.  The timer
+ * thread holds CLAIMED fires in a min-heap and, at each one's instant
+ * (database clock mapped onto CLOCK_MONOTONIC), decides start or hold by
+ * the job's misfire and overlap policies; a fire to run goes to the fast
+ * pool, or to the slow pool when its job has been slow lately.  A worker
+ * runs it to the end, records the outcome for the db thread and starts the
+ * next fire its job was holding.
+ *
+ * Invariants kept here:
+ *  4 nothing starts while the lease is not known to be valid (a node
+ *    frozen past its lease wakes up holding fires that others now own);
+ *  6 nothing here touches the database or makes the db thread wait: starts
+ *    and ends are queued for its next batch (dbloop_queue_write), and
+ *    at-most-once starts are handed to it on the sync list;
+ *  pools are called only without n->mu (no thread holds two locks).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "sched/node_int.h"
+
+/* Slow-pool demotion: a job whose runs took over SLOW_RUN_MS more than
+ * SLOW_RUNS_TO_DEMOTE times within SLOW_WINDOW_MS runs on the slow pool, so
+ * that it cannot hold up the fast pool's on-time starts. */
+#define SLOW_RUN_MS 500
+#define SLOW_RUNS_TO_DEMOTE 10
+#define SLOW_WINDOW_MS 60000
+_Static_assert(INFLIGHT_SLOW_RING == SLOW_RUNS_TO_DEMOTE + 1,
+	       "the ring keeps one more slow run than the demotion needs");
+
+static bool job_is_slow(const job_state *js, int64_t now_mono)
+{
+	unsigned cnt = 0;
+	for (unsigned i = 0; i < INFLIGHT_SLOW_RING; i++)
+		if (js->slow_at[i] && now_mono - js->slow_at[i] <= SLOW_WINDOW_MS)
+			cnt++;
+	return cnt > SLOW_RUNS_TO_DEMOTE;
+}
+
+static void note_run_time(job_state *js, const exec_result *res)
+{
+	if (res->mono_end_ms - res->mono_start_ms > SLOW_RUN_MS)
+		js->slow_at[js->slow_n++ % INFLIGHT_SLOW_RING] = res->mono_end_ms;
+}
+
+/* End a fire without running it (SKIPPED, MISFIRED, FAILED to queue); mu
+ * held. */
+static void finish_unstarted(dbcron_node *n, fire *f, dbcron_run_state st,
+			     const char *why)
+{
+	f->end_state = st;
+	f->end_why = why;
+	f->finished_db = node_db_now(n);
+	fire_set_phase(f, FIRE_FINISHED);
+	dbloop_queue_write(n, f);
+	if (n->cfg.log_runs || st == DBCRON_RUN_MISFIRED)
+		dbcron__log(LOG_INFO, "run.end", "job=%s fire_at=%" PRId64 " attempt=%d state=%s reason=\"%s\"",
+			    f->run.job_name, f->run.fire_at, f->run.attempt,
+			    dbcron_run_state_name(st), why);
+}
+
+/* mu held */
+static void cancel_fire(fire *f, const fire_cancel *why)
+{
+	f->cancel_why = why;
+	atomic_store(&f->cancel.requested, 1);
+}
+
+/*
+ * Decide what happens to a due fire, already off the heap or its job's
+ * held list (mu held).  Returns true when the caller should hand it to a
+ * pool (after unlocking).
+ */
+static bool start_or_hold(dbcron_node *n, fire *f, int64_t now_db)
+{
+	job_state *js = f->js;
+	const dbcron_job *job = &f->snap->job;
+	int64_t late = now_db - f->run.fire_at;
+
+	if (f->run.attempt == 1 && f->run.missed == 0 &&
+	    late > job->misfire_threshold_ms &&
+	    job->misfire == DBCRON_MISFIRE_SKIP && f->run.due_at == f->run.fire_at) {
+		/* Held past the threshold (lease lost for a while, database
+		 * outage): the misfire policy applies here too. */
+		finish_unstarted(n, f, DBCRON_RUN_MISFIRED, "started too late; misfire policy skip");
+		return false;
+	}
+	if (js->running > 0) {
+		switch (job->overlap) {
+		case DBCRON_OVERLAP_ALLOW:
+			break;
+		case DBCRON_OVERLAP_SKIP:
+			if (f->run.due_at > f->run.fire_at)
+				goto hold; /* a catch-up or retry is owed, not skipped */
+			n->n_skipped++;
+			finish_unstarted(n, f, DBCRON_RUN_SKIPPED, "previous run still running");
+			return false;
+		case DBCRON_OVERLAP_REPLACE:
+			for (fire *r = js->running_list; r; r = r->run_next)
+				cancel_fire(r, &fire_cancel_replaced);
+			/* start when the replaced one ends */
+			__attribute__((fallthrough));
+		case DBCRON_OVERLAP_QUEUE:
+		hold:
+			fire_set_phase(f, FIRE_HELD);
+			fire_list_push(&js->held, f);
+			return false;
+		}
+	}
+	f->slow = job_is_slow(js, dbcron__mono_ms());
+	inflight_running_add(js, f);
+	n->running++;
+	if (job->node_loss == DBCRON_NODE_LOSS_ABANDON) {
+		/* At-most-once: RUNNING must be in the database, fenced,
+		 * before the job starts; the db thread submits it. */
+		fire_set_phase(f, FIRE_STARTING);
+		fire_list_push(&n->sync, f);
+		dbloop_kick(n);
+		return false;
+	}
+	/* The start is written with the next batch; the worker fills in the
+	 * exact start time (dispatch time until then). */
+	atomic_store(&f->started_db, now_db);
+	fire_set_phase(f, FIRE_STARTED);
+	dbloop_queue_write(n, f);
+	return true;
+}
+
+static void worker_main(void *arg);
+
+void dispatch_submit(dbcron_node *n, fire *f)
+{
+	pool *p = f->slow ? n->slow : n->fast;
+	if (pool_submit(p, worker_main, f) == DBCRON_OK)
+		return;
+	/* Full despite backpressure (e.g. a burst of held fires): try again
+	 * in a millisecond; the fire stays ours and its start unwritten. */
+	pthread_mutex_lock(&n->mu);
+	if (f->phase == FIRE_STARTED)
+		fire_list_unlink(&n->pending, f);
+	fire_set_phase(f, FIRE_CLAIMED);
+	inflight_running_remove(f->js, f);
+	n->running--;
+	if (timer_push(&n->heap, &f->tn, node_db_now(n) + 1))
+		finish_unstarted(n, f, DBCRON_RUN_FAILED, "out of memory");
+	pthread_cond_signal(&n->timer_cv);
+	pthread_mutex_unlock(&n->mu);
+}
+
+/* The outcome of a fire that ran (mu held). */
+static void record_end(fire *f)
+{
+	const fire_cancel *c = f->cancel_why;
+	f->end_state = f->res.state;
+	f->end_why = NULL;
+	f->no_retry = c && c->no_retry;
+	if (c && f->res.state != DBCRON_RUN_SUCCEEDED) {
+		f->end_state = c->state;
+		f->end_why = c->why;
+	}
+}
+
+static void worker_main(void *arg)
+{
+	fire *f = arg;
+	dbcron_node *n = f->node;
+
+	/* RUNNING was queued for the db thread when the timer dispatched
+	 * this fire (no lock taken here, on the hot path) */
+	int64_t started = node_db_now(n);
+	atomic_store(&f->started_db, started);
+	if (n->cfg.log_runs)
+		dbcron__log(LOG_INFO, "run.start", "job=%s fire_at=%" PRId64 " attempt=%d run=%" PRId64 " late_ms=%" PRId64 " pool=%s",
+			    f->run.job_name, f->run.fire_at, f->run.attempt, f->run.id,
+			    started - f->run.fire_at, f->slow ? "slow" : "fast");
+
+	exec_req req = {
+		.job = &f->snap->job,
+		.run_id = f->run.id,
+		.fire_at_ms = f->run.fire_at,
+		.attempt = f->run.attempt,
+		.node_id = n->node_id,
+		.cancel = &f->cancel,
+		.kill_grace_ms = n->cfg.kill_grace_ms,
+	};
+	exec_run(&req, &f->res);
+	f->finished_db = node_db_now(n);
+	int64_t took = f->res.mono_end_ms - f->res.mono_start_ms;
+
+	fire *next = NULL;
+	pthread_mutex_lock(&n->mu);
+	job_state *js = f->js;
+	inflight_running_remove(js, f);
+	n->running--;
+	note_run_time(js, &f->res);
+	record_end(f);
+	/* Logged before the fire is handed to the db thread, which frees it
+	 * once its final state is written. */
+	if (n->cfg.log_runs || f->end_state != DBCRON_RUN_SUCCEEDED)
+		dbcron__log(f->end_state == DBCRON_RUN_SUCCEEDED ? LOG_INFO : LOG_WARN, "run.end",
+			    "job=%s fire_at=%" PRId64 " attempt=%d run=%" PRId64 " state=%s took_ms=%" PRId64 "%s%s%s",
+			    f->run.job_name, f->run.fire_at, f->run.attempt, f->run.id,
+			    dbcron_run_state_name(f->end_state), took,
+			    f->res.error || f->end_why ? " error=\"" : "",
+			    f->end_why ? f->end_why : f->res.error ? f->res.error : "",
+			    f->res.error || f->end_why ? "\"" : "");
+	/* A STARTED fire is still on the pending list: its end replaces the
+	 * start there, and one write carries both. */
+	bool listed = f->phase == FIRE_STARTED;
+	fire_set_phase(f, FIRE_FINISHED);
+	if (listed)
+		dbloop_kick(n);
+	else
+		dbloop_queue_write(n, f);
+	/* queue / replace: the next held fire of this job starts now */
+	if (!n->stopping && (next = fire_list_pop(&js->held)) &&
+	    !start_or_hold(n, next, node_db_now(n)))
+		next = NULL;
+	pthread_mutex_unlock(&n->mu);
+
+	if (next)
+		dispatch_submit(n, next);
+}
+
+void dispatch_cancel_running(dbcron_node *n, const fire_cancel *why)
+{
+	pthread_mutex_lock(&n->mu);
+	for (size_t i = 0; i < n->jobs.nslots; i++)
+		for (fire *r = n->jobs.slots[i] ? n->jobs.slots[i]->running_list : NULL; r; r = r->run_next)
+			cancel_fire(r, why);
+	pthread_mutex_unlock(&n->mu);
+}
+
+size_t dispatch_take_unstarted(dbcron_node *n, fire_list *out)
+{
+	size_t k = 0;
+	timer_node *t;
+	while ((t = timer_pop(&n->heap))) {
+		fire_list_push(out, (fire *)t);
+		k++;
+	}
+	for (size_t i = 0; i < n->jobs.nslots; i++) {
+		job_state *js = n->jobs.slots[i];
+		fire *f;
+		while (js && (f = fire_list_pop(&js->held))) {
+			fire_list_push(out, f);
+			k++;
+		}
+	}
+	return k;
+}
+
+/* ---- the timer thread ------------------------------------------------ */
+
+static void *timer_main(void *arg)
+{
+	dbcron_node *n = arg;
+	fire *batch[256];
+
+	pthread_mutex_lock(&n->mu);
+	while (!n->stopping) {
+		timer_node *top = timer_peek(&n->heap);
+		int64_t now_mono = dbcron__mono_ms();
+		int64_t wait_until;
+		if (!top) {
+			wait_until = now_mono + 1000;
+		} else if (now_mono >= n->lease_ok_until_mono) {
+			/* No valid lease: start nothing until the db thread
+			 * renews it or learns we were fenced. */
+			wait_until = now_mono + 20;
+		} else {
+			int64_t due_mono = top->due - atomic_load(&n->offset_ms);
+			if (due_mono > now_mono) {
+				wait_until = due_mono;
+			} else {
+				size_t k = 0;
+				int64_t now_db = now_mono + atomic_load(&n->offset_ms);
+				while (k < sizeof(batch) / sizeof(batch[0]) &&
+				       (top = timer_peek(&n->heap)) && top->due <= now_db) {
+					timer_pop(&n->heap);
+					fire *f = (fire *)top;
+					if (start_or_hold(n, f, now_db))
+						batch[k++] = f;
+				}
+				pthread_mutex_unlock(&n->mu);
+				for (size_t i = 0; i < k; i++)
+					dispatch_submit(n, batch[i]);
+				pthread_mutex_lock(&n->mu);
+				continue;
+			}
+		}
+		struct timespec ts;
+		node_abs_deadline(&ts, wait_until);
+		pthread_cond_timedwait(&n->timer_cv, &n->mu, &ts);
+	}
+	pthread_mutex_unlock(&n->mu);
+	return NULL;
+}
+
+int dispatch_start(dbcron_node *n, dbcron_err *err)
+{
+	if (pthread_create(&n->timer_thread, NULL, timer_main, n))
+		return dbcron_err_set(err, DBCRON_EINTERNAL, "node: cannot start the timer thread");
+	n->timer_started = true;
+	return DBCRON_OK;
+}
+
+void dispatch_stop(dbcron_node *n)
+{
+	pthread_mutex_lock(&n->mu);
+	n->stopping = true;
+	pthread_cond_signal(&n->timer_cv);
+	pthread_mutex_unlock(&n->mu);
+	if (n->timer_started)
+		pthread_join(n->timer_thread, NULL);
+	n->timer_started = false;
+}

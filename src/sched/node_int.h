@@ -1,0 +1,113 @@
+/*
+ * The node's private header: the node struct that node.c (lifecycle),
+ * dbloop.c (the db thread) and dispatch.c (the timer thread and the
+ * workers) share, and the few calls between them.
+ *
+ * Threading rules, kept by all three files:
+ *  - one mutex, mu, guards every field below marked "mu" and the whole
+ *    in-flight table (sched/inflight.h);
+ *  - pools have their own lock and are never called with mu held, so no
+ *    thread ever holds two locks;
+ *  - only the db thread (the thread that called dbcron_node_run) touches
+ *    the store; the timer thread and the workers hand it work through the
+ *    pending and sync lists and wake it with dbloop_kick();
+ *  - the db thread never waits on a job (invariant 6).
+ */
+#ifndef DBCRON_SCHED_NODE_INT_H
+#define DBCRON_SCHED_NODE_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "core/timeutil.h"
+#include "dbcron/node.h"
+#include "exec/exec.h"
+#include "sched/inflight.h"
+#include "sched/plan.h"
+#include "sched/timer.h"
+#include "store/store.h"
+
+struct dbcron_node {
+	/* set up by dbcron_node_create, read-only afterwards */
+	dbcron_node_config cfg;
+	char *db_url, *node_id, *host;
+	char incarnation[33]; /* db thread; read by no one else */
+
+	pthread_mutex_t mu;
+	pthread_cond_t timer_cv; /* the timer thread waits here */
+	pthread_cond_t db_cv;    /* the db thread waits here */
+	bool db_kicked;          /* mu: coalesces wake-ups of the db thread */
+	atomic_int stop_requested; /* async-signal-safe stop request */
+	bool stopping;             /* mu: no more starts */
+	pthread_t timer_thread;
+	bool timer_started;
+
+	/* mu: the in-flight table */
+	timer_heap heap;    /* CLAIMED fires */
+	fire_list pending;  /* STARTED and FINISHED fires: writes to batch */
+	fire_list sync;     /* STARTING fires: starts to fence first */
+	inflight_jobs jobs; /* per-job state */
+	size_t inflight;    /* fires claimed and not yet freed */
+	size_t running;     /* fires on some job's running list */
+
+	atomic_llong offset_ms;      /* db_ms = mono_ms + offset */
+	int64_t lease_ok_until_mono; /* mu */
+
+	pool *fast, *slow;
+	store *st;      /* db thread only */
+	planner *plan;  /* db thread only (the claim calls it) */
+
+	/* counters for the stop summary and benchmarks */
+	uint64_t n_claims, n_claimed;        /* db thread */
+	uint64_t n_finished, n_fenced;       /* db thread, under mu */
+	uint64_t n_skipped;                  /* mu */
+};
+
+/* The database clock as this node sees it (invariant 4). */
+static inline int64_t node_db_now(dbcron_node *n)
+{
+	return dbcron__mono_ms() + atomic_load(&n->offset_ms);
+}
+
+static inline void node_abs_deadline(struct timespec *ts, int64_t mono_ms)
+{
+	ts->tv_sec = mono_ms / 1000;
+	ts->tv_nsec = (mono_ms % 1000) * 1000000;
+}
+
+/* ---- dbloop.c: the db thread ---- */
+/* Register (again) under a fresh incarnation; sets the clock offset and
+ * the lease. */
+int dbloop_register(dbcron_node *n, dbcron_err *err);
+/* Heartbeat, claim, flush and maintenance until a stop is requested. */
+void dbloop_run(dbcron_node *n);
+/* The graceful stop, once the timer thread is gone.  hand_back: every
+ * unstarted fire back to the database in one statement.  drain: wait up to
+ * grace_ms for running fires, writing their outcomes and renewing the
+ * lease, then cancel them and wait for the end.  finish (the pools are
+ * gone): the last writes, and the node row marked stopped. */
+void dbloop_hand_back(dbcron_node *n);
+void dbloop_drain(dbcron_node *n);
+void dbloop_finish(dbcron_node *n);
+/* Put f on the pending list and wake the db thread (mu held). */
+void dbloop_queue_write(dbcron_node *n, fire *f);
+/* Wake the db thread (mu held). */
+void dbloop_kick(dbcron_node *n);
+
+/* ---- dispatch.c: the timer thread and the workers ---- */
+int dispatch_start(dbcron_node *n, dbcron_err *err);
+/* Stop starting fires and join the timer thread. */
+void dispatch_stop(dbcron_node *n);
+/* Hand a STARTED or RUNNING fire to its pool; called without mu.  A full
+ * pool puts it back on the heap. */
+void dispatch_submit(dbcron_node *n, fire *f);
+/* Ask every running fire to stop, recorded as `why` says (takes mu). */
+void dispatch_cancel_running(dbcron_node *n, const fire_cancel *why);
+/* Move every CLAIMED and HELD fire (the timer heap, the jobs' held lists)
+ * onto out, phases unchanged; returns how many (mu held). */
+size_t dispatch_take_unstarted(dbcron_node *n, fire_list *out);
+
+#endif
