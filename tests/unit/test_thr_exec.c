@@ -195,6 +195,23 @@ static void test_register(void **state)
 	assert_string_equal(r.output, "payload");
 	exec_result_clear(&r);
 
+	/* The job check every write path passes asks the registered
+	 * executor: a fake job without its arg is refused with fake's own
+	 * message, and accepted once it has one. */
+	dbcron_job v;
+	dbcron_job_init(&v);
+	v.name = "f";
+	v.kind = DBCRON_SCHED_EVERY;
+	v.spec = "10s";
+	v.executor = FAKE_KIND;
+	assert_int_equal(dbcron_job_validate(&v, &err), DBCRON_EINVAL);
+	assert_string_equal(err.msg, "job 'f': fake needs an arg");
+	v.arg = "payload";
+	assert_int_equal(dbcron_job_validate(&v, &err), DBCRON_OK);
+	v.executor = (dbcron_executor)77;
+	assert_int_equal(dbcron_job_validate(&v, &err), DBCRON_EINVAL);
+	assert_string_equal(err.msg, "job 'f': unknown executor 77");
+
 	/* Refusals: taken kind, taken name, wrong version, missing hooks. */
 	exec_ops o = fake_ops;
 	assert_int_equal(exec_register(&fake_ops, &err), DBCRON_EEXISTS);
