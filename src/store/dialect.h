@@ -151,4 +151,18 @@ size_t store_mask_url(const char *url, char *buf, size_t len);
 /* Length of the valid UTF-8 sequence at s, 0 when invalid. */
 size_t store_utf8_seq(const unsigned char *s);
 
+/* A growing text for the batch encoders.  An allocation failure sets oom
+ * and later appends do nothing, so an encoder checks once at the end.
+ * p is always NUL-terminated once anything was appended; the owner frees
+ * it with store_text_free(). */
+typedef struct store_text {
+	char *p;
+	size_t len, cap;
+	bool oom;
+} store_text;
+
+void store_text_putn(store_text *b, const char *s, size_t n);
+static inline void store_text_putc(store_text *b, char c) { store_text_putn(b, &c, 1); }
+void store_text_free(store_text *b);
+
 #endif

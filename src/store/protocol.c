@@ -113,6 +113,26 @@ static int st_row(store *s, int id, const store_param *p, int np, dbcron_err *er
 	return row;
 }
 
+/* The listings: one() reads the current row, hands it to the caller's
+ * callback and frees it, setting *stop when the callback asked to stop.
+ * The loop, the reset and which error wins (a failed step over a failed
+ * row) are here once for every listing. */
+typedef int (*row_fn)(store *s, void *arg, bool *stop, dbcron_err *err);
+
+static int each_row(store *s, int id, const store_param *p, int np, row_fn one, void *arg,
+		    dbcron_err *err)
+{
+	int rc = store__exec(s, id, p, np, err), row = 0;
+	bool stop = false;
+	if (rc)
+		return rc;
+	while (!stop && (row = store__next(s, err)) == 1)
+		if ((rc = one(s, arg, &stop, err)))
+			break;
+	store__reset(s);
+	return row < 0 ? -row : rc;
+}
+
 static int64_t col_i64(store *s, int c) { return s->d->col_i64(s->c, c); }
 static int64_t col_i64n(store *s, int c)
 {
@@ -649,22 +669,27 @@ int store_job_get(store *s, const char *name, dbcron_job *out, dbcron_err *err)
 	return rc;
 }
 
-int store_job_list(store *s, store_job_cb cb, void *ctx, dbcron_err *err)
+struct job_each {
+	store_job_cb cb;
+	void *ctx;
+};
+
+static int job_one(store *s, void *arg, bool *stop, dbcron_err *err)
 {
-	int rc = store__exec(s, ST_JOB_LIST, NULL, 0, err), row;
+	struct job_each *e = arg;
+	dbcron_job job;
+	int rc = store__read_job(s, 0, &job, err);
 	if (rc)
 		return rc;
-	while ((row = store__next(s, err)) == 1) {
-		dbcron_job job;
-		if ((rc = store__read_job(s, 0, &job, err)))
-			break;
-		int stop = cb(ctx, &job);
-		dbcron_job_clear(&job);
-		if (stop)
-			break;
-	}
-	store__reset(s);
-	return row < 0 ? -row : rc;
+	*stop = e->cb(e->ctx, &job) != 0;
+	dbcron_job_clear(&job);
+	return DBCRON_OK;
+}
+
+int store_job_list(store *s, store_job_cb cb, void *ctx, dbcron_err *err)
+{
+	struct job_each e = {cb, ctx};
+	return each_row(s, ST_JOB_LIST, NULL, 0, job_one, &e, err);
 }
 
 int store_job_set_paused(store *s, const char *name, bool paused, int64_t next_fire_at,
@@ -1483,58 +1508,66 @@ out_rollback:
 /* Views                                                               */
 /* ------------------------------------------------------------------ */
 
+struct run_each {
+	store_run_cb cb;
+	void *ctx;
+};
+
+static int run_one(store *s, void *arg, bool *stop, dbcron_err *err)
+{
+	struct run_each *e = arg;
+	dbcron_run run;
+	int rc = store__read_run(s, &run, err);
+	if (rc)
+		return rc;
+	*stop = e->cb(e->ctx, &run) != 0;
+	dbcron_run_clear(&run);
+	return DBCRON_OK;
+}
+
 int store_runs_list(store *s, const store_run_filter *f, store_run_cb cb, void *ctx,
 		    dbcron_err *err)
 {
 	store_param p[] = {sp_text(f ? f->job : NULL), sp_i64(f ? f->state : 0),
 			   sp_i64(f && f->since_ms >= 0 ? f->since_ms : -1),
 			   sp_i64(f && f->limit > 0 ? (int64_t)f->limit : -1)};
-	int rc = store__exec(s, ST_RUNS_LIST, p, 4, err), row;
-	if (rc)
-		return rc;
-	while ((row = store__next(s, err)) == 1) {
-		dbcron_run run;
-		if ((rc = store__read_run(s, &run, err)))
-			break;
-		int stop = cb(ctx, &run);
-		dbcron_run_clear(&run);
-		if (stop)
-			break;
+	struct run_each e = {cb, ctx};
+	return each_row(s, ST_RUNS_LIST, p, 4, run_one, &e, err);
+}
+
+struct node_each {
+	store_node_cb cb;
+	void *ctx;
+};
+
+static int node_one(store *s, void *arg, bool *stop, dbcron_err *err)
+{
+	struct node_each *e = arg;
+	store_node_row r;
+	memset(&r, 0, sizeof(r));
+	const char *id = s->d->col_text(s->c, 0), *host = s->d->col_text(s->c, 1),
+		   *state = s->d->col_text(s->c, 4);
+	r.pid = (int)col_i64(s, 2);
+	r.workers = (int)col_i64(s, 3);
+	r.started_ms = col_i64n(s, 5);
+	r.heartbeat_ms = col_i64n(s, 6);
+	r.lease_until = col_i64n(s, 7);
+	r.running = col_i64(s, 8);
+	if ((id && !(r.node_id = dbcron__strdup(id))) ||
+	    (host && !(r.host = dbcron__strdup(host))) ||
+	    (state && !(r.state = dbcron__strdup(state)))) {
+		store_node_row_clear(&r);
+		return oom(err, "listing nodes");
 	}
-	store__reset(s);
-	return row < 0 ? -row : rc;
+	*stop = e->cb(e->ctx, &r) != 0;
+	store_node_row_clear(&r);
+	return DBCRON_OK;
 }
 
 int store_nodes_list(store *s, store_node_cb cb, void *ctx, dbcron_err *err)
 {
-	int rc = store__exec(s, ST_NODES_LIST, NULL, 0, err), row;
-	if (rc)
-		return rc;
-	while ((row = store__next(s, err)) == 1) {
-		store_node_row r;
-		memset(&r, 0, sizeof(r));
-		const char *id = s->d->col_text(s->c, 0), *host = s->d->col_text(s->c, 1),
-			   *state = s->d->col_text(s->c, 4);
-		r.pid = (int)col_i64(s, 2);
-		r.workers = (int)col_i64(s, 3);
-		r.started_ms = col_i64n(s, 5);
-		r.heartbeat_ms = col_i64n(s, 6);
-		r.lease_until = col_i64n(s, 7);
-		r.running = col_i64(s, 8);
-		if ((id && !(r.node_id = dbcron__strdup(id))) ||
-		    (host && !(r.host = dbcron__strdup(host))) ||
-		    (state && !(r.state = dbcron__strdup(state)))) {
-			store_node_row_clear(&r);
-			rc = oom(err, "listing nodes");
-			break;
-		}
-		int stop = cb(ctx, &r);
-		store_node_row_clear(&r);
-		if (stop)
-			break;
-	}
-	store__reset(s);
-	return row < 0 ? -row : rc;
+	struct node_each e = {cb, ctx};
+	return each_row(s, ST_NODES_LIST, NULL, 0, node_one, &e, err);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1647,22 +1680,27 @@ int store_lock_release(store *s, const char *name, const char *owner, int64_t fe
 	return DBCRON_OK;
 }
 
-int store_lock_list(store *s, store_lock_cb cb, void *ctx, dbcron_err *err)
+struct lock_each {
+	store_lock_cb cb;
+	void *ctx;
+};
+
+static int lock_one(store *s, void *arg, bool *stop, dbcron_err *err)
 {
-	int rc = store__exec(s, ST_LOCK_LIST, NULL, 0, err), row;
+	struct lock_each *e = arg;
+	store_lock_row r;
+	int rc = read_lock(s, &r, err);
 	if (rc)
 		return rc;
-	while ((row = store__next(s, err)) == 1) {
-		store_lock_row r;
-		if ((rc = read_lock(s, &r, err)))
-			break;
-		int stop = cb(ctx, &r);
-		store_lock_row_clear(&r);
-		if (stop)
-			break;
-	}
-	store__reset(s);
-	return row < 0 ? -row : rc;
+	*stop = e->cb(e->ctx, &r) != 0;
+	store_lock_row_clear(&r);
+	return DBCRON_OK;
+}
+
+int store_lock_list(store *s, store_lock_cb cb, void *ctx, dbcron_err *err)
+{
+	struct lock_each e = {cb, ctx};
+	return each_row(s, ST_LOCK_LIST, NULL, 0, lock_one, &e, err);
 }
 
 /* ------------------------------------------------------------------ */

@@ -127,6 +127,33 @@ size_t store_utf8_seq(const unsigned char *s)
 	return n;
 }
 
+void store_text_putn(store_text *b, const char *s, size_t n)
+{
+	if (b->oom)
+		return;
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 256;
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		char *p = dbcron__realloc(b->p, cap);
+		if (!p) {
+			b->oom = true;
+			return;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+void store_text_free(store_text *b)
+{
+	dbcron__free(b->p);
+	*b = (store_text){0};
+}
+
 static bool valid_utf8(const char *s)
 {
 	for (const unsigned char *p = (const unsigned char *)s; *p;) {

@@ -120,17 +120,23 @@ static void conf_job(dbcron_job *j, const char *name, int64_t next)
 	assert_non_null(j->name);
 }
 
+/* Upsert n jobs in one call, the counts dropped: most tests need only
+ * the rows. */
+static int conf_upsert(conf_ctx *c, dbcron_job *jobs, size_t n)
+{
+	size_t cr, up, del;
+	return store_job_put(c->s, jobs, n, STORE_PUT_UPSERT, false, &cr, &up, &del, &c->err);
+}
+
 static void conf_put(conf_ctx *c, int n, const char *prefix, int64_t next)
 {
 	dbcron_job *jobs = test_calloc((size_t)n, sizeof(*jobs));
 	char name[64];
-	size_t cr, up, del;
 	for (int i = 0; i < n; i++) {
 		snprintf(name, sizeof(name), "%s%04d", prefix, i);
 		conf_job(&jobs[i], name, next);
 	}
-	CONF_OK(c, store_job_put(c->s, jobs, (size_t)n, STORE_PUT_UPSERT, false,
-				      &cr, &up, &del, &c->err));
+	CONF_OK(c, conf_upsert(c, jobs, (size_t)n));
 	for (int i = 0; i < n; i++)
 		dbcron_job_clear(&jobs[i]);
 	test_free(jobs);
@@ -319,7 +325,7 @@ static void conf_test_job_put(void **state)
 	sh.argv[0] = dbcron__strdup("/bin/echo");
 	sh.argv[1] = dbcron__strdup("a \"quoted\"\\ arg\n");
 	sh.argv[2] = dbcron__strdup("\xc3\xa9t\xc3\xa9");
-	CONF_OK(c, store_job_put(c->s, &sh, 1, STORE_PUT_UPSERT, false, &cr, &up, &del, &c->err));
+	CONF_OK(c, conf_upsert(c, &sh, 1));
 	CONF_OK(c, store_job_get(c->s, "sh", &got, &c->err));
 	assert_int_equal(got.argc, 3);
 	assert_string_equal(got.argv[1], "a \"quoted\"\\ arg\n");
@@ -645,8 +651,7 @@ static void conf_test_apply(void **state)
 	dbcron_job after;
 	conf_job(&after, "after", -1);
 	after.kind = DBCRON_SCHED_AFTER;
-	size_t cr, up, del;
-	CONF_OK(c, store_job_put(c->s, &after, 1, STORE_PUT_UPSERT, false, &cr, &up, &del, &c->err));
+	CONF_OK(c, conf_upsert(c, &after, 1));
 	u[0] = conf_update(&r.runs[1], DBCRON_RUN_SUCCEEDED);
 	u[0].job_id = after.id;
 	u[0].job_next_fire_at = now + 777;
@@ -806,8 +811,7 @@ static void conf_test_node_register_resolves(void **state)
 	dbcron_job j;
 	CONF_OK(c, store_job_get(c->s, "nr0001", &j, &c->err));
 	j.node_loss = DBCRON_NODE_LOSS_ABANDON;
-	size_t cr, up, del;
-	CONF_OK(c, store_job_put(c->s, &j, 1, STORE_PUT_UPSERT, false, &cr, &up, &del, &c->err));
+	CONF_OK(c, conf_upsert(c, &j, 1));
 	dbcron_job_clear(&j);
 
 	store_node_info n;

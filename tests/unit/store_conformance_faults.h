@@ -86,7 +86,6 @@ static void conf_test_drift_argv(void **state)
 {
 	conf_ctx *c = *state;
 	dbcron_job j, got;
-	size_t cr, up, del;
 	conf_job(&j, "argv", 1000);
 	dbcron__free(j.handler);
 	j.handler = NULL;
@@ -96,7 +95,7 @@ static void conf_test_drift_argv(void **state)
 	j.argv[1] = dbcron__strdup("a \"quoted\"\nline\t\\ ü €");
 	j.argv[2] = dbcron__strdup("bad \xff byte");
 	j.argc = 3;
-	assert_int_equal(store_job_put(c->s, &j, 1, STORE_PUT_UPSERT, false, &cr, &up, &del, &c->err),
+	assert_int_equal(conf_upsert(c, &j, 1),
 			 DBCRON_EINVAL);
 	assert_non_null(strstr(c->err.msg, "argument 3 is not valid UTF-8"));
 	assert_int_equal(store_job_get(c->s, "argv", &got, &c->err), DBCRON_ENOTFOUND);
@@ -104,7 +103,7 @@ static void conf_test_drift_argv(void **state)
 	j.argc = 2;
 	dbcron__free(j.argv[2]);
 	j.argv[2] = NULL;
-	CONF_OK(c, store_job_put(c->s, &j, 1, STORE_PUT_UPSERT, false, &cr, &up, &del, &c->err));
+	CONF_OK(c, conf_upsert(c, &j, 1));
 	CONF_OK(c, store_job_get(c->s, "argv", &got, &c->err));
 	assert_int_equal(got.argc, 2);
 	assert_string_equal(got.argv[1], j.argv[1]);
@@ -117,16 +116,14 @@ static void conf_test_drift_zone(void **state)
 {
 	conf_ctx *c = *state;
 	dbcron_job j, got;
-	size_t cr, up, del;
 	const char *same[] = {"UTC", "", NULL};
 	conf_job(&j, "z", 100000);
-	CONF_OK(c, store_job_put(c->s, &j, 1, STORE_PUT_UPSERT, false, &cr, &up, &del, &c->err));
+	CONF_OK(c, conf_upsert(c, &j, 1));
 	for (int i = 0; i < 3; i++) {
 		dbcron__free(j.tz);
 		j.tz = same[i] ? dbcron__strdup(same[i]) : NULL;
 		j.next_fire_at = 5;
-		CONF_OK(c, store_job_put(c->s, &j, 1, STORE_PUT_UPSERT, false, &cr, &up, &del,
-					 &c->err));
+		CONF_OK(c, conf_upsert(c, &j, 1));
 		CONF_OK(c, store_job_get(c->s, "z", &got, &c->err));
 		assert_int_equal(got.next_fire_at, 100000);
 		dbcron_job_clear(&got);
@@ -134,7 +131,7 @@ static void conf_test_drift_zone(void **state)
 	dbcron__free(j.tz);
 	j.tz = dbcron__strdup("Europe/Berlin");
 	j.next_fire_at = 5;
-	CONF_OK(c, store_job_put(c->s, &j, 1, STORE_PUT_UPSERT, false, &cr, &up, &del, &c->err));
+	CONF_OK(c, conf_upsert(c, &j, 1));
 	CONF_OK(c, store_job_get(c->s, "z", &got, &c->err));
 	assert_int_equal(got.next_fire_at, 5); /* a new zone is a new series */
 	assert_string_equal(got.tz, "Europe/Berlin");
@@ -161,7 +158,6 @@ static void conf_test_guards(void **state)
 	store_claim_result res;
 	store_update u;
 	dbcron_job j[2];
-	size_t cr, up, del;
 	memset(&u, 0, sizeof(u));
 	assert_int_equal(store_claim(c->s, NULL, &res, &c->err), DBCRON_EINVAL);
 	u.token = "t";
@@ -175,7 +171,7 @@ static void conf_test_guards(void **state)
 	dbcron_job_clear(&j[0]);
 	conf_job(&j[0], "twice", 1);
 	conf_job(&j[1], "twice", 1);
-	assert_int_equal(store_job_put(c->s, j, 2, STORE_PUT_UPSERT, false, &cr, &up, &del, &c->err),
+	assert_int_equal(conf_upsert(c, j, 2),
 			 DBCRON_EINVAL);
 	assert_non_null(strstr(c->err.msg, "given twice"));
 	dbcron_job_clear(&j[0]);
@@ -259,9 +255,8 @@ static int op_job_put(conf_ctx *c, conf_world *w)
 {
 	(void)w;
 	dbcron_job j;
-	size_t cr, up, del;
 	conf_job(&j, "put", 1);
-	int rc = store_job_put(c->s, &j, 1, STORE_PUT_UPSERT, false, &cr, &up, &del, &c->err);
+	int rc = conf_upsert(c, &j, 1);
 	dbcron_job_clear(&j);
 	return rc;
 }
@@ -518,11 +513,10 @@ static void conf_test_alloc_failures(void **state)
 	conf_ctx *c = *state;
 	int rc = DBCRON_ENOMEM;
 	dbcron_job j, got;
-	size_t cr, up, del;
 	for (long n = 1; n < 400 && rc != DBCRON_OK; n++) {
 		conf_job(&j, "put", 1);
 		dbcron__alloc_fail_at(n);
-		rc = store_job_put(c->s, &j, 1, STORE_PUT_UPSERT, false, &cr, &up, &del, &c->err);
+		rc = conf_upsert(c, &j, 1);
 		dbcron__alloc_fail_at(0);
 		dbcron_job_clear(&j);
 		if (rc == DBCRON_OK)

@@ -208,13 +208,6 @@ static const char *const sql[ST__COUNT] = {
 			  "$1::bigint AND state NOT IN (1, 2)",
 };
 
-/* A growing text. */
-typedef struct sbuf {
-	char *p;
-	size_t len, cap;
-	bool oom;
-} sbuf;
-
 struct store_conn {
 	PGconn *conn;
 	char masked[256];
@@ -223,7 +216,7 @@ struct store_conn {
 	PGresult *res; /* the open result */
 	int row, nrows;
 	/* Parameter texts of the statement being sent. */
-	sbuf arrays[32];
+	store_text arrays[32];
 	char nums[32][24];
 };
 
@@ -231,71 +224,48 @@ struct store_conn {
 
 /* ---- text ---- */
 
-static void sb_putn(sbuf *b, const char *s, size_t n)
-{
-	if (b->oom)
-		return;
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		char *p = dbcron__realloc(b->p, cap);
-		if (!p) {
-			b->oom = true;
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-}
-
-static void sb_putc(sbuf *b, char c) { sb_putn(b, &c, 1); }
-
 /* One column of a batch in PostgreSQL's array text form: {1,NULL,"a\"b"}.
  * Clean columns (captured output) may hold any bytes, but the server
  * rejects invalid UTF-8 and would fail the whole batch: such bytes become
  * '?'. */
-static const char *array_text(sbuf *b, const store_batch *bt, int col)
+static const char *array_text(store_text *b, const store_batch *bt, int col)
 {
 	size_t rows = store_batch_rows(bt);
 	store_bcol type = bt->cols[col];
 	b->len = 0;
 	b->oom = bt->oom;
-	sb_putc(b, '{');
+	store_text_putc(b, '{');
 	for (size_t r = 0; r < rows; r++) {
 		const store_cell *v = &bt->cells[r * (size_t)bt->ncols + (size_t)col];
 		if (r)
-			sb_putc(b, ',');
+			store_text_putc(b, ',');
 		if (v->null) {
-			sb_putn(b, "NULL", 4);
+			store_text_putn(b, "NULL", 4);
 		} else if (type == BC_BOOL) {
-			sb_putc(b, v->i ? 't' : 'f');
+			store_text_putc(b, v->i ? 't' : 'f');
 		} else if (type == BC_I64) {
 			char t[24];
 			int n = snprintf(t, sizeof(t), "%" PRId64, v->i);
-			sb_putn(b, t, (size_t)n);
+			store_text_putn(b, t, (size_t)n);
 		} else {
-			sb_putc(b, '"');
+			store_text_putc(b, '"');
 			const unsigned char *p = (const unsigned char *)v->s;
 			while (*p) {
 				size_t n = type == BC_TEXT_CLEAN ? store_utf8_seq(p) : 1;
 				if (n == 0) {
-					sb_putc(b, '?');
+					store_text_putc(b, '?');
 					p++;
 					continue;
 				}
 				if (*p == '"' || *p == '\\')
-					sb_putc(b, '\\');
-				sb_putn(b, (const char *)p, n);
+					store_text_putc(b, '\\');
+				store_text_putn(b, (const char *)p, n);
 				p += n;
 			}
-			sb_putc(b, '"');
+			store_text_putc(b, '"');
 		}
 	}
-	sb_putc(b, '}');
+	store_text_putc(b, '}');
 	return b->oom ? NULL : b->p;
 }
 
@@ -531,7 +501,7 @@ static void pg_close(store_conn *s)
 	pg_reset(s);
 	PQfinish(s->conn);
 	for (size_t i = 0; i < sizeof(s->arrays) / sizeof(s->arrays[0]); i++)
-		dbcron__free(s->arrays[i].p);
+		store_text_free(&s->arrays[i]);
 	dbcron__free(s->password);
 	dbcron__free(s);
 }

@@ -191,12 +191,6 @@ static const char *const sql[ST__COUNT] = {
 };
 
 /* A growing text, for the one JSON batch parameter of a statement. */
-struct jbuf {
-	char *p;
-	size_t len, cap;
-	bool oom;
-};
-
 struct store_conn {
 	sqlite3 *db;
 	char *url;
@@ -206,91 +200,68 @@ struct store_conn {
 	bool pending; /* exec stepped onto a first row that next() hands out */
 	bool done;
 	int64_t changes;
-	struct jbuf jb;
+	store_text jb;
 };
 
 /* ---- JSON batch text ---- */
 
-static void jb_putn(struct jbuf *b, const char *s, size_t n)
-{
-	if (b->oom)
-		return;
-	if (b->len + n + 1 > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-		while (cap < b->len + n + 1)
-			cap *= 2;
-		char *p = dbcron__realloc(b->p, cap);
-		if (!p) {
-			b->oom = true;
-			return;
-		}
-		b->p = p;
-		b->cap = cap;
-	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-}
-
-static void jb_ch(struct jbuf *b, char c) { jb_putn(b, &c, 1); }
-
 /* clean: bytes that are not UTF-8 become '?' (captured output). */
-static void jb_str(struct jbuf *b, const char *s, bool clean)
+static void jb_str(store_text *b, const char *s, bool clean)
 {
 	static const char hex[] = "0123456789abcdef";
-	jb_ch(b, '"');
+	store_text_putc(b, '"');
 	const unsigned char *p = (const unsigned char *)s;
 	while (*p) {
 		unsigned char c = *p;
 		if (c == '"' || c == '\\') {
 			char esc[2] = {'\\', (char)c};
-			jb_putn(b, esc, 2);
+			store_text_putn(b, esc, 2);
 			p++;
 		} else if (c < 0x20) {
 			char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-			jb_putn(b, esc, 6);
+			store_text_putn(b, esc, 6);
 			p++;
 		} else if (c < 0x80 || !clean) {
-			jb_ch(b, (char)c);
+			store_text_putc(b, (char)c);
 			p++;
 		} else {
 			size_t n = store_utf8_seq(p);
 			if (n)
-				jb_putn(b, (const char *)p, n);
+				store_text_putn(b, (const char *)p, n);
 			else
-				jb_ch(b, '?');
+				store_text_putc(b, '?');
 			p += n ? n : 1;
 		}
 	}
-	jb_ch(b, '"');
+	store_text_putc(b, '"');
 }
 
 static int encode_batch(store_conn *q, const store_batch *bt)
 {
-	struct jbuf *b = &q->jb;
+	store_text *b = &q->jb;
 	b->len = 0;
 	b->oom = bt->oom;
-	jb_ch(b, '[');
+	store_text_putc(b, '[');
 	size_t rows = store_batch_rows(bt);
 	for (size_t r = 0; r < rows; r++) {
-		jb_putn(b, r ? ",[" : "[", r ? 2 : 1);
+		store_text_putn(b, r ? ",[" : "[", r ? 2 : 1);
 		for (int c = 0; c < bt->ncols; c++) {
 			const store_cell *v = &bt->cells[r * (size_t)bt->ncols + (size_t)c];
 			if (c)
-				jb_ch(b, ',');
+				store_text_putc(b, ',');
 			if (v->null) {
-				jb_putn(b, "null", 4);
+				store_text_putn(b, "null", 4);
 			} else if (bt->cols[c] == BC_TEXT || bt->cols[c] == BC_TEXT_CLEAN) {
 				jb_str(b, v->s, bt->cols[c] == BC_TEXT_CLEAN);
 			} else {
 				char t[24];
 				int n = snprintf(t, sizeof(t), "%lld", (long long)v->i);
-				jb_putn(b, t, (size_t)n);
+				store_text_putn(b, t, (size_t)n);
 			}
 		}
-		jb_ch(b, ']');
+		store_text_putc(b, ']');
 	}
-	jb_ch(b, ']');
+	store_text_putc(b, ']');
 	return b->oom ? DBCRON_ENOMEM : DBCRON_OK;
 }
 
@@ -439,7 +410,7 @@ static void sq_close(store_conn *q)
 	for (int i = 0; i < ST__COUNT; i++)
 		sqlite3_finalize(q->stmts[i]);
 	sqlite3_close_v2(q->db);
-	dbcron__free(q->jb.p);
+	store_text_free(&q->jb);
 	dbcron__free(q->url);
 	dbcron__free(q);
 }
