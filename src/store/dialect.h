@@ -31,6 +31,10 @@
 #define STORE_CAP_RETURNING 0x2u    /* INSERT/UPDATE ... RETURNING */
 #define STORE_CAP_MULTI_WRITER 0x4u /* writers run in parallel (not SQLite) */
 #define STORE_CAP_DML_CTE 0x8u      /* data-changing statements inside WITH */
+/* A batch statement makes its changes row by row as next() reads on, not
+ * all at exec: the protocol runs each one inside a transaction and reads
+ * it to the end (or rolls back) before reset. */
+#define STORE_CAP_ROW_BATCH 0x10u
 
 /* ---- parameters ---- */
 

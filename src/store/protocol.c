@@ -1207,8 +1207,10 @@ int store_apply(store *s, const char *node_id, store_update *ups, size_t n, dbcr
 		rc = oom(err, "apply");
 		goto out_free;
 	}
-	/* Without retries or next fires the UPDATE is the whole transaction. */
-	if (extra && (rc = tx_begin(s, err)))
+	/* Without retries or next fires the UPDATE is the whole transaction,
+	 * unless the dialect runs a batch row by row. */
+	bool own_tx = extra || (s->d->caps & STORE_CAP_ROW_BATCH);
+	if (own_tx && (rc = tx_begin(s, err)))
 		goto out_free;
 	store_param p[] = {sp_text(node_id), sp_batch(b)};
 	if ((rc = store__exec(s, ST_RUNS_APPLY, p, 2, err)))
@@ -1231,7 +1233,8 @@ int store_apply(store *s, const char *node_id, store_update *ups, size_t n, dbcr
 		rc = -row;
 		goto out_rollback;
 	}
-	if (extra && ((rc = apply_followups(s, ups, n, err)) || (rc = tx_commit(s, err))))
+	if ((extra && (rc = apply_followups(s, ups, n, err))) ||
+	    (own_tx && (rc = tx_commit(s, err))))
 		goto out_rollback;
 	dbcron__free(slots);
 	return DBCRON_OK;
@@ -1447,7 +1450,13 @@ int store_runs_release(store *s, const char *node_id, const int64_t *ids,
 	if (b->oom)
 		return oom(err, "release");
 	store_param p[] = {sp_text(node_id), sp_batch(b)};
-	return st_run(s, ST_RUNS_RELEASE, p, 2, NULL, err);
+	if (!(s->d->caps & STORE_CAP_ROW_BATCH))
+		return st_run(s, ST_RUNS_RELEASE, p, 2, NULL, err);
+	int rc;
+	if ((rc = tx_begin(s, err)) || (rc = st_run(s, ST_RUNS_RELEASE, p, 2, NULL, err)) ||
+	    (rc = tx_commit(s, err)))
+		tx_rollback(s);
+	return rc;
 }
 
 int store_reap(store *s, size_t *reaped, dbcron_err *err)

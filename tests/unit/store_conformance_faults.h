@@ -541,6 +541,45 @@ static void conf_test_alloc_failures(void **state)
 	store_claim_result_clear(&w.res);
 }
 
+/* Captured output may hold any bytes: what is not UTF-8 becomes '?' in
+ * every dialect (a server that refuses it would fail the whole batch),
+ * valid UTF-8 and newlines arrive as written, and each run of the batch
+ * gets its own output. */
+static void conf_test_apply_output_bytes(void **state)
+{
+	conf_ctx *c = *state;
+	int64_t now = conf_now(c);
+	conf_planner p = {.stop = -1};
+	store_claim_result r;
+	conf_runs rs = {.n = 0};
+	conf_put(c, 2, "ob", now - 100);
+	CONF_OK(c, conf_claim(c, c->s, "n1", "tok", 10, &p, &r));
+	assert_int_equal(r.nruns, 2);
+	store_update u[2];
+	for (int i = 0; i < 2; i++) {
+		u[i] = conf_update(&r.runs[i], DBCRON_RUN_SUCCEEDED);
+		u[i].finished_ms = now;
+	}
+	u[0].output = "ok \xff\xfe end\r\n";
+	u[0].error = "line one\nline two";
+	u[1].output = "fine \xc3\xbc \xe2\x82\xac";
+	CONF_OK(c, store_apply(c->s, "n1", u, 2, &c->err));
+	assert_true(u[0].applied && u[1].applied);
+	for (int i = 0; i < 2; i++) {
+		conf_list(c, r.runs[i].run.job_name, 0, -1, 0, &rs);
+		assert_int_equal(rs.n, 1);
+		assert_int_equal(rs.rows[0].state, DBCRON_RUN_SUCCEEDED);
+		if (i == 0) {
+			assert_string_equal(rs.rows[0].output, "ok ?? end\r\n");
+			assert_string_equal(rs.rows[0].error, "line one\nline two");
+		} else {
+			assert_string_equal(rs.rows[0].output, u[1].output);
+		}
+		conf_runs_clear(&rs);
+	}
+	store_claim_result_clear(&r);
+}
+
 #define STORE_CONFORMANCE_FAULT_TESTS                                            \
 	CONF_T(conf_test_drift_log_run_now), CONF_T(conf_test_drift_prune),      \
 	CONF_T(conf_test_drift_argv), CONF_T(conf_test_drift_zone),              \
@@ -548,6 +587,7 @@ static void conf_test_alloc_failures(void **state)
 	cmocka_unit_test(conf_test_url_mask), CONF_T(conf_test_state_machine),   \
 	CONF_T(conf_test_fault_every_op), CONF_T(conf_test_fault_commit_lost),   \
 	CONF_T(conf_test_fault_apply_rolls_back),                                \
-	CONF_T(conf_test_fault_nth_and_spec), CONF_T(conf_test_alloc_failures)
+	CONF_T(conf_test_fault_nth_and_spec), CONF_T(conf_test_alloc_failures),  \
+	CONF_T(conf_test_apply_output_bytes)
 
 #endif
