@@ -76,6 +76,10 @@ typedef struct dbcron_job {
 	bool paused;
 	int64_t next_fire_at; /* -1: no further fire */
 	int64_t created_ms, updated_ms;
+	/* Why the scheduler set the job aside (it could not plan or decode
+	 * it; it does not fire until changed or resumed); NULL when fine.
+	 * Read-only: written by the store, never by a put. */
+	char *set_aside;
 } dbcron_job;
 
 typedef struct dbcron_run {

@@ -403,7 +403,8 @@ static int job_list(int argc, char **argv)
 		printf("%-*s  %-*s  %-*s  %-6s  %s\n", wn, j->name, ws,
 		       model_schedule_text(j, sched, sizeof(sched)), wt,
 		       j->tz ? j->tz : "UTC", j->paused ? "yes" : "no",
-		       model_time_text(j->next_fire_at, t, sizeof(t)));
+		       j->set_aside ? "set aside (see job show)"
+				    : model_time_text(j->next_fire_at, t, sizeof(t)));
 	}
 out:
 	job_vec_free(&jv);
@@ -483,6 +484,9 @@ static int job_show(int argc, char **argv)
 	printf("\ntz:                %s\n", j.tz ? j.tz : "UTC");
 	printf("paused:            %s\n", j.paused ? "yes" : "no");
 	printf("next fire:         %s\n", model_time_text(j.next_fire_at, t, sizeof(t)));
+	if (j.set_aside)
+		printf("set aside:         %s (fix it with job apply/add, or job resume)\n",
+		       j.set_aside);
 	if (j.executor == DBCRON_EXEC_HANDLER) {
 		printf("handler:           %s\n", j.handler ? j.handler : "");
 		if (j.arg)
@@ -564,7 +568,7 @@ static int job_by_name(const char *sub, int argc, char **argv)
 		rc = store_job_get(s, a.name, &j, &err);
 		if (rc)
 			goto out_rc;
-		if (j.paused == pause) {
+		if (j.paused == pause && (pause || !j.set_aside)) {
 			printf("job '%s' is already %s\n", a.name, pause ? "paused" : "active");
 			goto out_rc;
 		}

@@ -34,6 +34,7 @@ void dbcron_job_clear(dbcron_job *job)
 	dbcron__free(job->tz);
 	dbcron__free(job->handler);
 	dbcron__free(job->arg);
+	dbcron__free(job->set_aside);
 	if (job->argv) {
 		for (int i = 0; i < job->argc; i++)
 			dbcron__free(job->argv[i]);
@@ -45,14 +46,15 @@ void dbcron_job_clear(dbcron_job *job)
 int dbcron_job_copy(dbcron_job *dst, const dbcron_job *src)
 {
 	*dst = *src;
-	dst->name = dst->spec = dst->tz = dst->handler = dst->arg = NULL;
+	dst->name = dst->spec = dst->tz = dst->handler = dst->arg = dst->set_aside = NULL;
 	dst->argv = NULL;
 	dst->argc = 0;
 	if ((src->name && !(dst->name = dbcron__strdup(src->name))) ||
 	    (src->spec && !(dst->spec = dbcron__strdup(src->spec))) ||
 	    (src->tz && !(dst->tz = dbcron__strdup(src->tz))) ||
 	    (src->handler && !(dst->handler = dbcron__strdup(src->handler))) ||
-	    (src->arg && !(dst->arg = dbcron__strdup(src->arg))))
+	    (src->arg && !(dst->arg = dbcron__strdup(src->arg))) ||
+	    (src->set_aside && !(dst->set_aside = dbcron__strdup(src->set_aside))))
 		goto out_nomem;
 	if (src->argv) {
 		dst->argv = dbcron__calloc((size_t)src->argc + 1, sizeof(char *));

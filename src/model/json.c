@@ -114,6 +114,8 @@ json_t *model_job_json(const dbcron_job *j)
 	put(o, "id", json_integer(j->id), &bad);
 	put(o, "next_fire_at_ms", ms_json(j->next_fire_at), &bad);
 	put(o, "next_fire", time_json(j->next_fire_at), &bad);
+	if (j->set_aside)
+		put(o, "set_aside", json_string(j->set_aside), &bad);
 	return finished(o, bad);
 }
 
@@ -165,7 +167,8 @@ json_t *model_job_json_with_runs(const dbcron_job *job, const dbcron_run *runs,
 /* What the store sets; a listed job carries them, a definition ignores them. */
 static bool read_only_key(const char *key)
 {
-	static const char *const keys[] = {"id", "next_fire_at_ms", "next_fire", "last_runs"};
+	static const char *const keys[] = {"id", "next_fire_at_ms", "next_fire", "last_runs",
+					   "set_aside"};
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		if (strcmp(keys[i], key) == 0)
 			return true;

@@ -61,6 +61,17 @@ model_followup model_run_followup(const dbcron_job *job, int attempt,
 	return f;
 }
 
+model_followup model_lost_followup(const dbcron_job *job, int attempt, bool start_written,
+				   int64_t now_ms)
+{
+	model_followup f = model_run_followup(job, attempt, DBCRON_RUN_ABANDONED, false, now_ms);
+	if (!start_written && job->node_loss == DBCRON_NODE_LOSS_RETRY && f.retry_due_at < 0) {
+		f.retry_due_at = now_ms;
+		f.job_next_fire_at = -1;
+	}
+	return f;
+}
+
 /* The first fire strictly after after_ms, -1 when the series has ended. */
 static int next_or_none(const dbcron_job *job, int64_t after_ms, int64_t *next,
 			dbcron_err *err)

@@ -44,6 +44,17 @@ model_followup model_run_followup(const dbcron_job *job, int attempt,
 				  int64_t finished_ms);
 
 /*
+ * A run its lost node held, ended ABANDONED at now_ms.  start_written: its
+ * RUNNING write had landed.  One whose start was never written was due
+ * before the lease ended, so it may or may not have run: under policy retry
+ * it is owed a new attempt whatever the retry budget (otherwise node loss
+ * could lose a fire that never ran); under abandon it stays abandoned
+ * (at-most-once: it may have run).
+ */
+model_followup model_lost_followup(const dbcron_job *job, int attempt, bool start_written,
+				   int64_t now_ms);
+
+/*
  * The next fire of a paused job that is resumed at now_ms: fires that fell
  * in the pause are not misfires (the operator asked for them not to run),
  * so the series goes on from now.  AFTER: now + interval; AT: the stored

@@ -176,38 +176,70 @@ out_unlock:
 	return rc;
 }
 
-/* At-most-once jobs: write RUNNING fenced, start only what went through. */
-static void sync_starts(dbcron_node *n)
+/* A STARTING fire that will never start (mu held). */
+static void sync_release(dbcron_node *n, fire *f, const char *why)
+{
+	inflight_running_remove(f->js, f);
+	n->running--;
+	n->inflight--;
+	dbcron__log(LOG_WARN, "run.fenced", "job=%s fire_at=%" PRId64 " msg=\"not started: %s\"",
+		    f->run.job_name, f->run.fire_at, why);
+	fire_set_phase(f, FIRE_RELEASED);
+	fire_free(f);
+}
+
+/*
+ * At-most-once jobs: write RUNNING fenced, start only what went through.
+ * A write that failed (busy, connection, a lost reply) is tried again on
+ * the next cycle with the db loop's backoff: the run is still ours, and
+ * forgetting it would strand it SCHEDULED under a live node.  Only a
+ * refusal (the run is no longer ours) or a lost lease lets it go.
+ */
+static int sync_starts(dbcron_node *n, dbcron_err *err)
 {
 	pthread_mutex_lock(&n->mu);
 	fire *list = fire_list_take(&n->sync);
 	pthread_mutex_unlock(&n->mu);
+	int failed = DBCRON_OK;
 	for (fire *f = list, *nx; f; f = nx) {
 		nx = f->next;
 		f->prev = f->next = NULL;
+		pthread_mutex_lock(&n->mu);
+		if (f->gen != n->lease_gen) {
+			sync_release(n, f, "the node lost its lease");
+			pthread_mutex_unlock(&n->mu);
+			continue;
+		}
+		bool may = !failed && node_may_start(n, f, dbcron__mono_ms());
+		if (!may) {
+			/* lease in doubt or the database away: later */
+			fire_list_push(&n->sync, f);
+			pthread_mutex_unlock(&n->mu);
+			continue;
+		}
+		pthread_mutex_unlock(&n->mu);
 		atomic_store(&f->started_db, node_db_now(n));
 		store_update u;
 		fill_update(&u, f);
 		u.state = DBCRON_RUN_RUNNING;
-		dbcron_err err = {0};
-		int rc = store_apply(n->st, n->node_id, &u, 1, &err);
+		int rc = store_apply(n->st, n->node_id, &u, 1, err);
 		pthread_mutex_lock(&n->mu);
-		if (rc == DBCRON_OK && u.applied) {
+		if (rc) {
+			fire_list_push(&n->sync, f);
+			failed = rc;
+			pthread_mutex_unlock(&n->mu);
+			continue;
+		}
+		if (u.applied) {
 			fire_set_phase(f, FIRE_RUNNING);
 			pthread_mutex_unlock(&n->mu);
 			dispatch_submit(n, f);
 			continue;
 		}
-		inflight_running_remove(f->js, f);
-		n->running--;
-		n->inflight--;
-		dbcron__log(LOG_WARN, "run.fenced", "job=%s fire_at=%" PRId64 " msg=\"not started: %s\"",
-			    f->run.job_name, f->run.fire_at,
-			    rc ? err.msg : "the run is no longer ours");
-		fire_set_phase(f, FIRE_RELEASED);
-		fire_free(f);
+		sync_release(n, f, "the run is no longer ours");
 		pthread_mutex_unlock(&n->mu);
 	}
+	return failed;
 }
 
 /* ---- lease, clock, claim ---------------------------------------------- */
@@ -217,6 +249,8 @@ static void drop_unstarted(dbcron_node *n)
 {
 	fire_list gone = {0};
 	pthread_mutex_lock(&n->mu);
+	n->lease_gen++; /* fires in the pools, not yet started, are not ours */
+	n->lease_ok_until_mono = 0;
 	size_t dropped = dispatch_take_unstarted(n, &gone);
 	for (fire *f; (f = fire_list_pop(&gone));) {
 		fire_set_phase(f, FIRE_RELEASED);
@@ -230,12 +264,13 @@ static void drop_unstarted(dbcron_node *n)
 
 /* The lease counts from when we asked, minus a safety margin for
  * clock-rate differences; the offset from the round trip's midpoint. */
-static void set_clock_and_lease(dbcron_node *n, int64_t t0, int64_t t1,
-				int64_t db_now, bool wake_timer)
+static void set_clock_and_lease(dbcron_node *n, int64_t asked_mono, int64_t t0, int64_t t1,
+				int64_t db_now, int64_t lease_until_db, bool wake_timer)
 {
 	atomic_store(&n->offset_ms, db_now - (t0 + t1) / 2);
 	pthread_mutex_lock(&n->mu);
-	n->lease_ok_until_mono = t0 + n->cfg.lease_ms - n->cfg.lease_ms / 4;
+	n->lease_ok_until_mono = asked_mono + n->cfg.lease_ms - n->cfg.lease_ms / 4;
+	n->lease_until_db = lease_until_db;
 	if (wake_timer)
 		pthread_cond_signal(&n->timer_cv);
 	pthread_mutex_unlock(&n->mu);
@@ -249,15 +284,20 @@ int dbloop_register(dbcron_node *n, dbcron_err *err)
 		.host = n->host, .pid = (int)getpid(),
 		.workers = n->cfg.workers, .lease_ms = n->cfg.lease_ms,
 	};
-	int64_t t0 = dbcron__mono_ms();
-	int rc = store_node_register(n->st, &info, err);
+	/* The lease is written from the database's now inside register,
+	 * which is at least `before`: before + lease is what we may count on. */
+	int64_t t0 = dbcron__mono_ms(), before, now;
+	int rc = store_now_ms(n->st, &before, err);
 	if (rc)
 		return rc;
-	int64_t now;
+	rc = store_node_register(n->st, &info, err);
+	if (rc)
+		return rc;
+	int64_t t1 = dbcron__mono_ms();
 	rc = store_now_ms(n->st, &now, err);
 	if (rc)
 		return rc;
-	set_clock_and_lease(n, t0, dbcron__mono_ms(), now, true);
+	set_clock_and_lease(n, t0, t1, dbcron__mono_ms(), now, before + n->cfg.lease_ms, true);
 	return DBCRON_OK;
 }
 
@@ -272,11 +312,22 @@ static int heartbeat(dbcron_node *n, dbcron_err *err)
 		rc = dbloop_register(n, err);
 		if (rc == DBCRON_OK)
 			dbcron__log(LOG_INFO, "node.rejoin", "node=%s incarnation=%s", n->node_id, n->incarnation);
+		if (rc == DBCRON_EEXISTS) {
+			/* Another process runs under our id now: two would
+			 * fence each other forever.  It stays, we go. */
+			dbcron__log(LOG_ERROR, "node.replaced", "node=%s msg=\"%s\"", n->node_id, err->msg);
+			pthread_mutex_lock(&n->mu);
+			n->fatal = *err;
+			pthread_mutex_unlock(&n->mu);
+			atomic_store(&n->stop_requested, 1);
+			return DBCRON_OK;
+		}
 		return rc;
 	}
 	if (rc)
 		return rc;
-	set_clock_and_lease(n, t0, t1, now, false);
+	/* the heartbeat wrote lease_until = now + lease_ms in one statement */
+	set_clock_and_lease(n, t0, t0, t1, now, now + n->cfg.lease_ms, false);
 	size_t reaped = 0;
 	rc = store_reap(n->st, &reaped, err);
 	if (rc == DBCRON_OK && reaped)
@@ -319,6 +370,10 @@ static long claim(dbcron_node *n, dbcron_err *err)
 	if (rc)
 		return -1;
 	n->n_claims++;
+	for (size_t i = 0; i < res.naside; i++)
+		dbcron__log(LOG_WARN, "job.set_aside", "job=%s id=%" PRId64 " msg=\"%s\"",
+			    res.aside[i].name ? res.aside[i].name : "?", res.aside[i].job_id,
+			    res.aside[i].why);
 	pthread_mutex_lock(&n->mu);
 	bool wake = false;
 	for (size_t i = 0; i < res.nruns; i++) {
@@ -330,6 +385,7 @@ static long claim(dbcron_node *n, dbcron_err *err)
 		if (!f)
 			continue; /* left claimed: the lease machinery hands it
 				   * to another node if we cannot hold it */
+		f->gen = n->lease_gen;
 		timer_node *top = timer_peek(&n->heap);
 		if (timer_push(&n->heap, &f->tn, f->run.due_at)) {
 			fire_free(f);
@@ -419,8 +475,7 @@ void dbloop_run(dbcron_node *n)
 			}
 			next_hb = now + n->cfg.heartbeat_ms;
 		}
-		sync_starts(n);
-		if (flush(n, &err)) {
+		if (sync_starts(n, &err) || flush(n, &err)) {
 			db_trouble(n, &err, &backoff);
 			continue;
 		}
@@ -495,7 +550,7 @@ void dbloop_drain(dbcron_node *n)
 	int64_t deadline = dbcron__mono_ms() + n->cfg.grace_ms, next_hb = 0;
 	bool cancelled = false;
 	for (;;) {
-		sync_starts(n);
+		sync_starts(n, &err);
 		flush(n, &err);
 		pthread_mutex_lock(&n->mu);
 		size_t running = n->running;
@@ -513,6 +568,14 @@ void dbloop_drain(dbcron_node *n)
 				    n->node_id, running);
 			dispatch_cancel_running(n, &fire_cancel_shutdown);
 			cancelled = true;
+		}
+		if (cancelled) {
+			/* At-most-once fires whose start never got written
+			 * did not start: node_stop hands their runs back. */
+			pthread_mutex_lock(&n->mu);
+			for (fire *f; (f = fire_list_pop(&n->sync));)
+				sync_release(n, f, "the node stopped before its start was written");
+			pthread_mutex_unlock(&n->mu);
 		}
 		struct timespec ts = {0, 20 * 1000000};
 		nanosleep(&ts, NULL);

@@ -9,7 +9,10 @@
  *
  * Invariants kept here:
  *  4 nothing starts while the lease is not known to be valid (a node
- *    frozen past its lease wakes up holding fires that others now own);
+ *    frozen past its lease wakes up holding fires that others now own),
+ *    nothing due at or after the lease's end starts (reap counts on it),
+ *    and a worker checks again just before it starts the job
+ *    (node_may_start); a fire of an older lease never starts;
  *  6 nothing here touches the database or makes the db thread wait: starts
  *    and ends are queued for its next batch (dbloop_queue_write), and
  *    at-most-once starts are handed to it on the sync list;
@@ -166,13 +169,82 @@ static void record_end(fire *f)
 	}
 }
 
+/* A handed-out fire has ended: its final state goes to the db thread
+ * (mu held).  A STARTED fire is still on the pending list: its end
+ * replaces the start there, and one write carries both. */
+static void hand_end(dbcron_node *n, fire *f)
+{
+	bool listed = f->phase == FIRE_STARTED;
+	fire_set_phase(f, FIRE_FINISHED);
+	if (listed)
+		dbloop_kick(n);
+	else
+		dbloop_queue_write(n, f);
+}
+
+static const fire_cancel cancel_lease_lost = {
+	DBCRON_RUN_ABANDONED, "not started: the node lost its lease", true};
+static const fire_cancel cancel_lease_doubt = {
+	DBCRON_RUN_ABANDONED, "not started: the node stopped while its lease was in doubt", false};
+
+/*
+ * The last check before a job starts: time passed in the pool's queue, so
+ * the lease may have lapsed or been lost since the timer let the fire go.
+ * Waits (polling: the lease is renewed or lost within a heartbeat) while
+ * it is only in doubt.  false: do not start; f->cancel_why says why.
+ */
+static bool await_lease(dbcron_node *n, fire *f)
+{
+	pthread_mutex_lock(&n->mu);
+	for (;;) {
+		if (node_may_start(n, f, dbcron__mono_ms())) {
+			pthread_mutex_unlock(&n->mu);
+			return true;
+		}
+		if (f->gen != n->lease_gen) {
+			f->cancel_why = &cancel_lease_lost;
+			break;
+		}
+		if (atomic_load(&f->cancel.requested) || n->stopping) {
+			f->cancel_why = &cancel_lease_doubt;
+			break;
+		}
+		struct timespec ts;
+		node_abs_deadline(&ts, dbcron__mono_ms() + 20);
+		pthread_cond_timedwait(&n->timer_cv, &n->mu, &ts);
+	}
+	pthread_mutex_unlock(&n->mu);
+	return false;
+}
+
+/* A handed-out fire that must not start: end it as cancel_why says.  Its
+ * writes are refused when the run is no longer ours. */
+static void skip_start(dbcron_node *n, fire *f)
+{
+	pthread_mutex_lock(&n->mu);
+	inflight_running_remove(f->js, f);
+	n->running--;
+	f->end_state = f->cancel_why->state;
+	f->end_why = f->cancel_why->why;
+	f->no_retry = f->cancel_why->no_retry;
+	f->finished_db = node_db_now(n);
+	dbcron__log(LOG_WARN, "run.not_started", "job=%s fire_at=%" PRId64 " attempt=%d run=%" PRId64 " reason=\"%s\"",
+		    f->run.job_name, f->run.fire_at, f->run.attempt, f->run.id, f->end_why);
+	hand_end(n, f);
+	pthread_mutex_unlock(&n->mu);
+}
+
 static void worker_main(void *arg)
 {
 	fire *f = arg;
 	dbcron_node *n = f->node;
 
+	if (!await_lease(n, f)) {
+		skip_start(n, f);
+		return;
+	}
 	/* RUNNING was queued for the db thread when the timer dispatched
-	 * this fire (no lock taken here, on the hot path) */
+	 * this fire */
 	int64_t started = node_db_now(n);
 	atomic_store(&f->started_db, started);
 	if (n->cfg.log_runs)
@@ -210,18 +282,20 @@ static void worker_main(void *arg)
 			    f->res.error || f->end_why ? " error=\"" : "",
 			    f->end_why ? f->end_why : f->res.error ? f->res.error : "",
 			    f->res.error || f->end_why ? "\"" : "");
-	/* A STARTED fire is still on the pending list: its end replaces the
-	 * start there, and one write carries both. */
-	bool listed = f->phase == FIRE_STARTED;
-	fire_set_phase(f, FIRE_FINISHED);
-	if (listed)
-		dbloop_kick(n);
-	else
-		dbloop_queue_write(n, f);
-	/* queue / replace: the next held fire of this job starts now */
-	if (!n->stopping && (next = fire_list_pop(&js->held)) &&
-	    !start_or_hold(n, next, node_db_now(n)))
-		next = NULL;
+	hand_end(n, f);
+	/* queue / replace: the next held fire of this job starts now, or
+	 * waits on the heap while the lease is in doubt */
+	if (!n->stopping && (next = fire_list_pop(&js->held))) {
+		if (!node_may_start(n, next, dbcron__mono_ms())) {
+			fire_set_phase(next, FIRE_CLAIMED);
+			if (timer_push(&n->heap, &next->tn, next->run.due_at))
+				finish_unstarted(n, next, DBCRON_RUN_FAILED, "out of memory");
+			pthread_cond_signal(&n->timer_cv);
+			next = NULL;
+		} else if (!start_or_hold(n, next, node_db_now(n))) {
+			next = NULL;
+		}
+	}
 	pthread_mutex_unlock(&n->mu);
 
 	if (next)
@@ -270,9 +344,11 @@ static void *timer_main(void *arg)
 		int64_t wait_until;
 		if (!top) {
 			wait_until = now_mono + 1000;
-		} else if (now_mono >= n->lease_ok_until_mono) {
-			/* No valid lease: start nothing until the db thread
-			 * renews it or learns we were fenced. */
+		} else if (top->due - atomic_load(&n->offset_ms) <= now_mono &&
+			   !node_may_start(n, (fire *)top, now_mono)) {
+			/* Due but the lease is in doubt or ends first: start
+			 * nothing until the db thread renews it or learns we
+			 * were fenced (and drops these fires). */
 			wait_until = now_mono + 20;
 		} else {
 			int64_t due_mono = top->due - atomic_load(&n->offset_ms);
@@ -282,7 +358,8 @@ static void *timer_main(void *arg)
 				size_t k = 0;
 				int64_t now_db = now_mono + atomic_load(&n->offset_ms);
 				while (k < sizeof(batch) / sizeof(batch[0]) &&
-				       (top = timer_peek(&n->heap)) && top->due <= now_db) {
+				       (top = timer_peek(&n->heap)) && top->due <= now_db &&
+				       node_may_start(n, (fire *)top, now_mono)) {
 					timer_pop(&n->heap);
 					fire *f = (fire *)top;
 					if (start_or_hold(n, f, now_db))

@@ -36,6 +36,8 @@
  *   CLAIMED  -> RELEASED            handed back at shutdown, dropped when
  *                                   the node learns it was fenced
  *   HELD     -> as CLAIMED, and HELD again while the job is still busy
+ *   HELD     -> CLAIMED             its turn came while the lease was in
+ *                                   doubt: back on the heap, to wait there
  *   STARTING -> RUNNING | RELEASED  the fenced write went through | not
  *   STARTED  -> RUNNING             the db thread took its start in a batch
  *   STARTED, RUNNING -> FINISHED    the job ended
@@ -124,6 +126,7 @@ struct fire {
 	job_snap *snap;   /* the job as claimed; one reference */
 	dbcron_run run;   /* owned copy of the claimed row */
 	bool slow;        /* which pool it was handed to */
+	uint64_t gen;     /* the node's lease generation when claimed */
 	/* Database-clock times; -1 until known.  started_db is written by the
 	 * worker as it starts the job, without the mutex. */
 	atomic_llong started_db;

@@ -135,7 +135,15 @@ int dbcron_node_run(dbcron_node *n, dbcron_err *err)
 	rc = pool_create("slow", n->cfg.slow_workers, qcap, &n->slow, err);
 	if (rc)
 		goto out_fast;
-	rc = dbloop_register(n, err);
+	/* A predecessor under the same id that died (kill -9, then a quick
+	 * restart) holds a lease for up to its length: wait that out; a live
+	 * one keeps renewing and we give up (docs/cluster.md "Node ids"). */
+	int64_t give_up = dbcron__mono_ms() + 2 * n->cfg.lease_ms + 1000;
+	while ((rc = dbloop_register(n, err)) == DBCRON_EEXISTS &&
+	       dbcron__mono_ms() < give_up && !atomic_load(&n->stop_requested)) {
+		struct timespec ts = {0, 250 * 1000000};
+		nanosleep(&ts, NULL);
+	}
 	if (rc)
 		goto out_slow;
 	dbcron__log(LOG_INFO, "node.start",
@@ -149,6 +157,13 @@ int dbcron_node_run(dbcron_node *n, dbcron_err *err)
 	dbloop_run(n);
 	graceful_stop(n);
 	rc = DBCRON_OK;
+	pthread_mutex_lock(&n->mu);
+	if (n->fatal.code) {
+		rc = n->fatal.code;
+		if (err)
+			*err = n->fatal;
+	}
+	pthread_mutex_unlock(&n->mu);
 out_slow:
 	if (n->slow)
 		pool_destroy(n->slow, NULL);

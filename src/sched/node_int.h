@@ -55,6 +55,10 @@ struct dbcron_node {
 
 	atomic_llong offset_ms;      /* db_ms = mono_ms + offset */
 	int64_t lease_ok_until_mono; /* mu */
+	int64_t lease_until_db;      /* mu: the lease's end as written (at most) */
+	uint64_t lease_gen;          /* mu: +1 each time the node learns it was
+				      * fenced; a fire of an older one is not ours */
+	dbcron_err fatal;            /* mu: why the node stopped by itself */
 
 	pool *fast, *slow;
 	store *st;      /* db thread only */
@@ -70,6 +74,20 @@ struct dbcron_node {
 static inline int64_t node_db_now(dbcron_node *n)
 {
 	return dbcron__mono_ms() + atomic_load(&n->offset_ms);
+}
+
+/*
+ * May this fire start (or be skipped, misfired...) now?  mu held.  Only
+ * while the lease is known valid, only a fire due before the lease's end
+ * in the database, and only one claimed under the current lease.  Reap
+ * relies on the second rule: a SCHEDULED run due at or after its lost
+ * node's lease_until was never started, one due before may have been
+ * (docs/scheduler.md "Leases").
+ */
+static inline bool node_may_start(const dbcron_node *n, const fire *f, int64_t now_mono)
+{
+	return now_mono < n->lease_ok_until_mono && f->run.due_at < n->lease_until_db &&
+	       f->gen == n->lease_gen;
 }
 
 static inline void node_abs_deadline(struct timespec *ts, int64_t mono_ms)

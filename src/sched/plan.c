@@ -30,6 +30,7 @@ struct planner {
 	size_t nslots, used;
 	store_fire *fires;
 	size_t nfires, cap;
+	dbcron_err err; /* why the last job could not be planned */
 };
 
 int planner_create(planner **out, dbcron_err *err)
@@ -115,8 +116,8 @@ static int cached_cron(planner *p, const dbcron_job *job, cache_entry **out)
 	e->spec = dbcron__strdup(job->spec ? job->spec : "");
 	e->tz_name = dbcron__strdup(job->tz ? job->tz : "");
 	if (!e->spec || !e->tz_name ||
-	    dbcron_cron_parse(job->spec, &e->cron, NULL) ||
-	    dbcron_tz_open(job->tz, &e->tz, NULL)) {
+	    dbcron_cron_parse(job->spec, &e->cron, &p->err) ||
+	    dbcron_tz_open(job->tz, &e->tz, &p->err)) {
 		entry_clear(e);
 		e->job_id = -1; /* tombstone keeps probe chains intact */
 		return -DBCRON_EINVAL;
@@ -129,7 +130,7 @@ int planner_next(planner *p, const dbcron_job *job, int64_t after_ms,
 		 int64_t *next)
 {
 	if (job->kind != DBCRON_SCHED_CRON)
-		return dbcron_job_next_fire(job, after_ms, next, NULL);
+		return dbcron_job_next_fire(job, after_ms, next, &p->err);
 	cache_entry *e;
 	int rc = cached_cron(p, job, &e);
 	if (rc)
@@ -252,6 +253,10 @@ int planner_plan(void *ctx, const dbcron_job *job, int64_t now_ms,
 	out->fires = NULL;
 	out->nfires = 0;
 	out->next_fire_at = -1;
+	out->error = p->err.msg;
+	p->err = (dbcron_err){0};
+	dbcron_err_set(&p->err, DBCRON_EINVAL, "job '%s': cannot compute its fires",
+		       job->name ? job->name : "");
 	if (t < 0)
 		return DBCRON_OK;
 

@@ -139,6 +139,41 @@ static int64_t col_i64n(store *s, int c)
 	return s->d->col_null(s->c, c) ? -1 : s->d->col_i64(s->c, c);
 }
 
+/*
+ * A job row for the operator's views and for a put over it: a row that no
+ * longer decodes (a command that is not a JSON array, bytes that are not
+ * UTF-8) comes back as its id and name with set_aside saying why, so one
+ * bad row never breaks `job list` for every job, and a put can replace it.
+ * Only running out of memory fails.
+ */
+static int read_job_lenient(store *s, dbcron_job *job, dbcron_err *err)
+{
+	dbcron_err why = {0};
+	int rc = store__read_job(s, 0, job, &why);
+	if (rc == DBCRON_OK)
+		return DBCRON_OK;
+	if (rc == DBCRON_ENOMEM) {
+		*err = why;
+		return rc;
+	}
+	dbcron_job_init(job);
+	job->id = col_i64(s, 0);
+	const char *name = s->d->col_text(s->c, 1), *spec = s->d->col_text(s->c, 3);
+	job->kind = (dbcron_sched_kind)col_i64(s, 2);
+	job->next_fire_at = -1;
+	job->executor = DBCRON_EXEC_SHELL;
+	size_t n = strlen(why.msg) + 32;
+	job->name = dbcron__strdup(name ? name : "");
+	job->spec = dbcron__strdup(spec ? spec : "");
+	job->set_aside = dbcron__malloc(n);
+	if (!job->name || !job->spec || !job->set_aside) {
+		dbcron_job_clear(job);
+		return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory reading a job");
+	}
+	snprintf(job->set_aside, n, "cannot decode its row: %s", why.msg);
+	return DBCRON_OK;
+}
+
 /* Single-writer dialects take the write lock before the first read, so a
  * transaction that reads and then writes never fails halfway. */
 static int tx_begin(store *s, dbcron_err *err)
@@ -334,6 +369,7 @@ static int insert_bumped(store *s, int id, store_param *p, int np, int fire_idx,
 static const store_bcol names_cols[] = {BC_TEXT};
 static const store_bcol ids_cols[] = {BC_I64};
 static const store_bcol pair_cols[] = {BC_I64, BC_I64};
+static const store_bcol lost_cols[] = {BC_TEXT, BC_I64}; /* node, its lease_until */
 static const store_bcol put_cols[STORE_NPUTCOLS + 1] = {
 	BC_I64, /* id, JOBS_UPDATE only */
 	BC_TEXT, BC_I64, BC_TEXT, BC_I64, BC_I64, BC_I64, BC_TEXT, BC_I64,
@@ -431,7 +467,7 @@ static int read_existing(store *s, dbcron_job *jobs, size_t n, dbcron_job **out,
 			rc = oom(err, "job put");
 			break;
 		}
-		if ((rc = store__read_job(s, 0, &(*out)[*nout], err)))
+		if ((rc = read_job_lenient(s, &(*out)[*nout], err)))
 			break;
 		(*nout)++;
 	}
@@ -477,8 +513,9 @@ static int put_chunk(store *s, dbcron_job *jobs, char **argv, size_t n, int64_t 
 			goto out_free;
 		}
 		/* Re-applying a file must not move or repeat fires: an unchanged
-		 * schedule keeps its place; pausing is not the file's business. */
-		if (model_same_schedule(j, prev)) {
+		 * schedule keeps its place; pausing is not the file's business.
+		 * A set-aside job has no place to keep: it starts afresh. */
+		if (!prev->set_aside && model_same_schedule(j, prev)) {
 			j->next_fire_at = prev->next_fire_at;
 			j->anchor_ms = prev->anchor_ms;
 			j->at_ms = prev->at_ms;
@@ -492,7 +529,7 @@ static int put_chunk(store *s, dbcron_job *jobs, char **argv, size_t n, int64_t 
 		(*nu)++;
 		/* Unchanged rows are not rewritten: applying a 100,000-job file
 		 * again leaves no dead rows behind. */
-		if (same_definition(j, argv[i], prev, old_argv[k]))
+		if (!prev->set_aside && same_definition(j, argv[i], prev, old_argv[k]))
 			continue;
 		store_batch_i64(upd, j->id);
 		put_row(upd, j, argv[i]);
@@ -664,7 +701,7 @@ int store_job_get(store *s, const char *name, dbcron_job *out, dbcron_err *err)
 		return -row;
 	if (row == 0)
 		return dbcron_err_set(err, DBCRON_ENOTFOUND, "no job named '%s'", name);
-	int rc = store__read_job(s, 0, out, err);
+	int rc = read_job_lenient(s, out, err);
 	store__reset(s);
 	return rc;
 }
@@ -678,7 +715,7 @@ static int job_one(store *s, void *arg, bool *stop, dbcron_err *err)
 {
 	struct job_each *e = arg;
 	dbcron_job job;
-	int rc = store__read_job(s, 0, &job, err);
+	int rc = read_job_lenient(s, &job, err);
 	if (rc)
 		return rc;
 	*stop = e->cb(e->ctx, &job) != 0;
@@ -827,6 +864,28 @@ static int add_claimed(store *s, store_claim_result *out, size_t *cap, int attem
 
 /* Read every job row of the current statement (JOB_COLS from column c0;
  * rows whose id column is NULL are skipped) into out->jobs. */
+/* Note job (id, name) as set aside for `why`; the claim writes it. */
+static int add_aside(store_claim_result *out, int64_t id, const char *name, const char *why,
+		     dbcron_err *err)
+{
+	size_t cap = out->naside; /* grown one at a time: a rare path */
+	if (dbcron__grow((void **)&out->aside, &cap, out->naside + 1, sizeof(*out->aside)))
+		return oom(err, "claim");
+	store_aside *a = &out->aside[out->naside];
+	a->job_id = id;
+	a->name = name ? dbcron__strdup(name) : NULL;
+	a->why = dbcron__strdup(why && *why ? why : "unknown reason");
+	if ((name && !a->name) || !a->why) {
+		dbcron__free(a->name);
+		dbcron__free(a->why);
+		return oom(err, "claim");
+	}
+	out->naside++;
+	return DBCRON_OK;
+}
+
+/* The jobs of a claim's read; a row that does not decode is set aside
+ * rather than failing the claim for every other job. */
 static int read_jobs_into(store *s, int c0, store_claim_result *out, size_t *cap,
 			  int64_t *now, dbcron_err *err)
 {
@@ -840,12 +899,50 @@ static int read_jobs_into(store *s, int c0, store_claim_result *out, size_t *cap
 			rc = oom(err, "claim");
 			break;
 		}
-		if ((rc = store__read_job(s, c0, &out->jobs[out->njobs], err)))
+		dbcron_err why = {0};
+		rc = store__read_job(s, c0, &out->jobs[out->njobs], &why);
+		if (rc == DBCRON_ENOMEM) {
+			*err = why;
 			break;
+		}
+		if (rc) {
+			char text[600];
+			snprintf(text, sizeof(text), "cannot decode its row: %s", why.msg);
+			if ((rc = add_aside(out, col_i64(s, c0), s->d->col_text(s->c, c0 + 1), text,
+					    err)))
+				break;
+			continue;
+		}
 		out->njobs++;
 	}
 	store__reset(s);
 	return row < 0 ? -row : rc;
+}
+
+static const store_bcol aside_cols[] = {BC_I64, BC_TEXT};
+
+/* Write the claim's set-aside jobs (in its transaction). */
+static int write_aside(store *s, const store_claim_result *out, dbcron_err *err)
+{
+	if (!out->naside)
+		return DBCRON_OK;
+	store_batch *b = scratch(s, 2, 2, aside_cols);
+	for (size_t i = 0; i < out->naside; i++) {
+		store_batch_i64(b, out->aside[i].job_id);
+		store_batch_text(b, out->aside[i].why);
+	}
+	if (b->oom)
+		return oom(err, "claim");
+	store_param p[] = {sp_batch(b)};
+	return st_run(s, ST_JOBS_SET_ASIDE, p, 1, NULL, err);
+}
+
+static const store_aside *find_aside(const store_claim_result *out, int64_t job_id)
+{
+	for (size_t i = 0; i < out->naside; i++)
+		if (out->aside[i].job_id == job_id)
+			return &out->aside[i];
+	return NULL;
 }
 
 static const store_bcol fire_cols[] = {BC_I64, BC_TEXT, BC_I64, BC_I64, BC_I64, BC_I64, BC_TEXT};
@@ -874,14 +971,31 @@ static int plan_due_jobs(store *s, const store_claim_req *req, store_claim_resul
 
 	store_batch *fires = scratch(s, 0, 7, fire_cols);
 	store_batch *next = scratch(s, 1, 2, advance_cols);
-	for (size_t i = 0; i < out->njobs && scheduled < req->max; i++) {
+	size_t i = 0;
+	for (; i < out->njobs && scheduled < req->max; i++) {
 		dbcron_job *j = &out->jobs[i];
 		store_plan plan = {.fires = NULL, .nfires = 0, .next_fire_at = -1};
-		if ((rc = req->plan(req->plan_ctx, j, now, horizon, &plan)))
-			return dbcron_err_set(err, rc, "claim: cannot plan job '%s': %s", j->name,
-					      dbcron_strerror(rc));
+		if ((rc = req->plan(req->plan_ctx, j, now, horizon, &plan))) {
+			if (rc == DBCRON_ENOMEM)
+				return oom(err, "claim");
+			char text[600];
+			snprintf(text, sizeof(text), "cannot plan: %s",
+				 plan.error && *plan.error ? plan.error : dbcron_strerror(rc));
+			if ((rc = add_aside(out, j->id, j->name, text, err)))
+				return rc;
+			dbcron_job_clear(j);
+			j->id = -1; /* dropped below */
+			continue;
+		}
 		for (size_t k = 0; k < plan.nfires; k++) {
 			const store_fire *f = &plan.fires[k];
+			/* A claim never returns more than its bound: one job's
+			 * catch-up may owe many fires; the rest wait for the
+			 * next claim, from the first one left out. */
+			if (f->state == DBCRON_RUN_SCHEDULED && scheduled >= req->max) {
+				plan.next_fire_at = f->fire_at;
+				break;
+			}
 			if (f->state != DBCRON_RUN_SCHEDULED && f->state != DBCRON_RUN_MISFIRED &&
 			    f->state != DBCRON_RUN_SKIPPED)
 				return dbcron_err_set(err, DBCRON_EINTERNAL,
@@ -900,11 +1014,15 @@ static int plan_due_jobs(store *s, const store_claim_req *req, store_claim_resul
 		store_batch_i64(next, j->id);
 		store_batch_i64n(next, plan.next_fire_at);
 		j->next_fire_at = plan.next_fire_at;
-		nplanned++;
 	}
-	/* Jobs beyond the budget stay due for the next claim. */
-	while (out->njobs > nplanned)
-		dbcron_job_clear(&out->jobs[--out->njobs]);
+	/* Jobs beyond the budget stay due for the next claim; set-aside ones
+	 * leave the list. */
+	for (size_t k = i; k < out->njobs; k++)
+		dbcron_job_clear(&out->jobs[k]);
+	for (size_t k = 0; k < i; k++)
+		if (out->jobs[k].id >= 0)
+			out->jobs[nplanned++] = out->jobs[k];
+	out->njobs = nplanned;
 	if (fires->oom || next->oom)
 		return oom(err, "claim");
 
@@ -1004,7 +1122,8 @@ static int close_jobless(store *s, const char *node_id, store_claim_result *out,
 		store_batch_i64(b, out->now_ms);
 		store_batch_bool(b, false);
 		store_batch_i64(b, 0);
-		store_batch_text(b, "job deleted");
+		const store_aside *a = find_aside(out, c->run.job_id);
+		store_batch_text(b, a ? a->why : "job deleted");
 		store_batch_text(b, NULL);
 	}
 	if (!store_batch_rows(b))
@@ -1049,7 +1168,8 @@ int store_claim(store *s, const store_claim_req *req, store_claim_result *out,
 	    (rc = claim_unclaimed(s, req, budget, out, &runs_cap, &jobs_cap, err)))
 		goto out_rollback;
 	dbcron__sort(out->jobs, out->njobs, sizeof(*out->jobs), job_id_cmp);
-	if ((rc = close_jobless(s, req->node_id, out, err)) || (rc = tx_commit(s, err)))
+	if ((rc = write_aside(s, out, err)) || (rc = close_jobless(s, req->node_id, out, err)) ||
+	    (rc = tx_commit(s, err)))
 		goto out_rollback;
 	dbcron__sort(out->runs, out->nruns, sizeof(*out->runs), claimed_cmp);
 	for (size_t i = 0; i < out->nruns; i++)
@@ -1268,14 +1388,19 @@ int store_job_running(store *s, int64_t job_id, int64_t except_run_id, bool *run
 struct abandoned {
 	int64_t run_id, job_id;
 	int attempt;
+	bool start_written;
 };
 
 /*
- * The runs of the nodes in `nodes` (a batch of ids) are lost: SCHEDULED
- * ones go back to the pool; RUNNING ones end ABANDONED and get what
- * model_run_followup() says (a new attempt now, or an AFTER job's next
- * fire).  Inside the caller's transaction.  A run whose completion landed
- * first is no longer RUNNING and is left alone.
+ * The runs of the nodes in `nodes` (a batch of [id, lease_until]) are
+ * lost.  A node starts a fire only while its lease lasts and only if the
+ * fire is due before the lease's end (docs/scheduler.md "Leases"), and it
+ * writes RUNNING after the start, in a batch.  So a SCHEDULED run due at or
+ * after lease_until never started: it goes back to the pool.  A RUNNING
+ * run, and a SCHEDULED one due before lease_until (it may have started
+ * with its write lost), end ABANDONED and get what model_lost_followup()
+ * says.  Inside the caller's transaction.  A run whose completion landed
+ * first is terminal and left alone.
  */
 static int resolve_lost(store *s, const store_batch *nodes, int64_t now, size_t *touched,
 			dbcron_err *err)
@@ -1296,7 +1421,8 @@ static int resolve_lost(store *s, const store_batch *nodes, int64_t now, size_t 
 			rc = oom(err, "reap");
 			break;
 		}
-		ab[nab++] = (struct abandoned){col_i64(s, 0), col_i64(s, 1), (int)col_i64(s, 3)};
+		ab[nab++] = (struct abandoned){col_i64(s, 0), col_i64(s, 1), (int)col_i64(s, 3),
+					       !s->d->col_null(s->c, 4)};
 	}
 	store__reset(s);
 	if (row < 0)
@@ -1304,6 +1430,7 @@ static int resolve_lost(store *s, const store_batch *nodes, int64_t now, size_t 
 	if (rc)
 		goto out_free;
 	store_param up[] = {sp_batch(nodes)};
+	/* (the abandon ran first, so what is left SCHEDULED is unstarted) */
 	if ((rc = st_run(s, ST_RUNS_UNCLAIM_LOST, up, 1, &unclaimed, err)))
 		goto out_free;
 	if (nab) {
@@ -1325,8 +1452,8 @@ static int resolve_lost(store *s, const store_batch *nodes, int64_t now, size_t 
 			const dbcron_job *j = find_job(&jobs, ab[i].job_id);
 			if (!j) /* deleted: nothing to retry */
 				continue;
-			model_followup f = model_run_followup(j, ab[i].attempt, DBCRON_RUN_ABANDONED,
-							      false, now);
+			model_followup f = model_lost_followup(j, ab[i].attempt, ab[i].start_written,
+							       now);
 			if (f.retry_due_at >= 0) {
 				store_batch_i64(retry, ab[i].run_id);
 				store_batch_i64(retry, f.retry_due_at);
@@ -1358,7 +1485,7 @@ out_free:
 int store_node_register(store *s, const store_node_info *n, dbcron_err *err)
 {
 	int64_t now;
-	int rc;
+	int rc, row;
 
 	if (!n || !n->node_id || !*n->node_id || !n->incarnation || n->lease_ms <= 0)
 		return dbcron_err_set(err, DBCRON_EINVAL,
@@ -1367,10 +1494,38 @@ int store_node_register(store *s, const store_node_info *n, dbcron_err *err)
 		return rc;
 	if ((rc = db_now(s, &now, err)))
 		goto out_rollback;
-	/* pg_cron resolves orphans at start-up: whatever this node id still
-	 * holds was claimed by an earlier process. */
-	store_batch *nodes = scratch(s, 0, 1, names_cols);
+	/* One process per node id: two would fence each other every
+	 * heartbeat and reap each other's running work.  A live lease of
+	 * another incarnation refuses; a lapsed one is a predecessor that
+	 * died, and what it still holds is resolved as reap would (pg_cron
+	 * resolves orphans at start-up). */
+	store_param gp[] = {sp_text(n->node_id)};
+	int64_t lease_until = now;
+	row = st_row(s, ST_NODE_GET, gp, 1, err);
+	if (row < 0) {
+		rc = -row;
+		goto out_rollback;
+	}
+	if (row) {
+		const char *inc = s->d->col_text(s->c, 0), *state = s->d->col_text(s->c, 1);
+		lease_until = col_i64(s, 2);
+		if (state && strcmp(state, "alive") == 0 && lease_until >= now &&
+		    (!inc || strcmp(inc, n->incarnation) != 0)) {
+			const char *host = s->d->col_text(s->c, 3);
+			rc = dbcron_err_set(err, DBCRON_EEXISTS,
+					    "node id '%s' is in use by a live node (host %s, pid %lld; "
+					    "its lease runs %lld ms more): give each node its own "
+					    "--node-id",
+					    n->node_id, host ? host : "?", (long long)col_i64(s, 4),
+					    (long long)(lease_until - now));
+			store__reset(s);
+			goto out_rollback;
+		}
+		store__reset(s);
+	}
+	store_batch *nodes = scratch(s, 0, 2, lost_cols);
 	store_batch_text(nodes, n->node_id);
+	store_batch_i64(nodes, lease_until);
 	if (nodes->oom) {
 		rc = oom(err, "node register");
 		goto out_rollback;
@@ -1475,26 +1630,30 @@ int store_reap(store *s, size_t *reaped, dbcron_err *err)
 		return rc;
 	if ((rc = db_now(s, &now, err)))
 		goto out_rollback;
-	store_batch *nodes = scratch(s, 0, 1, names_cols);
+	store_batch *nodes = scratch(s, 0, 2, lost_cols);
 	char **names = NULL;
-	size_t nn = 0, cap = 0;
+	int64_t *leases = NULL;
+	size_t nn = 0, cap = 0, lcap = 0;
 	store_param p[] = {sp_i64(now)};
 	if ((rc = store__exec(s, ST_NODES_EXPIRE, p, 1, err)))
 		goto out_rollback;
 	while ((row = store__next(s, err)) == 1) {
 		const char *id = s->d->col_text(s->c, 0);
 		if (dbcron__grow((void **)&names, &cap, nn + 1, sizeof(*names)) ||
+		    dbcron__grow((void **)&leases, &lcap, nn + 1, sizeof(*leases)) ||
 		    !(names[nn] = dbcron__strdup(id ? id : ""))) {
 			rc = oom(err, "reap");
 			break;
 		}
-		nn++;
+		leases[nn++] = col_i64(s, 1);
 	}
 	store__reset(s);
 	if (row < 0)
 		rc = -row;
-	for (size_t i = 0; i < nn; i++)
+	for (size_t i = 0; i < nn; i++) {
 		store_batch_text(nodes, names[i]);
+		store_batch_i64(nodes, leases[i]);
+	}
 	if (!rc && nodes->oom)
 		rc = oom(err, "reap");
 	if (!rc && nn)
@@ -1504,6 +1663,7 @@ int store_reap(store *s, size_t *reaped, dbcron_err *err)
 	for (size_t i = 0; i < nn; i++)
 		dbcron__free(names[i]);
 	dbcron__free(names);
+	dbcron__free(leases);
 	if (!rc)
 		return DBCRON_OK;
 out_rollback:

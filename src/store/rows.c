@@ -282,7 +282,7 @@ int store__read_job(store *s, int c0, dbcron_job *job, dbcron_err *err)
 	job->updated_ms = i64(s, c0 + 25);
 	if ((rc = dup_col(s, c0 + 1, &job->name)) || (rc = dup_col(s, c0 + 3, &job->spec)) ||
 	    (rc = dup_col(s, c0 + 7, &job->tz)) || (rc = dup_col(s, c0 + 20, &job->handler)) ||
-	    (rc = dup_col(s, c0 + 21, &job->arg))) {
+	    (rc = dup_col(s, c0 + 21, &job->arg)) || (rc = dup_col(s, c0 + 26, &job->set_aside))) {
 		rc = dbcron_err_set(err, rc, "out of memory reading a job");
 		goto out_clear;
 	}

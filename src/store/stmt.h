@@ -37,6 +37,8 @@
 	X(RUNS_CLOSE_ORPHANS, "closing runs of deleted jobs", "2 no silent loss")        \
 	/* (name, paused, next_fire_at) */                                               \
 	X(JOB_SET_PAUSED, "pausing/resuming the job", "")                                \
+	/* batch [id, why]: jobs the claim cannot plan or decode */                      \
+	X(JOBS_SET_ASIDE, "setting jobs aside", "one bad job never stops the others")    \
 	X(JOB_DELETE, "deleting the job", "")                                            \
 	/* (name) -> id */                                                                \
 	X(JOB_ID, "looking up the job", "")                                              \
@@ -74,11 +76,16 @@
 	X(RUNS_RELEASE, "releasing runs", "3 fencing")                                   \
 	/* () -> a row when some alive node's lease has lapsed */                        \
 	X(NODES_LAPSED, "looking for lost nodes", "")                                    \
-	/* (now) -> id of each node marked dead here */                                   \
+	/* (now) -> id, lease_until of each node marked dead here */                      \
 	X(NODES_EXPIRE, "reap: marking lost nodes dead", "one reaper per lost node")      \
-	/* (now) batch [node] -> id, job_id, fire_at, attempt of runs ended ABANDONED */   \
+	/* (id) -> incarnation, state, lease_until, host, pid (locked for the tx) */     \
+	X(NODE_GET, "reading the node row", "7 one process per node id")                \
+	/* (now) batch [node, lease_until] -> id, job_id, fire_at, attempt, started_ms   \
+	 * of runs ended ABANDONED: RUNNING ones, and SCHEDULED ones due before the      \
+	 * lease ended (the node may have started them without its write landing) */    \
 	X(RUNS_ABANDON_LOST, "reap: abandoning runs of lost nodes", "2 no silent loss")  \
-	/* batch [node] */                                                                \
+	/* batch [node, lease_until]: SCHEDULED runs due at or after the lease ended,   \
+	 * which the node never started */                                             \
 	X(RUNS_UNCLAIM_LOST, "reap: unclaiming runs of lost nodes", "2 no silent loss")  \
 	/* (job_id, except_run_id) -> a row when running */                               \
 	X(JOB_RUNNING, "checking running runs", "")                                      \
@@ -122,8 +129,9 @@ int store_stmt_by_name(const char *name);
 	"id, name, kind, spec, interval_ms, anchor_ms, at_ms, tz, misfire, "  \
 	"max_catchup, misfire_threshold_ms, overlap, node_loss, max_retries, " \
 	"retry_base_ms, retry_cap_ms, retry_jitter, timeout_ms, executor, "   \
-	"argv, handler, arg, paused, next_fire_at, created_ms, updated_ms"
-#define STORE_NJOBCOLS 26
+	"argv, handler, arg, paused, next_fire_at, created_ms, updated_ms, "  \
+	"set_aside"
+#define STORE_NJOBCOLS 27
 
 #define STORE_RUN_COLS                                                     \
 	"id, job_id, job_name, fire_at, attempt, state, due_at, node, "    \

@@ -15,8 +15,13 @@ void store_claim_result_clear(store_claim_result *r)
 		dbcron_run_clear(&r->runs[i].run);
 	for (size_t i = 0; i < r->njobs; i++)
 		dbcron_job_clear(&r->jobs[i]);
+	for (size_t i = 0; i < r->naside; i++) {
+		dbcron__free(r->aside[i].name);
+		dbcron__free(r->aside[i].why);
+	}
 	dbcron__free(r->runs);
 	dbcron__free(r->jobs);
+	dbcron__free(r->aside);
 	memset(r, 0, sizeof(*r));
 }
 

@@ -62,6 +62,7 @@ typedef struct store_plan {
 	store_fire *fires; /* owned by the planner's ctx; valid until next call */
 	size_t nfires;
 	int64_t next_fire_at; /* -1: none; job keeps its row */
+	const char *error; /* with an error return: why (planner-owned) */
 } store_plan;
 
 /*
@@ -69,7 +70,9 @@ typedef struct store_plan {
  * claim transaction, once per due job it locked.  Pure computation, no I/O.
  * now_ms is the database clock read by this claim; horizon_ms is absolute:
  * now_ms + req->horizon_ms_ahead (fires after it belong to a later claim).
- * Returns DBCRON_OK or an error that aborts the whole claim.
+ * Returns DBCRON_OK, DBCRON_ENOMEM (aborts the claim), or another error for
+ * a job it cannot plan (out->error says why): that job is set aside
+ * (jobs.set_aside, next_fire_at NULL) and the claim goes on without it.
  */
 typedef int (*store_plan_fn)(void *ctx, const dbcron_job *job, int64_t now_ms,
 			     int64_t horizon_ms, store_plan *out);
@@ -89,6 +92,13 @@ typedef struct store_claimed {
 	const dbcron_job *job; /* points into claim_result.jobs */
 } store_claimed;
 
+/* A job the claim could not plan or decode. */
+typedef struct store_aside {
+	int64_t job_id;
+	char *name; /* may be NULL when the row did not decode */
+	char *why;
+} store_aside;
+
 typedef struct store_claim_result {
 	int64_t now_ms; /* database clock at the claim */
 	store_claimed *runs;
@@ -96,6 +106,8 @@ typedef struct store_claim_result {
 	dbcron_job *jobs; /* the jobs the runs refer to (deduplicated) */
 	size_t njobs;
 	size_t nterminal; /* MISFIRED/SKIPPED rows written, for stats */
+	store_aside *aside; /* jobs this claim set aside, for the log */
+	size_t naside;
 } store_claim_result;
 
 void store_claim_result_clear(store_claim_result *r);
@@ -198,15 +210,17 @@ typedef enum store_put_mode {
  *   due_at = database now, bumped by 1 ms until unique.
  *
  * Nodes.  store_node_register: upsert the node row as alive with a fresh
- *   lease; runs left by an earlier incarnation of the same node id are
- *   resolved first as reap does (pg_cron: orphans resolved at start-up).
+ *   lease; DBCRON_EEXISTS while another incarnation of the id holds a live
+ *   lease; runs left by an earlier, lapsed incarnation of the same node id
+ *   are resolved first as reap does (pg_cron: orphans resolved at start-up).
  * store_node_heartbeat: renew the lease; DBCRON_EFENCED when the row is no
  *   longer ours.  *db_now out.
  * store_node_stop: hand back our unstarted SCHEDULED runs, mark stopped.
  * store_runs_release: hand back specific unstarted runs (fenced by token).
- * store_reap: mark nodes whose lease lapsed dead; their SCHEDULED runs
- *   become unclaimed; their RUNNING runs end ABANDONED "node lost" and get a
- *   new attempt by model_run_followup().  *reaped = runs touched.
+ * store_reap: mark nodes whose lease lapsed dead; their RUNNING runs, and
+ *   SCHEDULED ones due before the lease ended (maybe started, the write
+ *   lost), end ABANDONED and get what model_lost_followup() says; SCHEDULED
+ *   ones due later become unclaimed.  *reaped = runs touched.
  *
  * The claim (docs/design.md "Coordination"): store_claim, then
  * store_apply for batched, fenced state changes (one transaction).

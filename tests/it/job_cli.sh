@@ -132,6 +132,8 @@ bad "unknown option '-x'" job add x --every 1s -x -- true
 bad "needs a value" job add x --handler noop --every
 bad "no schedule" job add x -- true
 bad "two schedules" job add x --every 1s --after 1s -- true
+# bytes that are not UTF-8 in a command would break every later read
+bad "command argument 2 is not valid UTF-8" job add x --every 1s -- printf $'bad \xff byte'
 bad "two schedules" job add x --at now --every 1s -- true
 bad "--every: duration '5x'" job add x --every 5x -- true
 bad "must be greater than zero" job add x --every 0s -- true

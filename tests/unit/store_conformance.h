@@ -148,6 +148,9 @@ typedef struct conf_planner {
 	store_fire fire;
 	int64_t stop;
 	int calls;
+	const char *fail; /* a job name the planner cannot plan */
+	int nfires;       /* > 1: that many fires 1 ms apart (catch-up) */
+	store_fire many[16];
 } conf_planner;
 
 static int conf_plan(void *ctx, const dbcron_job *job, int64_t now_ms,
@@ -157,6 +160,20 @@ static int conf_plan(void *ctx, const dbcron_job *job, int64_t now_ms,
 	(void)now_ms;
 	(void)horizon_ms;
 	p->calls++;
+	if (p->fail && strcmp(job->name, p->fail) == 0) {
+		out->error = "zone 'Nowhere/Atlantis' not found";
+		return DBCRON_EINVAL;
+	}
+	if (p->nfires > 1) {
+		for (int i = 0; i < p->nfires && i < 16; i++)
+			p->many[i] = (store_fire){.fire_at = job->next_fire_at + i,
+						  .due_at = job->next_fire_at + i,
+						  .state = DBCRON_RUN_SCHEDULED};
+		out->fires = p->many;
+		out->nfires = (size_t)(p->nfires < 16 ? p->nfires : 16);
+		out->next_fire_at = job->next_fire_at + 60000;
+		return DBCRON_OK;
+	}
 	memset(&p->fire, 0, sizeof(p->fire));
 	p->fire.fire_at = job->next_fire_at;
 	p->fire.due_at = job->next_fire_at;
@@ -717,6 +734,22 @@ static int conf_node_cb(void *ctx, const store_node_row *r)
  * B reaps: A dead; the unstarted fire back in the pool, the running one
  * ABANDONED with a new attempt; A's late writes and heartbeat refused.
  */
+/* The runs of job `name`: a first attempt ended ABANDONED because its lost
+ * node may have started it, and an unclaimed second attempt. */
+static void conf_assert_unwritten_retried(conf_ctx *c, const char *name)
+{
+	conf_runs rs = {0};
+	conf_list(c, name, 0, -1, 0, &rs);
+	assert_int_equal(rs.n, 2);
+	assert_int_equal(rs.rows[0].state, DBCRON_RUN_ABANDONED);
+	assert_string_equal(rs.rows[0].error, "node lost before its start was written");
+	assert_int_equal(rs.rows[1].attempt, 2);
+	assert_int_equal(rs.rows[1].state, DBCRON_RUN_SCHEDULED);
+	assert_null(rs.rows[1].node);
+	assert_null(rs.rows[1].claim_token);
+	conf_runs_clear(&rs);
+}
+
 static void conf_test_reap(void **state)
 {
 	conf_ctx *c = *state;
@@ -768,12 +801,9 @@ static void conf_test_reap(void **state)
 	assert_int_equal(rs.rows[1].attempt, 2);
 	assert_int_equal(rs.rows[1].state, DBCRON_RUN_SCHEDULED);
 	assert_null(rs.rows[1].node);
-	conf_list(c, r.runs[1].run.job_name, 0, -1, 0, &rs);
-	assert_int_equal(rs.n, 1);
-	assert_int_equal(rs.rows[0].state, DBCRON_RUN_SCHEDULED);
-	assert_null(rs.rows[0].node);
-	assert_null(rs.rows[0].claim_token);
-	conf_runs_clear(&rs);
+	/* The other was claimed, due before A's lease ended and never
+	 * written RUNNING: it may have started, so it is abandoned too. */
+	conf_assert_unwritten_retried(c, r.runs[1].run.job_name);
 
 	/* A wakes up: its heartbeat and its writes are fenced. */
 	int64_t dbnow;
@@ -785,7 +815,7 @@ static void conf_test_reap(void **state)
 	assert_false(late[0].applied);
 	assert_false(late[1].applied);
 
-	/* B takes both: the retry and the handed-back fire. */
+	/* B takes both retries. */
 	store_claim_result rb;
 	p.stop = 0;
 	CONF_OK(c, conf_claim(c, sb, "B", "tb", 10, &p, &rb));
@@ -815,8 +845,9 @@ static void conf_test_node_register_resolves(void **state)
 	dbcron_job_clear(&j);
 
 	store_node_info n;
-	conf_node(&n, "N", "first", 60000);
+	conf_node(&n, "N", "first", 300);
 	CONF_OK(c, store_node_register(c->s, &n, &c->err));
+	CONF_OK(c, store_node_register(c->s, &n, &c->err)); /* itself again: fine */
 	conf_planner p = {.stop = -1};
 	store_claim_result r;
 	CONF_OK(c, conf_claim(c, c->s, "N", "t1", 10, &p, &r));
@@ -825,8 +856,22 @@ static void conf_test_node_register_resolves(void **state)
 			     conf_update(&r.runs[1], DBCRON_RUN_RUNNING)};
 	CONF_OK(c, store_apply(c->s, "N", u, 2, &c->err));
 
-	/* Restart with the same id, a new incarnation: orphans resolved. */
+	/* A second process under the same id is refused while the first
+	 * one's lease is alive, and nothing is touched. */
 	n.incarnation = "second";
+	n.lease_ms = 60000;
+	assert_int_equal(store_node_register(c->s, &n, &c->err), DBCRON_EEXISTS);
+	assert_non_null(strstr(c->err.msg, "node id 'N' is in use by a live node (host testhost, pid 42"));
+	conf_runs before = {0};
+	conf_list(c, NULL, 0, -1, 0, &before);
+	assert_int_equal(before.n, 2);
+	for (int i = 0; i < before.n; i++)
+		assert_int_equal(before.rows[i].state, DBCRON_RUN_RUNNING);
+	conf_runs_clear(&before);
+
+	/* Once that lease lapses (the first process died), the restart goes
+	 * through and resolves the orphans. */
+	conf_sleep_ms(450);
 	CONF_OK(c, store_node_register(c->s, &n, &c->err));
 	conf_runs rs = {0};
 	conf_list(c, NULL, 0, -1, 0, &rs);
@@ -849,6 +894,56 @@ static void conf_test_node_register_resolves(void **state)
 			 DBCRON_EFENCED);
 	CONF_OK(c, store_node_heartbeat(c->s, "N", "second", 60000, &dbnow, &c->err));
 	store_claim_result_clear(&r);
+}
+
+/* A lost node's claimed runs that were never written RUNNING: one due
+ * before its lease ended may have started (the write goes out after the
+ * start), one due after never did.  Retry owes the first a new attempt even
+ * with no retries left; abandon (at-most-once) leaves it abandoned; the
+ * last goes back to the pool as attempt 1. */
+static void conf_test_reap_unwritten_starts(void **state)
+{
+	conf_ctx *c = *state;
+	store *sb;
+	int64_t now = conf_now(c);
+	dbcron_job j[3];
+	conf_job(&j[0], "ua", now - 100);
+	j[0].max_retries = 0;
+	conf_job(&j[1], "ub", now - 100);
+	j[1].node_loss = DBCRON_NODE_LOSS_ABANDON;
+	conf_job(&j[2], "uc", now + 3000);
+	CONF_OK(c, conf_upsert(c, j, 3));
+	for (int i = 0; i < 3; i++)
+		dbcron_job_clear(&j[i]);
+	assert_int_equal(conf_open(c, &sb), 0);
+	store_node_info nl;
+	conf_node(&nl, "L", "inc-l", 300);
+	CONF_OK(c, store_node_register(c->s, &nl, &c->err));
+	conf_planner p = {.stop = 0};
+	store_claim_req req = {.node_id = "L", .token = "tl", .horizon_ms_ahead = 5000,
+			       .max = 10, .plan = conf_plan, .plan_ctx = &p};
+	store_claim_result r;
+	CONF_OK(c, store_claim(c->s, &req, &r, &c->err));
+	assert_int_equal(r.nruns, 3);
+	store_claim_result_clear(&r);
+
+	conf_sleep_ms(450);
+	size_t reaped = 0;
+	CONF_OK(c, store_reap(sb, &reaped, &c->err));
+	assert_int_equal(reaped, 3);
+	conf_assert_unwritten_retried(c, "ua");
+	conf_runs rs = {0};
+	conf_list(c, "ub", 0, -1, 0, &rs);
+	assert_int_equal(rs.n, 1);
+	assert_int_equal(rs.rows[0].state, DBCRON_RUN_ABANDONED);
+	conf_list(c, "uc", 0, -1, 0, &rs);
+	assert_int_equal(rs.n, 1);
+	assert_int_equal(rs.rows[0].attempt, 1);
+	assert_int_equal(rs.rows[0].state, DBCRON_RUN_SCHEDULED);
+	assert_null(rs.rows[0].node);
+	assert_null(rs.rows[0].claim_token);
+	conf_runs_clear(&rs);
+	store_close(sb);
 }
 
 static void conf_test_node_stop_release(void **state)
@@ -1022,7 +1117,7 @@ static void conf_test_locks(void **state)
 	CONF_T(conf_test_claim_two_claimers),                                   \
 	CONF_T(conf_test_claim_statements), CONF_T(conf_test_apply),            \
 	CONF_T(conf_test_reap), CONF_T(conf_test_node_register_resolves),       \
-	CONF_T(conf_test_node_stop_release), CONF_T(conf_test_runs_list),       \
+	CONF_T(conf_test_reap_unwritten_starts), CONF_T(conf_test_node_stop_release), CONF_T(conf_test_runs_list),       \
 	CONF_T(conf_test_locks)
 
 #endif

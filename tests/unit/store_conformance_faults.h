@@ -580,6 +580,103 @@ static void conf_test_apply_output_bytes(void **state)
 	store_claim_result_clear(&r);
 }
 
+/* Job ids are never reused: a run of a deleted job must never name the
+ * row of a job added after it.  The deleted job's orphan run ends
+ * ABANDONED "job deleted" rather than staying SCHEDULED. */
+static void conf_test_job_ids_not_reused(void **state)
+{
+	conf_ctx *c = *state;
+	dbcron_job j, got;
+	int64_t run_id, fire_at;
+	conf_job(&j, "f", -1);
+	CONF_OK(c, conf_upsert(c, &j, 1));
+	dbcron_job_clear(&j);
+	CONF_OK(c, store_job_get(c->s, "f", &got, &c->err));
+	int64_t fid = got.id;
+	dbcron_job_clear(&got);
+	CONF_OK(c, store_job_trigger(c->s, "f", &run_id, &fire_at, &c->err));
+	CONF_OK(c, store_job_delete(c->s, "f", &c->err));
+	conf_job(&j, "g", -1);
+	CONF_OK(c, conf_upsert(c, &j, 1));
+	dbcron_job_clear(&j);
+	CONF_OK(c, store_job_get(c->s, "g", &got, &c->err));
+	assert_true(got.id > fid);
+	dbcron_job_clear(&got);
+	conf_runs rs = {.n = 0};
+	conf_list(c, "f", 0, -1, 0, &rs);
+	assert_int_equal(rs.n, 1);
+	assert_int_equal(rs.rows[0].state, DBCRON_RUN_ABANDONED);
+	assert_string_equal(rs.rows[0].error, "job deleted");
+	conf_runs_clear(&rs);
+}
+
+/* A job the planner cannot handle is set aside with its reason and the
+ * claim goes on for the others; a put of the job clears it, and so does a
+ * resume. */
+static void conf_test_set_aside(void **state)
+{
+	conf_ctx *c = *state;
+	int64_t now = conf_now(c);
+	conf_put(c, 3, "sa", now - 100);
+	conf_planner p = {.stop = -1, .fail = "sa0001"};
+	store_claim_result r;
+	CONF_OK(c, conf_claim(c, c->s, "n1", "t1", 10, &p, &r));
+	assert_int_equal(r.nruns, 2);
+	assert_int_equal(r.naside, 1);
+	assert_string_equal(r.aside[0].name, "sa0001");
+	assert_string_equal(r.aside[0].why, "cannot plan: zone 'Nowhere/Atlantis' not found");
+	for (size_t i = 0; i < r.nruns; i++)
+		assert_string_not_equal(r.runs[i].run.job_name, "sa0001");
+	for (size_t i = 0; i < r.njobs; i++)
+		assert_string_not_equal(r.jobs[i].name, "sa0001");
+	store_claim_result_clear(&r);
+	dbcron_job j;
+	CONF_OK(c, store_job_get(c->s, "sa0001", &j, &c->err));
+	assert_string_equal(j.set_aside, "cannot plan: zone 'Nowhere/Atlantis' not found");
+	assert_int_equal(j.next_fire_at, -1);
+	/* The next claim does not see it again. */
+	p.calls = 0;
+	CONF_OK(c, conf_claim(c, c->s, "n1", "t2", 10, &p, &r));
+	assert_int_equal(r.naside, 0);
+	store_claim_result_clear(&r);
+	/* A put of the job (fixed or not) clears the mark. */
+	j.next_fire_at = now + 60000;
+	CONF_OK(c, conf_upsert(c, &j, 1));
+	dbcron_job_clear(&j);
+	CONF_OK(c, store_job_get(c->s, "sa0001", &j, &c->err));
+	assert_null(j.set_aside);
+	dbcron_job_clear(&j);
+	/* A resume clears it too. */
+	p.fail = "sb0000";
+	conf_put(c, 1, "sb", now - 50);
+	CONF_OK(c, conf_claim(c, c->s, "n1", "t3", 10, &p, &r));
+	assert_int_equal(r.naside, 1);
+	store_claim_result_clear(&r);
+	CONF_OK(c, store_job_set_paused(c->s, "sb0000", false, now + 1000, &c->err));
+	CONF_OK(c, store_job_get(c->s, "sb0000", &j, &c->err));
+	assert_null(j.set_aside);
+	assert_int_equal(j.next_fire_at, now + 1000);
+	dbcron_job_clear(&j);
+}
+
+/* A claim never returns more than its bound, even when one job owes
+ * more fires (catch-up); the rest stay for the next claim. */
+static void conf_test_claim_bound(void **state)
+{
+	conf_ctx *c = *state;
+	int64_t now = conf_now(c);
+	conf_put(c, 1, "cb", now - 10000);
+	conf_planner p = {.stop = -1, .nfires = 10};
+	store_claim_result r;
+	CONF_OK(c, conf_claim(c, c->s, "n1", "t1", 3, &p, &r));
+	assert_int_equal(r.nruns, 3);
+	store_claim_result_clear(&r);
+	dbcron_job j;
+	CONF_OK(c, store_job_get(c->s, "cb0000", &j, &c->err));
+	assert_int_equal(j.next_fire_at, now - 10000 + 3); /* the first left out */
+	dbcron_job_clear(&j);
+}
+
 #define STORE_CONFORMANCE_FAULT_TESTS                                            \
 	CONF_T(conf_test_drift_log_run_now), CONF_T(conf_test_drift_prune),      \
 	CONF_T(conf_test_drift_argv), CONF_T(conf_test_drift_zone),              \
@@ -588,6 +685,7 @@ static void conf_test_apply_output_bytes(void **state)
 	CONF_T(conf_test_fault_every_op), CONF_T(conf_test_fault_commit_lost),   \
 	CONF_T(conf_test_fault_apply_rolls_back),                                \
 	CONF_T(conf_test_fault_nth_and_spec), CONF_T(conf_test_alloc_failures),  \
-	CONF_T(conf_test_apply_output_bytes)
+	CONF_T(conf_test_apply_output_bytes), CONF_T(conf_test_job_ids_not_reused), \
+	CONF_T(conf_test_set_aside), CONF_T(conf_test_claim_bound)
 
 #endif

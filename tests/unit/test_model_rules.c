@@ -167,6 +167,29 @@ static void test_followup(void **state)
 	assert_int_equal(f.job_next_fire_at, NOW + 60000);
 }
 
+/* A lost node's run: a written start follows the retry budget; an
+ * unwritten one (maybe never ran) is always owed a new attempt under
+ * retry, and never under abandon (maybe it ran). */
+static void test_lost_followup(void **state)
+{
+	(void)state;
+	dbcron_job j = job_of(DBCRON_SCHED_AFTER, "1m", 60000);
+	j.max_retries = 0;
+	model_followup f = model_lost_followup(&j, 1, true, NOW);
+	assert_int_equal(f.retry_due_at, -1);
+	assert_int_equal(f.job_next_fire_at, NOW + 60000);
+	f = model_lost_followup(&j, 1, false, NOW);
+	assert_int_equal(f.retry_due_at, NOW);
+	assert_int_equal(f.job_next_fire_at, -1);
+	j.max_retries = 2;
+	f = model_lost_followup(&j, 1, true, NOW);
+	assert_int_equal(f.retry_due_at, NOW);
+	j.node_loss = DBCRON_NODE_LOSS_ABANDON;
+	f = model_lost_followup(&j, 1, false, NOW);
+	assert_int_equal(f.retry_due_at, -1);
+	assert_int_equal(f.job_next_fire_at, NOW + 60000);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -174,6 +197,7 @@ int main(void)
 		cmocka_unit_test(test_resume_next_fire),
 		cmocka_unit_test(test_series_and_first_fire),
 		cmocka_unit_test(test_followup),
+		cmocka_unit_test(test_lost_followup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

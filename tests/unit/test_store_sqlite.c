@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <sqlite3.h>
 
+#include "store/sqlite/schema.h"
 #include "store_conformance.h"
 #include "store_conformance_faults.h"
 
@@ -176,6 +177,58 @@ static void test_sqlite_schema_newer(void **state)
 	assert_int_equal(from, 999);
 }
 
+/* Migration 2 on a database written at version 1: job ids continue past
+ * every id the jobs table and the run log have seen, so a deleted job's
+ * id is never handed out again. */
+static void test_sqlite_migrate_job_ids(void **state)
+{
+	(void)state;
+	char path[512], url[520];
+	snprintf(path, sizeof(path), "%s/v1.db", conf_dir);
+	snprintf(url, sizeof(url), "sqlite:%s", path);
+	unlink(path);
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, "
+					  "applied_ms INTEGER NOT NULL); INSERT INTO schema_version "
+					  "VALUES (1, 0);",
+				      NULL, NULL, NULL),
+			 SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, sqlite_migrations[1], NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(
+		sqlite3_exec(db,
+			     "INSERT INTO jobs(id, name, kind, spec, misfire, max_catchup, "
+			     "misfire_threshold_ms, overlap, node_loss, max_retries, retry_base_ms, "
+			     "retry_cap_ms, executor, handler, created_ms, updated_ms) VALUES (5, 'old', "
+			     "2, '1s', 1, 100, 5000, 1, 1, 3, 1000, 2000, 2, 'noop', 0, 0);"
+			     "INSERT INTO runs(job_id, job_name, fire_at, attempt, state, due_at, "
+			     "created_ms) VALUES (9, 'deleted', 1, 1, 1, 1, 0);",
+			     NULL, NULL, NULL),
+		SQLITE_OK);
+	sqlite3_close(db);
+	store *s;
+	dbcron_err err = {0};
+	int from = 0, to = 0;
+	assert_int_equal(store_open(url, &s, &err), DBCRON_OK);
+	assert_int_equal(store_migrate(s, &from, &to, &err), DBCRON_OK);
+	assert_int_equal(from, 1);
+	assert_int_equal(to, SQLITE_SCHEMA_VERSION);
+	dbcron_job j, got;
+	conf_job(&j, "new", 1000);
+	size_t cr, up, del;
+	assert_int_equal(store_job_put(s, &j, 1, STORE_PUT_UPSERT, false, &cr, &up, &del, &err),
+			 DBCRON_OK);
+	assert_int_equal(store_job_get(s, "new", &got, &err), DBCRON_OK);
+	assert_int_equal(got.id, 10);
+	dbcron_job_clear(&got);
+	assert_int_equal(store_job_get(s, "old", &got, &err), DBCRON_OK);
+	assert_int_equal(got.id, 5);
+	dbcron_job_clear(&got);
+	dbcron_job_clear(&j);
+	store_close(s);
+	unlink(path);
+}
+
 static void test_sqlite_bad_urls(void **state)
 {
 	(void)state;
@@ -204,6 +257,7 @@ int main(void)
 		CONF_T(test_sqlite_bulk_put),
 		CONF_T(test_sqlite_schema_newer),
 		cmocka_unit_test(test_sqlite_bad_urls),
+		cmocka_unit_test(test_sqlite_migrate_job_ids),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	rmdir(conf_dir);

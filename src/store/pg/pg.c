@@ -63,7 +63,8 @@ static const char *const sql[ST__COUNT] = {
 		"retry_base_ms = v.retry_base_ms, retry_cap_ms = v.retry_cap_ms, "
 		"retry_jitter = v.retry_jitter, timeout_ms = v.timeout_ms, "
 		"executor = v.executor, argv = v.argv, handler = v.handler, arg = v.arg, "
-		"paused = v.paused, next_fire_at = v.next_fire_at, updated_ms = $1::bigint "
+		"paused = v.paused, next_fire_at = v.next_fire_at, updated_ms = $1::bigint, "
+		"set_aside = NULL "
 		"FROM unnest($2::bigint[], $3::text[], $4::int[], $5::text[], $6::bigint[], "
 		"$7::bigint[], $8::bigint[], $9::text[], $10::int[], $11::int[], "
 		"$12::bigint[], $13::int[], $14::int[], $15::int[], $16::bigint[], "
@@ -78,8 +79,11 @@ static const char *const sql[ST__COUNT] = {
 		"(SELECT 1 FROM jobs j WHERE j.id = r.job_id)",
 	[ST_JOB_SET_PAUSED] =
 		"UPDATE jobs SET paused = $2::int::bool, next_fire_at = CASE WHEN "
-		"$2::int::bool THEN next_fire_at ELSE $3::bigint END, updated_ms = " DBNOW
-		" WHERE name = $1::text",
+		"$2::int::bool THEN next_fire_at ELSE $3::bigint END, set_aside = CASE WHEN "
+		"$2::int::bool THEN set_aside END, updated_ms = " DBNOW " WHERE name = $1::text",
+	[ST_JOBS_SET_ASIDE] =
+		"UPDATE jobs SET set_aside = v.why, next_fire_at = NULL FROM unnest("
+		"$1::bigint[], $2::text[]) v(id, why) WHERE jobs.id = v.id",
 	[ST_JOB_DELETE] = "DELETE FROM jobs WHERE name = $1::text",
 	[ST_JOB_ID] = "SELECT id FROM jobs WHERE name = $1::text",
 	[ST_TRIGGER_INSERT] =
@@ -158,13 +162,23 @@ static const char *const sql[ST__COUNT] = {
 	[ST_NODES_EXPIRE] =
 		"UPDATE nodes SET state = 'dead' WHERE id IN (SELECT id FROM nodes WHERE "
 		"state = 'alive' AND lease_until < $1::bigint FOR UPDATE SKIP LOCKED) AND "
-		"state = 'alive' RETURNING id",
+		"state = 'alive' RETURNING id, lease_until",
+	[ST_NODE_GET] = "SELECT incarnation, state, lease_until, host, pid FROM nodes "
+			"WHERE id = $1::text FOR UPDATE",
+	/* One statement for both live states: a run moving SCHEDULED ->
+	 * RUNNING meanwhile is matched either way (READ COMMITTED re-checks
+	 * the row after the lock wait). */
 	[ST_RUNS_ABANDON_LOST] =
-		"UPDATE runs SET state = 8, error = 'node lost', finished_ms = $1::bigint "
-		"WHERE state = 2 AND node = ANY ($2::text[]) RETURNING id, job_id, fire_at, "
-		"attempt",
-	[ST_RUNS_UNCLAIM_LOST] = "UPDATE runs SET node = NULL, claim_token = NULL WHERE "
-				 "state = 1 AND node = ANY ($1::text[])",
+		"UPDATE runs SET state = 8, error = CASE WHEN runs.state = 2 THEN 'node lost' "
+		"ELSE 'node lost before its start was written' END, finished_ms = $1::bigint "
+		"FROM unnest($2::text[], $3::bigint[]) v(node, lease_until) WHERE runs.node = "
+		"v.node AND (runs.state = 2 OR (runs.state = 1 AND runs.due_at < "
+		"v.lease_until)) RETURNING runs.id, runs.job_id, runs.fire_at, runs.attempt, "
+		"runs.started_ms",
+	[ST_RUNS_UNCLAIM_LOST] =
+		"UPDATE runs SET node = NULL, claim_token = NULL FROM unnest($1::text[], "
+		"$2::bigint[]) v(node, lease_until) WHERE runs.node = v.node AND runs.state = "
+		"1 AND runs.due_at >= v.lease_until",
 	[ST_JOB_RUNNING] =
 		"SELECT 1 FROM runs r JOIN nodes n ON n.id = r.node WHERE r.job_id = "
 		"$1::bigint AND r.state = 2 AND r.id <> $2::bigint AND n.state = 'alive' LIMIT 1",

@@ -7,7 +7,7 @@
 #define DBCRON_STORE_PG_SCHEMA_H
 
 /* Highest migration this binary knows. */
-#define DBCRON_PG_SCHEMA_VERSION 1
+#define DBCRON_PG_SCHEMA_VERSION 2
 
 static const char *const migration_1[] = {
 	"CREATE TABLE jobs ("
@@ -84,11 +84,20 @@ static const char *const migration_1[] = {
 	NULL,
 };
 
+/* 2: a job the scheduler cannot plan or decode is set aside with its
+ * reason (next_fire_at NULL keeps it out of the due index) instead of
+ * failing every claim. */
+static const char *const migration_2[] = {
+	"ALTER TABLE jobs ADD COLUMN set_aside TEXT",
+	NULL,
+};
+
 static const struct {
 	int version;
 	const char *const *stmts;
 } migrations[] = {
 	{1, migration_1},
+	{2, migration_2},
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == DBCRON_PG_SCHEMA_VERSION,

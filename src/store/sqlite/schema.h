@@ -83,6 +83,50 @@ static const char *const sqlite_migrations[] = {
 	" since_ms INTEGER NOT NULL,"
 	" until_ms INTEGER NOT NULL,"
 	" fence INTEGER NOT NULL);\n",
+	/* 2: job ids are never reused.  Without AUTOINCREMENT SQLite hands the
+	 * id of a deleted newest job to the next one, and runs of the deleted
+	 * job left anywhere would then name the new job's row.  The sequence
+	 * starts past every id the run log has seen. */
+	"CREATE TABLE jobs_v2 ("
+	" id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	" name TEXT NOT NULL UNIQUE,"
+	" kind INTEGER NOT NULL,"
+	" spec TEXT NOT NULL,"
+	" interval_ms INTEGER NOT NULL DEFAULT 0,"
+	" anchor_ms INTEGER NOT NULL DEFAULT 0,"
+	" at_ms INTEGER NOT NULL DEFAULT -1,"
+	" tz TEXT,"
+	" misfire INTEGER NOT NULL,"
+	" max_catchup INTEGER NOT NULL,"
+	" misfire_threshold_ms INTEGER NOT NULL,"
+	" overlap INTEGER NOT NULL,"
+	" node_loss INTEGER NOT NULL,"
+	" max_retries INTEGER NOT NULL,"
+	" retry_base_ms INTEGER NOT NULL,"
+	" retry_cap_ms INTEGER NOT NULL,"
+	" retry_jitter INTEGER NOT NULL DEFAULT 0,"
+	" timeout_ms INTEGER NOT NULL DEFAULT 0,"
+	" executor INTEGER NOT NULL,"
+	" argv TEXT,"
+	" handler TEXT,"
+	" arg TEXT,"
+	" paused INTEGER NOT NULL DEFAULT 0,"
+	" next_fire_at INTEGER,"
+	" created_ms INTEGER NOT NULL,"
+	" updated_ms INTEGER NOT NULL);\n"
+	"INSERT INTO jobs_v2 SELECT * FROM jobs;\n"
+	"DROP TABLE jobs;\n"
+	"ALTER TABLE jobs_v2 RENAME TO jobs;\n"
+	"CREATE INDEX jobs_due ON jobs(next_fire_at)"
+	" WHERE paused = 0 AND next_fire_at IS NOT NULL;\n"
+	"DELETE FROM sqlite_sequence WHERE name = 'jobs';\n"
+	"INSERT INTO sqlite_sequence(name, seq) SELECT 'jobs', max("
+	"(SELECT coalesce(max(id), 0) FROM jobs), "
+	"(SELECT coalesce(max(job_id), 0) FROM runs));\n",
+	/* 3: a job the scheduler cannot plan or decode is set aside with its
+	 * reason (next_fire_at NULL keeps it out of the due index) instead of
+	 * failing every claim. */
+	"ALTER TABLE jobs ADD COLUMN set_aside TEXT;\n",
 };
 
 #define SQLITE_SCHEMA_VERSION \

@@ -68,7 +68,7 @@ static const char *const sql[ST__COUNT] = {
 		", retry_jitter = " R(16) ", timeout_ms = " R(17)
 		", executor = " R(18) ", argv = " R(19) ", handler = " R(20)
 		", arg = " R(21) ", paused = " R(22) ", next_fire_at = " R(23)
-		", updated_ms = ?1 WHERE id = " R(00),
+		", updated_ms = ?1, set_aside = NULL WHERE id = " R(00),
 	[ST_JOBS_PRUNE] = "DELETE FROM jobs WHERE name NOT IN (SELECT " V0
 			  " FROM json_each(?1))",
 	[ST_RUNS_CLOSE_ORPHANS] =
@@ -77,7 +77,10 @@ static const char *const sql[ST__COUNT] = {
 		"(SELECT 1 FROM jobs WHERE jobs.id = runs.job_id)",
 	[ST_JOB_SET_PAUSED] =
 		"UPDATE jobs SET paused = ?2, next_fire_at = CASE WHEN ?2 "
-		"THEN next_fire_at ELSE ?3 END, updated_ms = " NOW_SQL " WHERE name = ?1",
+		"THEN next_fire_at ELSE ?3 END, set_aside = CASE WHEN ?2 THEN set_aside END, "
+		"updated_ms = " NOW_SQL " WHERE name = ?1",
+	[ST_JOBS_SET_ASIDE] = "UPDATE jobs SET set_aside = " R(01) ", next_fire_at = NULL "
+			      "WHERE id = " R(00),
 	[ST_JOB_DELETE] = "DELETE FROM jobs WHERE name = ?1",
 	[ST_JOB_ID] = "SELECT id FROM jobs WHERE name = ?1",
 	[ST_TRIGGER_INSERT] =
@@ -143,13 +146,16 @@ static const char *const sql[ST__COUNT] = {
 	[ST_NODES_LAPSED] = "SELECT 1 FROM nodes WHERE state = 'alive' AND lease_until < "
 			    NOW_SQL " LIMIT 1",
 	[ST_NODES_EXPIRE] = "UPDATE nodes SET state = 'dead' WHERE state = 'alive' AND "
-			    "lease_until < ?1 RETURNING id",
+			    "lease_until < ?1 RETURNING id, lease_until",
+	[ST_NODE_GET] = "SELECT incarnation, state, lease_until, host, pid FROM nodes "
+			"WHERE id = ?1",
 	[ST_RUNS_ABANDON_LOST] =
-		"UPDATE runs SET state = 8, finished_ms = ?1, error = 'node lost' WHERE "
-		"state = 2 AND node IN (SELECT " V0 " FROM json_each(?2)) "
-		"RETURNING id, job_id, fire_at, attempt",
+		"UPDATE runs SET state = 8, finished_ms = ?1, error = CASE WHEN state = 2 "
+		"THEN 'node lost' ELSE 'node lost before its start was written' END WHERE "
+		"node = " R(00) " AND (state = 2 OR (state = 1 AND due_at < " R(01) ")) "
+		"RETURNING id, job_id, fire_at, attempt, started_ms",
 	[ST_RUNS_UNCLAIM_LOST] = "UPDATE runs SET node = NULL, claim_token = NULL WHERE "
-				 "state = 1 AND node IN (SELECT " V0 " FROM json_each(?1))",
+				 "node = " R(00) " AND state = 1 AND due_at >= " R(01),
 	[ST_JOB_RUNNING] =
 		"SELECT 1 FROM runs r WHERE r.job_id = ?1 AND r.state = 2 AND r.id <> ?2 "
 		"AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.id = r.node AND n.state <> "
@@ -193,6 +199,7 @@ static const bool per_row[ST__COUNT] = {
 	[ST_JOBS_INSERT] = true,   [ST_JOBS_UPDATE] = true,	  [ST_FIRES_INSERT] = true,
 	[ST_JOBS_ADVANCE] = true,  [ST_RUNS_APPLY] = true,	  [ST_RETRY_INSERT] = true,
 	[ST_JOBS_NEXT_IF_NULL] = true, [ST_RUNS_RELEASE] = true,
+	[ST_RUNS_ABANDON_LOST] = true, [ST_RUNS_UNCLAIM_LOST] = true, [ST_JOBS_SET_ASIDE] = true,
 };
 
 /* Run row by row, a RETURNING clause costs SQLite a temporary table per

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Failed writes through the store's fault seam (DBCRON_TEST_FAULTS, see
+# docs/store.md), counted from the run log and from what the jobs write:
+#  1. a start write that fails for a while (busy) is retried: an
+#     at-most-once job's fires are not stranded SCHEDULED under the live
+#     node, and each fire that ran, ran once;
+#  2. start writes that never land, then kill -9 of the node: the node ran
+#     fires the database still shows SCHEDULED.  The takeover ends them
+#     ABANDONED "node lost before its start was written": an at-most-once job
+#     never runs such a fire twice, an at-least-once one runs it again as a
+#     new attempt (so a duplicate is explained by the run log).
+# Runs on SQLite or, given "pg", on PostgreSQL.
+source "$(dirname "$0")/nodelib.bash"
+use_backend "${1:-sqlite}"
+
+rec() { echo 'echo "$DBCRON_JOB $DBCRON_FIRE_AT_MS $DBCRON_ATTEMPT $DBCRON_NODE" >> '"$T/$1.log"; }
+
+# --- 1. a start write busy three times ------------------------------------
+dbc job add amo --every 1s --node-loss abandon --misfire skip -- sh -c "$(rec amo)" >/dev/null
+DBCRON_TEST_FAULTS="stmt=runs_apply,kind=busy,nth=1,times=3" start_node f1
+wait_for 30 sh -c "[ \$(wc -l < '$T/amo.log' 2>/dev/null || echo 0) -ge 4 ]" ||
+  fail "the at-most-once job did not run after the write faults"
+sleep 3
+now=$(( $(date +%s%3N) ))
+stranded=$(runs_csv --job amo | awk -F, -v now="$now" '$4 == "scheduled" && $5 != "" && $2 < now - 3000' | wc -l)
+assert_eq "$stranded" 0 "no fire left SCHEDULED under the live node after failed start writes"
+stop_node f1
+dups=$(awk '{ print $1 "," $2 }' "$T/amo.log" | sort | uniq -d | wc -l)
+assert_eq "$dups" 0 "at-most-once: no fire ran twice"
+runs_where amo succeeded | cut -d, -f2 | sort > "$T/amo.db"
+awk '{ print $2 }' "$T/amo.log" | sort > "$T/amo.ran"
+cmp -s "$T/amo.db" "$T/amo.ran" || fail "at-most-once: what ran differs from the run log"
+pass "at-most-once: every run that executed is recorded SUCCEEDED"
+dbc job delete amo >/dev/null
+
+# --- 2. start writes that never land, then kill -9 ---------------------------
+dbc job add once --every 1s --node-loss abandon --misfire skip -- sh -c "$(rec once)" >/dev/null
+dbc job add least --every 1s --misfire skip -- sh -c "$(rec least)" >/dev/null
+DBCRON_TEST_FAULTS="stmt=runs_apply,kind=conn,nth=1,times=0" start_node f2 --lease 2s
+wait_for 30 test -s "$T/least.log" || fail "f2 ran nothing"
+sleep 2
+kill -KILL "$(pid_of f2)"
+ran_by_f2=$(wc -l < "$T/least.log")
+start_node f3 --lease 2s
+wait_for 30 grep -q " f3$" "$T/least.log" || fail "f3 took nothing over"
+sleep 4
+stop_node f3
+
+[ -s "$T/once.log" ] && o=$(awk '{ print $1 "," $2 }' "$T/once.log" | sort | uniq -d | wc -l) || o=0
+assert_eq "$o" 0 "at-most-once: no fire ran twice after its node died with the start unwritten"
+runs_csv > "$T/runs.csv"
+awk -F, '$1 == "least" && $4 == "abandoned"' "$T/runs.csv" > "$T/ab.csv"
+assert_ge "$(wc -l < "$T/ab.csv")" 1 "the runs f2 held are ended ABANDONED"
+grep -q "node lost before its start was written" "$T/ab.csv" ||
+  fail "the abandoned runs do not say their start was never written: $(head -3 "$T/ab.csv")"
+pass "the abandoned runs say their start was never written"
+# f2's executions are explained: each duplicate has its abandoned first attempt
+cp "$T/least.log" "$T/exec.log"
+check_no_dup_exec "$T/runs.csv"
+assert_ge "$ran_by_f2" 1 "f2 ran fires whose starts never landed"
+echo "node_faults: all checks passed"
