@@ -535,6 +535,20 @@ static void name_usage(FILE *f)
 		   "  trigger  one run now, besides the schedule; prints the run id\n");
 }
 
+/*
+ * A pause or delete is committed; return once every live node has seen
+ * it, so that none starts a fire of the job it had already claimed (at
+ * most a heartbeat or two).  A node that does not confirm in time is named
+ * on stderr; the change itself stands.
+ */
+#define NODES_WAIT_MS 10000
+static void wait_nodes(const char *cmd, store *s)
+{
+	dbcron_err err = {0};
+	if (store_nodes_wait_seen(s, NODES_WAIT_MS, &err))
+		fprintf(stderr, "dbcron %s: warning: %s\n", cmd, err.msg);
+}
+
 /* pause, resume, delete, trigger: one job by name. */
 static int job_by_name(const char *sub, int argc, char **argv)
 {
@@ -556,8 +570,10 @@ static int job_by_name(const char *sub, int argc, char **argv)
 	dbcron_job_init(&j);
 	if (strcmp(sub, "delete") == 0) {
 		rc = store_job_delete(s, a.name, &err);
-		if (!rc)
+		if (!rc) {
+			wait_nodes(cmd, s);
 			printf("deleted job '%s'\n", a.name);
+		}
 	} else if (strcmp(sub, "trigger") == 0) {
 		rc = store_job_trigger(s, a.name, &id, &fire_at, &err);
 		if (!rc)
@@ -579,6 +595,8 @@ static int job_by_name(const char *sub, int argc, char **argv)
 			       (rc = model_resume_next_fire(&j, now, &next, &err))))
 			goto out_rc;
 		rc = store_job_set_paused(s, a.name, pause, next, &err);
+		if (!rc && pause)
+			wait_nodes(cmd, s);
 		if (!rc && pause)
 			printf("paused job '%s'\n", a.name);
 		else if (!rc)
@@ -786,6 +804,8 @@ static int job_apply(int argc, char **argv)
 		status = fail_in("job apply", &err);
 		goto out_free;
 	}
+	if (deleted)
+		wait_nodes("job apply", s);
 	printf("applied: %zu created, %zu updated, %zu deleted\n", created, updated, deleted);
 	status = CLI_EXIT_OK;
 	goto out_free;

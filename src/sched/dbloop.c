@@ -22,6 +22,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
@@ -301,11 +302,86 @@ int dbloop_register(dbcron_node *n, dbcron_err *err)
 	return DBCRON_OK;
 }
 
+/* The answer of store_jobs_state: ids sorted, what each job is now. */
+struct seen_jobs {
+	const int64_t *ids;
+	int *state; /* JOB_DELETED until the job's row answers */
+	size_t n;
+};
+
+static int seen_job(void *ctx, int64_t id, bool paused)
+{
+	struct seen_jobs *sj = ctx;
+	size_t lo = 0, hi = sj->n;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (sj->ids[mid] < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < sj->n && sj->ids[lo] == id)
+		sj->state[lo] = paused ? JOB_PAUSED : JOB_OK;
+	return 0;
+}
+
+static int i64_cmp(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
+/*
+ * The jobs generation moved: some job was paused or deleted.  Read the
+ * state of every job this node knows and end the unstarted fires of those
+ * paused or gone, before the heartbeat reports the generation as seen (a
+ * pause returns only then: store_nodes_wait_seen).  Claims run on this
+ * thread too, so no fire arrives meanwhile.
+ */
+static int see_jobs(dbcron_node *n, dbcron_err *err)
+{
+	int rc = DBCRON_OK;
+	pthread_mutex_lock(&n->mu);
+	size_t k = 0;
+	for (size_t i = 0; i < n->jobs.nslots; i++)
+		k += n->jobs.slots[i] != NULL;
+	int64_t *ids = dbcron__calloc(k ? k : 1, sizeof(*ids));
+	int *state = dbcron__calloc(k ? k : 1, sizeof(*state));
+	size_t m = 0;
+	for (size_t i = 0; ids && i < n->jobs.nslots; i++)
+		if (n->jobs.slots[i])
+			ids[m++] = n->jobs.slots[i]->job_id;
+	pthread_mutex_unlock(&n->mu);
+	if (!ids || !state) {
+		rc = dbcron_err_set(err, DBCRON_ENOMEM, "node: out of memory reading job states");
+		goto out;
+	}
+	qsort(ids, m, sizeof(*ids), i64_cmp);
+	for (size_t i = 0; i < m; i++)
+		state[i] = JOB_DELETED;
+	struct seen_jobs sj = {ids, state, m};
+	if ((rc = store_jobs_state(n->st, ids, m, seen_job, &sj, err)))
+		goto out;
+	pthread_mutex_lock(&n->mu);
+	for (size_t i = 0; i < n->jobs.nslots; i++) {
+		job_state *js = n->jobs.slots[i];
+		const int64_t *at = js ? bsearch(&js->job_id, ids, m, sizeof(*ids), i64_cmp) : NULL;
+		if (at)
+			js->blocked = state[at - ids];
+	}
+	dispatch_block_jobs(n);
+	pthread_mutex_unlock(&n->mu);
+out:
+	dbcron__free(ids);
+	dbcron__free(state);
+	return rc;
+}
+
 static int heartbeat(dbcron_node *n, dbcron_err *err)
 {
-	int64_t t0 = dbcron__mono_ms(), now;
-	int rc = store_node_heartbeat(n->st, n->node_id, n->incarnation,
-				      n->cfg.lease_ms, &now, err);
+	int64_t t0 = dbcron__mono_ms(), now, gen = -1;
+	int rc = store_node_beat(n->st, n->node_id, n->incarnation, n->cfg.lease_ms,
+				 n->jobs_gen, &now, &gen, err);
 	int64_t t1 = dbcron__mono_ms();
 	if (rc == DBCRON_EFENCED) {
 		drop_unstarted(n);
@@ -328,6 +404,14 @@ static int heartbeat(dbcron_node *n, dbcron_err *err)
 		return rc;
 	/* the heartbeat wrote lease_until = now + lease_ms in one statement */
 	set_clock_and_lease(n, t0, t0, t1, now, now + n->cfg.lease_ms, false);
+	if (gen > n->jobs_gen && (rc = see_jobs(n, err)) == DBCRON_OK) {
+		n->jobs_gen = gen;
+		/* say so at once: a pause waits for it */
+		rc = store_node_beat(n->st, n->node_id, n->incarnation, n->cfg.lease_ms,
+				     n->jobs_gen, &now, &gen, err);
+	}
+	if (rc)
+		return rc;
 	size_t reaped = 0;
 	rc = store_reap(n->st, &reaped, err);
 	if (rc == DBCRON_OK && reaped)
@@ -381,6 +465,8 @@ static long claim(dbcron_node *n, dbcron_err *err)
 		 * unchanged, and starts a new one when the job was edited
 		 * (the ownership rule is in inflight.h). */
 		job_state *js = inflight_job_get(&n->jobs, res.runs[i].run.job_id);
+		if (js)
+			js->blocked = JOB_OK; /* claimable again: resumed */
 		fire *f = js ? fire_new(n, js, &res.runs[i]) : NULL;
 		if (!f)
 			continue; /* left claimed: the lease machinery hands it

@@ -68,6 +68,44 @@ static void finish_unstarted(dbcron_node *n, fire *f, dbcron_run_state st,
 			    dbcron_run_state_name(st), why);
 }
 
+/* A fire of a job paused or deleted since it was claimed (mu held). */
+static void end_blocked(dbcron_node *n, fire *f)
+{
+	if (f->js->blocked == JOB_DELETED)
+		finish_unstarted(n, f, DBCRON_RUN_ABANDONED, "job deleted");
+	else
+		finish_unstarted(n, f, DBCRON_RUN_SKIPPED, "job paused");
+}
+
+void dispatch_block_jobs(dbcron_node *n)
+{
+	fire_list all = {0};
+	dispatch_take_unstarted(n, &all);
+	for (fire *f; (f = fire_list_pop(&all));) {
+		if (f->js->blocked) {
+			end_blocked(n, f);
+			continue;
+		}
+		if (f->phase == FIRE_HELD)
+			fire_set_phase(f, FIRE_CLAIMED);
+		if (timer_push(&n->heap, &f->tn, f->run.due_at))
+			finish_unstarted(n, f, DBCRON_RUN_FAILED, "out of memory");
+	}
+	/* At-most-once fires waiting for their fenced start write. */
+	fire_list keep = {0};
+	for (fire *f; (f = fire_list_pop(&n->sync));) {
+		if (!f->js->blocked) {
+			fire_list_push(&keep, f);
+			continue;
+		}
+		inflight_running_remove(f->js, f);
+		n->running--;
+		end_blocked(n, f);
+	}
+	n->sync = keep;
+	pthread_cond_signal(&n->timer_cv);
+}
+
 /* mu held */
 static void cancel_fire(fire *f, const fire_cancel *why)
 {
@@ -86,6 +124,10 @@ static bool start_or_hold(dbcron_node *n, fire *f, int64_t now_db)
 	const dbcron_job *job = &f->snap->job;
 	int64_t late = now_db - f->run.fire_at;
 
+	if (js->blocked) {
+		end_blocked(n, f);
+		return false;
+	}
 	if (f->run.attempt == 1 && f->run.missed == 0 &&
 	    late > job->misfire_threshold_ms &&
 	    job->misfire == DBCRON_MISFIRE_SKIP && f->run.due_at == f->run.fire_at) {
@@ -186,6 +228,8 @@ static const fire_cancel cancel_lease_lost = {
 	DBCRON_RUN_ABANDONED, "not started: the node lost its lease", true};
 static const fire_cancel cancel_lease_doubt = {
 	DBCRON_RUN_ABANDONED, "not started: the node stopped while its lease was in doubt", false};
+static const fire_cancel cancel_paused = {DBCRON_RUN_SKIPPED, "job paused", true};
+static const fire_cancel cancel_deleted = {DBCRON_RUN_ABANDONED, "job deleted", true};
 
 /*
  * The last check before a job starts: time passed in the pool's queue, so
@@ -197,6 +241,10 @@ static bool await_lease(dbcron_node *n, fire *f)
 {
 	pthread_mutex_lock(&n->mu);
 	for (;;) {
+		if (f->js->blocked) {
+			f->cancel_why = f->js->blocked == JOB_DELETED ? &cancel_deleted : &cancel_paused;
+			break;
+		}
 		if (node_may_start(n, f, dbcron__mono_ms())) {
 			pthread_mutex_unlock(&n->mu);
 			return true;

@@ -39,6 +39,7 @@
  *   HELD     -> CLAIMED             its turn came while the lease was in
  *                                   doubt: back on the heap, to wait there
  *   STARTING -> RUNNING | RELEASED  the fenced write went through | not
+ *   STARTING -> FINISHED            its job was paused or deleted first
  *   STARTED  -> RUNNING             the db thread took its start in a batch
  *   STARTED, RUNNING -> FINISHED    the job ended
  *   STARTED, RUNNING -> CLAIMED     the pool was full: on the heap again
@@ -156,6 +157,9 @@ struct job_state {
 	job_snap *snap; /* newest snapshot, NULL when none is in flight; not
 			 * a reference */
 	unsigned nsnaps; /* snapshots of this job alive (this and older) */
+	/* JOB_OK, or paused / deleted since its fires were claimed (the db
+	 * thread learns it from the jobs generation): none of them starts. */
+	enum { JOB_OK, JOB_PAUSED, JOB_DELETED } blocked;
 };
 
 /* Job states by id: open addressing over pointers, so states never move. */

@@ -59,6 +59,9 @@ struct dbcron_node {
 	uint64_t lease_gen;          /* mu: +1 each time the node learns it was
 				      * fenced; a fire of an older one is not ours */
 	dbcron_err fatal;            /* mu: why the node stopped by itself */
+	int64_t jobs_gen;            /* db thread: the jobs generation acted on
+				      * (pauses and deletes; reported in each
+				      * heartbeat) */
 
 	pool *fast, *slow;
 	store *st;      /* db thread only */
@@ -127,5 +130,9 @@ void dispatch_cancel_running(dbcron_node *n, const fire_cancel *why);
 /* Move every CLAIMED and HELD fire (the timer heap, the jobs' held lists)
  * onto out, phases unchanged; returns how many (mu held). */
 size_t dispatch_take_unstarted(dbcron_node *n, fire_list *out);
+/* After some jobs' blocked state was set (mu held): their unstarted fires,
+ * on the heap, held or waiting for a fenced start, end without running
+ * (SKIPPED "job paused", ABANDONED "job deleted"). */
+void dispatch_block_jobs(dbcron_node *n);
 
 #endif

@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/alloc.h"
 #include "core/sort.h"
@@ -669,7 +670,8 @@ int store_job_put(store *s, dbcron_job *jobs, size_t n, store_put_mode mode, boo
 		store_param p[] = {sp_batch(names)};
 		store_param pn[] = {sp_i64(now)};
 		if ((rc = st_run(s, ST_JOBS_PRUNE, p, 1, &nd, err)) ||
-		    (nd && (rc = st_run(s, ST_RUNS_CLOSE_ORPHANS, pn, 1, NULL, err))))
+		    (nd && (rc = st_run(s, ST_RUNS_CLOSE_ORPHANS, pn, 1, NULL, err))) ||
+		    (nd && (rc = st_run(s, ST_GEN_BUMP, NULL, 0, NULL, err))))
 			goto out_rollback;
 	}
 	if ((rc = tx_commit(s, err)))
@@ -733,15 +735,25 @@ int store_job_set_paused(store *s, const char *name, bool paused, int64_t next_f
 			 dbcron_err *err)
 {
 	int64_t n = 0;
+	int rc;
 	if (!name)
 		return dbcron_err_set(err, DBCRON_EINVAL, "job_set_paused: no name");
+	/* A pause tells the nodes (GEN_BUMP): fires they claimed before it
+	 * must not start (store_nodes_wait_seen). */
 	store_param p[] = {sp_text(name), sp_i64(paused), sp_i64n(next_fire_at)};
-	int rc = st_run(s, ST_JOB_SET_PAUSED, p, 3, &n, err);
-	if (rc)
-		return rc;
-	if (n == 0)
-		return dbcron_err_set(err, DBCRON_ENOTFOUND, "no job named '%s'", name);
+	if ((rc = tx_begin(s, err)) || (rc = st_run(s, ST_JOB_SET_PAUSED, p, 3, &n, err)))
+		goto out_rollback;
+	if (n == 0) {
+		rc = dbcron_err_set(err, DBCRON_ENOTFOUND, "no job named '%s'", name);
+		goto out_rollback;
+	}
+	if ((paused && (rc = st_run(s, ST_GEN_BUMP, NULL, 0, NULL, err))) ||
+	    (rc = tx_commit(s, err)))
+		goto out_rollback;
 	return DBCRON_OK;
+out_rollback:
+	tx_rollback(s);
+	return rc;
 }
 
 int store_job_delete(store *s, const char *name, dbcron_err *err)
@@ -760,7 +772,8 @@ int store_job_delete(store *s, const char *name, dbcron_err *err)
 		goto out_rollback;
 	}
 	store_param pn[] = {sp_i64(now)};
-	if ((rc = st_run(s, ST_RUNS_CLOSE_ORPHANS, pn, 1, NULL, err)) || (rc = tx_commit(s, err)))
+	if ((rc = st_run(s, ST_RUNS_CLOSE_ORPHANS, pn, 1, NULL, err)) ||
+	    (rc = st_run(s, ST_GEN_BUMP, NULL, 0, NULL, err)) || (rc = tx_commit(s, err)))
 		goto out_rollback;
 	return DBCRON_OK;
 out_rollback:
@@ -1545,11 +1558,18 @@ out_rollback:
 int store_node_heartbeat(store *s, const char *node_id, const char *incarnation,
 			 int64_t lease_ms, int64_t *db_now_out, dbcron_err *err)
 {
+	return store_node_beat(s, node_id, incarnation, lease_ms, -1, db_now_out, NULL, err);
+}
+
+int store_node_beat(store *s, const char *node_id, const char *incarnation, int64_t lease_ms,
+		    int64_t seen_gen, int64_t *db_now_out, int64_t *jobs_gen, dbcron_err *err)
+{
 	if (!node_id || !incarnation || lease_ms <= 0)
 		return dbcron_err_set(err, DBCRON_EINVAL,
 				      "heartbeat: node id, incarnation and a lease are required");
-	store_param p[] = {sp_text(node_id), sp_text(incarnation), sp_i64(lease_ms)};
-	int row = st_row(s, ST_NODE_HEARTBEAT, p, 3, err);
+	store_param p[] = {sp_text(node_id), sp_text(incarnation), sp_i64(lease_ms),
+			   sp_i64(seen_gen)};
+	int row = st_row(s, ST_NODE_HEARTBEAT, p, 4, err);
 	if (row < 0)
 		return -row;
 	if (row == 0)
@@ -1559,8 +1579,85 @@ int store_node_heartbeat(store *s, const char *node_id, const char *incarnation,
 				      node_id);
 	if (db_now_out)
 		*db_now_out = col_i64(s, 0);
+	if (jobs_gen)
+		*jobs_gen = col_i64(s, 1);
 	store__reset(s);
 	return DBCRON_OK;
+}
+
+struct jobs_state_each {
+	store_job_state_cb cb;
+	void *ctx;
+};
+
+static int jobs_state_one(store *s, void *arg, bool *stop, dbcron_err *err)
+{
+	struct jobs_state_each *e = arg;
+	(void)err;
+	*stop = e->cb(e->ctx, col_i64(s, 0), col_i64(s, 1) != 0) != 0;
+	return DBCRON_OK;
+}
+
+int store_jobs_state(store *s, const int64_t *ids, size_t n, store_job_state_cb cb, void *ctx,
+		     dbcron_err *err)
+{
+	if (n == 0)
+		return DBCRON_OK;
+	if (!ids || !cb)
+		return dbcron_err_set(err, DBCRON_EINVAL, "jobs_state: ids and a callback are required");
+	store_batch *b = scratch(s, 0, 1, ids_cols);
+	for (size_t i = 0; i < n; i++)
+		store_batch_i64(b, ids[i]);
+	if (b->oom)
+		return oom(err, "jobs state");
+	store_param p[] = {sp_batch(b)};
+	struct jobs_state_each e = {cb, ctx};
+	return each_row(s, ST_JOBS_STATE, p, 1, jobs_state_one, &e, err);
+}
+
+/*
+ * After a pause or delete: wait until every node with a live lease has
+ * reported (in its heartbeat) the jobs generation that change made, so
+ * none of them starts a fire it had claimed before.  A node whose lease
+ * lapses meanwhile starts nothing anyway.  DBCRON_ETIMEOUT names a node
+ * that did neither within timeout_ms.
+ */
+int store_nodes_wait_seen(store *s, int64_t timeout_ms, dbcron_err *err)
+{
+	int64_t gen = 0;
+	int row = st_row(s, ST_META_GEN, NULL, 0, err);
+	if (row < 0)
+		return -row;
+	if (row) {
+		gen = col_i64(s, 0);
+		store__reset(s);
+	}
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		store_param p[] = {sp_i64(gen)};
+		row = st_row(s, ST_NODES_LAGGING, p, 1, err);
+		if (row < 0)
+			return -row;
+		if (row == 0)
+			return DBCRON_OK;
+		struct timespec t1;
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		int64_t waited = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+		if (waited >= timeout_ms) {
+			const char *id = s->d->col_text(s->c, 0);
+			int rc = dbcron_err_set(err, DBCRON_ETIMEOUT,
+						"node '%s' has not confirmed the change within %lld ms "
+						"(its lease runs %lld ms more): it may still start fires "
+						"of the job it had claimed",
+						id ? id : "?", (long long)waited, (long long)col_i64(s, 1));
+			store__reset(s);
+			return rc;
+		}
+		store__reset(s);
+		struct timespec ts = {0, 50 * 1000000};
+		nanosleep(&ts, NULL);
+	}
 }
 
 int store_node_stop(store *s, const char *node_id, const char *incarnation, dbcron_err *err)

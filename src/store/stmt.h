@@ -68,6 +68,14 @@
 	X(NODE_UPSERT, "registering the node", "")                                       \
 	/* (id, incarnation, lease_ms) -> heartbeat_ms */                                 \
 	X(NODE_HEARTBEAT, "heartbeat", "3 fencing: incarnation and liveness")            \
+	/* () -> jobs_gen after +1: a pause or delete that nodes must see */             \
+	/* () -> jobs_gen */                                                             \
+	X(META_GEN, "reading the jobs generation", "")                                  \
+	X(GEN_BUMP, "announcing the change to the nodes", "pause and delete are immediate") \
+	/* (gen) -> id, ms left on its lease: live nodes that have not seen gen */       \
+	X(NODES_LAGGING, "waiting for the nodes to see the change", "pause and delete are immediate") \
+	/* batch [id] -> id, paused of the jobs that still exist */                      \
+	X(JOBS_STATE, "reading the state of claimed jobs", "pause and delete are immediate") \
 	/* (id, incarnation) */                                                           \
 	X(NODE_STOP, "stopping the node", "")                                            \
 	/* (node): its SCHEDULED runs become unclaimed */                                 \

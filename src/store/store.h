@@ -247,6 +247,14 @@ int store_job_delete(store *s, const char *name, dbcron_err *err);
 int store_job_trigger(store *s, const char *name, int64_t *run_id, int64_t *fire_at, dbcron_err *err);
 int store_node_register(store *s, const store_node_info *n, dbcron_err *err);
 int store_node_heartbeat(store *s, const char *node_id, const char *incarnation, int64_t lease_ms, int64_t *db_now, dbcron_err *err);
+/* The node's heartbeat: also reports seen_gen (the jobs generation it has
+ * acted on; < 0 leaves it) and reads the current one into *jobs_gen. */
+int store_node_beat(store *s, const char *node_id, const char *incarnation, int64_t lease_ms, int64_t seen_gen, int64_t *db_now, int64_t *jobs_gen, dbcron_err *err);
+/* (id, paused) of each of ids that still exists. */
+typedef int (*store_job_state_cb)(void *ctx, int64_t job_id, bool paused);
+int store_jobs_state(store *s, const int64_t *ids, size_t n, store_job_state_cb cb, void *ctx, dbcron_err *err);
+/* After a pause or delete, until every live node has seen it (see protocol.c). */
+int store_nodes_wait_seen(store *s, int64_t timeout_ms, dbcron_err *err);
 int store_node_stop(store *s, const char *node_id, const char *incarnation, dbcron_err *err);
 int store_runs_release(store *s, const char *node_id, const int64_t *ids, const char *const *tokens, size_t n, dbcron_err *err);
 int store_reap(store *s, size_t *reaped, dbcron_err *err);

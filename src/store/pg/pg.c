@@ -112,7 +112,8 @@ static const char *const sql[ST__COUNT] = {
 	[ST_CLAIM_RUNS] =
 		"UPDATE runs SET node = $1::text, claim_token = $2::text WHERE id IN (SELECT "
 		"r.id FROM runs r WHERE r.state = 1 AND r.node IS NULL AND r.due_at <= "
-		"$3::bigint AND EXISTS (SELECT 1 FROM jobs WHERE jobs.id = r.job_id) ORDER BY "
+		"$3::bigint AND EXISTS (SELECT 1 FROM jobs WHERE jobs.id = r.job_id AND NOT "
+		"jobs.paused) ORDER BY "
 		"r.due_at LIMIT $4::int FOR UPDATE OF r SKIP LOCKED) AND state = 1 AND node "
 		"IS NULL RETURNING id, job_id, job_name, fire_at, attempt, due_at, missed",
 	[ST_JOBS_BY_IDS] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE id = ANY ($1::bigint[])",
@@ -144,8 +145,15 @@ static const char *const sql[ST__COUNT] = {
 		"EXCLUDED.heartbeat_ms, lease_until = EXCLUDED.lease_until",
 	[ST_NODE_HEARTBEAT] =
 		"WITH c AS (SELECT " DBNOW " AS now) UPDATE nodes SET heartbeat_ms = c.now, "
-		"lease_until = c.now + $3::bigint FROM c WHERE id = $1::text AND incarnation "
-		"= $2::text AND state = 'alive' RETURNING c.now",
+		"lease_until = c.now + $3::bigint, seen_gen = CASE WHEN $4::bigint >= 0 THEN "
+		"$4::bigint ELSE seen_gen END FROM c WHERE id = $1::text AND incarnation = "
+		"$2::text AND state = 'alive' RETURNING c.now, (SELECT value FROM meta WHERE "
+		"key = 'jobs_gen')",
+	[ST_META_GEN] = "SELECT value FROM meta WHERE key = 'jobs_gen'",
+	[ST_GEN_BUMP] = "UPDATE meta SET value = value + 1 WHERE key = 'jobs_gen' RETURNING value",
+	[ST_NODES_LAGGING] = "SELECT id, lease_until - " DBNOW " FROM nodes WHERE state = "
+			     "'alive' AND lease_until > " DBNOW " AND seen_gen < $1::bigint ORDER BY id",
+	[ST_JOBS_STATE] = "SELECT id, paused::int FROM jobs WHERE id = ANY ($1::bigint[])",
 	[ST_NODE_STOP] = "UPDATE nodes SET state = 'stopped', heartbeat_ms = " DBNOW
 			 ", lease_until = " DBNOW " WHERE id = $1::text AND incarnation = "
 			 "$2::text AND state = 'alive'",

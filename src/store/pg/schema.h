@@ -89,6 +89,12 @@ static const char *const migration_1[] = {
  * failing every claim. */
 static const char *const migration_2[] = {
 	"ALTER TABLE jobs ADD COLUMN set_aside TEXT",
+	/* A pause or delete returns once every live node has seen it: each
+	 * bumps jobs_gen, each heartbeat reports the one its node has acted
+	 * on (docs/scheduler.md "Pause and delete"). */
+	"CREATE TABLE meta (key TEXT PRIMARY KEY, value BIGINT NOT NULL)",
+	"INSERT INTO meta VALUES ('jobs_gen', 0)",
+	"ALTER TABLE nodes ADD COLUMN seen_gen BIGINT NOT NULL DEFAULT 0",
 	NULL,
 };
 

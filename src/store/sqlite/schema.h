@@ -126,7 +126,13 @@ static const char *const sqlite_migrations[] = {
 	/* 3: a job the scheduler cannot plan or decode is set aside with its
 	 * reason (next_fire_at NULL keeps it out of the due index) instead of
 	 * failing every claim. */
-	"ALTER TABLE jobs ADD COLUMN set_aside TEXT;\n",
+	"ALTER TABLE jobs ADD COLUMN set_aside TEXT;\n"
+	/* A pause or delete returns once every live node has seen it: each
+	 * bumps jobs_gen, each heartbeat reports the one its node has acted
+	 * on (docs/scheduler.md "Pause and delete"). */
+	"CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);\n"
+	"INSERT INTO meta VALUES ('jobs_gen', 0);\n"
+	"ALTER TABLE nodes ADD COLUMN seen_gen INTEGER NOT NULL DEFAULT 0;\n",
 };
 
 #define SQLITE_SCHEMA_VERSION \

@@ -106,7 +106,8 @@ static const char *const sql[ST__COUNT] = {
 	[ST_CLAIM_RUNS] =
 		"UPDATE runs SET node = ?1, claim_token = ?2 WHERE id IN (SELECT r.id FROM "
 		"runs r INDEXED BY runs_unclaimed WHERE r.state = 1 AND r.node IS NULL AND "
-		"r.due_at <= ?3 AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = r.job_id) "
+		"r.due_at <= ?3 AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = r.job_id AND "
+		"j.paused = 0) "
 		"ORDER BY r.due_at LIMIT ?4) RETURNING id, job_id, job_name, fire_at, "
 		"attempt, due_at, missed",
 	[ST_JOBS_BY_IDS] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE id IN (SELECT " V0
@@ -134,8 +135,15 @@ static const char *const sql[ST__COUNT] = {
 		"excluded.heartbeat_ms, lease_until = excluded.lease_until",
 	[ST_NODE_HEARTBEAT] =
 		"UPDATE nodes SET heartbeat_ms = " NOW_SQL ", lease_until = " NOW_SQL
-		" + ?3 WHERE id = ?1 AND incarnation = ?2 AND state = 'alive' "
-		"RETURNING heartbeat_ms",
+		" + ?3, seen_gen = CASE WHEN ?4 >= 0 THEN ?4 ELSE seen_gen END WHERE id = ?1 "
+		"AND incarnation = ?2 AND state = 'alive' RETURNING heartbeat_ms, (SELECT "
+		"value FROM meta WHERE key = 'jobs_gen')",
+	[ST_META_GEN] = "SELECT value FROM meta WHERE key = 'jobs_gen'",
+	[ST_GEN_BUMP] = "UPDATE meta SET value = value + 1 WHERE key = 'jobs_gen' RETURNING value",
+	[ST_NODES_LAGGING] = "SELECT id, lease_until - " NOW_SQL " FROM nodes WHERE state = "
+			     "'alive' AND lease_until > " NOW_SQL " AND seen_gen < ?1 ORDER BY id",
+	[ST_JOBS_STATE] = "SELECT id, paused FROM jobs WHERE id IN (SELECT " V0
+			  " FROM json_each(?1))",
 	[ST_NODE_STOP] = "UPDATE nodes SET state = 'stopped', heartbeat_ms = " NOW_SQL
 			 ", lease_until = " NOW_SQL " WHERE id = ?1 AND incarnation = ?2 AND "
 			 "state = 'alive'",
