@@ -518,14 +518,13 @@ static void db_trouble(dbcron_node *n, const dbcron_err *err, int64_t *backoff)
 }
 
 /*
- * Run-log retention, under the lease lock "dbcron:maintenance" so that one
- * node prunes at a time however many run.  A lock held elsewhere is the
- * normal case and says nothing.
+ * Under the lease lock "dbcron:maintenance", so that one node does it at a
+ * time however many run: runs left by stopped or dead nodes are resolved
+ * (store_reap_orphans), and the run log is pruned to the retention.  A lock
+ * held elsewhere is the normal case and says nothing.
  */
 static void maintenance(dbcron_node *n)
 {
-	if (n->cfg.retention_ms < 0)
-		return;
 	dbcron_err err = {0};
 	store_lock_row holder = {0};
 	int64_t fence, until, now, deleted = 0;
@@ -534,8 +533,12 @@ static void maintenance(dbcron_node *n)
 	store_lock_row_clear(&holder);
 	if (rc)
 		return;
-	rc = store_now_ms(n->st, &now, &err);
-	if (rc == DBCRON_OK)
+	size_t orphans = 0;
+	if (store_reap_orphans(n->st, &orphans, &err) == DBCRON_OK && orphans)
+		dbcron__log(LOG_WARN, "node.takeover", "node=%s runs=%zu msg=\"resolved runs left by stopped or dead nodes\"",
+			    n->node_id, orphans);
+	rc = DBCRON_OK;
+	if (n->cfg.retention_ms >= 0 && (rc = store_now_ms(n->st, &now, &err)) == DBCRON_OK)
 		rc = store_prune_runs(n->st, now - n->cfg.retention_ms, &deleted, &err);
 	if (rc)
 		dbcron__log(LOG_WARN, "maintenance", "node=%s msg=\"%s\"", n->node_id, err.msg);
@@ -668,10 +671,40 @@ void dbloop_drain(dbcron_node *n)
 	}
 }
 
+/*
+ * The last writes, then the stop.  Outcomes that cannot be written are
+ * tried again, with backoff and the lease renewed, for up to --grace; a
+ * node is marked stopped only when nothing of it is left unwritten (a
+ * stopped node is not reaped).  Past that it exits alive: its lease lapses
+ * and reap gives its runs to the node-loss policy.
+ */
 void dbloop_finish(dbcron_node *n)
 {
 	dbcron_err err = {0};
-	flush(n, &err);
+	int64_t deadline = dbcron__mono_ms() + n->cfg.grace_ms, backoff = 100;
+	for (;;) {
+		int rc = flush(n, &err);
+		pthread_mutex_lock(&n->mu);
+		bool left = !fire_list_empty(&n->pending) || !fire_list_empty(&n->sync);
+		size_t npending = 0;
+		for (fire *f = n->pending.head; f; f = f->next)
+			npending++;
+		pthread_mutex_unlock(&n->mu);
+		if (!rc && !left)
+			break;
+		if (dbcron__mono_ms() + backoff >= deadline) {
+			dbcron__log(LOG_ERROR, "node.stop",
+				    "node=%s unwritten=%zu msg=\"%s; not marked stopped: when the lease "
+				    "lapses another node resolves these runs\"",
+				    n->node_id, npending, rc ? err.msg : "writes left");
+			return;
+		}
+		struct timespec ts = {(time_t)(backoff / 1000), (long)(backoff % 1000) * 1000000L};
+		nanosleep(&ts, NULL);
+		backoff = backoff * 2 > 1000 ? 1000 : backoff * 2;
+		store_node_heartbeat(n->st, n->node_id, n->incarnation, n->cfg.lease_ms,
+				     &(int64_t){0}, &err);
+	}
 	if (store_node_stop(n->st, n->node_id, n->incarnation, &err))
 		dbcron__log(LOG_WARN, "node.stop", "msg=\"%s\"", err.msg);
 }

@@ -1669,6 +1669,24 @@ int store_node_stop(store *s, const char *node_id, const char *incarnation, dbcr
 	if ((rc = tx_begin(s, err)))
 		return rc;
 	store_param p[] = {sp_text(node_id), sp_text(incarnation)};
+	/* Stopped nodes are not reaped: one that still owns a RUNNING run
+	 * (an outcome it could not write) stays alive, and when its lease
+	 * lapses reap resolves the run. */
+	int row = st_row(s, ST_NODE_RUNNING, p, 1, err);
+	if (row < 0) {
+		rc = -row;
+		goto out_rollback;
+	}
+	int64_t running = row ? col_i64(s, 0) : 0;
+	if (row)
+		store__reset(s);
+	if (running > 0) {
+		rc = dbcron_err_set(err, DBCRON_EBUSY,
+				    "node '%s' still owns %lld running run(s): left to lapse, "
+				    "so that another node resolves them",
+				    node_id, (long long)running);
+		goto out_rollback;
+	}
 	if ((rc = st_run(s, ST_NODE_STOP, p, 2, &n, err)))
 		goto out_rollback;
 	if (n == 0) {
@@ -1711,29 +1729,15 @@ int store_runs_release(store *s, const char *node_id, const int64_t *ids,
 	return rc;
 }
 
-int store_reap(store *s, size_t *reaped, dbcron_err *err)
+/* The rows (id, lease_until) of lost nodes under the cursor, into the
+ * batch for resolve_lost(); the names are owned by *names (free_names). */
+static int read_lost(store *s, store_batch *nodes, char ***names_out, size_t *nn_out,
+		     dbcron_err *err)
 {
-	int64_t now;
-	int rc, row;
-
-	if (reaped)
-		*reaped = 0;
-	/* The common case, nobody lost, is one read and no transaction. */
-	row = st_row(s, ST_NODES_LAPSED, NULL, 0, err);
-	if (row <= 0)
-		return row < 0 ? -row : DBCRON_OK;
-	store__reset(s);
-	if ((rc = tx_begin(s, err)))
-		return rc;
-	if ((rc = db_now(s, &now, err)))
-		goto out_rollback;
-	store_batch *nodes = scratch(s, 0, 2, lost_cols);
 	char **names = NULL;
 	int64_t *leases = NULL;
 	size_t nn = 0, cap = 0, lcap = 0;
-	store_param p[] = {sp_i64(now)};
-	if ((rc = store__exec(s, ST_NODES_EXPIRE, p, 1, err)))
-		goto out_rollback;
+	int rc = DBCRON_OK, row;
 	while ((row = store__next(s, err)) == 1) {
 		const char *id = s->d->col_text(s->c, 0);
 		if (dbcron__grow((void **)&names, &cap, nn + 1, sizeof(*names)) ||
@@ -1751,16 +1755,82 @@ int store_reap(store *s, size_t *reaped, dbcron_err *err)
 		store_batch_text(nodes, names[i]);
 		store_batch_i64(nodes, leases[i]);
 	}
+	dbcron__free(leases);
 	if (!rc && nodes->oom)
 		rc = oom(err, "reap");
+	*names_out = names;
+	*nn_out = nn;
+	return rc;
+}
+
+static void free_names(char **names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		dbcron__free(names[i]);
+	dbcron__free(names);
+}
+
+/*
+ * The safety net of reap: live runs held by nodes that are not alive (a
+ * stop or a reap that happened before this rule, a row edited by hand)
+ * are resolved as a lost node's are, with that node's lease_until.
+ */
+int store_reap_orphans(store *s, size_t *resolved, dbcron_err *err)
+{
+	int64_t now;
+	int rc;
+	if (resolved)
+		*resolved = 0;
+	if ((rc = tx_begin(s, err)))
+		return rc;
+	if ((rc = db_now(s, &now, err)) || (rc = store__exec(s, ST_NODES_ORPHANED, NULL, 0, err)))
+		goto out_rollback;
+	char **names = NULL;
+	size_t nn = 0;
+	store_batch *nodes = scratch(s, 0, 2, lost_cols);
+	rc = read_lost(s, nodes, &names, &nn, err);
+	if (!rc && nn)
+		rc = resolve_lost(s, nodes, now, resolved, err);
+	if (!rc)
+		rc = tx_commit(s, err);
+	free_names(names, nn);
+	if (!rc)
+		return DBCRON_OK;
+out_rollback:
+	tx_rollback(s);
+	if (resolved)
+		*resolved = 0;
+	return rc;
+}
+
+int store_reap(store *s, size_t *reaped, dbcron_err *err)
+{
+	int64_t now;
+	int rc, row;
+
+	if (reaped)
+		*reaped = 0;
+	/* The common case, nobody lost, is one read and no transaction. */
+	row = st_row(s, ST_NODES_LAPSED, NULL, 0, err);
+	if (row <= 0)
+		return row < 0 ? -row : DBCRON_OK;
+	store__reset(s);
+	if ((rc = tx_begin(s, err)))
+		return rc;
+	if ((rc = db_now(s, &now, err)))
+		goto out_rollback;
+	store_param p[] = {sp_i64(now)};
+	if ((rc = store__exec(s, ST_NODES_EXPIRE, p, 1, err)))
+		goto out_rollback;
+	char **names = NULL;
+	size_t nn = 0;
+	store_batch *nodes = scratch(s, 0, 2, lost_cols);
+	rc = read_lost(s, nodes, &names, &nn, err);
 	if (!rc && nn)
 		rc = resolve_lost(s, nodes, now, reaped, err);
 	if (!rc)
 		rc = tx_commit(s, err);
-	for (size_t i = 0; i < nn; i++)
-		dbcron__free(names[i]);
-	dbcron__free(names);
-	dbcron__free(leases);
+	free_names(names, nn);
 	if (!rc)
 		return DBCRON_OK;
 out_rollback:

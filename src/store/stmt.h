@@ -77,6 +77,10 @@
 	/* batch [id] -> id, paused of the jobs that still exist */                      \
 	X(JOBS_STATE, "reading the state of claimed jobs", "pause and delete are immediate") \
 	/* (id, incarnation) */                                                           \
+	/* (node) -> count of its RUNNING runs */                                        \
+	X(NODE_RUNNING, "counting the node's running runs", "4 a node is stopped only when it owns no running run") \
+	/* () -> id, lease_until of nodes not alive that still hold live runs */       \
+	X(NODES_ORPHANED, "looking for runs left by stopped or dead nodes", "2 no silent loss") \
 	X(NODE_STOP, "stopping the node", "")                                            \
 	/* (node): its SCHEDULED runs become unclaimed */                                 \
 	X(RUNS_UNCLAIM_NODE, "handing back runs", "2 no silent loss")                    \

@@ -258,6 +258,8 @@ int store_nodes_wait_seen(store *s, int64_t timeout_ms, dbcron_err *err);
 int store_node_stop(store *s, const char *node_id, const char *incarnation, dbcron_err *err);
 int store_runs_release(store *s, const char *node_id, const int64_t *ids, const char *const *tokens, size_t n, dbcron_err *err);
 int store_reap(store *s, size_t *reaped, dbcron_err *err);
+/* Live runs held by nodes that are stopped or dead, resolved as reap does. */
+int store_reap_orphans(store *s, size_t *resolved, dbcron_err *err);
 int store_claim(store *s, const store_claim_req *req, store_claim_result *out, dbcron_err *err);
 int store_apply(store *s, const char *node_id, store_update *ups, size_t n, dbcron_err *err);
 int store_job_running(store *s, int64_t job_id, int64_t except_run_id, bool *running, dbcron_err *err);

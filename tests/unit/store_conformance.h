@@ -970,15 +970,28 @@ static void conf_test_node_stop_release(void **state)
 		unclaimed += rs.rows[i].node == NULL;
 	assert_int_equal(unclaimed, 1);
 
-	/* Start one, stop the node: the unstarted rest is handed back. */
+	/* Start one: a node that owns a RUNNING run is not stopped (stopped
+	 * nodes are not reaped), and nothing changes. */
 	store_update u = conf_update(&r.runs[2], DBCRON_RUN_RUNNING);
+	CONF_OK(c, store_apply(c->s, "S", &u, 1, &c->err));
+	assert_int_equal(store_node_stop(c->s, "S", "i1", &c->err), DBCRON_EBUSY);
+	assert_non_null(strstr(c->err.msg, "still owns 1 running run"));
+	conf_list(c, NULL, DBCRON_RUN_SCHEDULED, -1, 0, &rs);
+	unclaimed = 0;
+	for (int i = 0; i < rs.n; i++)
+		unclaimed += rs.rows[i].node == NULL;
+	assert_int_equal(unclaimed, 1);
+	/* Its outcome written, the stop goes through: the unstarted rest is
+	 * handed back. */
+	u = conf_update(&r.runs[2], DBCRON_RUN_SUCCEEDED);
+	u.finished_ms = now;
 	CONF_OK(c, store_apply(c->s, "S", &u, 1, &c->err));
 	CONF_OK(c, store_node_stop(c->s, "S", "i1", &c->err));
 	conf_list(c, NULL, DBCRON_RUN_SCHEDULED, -1, 0, &rs);
 	assert_int_equal(rs.n, 2);
 	for (int i = 0; i < rs.n; i++)
 		assert_null(rs.rows[i].node);
-	conf_list(c, NULL, DBCRON_RUN_RUNNING, -1, 0, &rs);
+	conf_list(c, NULL, DBCRON_RUN_SUCCEEDED, -1, 0, &rs);
 	assert_int_equal(rs.n, 1);
 	conf_runs_clear(&rs);
 	conf_nodes ns = {0};

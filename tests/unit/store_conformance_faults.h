@@ -390,7 +390,14 @@ static int op_prune(conf_ctx *c, conf_world *w)
 }
 static int op_node_stop(conf_ctx *c, conf_world *w)
 {
-	(void)w;
+	/* a node stops only once its running run has its outcome */
+	if (w->res.nruns) {
+		store_update u = conf_update(&w->res.runs[0], DBCRON_RUN_SUCCEEDED);
+		u.finished_ms = 1;
+		int rc = store_apply(c->s, "n1", &u, 1, &c->err);
+		if (rc)
+			return rc;
+	}
 	return store_node_stop(c->s, "n1", "i1", &c->err);
 }
 

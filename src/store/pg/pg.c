@@ -154,6 +154,10 @@ static const char *const sql[ST__COUNT] = {
 	[ST_NODES_LAGGING] = "SELECT id, lease_until - " DBNOW " FROM nodes WHERE state = "
 			     "'alive' AND lease_until > " DBNOW " AND seen_gen < $1::bigint ORDER BY id",
 	[ST_JOBS_STATE] = "SELECT id, paused::int FROM jobs WHERE id = ANY ($1::bigint[])",
+	[ST_NODE_RUNNING] = "SELECT count(*) FROM runs WHERE node = $1::text AND state = 2",
+	[ST_NODES_ORPHANED] = "SELECT n.id, n.lease_until FROM nodes n WHERE n.state <> 'alive' "
+			      "AND EXISTS (SELECT 1 FROM runs r WHERE r.node = n.id AND "
+			      "r.state IN (1, 2)) FOR UPDATE OF n SKIP LOCKED",
 	[ST_NODE_STOP] = "UPDATE nodes SET state = 'stopped', heartbeat_ms = " DBNOW
 			 ", lease_until = " DBNOW " WHERE id = $1::text AND incarnation = "
 			 "$2::text AND state = 'alive'",

@@ -144,6 +144,10 @@ static const char *const sql[ST__COUNT] = {
 			     "'alive' AND lease_until > " NOW_SQL " AND seen_gen < ?1 ORDER BY id",
 	[ST_JOBS_STATE] = "SELECT id, paused FROM jobs WHERE id IN (SELECT " V0
 			  " FROM json_each(?1))",
+	[ST_NODE_RUNNING] = "SELECT count(*) FROM runs WHERE node = ?1 AND state = 2",
+	[ST_NODES_ORPHANED] = "SELECT n.id, n.lease_until FROM nodes n WHERE n.state <> 'alive' "
+			      "AND EXISTS (SELECT 1 FROM runs r WHERE r.node = n.id AND "
+			      "r.state IN (1, 2))",
 	[ST_NODE_STOP] = "UPDATE nodes SET state = 'stopped', heartbeat_ms = " NOW_SQL
 			 ", lease_until = " NOW_SQL " WHERE id = ?1 AND incarnation = ?2 AND "
 			 "state = 'alive'",

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Graceful stop under failed writes (docs/scheduler.md "Graceful stop"): a
+# node whose final writes fail retries them for --grace and, if they still
+# fail, exits without marking itself stopped, so that when its lease lapses
+# another node resolves the run by its node-loss policy instead of leaving
+# it RUNNING forever.  And the safety net: live runs held by a node that is
+# already stopped are resolved by the maintenance pass.  SQLite or, given
+# "pg", PostgreSQL.
+source "$(dirname "$0")/nodelib.bash"
+backend=${1:-sqlite}
+use_backend "$backend"
+sql() {
+  case "$backend" in
+  sqlite) sqlite3 "${DBCRON_DB#sqlite:}" "$1" ;;
+  pg) psql "$DBCRON_DB" -qAt -c "$1" ;;
+  esac
+}
+
+dbc job add long --at now -- sh -c 'echo "$DBCRON_ATTEMPT $DBCRON_NODE" >> '"$T/long.log"'; sleep 3' >/dev/null
+# Every write after the first (the start) fails: the outcome cannot land.
+DBCRON_TEST_FAULTS="stmt=runs_apply,kind=conn,nth=2,times=0" start_node n1 --lease 2s --grace 2s
+wait_for 30 test -s "$T/long.log" || fail "n1 did not start the job"
+wait_for 20 sh -c "[ \"\$('$DBCRON_BIN' runs --job long --format csv | awk -F, 'NR > 1 { print \$4 }')\" = running ]" ||
+  fail "the start of the job was not written"
+stop_node n1
+assert_eq "$(sql "SELECT state FROM nodes WHERE id = 'n1'")" "alive" \
+  "a node whose outcome could not be written is not marked stopped"
+grep -q "event=node.stop .*unwritten=1" "$T/node-n1.log" || fail "n1 did not say what it left unwritten"
+pass "n1 says it left one outcome unwritten"
+
+# The safety net: a stopped node that still holds a RUNNING run (checked
+# below, once n2's first maintenance pass has run).
+dbc job add orph --at 2099-01-01T00:00:00Z -- true >/dev/null
+jid=$(sql "SELECT id FROM jobs WHERE name = 'orph'")
+sql "INSERT INTO nodes (id, incarnation, host, pid, workers, state, started_ms, heartbeat_ms, lease_until) VALUES ('ghost', 'g', 'h', 1, 1, 'stopped', 1000, 1000, 1000)" >/dev/null
+sql "INSERT INTO runs (job_id, job_name, fire_at, attempt, state, due_at, node, claim_token, started_ms, created_ms) VALUES ($jid, 'orph', 1000, 1, 2, 1000, 'ghost', 'x', 1000, 1000)" >/dev/null
+start_node n2 --lease 2s
+wait_for 30 grep -q "^2 n2$" "$T/long.log" || fail "n2 did not take the run over"
+runs_csv --job long > "$T/long.csv"
+grep -q '^long,[0-9]*,1,abandoned,n1' "$T/long.csv" || fail "attempt 1 is not ABANDONED: $(cat "$T/long.csv")"
+pass "the run n1 could not finish ends ABANDONED and runs again elsewhere"
+
+wait_for 30 sh -c "'$DBCRON_BIN' runs --job orph --format csv | grep -q '^orph,1000,1,abandoned'" ||
+  fail "the RUNNING run of a stopped node was not resolved: $(dbc runs --job orph --format csv)"
+pass "a live run left by a stopped node is resolved by maintenance"
+stop_node n2
+echo "node_stop: all checks passed"
