@@ -156,10 +156,11 @@ static int flush(dbcron_node *n, dbcron_err *err)
 		fire *f = batch[i];
 		if (!ups[i].applied) {
 			n->n_fenced++;
-			dbcron__log(LOG_WARN, "run.fenced",
-				    "job=%s fire_at=%" PRId64 " attempt=%d run=%" PRId64 " state=%s msg=\"write refused: the run is no longer ours\"",
-				    f->run.job_name, f->run.fire_at, f->run.attempt, f->run.id,
-				    dbcron_run_state_name(ups[i].state));
+			dbcron__log(LOG_WARN, "run.fenced", LOG_STR("job", f->run.job_name),
+				    LOG_INT("fire_at", f->run.fire_at), LOG_INT("attempt", f->run.attempt),
+				    LOG_INT("run", f->run.id),
+				    LOG_STR("state", dbcron_run_state_name(ups[i].state)),
+				    LOG_STR("msg", "write refused: the run is no longer ours"));
 		}
 		if (f->phase == FIRE_WRITING) {
 			/* nothing else refers to it once its final state is out */
@@ -201,9 +202,10 @@ static void sync_starts(dbcron_node *n)
 		inflight_running_remove(f->js, f);
 		n->running--;
 		n->inflight--;
-		dbcron__log(LOG_WARN, "run.fenced", "job=%s fire_at=%" PRId64 " msg=\"not started: %s\"",
-			    f->run.job_name, f->run.fire_at,
-			    rc ? err.msg : "the run is no longer ours");
+		char msg[sizeof(err.msg) + 16];
+		snprintf(msg, sizeof(msg), "not started: %s", rc ? err.msg : "the run is no longer ours");
+		dbcron__log(LOG_WARN, "run.fenced", LOG_STR("job", f->run.job_name),
+			    LOG_INT("fire_at", f->run.fire_at), LOG_STR("msg", msg));
 		fire_set_phase(f, FIRE_RELEASED);
 		fire_free(f);
 		pthread_mutex_unlock(&n->mu);
@@ -224,8 +226,8 @@ static void drop_unstarted(dbcron_node *n)
 		n->inflight--;
 	}
 	pthread_mutex_unlock(&n->mu);
-	dbcron__log(LOG_WARN, "node.fenced", "node=%s dropped=%zu msg=\"lease lost; unstarted fires left to other nodes\"",
-		    n->node_id, dropped);
+	dbcron__log(LOG_WARN, "node.fenced", LOG_STR("node", n->node_id), LOG_UINT("dropped", dropped),
+		    LOG_STR("msg", "lease lost; unstarted fires left to other nodes"));
 }
 
 /* The lease counts from when we asked, minus a safety margin for
@@ -271,7 +273,8 @@ static int heartbeat(dbcron_node *n, dbcron_err *err)
 		drop_unstarted(n);
 		rc = dbloop_register(n, err);
 		if (rc == DBCRON_OK)
-			dbcron__log(LOG_INFO, "node.rejoin", "node=%s incarnation=%s", n->node_id, n->incarnation);
+			dbcron__log(LOG_INFO, "node.rejoin", LOG_STR("node", n->node_id),
+				    LOG_STR("incarnation", n->incarnation));
 		return rc;
 	}
 	if (rc)
@@ -280,8 +283,8 @@ static int heartbeat(dbcron_node *n, dbcron_err *err)
 	size_t reaped = 0;
 	rc = store_reap(n->st, &reaped, err);
 	if (rc == DBCRON_OK && reaped)
-		dbcron__log(LOG_WARN, "node.takeover", "node=%s runs=%zu msg=\"took over runs of nodes whose lease lapsed\"",
-			    n->node_id, reaped);
+		dbcron__log(LOG_WARN, "node.takeover", LOG_STR("node", n->node_id), LOG_UINT("runs", reaped),
+			    LOG_STR("msg", "took over runs of nodes whose lease lapsed"));
 	return rc;
 }
 
@@ -346,7 +349,8 @@ static long claim(dbcron_node *n, dbcron_err *err)
 	pthread_mutex_unlock(&n->mu);
 	long got = (long)res.nruns;
 	if (n->cfg.log_runs && (res.nruns || res.nterminal))
-		dbcron__log(LOG_DEBUG, "claim", "token=%s runs=%zu terminal=%zu", token, res.nruns, res.nterminal);
+		dbcron__log(LOG_DEBUG, "claim", LOG_STR("token", token), LOG_UINT("runs", res.nruns),
+			    LOG_UINT("terminal", res.nterminal));
 	store_claim_result_clear(&res);
 	return got;
 }
@@ -369,8 +373,8 @@ static void wait_db(dbcron_node *n, int64_t until_mono)
 /* Database work that failed: log it, back off. */
 static void db_trouble(dbcron_node *n, const dbcron_err *err, int64_t *backoff)
 {
-	dbcron__log(LOG_WARN, "db.error", "node=%s code=%d msg=\"%s\" retry_in_ms=%" PRId64,
-		    n->node_id, err->code, err->msg, *backoff);
+	dbcron__log(LOG_WARN, "db.error", LOG_STR("node", n->node_id), LOG_INT("code", err->code),
+		    LOG_STR("msg", err->msg), LOG_INT("retry_in_ms", *backoff));
 	wait_db(n, dbcron__mono_ms() + *backoff);
 	*backoff = *backoff * 2 > 5000 ? 5000 : *backoff * 2;
 }
@@ -396,10 +400,10 @@ static void maintenance(dbcron_node *n)
 	if (rc == DBCRON_OK)
 		rc = store_prune_runs(n->st, now - n->cfg.retention_ms, &deleted, &err);
 	if (rc)
-		dbcron__log(LOG_WARN, "maintenance", "node=%s msg=\"%s\"", n->node_id, err.msg);
+		dbcron__log(LOG_WARN, "maintenance", LOG_STR("node", n->node_id), LOG_STR("msg", err.msg));
 	else if (deleted)
-		dbcron__log(LOG_INFO, "maintenance", "node=%s pruned_runs=%" PRId64 " older_than_ms=%" PRId64,
-			    n->node_id, deleted, n->cfg.retention_ms);
+		dbcron__log(LOG_INFO, "maintenance", LOG_STR("node", n->node_id),
+			    LOG_INT("pruned_runs", deleted), LOG_INT("older_than_ms", n->cfg.retention_ms));
 	store_lock_release(n->st, "dbcron:maintenance", n->node_id, fence, &err);
 }
 
@@ -471,12 +475,12 @@ void dbloop_hand_back(dbcron_node *n)
 		}
 		dbcron_err err = {0};
 		if (store_runs_release(n->st, n->node_id, ids, toks, k, &err))
-			dbcron__log(LOG_WARN, "node.release", "msg=\"%s\"", err.msg);
+			dbcron__log(LOG_WARN, "node.release", LOG_STR("msg", err.msg));
 		else
-			dbcron__log(LOG_INFO, "node.release", "node=%s runs=%zu", n->node_id, k);
+			dbcron__log(LOG_INFO, "node.release", LOG_STR("node", n->node_id), LOG_UINT("runs", k));
 	} else {
 		/* node_stop still hands back every unstarted run of ours */
-		dbcron__log(LOG_WARN, "node.release", "msg=\"out of memory\"");
+		dbcron__log(LOG_WARN, "node.release", LOG_STR("msg", "out of memory"));
 	}
 	pthread_mutex_lock(&n->mu);
 	for (fire *f; (f = fire_list_pop(&back));) {
@@ -509,8 +513,8 @@ void dbloop_drain(dbcron_node *n)
 			next_hb = now + n->cfg.heartbeat_ms;
 		}
 		if (!cancelled && now >= deadline) {
-			dbcron__log(LOG_WARN, "node.grace_over", "node=%s running=%zu msg=\"stopping running jobs\"",
-				    n->node_id, running);
+			dbcron__log(LOG_WARN, "node.grace_over", LOG_STR("node", n->node_id),
+				    LOG_UINT("running", running), LOG_STR("msg", "stopping running jobs"));
 			dispatch_cancel_running(n, &fire_cancel_shutdown);
 			cancelled = true;
 		}
@@ -524,5 +528,5 @@ void dbloop_finish(dbcron_node *n)
 	dbcron_err err = {0};
 	flush(n, &err);
 	if (store_node_stop(n->st, n->node_id, n->incarnation, &err))
-		dbcron__log(LOG_WARN, "node.stop", "msg=\"%s\"", err.msg);
+		dbcron__log(LOG_WARN, "node.stop", LOG_STR("msg", err.msg));
 }
