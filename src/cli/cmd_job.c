@@ -64,27 +64,31 @@ static int no_such_job(const char *cmd, const char *name)
 
 static void init_usage(FILE *f)
 {
-	fprintf(f, "usage: dbcron init [--db URL]\n\n"
+	fprintf(f, "usage: dbcron init [--db URL | --db-file PATH]\n\n"
 		   "Create the schema, or upgrade it to this binary's version.  Safe to run\n"
-		   "again: an up-to-date schema is left as it is.\n");
+		   "again: an up-to-date schema is left as it is.\n\n" CLI_DB_HELP);
 }
 
 int cli_init(int argc, char **argv)
 {
 	static const struct option longs[] = {
 		{"db", required_argument, NULL, 'd'},
+		{"db-file", required_argument, NULL, 'F'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	cliopt o = {.cmd = "init"};
-	const char *db = NULL;
+	cli_db db = {0};
 	int c;
 
 	cliopt_reset();
 	while ((c = cliopt_next(&o, argc, argv, "+:h", longs)) != -1) {
 		switch (c) {
 		case 'd':
-			db = optarg;
+			cli_db_set_url(&db, optarg);
+			break;
+		case 'F':
+			db.file = optarg;
 			break;
 		case 'h':
 			init_usage(stdout);
@@ -99,8 +103,11 @@ int cli_init(int argc, char **argv)
 
 	store *s = NULL;
 	dbcron_err err = {0};
-	int from = 0, to = 0;
-	int rc = store_open(cli_db_url(db), &s, &err);
+	int from = 0, to = 0, status;
+	const char *url = cli_db_url("init", &db, &status);
+	if (!url)
+		return status;
+	int rc = store_open(url, &s, &err);
 	if (rc)
 		return cli_fail(&err);
 	rc = store_migrate(s, &from, &to, &err);
@@ -136,6 +143,7 @@ static void add_usage(FILE *f)
 		"  --timeout DUR           stop a run after DUR (default none)\n"
 		"  --paused                add the job paused\n"
 		"  --db URL                database (default $DBCRON_DB, else sqlite:./dbcron.db)\n"
+		"  --db-file PATH          read the database URL from PATH (default $DBCRON_DB_FILE)\n"
 		"DUR: 500ms, 30s, 5m, 2h, 1d, or compound 1h30m.  Times relative to now use the\n"
 		"database's clock.\n");
 }
@@ -143,6 +151,7 @@ static void add_usage(FILE *f)
 /* Long options of `job add`: one per key of the table, plus --db and --help.
  * The option value is 2000 + the key id. */
 #define OPT_DB 1000
+#define OPT_DB_FILE 1001
 #define OPT_HELP 'h'
 
 static void add_options(struct option *out)
@@ -158,15 +167,16 @@ static void add_options(struct option *out)
 		n++;
 	}
 	out[n++] = (struct option){"db", required_argument, NULL, OPT_DB};
+	out[n++] = (struct option){"db-file", required_argument, NULL, OPT_DB_FILE};
 	out[n++] = (struct option){"help", no_argument, NULL, OPT_HELP};
 	out[n] = (struct option){NULL, 0, NULL, 0};
 }
 
 static int job_add(int argc, char **argv)
 {
-	struct option longs[MODEL_JK__COUNT + 3];
+	struct option longs[MODEL_JK__COUNT + 4];
 	cliopt o = {.cmd = "job add"};
-	const char *db = NULL;
+	cli_db db = {0};
 	dbcron_err err = {0};
 	model_jobdef d;
 	int c, status = CLI_EXIT_USAGE;
@@ -181,7 +191,11 @@ static int job_add(int argc, char **argv)
 			goto out_clear;
 		}
 		if (c == OPT_DB) {
-			db = optarg;
+			cli_db_set_url(&db, optarg);
+			continue;
+		}
+		if (c == OPT_DB_FILE) {
+			db.file = optarg;
 			continue;
 		}
 		if (c < 2000 || c >= 2000 + MODEL_JK__COUNT)
@@ -212,7 +226,7 @@ static int job_add(int argc, char **argv)
 	}
 
 	store *s = NULL;
-	status = cli_open_store(cli_db_url(db), &s);
+	status = cli_open_store("job add", &db, &s);
 	if (status)
 		goto out_clear;
 	int64_t now;
@@ -257,7 +271,7 @@ out_clear:
 /* Options shared by the job subcommands that take NAME: --db, --help,
  * --format.  Returns -1 to go on, else an exit status. */
 typedef struct simple_args {
-	const char *db;
+	cli_db db;
 	const char *format;
 	const char *name;
 	bool prune;
@@ -291,6 +305,7 @@ static int parse_simple(const char *cmd, int argc, char **argv, int want_pos,
 {
 	static const struct option longs[] = {
 		{"db", required_argument, NULL, 'd'},
+		{"db-file", required_argument, NULL, 'F'},
 		{"format", required_argument, NULL, 'f'},
 		{"prune", no_argument, NULL, 'p'},
 		{"max-bytes", required_argument, NULL, 'B'},
@@ -308,7 +323,10 @@ static int parse_simple(const char *cmd, int argc, char **argv, int want_pos,
 	while ((c = cliopt_next(&o, argc, argv, "+:h", longs)) != -1) {
 		switch (c) {
 		case 'd':
-			a->db = optarg;
+			cli_db_set_url(&a->db, optarg);
+			break;
+		case 'F':
+			a->db.file = optarg;
 			break;
 		case 'f':
 			if (!formats)
@@ -393,8 +411,8 @@ static bool print_json(json_t *v)
 
 static void list_usage(FILE *f)
 {
-	fprintf(f, "usage: dbcron job list [--format table|json] [--db URL]\n\n"
-		   "All jobs by name: schedule, zone, paused, next fire (UTC).\n");
+	fprintf(f, "usage: dbcron job list [--format table|json] [--db URL | --db-file PATH]\n\n"
+		   "All jobs by name: schedule, zone, paused, next fire (UTC).\n\n" CLI_DB_HELP);
 }
 
 static int cmp_job_name(const void *a, const void *b)
@@ -409,7 +427,7 @@ static int job_list(int argc, char **argv)
 	if (status >= 0)
 		return status;
 	store *s = NULL;
-	if ((status = cli_open_store(cli_db_url(a.db), &s)))
+	if ((status = cli_open_store("job list", &a.db, &s)))
 		return status;
 	job_vec jv = {0};
 	dbcron_err err = {0};
@@ -478,8 +496,8 @@ static void print_word(FILE *f, const char *w)
 
 static void show_usage(FILE *f)
 {
-	fprintf(f, "usage: dbcron job show NAME [--format table|json] [--db URL]\n\n"
-		   "Every field of the job and its last 5 runs.\n");
+	fprintf(f, "usage: dbcron job show NAME [--format table|json] [--db URL | --db-file PATH]\n\n"
+		   "Every field of the job and its last 5 runs.\n\n" CLI_DB_HELP);
 }
 
 static int job_show(int argc, char **argv)
@@ -489,7 +507,7 @@ static int job_show(int argc, char **argv)
 	if (status >= 0)
 		return status;
 	store *s = NULL;
-	if ((status = cli_open_store(cli_db_url(a.db), &s)))
+	if ((status = cli_open_store("job show", &a.db, &s)))
 		return status;
 	dbcron_job j;
 	dbcron_err err = {0};
@@ -571,11 +589,11 @@ out:
 
 static void name_usage(FILE *f)
 {
-	fprintf(f, "usage: dbcron job pause|resume|delete|trigger NAME [--db URL]\n\n"
+	fprintf(f, "usage: dbcron job pause|resume|delete|trigger NAME [--db URL | --db-file PATH]\n\n"
 		   "  pause    stop firing (a running run goes on)\n"
 		   "  resume   fire again; the next fire is computed from the database's now\n"
 		   "  delete   remove the job; its runs stay in the run log\n"
-		   "  trigger  one run now, besides the schedule; prints the run id\n");
+		   "  trigger  one run now, besides the schedule; prints the run id\n\n" CLI_DB_HELP);
 }
 
 /* pause, resume, delete, trigger: one job by name. */
@@ -588,7 +606,7 @@ static int job_by_name(const char *sub, int argc, char **argv)
 	if (status >= 0)
 		return status;
 	store *s = NULL;
-	if ((status = cli_open_store(cli_db_url(a.db), &s)))
+	if ((status = cli_open_store(cmd, &a.db, &s)))
 		return status;
 	dbcron_err err = {0};
 	dbcron_job j;
@@ -643,7 +661,8 @@ out_rc:
 static void apply_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: dbcron job apply FILE [--prune] [--max-bytes N] [--max-jobs N] [--db URL]\n\n"
+		"usage: dbcron job apply FILE [--prune] [--max-bytes N] [--max-jobs N]\n"
+		"                        [--db URL | --db-file PATH]\n\n"
 		"Create or update jobs by name from a JSON array of objects (FILE - is stdin).\n"
 		"Keys are the long flags of `job add` (\"name\", \"every\", \"retries\", ...;\n"
 		"snake_case accepted) plus \"command\": [\"prog\", \"arg\", ...]; the keys only the\n"
@@ -654,7 +673,7 @@ static void apply_usage(FILE *f)
 		"key keeps its paused state.  --prune deletes jobs that are not in FILE.\n"
 		"  --max-bytes N  read at most N bytes of FILE (default 64M; K, M, G suffixes);\n"
 		"                 a larger FILE is refused and nothing is applied\n"
-		"  --max-jobs N   at most N jobs in FILE (default 1000000)\n");
+		"  --max-jobs N   at most N jobs in FILE (default 1000000)\n" CLI_DB_HELP);
 }
 
 typedef struct apply_ctx {
@@ -894,7 +913,7 @@ static int job_apply(int argc, char **argv)
 		goto out_report;
 
 	/* 3: resolve against the database's clock and what is stored */
-	if ((status = cli_open_store(cli_db_url(a.db), &s)))
+	if ((status = cli_open_store("job apply", &a.db, &s)))
 		goto out_free;
 	int64_t now;
 	int rc = store_now_ms(s, &now, &err);
@@ -967,7 +986,7 @@ static void job_usage(FILE *f)
 		   "  delete NAME         remove (its runs stay)\n"
 		   "  trigger NAME        run once now\n"
 		   "  apply FILE          create/update jobs from a JSON file\n"
-		   "Each takes --db URL and --help.\n");
+		   "Each takes --db URL (or --db-file PATH) and --help.\n");
 }
 
 int cli_job(int argc, char **argv)
