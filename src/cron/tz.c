@@ -140,7 +140,7 @@ static ssize_t read_all(int fd, unsigned char *buf, size_t count)
  * database is full of them.  The file is read twice (here, then by GLib);
  * tzdata updates replace files by rename, so both reads see one version.
  */
-static int zone_file(const char *name, char *path, size_t cap, dbcron_err *err)
+static int zone_file(const char *name, char path[PATH_MAX], dbcron_err *err)
 {
 	const char *dir = zone_dir();
 	char joined[PATH_MAX], why[200];
@@ -150,8 +150,7 @@ static int zone_file(const char *name, char *path, size_t cap, dbcron_err *err)
 
 	if (!is_zone_name(name))
 		return dbcron_err_set(err, DBCRON_ETZ, "unknown time zone '%s' (%s)", name, NAME_HINT);
-	if ((size_t)snprintf(joined, sizeof(joined), "%s/%s", dir, name) >= sizeof(joined) ||
-	    cap < PATH_MAX)
+	if ((size_t)snprintf(joined, sizeof(joined), "%s/%s", dir, name) >= sizeof(joined))
 		return dbcron_err_set(err, DBCRON_ETZ, "zone '%s': path under %s is too long", name, dir);
 	if (!realpath(joined, path)) {
 		if (errno == ENOENT || errno == ENOTDIR)
@@ -220,7 +219,7 @@ static int tz_build(const char *name, dbcron_tz **out, dbcron_err *err)
 	int rc = DBCRON_ENOMEM;
 
 	*out = NULL;
-	if (!is_utc(name) && !is_offset(name) && (rc = zone_file(name, path, sizeof(path), err)))
+	if (!is_utc(name) && !is_offset(name) && (rc = zone_file(name, path, err)))
 		return rc;
 	rc = DBCRON_ENOMEM;
 	tz = dbcron__calloc(1, sizeof(*tz));
