@@ -30,11 +30,37 @@ int cli_node(int argc, char **argv);  /* cmd_node.c */
 int cli_lock(int argc, char **argv);  /* cmd_lock.c */
 int cli_locks(int argc, char **argv); /* cmd_lock.c */
 
-/* --db URL, else $DBCRON_DB, else sqlite:./dbcron.db */
-const char *cli_db_url(const char *flag);
-/* Open the store and check its schema; prints the error and returns the
- * exit status on failure (0 on success). */
-int cli_open_store(const char *url, store **out);
+/*
+ * Where the database is: --db URL or --db-file PATH, which every database
+ * command takes (the long options "db" and "db-file").  url is never argv
+ * itself: cli_db_set_url keeps a copy and overwrites the value in argv, so
+ * /proc/PID/cmdline and ps no longer show it to other users or to the
+ * jobs a node starts (they could read it in the short time before).
+ */
+typedef struct cli_db {
+	const char *url;  /* --db, a copy owned by main.c */
+	const char *file; /* --db-file */
+} cli_db;
+
+#define CLI_DB_HELP                                                                        \
+	"  --db URL         database: sqlite:PATH, postgresql://... or key=value conninfo\n"   \
+	"  --db-file PATH   read the database URL from PATH (one line), so it is not on the\n"  \
+	"                   command line; default $DBCRON_DB, else $DBCRON_DB_FILE, else\n"     \
+	"                   sqlite:./dbcron.db\n"
+
+/* --db VALUE: copies VALUE and overwrites it in argv with "***". */
+void cli_db_set_url(cli_db *d, char *value);
+/*
+ * The URL: --db, else --db-file, else $DBCRON_DB, else $DBCRON_DB_FILE,
+ * else sqlite:./dbcron.db.  Giving both of a pair is an error.  A file
+ * holds the URL on one line (surrounding white space ignored) and is never
+ * quoted in messages.  NULL after printing "dbcron CMD: ..." with the exit
+ * status in *status; the text lives until the command returns to main.
+ */
+const char *cli_db_url(const char *cmd, const cli_db *d, int *status);
+/* cli_db_url, then open the store and check its schema; prints the error
+ * and returns the exit status on failure (0 on success). */
+int cli_open_store(const char *cmd, const cli_db *d, store **out);
 /* Print "dbcron: <msg>" to stderr; returns the exit status for code. */
 int cli_fail(const dbcron_err *err);
 int cli_usage_error(const char *cmd, const char *fmt, ...) DBCRON_PRINTF(2, 3);

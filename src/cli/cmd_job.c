@@ -4,11 +4,14 @@
  * validated in full before the store is written, and a write is one
  * store call (one transaction), so a rejected command leaves the database
  * as it was.  Times the user gives relative to "now" are the database's
- * now (store_now_ms), never this host's clock.  What a definition means,
+ * now (store_now_ms), never this host's clock.  Input is bounded: job apply
+ * reads at most --max-bytes of its file and accepts at most --max-jobs
+ * entries, so no input can make it grow without limit.  What a definition means,
  * how a job reads as JSON and where a resumed job fires next are the
  * model's (src/model/); this file parses argv and prints.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdarg.h>
@@ -16,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "core/alloc.h"
@@ -27,6 +31,14 @@
 
 /* At most this many apply errors are printed; the rest are counted. */
 #define APPLY_MAX_ERRORS 20
+/* Input bounds of job apply (--max-bytes, --max-jobs).  64 MiB of JSON
+ * parses into about 1 GB of jansson values (8 MB made 135 MB), which is as
+ * much as a scheduler host should be asked to spend on one file; a million
+ * jobs is ten times the largest load measured (docs/cli.md). */
+#define APPLY_MAX_BYTES ((size_t)64 << 20)
+#define APPLY_MAX_JOBS ((size_t)1000000)
+/* Above this a limit would overflow the arithmetic of the reader. */
+#define APPLY_LIMIT_CAP ((size_t)1 << 40)
 
 static int oom(const char *cmd)
 {
@@ -52,27 +64,31 @@ static int no_such_job(const char *cmd, const char *name)
 
 static void init_usage(FILE *f)
 {
-	fprintf(f, "usage: dbcron init [--db URL]\n\n"
+	fprintf(f, "usage: dbcron init [--db URL | --db-file PATH]\n\n"
 		   "Create the schema, or upgrade it to this binary's version.  Safe to run\n"
-		   "again: an up-to-date schema is left as it is.\n");
+		   "again: an up-to-date schema is left as it is.\n\n" CLI_DB_HELP);
 }
 
 int cli_init(int argc, char **argv)
 {
 	static const struct option longs[] = {
 		{"db", required_argument, NULL, 'd'},
+		{"db-file", required_argument, NULL, 'F'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	cliopt o = {.cmd = "init"};
-	const char *db = NULL;
+	cli_db db = {0};
 	int c;
 
 	cliopt_reset();
 	while ((c = cliopt_next(&o, argc, argv, "+:h", longs)) != -1) {
 		switch (c) {
 		case 'd':
-			db = optarg;
+			cli_db_set_url(&db, optarg);
+			break;
+		case 'F':
+			db.file = optarg;
 			break;
 		case 'h':
 			init_usage(stdout);
@@ -87,8 +103,11 @@ int cli_init(int argc, char **argv)
 
 	store *s = NULL;
 	dbcron_err err = {0};
-	int from = 0, to = 0;
-	int rc = store_open(cli_db_url(db), &s, &err);
+	int from = 0, to = 0, status;
+	const char *url = cli_db_url("init", &db, &status);
+	if (!url)
+		return status;
+	int rc = store_open(url, &s, &err);
 	if (rc)
 		return cli_fail(&err);
 	rc = store_migrate(s, &from, &to, &err);
@@ -124,6 +143,7 @@ static void add_usage(FILE *f)
 		"  --timeout DUR           stop a run after DUR (default none)\n"
 		"  --paused                add the job paused\n"
 		"  --db URL                database (default $DBCRON_DB, else sqlite:./dbcron.db)\n"
+		"  --db-file PATH          read the database URL from PATH (default $DBCRON_DB_FILE)\n"
 		"DUR: 500ms, 30s, 5m, 2h, 1d, or compound 1h30m.  Times relative to now use the\n"
 		"database's clock.\n");
 }
@@ -131,6 +151,7 @@ static void add_usage(FILE *f)
 /* Long options of `job add`: one per key of the table, plus --db and --help.
  * The option value is 2000 + the key id. */
 #define OPT_DB 1000
+#define OPT_DB_FILE 1001
 #define OPT_HELP 'h'
 
 static void add_options(struct option *out)
@@ -146,15 +167,16 @@ static void add_options(struct option *out)
 		n++;
 	}
 	out[n++] = (struct option){"db", required_argument, NULL, OPT_DB};
+	out[n++] = (struct option){"db-file", required_argument, NULL, OPT_DB_FILE};
 	out[n++] = (struct option){"help", no_argument, NULL, OPT_HELP};
 	out[n] = (struct option){NULL, 0, NULL, 0};
 }
 
 static int job_add(int argc, char **argv)
 {
-	struct option longs[MODEL_JK__COUNT + 3];
+	struct option longs[MODEL_JK__COUNT + 4];
 	cliopt o = {.cmd = "job add"};
-	const char *db = NULL;
+	cli_db db = {0};
 	dbcron_err err = {0};
 	model_jobdef d;
 	int c, status = CLI_EXIT_USAGE;
@@ -169,7 +191,11 @@ static int job_add(int argc, char **argv)
 			goto out_clear;
 		}
 		if (c == OPT_DB) {
-			db = optarg;
+			cli_db_set_url(&db, optarg);
+			continue;
+		}
+		if (c == OPT_DB_FILE) {
+			db.file = optarg;
 			continue;
 		}
 		if (c < 2000 || c >= 2000 + MODEL_JK__COUNT)
@@ -200,7 +226,7 @@ static int job_add(int argc, char **argv)
 	}
 
 	store *s = NULL;
-	status = cli_open_store(cli_db_url(db), &s);
+	status = cli_open_store("job add", &db, &s);
 	if (status)
 		goto out_clear;
 	int64_t now;
@@ -245,20 +271,45 @@ out_clear:
 /* Options shared by the job subcommands that take NAME: --db, --help,
  * --format.  Returns -1 to go on, else an exit status. */
 typedef struct simple_args {
-	const char *db;
+	cli_db db;
 	const char *format;
 	const char *name;
 	bool prune;
+	size_t max_bytes, max_jobs; /* job apply's input bounds */
 } simple_args;
 
+/* A count for --max-bytes / --max-jobs: digits, for bytes optionally K, M
+ * or G (KiB, MiB, GiB); 1 up to APPLY_LIMIT_CAP. */
+static int parse_limit(const char *cmd, const char *flag, const char *v, bool units,
+		       size_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long x = v[0] >= '0' && v[0] <= '9' ? strtoull(v, &end, 10) : 0;
+	unsigned shift = 0;
+	if (x && !errno && units && *end && !end[1])
+		shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
+	if (shift)
+		end++;
+	if (!x || errno || *end || x > (unsigned long long)(APPLY_LIMIT_CAP >> shift))
+		return cli_usage_error(cmd, "%s '%s': expected a whole number from 1 to %zu%s", flag,
+				       v, APPLY_LIMIT_CAP, units ? " (or with K, M, G: KiB, MiB, GiB)" : "");
+	*out = (size_t)x << shift;
+	return 0;
+}
+
+/* apply: accept job apply's options (--prune, --max-bytes, --max-jobs) */
 static int parse_simple(const char *cmd, int argc, char **argv, int want_pos,
-			bool formats, bool prune, void (*usage)(FILE *),
+			bool formats, bool apply, void (*usage)(FILE *),
 			simple_args *a)
 {
 	static const struct option longs[] = {
 		{"db", required_argument, NULL, 'd'},
+		{"db-file", required_argument, NULL, 'F'},
 		{"format", required_argument, NULL, 'f'},
 		{"prune", no_argument, NULL, 'p'},
+		{"max-bytes", required_argument, NULL, 'B'},
+		{"max-jobs", required_argument, NULL, 'J'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -266,11 +317,16 @@ static int parse_simple(const char *cmd, int argc, char **argv, int want_pos,
 	int c;
 
 	memset(a, 0, sizeof(*a));
+	a->max_bytes = APPLY_MAX_BYTES;
+	a->max_jobs = APPLY_MAX_JOBS;
 	cliopt_reset();
 	while ((c = cliopt_next(&o, argc, argv, "+:h", longs)) != -1) {
 		switch (c) {
 		case 'd':
-			a->db = optarg;
+			cli_db_set_url(&a->db, optarg);
+			break;
+		case 'F':
+			a->db.file = optarg;
 			break;
 		case 'f':
 			if (!formats)
@@ -281,9 +337,18 @@ static int parse_simple(const char *cmd, int argc, char **argv, int want_pos,
 			a->format = optarg;
 			break;
 		case 'p':
-			if (!prune)
+			if (!apply)
 				return cli_usage_error(cmd, "unknown option '--prune'");
 			a->prune = true;
+			break;
+		case 'B':
+		case 'J':
+			if (!apply)
+				return cli_usage_error(cmd, "unknown option '%s'",
+						       c == 'B' ? "--max-bytes" : "--max-jobs");
+			if (parse_limit(cmd, c == 'B' ? "--max-bytes" : "--max-jobs", optarg,
+					c == 'B', c == 'B' ? &a->max_bytes : &a->max_jobs))
+				return CLI_EXIT_USAGE;
 			break;
 		case 'h':
 			usage(stdout);
@@ -299,7 +364,7 @@ static int parse_simple(const char *cmd, int argc, char **argv, int want_pos,
 				o.pos[o.npos] = o.rest[i];
 	}
 	if (o.npos < want_pos)
-		return cli_usage_error(cmd, want_pos == 1 && !prune ? "missing the job NAME"
+		return cli_usage_error(cmd, want_pos == 1 && !apply ? "missing the job NAME"
 								     : "missing the FILE");
 	if (o.npos > want_pos)
 		return cli_usage_error(cmd, "unexpected argument '%s'", o.pos[want_pos]);
@@ -346,8 +411,8 @@ static bool print_json(json_t *v)
 
 static void list_usage(FILE *f)
 {
-	fprintf(f, "usage: dbcron job list [--format table|json] [--db URL]\n\n"
-		   "All jobs by name: schedule, zone, paused, next fire (UTC).\n");
+	fprintf(f, "usage: dbcron job list [--format table|json] [--db URL | --db-file PATH]\n\n"
+		   "All jobs by name: schedule, zone, paused, next fire (UTC).\n\n" CLI_DB_HELP);
 }
 
 static int cmp_job_name(const void *a, const void *b)
@@ -362,7 +427,7 @@ static int job_list(int argc, char **argv)
 	if (status >= 0)
 		return status;
 	store *s = NULL;
-	if ((status = cli_open_store(cli_db_url(a.db), &s)))
+	if ((status = cli_open_store("job list", &a.db, &s)))
 		return status;
 	job_vec jv = {0};
 	dbcron_err err = {0};
@@ -432,8 +497,8 @@ static void print_word(FILE *f, const char *w)
 
 static void show_usage(FILE *f)
 {
-	fprintf(f, "usage: dbcron job show NAME [--format table|json] [--db URL]\n\n"
-		   "Every field of the job and its last 5 runs.\n");
+	fprintf(f, "usage: dbcron job show NAME [--format table|json] [--db URL | --db-file PATH]\n\n"
+		   "Every field of the job and its last 5 runs.\n\n" CLI_DB_HELP);
 }
 
 static int job_show(int argc, char **argv)
@@ -443,7 +508,7 @@ static int job_show(int argc, char **argv)
 	if (status >= 0)
 		return status;
 	store *s = NULL;
-	if ((status = cli_open_store(cli_db_url(a.db), &s)))
+	if ((status = cli_open_store("job show", &a.db, &s)))
 		return status;
 	dbcron_job j;
 	dbcron_err err = {0};
@@ -528,11 +593,11 @@ out:
 
 static void name_usage(FILE *f)
 {
-	fprintf(f, "usage: dbcron job pause|resume|delete|trigger NAME [--db URL]\n\n"
+	fprintf(f, "usage: dbcron job pause|resume|delete|trigger NAME [--db URL | --db-file PATH]\n\n"
 		   "  pause    stop firing (a running run goes on)\n"
 		   "  resume   fire again; the next fire is computed from the database's now\n"
 		   "  delete   remove the job; its runs stay in the run log\n"
-		   "  trigger  one run now, besides the schedule; prints the run id\n");
+		   "  trigger  one run now, besides the schedule; prints the run id\n\n" CLI_DB_HELP);
 }
 
 /*
@@ -559,7 +624,7 @@ static int job_by_name(const char *sub, int argc, char **argv)
 	if (status >= 0)
 		return status;
 	store *s = NULL;
-	if ((status = cli_open_store(cli_db_url(a.db), &s)))
+	if ((status = cli_open_store(cmd, &a.db, &s)))
 		return status;
 	dbcron_err err = {0};
 	dbcron_job j;
@@ -618,7 +683,8 @@ out_rc:
 static void apply_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: dbcron job apply FILE [--prune] [--db URL]\n\n"
+		"usage: dbcron job apply FILE [--prune] [--max-bytes N] [--max-jobs N]\n"
+		"                        [--db URL | --db-file PATH]\n\n"
 		"Create or update jobs by name from a JSON array of objects (FILE - is stdin).\n"
 		"Keys are the long flags of `job add` (\"name\", \"every\", \"retries\", ...;\n"
 		"snake_case accepted) plus \"command\": [\"prog\", \"arg\", ...]; the keys only the\n"
@@ -626,7 +692,10 @@ static void apply_usage(FILE *f)
 		"output applies as it is.  All entries are checked first; then everything is\n"
 		"written in one transaction, or nothing.\n"
 		"An unchanged schedule keeps its next fire; a job whose entry has no \"paused\"\n"
-		"key keeps its paused state.  --prune deletes jobs that are not in FILE.\n");
+		"key keeps its paused state.  --prune deletes jobs that are not in FILE.\n"
+		"  --max-bytes N  read at most N bytes of FILE (default 64M; K, M, G suffixes);\n"
+		"                 a larger FILE is refused and nothing is applied\n"
+		"  --max-jobs N   at most N jobs in FILE (default 1000000)\n" CLI_DB_HELP);
 }
 
 typedef struct apply_ctx {
@@ -673,43 +742,143 @@ static int cmp_def_name(const void *a, const void *b)
 	return c ? c : (*x < *y ? -1 : *x > *y);
 }
 
-static json_t *apply_load(const char *file, int *status)
+/* "64 MiB" for limits that are whole KiB/MiB/GiB, else "N bytes". */
+static const char *size_text(size_t n, char *buf, size_t cap)
+{
+	if (n >= (1u << 30) && n % (1u << 30) == 0)
+		snprintf(buf, cap, "%zu GiB", n >> 30);
+	else if (n >= (1u << 20) && n % (1u << 20) == 0)
+		snprintf(buf, cap, "%zu MiB", n >> 20);
+	else if (n >= (1u << 10) && n % (1u << 10) == 0)
+		snprintf(buf, cap, "%zu KiB", n >> 10);
+	else
+		snprintf(buf, cap, "%zu bytes", n);
+	return buf;
+}
+
+/*
+ * All of fd into *out (owned by the caller), but never more than max
+ * bytes: reading stops at max + 1, so an endless stream (a pipe, /dev/zero,
+ * a file still growing) costs at most max + 1 bytes of memory.  Returns
+ * 0, or -1 with errno set, or 1 when the input is larger than max.
+ */
+static int read_bounded(int fd, size_t max, size_t hint, char **out, size_t *len)
+{
+	size_t cap = hint && hint < max ? hint + 1 : (max < 65536 ? max + 1 : 65536);
+	size_t n = 0;
+	char *buf = dbcron__malloc(cap);
+	int rc = -1;
+
+	*out = NULL;
+	*len = 0;
+	if (!buf)
+		return errno = ENOMEM, -1;
+	for (;;) {
+		if (n == cap) {
+			if (cap > max) {
+				rc = 1; /* max + 1 bytes read: over the limit */
+				goto out_free;
+			}
+			size_t want = cap * 2 > max + 1 ? max + 1 : cap * 2;
+			char *p = dbcron__realloc(buf, want);
+			if (!p) {
+				errno = ENOMEM;
+				goto out_free;
+			}
+			buf = p;
+			cap = want;
+		}
+		ssize_t k = read(fd, buf + n, cap - n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			goto out_free;
+		if (k == 0)
+			break;
+		n += (size_t)k;
+	}
+	*out = buf;
+	*len = n;
+	return 0;
+out_free:
+	dbcron__free(buf);
+	return rc;
+}
+
+/* FILE ("-": stdin) as a JSON array of at most a->max_jobs entries, read
+ * with at most a->max_bytes bytes.  NULL (message printed, *status set)
+ * when it cannot be had; nothing has been written then. */
+static json_t *apply_load(const char *file, const char *shown, const simple_args *a,
+			  int *status)
 {
 	json_error_t jerr;
-	FILE *f = stdin;
-	json_t *root;
+	int fd = STDIN_FILENO;
+	json_t *root = NULL;
+	char *text = NULL, sz[32];
+	size_t len = 0, hint = 0;
+	struct stat st;
 
+	*status = CLI_EXIT_USAGE;
 	if (strcmp(file, "-") != 0) {
-		struct stat st;
-		f = fopen(file, "r");
-		if (!f) {
+		fd = open(file, O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
 			fprintf(stderr, "dbcron job apply: %s: %s\n", file, strerror(errno));
-			*status = CLI_EXIT_USAGE;
-			return NULL;
-		}
-		if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
-			fprintf(stderr, "dbcron job apply: %s: %s\n", file, strerror(EISDIR));
-			fclose(f);
-			*status = CLI_EXIT_USAGE;
 			return NULL;
 		}
 	}
-	root = json_loadf(f, JSON_REJECT_DUPLICATES, &jerr);
-	if (f != stdin)
-		fclose(f);
+	bool known = fstat(fd, &st) == 0;
+	if (known && S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "dbcron job apply: %s: %s\n", shown, strerror(EISDIR));
+		goto out_close;
+	}
+	/* A regular file says its size: refuse at once, read in one go. */
+	if (known && S_ISREG(st.st_mode) && st.st_size > 0) {
+		if ((uintmax_t)st.st_size > a->max_bytes)
+			goto out_too_big;
+		hint = (size_t)st.st_size;
+	}
+	int r = read_bounded(fd, a->max_bytes, hint, &text, &len);
+	if (r > 0)
+		goto out_too_big;
+	if (r < 0) {
+		if (errno == ENOMEM)
+			*status = oom("job apply");
+		else
+			fprintf(stderr, "dbcron job apply: %s: %s\n", shown, strerror(errno));
+		goto out_close;
+	}
+	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	dbcron__free(text);
 	if (!root) {
-		fprintf(stderr, "dbcron job apply: %s:%d:%d: %s\n", file, jerr.line,
+		fprintf(stderr, "dbcron job apply: %s:%d:%d: %s\n", shown, jerr.line,
 			jerr.column, jerr.text);
-		*status = CLI_EXIT_USAGE;
-		return NULL;
+		goto out_close;
 	}
 	if (!json_is_array(root)) {
-		fprintf(stderr, "dbcron job apply: %s: expected a JSON array of job objects\n", file);
-		json_decref(root);
-		*status = CLI_EXIT_USAGE;
-		return NULL;
+		fprintf(stderr, "dbcron job apply: %s: expected a JSON array of job objects\n", shown);
+		goto out_decref;
 	}
+	if (json_array_size(root) > a->max_jobs) {
+		fprintf(stderr,
+			"dbcron job apply: %s: %zu jobs, more than the limit of %zu (--max-jobs N raises it); nothing applied\n",
+			shown, json_array_size(root), a->max_jobs);
+		goto out_decref;
+	}
+	if (fd != STDIN_FILENO)
+		close(fd);
 	return root;
+
+out_too_big:
+	fprintf(stderr,
+		"dbcron job apply: %s: larger than the limit of %s (--max-bytes N raises it); nothing applied\n",
+		shown, size_text(a->max_bytes, sz, sizeof(sz)));
+	goto out_close;
+out_decref:
+	json_decref(root);
+out_close:
+	if (fd != STDIN_FILENO)
+		close(fd);
+	return NULL;
 }
 
 static const dbcron_job *find_prev(const job_vec *jv, const char *name)
@@ -726,7 +895,7 @@ static int job_apply(int argc, char **argv)
 		return status;
 
 	apply_ctx ac = {.file = strcmp(a.name, "-") ? a.name : "<stdin>"};
-	json_t *root = apply_load(a.name, &status);
+	json_t *root = apply_load(a.name, ac.file, &a, &status);
 	if (!root)
 		return status;
 	size_t n = json_array_size(root), ndefs = 0;
@@ -766,7 +935,7 @@ static int job_apply(int argc, char **argv)
 		goto out_report;
 
 	/* 3: resolve against the database's clock and what is stored */
-	if ((status = cli_open_store(cli_db_url(a.db), &s)))
+	if ((status = cli_open_store("job apply", &a.db, &s)))
 		goto out_free;
 	int64_t now;
 	int rc = store_now_ms(s, &now, &err);
@@ -841,7 +1010,7 @@ static void job_usage(FILE *f)
 		   "  delete NAME         remove (its runs stay)\n"
 		   "  trigger NAME        run once now\n"
 		   "  apply FILE          create/update jobs from a JSON file\n"
-		   "Each takes --db URL and --help.\n");
+		   "Each takes --db URL (or --db-file PATH) and --help.\n");
 }
 
 int cli_job(int argc, char **argv)

@@ -73,14 +73,15 @@ static int64_t min64(int64_t a, int64_t b)
 static void lock_help(FILE *f)
 {
 	fprintf(f,
-		"usage: dbcron lock NAME [--db URL] [--ttl DUR] [--owner ID] [--wait DUR]\n"
-		"                        [--kill-grace DUR] -- COMMAND [ARGS...]\n\n"
+		"usage: dbcron lock NAME [--db URL | --db-file PATH] [--ttl DUR] [--owner ID]\n"
+		"                        [--wait DUR] [--kill-grace DUR] -- COMMAND [ARGS...]\n\n"
 		"Run COMMAND only if this caller holds the lease lock NAME, cluster-wide.\n\n"
 		"  --ttl DUR         lease length, renewed every ttl/3 while COMMAND runs (default 60s)\n"
 		"  --owner ID        who holds it (default HOST-PID)\n"
 		"  --wait DUR        wait up to DUR for the lock instead of giving up at once\n"
 		"  --kill-grace DUR  after the SIGTERM that stops COMMAND, SIGKILL follows DUR later\n"
-		"                    if it is still running (default 5s)\n\n"
+		"                    if it is still running (default 5s)\n"
+		CLI_DB_HELP "\n"
 		"COMMAND runs in a process group of its own; stopping it stops everything it started\n"
 		"in that group. SIGINT, SIGTERM and SIGHUP sent to dbcron lock are passed on to the\n"
 		"group (SIGTERM is followed by SIGKILL after the grace).\n\n"
@@ -172,6 +173,7 @@ int cli_lock(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"db", required_argument, NULL, 'd'},
+		{"db-file", required_argument, NULL, 'F'},
 		{"ttl", required_argument, NULL, 't'},
 		{"owner", required_argument, NULL, 'o'},
 		{"wait", required_argument, NULL, 'w'},
@@ -179,7 +181,8 @@ int cli_lock(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	const char *db_flag = NULL, *owner = NULL;
+	const char *owner = NULL;
+	cli_db dbopt = {0};
 	int64_t ttl = 60000, wait = 0, grace = DEFAULT_KILL_GRACE_MS;
 	dbcron_err err = {0};
 	int c;
@@ -196,7 +199,8 @@ int cli_lock(int argc, char **argv)
 	opterr = 0;
 	while ((c = getopt_long(nopt, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'd': db_flag = optarg; break;
+		case 'd': cli_db_set_url(&dbopt, optarg); break;
+		case 'F': dbopt.file = optarg; break;
 		case 'o': owner = optarg; break;
 		case 't':
 			if (dbcron__parse_duration(optarg, 0, &ttl, &err))
@@ -237,7 +241,11 @@ int cli_lock(int argc, char **argv)
 	}
 
 	dbcron_db *db = NULL;
-	if (dbcron_db_open(cli_db_url(db_flag), &db, &err))
+	int status_url;
+	const char *url = cli_db_url("lock", &dbopt, &status_url);
+	if (!url)
+		return status_url;
+	if (dbcron_db_open(url, &db, &err))
 		return cli_fail(&err);
 
 	int status = CLI_EXIT_FAIL;
@@ -413,18 +421,20 @@ int cli_locks(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"db", required_argument, NULL, 'd'},
+		{"db-file", required_argument, NULL, 'F'},
 		{"format", required_argument, NULL, 'f'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	const char *db_flag = NULL;
+	cli_db dbopt = {0};
 	locks_ctx ctx = {0};
 	int c;
 	optind = 0;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'd': db_flag = optarg; break;
+		case 'd': cli_db_set_url(&dbopt, optarg); break;
+		case 'F': dbopt.file = optarg; break;
 		case 'f':
 			if (!strcmp(optarg, "table")) ctx.format = 0;
 			else if (!strcmp(optarg, "csv")) ctx.format = 1;
@@ -432,8 +442,9 @@ int cli_locks(int argc, char **argv)
 			else return cli_usage_error("locks", "--format: '%s' is not table, csv or json", optarg);
 			break;
 		case 'h':
-			printf("usage: dbcron locks [--db URL] [--format table|csv|json]\n\n"
-			       "List lease locks: name, owner, since, until, fence, and whether it is held now.\n");
+			printf("usage: dbcron locks [--db URL | --db-file PATH] [--format table|csv|json]\n\n"
+			       "List lease locks: name, owner, since, until, fence, and whether it is held now.\n\n"
+			       CLI_DB_HELP);
 			return 0;
 		default:
 			return cli_usage_error("locks", "unknown or incomplete option '%s'", argv[optind - 1]);
@@ -442,7 +453,7 @@ int cli_locks(int argc, char **argv)
 	if (optind < argc)
 		return cli_usage_error("locks", "unexpected argument '%s'", argv[optind]);
 	store *s;
-	int rc = cli_open_store(cli_db_url(db_flag), &s);
+	int rc = cli_open_store("locks", &dbopt, &s);
 	if (rc)
 		return rc;
 	dbcron_err err = {0};

@@ -28,7 +28,8 @@ static void on_signal(int sig)
 static void help(FILE *f)
 {
 	fprintf(f,
-		"usage: dbcron node [--db URL] [--node-id ID] [--workers N] [--slow-workers N]\n"
+		"usage: dbcron node [--db URL | --db-file PATH] [--node-id ID] [--workers N]\n"
+		"                   [--slow-workers N]\n"
 		"                   [--claim-batch N] [--max-inflight N] [--preread DUR]\n"
 		"                   [--lease DUR] [--heartbeat DUR] [--grace DUR] [--retention DUR|forever]\n"
 		"                   [--log-runs] [--quiet]\n\n"
@@ -47,7 +48,12 @@ static void help(FILE *f)
 		"                     time under the lease lock dbcron:maintenance; 'forever' keeps all\n"
 		"  --log-runs         log every run start and end (default: only failures,\n"
 		"                     skips, misfires, takeovers and lease events)\n"
-		"  --quiet            log warnings and errors only\n");
+		"  --quiet            log warnings and errors only\n"
+		CLI_DB_HELP
+		"Jobs inherit the node's environment, so a URL or password in DBCRON_DB or PGPASSWORD\n"
+		"reaches every job: prefer --db-file or DBCRON_DB_FILE (a file only the node's user\n"
+		"can read) or libpq's password file (PGPASSFILE, default ~/.pgpass).  A --db value\n"
+		"is blanked in the node's argv once read (others may see it in the moment before).\n");
 }
 
 static int parse_int(const char *flag, const char *v, int min, int *out)
@@ -70,10 +76,11 @@ static int parse_dur(const char *flag, const char *v, int64_t *out)
 
 int cli_node(int argc, char **argv)
 {
-	enum { O_DB = 256, O_ID, O_WORKERS, O_SLOW, O_BATCH, O_INFLIGHT, O_PREREAD,
+	enum { O_DB = 256, O_DB_FILE, O_ID, O_WORKERS, O_SLOW, O_BATCH, O_INFLIGHT, O_PREREAD,
 	       O_LEASE, O_HB, O_GRACE, O_LOGRUNS, O_QUIET, O_RETENTION };
 	static const struct option opts[] = {
 		{"db", required_argument, NULL, O_DB},
+		{"db-file", required_argument, NULL, O_DB_FILE},
 		{"node-id", required_argument, NULL, O_ID},
 		{"workers", required_argument, NULL, O_WORKERS},
 		{"slow-workers", required_argument, NULL, O_SLOW},
@@ -91,14 +98,15 @@ int cli_node(int argc, char **argv)
 	};
 	dbcron_node_config cfg;
 	dbcron_node_config_init(&cfg);
-	const char *db = NULL;
+	cli_db db = {0};
 	int c, rc;
 	optind = 0;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		rc = 0;
 		switch (c) {
-		case O_DB: db = optarg; break;
+		case O_DB: cli_db_set_url(&db, optarg); break;
+		case O_DB_FILE: db.file = optarg; break;
 		case O_ID: cfg.node_id = optarg; break;
 		case O_WORKERS: rc = parse_int("--workers", optarg, 1, &cfg.workers); break;
 		case O_SLOW: rc = parse_int("--slow-workers", optarg, 1, &cfg.slow_workers); break;
@@ -128,7 +136,9 @@ int cli_node(int argc, char **argv)
 		return cli_usage_error("node", "unexpected argument '%s'", argv[optind]);
 	if (cfg.heartbeat_ms * 2 > cfg.lease_ms)
 		return cli_usage_error("node", "--lease must be at least twice --heartbeat");
-	cfg.db_url = cli_db_url(db);
+	cfg.db_url = cli_db_url("node", &db, &rc);
+	if (!cfg.db_url)
+		return rc;
 
 	dbcron_err err = {0};
 	dbcron_node *n = NULL;

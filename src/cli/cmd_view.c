@@ -215,12 +215,12 @@ static void runs_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: dbcron runs [--job NAME] [--state S] [--since TIME] [--limit N]\n"
-		"                   [--format table|csv|json] [--db URL]\n\n"
+		"                   [--format table|csv|json] [--db URL | --db-file PATH]\n\n"
 		"The run log, newest first.  --state: scheduled, running, succeeded, failed,\n"
 		"timed_out, skipped, misfired, abandoned.  --since: runs whose fire time is at\n"
 		"or after TIME (RFC 3339, epoch seconds, now, now+DUR; now is the database's).\n"
 		"--limit N (default 50; 0 = all).  csv columns: %s\n"
-		"(times in UTC epoch milliseconds, empty when unset).\n",
+		"(times in UTC epoch milliseconds, empty when unset).\n\n" CLI_DB_HELP,
 		runs_csv_header);
 }
 
@@ -257,6 +257,7 @@ int cli_runs(int argc, char **argv)
 {
 	static const struct option longs[] = {
 		{"db", required_argument, NULL, 'd'},
+		{"db-file", required_argument, NULL, 'F'},
 		{"job", required_argument, NULL, 'j'},
 		{"state", required_argument, NULL, 's'},
 		{"since", required_argument, NULL, 'S'},
@@ -266,7 +267,8 @@ int cli_runs(int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	cliopt o = {.cmd = "runs"};
-	const char *db = NULL, *since = NULL;
+	const char *since = NULL;
+	cli_db db = {0};
 	store_run_filter flt = {.job = NULL, .state = 0, .since_ms = -1, .limit = 50};
 	enum view_format fmt = FMT_TABLE;
 	int c, status;
@@ -275,7 +277,10 @@ int cli_runs(int argc, char **argv)
 	while ((c = cliopt_next(&o, argc, argv, "+:h", longs)) != -1) {
 		switch (c) {
 		case 'd':
-			db = optarg;
+			cli_db_set_url(&db, optarg);
+			break;
+		case 'F':
+			db.file = optarg;
 			break;
 		case 'j':
 			flt.job = optarg;
@@ -327,7 +332,7 @@ int cli_runs(int argc, char **argv)
 		return cli_usage_error("runs", "--since: %s", err.msg);
 
 	store *s = NULL;
-	if ((status = cli_open_store(cli_db_url(db), &s)))
+	if ((status = cli_open_store(o.cmd, &db, &s)))
 		return status;
 	int64_t now;
 	int rc = DBCRON_OK;
@@ -377,9 +382,9 @@ out_rc:
 
 static void nodes_usage(FILE *f)
 {
-	fprintf(f, "usage: dbcron nodes [--format table|csv|json] [--db URL]\n\n"
+	fprintf(f, "usage: dbcron nodes [--format table|csv|json] [--db URL | --db-file PATH]\n\n"
 		   "Scheduler nodes: state, workers, running runs, last heartbeat (and how\n"
-		   "long ago, by the database's clock) and lease expiry.\n");
+		   "long ago, by the database's clock) and lease expiry.\n\n" CLI_DB_HELP);
 }
 
 typedef struct node_ctx {
@@ -465,12 +470,13 @@ int cli_nodes(int argc, char **argv)
 {
 	static const struct option longs[] = {
 		{"db", required_argument, NULL, 'd'},
+		{"db-file", required_argument, NULL, 'F'},
 		{"format", required_argument, NULL, 'f'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	cliopt o = {.cmd = "nodes"};
-	const char *db = NULL;
+	cli_db db = {0};
 	enum view_format fmt = FMT_TABLE;
 	int c, status;
 
@@ -478,7 +484,10 @@ int cli_nodes(int argc, char **argv)
 	while ((c = cliopt_next(&o, argc, argv, "+:h", longs)) != -1) {
 		switch (c) {
 		case 'd':
-			db = optarg;
+			cli_db_set_url(&db, optarg);
+			break;
+		case 'F':
+			db.file = optarg;
 			break;
 		case 'f':
 			if ((status = parse_format("nodes", optarg, &fmt)))
@@ -495,7 +504,7 @@ int cli_nodes(int argc, char **argv)
 		return cli_usage_error("nodes", "unexpected argument '%s'",
 				       o.npos ? o.pos[0] : "--");
 	store *s = NULL;
-	if ((status = cli_open_store(cli_db_url(db), &s)))
+	if ((status = cli_open_store(o.cmd, &db, &s)))
 		return status;
 	dbcron_err err = {0};
 	node_ctx nc = {.fmt = fmt};

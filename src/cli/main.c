@@ -1,13 +1,22 @@
 /*
  * dbcron entry point: dispatches to subcommands and owns the shared CLI
  * helpers (database URL, error printing, exit statuses, the option loop).
+ * Owns the command's database URL text (the copy of --db, or what a URL
+ * file held) until the command returns; the --db value in argv is
+ * overwritten once copied, so the URL's password is not left readable in
+ * /proc/PID/cmdline.
  */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
+#include "core/alloc.h"
 #include "dbcron/dbcron.h"
 
 static const struct {
@@ -31,17 +40,124 @@ static void usage(FILE *f)
 		   "A distributed job scheduler on SQLite or PostgreSQL.\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  %-7s %s\n", commands[i].name, commands[i].help);
-	fprintf(f, "\nEvery database command takes --db URL (sqlite:PATH or postgresql://...;\n"
-		   "default $DBCRON_DB, else sqlite:./dbcron.db).  `dbcron COMMAND --help` for more.\n");
+	fprintf(f, "\nEvery database command takes --db URL (sqlite:PATH, postgresql://... or a\n"
+		   "key=value conninfo) or --db-file PATH (a file holding the URL, so that it is not\n"
+		   "on the command line); default $DBCRON_DB, else the file named by $DBCRON_DB_FILE,\n"
+		   "else sqlite:./dbcron.db.  A --db value is blanked in the process's argv once read.\n"
+		   "PostgreSQL passwords can also come from libpq's password file ($PGPASSFILE,\n"
+		   "default ~/.pgpass).  `dbcron COMMAND --help` for more.\n");
 }
 
-const char *cli_db_url(const char *flag)
+/* The copy of --db's value and the text of a URL file: the command's
+ * database URL, owned here and freed when the command returns. */
+static char *db_flag_copy, *db_file_text;
+
+/* A URL file is one line; anything this long is not one. */
+#define DB_FILE_MAX 65536
+
+void cli_db_set_url(cli_db *d, char *value)
 {
-	if (flag && *flag)
-		return flag;
-	const char *env = getenv("DBCRON_DB");
+	size_t n = strlen(value);
+	char *copy = dbcron__strdup(value);
+	/* out of memory: keep pointing at argv rather than lose the URL */
+	if (!copy) {
+		d->url = value;
+		return;
+	}
+	dbcron__free(db_flag_copy);
+	db_flag_copy = copy;
+	d->url = copy;
+	memset(value, 0, n);
+	memcpy(value, "***", n < 3 ? n : 3);
+}
+
+/* The URL in PATH (named by what in messages, never its content). */
+static const char *read_db_file(const char *cmd, const char *what, const char *path,
+				int *status)
+{
+	char *buf = NULL;
+	ssize_t got = -1;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	*status = CLI_EXIT_USAGE;
+	if (fd < 0) {
+		fprintf(stderr, "dbcron %s: %s %s: %s\n", cmd, what, path, strerror(errno));
+		return NULL;
+	}
+	buf = dbcron__malloc(DB_FILE_MAX + 1);
+	if (!buf) {
+		fprintf(stderr, "dbcron %s: out of memory\n", cmd);
+		*status = CLI_EXIT_FAIL;
+		goto out_close;
+	}
+	size_t n = 0;
+	while (n <= DB_FILE_MAX) {
+		got = read(fd, buf + n, DB_FILE_MAX + 1 - n);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			break;
+		n += (size_t)got;
+	}
+	if (got < 0) {
+		fprintf(stderr, "dbcron %s: %s %s: %s\n", cmd, what, path, strerror(errno));
+		goto out_free;
+	}
+	if (n > DB_FILE_MAX) {
+		fprintf(stderr, "dbcron %s: %s %s: larger than 64 KiB, not a database URL\n", cmd,
+			what, path);
+		goto out_free;
+	}
+	size_t lo = 0, hi = n;
+	while (lo < hi && isspace((unsigned char)buf[lo]))
+		lo++;
+	while (hi > lo && isspace((unsigned char)buf[hi - 1]))
+		hi--;
+	if (lo == hi) {
+		fprintf(stderr, "dbcron %s: %s %s: empty (it should hold the database URL)\n", cmd,
+			what, path);
+		goto out_free;
+	}
+	if (memchr(buf + lo, '\0', hi - lo) || memchr(buf + lo, '\n', hi - lo)) {
+		fprintf(stderr, "dbcron %s: %s %s: more than one line (it should hold the database URL only)\n",
+			cmd, what, path);
+		goto out_free;
+	}
+	memmove(buf, buf + lo, hi - lo);
+	buf[hi - lo] = '\0';
+	dbcron__free(db_file_text);
+	db_file_text = buf;
+	close(fd);
+	return buf;
+out_free:
+	dbcron__free(buf);
+out_close:
+	close(fd);
+	return NULL;
+}
+
+const char *cli_db_url(const char *cmd, const cli_db *d, int *status)
+{
+	*status = CLI_EXIT_OK;
+	if (d && d->url && d->file) {
+		*status = cli_usage_error(cmd, "give --db or --db-file, not both");
+		return NULL;
+	}
+	if (d && d->url && *d->url)
+		return d->url;
+	if (d && d->file)
+		return read_db_file(cmd, "--db-file", d->file, status);
+	const char *env = getenv("DBCRON_DB"), *file = getenv("DBCRON_DB_FILE");
+	if (env && *env && file && *file) {
+		fprintf(stderr, "dbcron %s: DBCRON_DB and DBCRON_DB_FILE are both set; unset one\n",
+			cmd);
+		*status = CLI_EXIT_USAGE;
+		return NULL;
+	}
 	if (env && *env)
 		return env;
+	if (file && *file)
+		return read_db_file(cmd, "DBCRON_DB_FILE", file, status);
 	return "sqlite:./dbcron.db";
 }
 
@@ -83,9 +199,14 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 	return CLI_EXIT_USAGE;
 }
 
-int cli_open_store(const char *url, store **out)
+int cli_open_store(const char *cmd, const cli_db *d, store **out)
 {
 	dbcron_err err = {0};
+	int status;
+	const char *url = cli_db_url(cmd, d, &status);
+	*out = NULL;
+	if (!url)
+		return status;
 	int rc = store_open(url, out, &err);
 	if (rc == DBCRON_OK) {
 		rc = store_check_schema(*out, &err);
@@ -160,8 +281,12 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		if (strcmp(argv[1], commands[i].name) == 0)
-			return commands[i].fn(argc - 1, argv + 1);
+		if (strcmp(argv[1], commands[i].name) == 0) {
+			int status = commands[i].fn(argc - 1, argv + 1);
+			dbcron__free(db_flag_copy);
+			dbcron__free(db_file_text);
+			return status;
+		}
 	fprintf(stderr, "dbcron: unknown command '%s'\n\n", argv[1]);
 	usage(stderr);
 	return CLI_EXIT_USAGE;

@@ -92,4 +92,12 @@ struct dbcron_tz {
 /* Interval index of UTC instant t: the number of transitions <= t. */
 uint32_t dbcron__tz_interval(const dbcron_tz *tz, int64_t t);
 
+/*
+ * True when data[0, len) is a TZif file (RFC 8536, versions 1-4) whose
+ * every count, index and offset is in bounds (tzif.c lists the checks), so
+ * GLib can read it safely.  Otherwise false, with what is wrong in why
+ * (a sentence without the file's name; cap may be 0).
+ */
+bool dbcron__tzif_check(const unsigned char *data, size_t len, char *why, size_t cap);
+
 #endif

@@ -15,12 +15,24 @@
  * planner), so zones are interned: the first open of a name builds its
  * table, later opens return the same one, and tables live as long as the
  * process (there are a few hundred zone names at most).
+ *
+ * Zone data is never trusted: a name is looked up under TZDIR (else
+ * /usr/share/zoneinfo) by this file, only relative names without ".." are
+ * accepted, and the file is checked byte by byte (tzif.c) before GLib is
+ * handed its absolute path.  So any zone data, truncated or garbage, gives
+ * "zone 'X': ..." with what is wrong, never a crash in GLib or a silent
+ * fall-back to UTC.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <glib.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/alloc.h"
 #include "cron/cron_int.h"
@@ -66,33 +78,128 @@ static void borders(GTimeZone *g, struct tvec *v, int64_t lo, int ilo, int64_t h
 	borders(g, v, mid, im, hi, ihi);
 }
 
-/* Only names the tz database holds (a TZif file under TZDIR) or plain
- * offsets (+05:30, -08): GLib would otherwise read arbitrary paths or
- * treat a typo as a POSIX TZ rule. */
-static bool known_name(const char *name)
+/* Zone files are a few KiB; anything this big is not one. */
+#define ZONE_FILE_MAX (1u << 20)
+#define NAME_HINT "an IANA name such as Europe/Paris, or an offset such as +05:30"
+
+static const char *zone_dir(void)
+{
+	const char *dir = getenv("TZDIR");
+	return dir && *dir ? dir : "/usr/share/zoneinfo";
+}
+
+/* Plain offsets (+05:30, -08) go to GLib as they are. */
+static bool is_offset(const char *name)
 {
 	size_t n = strlen(name);
-
-	if (n > 200 || name[0] == '/' || strstr(name, ".."))
+	if (name[0] != '+' && name[0] != '-')
 		return false;
-	if (name[0] == '+' || name[0] == '-') {
-		for (size_t i = 1; i < n; i++)
-			if (!g_ascii_isdigit(name[i]) && name[i] != ':')
-				return false;
-		return n >= 3;
-	}
+	for (size_t i = 1; i < n; i++)
+		if (!g_ascii_isdigit(name[i]) && name[i] != ':')
+			return false;
+	return n >= 3 && n <= 9;
+}
+
+/* Names of the tz database only: relative, no "..", no characters that no
+ * IANA name has.  GLib itself would read any path, and would take a typo
+ * for a POSIX TZ rule. */
+static bool is_zone_name(const char *name)
+{
+	size_t n = strlen(name);
+	if (n == 0 || n > 200 || name[0] == '/' || name[n - 1] == '/' || strstr(name, "..") ||
+	    strstr(name, "//"))
+		return false;
 	for (size_t i = 0; i < n; i++)
 		if (!g_ascii_isalnum(name[i]) && !strchr("/_-+", name[i]))
 			return false;
-	const char *dir = getenv("TZDIR");
-	char path[512], magic[4];
-	snprintf(path, sizeof(path), "%s/%s", dir && *dir ? dir : "/usr/share/zoneinfo", name);
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return false;
-	size_t got = fread(magic, 1, 4, f);
-	fclose(f);
-	return got == 4 && memcmp(magic, "TZif", 4) == 0;
+	return true;
+}
+
+/* read(2) until count bytes or the end; -1 on error. */
+static ssize_t read_all(int fd, unsigned char *buf, size_t count)
+{
+	size_t got = 0;
+	while (got < count) {
+		ssize_t k = read(fd, buf + got, count - got);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -1;
+		if (k == 0)
+			break;
+		got += (size_t)k;
+	}
+	return (ssize_t)got;
+}
+
+/*
+ * Find NAME's TZif file under TZDIR (else /usr/share/zoneinfo), check every
+ * byte of it (tzif.c) and leave its absolute, resolved path in path, which
+ * is what GLib is given, so GLib reads the file that was checked and
+ * never looks up a name on its own.  Symlinks are followed: the tz
+ * database is full of them.  The file is read twice (here, then by GLib);
+ * tzdata updates replace files by rename, so both reads see one version.
+ */
+static int zone_file(const char *name, char path[PATH_MAX], dbcron_err *err)
+{
+	const char *dir = zone_dir();
+	char joined[PATH_MAX], why[200];
+	struct stat st;
+	unsigned char *data = NULL;
+	int fd = -1, rc;
+
+	if (!is_zone_name(name))
+		return dbcron_err_set(err, DBCRON_ETZ, "unknown time zone '%s' (%s)", name, NAME_HINT);
+	if ((size_t)snprintf(joined, sizeof(joined), "%s/%s", dir, name) >= sizeof(joined))
+		return dbcron_err_set(err, DBCRON_ETZ, "zone '%s': path under %s is too long", name, dir);
+	if (!realpath(joined, path)) {
+		if (errno == ENOENT || errno == ENOTDIR)
+			return dbcron_err_set(err, DBCRON_ETZ, "unknown time zone '%s' (not in %s; %s)",
+					      name, dir, NAME_HINT);
+		return dbcron_err_set(err, DBCRON_ETZ, "zone '%s': %s: %s", name, joined,
+				      strerror(errno));
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return dbcron_err_set(err, DBCRON_ETZ, "zone '%s': %s: %s", name, path, strerror(errno));
+	if (fstat(fd, &st) != 0) {
+		rc = dbcron_err_set(err, DBCRON_ETZ, "zone '%s': %s: %s", name, path, strerror(errno));
+		goto out_close;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		rc = dbcron_err_set(err, DBCRON_ETZ,
+				    "unknown time zone '%s' (a directory of zones in %s, not a zone; %s)",
+				    name, dir, NAME_HINT);
+		goto out_close;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_size > (off_t)ZONE_FILE_MAX) {
+		rc = dbcron_err_set(err, DBCRON_ETZ, "zone '%s': %s is %s", name, path,
+				    S_ISREG(st.st_mode) ? "larger than 1 MiB, not a zone file"
+							: "not a regular file");
+		goto out_close;
+	}
+	size_t size = (size_t)st.st_size;
+	data = dbcron__malloc(size ? size : 1);
+	if (!data) {
+		rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory reading zone '%s'", name);
+		goto out_close;
+	}
+	ssize_t got = read_all(fd, data, size);
+	if (got < 0) {
+		rc = dbcron_err_set(err, DBCRON_ETZ, "zone '%s': %s: %s", name, path, strerror(errno));
+		goto out_free;
+	}
+	if (!dbcron__tzif_check(data, (size_t)got, why, sizeof(why))) {
+		rc = dbcron_err_set(err, DBCRON_ETZ, "zone '%s': %s is not a valid zone file: %s",
+				    name, path, why);
+		goto out_free;
+	}
+	rc = DBCRON_OK;
+out_free:
+	dbcron__free(data);
+out_close:
+	close(fd);
+	return rc;
 }
 
 static bool is_utc(const char *name)
@@ -106,13 +213,15 @@ static void tz_destroy(dbcron_tz *tz);
 static int tz_build(const char *name, dbcron_tz **out, dbcron_err *err)
 {
 	struct tvec v = {0};
+	char path[PATH_MAX];
 	GTimeZone *g = NULL;
 	dbcron_tz *tz;
 	int rc = DBCRON_ENOMEM;
 
 	*out = NULL;
-	if (!is_utc(name) && !known_name(name))
-		return dbcron_err_set(err, DBCRON_ETZ, "unknown time zone '%s'", name);
+	if (!is_utc(name) && !is_offset(name) && (rc = zone_file(name, path, err)))
+		return rc;
+	rc = DBCRON_ENOMEM;
 	tz = dbcron__calloc(1, sizeof(*tz));
 	if (!tz)
 		goto out_oom;
@@ -126,9 +235,11 @@ static int tz_build(const char *name, dbcron_tz **out, dbcron_err *err)
 		*out = tz;
 		return DBCRON_OK;
 	}
-	g = g_time_zone_new_identifier(name);
+	g = g_time_zone_new_identifier(is_offset(name) ? name : path);
 	if (!g) {
-		rc = dbcron_err_set(err, DBCRON_ETZ, "unknown time zone '%s'", name);
+		rc = dbcron_err_set(err, DBCRON_ETZ, is_offset(name) ? "unknown time zone '%s' (%s)"
+								    : "zone '%s': GLib cannot read it (%s)",
+				    name, is_offset(name) ? NAME_HINT : path);
 		goto out_free_tz;
 	}
 	int ilo = g_time_zone_find_interval(g, G_TIME_TYPE_UNIVERSAL, PROBE_FROM);

@@ -180,10 +180,11 @@ static int set_text(model_jobdef *d, const model_jobdef_key *k, const char *v,
 		return set_schedule(d, DBCRON_SCHED_AT, v, err);
 	case MODEL_JK_TZ: {
 		dbcron_tz *tz = NULL;
+		/* the zone layer's message says what is wrong: an unknown name
+		 * or bad zone data ("zone 'X': ...") */
 		rc = dbcron_tz_open(v, &tz, err);
 		if (rc)
-			return rc == DBCRON_ETZ ? dbcron_err_set(err, rc,
-				"unknown time zone '%s' (an IANA name such as Europe/Paris)", v) : rc;
+			return rc;
 		dbcron_tz_free(tz);
 		if (!*v) {
 			dbcron__free(j->tz);

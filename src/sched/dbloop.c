@@ -157,10 +157,11 @@ static int flush(dbcron_node *n, dbcron_err *err)
 		fire *f = batch[i];
 		if (!ups[i].applied) {
 			n->n_fenced++;
-			dbcron__log(LOG_WARN, "run.fenced",
-				    "job=%s fire_at=%" PRId64 " attempt=%d run=%" PRId64 " state=%s msg=\"write refused: the run is no longer ours\"",
-				    f->run.job_name, f->run.fire_at, f->run.attempt, f->run.id,
-				    dbcron_run_state_name(ups[i].state));
+			dbcron__log(LOG_WARN, "run.fenced", LOG_STR("job", f->run.job_name),
+				    LOG_INT("fire_at", f->run.fire_at), LOG_INT("attempt", f->run.attempt),
+				    LOG_INT("run", f->run.id),
+				    LOG_STR("state", dbcron_run_state_name(ups[i].state)),
+				    LOG_STR("msg", "write refused: the run is no longer ours"));
 		}
 		if (f->phase == FIRE_WRITING) {
 			/* nothing else refers to it once its final state is out */
@@ -183,8 +184,9 @@ static void sync_release(dbcron_node *n, fire *f, const char *why)
 	inflight_running_remove(f->js, f);
 	n->running--;
 	n->inflight--;
-	dbcron__log(LOG_WARN, "run.fenced", "job=%s fire_at=%" PRId64 " msg=\"not started: %s\"",
-		    f->run.job_name, f->run.fire_at, why);
+	dbcron__log(LOG_WARN, "run.fenced", LOG_STR("job", f->run.job_name),
+		    LOG_INT("fire_at", f->run.fire_at), LOG_STR("msg", "not started"),
+		    LOG_STR("reason", why));
 	fire_set_phase(f, FIRE_RELEASED);
 	fire_free(f);
 }
@@ -259,8 +261,8 @@ static void drop_unstarted(dbcron_node *n)
 		n->inflight--;
 	}
 	pthread_mutex_unlock(&n->mu);
-	dbcron__log(LOG_WARN, "node.fenced", "node=%s dropped=%zu msg=\"lease lost; unstarted fires left to other nodes\"",
-		    n->node_id, dropped);
+	dbcron__log(LOG_WARN, "node.fenced", LOG_STR("node", n->node_id), LOG_UINT("dropped", dropped),
+		    LOG_STR("msg", "lease lost; unstarted fires left to other nodes"));
 }
 
 /* The lease counts from when we asked, minus a safety margin for
@@ -387,11 +389,13 @@ static int heartbeat(dbcron_node *n, dbcron_err *err)
 		drop_unstarted(n);
 		rc = dbloop_register(n, err);
 		if (rc == DBCRON_OK)
-			dbcron__log(LOG_INFO, "node.rejoin", "node=%s incarnation=%s", n->node_id, n->incarnation);
+			dbcron__log(LOG_INFO, "node.rejoin", LOG_STR("node", n->node_id),
+				    LOG_STR("incarnation", n->incarnation));
 		if (rc == DBCRON_EEXISTS) {
 			/* Another process runs under our id now: two would
 			 * fence each other forever.  It stays, we go. */
-			dbcron__log(LOG_ERROR, "node.replaced", "node=%s msg=\"%s\"", n->node_id, err->msg);
+			dbcron__log(LOG_ERROR, "node.replaced", LOG_STR("node", n->node_id),
+				    LOG_STR("msg", err->msg));
 			pthread_mutex_lock(&n->mu);
 			n->fatal = *err;
 			pthread_mutex_unlock(&n->mu);
@@ -415,8 +419,8 @@ static int heartbeat(dbcron_node *n, dbcron_err *err)
 	size_t reaped = 0;
 	rc = store_reap(n->st, &reaped, err);
 	if (rc == DBCRON_OK && reaped)
-		dbcron__log(LOG_WARN, "node.takeover", "node=%s runs=%zu msg=\"took over runs of nodes whose lease lapsed\"",
-			    n->node_id, reaped);
+		dbcron__log(LOG_WARN, "node.takeover", LOG_STR("node", n->node_id), LOG_UINT("runs", reaped),
+			    LOG_STR("msg", "took over runs of nodes whose lease lapsed"));
 	return rc;
 }
 
@@ -455,9 +459,8 @@ static long claim(dbcron_node *n, dbcron_err *err)
 		return -1;
 	n->n_claims++;
 	for (size_t i = 0; i < res.naside; i++)
-		dbcron__log(LOG_WARN, "job.set_aside", "job=%s id=%" PRId64 " msg=\"%s\"",
-			    res.aside[i].name ? res.aside[i].name : "?", res.aside[i].job_id,
-			    res.aside[i].why);
+		dbcron__log(LOG_WARN, "job.set_aside", LOG_STR("job", res.aside[i].name),
+			    LOG_INT("id", res.aside[i].job_id), LOG_STR("msg", res.aside[i].why));
 	pthread_mutex_lock(&n->mu);
 	bool wake = false;
 	for (size_t i = 0; i < res.nruns; i++) {
@@ -488,7 +491,8 @@ static long claim(dbcron_node *n, dbcron_err *err)
 	pthread_mutex_unlock(&n->mu);
 	long got = (long)res.nruns;
 	if (n->cfg.log_runs && (res.nruns || res.nterminal))
-		dbcron__log(LOG_DEBUG, "claim", "token=%s runs=%zu terminal=%zu", token, res.nruns, res.nterminal);
+		dbcron__log(LOG_DEBUG, "claim", LOG_STR("token", token), LOG_UINT("runs", res.nruns),
+			    LOG_UINT("terminal", res.nterminal));
 	store_claim_result_clear(&res);
 	return got;
 }
@@ -511,8 +515,8 @@ static void wait_db(dbcron_node *n, int64_t until_mono)
 /* Database work that failed: log it, back off. */
 static void db_trouble(dbcron_node *n, const dbcron_err *err, int64_t *backoff)
 {
-	dbcron__log(LOG_WARN, "db.error", "node=%s code=%d msg=\"%s\" retry_in_ms=%" PRId64,
-		    n->node_id, err->code, err->msg, *backoff);
+	dbcron__log(LOG_WARN, "db.error", LOG_STR("node", n->node_id), LOG_INT("code", err->code),
+		    LOG_STR("msg", err->msg), LOG_INT("retry_in_ms", *backoff));
 	wait_db(n, dbcron__mono_ms() + *backoff);
 	*backoff = *backoff * 2 > 5000 ? 5000 : *backoff * 2;
 }
@@ -535,16 +539,17 @@ static void maintenance(dbcron_node *n)
 		return;
 	size_t orphans = 0;
 	if (store_reap_orphans(n->st, &orphans, &err) == DBCRON_OK && orphans)
-		dbcron__log(LOG_WARN, "node.takeover", "node=%s runs=%zu msg=\"resolved runs left by stopped or dead nodes\"",
-			    n->node_id, orphans);
+		dbcron__log(LOG_WARN, "node.takeover", LOG_STR("node", n->node_id),
+			    LOG_UINT("runs", orphans),
+			    LOG_STR("msg", "resolved runs left by stopped or dead nodes"));
 	rc = DBCRON_OK;
 	if (n->cfg.retention_ms >= 0 && (rc = store_now_ms(n->st, &now, &err)) == DBCRON_OK)
 		rc = store_prune_runs(n->st, now - n->cfg.retention_ms, &deleted, &err);
 	if (rc)
-		dbcron__log(LOG_WARN, "maintenance", "node=%s msg=\"%s\"", n->node_id, err.msg);
+		dbcron__log(LOG_WARN, "maintenance", LOG_STR("node", n->node_id), LOG_STR("msg", err.msg));
 	else if (deleted)
-		dbcron__log(LOG_INFO, "maintenance", "node=%s pruned_runs=%" PRId64 " older_than_ms=%" PRId64,
-			    n->node_id, deleted, n->cfg.retention_ms);
+		dbcron__log(LOG_INFO, "maintenance", LOG_STR("node", n->node_id),
+			    LOG_INT("pruned_runs", deleted), LOG_INT("older_than_ms", n->cfg.retention_ms));
 	store_lock_release(n->st, "dbcron:maintenance", n->node_id, fence, &err);
 }
 
@@ -615,12 +620,12 @@ void dbloop_hand_back(dbcron_node *n)
 		}
 		dbcron_err err = {0};
 		if (store_runs_release(n->st, n->node_id, ids, toks, k, &err))
-			dbcron__log(LOG_WARN, "node.release", "msg=\"%s\"", err.msg);
+			dbcron__log(LOG_WARN, "node.release", LOG_STR("msg", err.msg));
 		else
-			dbcron__log(LOG_INFO, "node.release", "node=%s runs=%zu", n->node_id, k);
+			dbcron__log(LOG_INFO, "node.release", LOG_STR("node", n->node_id), LOG_UINT("runs", k));
 	} else {
 		/* node_stop still hands back every unstarted run of ours */
-		dbcron__log(LOG_WARN, "node.release", "msg=\"out of memory\"");
+		dbcron__log(LOG_WARN, "node.release", LOG_STR("msg", "out of memory"));
 	}
 	pthread_mutex_lock(&n->mu);
 	for (fire *f; (f = fire_list_pop(&back));) {
@@ -653,8 +658,8 @@ void dbloop_drain(dbcron_node *n)
 			next_hb = now + n->cfg.heartbeat_ms;
 		}
 		if (!cancelled && now >= deadline) {
-			dbcron__log(LOG_WARN, "node.grace_over", "node=%s running=%zu msg=\"stopping running jobs\"",
-				    n->node_id, running);
+			dbcron__log(LOG_WARN, "node.grace_over", LOG_STR("node", n->node_id),
+				    LOG_UINT("running", running), LOG_STR("msg", "stopping running jobs"));
 			dispatch_cancel_running(n, &fire_cancel_shutdown);
 			cancelled = true;
 		}
@@ -693,10 +698,11 @@ void dbloop_finish(dbcron_node *n)
 		if (!rc && !left)
 			break;
 		if (dbcron__mono_ms() + backoff >= deadline) {
-			dbcron__log(LOG_ERROR, "node.stop",
-				    "node=%s unwritten=%zu msg=\"%s; not marked stopped: when the lease "
-				    "lapses another node resolves these runs\"",
-				    n->node_id, npending, rc ? err.msg : "writes left");
+			dbcron__log(LOG_ERROR, "node.stop", LOG_STR("node", n->node_id),
+				    LOG_UINT("unwritten", npending),
+				    LOG_STR("error", rc ? err.msg : "writes left"),
+				    LOG_STR("msg", "not marked stopped: when the lease lapses "
+						   "another node resolves these runs"));
 			return;
 		}
 		struct timespec ts = {(time_t)(backoff / 1000), (long)(backoff % 1000) * 1000000L};
@@ -706,5 +712,5 @@ void dbloop_finish(dbcron_node *n)
 				     &(int64_t){0}, &err);
 	}
 	if (store_node_stop(n->st, n->node_id, n->incarnation, &err))
-		dbcron__log(LOG_WARN, "node.stop", "msg=\"%s\"", err.msg);
+		dbcron__log(LOG_WARN, "node.stop", LOG_STR("msg", err.msg));
 }

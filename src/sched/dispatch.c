@@ -63,9 +63,9 @@ static void finish_unstarted(dbcron_node *n, fire *f, dbcron_run_state st,
 	fire_set_phase(f, FIRE_FINISHED);
 	dbloop_queue_write(n, f);
 	if (n->cfg.log_runs || st == DBCRON_RUN_MISFIRED)
-		dbcron__log(LOG_INFO, "run.end", "job=%s fire_at=%" PRId64 " attempt=%d state=%s reason=\"%s\"",
-			    f->run.job_name, f->run.fire_at, f->run.attempt,
-			    dbcron_run_state_name(st), why);
+		dbcron__log(LOG_INFO, "run.end", LOG_STR("job", f->run.job_name),
+			    LOG_INT("fire_at", f->run.fire_at), LOG_INT("attempt", f->run.attempt),
+			    LOG_STR("state", dbcron_run_state_name(st)), LOG_STR("reason", why));
 }
 
 /* A fire of a job paused or deleted since it was claimed (mu held). */
@@ -276,8 +276,9 @@ static void skip_start(dbcron_node *n, fire *f)
 	f->end_why = f->cancel_why->why;
 	f->no_retry = f->cancel_why->no_retry;
 	f->finished_db = node_db_now(n);
-	dbcron__log(LOG_WARN, "run.not_started", "job=%s fire_at=%" PRId64 " attempt=%d run=%" PRId64 " reason=\"%s\"",
-		    f->run.job_name, f->run.fire_at, f->run.attempt, f->run.id, f->end_why);
+	dbcron__log(LOG_WARN, "run.not_started", LOG_STR("job", f->run.job_name),
+		    LOG_INT("fire_at", f->run.fire_at), LOG_INT("attempt", f->run.attempt),
+		    LOG_INT("run", f->run.id), LOG_STR("reason", f->end_why));
 	hand_end(n, f);
 	pthread_mutex_unlock(&n->mu);
 }
@@ -296,9 +297,10 @@ static void worker_main(void *arg)
 	int64_t started = node_db_now(n);
 	atomic_store(&f->started_db, started);
 	if (n->cfg.log_runs)
-		dbcron__log(LOG_INFO, "run.start", "job=%s fire_at=%" PRId64 " attempt=%d run=%" PRId64 " late_ms=%" PRId64 " pool=%s",
-			    f->run.job_name, f->run.fire_at, f->run.attempt, f->run.id,
-			    started - f->run.fire_at, f->slow ? "slow" : "fast");
+		dbcron__log(LOG_INFO, "run.start", LOG_STR("job", f->run.job_name),
+			    LOG_INT("fire_at", f->run.fire_at), LOG_INT("attempt", f->run.attempt),
+			    LOG_INT("run", f->run.id), LOG_INT("late_ms", started - f->run.fire_at),
+			    LOG_STR("pool", f->slow ? "slow" : "fast"));
 
 	exec_req req = {
 		.job = &f->snap->job,
@@ -324,12 +326,11 @@ static void worker_main(void *arg)
 	 * once its final state is written. */
 	if (n->cfg.log_runs || f->end_state != DBCRON_RUN_SUCCEEDED)
 		dbcron__log(f->end_state == DBCRON_RUN_SUCCEEDED ? LOG_INFO : LOG_WARN, "run.end",
-			    "job=%s fire_at=%" PRId64 " attempt=%d run=%" PRId64 " state=%s took_ms=%" PRId64 "%s%s%s",
-			    f->run.job_name, f->run.fire_at, f->run.attempt, f->run.id,
-			    dbcron_run_state_name(f->end_state), took,
-			    f->res.error || f->end_why ? " error=\"" : "",
-			    f->end_why ? f->end_why : f->res.error ? f->res.error : "",
-			    f->res.error || f->end_why ? "\"" : "");
+			    LOG_STR("job", f->run.job_name), LOG_INT("fire_at", f->run.fire_at),
+			    LOG_INT("attempt", f->run.attempt), LOG_INT("run", f->run.id),
+			    LOG_STR("state", dbcron_run_state_name(f->end_state)),
+			    LOG_INT("took_ms", took),
+			    LOG_STR("error", f->end_why ? f->end_why : f->res.error));
 	hand_end(n, f);
 	/* queue / replace: the next held fire of this job starts now, or
 	 * waits on the heap while the lease is in doubt */

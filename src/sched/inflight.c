@@ -72,9 +72,10 @@ bool fire_phase_ok(fire_phase from, fire_phase to)
 
 static void bad_phase_abort(const fire *f, fire_phase to)
 {
-	dbcron__log(LOG_ERROR, "node.bug", "job=%s run=%" PRId64 " from=%s to=%s msg=\"fire phase change not in the diagram\"",
-		    f->run.job_name ? f->run.job_name : "", f->run.id,
-		    fire_phase_name(f->phase), fire_phase_name(to));
+	dbcron__log(LOG_ERROR, "node.bug", LOG_STR("job", f->run.job_name ? f->run.job_name : ""),
+		    LOG_INT("run", f->run.id), LOG_STR("from", fire_phase_name(f->phase)),
+		    LOG_STR("to", fire_phase_name(to)),
+		    LOG_STR("msg", "fire phase change not in the diagram"));
 	abort();
 }
 

@@ -104,17 +104,17 @@ void dbcron_node_stop(dbcron_node *n)
 static void graceful_stop(dbcron_node *n)
 {
 	dispatch_stop(n);
-	dbcron__log(LOG_INFO, "node.stopping", "node=%s", n->node_id);
+	dbcron__log(LOG_INFO, "node.stopping", LOG_STR("node", n->node_id));
 	dbloop_hand_back(n);
 	dbloop_drain(n);
 	pool_destroy(n->fast, NULL);
 	pool_destroy(n->slow, NULL);
 	n->fast = n->slow = NULL;
 	dbloop_finish(n);
-	dbcron__log(LOG_INFO, "node.stop",
-		    "node=%s claims=%" PRIu64 " claimed=%" PRIu64 " finished=%" PRIu64 " skipped=%" PRIu64 " fenced=%" PRIu64 " statements=%" PRIu64,
-		    n->node_id, n->n_claims, n->n_claimed, n->n_finished, n->n_skipped,
-		    n->n_fenced, n->st->stmt_count);
+	dbcron__log(LOG_INFO, "node.stop", LOG_STR("node", n->node_id),
+		    LOG_UINT("claims", n->n_claims), LOG_UINT("claimed", n->n_claimed),
+		    LOG_UINT("finished", n->n_finished), LOG_UINT("skipped", n->n_skipped),
+		    LOG_UINT("fenced", n->n_fenced), LOG_UINT("statements", n->st->stmt_count));
 }
 
 int dbcron_node_run(dbcron_node *n, dbcron_err *err)
@@ -146,10 +146,10 @@ int dbcron_node_run(dbcron_node *n, dbcron_err *err)
 	}
 	if (rc)
 		goto out_slow;
-	dbcron__log(LOG_INFO, "node.start",
-		    "node=%s incarnation=%s backend=%s workers=%d claim_batch=%d preread_ms=%" PRId64 " lease_ms=%" PRId64,
-		    n->node_id, n->incarnation, store_name(n->st), n->cfg.workers,
-		    n->cfg.claim_batch, n->cfg.preread_ms, n->cfg.lease_ms);
+	dbcron__log(LOG_INFO, "node.start", LOG_STR("node", n->node_id),
+		    LOG_STR("incarnation", n->incarnation), LOG_STR("backend", store_name(n->st)),
+		    LOG_INT("workers", n->cfg.workers), LOG_INT("claim_batch", n->cfg.claim_batch),
+		    LOG_INT("preread_ms", n->cfg.preread_ms), LOG_INT("lease_ms", n->cfg.lease_ms));
 
 	rc = dispatch_start(n, err);
 	if (rc)

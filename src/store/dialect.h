@@ -148,9 +148,22 @@ int store_schema_newer(dbcron_err *err, const char *url, int found, int mine);
  * One password masker for every URL a user may give: postgresql:// URIs
  * (user:password@ and ?password=), libpq key=value strings (password=...),
  * and any scheme://user:password@host (mysql://).  Always NUL-terminates;
- * returns the length the whole masked text needs, like snprintf.
+ * returns the length the whole masked text needs, like snprintf.  When a
+ * URL can be read more than one way it hides more (rows.c says how).
  */
 size_t store_mask_url(const char *url, char *buf, size_t len);
+
+/* What store_mask_url hides: disjoint byte ranges [lo, hi) of url, in
+ * order, at most max (the last one then runs to the end of what must be
+ * hidden).  *ambiguous (may be NULL) is set when a URI's user-info could
+ * end at more than one '@' (an '@' or '/' in the password not
+ * percent-encoded), so that a reader such as libpq would take part of the
+ * password for the host or the database. */
+typedef struct store_span {
+	size_t lo, hi;
+} store_span;
+#define STORE_URL_SPANS_MAX 32
+size_t store_url_secrets(const char *url, store_span *out, size_t max, bool *ambiguous);
 
 /* Length of the valid UTF-8 sequence at s, 0 when invalid. */
 size_t store_utf8_seq(const unsigned char *s);

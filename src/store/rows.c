@@ -8,7 +8,9 @@
  */
 #include <ctype.h>
 #include <jansson.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "core/alloc.h"
 #include "store/store_int.h"
@@ -319,110 +321,201 @@ int store__read_run(store *s, dbcron_run *run, dbcron_err *err)
 	return DBCRON_OK;
 }
 
-/* ---- the one URL masker ---- */
+/* ---- the one URL masker ----
+ *
+ * Rule: when in doubt, hide more.  Hand-written URIs often hold a password
+ * with an unencoded '@', '/' or '?', and readers end the user-info in
+ * different places (libpq at the first '@' before any '/', a person means
+ * the last '@' before the query), so the password of every reading is
+ * hidden; so is the value of every "password=" wherever it stands, and of
+ * every query or key=value value that holds an '@' or "password" (a nested
+ * URL or conninfo), and a nested URI is masked by the same rules.  What is
+ * hidden is a list of byte ranges (store_url_secrets), which pg.c also
+ * scrubs from server text.
+ */
 
-typedef struct mwriter {
-	char *buf;
-	size_t len, pos;
-} mwriter;
+#define NONE ((size_t)-1)
 
-static void mw_putn(mwriter *w, const char *s, size_t n)
+typedef struct spans {
+	store_span *v;
+	size_t n, max;
+} spans;
+
+static void span_add(spans *sp, size_t lo, size_t hi)
 {
-	for (size_t i = 0; i < n; i++, w->pos++)
-		if (w->len && w->pos < w->len - 1)
-			w->buf[w->pos] = s[i];
+	if (lo >= hi || !sp->max)
+		return;
+	if (sp->n < sp->max)
+		sp->v[sp->n++] = (store_span){lo, hi};
+	else if (hi > sp->v[sp->max - 1].hi)
+		sp->v[sp->max - 1].hi = hi; /* out of room: the last one grows */
 }
 
-static void mw_end(mwriter *w)
+static bool ci_has(const char *s, size_t n, const char *word)
 {
-	if (w->len)
-		w->buf[w->pos < w->len ? w->pos : w->len - 1] = '\0';
+	size_t w = strlen(word);
+	for (size_t i = 0; i + w <= n; i++)
+		if (strncasecmp(s + i, word, w) == 0)
+			return true;
+	return false;
 }
 
-/* key=value pairs (libpq); values may be 'quoted' with \-escapes. */
-static void mask_keyvalue(mwriter *w, const char *p)
+/* "key=" at q, key of [A-Za-z0-9_.-]: where a query parameter may start. */
+static bool param_start(const char *q)
 {
-	while (*p) {
-		const char *k = p;
-		while (*p && isspace((unsigned char)*p))
+	size_t k = strspn(q, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-");
+	return k && q[k] == '=';
+}
+
+/* End of the parameter value starting at v: the next '&' that starts a
+ * parameter, or n. */
+static size_t param_end(const char *s, size_t v, size_t n)
+{
+	for (size_t i = v; i < n; i++)
+		if (s[i] == '&' && param_start(s + i + 1))
+			return i;
+	return n;
+}
+
+/* scheme://[user[:password]@]host[:port][/db][?k=v&...] at s[0, n); spans
+ * are offsets from base. */
+static void uri_spans(const char *s, size_t n, size_t a, size_t base, spans *sp, bool *ambiguous)
+{
+	size_t slash = n, q = n, l1 = NONE, l2 = NONE;
+	for (size_t i = a; i < n; i++)
+		if (s[i] == '/') {
+			slash = i;
+			break;
+		}
+	for (size_t i = a; i < slash; i++)
+		if (s[i] == '@') {
+			l1 = i;
+			break;
+		}
+	for (size_t i = a; i < n; i++)
+		if (s[i] == '?' && param_start(s + i + 1)) {
+			q = i;
+			break;
+		}
+	for (size_t i = a; i < q; i++)
+		if (s[i] == '@')
+			l2 = i;
+	if (l2 != NONE && l2 != l1)
+		*ambiguous = true;
+	size_t ends[2] = {l1, l2};
+	for (int k = 0; k < 2; k++) {
+		if (ends[k] == NONE)
+			continue;
+		const char *c = memchr(s + a, ':', ends[k] - a);
+		if (c)
+			span_add(sp, base + (size_t)(c - s) + 1, base + ends[k]);
+	}
+	/* password= anywhere, and query values that may hold one */
+	for (size_t i = a; i + 9 <= n; i++)
+		if (strncasecmp(s + i, "password=", 9) == 0)
+			span_add(sp, base + i + 9, base + param_end(s, i + 9, n));
+	for (size_t i = a; i < n; i++) {
+		if ((s[i] != '?' && s[i] != '&') || !param_start(s + i + 1))
+			continue;
+		size_t v = i + 1 + strcspn(s + i + 1, "=") + 1;
+		if (v > n)
+			continue; /* the key runs past this (nested) text */
+		size_t e = param_end(s, v, n);
+		if (memchr(s + v, '@', e - v) || ci_has(s + v, e - v, "password"))
+			span_add(sp, base + v, base + e);
+	}
+}
+
+/* libpq key=value pairs; values may be 'quoted' with \-escapes. */
+static void keyvalue_spans(const char *s, size_t n, spans *sp, bool *ambiguous)
+{
+	size_t p = 0;
+	while (p < n) {
+		while (p < n && isspace((unsigned char)s[p]))
 			p++;
-		mw_putn(w, k, (size_t)(p - k));
-		k = p;
-		while (*p && *p != '=' && !isspace((unsigned char)*p))
+		size_t k = p;
+		while (p < n && s[p] != '=' && !isspace((unsigned char)s[p]))
 			p++;
-		bool is_pw = (size_t)(p - k) == 8 && strncmp(k, "password", 8) == 0;
-		mw_putn(w, k, (size_t)(p - k));
-		k = p;
-		while (*p && (isspace((unsigned char)*p) || *p == '='))
+		bool is_pw = p - k == 8 && strncasecmp(s + k, "password", 8) == 0;
+		while (p < n && (isspace((unsigned char)s[p]) || s[p] == '='))
 			p++;
-		mw_putn(w, k, (size_t)(p - k));
-		k = p;
-		if (*p == '\'') {
-			for (p++; *p && *p != '\''; p++)
-				if (*p == '\\' && p[1])
+		size_t v = p, in = p, in_end;
+		if (p < n && s[p] == '\'') {
+			in = ++p;
+			for (; p < n && s[p] != '\''; p++)
+				if (s[p] == '\\' && p + 1 < n)
 					p++;
-			if (*p)
+			in_end = p;
+			if (p < n)
 				p++;
 		} else {
-			while (*p && !isspace((unsigned char)*p))
+			while (p < n && !isspace((unsigned char)s[p]))
 				p++;
+			in_end = p;
 		}
-		if (is_pw)
-			mw_putn(w, "***", 3);
-		else
-			mw_putn(w, k, (size_t)(p - k));
+		const char *sep = in_end - in >= 3 ? strstr(s + in, "://") : NULL;
+		if (is_pw || ci_has(s + in, in_end - in, "password"))
+			span_add(sp, v, p);
+		else if (sep && (size_t)(sep - s) < in_end)
+			uri_spans(s + in, in_end - in, (size_t)(sep - (s + in)) + 3, in, sp, ambiguous);
+		else if (memchr(s + in, '@', in_end - in) && ci_has(s + k, v - k, "dbname"))
+			span_add(sp, v, p); /* a nested URI without a scheme we know */
 	}
+}
+
+static int span_cmp(const void *a, const void *b)
+{
+	const store_span *x = a, *y = b;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+size_t store_url_secrets(const char *url, store_span *out, size_t max, bool *ambiguous)
+{
+	spans sp = {out, 0, max};
+	bool amb = false;
+	const char *p = url ? url : "";
+	size_t n = strlen(p);
+	const char *sep = strstr(p, "://");
+
+	if (sep)
+		uri_spans(p, n, (size_t)(sep - p) + 3, 0, &sp, &amb);
+	else if (strchr(p, '='))
+		keyvalue_spans(p, n, &sp, &amb);
+	if (ambiguous)
+		*ambiguous = amb;
+	/* sorted and merged, so callers see disjoint ranges in order */
+	qsort(out, sp.n, sizeof(*out), span_cmp);
+	size_t m = 0;
+	for (size_t i = 0; i < sp.n; i++) {
+		if (m && out[i].lo <= out[m - 1].hi) {
+			if (out[i].hi > out[m - 1].hi)
+				out[m - 1].hi = out[i].hi;
+			continue;
+		}
+		out[m++] = out[i];
+	}
+	return m;
 }
 
 size_t store_mask_url(const char *url, char *buf, size_t len)
 {
-	mwriter w = {buf, len, 0};
+	store_span sp[STORE_URL_SPANS_MAX];
 	const char *p = url ? url : "";
-	const char *sep = strstr(p, "://");
+	size_t n = store_url_secrets(p, sp, STORE_URL_SPANS_MAX, NULL), at = 0, pos = 0;
 
-	if (!sep) {
-		if (strchr(p, '='))
-			mask_keyvalue(&w, p);
-		else
-			mw_putn(&w, p, strlen(p));
-		mw_end(&w);
-		return w.pos;
+	for (size_t i = 0; i <= n; i++) {
+		size_t lo = i < n ? sp[i].lo : strlen(p);
+		for (; at < lo; at++, pos++)
+			if (len && pos < len - 1)
+				buf[pos] = p[at];
+		if (i == n)
+			break;
+		for (const char *m = "***"; *m; m++, pos++)
+			if (len && pos < len - 1)
+				buf[pos] = *m;
+		at = sp[i].hi;
 	}
-	/* scheme://[user[:password]@]host...[?query] */
-	const char *auth = sep + 3;
-	const char *end = auth + strcspn(auth, "/?#");
-	const char *at = NULL;
-	for (const char *q = auth; q < end; q++)
-		if (*q == '@')
-			at = q;
-	mw_putn(&w, p, (size_t)(auth - p));
-	if (at) {
-		const char *colon = memchr(auth, ':', (size_t)(at - auth));
-		if (colon) {
-			mw_putn(&w, auth, (size_t)(colon + 1 - auth));
-			mw_putn(&w, "***", 3);
-		} else {
-			mw_putn(&w, auth, (size_t)(at - auth));
-		}
-		auth = at;
-	}
-	const char *q = strchr(end, '?');
-	if (!q) {
-		mw_putn(&w, auth, strlen(auth));
-		mw_end(&w);
-		return w.pos;
-	}
-	mw_putn(&w, auth, (size_t)(q + 1 - auth));
-	for (q = q + 1; *q;) {
-		size_t n = strcspn(q, "&#");
-		if (n >= 9 && strncmp(q, "password=", 9) == 0)
-			mw_putn(&w, "password=***", 12);
-		else
-			mw_putn(&w, q, n);
-		q += n;
-		if (*q)
-			mw_putn(&w, q++, 1);
-	}
-	mw_end(&w);
-	return w.pos;
+	if (len)
+		buf[pos < len ? pos : len - 1] = '\0';
+	return pos;
 }

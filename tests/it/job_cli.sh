@@ -388,6 +388,52 @@ assert_eq "2000" "$(dbq "select count(*) from jobs where name like 'bulk-%'")"
 expect_rc 0 job apply "$T_DIR/a.json" --prune
 assert_eq "0" "$(dbq "select count(*) from jobs where name like 'bulk-%'")"
 
+t_section "job apply: bounded input"
+# bulk.json is about 110 KB: over a 64K limit, under 1M
+bad "bulk.json: larger than the limit of 64 KiB (--max-bytes N raises it); nothing applied" \
+	job apply "$T_DIR/bulk.json" --max-bytes 64K
+bad "<stdin>: larger than the limit of 1000 bytes (--max-bytes N raises it)" \
+	job apply - --max-bytes 1000 <"$T_DIR/bulk.json"
+before=$(db_state)
+dbc_in "$T_DIR/bulk.json" job apply - --max-bytes 1000
+assert_eq 2 "$T_RC" "stdin over --max-bytes: exit 2"
+assert_err_contains "<stdin>: larger than the limit of 1000 bytes"
+assert_eq "$before" "$(db_state)" "stdin over --max-bytes: database unchanged"
+# the default limit, 64 MiB: a sparse file is refused by its size, an
+# endless stream after 64 MiB (so at most that much memory)
+truncate -s 65M "$T_DIR/huge.json"
+bad "huge.json: larger than the limit of 64 MiB (--max-bytes N raises it); nothing applied" \
+	job apply "$T_DIR/huge.json"
+bad "/dev/zero: larger than the limit of 64 MiB" job apply /dev/zero
+# an endless, well-formed array on stdin (it grew to 1.8 GB before the
+# limit); timeout turns a regression into a failure, not a hang
+endless() {
+	printf '['
+	yes '{"name": "x", "every": "1s", "handler": "noop"},' || true
+}
+before=$(db_state)
+set +e
+endless | timeout 120 "$DBCRON_BIN" job apply - >/dev/null 2>"$T_DIR/endless.err"
+endless_rc=${PIPESTATUS[1]}
+set -e
+assert_eq 2 "$endless_rc" "endless array on stdin: exit 2"
+assert_contains "$(cat "$T_DIR/endless.err")" "<stdin>: larger than the limit of 64 MiB (--max-bytes N raises it); nothing applied" \
+	"endless array on stdin: the message"
+assert_eq "$before" "$(db_state)" "endless array on stdin: database unchanged"
+bad "bulk.json: 2000 jobs, more than the limit of 1999 (--max-jobs N raises it); nothing applied" \
+	job apply "$T_DIR/bulk.json" --max-jobs 1999
+bad "--max-bytes '0': expected a whole number" job apply "$T_DIR/bulk.json" --max-bytes 0
+bad "--max-bytes '12X': expected a whole number" job apply "$T_DIR/bulk.json" --max-bytes 12X
+bad "--max-jobs '1K': expected a whole number" job apply "$T_DIR/bulk.json" --max-jobs 1K
+bad "unknown option '--max-bytes'" job list --max-bytes 10
+# raised limits apply the same file
+expect_rc 0 job apply "$T_DIR/bulk.json" --max-bytes 1M --max-jobs 2000
+assert_eq "applied: 2000 created, 0 updated, 0 deleted" "$T_OUT" "--max-bytes/--max-jobs raise the limits"
+expect_rc 0 job apply "$T_DIR/a.json" --prune --max-bytes 1M
+expect_rc 0 job apply --help
+assert_contains "$T_OUT" "--max-bytes N" "--help names --max-bytes"
+assert_contains "$T_OUT" "--max-jobs N" "--help names --max-jobs"
+
 # ---------------------------------------------------------------------
 t_section "runs"
 expect_rc 0 job add r1 --every 1h -- true

@@ -384,7 +384,8 @@ static void test_tz(void **state)
 			fail_msg("message for '%s' does not name it: %s", bad[i], err.msg);
 	}
 	assert_int_equal(dbcron_tz_open("Mars/Base", &tz, &err), DBCRON_ETZ);
-	assert_string_equal(err.msg, "unknown time zone 'Mars/Base'");
+	if (strncmp(err.msg, "unknown time zone 'Mars/Base' (not in ", 38) != 0)
+		fail_msg("unknown zone message: %s", err.msg);
 }
 
 static void test_errors(void **state)

@@ -146,8 +146,10 @@ static void test_value_errors(void **state)
 			    "--overlap 'never': expected skip, allow, queue or replace");
 	assert_string_equal(set_error(false, "handler", "nosuch", &err),
 			    "key 'handler': unknown handler 'nosuch' (built in: noop, sleep)");
-	assert_string_equal(set_error(true, "tz", "Mars/Olympus", &err),
-			    "--tz: unknown time zone 'Mars/Olympus' (an IANA name such as Europe/Paris)");
+	const char *tzmsg = set_error(true, "tz", "Mars/Olympus", &err);
+	if (strncmp(tzmsg, "--tz: unknown time zone 'Mars/Olympus' (not in ", 47) != 0 ||
+	    !strstr(tzmsg, "an IANA name such as Europe/Paris"))
+		fail_msg("--tz message: %s", tzmsg);
 	assert_int_equal(err.code, DBCRON_ETZ);
 	assert_non_null(strstr(set_error(false, "every", "5x", &err), "key 'every': duration '5x'"));
 	assert_non_null(strstr(set_error(true, "cron", "61 * * * *", &err), "--cron '61 * * * *'"));

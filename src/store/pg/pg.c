@@ -15,7 +15,11 @@
  *
  * Passwords: the connection string is kept only inside libpq; messages name
  * the database by its masked form (store_mask_url) and server text is
- * scrubbed of the password before it reaches a dbcron_err.
+ * scrubbed of every secret (the password as libpq read it and as it was
+ * used, and everything the masker hides) before it reaches a dbcron_err.
+ * A URI whose user-info libpq would end at another '@' than the last is
+ * refused before libpq sees it: libpq would quote the password's tail as
+ * the host.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -234,10 +238,15 @@ static const char *const sql[ST__COUNT] = {
 			  "$1::bigint AND state NOT IN (1, 2)",
 };
 
+/* Texts scrubbed from every message: the password as libpq read it, what
+ * the masker hides (raw and percent-decoded), the password libpq used. */
+#define MAX_SECRETS (2 * STORE_URL_SPANS_MAX + 2)
+
 struct store_conn {
 	PGconn *conn;
 	char masked[256];
-	char *password; /* scrubbed from server messages; may be NULL */
+	char *secrets[MAX_SECRETS]; /* longest first */
+	size_t nsecrets;
 	bool prepared[ST__COUNT];
 	PGresult *res; /* the open result */
 	int row, nrows;
@@ -295,15 +304,21 @@ static const char *array_text(store_text *b, const store_batch *bt, int col)
 	return b->oom ? NULL : b->p;
 }
 
-/* One line of server text, without the password, newlines folded. */
+/* One line of server text, without any secret, newlines folded. */
 static void scrub(const store_conn *s, const char *msg, char *out, size_t len)
 {
-	size_t o = 0, pwl = s->password ? strlen(s->password) : 0;
+	size_t o = 0;
 	for (const char *p = msg ? msg : ""; *p && o + 1 < len;) {
-		if (pwl && strncmp(p, s->password, pwl) == 0) {
+		size_t hit = 0;
+		for (size_t i = 0; i < s->nsecrets && !hit; i++) {
+			size_t k = strlen(s->secrets[i]);
+			if (strncmp(p, s->secrets[i], k) == 0)
+				hit = k;
+		}
+		if (hit) {
 			for (const char *m = "***"; *m && o + 1 < len; m++)
 				out[o++] = *m;
-			p += pwl;
+			p += hit;
 			continue;
 		}
 		char c = *p++;
@@ -317,6 +332,51 @@ static void scrub(const store_conn *s, const char *msg, char *out, size_t len)
 	while (o && out[o - 1] == ' ')
 		o--;
 	out[o] = '\0';
+}
+
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0'
+	       : c >= 'a' && c <= 'f' ? c - 'a' + 10
+	       : c >= 'A' && c <= 'F' ? c - 'A' + 10
+				      : -1;
+}
+
+/* Keep a copy of t[0, n) (percent-decoded when decode) as a secret,
+ * longest first; false on out of memory. */
+static bool add_secret(store_conn *s, const char *t, size_t n, bool decode)
+{
+	char *c = dbcron__strndup(t, n);
+	if (!c)
+		return false;
+	if (decode) {
+		size_t o = 0;
+		for (size_t i = 0; c[i]; i++) {
+			int hi, lo;
+			if (c[i] == '%' && (hi = hexval(c[i + 1])) >= 0 && (lo = hexval(c[i + 2])) >= 0) {
+				c[o++] = (char)(hi * 16 + lo);
+				i += 2;
+			} else {
+				c[o++] = c[i];
+			}
+		}
+		c[o] = '\0';
+	}
+	size_t k = strlen(c);
+	bool dup = k == 0 || s->nsecrets == MAX_SECRETS;
+	for (size_t i = 0; i < s->nsecrets && !dup; i++)
+		dup = strcmp(s->secrets[i], c) == 0;
+	if (dup) {
+		dbcron__free(c);
+		return true;
+	}
+	size_t at = s->nsecrets++;
+	while (at && strlen(s->secrets[at - 1]) < k) {
+		s->secrets[at] = s->secrets[at - 1];
+		at--;
+	}
+	s->secrets[at] = c;
+	return true;
 }
 
 static bool sqlstate_is(const PGresult *res, const char *code)
@@ -528,7 +588,8 @@ static void pg_close(store_conn *s)
 	PQfinish(s->conn);
 	for (size_t i = 0; i < sizeof(s->arrays) / sizeof(s->arrays[0]); i++)
 		store_text_free(&s->arrays[i]);
-	dbcron__free(s->password);
+	for (size_t i = 0; i < s->nsecrets; i++)
+		dbcron__free(s->secrets[i]);
 	dbcron__free(s);
 }
 
@@ -544,6 +605,25 @@ static int pg_open(const char *url, store_conn **out, dbcron_err *err)
 	s->row = -1;
 	store_mask_url(url, s->masked, sizeof(s->masked));
 
+	/* libpq ends a URI's user-info at the first '@' before any '/': an
+	 * unencoded '@' or '/' in a password would send its tail to libpq as
+	 * the host or the database, and libpq's messages quote those. */
+	store_span sp[STORE_URL_SPANS_MAX];
+	bool ambiguous = false;
+	size_t nsp = store_url_secrets(url, sp, STORE_URL_SPANS_MAX, &ambiguous);
+	if (ambiguous) {
+		rc = dbcron_err_set(err, DBCRON_EINVAL,
+				    "PostgreSQL URL '%s': an '@' or '/' in the user name or password "
+				    "must be percent-encoded (%%40, %%2F); as written, part of the "
+				    "password would be read as the host or the database",
+				    s->masked);
+		goto out_close;
+	}
+	for (size_t i = 0; i < nsp; i++)
+		if (!add_secret(s, url + sp[i].lo, sp[i].hi - sp[i].lo, false) ||
+		    !add_secret(s, url + sp[i].lo, sp[i].hi - sp[i].lo, true))
+			goto out_oom;
+
 	PQconninfoOption *opts = PQconninfoParse(url, &perr);
 	if (!opts) {
 		/* libpq may quote part of the string: show it only when there
@@ -556,13 +636,10 @@ static int pg_open(const char *url, store_conn **out, dbcron_err *err)
 		goto out_close;
 	}
 	for (PQconninfoOption *o = opts; o->keyword; o++)
-		if (strcmp(o->keyword, "password") == 0 && o->val && *o->val) {
-			s->password = dbcron__strdup(o->val);
-			if (!s->password) {
-				PQconninfoFree(opts);
-				rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory opening the database");
-				goto out_close;
-			}
+		if (strcmp(o->keyword, "password") == 0 && o->val && *o->val &&
+		    !add_secret(s, o->val, strlen(o->val), false)) {
+			PQconninfoFree(opts);
+			goto out_oom;
 		}
 	PQconninfoFree(opts);
 
@@ -576,10 +653,12 @@ static int pg_open(const char *url, store_conn **out, dbcron_err *err)
 	const char *const vals[] = {"10", "UTF8", "-c plan_cache_mode=force_custom_plan", url,
 				    "dbcron", NULL};
 	s->conn = PQconnectdbParams(kw, vals, 1);
-	if (!s->conn) {
-		rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory opening the database");
-		goto out_close;
-	}
+	if (!s->conn)
+		goto out_oom;
+	/* the password libpq used, also from PGPASSWORD or a password file */
+	const char *used = PQpass(s->conn);
+	if (used && *used && !add_secret(s, used, strlen(used), false))
+		goto out_oom;
 	if (PQstatus(s->conn) != CONNECTION_OK) {
 		char msg[400];
 		scrub(s, PQerrorMessage(s->conn), msg, sizeof(msg));
@@ -589,6 +668,8 @@ static int pg_open(const char *url, store_conn **out, dbcron_err *err)
 	PQsetNoticeProcessor(s->conn, quiet_notices, NULL);
 	*out = s;
 	return DBCRON_OK;
+out_oom:
+	rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory opening the database");
 out_close:
 	pg_close(s);
 	return rc;
