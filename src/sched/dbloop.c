@@ -301,6 +301,7 @@ int dbloop_register(dbcron_node *n, dbcron_err *err)
 	if (rc)
 		return rc;
 	set_clock_and_lease(n, t0, t1, dbcron__mono_ms(), now, before + n->cfg.lease_ms, true);
+	n->prev_beat_db = before; /* we could write then: the reap bound */
 	return DBCRON_OK;
 }
 
@@ -416,8 +417,13 @@ static int heartbeat(dbcron_node *n, dbcron_err *err)
 	}
 	if (rc)
 		return rc;
+	/* leases that ended before our previous beat, not just before now */
+	int64_t before = n->prev_beat_db;
+	n->prev_beat_db = now;
+	if (before < 0)
+		return DBCRON_OK;
 	size_t reaped = 0;
-	rc = store_reap(n->st, &reaped, err);
+	rc = store_reap_before(n->st, before, &reaped, err);
 	if (rc == DBCRON_OK && reaped)
 		dbcron__log(LOG_WARN, "node.takeover", LOG_STR("node", n->node_id), LOG_UINT("runs", reaped),
 			    LOG_STR("msg", "took over runs of nodes whose lease lapsed"));

@@ -55,6 +55,7 @@ int dbcron_node_create(const dbcron_node_config *cfg, dbcron_node **out,
 	if (!n)
 		return dbcron_err_set(err, DBCRON_ENOMEM, "node: out of memory");
 	n->cfg = *cfg;
+	n->prev_beat_db = -1;
 	dbcron_node_config def;
 	dbcron_node_config_init(&def);
 #define DEF(f) if (n->cfg.f <= 0) n->cfg.f = def.f
@@ -123,6 +124,9 @@ int dbcron_node_run(dbcron_node *n, dbcron_err *err)
 	if (rc)
 		return rc;
 	rc = store_check_schema(n->st, err);
+	if (rc)
+		goto out_close;
+	rc = store_tune_for_node(n->st, n->cfg.lease_ms, err);
 	if (rc)
 		goto out_close;
 	rc = planner_create(&n->plan, err);

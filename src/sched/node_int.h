@@ -56,6 +56,8 @@ struct dbcron_node {
 	atomic_llong offset_ms;      /* db_ms = mono_ms + offset */
 	int64_t lease_ok_until_mono; /* mu */
 	int64_t lease_until_db;      /* mu: the lease's end as written (at most) */
+	int64_t prev_beat_db;        /* db thread: the last successful heartbeat's
+				      * database time, -1 before the first */
 	uint64_t lease_gen;          /* mu: +1 each time the node learns it was
 				      * fenced; a fire of an older one is not ours */
 	dbcron_err fatal;            /* mu: why the node stopped by itself */

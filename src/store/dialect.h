@@ -24,7 +24,7 @@
 #include "dbcron/error.h"
 #include "store/stmt.h"
 
-#define STORE_DIALECT_VERSION 1
+#define STORE_DIALECT_VERSION 2
 
 /* Capability bits, read by the protocol only. */
 #define STORE_CAP_SKIP_LOCKED 0x1u  /* concurrent claimers skip each other's rows */
@@ -136,6 +136,13 @@ typedef struct store_dialect {
 	 * found.  DBCRON_ESCHEMA when the database is newer (message from
 	 * store_schema_newer()). */
 	int (*migrate)(store_conn *c, int *from, dbcron_err *err);
+
+	/* A scheduler node's connection: waits bounded by its lease, so that
+	 * a lock held elsewhere fails a statement (DBCRON_EBUSY, retried)
+	 * instead of stalling the heartbeat, and (where the server has it) a
+	 * session idle inside a transaction for a lease is ended.  Kept across
+	 * reconnects. */
+	int (*tune)(store_conn *c, int64_t lease_ms, dbcron_err *err);
 } store_dialect;
 
 extern const store_dialect store_sqlite_dialect;

@@ -1805,13 +1805,37 @@ out_rollback:
 
 int store_reap(store *s, size_t *reaped, dbcron_err *err)
 {
+	return store_reap_before(s, -1, reaped, err);
+}
+
+int store_tune_for_node(store *s, int64_t lease_ms, dbcron_err *err)
+{
+	if (lease_ms <= 0)
+		return dbcron_err_set(err, DBCRON_EINVAL, "tune: a lease is required");
+	return s->d->tune ? s->d->tune(s->c, lease_ms, err) : DBCRON_OK;
+}
+
+/*
+ * A lease that ended is a lost node only if the database could be written
+ * meanwhile: a write lock held for longer than the lease (a big apply, an
+ * operator's open transaction, a node frozen inside one) stalls every
+ * heartbeat at once, and the first writer afterwards must not declare the
+ * others dead.  So a node reaps only leases that ended before its own
+ * previous successful heartbeat (`before`): it could write then, and so
+ * could they.  A real death is seen one heartbeat later than the lease.
+ */
+int store_reap_before(store *s, int64_t before, size_t *reaped, dbcron_err *err)
+{
 	int64_t now;
 	int rc, row;
 
 	if (reaped)
 		*reaped = 0;
+	if (before < 0 && (rc = db_now(s, &before, err)))
+		return rc;
 	/* The common case, nobody lost, is one read and no transaction. */
-	row = st_row(s, ST_NODES_LAPSED, NULL, 0, err);
+	store_param lp[] = {sp_i64(before)};
+	row = st_row(s, ST_NODES_LAPSED, lp, 1, err);
 	if (row <= 0)
 		return row < 0 ? -row : DBCRON_OK;
 	store__reset(s);
@@ -1819,7 +1843,7 @@ int store_reap(store *s, size_t *reaped, dbcron_err *err)
 		return rc;
 	if ((rc = db_now(s, &now, err)))
 		goto out_rollback;
-	store_param p[] = {sp_i64(now)};
+	store_param p[] = {sp_i64(before < now ? before : now)};
 	if ((rc = store__exec(s, ST_NODES_EXPIRE, p, 1, err)))
 		goto out_rollback;
 	char **names = NULL;

@@ -86,9 +86,9 @@
 	X(RUNS_UNCLAIM_NODE, "handing back runs", "2 no silent loss")                    \
 	/* (node) batch [id, token] */                                                    \
 	X(RUNS_RELEASE, "releasing runs", "3 fencing")                                   \
-	/* () -> a row when some alive node's lease has lapsed */                        \
+	/* (before) -> a row when some alive node's lease ended before `before` */                        \
 	X(NODES_LAPSED, "looking for lost nodes", "")                                    \
-	/* (now) -> id, lease_until of each node marked dead here */                      \
+	/* (before) -> id, lease_until of each node marked dead here */                      \
 	X(NODES_EXPIRE, "reap: marking lost nodes dead", "one reaper per lost node")      \
 	/* (id) -> incarnation, state, lease_until, host, pid (locked for the tx) */     \
 	X(NODE_GET, "reading the node row", "7 one process per node id")                \

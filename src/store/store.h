@@ -258,6 +258,12 @@ int store_nodes_wait_seen(store *s, int64_t timeout_ms, dbcron_err *err);
 int store_node_stop(store *s, const char *node_id, const char *incarnation, dbcron_err *err);
 int store_runs_release(store *s, const char *node_id, const int64_t *ids, const char *const *tokens, size_t n, dbcron_err *err);
 int store_reap(store *s, size_t *reaped, dbcron_err *err);
+/* reap of leases that ended before `before` (db ms; < 0: the database's
+ * now): a node passes its previous successful heartbeat (protocol.c). */
+int store_reap_before(store *s, int64_t before, size_t *reaped, dbcron_err *err);
+/* A scheduler node's handle: lock and statement waits bounded by the lease
+ * (dialect.h tune). */
+int store_tune_for_node(store *s, int64_t lease_ms, dbcron_err *err);
 /* Live runs held by nodes that are stopped or dead, resolved as reap does. */
 int store_reap_orphans(store *s, size_t *resolved, dbcron_err *err);
 int store_claim(store *s, const store_claim_req *req, store_claim_result *out, dbcron_err *err);

@@ -172,7 +172,7 @@ static const char *const sql[ST__COUNT] = {
 		"$3::text[]) v(id, token) WHERE runs.id = v.id AND runs.claim_token = v.token "
 		"AND runs.node = $1::text AND runs.state = 1",
 	[ST_NODES_LAPSED] = "SELECT 1 FROM nodes WHERE state = 'alive' AND lease_until < "
-			    DBNOW " LIMIT 1",
+			    "$1::bigint LIMIT 1",
 	/* The nodes row is the mutex: of two concurrent reapers exactly one
 	 * marks each node dead and resolves its runs. */
 	[ST_NODES_EXPIRE] =
@@ -248,6 +248,7 @@ struct store_conn {
 	char *secrets[MAX_SECRETS]; /* longest first */
 	size_t nsecrets;
 	bool prepared[ST__COUNT];
+	char tune[256]; /* SET statements for a node's session, "" for none */
 	PGresult *res; /* the open result */
 	int row, nrows;
 	/* Parameter texts of the statement being sent. */
@@ -399,7 +400,8 @@ static int fail(store_conn *s, const PGresult *res, const char *what, dbcron_err
 	    sqlstate_is(res, "57P"))
 		return dbcron_err_set(err, DBCRON_ECONN, "%s: lost the connection to %s: %s", what,
 				      s->masked, msg);
-	if (sqlstate_is(res, "40001") || sqlstate_is(res, "40P01") || sqlstate_is(res, "55P03"))
+	if (sqlstate_is(res, "40001") || sqlstate_is(res, "40P01") || sqlstate_is(res, "55P03") ||
+	    sqlstate_is(res, "57014"))
 		return dbcron_err_set(err, DBCRON_EBUSY, "%s: %s", what, msg);
 	if (sqlstate_is(res, "23"))
 		return dbcron_err_set(err, DBCRON_ECONSTRAINT, "%s: %s", what, msg);
@@ -410,6 +412,35 @@ static void quiet_notices(void *arg, const char *message)
 {
 	(void)arg;
 	(void)message;
+}
+
+
+/* The node's session settings, on this connection (again after a reset). */
+static int apply_tune(store_conn *s, dbcron_err *err)
+{
+	PGresult *res = PQexec(s->conn, s->tune);
+	int rc = PQresultStatus(res) == PGRES_COMMAND_OK ? DBCRON_OK
+							 : fail(s, res, "setting session timeouts", err);
+	PQclear(res);
+	return rc;
+}
+
+/*
+ * lock_timeout a third of the lease: a row lock held by a frozen node
+ * fails our statement (retried) instead of stalling the heartbeat;
+ * idle_in_transaction_session_timeout one lease: the server ends a session
+ * frozen inside a transaction and frees what it locked; statement_timeout
+ * ten leases: a runaway statement cannot hold the db thread for good.  The
+ * isolation level is pinned at connect (options).
+ */
+static int pg_tune(store_conn *s, int64_t lease_ms, dbcron_err *err)
+{
+	int64_t lock = lease_ms / 3 > 100 ? lease_ms / 3 : 100;
+	snprintf(s->tune, sizeof(s->tune),
+		 "SET lock_timeout = %lld; SET idle_in_transaction_session_timeout = %lld; "
+		 "SET statement_timeout = %lld",
+		 (long long)lock, (long long)lease_ms, (long long)(lease_ms * 10));
+	return apply_tune(s, err);
 }
 
 /*
@@ -432,6 +463,8 @@ static int ready(store_conn *s, dbcron_err *err)
 		scrub(s, PQerrorMessage(s->conn), msg, sizeof(msg));
 		return dbcron_err_set(err, DBCRON_ECONN, "cannot reach %s: %s", s->masked, msg);
 	}
+	if (s->tune[0])
+		return apply_tune(s, err);
 	return DBCRON_OK;
 }
 
@@ -650,8 +683,10 @@ static int pg_open(const char *url, store_conn **out, dbcron_err *err)
 	 * element (a second per batch at 20,000 claimed runs). */
 	const char *const kw[] = {"connect_timeout", "client_encoding", "options", "dbname",
 				  "fallback_application_name", NULL};
-	const char *const vals[] = {"10", "UTF8", "-c plan_cache_mode=force_custom_plan", url,
-				    "dbcron", NULL};
+	const char *const vals[] = {"10", "UTF8",
+				    "-c plan_cache_mode=force_custom_plan "
+				    "-c default_transaction_isolation=read\\ committed",
+				    url, "dbcron", NULL};
 	s->conn = PQconnectdbParams(kw, vals, 1);
 	if (!s->conn)
 		goto out_oom;
@@ -784,4 +819,5 @@ const store_dialect store_pg_dialect = {
 	.in_tx = pg_in_tx,
 	.schema_read = pg_schema_read,
 	.migrate = pg_migrate,
+	.tune = pg_tune,
 };

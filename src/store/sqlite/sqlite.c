@@ -155,8 +155,8 @@ static const char *const sql[ST__COUNT] = {
 				 "node = ?1 AND state = 1",
 	[ST_RUNS_RELEASE] = "UPDATE runs SET node = NULL, claim_token = NULL WHERE id = "
 			    R(00) " AND claim_token = " R(01) " AND node = ?1 AND state = 1",
-	[ST_NODES_LAPSED] = "SELECT 1 FROM nodes WHERE state = 'alive' AND lease_until < "
-			    NOW_SQL " LIMIT 1",
+	[ST_NODES_LAPSED] = "SELECT 1 FROM nodes WHERE state = 'alive' AND lease_until < ?1 "
+			    "LIMIT 1",
 	[ST_NODES_EXPIRE] = "UPDATE nodes SET state = 'dead' WHERE state = 'alive' AND "
 			    "lease_until < ?1 RETURNING id, lease_until",
 	[ST_NODE_GET] = "SELECT incarnation, state, lease_until, host, pid FROM nodes "
@@ -671,6 +671,16 @@ out_rollback:
 	return rc;
 }
 
+/* Half a lease: a write lock held longer fails the statement (EBUSY,
+ * retried with backoff) rather than holding the db thread past its lease. */
+static int sq_tune(store_conn *q, int64_t lease_ms, dbcron_err *err)
+{
+	(void)err;
+	int64_t ms = lease_ms / 2 > 250 ? lease_ms / 2 : 250;
+	sqlite3_busy_timeout(q->db, (int)(ms < 10000 ? ms : 10000));
+	return DBCRON_OK;
+}
+
 const store_dialect store_sqlite_dialect = {
 	.version = STORE_DIALECT_VERSION,
 	.name = "sqlite",
@@ -691,4 +701,5 @@ const store_dialect store_sqlite_dialect = {
 	.in_tx = sq_in_tx,
 	.schema_read = sq_schema_read,
 	.migrate = sq_migrate,
+	.tune = sq_tune,
 };
