@@ -184,6 +184,7 @@ static void sync_release(dbcron_node *n, fire *f, const char *why)
 	inflight_running_remove(f->js, f);
 	n->running--;
 	n->inflight--;
+	dispatch_unhold(n, f->js);
 	dbcron__log(LOG_WARN, "run.fenced", LOG_STR("job", f->run.job_name),
 		    LOG_INT("fire_at", f->run.fire_at), LOG_STR("msg", "not started"),
 		    LOG_STR("reason", why));
@@ -518,12 +519,15 @@ static void wait_db(dbcron_node *n, int64_t until_mono)
 	pthread_mutex_unlock(&n->mu);
 }
 
-/* Database work that failed: log it, back off. */
-static void db_trouble(dbcron_node *n, const dbcron_err *err, int64_t *backoff)
+/* Database work that failed: log it, back off, but never past `cap` (the
+ * next heartbeat, when the heartbeat itself worked: a failing write must
+ * not starve the lease, or the node stops starting anything). */
+static void db_trouble(dbcron_node *n, const dbcron_err *err, int64_t *backoff, int64_t cap)
 {
 	dbcron__log(LOG_WARN, "db.error", LOG_STR("node", n->node_id), LOG_INT("code", err->code),
 		    LOG_STR("msg", err->msg), LOG_INT("retry_in_ms", *backoff));
-	wait_db(n, dbcron__mono_ms() + *backoff);
+	int64_t until = dbcron__mono_ms() + *backoff;
+	wait_db(n, until < cap ? until : cap);
 	*backoff = *backoff * 2 > 5000 ? 5000 : *backoff * 2;
 }
 
@@ -570,19 +574,19 @@ void dbloop_run(dbcron_node *n)
 		int64_t now = dbcron__mono_ms();
 		if (now >= next_hb) {
 			if (heartbeat(n, &err)) {
-				db_trouble(n, &err, &backoff);
+				db_trouble(n, &err, &backoff, INT64_MAX);
 				continue;
 			}
 			next_hb = now + n->cfg.heartbeat_ms;
 		}
 		if (sync_starts(n, &err) || flush(n, &err)) {
-			db_trouble(n, &err, &backoff);
+			db_trouble(n, &err, &backoff, next_hb);
 			continue;
 		}
 		if (now >= next_claim) {
 			long got = claim(n, &err);
 			if (got < 0) {
-				db_trouble(n, &err, &backoff);
+				db_trouble(n, &err, &backoff, next_hb);
 				continue;
 			}
 			/* a full batch means more may be due: claim again */

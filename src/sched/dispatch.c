@@ -68,6 +68,28 @@ static void finish_unstarted(dbcron_node *n, fire *f, dbcron_run_state st,
 			    LOG_STR("state", dbcron_run_state_name(st)), LOG_STR("reason", why));
 }
 
+/* Has any fire on the job's running list really started?  An at-most-once
+ * fire waiting for its fenced RUNNING write (STARTING) has not. */
+static bool any_started(const job_state *js)
+{
+	for (const fire *r = js->running_list; r; r = r->run_next)
+		if (r->phase != FIRE_STARTING)
+			return true;
+	return false;
+}
+
+void dispatch_unhold(dbcron_node *n, job_state *js)
+{
+	if (js->running > 0)
+		return;
+	for (fire *f; (f = fire_list_pop(&js->held));) {
+		fire_set_phase(f, FIRE_CLAIMED);
+		if (timer_push(&n->heap, &f->tn, f->run.due_at))
+			finish_unstarted(n, f, DBCRON_RUN_FAILED, "out of memory");
+	}
+	pthread_cond_signal(&n->timer_cv);
+}
+
 /* A fire of a job paused or deleted since it was claimed (mu held). */
 static void end_blocked(dbcron_node *n, fire *f)
 {
@@ -141,8 +163,11 @@ static bool start_or_hold(dbcron_node *n, fire *f, int64_t now_db)
 		case DBCRON_OVERLAP_ALLOW:
 			break;
 		case DBCRON_OVERLAP_SKIP:
-			if (f->run.due_at > f->run.fire_at)
-				goto hold; /* a catch-up or retry is owed, not skipped */
+			/* A catch-up or retry is owed, not skipped; and a
+			 * previous run still waiting for its fenced start (a
+			 * write retried after a failure) is not running yet. */
+			if (f->run.due_at > f->run.fire_at || !any_started(js))
+				goto hold;
 			n->n_skipped++;
 			finish_unstarted(n, f, DBCRON_RUN_SKIPPED, "previous run still running");
 			return false;
@@ -280,6 +305,7 @@ static void skip_start(dbcron_node *n, fire *f)
 		    LOG_INT("fire_at", f->run.fire_at), LOG_INT("attempt", f->run.attempt),
 		    LOG_INT("run", f->run.id), LOG_STR("reason", f->end_why));
 	hand_end(n, f);
+	dispatch_unhold(n, f->js);
 	pthread_mutex_unlock(&n->mu);
 }
 

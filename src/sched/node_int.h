@@ -136,5 +136,8 @@ size_t dispatch_take_unstarted(dbcron_node *n, fire_list *out);
  * on the heap, held or waiting for a fenced start, end without running
  * (SKIPPED "job paused", ABANDONED "job deleted"). */
 void dispatch_block_jobs(dbcron_node *n);
+/* A fire left its job's running list without running (mu held): with none
+ * left, the fires held behind it go back to the timer. */
+void dispatch_unhold(dbcron_node *n, job_state *js);
 
 #endif

@@ -3,7 +3,8 @@
 # docs/store.md), counted from the run log and from what the jobs write:
 #  1. a start write that fails for a while (busy) is retried: an
 #     at-most-once job's fires are not stranded SCHEDULED under the live
-#     node, and each fire that ran, ran once;
+#     node, none is skipped as "previous run still running" behind a start
+#     that was only waiting for its write, and each fire that ran, ran once;
 #  2. start writes that never land, then kill -9 of the node: the node ran
 #     fires the database still shows SCHEDULED.  The takeover ends them
 #     ABANDONED "node lost before its start was written": an at-most-once job
@@ -15,16 +16,20 @@ use_backend "${1:-sqlite}"
 
 rec() { echo 'echo "$DBCRON_JOB $DBCRON_FIRE_AT_MS $DBCRON_ATTEMPT $DBCRON_NODE" >> '"$T/$1.log"; }
 
-# --- 1. a start write busy three times ------------------------------------
+# --- 1. a start write busy six times (about 6 s of backoff) ------------
 dbc job add amo --every 1s --node-loss abandon --misfire skip -- sh -c "$(rec amo)" >/dev/null
-DBCRON_TEST_FAULTS="stmt=runs_apply,kind=busy,nth=1,times=3" start_node f1
-wait_for 30 sh -c "[ \$(wc -l < '$T/amo.log' 2>/dev/null || echo 0) -ge 4 ]" ||
+DBCRON_TEST_FAULTS="stmt=runs_apply,kind=busy,nth=1,times=6" start_node f1
+wait_for 45 sh -c "[ \$(wc -l < '$T/amo.log' 2>/dev/null || echo 0) -ge 4 ]" ||
   fail "the at-most-once job did not run after the write faults"
 sleep 3
 now=$(( $(date +%s%3N) ))
 stranded=$(runs_csv --job amo | awk -F, -v now="$now" '$4 == "scheduled" && $5 != "" && $2 < now - 3000' | wc -l)
 assert_eq "$stranded" 0 "no fire left SCHEDULED under the live node after failed start writes"
 stop_node f1
+# A fire due while the previous one still waits for its fenced start is
+# held, not skipped as "still running": nothing was running.
+assert_eq "$(runs_csv --job amo | grep -c 'previous run still running' || true)" 0 \
+  "no fire skipped for a previous run that had not started"
 dups=$(awk '{ print $1 "," $2 }' "$T/amo.log" | sort | uniq -d | wc -l)
 assert_eq "$dups" 0 "at-most-once: no fire ran twice"
 runs_where amo succeeded | cut -d, -f2 | sort > "$T/amo.db"

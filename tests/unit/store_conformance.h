@@ -801,6 +801,7 @@ static void conf_test_reap(void **state)
 	assert_int_equal(rs.rows[1].attempt, 2);
 	assert_int_equal(rs.rows[1].state, DBCRON_RUN_SCHEDULED);
 	assert_null(rs.rows[1].node);
+	conf_runs_clear(&rs);
 	/* The other was claimed, due before A's lease ended and never
 	 * written RUNNING: it may have started, so it is abandoned too. */
 	conf_assert_unwritten_retried(c, r.runs[1].run.job_name);
