@@ -5,7 +5,10 @@
  * BALLAST_MB (default 0) allocates and touches that much memory first, so
  * that the process looks like a node with a warm heap: anything that
  * copies the address space (fork) gets dearer with it, posix_spawn does
- * not.  Reports; never fails on a figure.
+ * not.  Each run also starts a guard (src/exec/proc.c): the dbcron-guard
+ * program named by $DBCRON_GUARD, else a fork of this process (this
+ * binary has no dbcron-guard next to it).  Reports; never fails on a
+ * figure.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -16,6 +19,7 @@
 #include "core/alloc.h"
 #include "core/timeutil.h"
 #include "exec/exec.h"
+#include "exec/proc.h"
 
 typedef struct arg {
 	long runs;
@@ -78,7 +82,9 @@ int main(int argc, char **argv)
 		}
 		memset(ballast, 1, n);
 	}
-	printf("bench_shell: ballast %ld MB\n", ballast_mb);
+	const char *helper = proc_guard_helper();
+	printf("bench_shell: ballast %ld MB, guards: %s\n", ballast_mb,
+	       helper ? helper : "fork (set DBCRON_GUARD=.../dbcron-guard for the helper)");
 	run(1, runs);
 	run(2, runs);
 	dbcron__free(ballast);
