@@ -71,6 +71,15 @@ check_gone() {
   pass "$what: every process of the tree and of its group is gone"
 }
 now_ms() { date +%s%3N; }
+# soft_eq GOT WANT MSG: like assert_eq, but counted in FAILS and the test goes on.
+soft_eq() {
+  if [ "$1" = "$2" ]; then
+    pass "$3"
+  else
+    echo "FAIL: $3: expected '$2', got '$1'" >&2
+    FAILS=$((FAILS + 1))
+  fi
+}
 t_section() { echo "## $*"; }
 
 # The tree: $$ (the group leader), a background sleep, a subshell whose
@@ -135,18 +144,12 @@ cases() {
   [ "$(ps -o pgid= -p "$(sed -n 2p "$T/tree-a-$m.1")" | tr -d ' ')" = "$(head -n 1 "$T/tree-a-$m.1")" ] ||
     fail "$m: the job's shell does not lead the tree's process group"
   pass "$m: tree of 4 running on $victim, in the job's own group"
-  assert_eq "$(guard_kind "$(head -n 1 "$T/tree-a-$m.1")")" "$m" "$m: the job's guard is the one this mode uses"
+  soft_eq "$(guard_kind "$(head -n 1 "$T/tree-a-$m.1")")" "$m" "$m: the job's guard is the one this mode uses"
   kill -KILL "$(pid_of "$victim")"
   check_gone "$m: node killed with SIGKILL" "$T/tree-a-$m.1" || true
   # The survivor takes the run over once the victim's lease lapses.
   wait_for "$HANG_GUARD" test -s "$T/retry-$m" || fail "$m: attempt 2 never started on $survivor"
-  verdict=$(cat "$T/retry-$m")
-  if [ "$verdict" = clean ]; then
-    pass "$m: nothing of attempt 1 was running when attempt 2 started"
-  else
-    echo "FAIL: $m: attempt 2 started while attempt 1 was still running ($verdict)" >&2
-    FAILS=$((FAILS + 1))
-  fi
+  soft_eq "$(cat "$T/retry-$m")" clean "$m: nothing of attempt 1 was running when attempt 2 started"
   assert_eq "$(cat "$T/tree-a-$m.2.node")" "$survivor" "$m: attempt 2 ran on the surviving node"
   wait_lines "$T/tree-a-$m.2" 4
   stop_node "$survivor"
@@ -194,5 +197,5 @@ cases() {
 cases helper
 cases fork
 
-[ "$FAILS" -eq 0 ] || fail "$FAILS case(s) left processes running"
+[ "$FAILS" -eq 0 ] || fail "$FAILS check(s) failed"
 echo "node_death: all checks passed"
