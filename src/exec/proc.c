@@ -8,10 +8,9 @@
  * its guard (killed and reaped by proc_reap()), the pipe's read end and a
  * pidfd.  The only global state is where the guard runs, found once.
  *
- *   spawn --> RUNNING --exit--------------------------------> reap
- *                |                                      ^    (guard: SIGKILL,
- *                |                                      |     reap; then leader)
- *                `--proc_stop--> SIGTERM+SIGCONT group  |
+ *   spawn --> RUNNING --exit--------------------------------> reap: SIGKILL and
+ *                |                                      ^      reap the guard,
+ *                `--proc_stop--> SIGTERM+SIGCONT group  |      then the leader
  *                                (grace) --exit---------+--> SIGKILL group
  *                                (grace over) ---> SIGKILL group
  *
@@ -37,7 +36,7 @@
  *
  * Where the guard runs.  Forking us for every run is simple but costs in
  * proportion to our size and, in a threaded node, stalls the other threads
- * while the page tables are copied (measured in docs/exec.md).  So the
+ * while the page tables are copied (docs/benchmarks.md has figures).  So the
  * guard normally is the dbcron-guard program next to our executable (or
  * $DBCRON_GUARD), posix_spawn'ed with the plan in its argv: only the C
  * library is loaded, nothing of ours is copied.  Without it (an embedding
