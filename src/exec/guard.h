@@ -44,7 +44,9 @@ typedef struct guard_plan {
 
 /* What the guard reports, once: the leader's pid and 0 (it has exec'd),
  * its pid and the exec errno (it has exited 127; the spawner reaps it),
- * or -1 and the errno that kept it from being created. */
+ * -1 and the errno that kept it from being created, or GUARD_BAD_ARGV
+ * and EPROTO or EINVAL from a dbcron-guard that cannot decode its argv. */
+#define GUARD_BAD_ARGV (-2)
 typedef struct guard_msg {
 	int32_t pid;
 	int32_t err;

@@ -315,7 +315,7 @@ static int start_guarded(guard_plan *gp, int ctl[2], pid_t *leader, pid_t *guard
 				    "cannot execute '%s': its guard process died before starting it", cmd);
 		goto out_reap_guard;
 	}
-	if (m.pid < 0 && (m.err == EPROTO || m.err == EINVAL) && helper_path[0]) {
+	if (m.pid == GUARD_BAD_ARGV) {
 		rc = dbcron_err_set(err, DBCRON_EIO,
 				    "cannot execute '%s': guard '%s' does not understand this dbcron "
 				    "(protocol %s; one from another build?)", cmd, helper_path, GUARD_PROTO);

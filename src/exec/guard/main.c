@@ -37,7 +37,7 @@ int main(int argc, char **argv)
 	char *end;
 	long fd = argc > 4 ? strtol(argv[4], &end, 10) : -1;
 	if (fd > 2 && fd < 65536 && argc > 4 && *end == '\0') {
-		guard_msg msg = {.pid = -1, .err = e};
+		guard_msg msg = {.pid = GUARD_BAD_ARGV, .err = e};
 		if (write((int)fd, &msg, sizeof(msg)) < 0)
 			return 2;
 	}
