@@ -6,6 +6,9 @@ build=${1:-build}
 src=$(cd "$(dirname "$0")/.." && pwd)
 export DBCRON_BIN="$build/bin/dbcron"
 echo "== cron engine"; "$build/bench/bench_cron"
+echo "== shell runs (guards in dbcron-guard, then forked)"
+DBCRON_GUARD="$build/bin/dbcron-guard" "$build/bench/bench_shell" 2000 0
+DBCRON_GUARD=fork "$build/bench/bench_shell" 2000 0
 pgdir=$(mktemp -d /tmp/dbcron-pgbench.XXXXXX)
 trap 'bash "$src/scripts/pg-tmp.sh" stop "$pgdir"' EXIT
 DBCRON_TEST_PG=$(bash "$src/scripts/pg-tmp.sh" start "$pgdir"); export DBCRON_TEST_PG
@@ -13,6 +16,7 @@ for b in sqlite pg; do
   for j in 100 1000 5000; do
     for n in 1 3; do bash "$src/bench/sched.sh" w1 $b $j $n 60; done
   done
+  W1_SHELL=1 bash "$src/bench/sched.sh" w1 $b 200 1 60
   bash "$src/bench/sched.sh" w2 $b 100000 1
   [ $b = pg ] && bash "$src/bench/sched.sh" w2 $b 100000 3
   [ $b = pg ] && bash "$src/bench/sched.sh" w3 $b

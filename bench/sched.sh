@@ -3,6 +3,8 @@
 #   bench/sched.sh w1 BACKEND JOBS NODES SECONDS   every-second storm
 #   bench/sched.sh w2 BACKEND JOBS NODES           queue drain of one-shot jobs
 #   bench/sched.sh w3 BACKEND                      failover: kill -9 one of three nodes
+# W1_SHELL=1 makes the W1 jobs shell jobs running `true` instead of the noop
+# handler (the cost of spawning a process per run); W1_FLAGS adds node flags.
 # BACKEND is sqlite or pg (pg needs DBCRON_TEST_PG, see bench/run.sh).
 # Figures come from the runs table (dbcron runs --format csv) and the nodes'
 # own statement counters (the node.stop log line).
@@ -49,9 +51,10 @@ percentiles() { # stdin: one number per line
 case "$mode" in
 w1)
   J=$3 N=$4 D=$5
-  python3 - "$J" > "$T/jobs.json" <<'PY'
+  python3 - "$J" "${W1_SHELL:-0}" > "$T/jobs.json" <<'PY'
 import json, sys
-print(json.dumps([{"name": f"w1-{i}", "cron": "* * * * * ?", "handler": "noop"} for i in range(int(sys.argv[1]))]))
+what = {"command": ["true"]} if sys.argv[2] == "1" else {"handler": "noop"}
+print(json.dumps([{"name": f"w1-{i}", "cron": "* * * * * ?", **what} for i in range(int(sys.argv[1]))]))
 PY
   "$bin" job apply "$T/jobs.json" >/dev/null
   start_nodes "$N" ${W1_FLAGS:-}
@@ -73,7 +76,7 @@ PY
   total=$(awk -F, '$4 == "succeeded"' "$T/runs.csv" | wc -l)
   st=$(statements)
   spe=$(awk -v s="$st" -v e="$total" 'BEGIN { printf "%.3f", e ? s / e : 0 }')
-  echo "W1 backend=$backend jobs=$J nodes=$N window=${secs}s expected=$expected executed=$executed duplicates=$dups misses=$((expected - executed)) other_states=[${other}] lateness_ms p50=$p50 p99=$p99 max=$max statements_per_exec=$spe"
+  echo "W1 backend=$backend exec=$([ "${W1_SHELL:-0}" = 1 ] && echo shell || echo noop) jobs=$J nodes=$N window=${secs}s expected=$expected executed=$executed duplicates=$dups misses=$((expected - executed)) other_states=[${other}] lateness_ms p50=$p50 p99=$p99 max=$max statements_per_exec=$spe"
   ;;
 w2)
   J=$3 N=$4

@@ -11,9 +11,10 @@
  * by our monotonic clock, the group gets SIGTERM and, --kill-grace later,
  * SIGKILL; the run is recorded FAILED "lease lost" and we exit 76.
  *
- * Invariants: the command never outlives a lost lease by more than the
- * grace (short of a member leaving the group with setsid); the child is
- * always reaped before we record the run.  Signals we receive are only
+ * Invariants: the command never outlives a lost lease, nor this process
+ * (kill -9 included: its guard, see exec/proc.c, stops the group), by
+ * more than the grace, short of a member leaving the group with setsid;
+ * the child is always reaped before we record the run.  Signals we receive are only
  * noted by the handler and forwarded by the loop, which wakes at least
  * every PROC_TICK_MS: the handler must not touch a proc it cannot lock.
  */
@@ -84,7 +85,8 @@ static void lock_help(FILE *f)
 		CLI_DB_HELP "\n"
 		"COMMAND runs in a process group of its own; stopping it stops everything it started\n"
 		"in that group. SIGINT, SIGTERM and SIGHUP sent to dbcron lock are passed on to the\n"
-		"group (SIGTERM is followed by SIGKILL after the grace).\n\n"
+		"group (SIGTERM is followed by SIGKILL after the grace). If dbcron lock dies, even of\n"
+		"SIGKILL, the group gets SIGTERM at once and SIGKILL after the grace.\n\n"
 		"COMMAND sees DBCRON_LOCK (name), DBCRON_LOCK_FENCE (fencing token, grows with every\n"
 		"acquisition) and DBCRON_LOCK_OWNER in its environment.\n\n"
 		"exit status: COMMAND's own status (128+N when killed by signal N); 75 when another\n"
@@ -290,7 +292,7 @@ int cli_lock(int argc, char **argv)
 		sigaction(forwarded[i], &sa, NULL);
 	/* Our own ignored signals (nohup) stay ignored for the command, as
 	 * they did when it was spawned without a process group. */
-	proc_opts po = {.argv = cmd, .envp = env, .inherit_signals = true};
+	proc_opts po = {.argv = cmd, .envp = env, .inherit_signals = true, .death_grace_ms = grace};
 	proc child;
 	int64_t t_start = db_now(db);
 	int serr = proc_spawn(&child, &po, &err);

@@ -1,43 +1,90 @@
 /*
- * Child processes in groups of their own: posix_spawnp() into a new
- * process group, a wait that reads the child's output, and the stop that
- * reaches the whole tree (SIGTERM, a grace, SIGKILL).
+ * Child processes in groups of their own: the job started in a new
+ * process group by a guard process that outlives us only to stop that
+ * group, a wait that reads the job's output, and the stop that reaches
+ * the whole tree (SIGTERM, a grace, SIGKILL).
  *
  * Owns, per proc: the leader (reaped by proc_reap() and nowhere else),
- * the pipe's read end and a pidfd.  No global state, so any number of
- * threads may each drive their own procs.
+ * its guard (killed and reaped by proc_reap()), the pipe's read end and a
+ * pidfd.  The only global state is where the guard runs, found once.
  *
- *   spawn --> RUNNING --exit--------------------------------> reap
- *                |                                      ^
- *                `--proc_stop--> SIGTERM+SIGCONT group  |
+ *   spawn --> RUNNING --exit--------------------------------> reap: SIGKILL and
+ *                |                                      ^      reap the guard,
+ *                `--proc_stop--> SIGTERM+SIGCONT group  |      then the leader
  *                                (grace) --exit---------+--> SIGKILL group
  *                                (grace over) ---> SIGKILL group
  *
+ *   we die (kill -9, crash, OOM) --> guard: SIGTERM+SIGCONT group
+ *                 --leader exits or grace over--> SIGKILL group (and itself)
+ *
+ * Why a guard.  A job must not outlive the process that runs it: when a
+ * node is killed with SIGKILL another node retries the run once the lease
+ * lapses, and the first attempt must be gone by then.  Nothing in the
+ * kernel does that for a process group.  PR_SET_PDEATHSIG on the job
+ * itself is not enough: it reaches one process, not the group; it is
+ * cleared when the job execs a setuid program; and it fires when the
+ * *thread* that forked exits, not the process.  PR_SET_CHILD_SUBREAPER
+ * on us changes where orphans go while we live, nothing once we are dead.
+ * A pipe whose EOF means "we died" needs someone to read it.  A cgroup
+ * would catch everything but needs a delegation we cannot assume.  So
+ * each job gets a guard of its own, a process that is armed (its death
+ * signal set, our pid checked) before the job exists, starts the job, and
+ * stops the job's group when we are gone (guard.c has its life).  The
+ * guard starts the leader with CLONE_PARENT, so the leader is our child:
+ * everything after the spawn is as it was with posix_spawn -- we wait for
+ * the leader, peek at it with WNOWAIT, reap it and get its own status.
+ *
+ * Where the guard runs.  Forking us for every run is simple but costs in
+ * proportion to our size and, in a threaded node, stalls the other threads
+ * while the page tables are copied (docs/benchmarks.md has figures).  So the
+ * guard normally is the dbcron-guard program next to our executable (or
+ * $DBCRON_GUARD), posix_spawn'ed with the plan in its argv: only the C
+ * library is loaded, nothing of ours is copied.  Without it (an embedding
+ * program that ships no helper, or DBCRON_GUARD=fork) the guard is a
+ * fork() of us running the same code.
+ *
  * Invariants:
  *  - every fd we open is O_CLOEXEC from birth (pipe2, pidfd), so a child
- *    another thread spawns at the same moment never inherits one;
+ *    another thread spawns at the same moment never inherits one; the
+ *    guard gets its two through posix_spawn's dup2 onto themselves, and
+ *    closes all it inherited once the leader has exec'd;
  *  - the leader is not reaped until we are done signalling the group
- *    (waitid with WNOWAIT only peeks), so its pid -- the group id -- cannot
- *    be reused by an unrelated process while we may still kill(-pgid);
+ *    (waitid with WNOWAIT only peeks) and its guard is gone, so its pid --
+ *    the group id -- cannot be reused while we or the guard may kill(-pgid);
  *  - after a stop, the exit of the leader sends SIGKILL to what is left of
- *    the group at once: stragglers do not get the rest of the grace.
+ *    the group at once: stragglers do not get the rest of the grace;
+ *  - a forked guard runs nothing but async-signal-safe code, with every
+ *    signal blocked from before the fork, so no lock another thread held
+ *    and no handler of ours can run in it.
  *
- * Costs admitted: a normal exit leaves the rest of the group alone (like
- * cron, we let daemons a command started alone); a member that called
- * setsid() or setpgid() has left the group and is out of our reach.
+ * Costs admitted: two processes per job against RLIMIT_NPROC; an exec of
+ * dbcron-guard per run (or a fork of us, see above).  A normal exit
+ * leaves the rest of the group alone (like cron, we let daemons a command
+ * started alone) and the guard leaves with the leader.  A member that
+ * called setsid() or setpgid() has left the group and is out of our
+ * reach, and so is everything if the guard itself is killed (a job that
+ * sends SIGKILL to its own group).  Linux only: CLONE_PARENT, signalfd,
+ * pidfd.
  */
 #define _GNU_SOURCE /* pipe2, GNU strerror_r */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/pidfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "core/alloc.h"
+#include "core/log.h"
 #include "core/timeutil.h"
+#include "exec/guard.h"
 #include "exec/proc.h"
 
 extern char **environ;
@@ -48,6 +95,8 @@ extern char **environ;
  * writes without pause cannot starve the deadline and kill checks. */
 #define READS_PER_TURN 16
 #define READ_CHUNK 65536
+/* execvp's search path when PATH is unset (confstr(_CS_PATH) on glibc). */
+#define DEFAULT_PATH "/bin:/usr/bin"
 
 static int64_t min64(int64_t a, int64_t b)
 {
@@ -67,85 +116,286 @@ static int fd_above_stdio(int fd)
 	return nfd;
 }
 
-static int spawn_child(const proc_opts *o, int out_fd, pid_t *pid)
+static void close_pair(int fd[2])
 {
+	for (int i = 0; i < 2; i++)
+		if (fd[i] >= 0)
+			close(fd[i]);
+	fd[0] = fd[1] = -1;
+}
+
+static void reap_blocking(pid_t pid)
+{
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+}
+
+/* ---- where the guard runs: found once, read-only afterwards ---- */
+
+static pthread_once_t helper_once = PTHREAD_ONCE_INIT;
+static char helper_path[PATH_MAX]; /* "": fork the guard */
+
+/* $DBCRON_GUARD ("fork": no helper; a path: that one, whether or not it
+ * is there, so a wrong setting fails loudly), else dbcron-guard in the
+ * directory of our executable if it is there. */
+static void find_helper(void)
+{
+	const char *env = getenv("DBCRON_GUARD");
+	char exe[PATH_MAX];
+
+	if (env && strcmp(env, "fork") == 0)
+		return;
+	if (env && env[0]) {
+		if (strlen(env) < sizeof(helper_path))
+			memcpy(helper_path, env, strlen(env) + 1);
+		return;
+	}
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return;
+	exe[n] = '\0';
+	char *slash = strrchr(exe, '/');
+	if (!slash)
+		return;
+	slash[1] = '\0';
+	int w = snprintf(helper_path, sizeof(helper_path), "%s%s", exe, GUARD_PROGRAM);
+	if (w < 0 || (size_t)w >= sizeof(helper_path) || access(helper_path, X_OK) != 0)
+		helper_path[0] = '\0';
+	if (!helper_path[0])
+		dbcron__log(LOG_DEBUG, "proc.guard", "msg=\"no %s next to %s; guards are forked\"",
+			    GUARD_PROGRAM, exe);
+}
+
+const char *proc_guard_helper(void)
+{
+	pthread_once(&helper_once, find_helper);
+	return helper_path[0] ? helper_path : NULL;
+}
+
+/* ---- starting the guard ---- */
+
+static size_t count_strings(char *const *v)
+{
+	size_t n = 0;
+	while (v[n])
+		n++;
+	return n;
+}
+
+/* posix_spawn dbcron-guard with the plan as its argv (guard.h), every
+ * signal blocked and an empty environment (the job's goes in the argv,
+ * so nothing in it -- LD_PRELOAD, say -- applies to the guard). */
+static int spawn_helper(const guard_plan *gp, pid_t *pid)
+{
+	char flags[4], out_s[16], ctl_s[16], parent_s[24], grace_s[24], mask_s[24], cmdc_s[24];
+	size_t cmdc = count_strings(gp->argv), envc = count_strings(gp->envp);
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
-	sigset_t none, dfl;
-	short flags = POSIX_SPAWN_SETPGROUP;
+	sigset_t all, dfl;
 	int e;
 
+	char **av = dbcron__calloc(GUARD_ARGV_FIXED + cmdc + 1 + envc + 1, sizeof(char *));
+	if (!av)
+		return ENOMEM;
+	uint64_t mask = 0;
+	for (int sig = 1; sig <= 64 && sig < NSIG; sig++)
+		if (sigismember(&gp->mask, sig) == 1)
+			mask |= 1ULL << (sig - 1);
+	snprintf(flags, sizeof(flags), "%s%s%s", gp->stdin_null ? "n" : "",
+		 gp->inherit_signals ? "i" : "", gp->stdin_null || gp->inherit_signals ? "" : "-");
+	snprintf(out_s, sizeof(out_s), "%d", gp->out_fd);
+	snprintf(ctl_s, sizeof(ctl_s), "%d", gp->ctl_fd);
+	snprintf(parent_s, sizeof(parent_s), "%d", (int)gp->parent);
+	snprintf(grace_s, sizeof(grace_s), "%lld", (long long)gp->grace_ms);
+	snprintf(mask_s, sizeof(mask_s), "%llx", (unsigned long long)mask);
+	snprintf(cmdc_s, sizeof(cmdc_s), "%zu", cmdc);
+	char *fixed[GUARD_ARGV_FIXED] = {
+		GUARD_PROGRAM, GUARD_PROTO, flags, out_s, ctl_s, parent_s, grace_s, mask_s,
+		(char *)gp->path, cmdc_s,
+	};
+	memcpy(av, fixed, sizeof(fixed));
+	memcpy(av + GUARD_ARGV_FIXED, gp->argv, cmdc * sizeof(char *));
+	av[GUARD_ARGV_FIXED + cmdc] = "";
+	memcpy(av + GUARD_ARGV_FIXED + cmdc + 1, gp->envp, envc * sizeof(char *));
+
 	if ((e = posix_spawn_file_actions_init(&fa)) != 0)
-		return e;
+		goto out_free_argv;
 	if ((e = posix_spawnattr_init(&attr)) != 0)
 		goto out_destroy_fa;
-	if (o->stdin_null &&
-	    (e = posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0)) != 0)
+	/* dup2 onto itself clears FD_CLOEXEC in the guard only. */
+	if ((e = posix_spawn_file_actions_adddup2(&fa, gp->ctl_fd, gp->ctl_fd)) != 0 ||
+	    (gp->out_fd >= 0 &&
+	     (e = posix_spawn_file_actions_adddup2(&fa, gp->out_fd, gp->out_fd)) != 0))
 		goto out_destroy_attr;
-	if (out_fd >= 0 &&
-	    ((e = posix_spawn_file_actions_adddup2(&fa, out_fd, 1)) != 0 ||
-	     (e = posix_spawn_file_actions_adddup2(&fa, out_fd, 2)) != 0))
+	short sflags = POSIX_SPAWN_SETSIGMASK;
+	sigfillset(&all);
+	if ((e = posix_spawnattr_setsigmask(&attr, &all)) != 0)
 		goto out_destroy_attr;
-	/* A worker thread may block signals (the node takes SIGTERM through
-	 * sigwait) and the host may ignore SIGPIPE: none of that is for the
-	 * child, which must die of the SIGTERM we send. */
-	if (!o->inherit_signals) {
-		sigemptyset(&none);
+	if (!gp->inherit_signals) {
 		sigfillset(&dfl);
 		sigdelset(&dfl, SIGKILL);
 		sigdelset(&dfl, SIGSTOP);
-		flags |= POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
-		if ((e = posix_spawnattr_setsigmask(&attr, &none)) != 0 ||
-		    (e = posix_spawnattr_setsigdefault(&attr, &dfl)) != 0)
+		sflags |= POSIX_SPAWN_SETSIGDEF;
+		if ((e = posix_spawnattr_setsigdefault(&attr, &dfl)) != 0)
 			goto out_destroy_attr;
 	}
-	if ((e = posix_spawnattr_setflags(&attr, flags)) != 0 ||
-	    (e = posix_spawnattr_setpgroup(&attr, 0)) != 0)
+	if ((e = posix_spawnattr_setflags(&attr, sflags)) != 0)
 		goto out_destroy_attr;
-	e = posix_spawnp(pid, o->argv[0], &fa, &attr, o->argv,
-			 o->envp ? o->envp : environ);
+	char *noenv[] = {NULL};
+	e = posix_spawn(pid, helper_path, &fa, &attr, av, noenv);
 out_destroy_attr:
 	posix_spawnattr_destroy(&attr);
 out_destroy_fa:
 	posix_spawn_file_actions_destroy(&fa);
+out_free_argv:
+	dbcron__free(av);
 	return e;
+}
+
+/* The guard as a fork of us.  Every signal is blocked across the fork,
+ * so no handler of ours runs in the child before guard__main (which
+ * expects them blocked). */
+static int fork_guard(const guard_plan *gp, pid_t *pid)
+{
+	sigset_t all, old;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pid_t g = fork();
+	if (g == 0)
+		guard__main(gp);
+	int e = errno;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (g < 0)
+		return e;
+	*pid = g;
+	return 0;
+}
+
+/* Read the report; false at EOF or error (the guard died first). */
+static bool read_msg(int fd, guard_msg *m)
+{
+	char *p = (char *)m;
+	size_t got = 0;
+	while (got < sizeof(*m)) {
+		ssize_t n = read(fd, p + got, sizeof(*m) - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return false;
+		got += (size_t)n;
+	}
+	return true;
+}
+
+/* Start the guard and read its report.  DBCRON_OK with *leader and *guard
+ * set, or an error (every process reaped by then). */
+static int start_guarded(guard_plan *gp, int ctl[2], pid_t *leader, pid_t *guard,
+			 dbcron_err *err)
+{
+	const char *cmd = gp->file;
+	guard_msg m;
+	char eb[128];
+	pid_t g = -1;
+	int rc;
+
+	*leader = *guard = -1;
+	int e = helper_path[0] ? spawn_helper(gp, &g) : fork_guard(gp, &g);
+	if (e != 0) {
+		if (helper_path[0])
+			return dbcron_err_set(err, DBCRON_EIO, "cannot execute '%s': guard '%s': %s",
+					      cmd, helper_path, strerror_r(e, eb, sizeof(eb)));
+		return dbcron_err_set(err, DBCRON_EIO, "cannot execute '%s': fork: %s", cmd,
+				      strerror_r(e, eb, sizeof(eb)));
+	}
+	close(ctl[1]);
+	ctl[1] = -1;
+	if (!read_msg(ctl[0], &m)) {
+		rc = dbcron_err_set(err, DBCRON_EIO,
+				    "cannot execute '%s': its guard process died before starting it", cmd);
+		goto out_reap_guard;
+	}
+	if (m.pid == GUARD_BAD_ARGV) {
+		rc = dbcron_err_set(err, DBCRON_EIO,
+				    "cannot execute '%s': guard '%s' does not understand this dbcron "
+				    "(protocol %s; one from another build?)", cmd, helper_path, GUARD_PROTO);
+		goto out_reap_guard;
+	}
+	if (m.pid > 0 && m.err != 0)
+		reap_blocking(m.pid); /* it exited 127 after the failed exec */
+	if (m.pid < 0 || m.err != 0) {
+		e = m.err ? m.err : EAGAIN;
+		rc = dbcron_err_set(err, e == ENOENT ? DBCRON_ENOTFOUND : DBCRON_EIO,
+				    "cannot execute '%s': %s", cmd, strerror_r(e, eb, sizeof(eb)));
+		goto out_reap_guard;
+	}
+	*leader = m.pid;
+	*guard = g;
+	return DBCRON_OK;
+
+out_reap_guard:
+	kill(g, SIGKILL);
+	reap_blocking(g);
+	return rc;
 }
 
 int proc_spawn(proc *p, const proc_opts *o, dbcron_err *err)
 {
 	const char *cmd = o->argv && o->argv[0] ? o->argv[0] : "";
 	int pfd[2] = {-1, -1};
+	int ctl[2] = {-1, -1};
 	char eb[128];
-	int e, rc;
+	int rc;
 
 	memset(p, 0, sizeof(*p));
 	p->pid = -1;
+	p->guard = -1;
 	p->out_fd = -1;
 	p->pidfd = -1;
 	p->kill_at_ms = INT64_MAX;
 	if (!cmd[0])
 		return dbcron_err_set(err, DBCRON_EINVAL, "cannot execute '': no command");
+	pthread_once(&helper_once, find_helper);
 	if (o->sink) {
 		if (pipe2(pfd, O_CLOEXEC) != 0) {
 			rc = dbcron_err_set(err, DBCRON_EIO, "cannot execute '%s': pipe: %s", cmd,
 					    strerror_r(errno, eb, sizeof(eb)));
-			goto out_close_pipe;
+			goto out_close_pipes;
 		}
 		pfd[0] = fd_above_stdio(pfd[0]);
 		pfd[1] = fd_above_stdio(pfd[1]);
 		if (pfd[0] < 0 || pfd[1] < 0 || fcntl(pfd[0], F_SETFL, O_NONBLOCK) != 0) {
 			rc = dbcron_err_set(err, DBCRON_EIO, "cannot execute '%s': pipe: %s", cmd,
 					    strerror_r(errno, eb, sizeof(eb)));
-			goto out_close_pipe;
+			goto out_close_pipes;
 		}
 	}
-	e = spawn_child(o, pfd[1], &p->pid);
-	if (e != 0) {
-		p->pid = -1;
-		rc = dbcron_err_set(err, e == ENOENT ? DBCRON_ENOTFOUND : DBCRON_EIO,
-				    "cannot execute '%s': %s", cmd, strerror_r(e, eb, sizeof(eb)));
-		goto out_close_pipe;
+	if (pipe2(ctl, O_CLOEXEC) != 0 || (ctl[0] = fd_above_stdio(ctl[0])) < 0 ||
+	    (ctl[1] = fd_above_stdio(ctl[1])) < 0) {
+		rc = dbcron_err_set(err, DBCRON_EIO, "cannot execute '%s': pipe: %s", cmd,
+				    strerror_r(errno, eb, sizeof(eb)));
+		goto out_close_pipes;
 	}
+	const char *path = getenv("PATH");
+	long max_fd = sysconf(_SC_OPEN_MAX);
+	guard_plan gp = {
+		.file = cmd,
+		.argv = o->argv,
+		.envp = o->envp ? o->envp : environ,
+		.path = path ? path : DEFAULT_PATH,
+		.out_fd = pfd[1],
+		.ctl_fd = ctl[1],
+		.stdin_null = o->stdin_null,
+		.inherit_signals = o->inherit_signals,
+		.parent = getpid(),
+		.grace_ms = o->death_grace_ms > 0 ? o->death_grace_ms : PROC_DEFAULT_GRACE_MS,
+		.max_fd = max_fd > 0 && max_fd < 65536 ? (int)max_fd : 65536,
+	};
+	pthread_sigmask(SIG_BLOCK, NULL, &gp.mask);
+	rc = start_guarded(&gp, ctl, &p->pid, &p->guard, err);
+	if (rc != DBCRON_OK)
+		goto out_close_pipes;
+	close_pair(ctl);
 	/* Our copy of the write end must go, or we would never see EOF. */
 	if (pfd[1] >= 0)
 		close(pfd[1]);
@@ -155,11 +405,9 @@ int proc_spawn(proc *p, const proc_opts *o, dbcron_err *err)
 	p->pidfd = pidfd_open(p->pid, 0); /* -1: fall back to short ticks */
 	return DBCRON_OK;
 
-out_close_pipe:
-	if (pfd[0] >= 0)
-		close(pfd[0]);
-	if (pfd[1] >= 0)
-		close(pfd[1]);
+out_close_pipes:
+	close_pair(ctl);
+	close_pair(pfd);
 	return rc;
 }
 
@@ -356,6 +604,14 @@ int proc_reap(proc *p, int *status)
 	if (p->pidfd >= 0)
 		close(p->pidfd);
 	p->pidfd = -1;
+	/* The guard leaves by itself once the leader has exited; killing it
+	 * saves waiting for that.  Before the leader is reaped, so that the
+	 * group id stays ours for as long as the guard may signal it. */
+	if (p->guard > 0) {
+		kill(p->guard, SIGKILL);
+		reap_blocking(p->guard);
+		p->guard = -1;
+	}
 	if (p->pid > 0) {
 		pid_t r;
 		while ((r = waitpid(p->pid, status, 0)) < 0 && errno == EINTR)

@@ -4,11 +4,18 @@
  * a command should use it too, so that there is one place that knows how
  * to stop a process tree for good.
  *
+ * The group does not outlive this process: each proc has a guard, a
+ * second child of ours that never execs and stops the group (SIGTERM,
+ * then SIGKILL after death_grace_ms) if we die without doing it, kill -9
+ * included (proc.c says how and why).
+ *
  * Contract, for every proc that proc_spawn() started: the caller ends with
- * proc_reap(), which always reaps the leader.  Until then the leader's pid
- * is the group id and stays ours (the leader is only peeked at with
- * WNOWAIT), so signalling the group can never hit an unrelated process.
- * Nothing here calls waitpid(-1), and the caller must not either.
+ * proc_reap(), which always reaps the leader and the guard.  Until then
+ * the leader's pid is the group id and stays ours (the leader is only
+ * peeked at with WNOWAIT), so signalling the group can never hit an
+ * unrelated process.  Nothing here calls waitpid(-1), and the caller must
+ * not either.  Any thread may drive a proc; the one that spawned it may
+ * exit before the reap.
  */
 #ifndef DBCRON_EXEC_PROC_H
 #define DBCRON_EXEC_PROC_H
@@ -42,10 +49,16 @@ typedef struct proc_opts {
 	 * with an empty mask and every disposition at its default, which is
 	 * what a worker thread that blocks SIGTERM needs for its children. */
 	bool inherit_signals;
+	/* If this process dies while the command runs, its group gets
+	 * SIGTERM (+SIGCONT) at once and SIGKILL this much later, or as soon
+	 * as the leader has exited (<= 0: PROC_DEFAULT_GRACE_MS). */
+	int64_t death_grace_ms;
 } proc_opts;
 
 typedef struct proc {
 	pid_t pid;           /* the leader; also the process group id */
+	pid_t guard;         /* our other child, a member of the group that
+			      * stops it if we die; -1 none */
 	int out_fd;          /* our read end (non-blocking); -1 none or EOF */
 	int pidfd;           /* -1: the kernel gave none, we tick instead */
 	proc_sink sink;
@@ -57,12 +70,14 @@ typedef struct proc {
 } proc;
 
 /*
- * Start o->argv in a new process group (pgid = its pid).  Every fd we open
- * is O_CLOEXEC from birth, so concurrent spawns on other threads never
- * inherit our pipe.  On failure nothing is left to clean up, p->pid is -1
- * and err says "cannot execute 'x': No such file or directory" (glibc
- * reports exec failures from posix_spawnp itself, so there is no exit
- * status 127 to decode).  DBCRON_ENOTFOUND for a missing command,
+ * Start o->argv in a new process group (pgid = its pid), looked up in our
+ * PATH as posix_spawnp() and execvp() do, with its guard.  Every fd we
+ * open is O_CLOEXEC from birth, so concurrent spawns on other threads
+ * never inherit our pipe.  Returns once the command has exec'd or failed
+ * to: on failure nothing is left to clean up (both children are reaped),
+ * p->pid is -1 and err says "cannot execute 'x': No such file or
+ * directory" (the exec errno comes back from the child, so there is no
+ * exit status 127 to decode).  DBCRON_ENOTFOUND for a missing command,
  * DBCRON_EINVAL for an empty argv, DBCRON_EIO otherwise.
  */
 int proc_spawn(proc *p, const proc_opts *o, dbcron_err *err);
@@ -107,12 +122,17 @@ proc_end proc_wait(proc *p, int64_t deadline_ms, const atomic_int *cancel, int64
 
 /*
  * Read what is left in the pipe (at most PROC_DRAIN_MAX_MS: a background
- * grandchild may hold the write end open), close our fds and reap the
- * leader, blocking until it has exited if it has not.  0 and *status as
+ * grandchild may hold the write end open), close our fds, kill and reap
+ * the guard, and reap the leader, blocking until it has exited if it has
+ * not.  0 and *status as
  * from waitpid, or the errno that lost the status (ECHILD when SIGCHLD is
  * ignored or someone reaped it for us).  p is spent afterwards.
  */
 int proc_reap(proc *p, int *status);
+
+/* The dbcron-guard program the guards run in, or NULL when they are
+ * forks of this process (none found, or DBCRON_GUARD=fork). */
+const char *proc_guard_helper(void);
 
 /* Exit code in the shell's convention: the status, or 128 + signal. */
 int proc_exit_code(int status);

@@ -322,6 +322,7 @@ void exec_shell(const exec_req *req, exec_result *res)
 		.stdin_null = true,
 		.sink = capture_sink,
 		.sink_ctx = &cap,
+		.death_grace_ms = req->kill_grace_ms,
 	};
 	if (proc_spawn(&child, &po, &err) != DBCRON_OK) {
 		exec__set_error(res, "%s", err.msg);

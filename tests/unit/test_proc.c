@@ -6,6 +6,12 @@
  * signal dispositions a child starts with, and fd hygiene.  Time limits
  * are hang guards or the grace being measured, with wide margins.
  *
+ * Then the guard: a spawner killed with SIGKILL takes its tree with it
+ * (after the grace when the tree ignores SIGTERM), a spawning thread that
+ * exits does not, and the guard's own shape (group member, no fds of
+ * ours, reaped).  CTest runs this file twice: guards in dbcron-guard, and
+ * forked (DBCRON_GUARD=fork).
+ *
  * The test process is a child subreaper: grandchildren orphaned by a
  * killed group come back to it, so it can reap them and prove they died
  * whatever PID 1 of the container does with zombies.
@@ -17,6 +23,8 @@
 #include <cmocka.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -358,6 +366,219 @@ static void test_status_lost(void **state)
 	assert_int_equal(proc_reap(&p, &status), ECHILD);
 }
 
+/* ---- the guard: the group does not outlive the process that spawned it ---- */
+
+static int count_fds_of(pid_t pid)
+{
+	char path[64];
+	int n = 0;
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	DIR *d = opendir(path);
+	assert_non_null(d);
+	struct dirent *e;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n;
+}
+
+static pid_t read_pid_line(const char *path, int line)
+{
+	FILE *f = fopen(path, "r");
+	long pid = 0;
+	assert_non_null(f);
+	for (int i = 0; i <= line; i++)
+		assert_int_equal(fscanf(f, "%ld", &pid), 1);
+	fclose(f);
+	return (pid_t)pid;
+}
+
+static int count_lines(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	int n = 0, c;
+	if (!f)
+		return 0;
+	while ((c = fgetc(f)) != EOF)
+		n += c == '\n';
+	fclose(f);
+	return n;
+}
+
+static void wait_lines(const char *path, int n)
+{
+	int64_t until = dbcron__mono_ms() + HANG_GUARD_MS;
+	while (count_lines(path) < n) {
+		if (dbcron__mono_ms() > until)
+			fail_msg("%s: fewer than %d lines", path, n);
+		sleep_ms(5);
+	}
+}
+
+/* The script every spawner below runs: its pid, a background sleep's and
+ * a grandchild's, one a line in $1; a fourth line once all are started. */
+#define TREE_SCRIPT "echo $$ >> \"$1\"; sleep 100 & echo $! >> \"$1\"; " \
+	"(sleep 100 & echo $! >> \"$1\"; wait) & echo $! >> \"$1\"; "
+
+static void spawn_tree(proc *p, const char *path, bool deaf, int64_t grace_ms)
+{
+	dbcron_err err = {0};
+	char *argv[] = {"sh", "-c",
+			deaf ? "trap '' TERM; " TREE_SCRIPT "while :; do sleep 1; done"
+			     : TREE_SCRIPT "wait",
+			"sh", (char *)path, NULL};
+	proc_opts po = {.argv = argv, .stdin_null = true, .death_grace_ms = grace_ms};
+	if (proc_spawn(p, &po, &err) != DBCRON_OK)
+		fail_msg("spawn: %s", err.msg);
+}
+
+/* A spawner process that starts the tree and then waits for ever (until
+ * the test kills it with SIGKILL, which no code of ours sees). */
+static pid_t start_spawner(const char *path, bool deaf, int64_t grace_ms)
+{
+	pid_t sp = fork();
+	assert_true(sp >= 0);
+	if (sp == 0) {
+		proc p;
+		spawn_tree(&p, path, deaf, grace_ms);
+		for (;;)
+			proc_wait_until(&p, INT64_MAX);
+	}
+	return sp;
+}
+
+static void make_tmp(char *path)
+{
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+}
+
+static void test_spawner_killed(void **state)
+{
+	(void)state;
+	for (int deaf = 0; deaf <= 1; deaf++) {
+		char path[] = "/tmp/dbcron-proc-XXXXXX";
+		make_tmp(path);
+		pid_t sp = start_spawner(path, deaf, 400);
+		wait_lines(path, 4);
+		pid_t tree[4];
+		for (int i = 0; i < 4; i++) {
+			tree[i] = read_pid_line(path, i);
+			assert_int_equal(getpgid(tree[i]), tree[0]);
+		}
+		int64_t t0 = dbcron__mono_ms();
+		kill(sp, SIGKILL);
+		assert_int_equal(waitpid(sp, NULL, 0), sp);
+		for (int i = 0; i < 4; i++)
+			assert_pid_gone(tree[i]);
+		int64_t took = dbcron__mono_ms() - t0;
+		/* Deaf to SIGTERM: only the SIGKILL after the grace ends it. */
+		if (deaf)
+			assert_true(took >= 400);
+		assert_true(took < HANG_GUARD_MS);
+		/* Nothing of the group is left, the guard included. */
+		assert_int_equal(kill(-tree[0], 0), -1);
+		unlink(path);
+	}
+}
+
+struct thread_spawn {
+	proc p;
+	const char *path;
+};
+
+static void *spawn_on_thread(void *arg)
+{
+	struct thread_spawn *ts = arg;
+	spawn_tree(&ts->p, ts->path, false, 300);
+	return NULL; /* the thread that forked the guard exits here */
+}
+
+/* PR_SET_PDEATHSIG fires when the *thread* that forked exits: that must
+ * not stop the job, and the guard must still act when the process dies
+ * later (the signal comes again when it is reparented). */
+static void test_spawning_thread_exits(void **state)
+{
+	(void)state;
+	char path[] = "/tmp/dbcron-proc-XXXXXX";
+	char verdict[] = "/tmp/dbcron-proc-XXXXXX";
+	make_tmp(path);
+	make_tmp(verdict);
+
+	pid_t sp = fork();
+	assert_true(sp >= 0);
+	if (sp == 0) {
+		struct thread_spawn ts = {.path = path};
+		pthread_t th;
+		if (pthread_create(&th, NULL, spawn_on_thread, &ts) != 0 || pthread_join(th, NULL) != 0)
+			_exit(1);
+		/* Room for a wrong SIGTERM to land: sleep dies of it at once. */
+		sleep_ms(300);
+		FILE *f = fopen(verdict, "w");
+		bool alive = kill(ts.p.pid, 0) == 0 && !proc_wait_until(&ts.p, dbcron__mono_ms());
+		fprintf(f, "%s\n", alive ? "alive" : "stopped");
+		fclose(f);
+		for (;;)
+			proc_wait_until(&ts.p, INT64_MAX);
+	}
+	wait_lines(verdict, 1);
+	FILE *f = fopen(verdict, "r");
+	char word[16] = "";
+	assert_int_equal(fscanf(f, "%15s", word), 1);
+	fclose(f);
+	assert_string_equal(word, "alive");
+	wait_lines(path, 4);
+	pid_t tree[4];
+	for (int i = 0; i < 4; i++)
+		tree[i] = read_pid_line(path, i);
+	kill(sp, SIGKILL);
+	assert_int_equal(waitpid(sp, NULL, 0), sp);
+	for (int i = 0; i < 4; i++)
+		assert_pid_gone(tree[i]);
+	unlink(path);
+	unlink(verdict);
+}
+
+/* The guard is a member of the group, keeps no fd of ours, goes with
+ * proc_reap; a descriptor we leave inheritable still reaches the command,
+ * as it did with posix_spawn (`exec 9>lock; dbcron lock ...`). */
+static void test_guard_shape(void **state)
+{
+	(void)state;
+	proc p;
+	int status;
+	char path[] = "/tmp/dbcron-proc-XXXXXX";
+	make_tmp(path);
+	int keep = open("/dev/null", O_RDONLY); /* not O_CLOEXEC */
+	assert_true(keep > 2);
+	char script[128];
+	snprintf(script, sizeof(script), "test -e /proc/self/fd/%d && echo $$ > \"$1\"; exec sleep 100",
+		 keep);
+
+	spawn_ok(&p, (char *[]){"sh", "-c", script, "sh", path, NULL}, NULL);
+	wait_lines(path, 1);
+	close(keep);
+	assert_int_equal(read_pid_line(path, 0), p.pid);
+	assert_true(p.guard > 0);
+	int64_t until = dbcron__mono_ms() + HANG_GUARD_MS;
+	while (getpgid(p.guard) != p.pid) { /* it joins once the leader runs */
+		if (dbcron__mono_ms() > until)
+			fail_msg("guard %d never joined group %d", (int)p.guard, (int)p.pid);
+		sleep_ms(5);
+	}
+	assert_true(count_fds_of(p.guard) <= 5); /* stdio, signalfd, pidfd */
+	pid_t guard = p.guard;
+	proc_stop(&p, 1000);
+	assert_true(proc_wait_until(&p, dbcron__mono_ms() + HANG_GUARD_MS));
+	assert_int_equal(proc_reap(&p, &status), 0);
+	assert_int_equal(proc_exit_code(status), 128 + SIGTERM);
+	assert_int_equal(kill(guard, 0), -1); /* reaped, not a zombie of ours */
+	assert_int_equal(errno, ESRCH);
+	unlink(path);
+}
+
 int main(void)
 {
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -370,6 +591,9 @@ int main(void)
 		cmocka_unit_test(test_signal_and_kill_after),
 		cmocka_unit_test(test_signal_dispositions),
 		cmocka_unit_test(test_status_lost),
+		cmocka_unit_test(test_spawner_killed),
+		cmocka_unit_test(test_spawning_thread_exits),
+		cmocka_unit_test(test_guard_shape),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,354 @@
+/*
+ * The guard: a process that starts a job's leader and outlives the
+ * spawner only to stop the job's process group (proc.c says why it
+ * exists; guard.h where it runs).  Owns nothing but itself: the leader is
+ * made the spawner's child, so the spawner waits for it and reaps it.
+ *
+ *   guard: PR_SET_PDEATHSIG, getppid() == spawner?  (no: start nothing)
+ *     --clone(CLONE_VM|CLONE_VFORK|CLONE_PARENT)--> leader: setpgid(0, 0),
+ *                       signals, stdio, exec (PATH as execvp)
+ *     report {leader pid, exec errno} on ctl_fd; close every inherited fd;
+ *     setpgid(0, leader): join the group
+ *     poll(signalfd of the death signal, pidfd of the leader):
+ *       spawner gone  --> SIGTERM+SIGCONT group; leader exits or grace
+ *                         over --> SIGKILL group (the guard with it)
+ *       leader exited --> leave: the run is over
+ *
+ * Invariants:
+ *  - the guard is armed (death signal set, parent checked) before the
+ *    leader exists, so the job never runs unguarded;
+ *  - the death signal only says "look": the guard acts when getppid() is
+ *    no longer the spawner, so a spawning thread that exits (which fires
+ *    it too, see prctl(2)) changes nothing;
+ *  - the guard signals the group only while it is a member, so the group
+ *    id cannot have been reused by then; it blocks every signal, so the
+ *    spawner's own SIGTERM to the group does not end it, and the final
+ *    SIGKILL does;
+ *  - everything here is async-signal-safe (plus system calls glibc wraps
+ *    thinly: prctl, clone, signalfd, pidfd_open, close_range), because
+ *    after a fork of a threaded spawner nothing else is; the leader runs
+ *    in the guard's memory and touches only its own stack and the plan.
+ *
+ * Costs admitted: should the guard be killed between the leader's exec
+ * and its report (two system calls), the leader runs unguarded and the
+ * spawner never learns its pid.  Linux only (CLONE_PARENT, signalfd,
+ * pidfd).
+ */
+#define _GNU_SOURCE /* clone, close_range, signalfd, CLONE_PARENT */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/pidfd.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "exec/guard.h"
+
+/* The death signal.  Which one does not matter (it stays blocked, is read
+ * from a signalfd, and getppid() decides); SIGHUP says what it means. */
+#define DEATH_SIG SIGHUP
+/* Without a signalfd or a pidfd, how often getppid() is looked at. */
+#define TICK_MS 100
+/* The leader's stack, in the guard's memory while the guard is suspended
+ * (CLONE_VFORK).  Stacks grow down on every Linux port we build for. */
+#define LEADER_STACK (256 * 1024)
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void write_full(int fd, const void *buf, size_t n)
+{
+	const char *p = buf;
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return;
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+/* ---- the leader ---- */
+
+/*
+ * execvp's search, as posix_spawnp does it (no /bin/sh retry on ENOEXEC):
+ * a name with a slash is run as it is; otherwise each PATH element in
+ * turn (empty = the current directory), going on past a missing or
+ * inaccessible file, stopping at any other error; EACCES if some file was
+ * found but not executable, else the last error.  Returns that errno.
+ */
+static int exec_search(const guard_plan *gp)
+{
+	char buf[PATH_MAX + NAME_MAX + 2];
+	size_t flen = strlen(gp->file);
+	bool eacces = false;
+	int last = ENOENT;
+
+	if (strchr(gp->file, '/')) {
+		execve(gp->file, gp->argv, gp->envp);
+		return errno;
+	}
+	if (flen > NAME_MAX)
+		return ENAMETOOLONG;
+	for (const char *p = gp->path;;) {
+		const char *end = strchr(p, ':');
+		size_t dlen = end ? (size_t)(end - p) : strlen(p);
+		if (dlen <= PATH_MAX) { /* longer elements cannot name a file */
+			size_t k = dlen;
+			memcpy(buf, p, dlen);
+			if (dlen > 0)
+				buf[k++] = '/';
+			memcpy(buf + k, gp->file, flen + 1);
+			execve(buf, gp->argv, gp->envp);
+			switch (errno) {
+			case EACCES:
+				eacces = true;
+				/* fall through */
+			case ENOENT:
+			case ESTALE:
+			case ENOTDIR:
+			case ENODEV:
+			case ETIMEDOUT:
+				last = errno;
+				break;
+			default:
+				return errno; /* found, but it cannot run */
+			}
+		}
+		if (!end)
+			break;
+		p = end + 1;
+	}
+	return eacces ? EACCES : last;
+}
+
+struct leader_arg {
+	const guard_plan *gp;
+	volatile int err; /* set by the leader before _exit; 0 after an exec */
+};
+
+/* Between clone and exec: what POSIX_SPAWN_SETPGROUP, SETSIGDEF,
+ * SETSIGMASK and the file actions do.  The leader has its own fd table
+ * and dispositions (no CLONE_FILES, no CLONE_SIGHAND), so nothing it
+ * changes reaches the guard. */
+static int leader_main(void *arg)
+{
+	struct leader_arg *la = arg;
+	const guard_plan *gp = la->gp;
+	int e = 0;
+
+	if (setpgid(0, 0) != 0) {
+		e = errno;
+		goto out_fail;
+	}
+	/* A worker thread may block signals and the host may ignore SIGPIPE:
+	 * none of that is for the job, which must die of the SIGTERM we send.
+	 * With inherit_signals ignored ones stay ignored (nohup); handlers
+	 * are reset either way before anything is unblocked, so none of the
+	 * spawner's runs here. */
+	for (int sig = 1; sig < NSIG; sig++) {
+		struct sigaction sa;
+		if (sig == SIGKILL || sig == SIGSTOP || sigaction(sig, NULL, &sa) != 0)
+			continue; /* also the C library's own, which refuse */
+		if (!gp->inherit_signals || (sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN)) {
+			memset(&sa, 0, sizeof(sa));
+			sa.sa_handler = SIG_DFL;
+			sigaction(sig, &sa, NULL);
+		}
+	}
+	if (gp->stdin_null) {
+		int fd = open("/dev/null", O_RDONLY);
+		if (fd < 0 || (fd != 0 && dup2(fd, 0) < 0)) {
+			e = errno;
+			goto out_fail;
+		}
+		if (fd != 0)
+			close(fd);
+	}
+	if (gp->out_fd >= 0 && (dup2(gp->out_fd, 1) < 0 || dup2(gp->out_fd, 2) < 0)) {
+		e = errno;
+		goto out_fail;
+	}
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, gp->inherit_signals ? &gp->mask : &none, NULL);
+	e = exec_search(gp);
+out_fail:
+	la->err = e ? e : EIO;
+	_exit(127);
+}
+
+/* The leader as a child of our parent (CLONE_PARENT), sharing our memory
+ * until it execs (CLONE_VM|CLONE_VFORK, as posix_spawn does).  Its pid
+ * once it has exec'd, with *err 0; its pid with the exec errno; or -1. */
+static pid_t spawn_leader(const guard_plan *gp, int *err)
+{
+	void *stack = mmap(NULL, LEADER_STACK, PROT_READ | PROT_WRITE,
+			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+	if (stack == MAP_FAILED) {
+		*err = errno;
+		return -1;
+	}
+	struct leader_arg la = {.gp = gp, .err = 0};
+	pid_t pid = clone(leader_main, (char *)stack + LEADER_STACK,
+			  CLONE_VM | CLONE_VFORK | CLONE_PARENT | SIGCHLD, &la);
+	*err = pid < 0 ? errno : la.err;
+	munmap(stack, LEADER_STACK);
+	return pid;
+}
+
+/* ---- the guard ---- */
+
+static void close_inherited(const guard_plan *gp)
+{
+	if (close_range(3, ~0U, 0) == 0)
+		return;
+	for (int fd = 3; fd < gp->max_fd; fd++)
+		close(fd);
+}
+
+/* The spawner is gone: SIGTERM (+SIGCONT, for a stopped member) to the
+ * group now, SIGKILL once the leader has exited (stragglers get no more
+ * grace) or the grace is over.  We are a member: the SIGKILL ends us. */
+static _Noreturn void stop_group(const guard_plan *gp, pid_t leader, int leader_fd)
+{
+	kill(-leader, SIGTERM);
+	kill(-leader, SIGCONT);
+	int64_t deadline = mono_ms() + gp->grace_ms;
+	for (;;) {
+		int64_t left = deadline - mono_ms();
+		if (left <= 0)
+			break;
+		struct pollfd pf = {.fd = leader_fd, .events = POLLIN};
+		if (poll(&pf, leader_fd >= 0 ? 1 : 0, left < 60000 ? (int)left : 60000) > 0)
+			break;
+	}
+	kill(-leader, SIGKILL);
+	_exit(0);
+}
+
+_Noreturn void guard__main(const guard_plan *gp)
+{
+	guard_msg msg;
+
+#ifdef PR_SET_PDEATHSIG
+	prctl(PR_SET_PDEATHSIG, DEATH_SIG);
+#endif
+	prctl(PR_SET_NAME, GUARD_PROGRAM);
+	/* Died before the signal was armed: nobody to report to. */
+	if (getppid() != gp->parent)
+		_exit(0);
+	int e;
+	pid_t leader = spawn_leader(gp, &e);
+	msg.pid = leader;
+	msg.err = e;
+	write_full(gp->ctl_fd, &msg, sizeof(msg));
+	if (leader < 0 || e != 0)
+		_exit(0);
+
+	close_inherited(gp); /* the report and output pipes among them */
+	/* Fails only if the leader has already left its group: then the id
+	 * is not ours to signal.  (The spawner kills us before it reaps the
+	 * leader, so the group cannot be gone while we run.) */
+	if (setpgid(0, leader) != 0)
+		_exit(0);
+	sigset_t death;
+	sigemptyset(&death);
+	sigaddset(&death, DEATH_SIG);
+	int sig_fd = signalfd(-1, &death, SFD_CLOEXEC | SFD_NONBLOCK);
+	int leader_fd = pidfd_open(leader, 0);
+	for (;;) {
+		if (getppid() != gp->parent)
+			stop_group(gp, leader, leader_fd);
+		struct pollfd pf[2] = {
+			{.fd = sig_fd, .events = POLLIN},
+			{.fd = leader_fd, .events = POLLIN},
+		};
+		int r = poll(pf, 2, sig_fd >= 0 && leader_fd >= 0 ? -1 : TICK_MS);
+		if (r > 0 && (pf[0].revents & POLLIN)) {
+			struct signalfd_siginfo si;
+			while (read(sig_fd, &si, sizeof(si)) > 0)
+				;
+		}
+		if (getppid() != gp->parent)
+			stop_group(gp, leader, leader_fd);
+		if (r > 0 && pf[1].revents)
+			_exit(0); /* the run is over; what it left is not ours */
+	}
+}
+
+/* ---- the dbcron-guard program's argv ---- */
+
+static bool parse_ll(const char *s, long long lo, long long hi, long long *out)
+{
+	char *end;
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	if (errno || end == s || *end || v < lo || v > hi)
+		return false;
+	*out = v;
+	return true;
+}
+
+int guard__parse(int argc, char **argv, guard_plan *gp)
+{
+	long long out_fd, ctl_fd, parent, grace, cmdc;
+
+	if (argc < 2)
+		return EINVAL;
+	if (strcmp(argv[1], GUARD_PROTO) != 0)
+		return EPROTO;
+	if (argc < GUARD_ARGV_FIXED + 2)
+		return EINVAL;
+	memset(gp, 0, sizeof(*gp));
+	for (const char *f = argv[2]; *f; f++) {
+		if (*f == 'n')
+			gp->stdin_null = true;
+		else if (*f == 'i')
+			gp->inherit_signals = true;
+		else if (*f != '-')
+			return EINVAL;
+	}
+	char *end;
+	errno = 0;
+	unsigned long long mask = strtoull(argv[7], &end, 16);
+	if (errno || end == argv[7] || *end)
+		return EINVAL;
+	if (!parse_ll(argv[3], -1, INT_MAX, &out_fd) || !parse_ll(argv[4], 0, INT_MAX, &ctl_fd) ||
+	    !parse_ll(argv[5], 1, INT_MAX, &parent) || !parse_ll(argv[6], 1, INT64_MAX, &grace) ||
+	    !parse_ll(argv[9], 1, argc - GUARD_ARGV_FIXED - 1, &cmdc))
+		return EINVAL;
+	sigemptyset(&gp->mask);
+	for (int sig = 1; sig <= 64 && sig < NSIG; sig++)
+		if (mask & (1ULL << (sig - 1)))
+			sigaddset(&gp->mask, sig);
+	int sep = GUARD_ARGV_FIXED + (int)cmdc;
+	if (argv[sep][0] != '\0' || !argv[GUARD_ARGV_FIXED][0])
+		return EINVAL;
+	argv[sep] = NULL; /* ends the command; the environment follows */
+	gp->file = argv[GUARD_ARGV_FIXED];
+	gp->argv = &argv[GUARD_ARGV_FIXED];
+	gp->envp = &argv[sep + 1];
+	gp->path = argv[8];
+	gp->out_fd = (int)out_fd;
+	gp->ctl_fd = (int)ctl_fd;
+	gp->parent = (pid_t)parent;
+	gp->grace_ms = grace;
+	long max_fd = sysconf(_SC_OPEN_MAX);
+	gp->max_fd = max_fd > 0 && max_fd < 65536 ? (int)max_fd : 65536;
+	return 0;
+}

@@ -1,0 +1,77 @@
+/*
+ * The guard of one proc (internal to src/exec/): the process that starts
+ * the job's leader and stops the job's group if the process that spawned
+ * it dies.  proc.c is the only user.  The same code runs in one of two
+ * places, chosen once per process by proc.c:
+ *
+ *  - the dbcron-guard program (src/exec/guard/main.c), posix_spawn'ed by
+ *    proc_spawn() with the plan encoded in its argv: nothing of the
+ *    spawning process is copied, so the cost does not grow with its size;
+ *  - a fork() of the spawning process, when no dbcron-guard is found.
+ *
+ * Either way the guard is a child of the spawner, writes one guard_msg to
+ * ctl_fd once the leader has exec'd (or failed to), and then waits.
+ */
+#ifndef DBCRON_EXEC_GUARD_H
+#define DBCRON_EXEC_GUARD_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Bumped when the argv encoding changes; a dbcron-guard that speaks
+ * another one refuses with EPROTO. */
+#define GUARD_PROTO "1"
+#define GUARD_PROGRAM "dbcron-guard"
+
+/* Everything the guard and the leader need, worked out before the guard
+ * starts: after a fork they may not allocate, call getenv or take locks. */
+typedef struct guard_plan {
+	const char *file;    /* argv[0] of the command */
+	char *const *argv;
+	char *const *envp;
+	const char *path;    /* the spawner's PATH, as posix_spawnp uses it */
+	int out_fd;          /* write end for stdout+stderr, or -1 */
+	int ctl_fd;          /* write end of the report pipe */
+	bool stdin_null;
+	bool inherit_signals;
+	sigset_t mask;       /* the spawning thread's signal mask */
+	pid_t parent;        /* the spawner's pid */
+	int64_t grace_ms;    /* SIGTERM -> SIGKILL after the spawner's death */
+	int max_fd;          /* for closing inherited fds without close_range */
+} guard_plan;
+
+/* What the guard reports, once: the leader's pid and 0 (it has exec'd),
+ * its pid and the exec errno (it has exited 127; the spawner reaps it),
+ * -1 and the errno that kept it from being created, or GUARD_BAD_ARGV
+ * and EPROTO or EINVAL from a dbcron-guard that cannot decode its argv. */
+#define GUARD_BAD_ARGV (-2)
+typedef struct guard_msg {
+	int32_t pid;
+	int32_t err;
+} guard_msg;
+
+/*
+ * Be the guard: arm the parent-death signal, check the parent is still
+ * gp->parent, start the leader as the parent's child, report, close
+ * every inherited fd, join the leader's group and wait for the parent's
+ * death (then stop the group) or the leader's exit (then leave).
+ * Async-signal-safe.  Every signal must be blocked on entry.
+ */
+_Noreturn void guard__main(const guard_plan *gp);
+
+/*
+ * dbcron-guard's argv, after argv[0]:
+ *   PROTO FLAGS OUT_FD CTL_FD PARENT GRACE_MS MASK PATH ARGC CMD... "" ENV...
+ * FLAGS: letters n (stdin from /dev/null), i (inherit signals), or "-";
+ * MASK: hex, bit n-1 set when signal n is blocked (1..64).  The "" after
+ * the command is where its NULL goes.  GUARD_ARGV_FIXED counts the slots
+ * before CMD, argv[0] included.
+ */
+#define GUARD_ARGV_FIXED 10
+/* Fill gp from such an argv (which it then points into and changes).
+ * 0, EPROTO for another protocol, EINVAL for anything malformed. */
+int guard__parse(int argc, char **argv, guard_plan *gp);
+
+#endif

@@ -1,0 +1,45 @@
+/*
+ * dbcron-guard: the guard of one job (src/exec/guard.c) as a program of
+ * its own, so that proc_spawn() can posix_spawn it instead of forking the
+ * whole spawner for every run.  Not for people: its argv is the encoding
+ * guard.h describes, its environment is empty, and it starts with every
+ * signal blocked.  It is built against the C library only and without
+ * sanitizers, because it is exec'd once per shell run.
+ *
+ * Owns nothing beyond what guard__main() does.  When the argv cannot be
+ * decoded it says so on stderr (the spawner's log) and reports the errno
+ * on the control fd if it can find one, so the run fails with a reason
+ * instead of hanging.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "exec/guard.h"
+
+int main(int argc, char **argv)
+{
+	guard_plan gp;
+	int e = guard__parse(argc, argv, &gp);
+
+	if (e == 0)
+		guard__main(&gp);
+	if (e == EPROTO)
+		fprintf(stderr, "%s: asked for protocol '%s', this one speaks %s "
+			"(a %s from another dbcron build?)\n",
+			GUARD_PROGRAM, argc > 1 ? argv[1] : "", GUARD_PROTO, GUARD_PROGRAM);
+	else
+		fprintf(stderr, "%s: malformed arguments (it is started by dbcron, not by hand)\n",
+			GUARD_PROGRAM);
+	char *end;
+	long fd = argc > 4 ? strtol(argv[4], &end, 10) : -1;
+	if (fd > 2 && fd < 65536 && argc > 4 && *end == '\0') {
+		guard_msg msg = {.pid = GUARD_BAD_ARGV, .err = e};
+		if (write((int)fd, &msg, sizeof(msg)) < 0)
+			return 2;
+	}
+	return 2;
+}
