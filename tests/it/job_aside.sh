@@ -21,7 +21,7 @@ pg) psql "$DBCRON_DB" -qAt -c "UPDATE jobs SET argv = '{not json' WHERE name = '
 esac
 
 start_node a
-wait_for 30 sh -c "[ \$(wc -l < '$T/exec.log' 2>/dev/null || echo 0) -ge 4 ]" ||
+wait_for 30 sh -c "[ \$(wc -l 2>/dev/null < '$T/exec.log' || echo 0) -ge 4 ]" ||
   fail "the good job did not keep running beside the bad ones"
 pass "the good job runs beside a job it cannot plan and one it cannot decode"
 

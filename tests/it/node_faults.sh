@@ -19,7 +19,7 @@ rec() { echo 'echo "$DBCRON_JOB $DBCRON_FIRE_AT_MS $DBCRON_ATTEMPT $DBCRON_NODE"
 # --- 1. a start write busy six times (about 6 s of backoff) ------------
 dbc job add amo --every 1s --node-loss abandon --misfire skip -- sh -c "$(rec amo)" >/dev/null
 DBCRON_TEST_FAULTS="stmt=runs_apply,kind=busy,nth=1,times=6" start_node f1
-wait_for 45 sh -c "[ \$(wc -l < '$T/amo.log' 2>/dev/null || echo 0) -ge 4 ]" ||
+wait_for 45 sh -c "[ \$(wc -l 2>/dev/null < '$T/amo.log' || echo 0) -ge 4 ]" ||
   fail "the at-most-once job did not run after the write faults"
 sleep 3
 now=$(( $(date +%s%3N) ))

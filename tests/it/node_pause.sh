@@ -14,7 +14,7 @@ dbc job add d --every 1s --misfire skip -- sh -c "$(rec d)" >/dev/null
 dbc job add steady --every 1s --misfire skip -- sh -c "$(rec steady)" >/dev/null
 
 start_node n1 --preread 4s
-wait_for 30 sh -c "[ \$(wc -l < '$T/p.log' 2>/dev/null || echo 0) -ge 2 ]" || fail "p did not run"
+wait_for 30 sh -c "[ \$(wc -l 2>/dev/null < '$T/p.log' || echo 0) -ge 2 ]" || fail "p did not run"
 
 dbc job pause p >/dev/null
 paused_at=$(date +%s%3N)
