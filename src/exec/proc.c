@@ -162,8 +162,8 @@ static void find_helper(void)
 	if (w < 0 || (size_t)w >= sizeof(helper_path) || access(helper_path, X_OK) != 0)
 		helper_path[0] = '\0';
 	if (!helper_path[0])
-		dbcron__log(LOG_DEBUG, "proc.guard", "msg=\"no %s next to %s; guards are forked\"",
-			    GUARD_PROGRAM, exe);
+		dbcron__log(LOG_DEBUG, "proc.guard", LOG_STR("helper", GUARD_PROGRAM),
+			    LOG_STR("dir", exe), LOG_STR("msg", "helper not found; guards are forked"));
 }
 
 const char *proc_guard_helper(void)

@@ -68,12 +68,15 @@ static void finish_unstarted(dbcron_node *n, fire *f, dbcron_run_state st,
 			    LOG_STR("state", dbcron_run_state_name(st)), LOG_STR("reason", why));
 }
 
-/* Has any fire on the job's running list really started?  An at-most-once
- * fire waiting for its fenced RUNNING write (STARTING) has not. */
-static bool any_started(const job_state *js)
+/* Was a run of the job going at `fire_at` (the instant of the fire being
+ * decided)?  An at-most-once fire waiting for its fenced RUNNING write
+ * (STARTING) has not started, and one that started after fire_at is a
+ * backlog run (fires claimed late after an outage start together): in time
+ * this fire would have come first, so it waits instead of being skipped. */
+static bool ran_at(const job_state *js, int64_t fire_at)
 {
-	for (const fire *r = js->running_list; r; r = r->run_next)
-		if (r->phase != FIRE_STARTING)
+	for (fire *r = js->running_list; r; r = r->run_next)
+		if (r->phase != FIRE_STARTING && atomic_load(&r->started_db) <= fire_at)
 			return true;
 	return false;
 }
@@ -163,10 +166,9 @@ static bool start_or_hold(dbcron_node *n, fire *f, int64_t now_db)
 		case DBCRON_OVERLAP_ALLOW:
 			break;
 		case DBCRON_OVERLAP_SKIP:
-			/* A catch-up or retry is owed, not skipped; and a
-			 * previous run still waiting for its fenced start (a
-			 * write retried after a failure) is not running yet. */
-			if (f->run.due_at > f->run.fire_at || !any_started(js))
+			/* A catch-up or retry is owed, not skipped; and so is
+			 * a fire no run was going at (ran_at). */
+			if (f->run.due_at > f->run.fire_at || !ran_at(js, f->run.fire_at))
 				goto hold;
 			n->n_skipped++;
 			finish_unstarted(n, f, DBCRON_RUN_SKIPPED, "previous run still running");
