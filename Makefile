@@ -13,7 +13,7 @@ deps:
 	@bash scripts/deps.sh
 
 build: deps
-	@$(CMAKE) -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@$(CMAKE) -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDBCRON_WERROR=ON >/dev/null
 	@$(CMAKE) --build $(BUILD) -j$(JOBS) -- --no-print-directory
 	@echo "dbcron binary: $(BUILD)/bin/dbcron"
 
@@ -24,7 +24,7 @@ test: build
 	@bash scripts/test.sh $(BUILD)
 
 asan: deps
-	@$(CMAKE) -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DDBCRON_SANITIZE=address >/dev/null
+	@$(CMAKE) -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DDBCRON_WERROR=ON -DDBCRON_SANITIZE=address >/dev/null
 	@$(CMAKE) --build build-asan -j$(JOBS)
 
 asan-test: asan
@@ -32,7 +32,7 @@ asan-test: asan
 	  bash scripts/test.sh build-asan
 
 tsan: deps
-	@$(CMAKE) -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DDBCRON_SANITIZE=thread >/dev/null
+	@$(CMAKE) -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DDBCRON_WERROR=ON -DDBCRON_SANITIZE=thread >/dev/null
 	@$(CMAKE) --build build-tsan -j$(JOBS)
 
 # The threaded parts: pools, timer, scheduler and node tests.
