@@ -165,9 +165,51 @@ static int64_t every_count(const dbcron_job *job, int64_t from, int64_t until)
 }
 
 /*
+ * After counting stopped at PLAN_MAX_MISSED_COUNT (the cron instant cur):
+ * the newest `keep` instants before late_limit, which are what catch-up
+ * runs, found in a window just before late_limit that doubles until it
+ * holds them or reaches back to cur.  Into ring[0..*nout-1], oldest first.
+ * Returns < 0 on error.
+ */
+static int newest_before(planner *p, const dbcron_job *job, int64_t cur, int64_t avg,
+			 int64_t late_limit, int64_t *ring, size_t keep, size_t *nout)
+{
+	int64_t span = avg * (int64_t)keep * 2;
+	for (;;) {
+		int64_t from = late_limit - span > cur ? late_limit - span : cur + 1;
+		size_t m = 0;
+		int64_t at = from - 1, nx;
+		int rc;
+		while ((rc = planner_next(p, job, at, &nx)) > 0 && nx < late_limit) {
+			ring[m % keep] = nx;
+			m++;
+			at = nx;
+		}
+		if (rc < 0)
+			return rc;
+		if (m >= keep || from == cur + 1) {
+			/* oldest first */
+			size_t n = m < keep ? m : keep;
+			int64_t *tmp = dbcron__calloc(n ? n : 1, sizeof(*tmp));
+			if (!tmp)
+				return -DBCRON_ENOMEM;
+			for (size_t i = 0; i < n; i++)
+				tmp[i] = ring[(m - n + i) % keep];
+			memcpy(ring, tmp, n * sizeof(*tmp));
+			dbcron__free(tmp);
+			*nout = n;
+			return 0;
+		}
+		span *= 2;
+	}
+}
+
+/*
  * The job's next_fire_at (*t) is older than the misfire threshold: count the
  * missed instants (bounded), write what the misfire policy says, and move
- * *t to the first instant that is not late (-1: none).
+ * *t to the first instant that is not late (-1: none).  A cron count that
+ * hit PLAN_MAX_MISSED_COUNT is a lower bound and says so, and catch-up then
+ * still runs the newest instants, not the first ones counted.
  */
 static int plan_misfire(planner *p, const dbcron_job *job, int64_t now_ms,
 			int64_t late_limit, int64_t *t)
@@ -178,6 +220,8 @@ static int plan_misfire(planner *p, const dbcron_job *job, int64_t now_ms,
 		return DBCRON_ENOMEM;
 	int64_t first = *t, count = 0, nx = -1;
 	int rc = 0;
+	bool capped = false;
+	size_t nnewest = 0; /* capped catch-up: ring[0..nnewest-1] */
 
 	if (job->kind == DBCRON_SCHED_EVERY) {
 		count = every_count(job, first, late_limit - 1);
@@ -198,6 +242,14 @@ static int plan_misfire(planner *p, const dbcron_job *job, int64_t now_ms,
 			if (count >= PLAN_MAX_MISSED_COUNT) {
 				/* Stop counting one by one; resume at the first
 				 * instant that is not late. */
+				capped = true;
+				if (job->misfire == DBCRON_MISFIRE_CATCH_UP) {
+					int64_t avg = (nx - first) / count;
+					rc = newest_before(p, job, nx - 1, avg > 0 ? avg : 1,
+							   late_limit, ring, keep, &nnewest);
+					if (rc < 0)
+						break;
+				}
 				rc = planner_next(p, job, late_limit - 1, &nx);
 				break;
 			}
@@ -219,9 +271,21 @@ static int plan_misfire(planner *p, const dbcron_job *job, int64_t now_ms,
 	switch (job->misfire) {
 	case DBCRON_MISFIRE_SKIP:
 		rc = push_fire(p, first, now_ms, DBCRON_RUN_MISFIRED, count - 1,
-			       "missed; misfire policy skip");
+			       capped ? "missed at least this many (counting stops at 100000); "
+					"misfire policy skip"
+				      : "missed; misfire policy skip");
 		break;
 	case DBCRON_MISFIRE_CATCH_UP:
+		if (capped) {
+			/* the newest instants run; everything before them is
+			 * at least `count` instants */
+			rc = push_fire(p, first, now_ms, DBCRON_RUN_MISFIRED, count - 1,
+				       "missed beyond max_catchup, at least this many "
+				       "(counting stops at 100000)");
+			for (size_t i = 0; i < nnewest && rc == 0; i++)
+				rc = push_fire(p, ring[i], now_ms, DBCRON_RUN_SCHEDULED, 0, NULL);
+			break;
+		}
 		if (nkeep < count)
 			rc = push_fire(p, first, now_ms, DBCRON_RUN_MISFIRED,
 				       count - nkeep - 1, "missed beyond max_catchup");

@@ -116,6 +116,23 @@ static void test_cron_misfire_and_bounds(void **state)
 	assert_true(out.fires[0].missed + 1 >= PLAN_MAX_MISSED_COUNT);
 	assert_true(out.nfires <= PLAN_MAX_FIRES_PER_JOB + 1);
 	assert_int_equal(out.next_fire_at, now + 1000);
+	assert_non_null(strstr(out.fires[0].error, "at least"));
+	/* catch-up past the counting bound runs the newest instants before
+	 * the misfire threshold, not the first ones counted */
+	j.id = 9;
+	j.next_fire_at = 0;
+	j.misfire = DBCRON_MISFIRE_CATCH_UP;
+	j.max_catchup = 5;
+	now = 3LL * 86400 * 1000;
+	int64_t late_limit = now - j.misfire_threshold_ms;
+	assert_int_equal(planner_plan(p, &j, now, now, &out), 0);
+	assert_int_equal(out.fires[0].state, DBCRON_RUN_MISFIRED);
+	assert_non_null(strstr(out.fires[0].error, "at least"));
+	for (int i = 1; i <= 5; i++) {
+		assert_int_equal(out.fires[i].state, DBCRON_RUN_SCHEDULED);
+		assert_int_equal(out.fires[i].fire_at, late_limit - (6 - i) * 1000);
+	}
+	assert_int_equal(out.fires[6].fire_at, late_limit);
 	/* a cron job that never fires again plans nothing more */
 	j.spec = "0 0 0 30 2 ?";
 	j.id = 8;
