@@ -537,30 +537,43 @@ static void db_trouble(dbcron_node *n, const dbcron_err *err, int64_t *backoff, 
  * (store_reap_orphans), and the run log is pruned to the retention.  A lock
  * held elsewhere is the normal case and says nothing.
  */
-static void maintenance(dbcron_node *n)
+static bool maintenance(dbcron_node *n)
 {
 	dbcron_err err = {0};
 	store_lock_row holder = {0};
-	int64_t fence, until, now, deleted = 0;
+	int64_t fence, until, now, deleted = 0, d = 0;
+	bool more = false;
 	int rc = store_lock_acquire(n->st, "dbcron:maintenance", n->node_id,
 				    5 * 60000, &fence, &until, &holder, &err);
 	store_lock_row_clear(&holder);
 	if (rc)
-		return;
+		return false;
 	size_t orphans = 0;
 	if (store_reap_orphans(n->st, &orphans, &err) == DBCRON_OK && orphans)
 		dbcron__log(LOG_WARN, "node.takeover", LOG_STR("node", n->node_id),
 			    LOG_UINT("runs", orphans),
 			    LOG_STR("msg", "resolved runs left by stopped or dead nodes"));
 	rc = DBCRON_OK;
-	if (n->cfg.retention_ms >= 0 && (rc = store_now_ms(n->st, &now, &err)) == DBCRON_OK)
-		rc = store_prune_runs(n->st, now - n->cfg.retention_ms, &deleted, &err);
+	/* Retention in batches, for at most a quarter of the lease per pass
+	 * (this is the db thread: the heartbeat waits meanwhile); what is left
+	 * goes in the next pass, a second later. */
+	if (n->cfg.retention_ms >= 0 && (rc = store_now_ms(n->st, &now, &err)) == DBCRON_OK) {
+		int64_t stop_at = dbcron__mono_ms() + n->cfg.lease_ms / 4;
+		do {
+			rc = store_prune_runs_some(n->st, now - n->cfg.retention_ms,
+						   STORE_PRUNE_BATCH, &d, &err);
+			deleted += d;
+		} while (!rc && d == STORE_PRUNE_BATCH && dbcron__mono_ms() < stop_at);
+		more = !rc && d == STORE_PRUNE_BATCH;
+	}
 	if (rc)
 		dbcron__log(LOG_WARN, "maintenance", LOG_STR("node", n->node_id), LOG_STR("msg", err.msg));
 	else if (deleted)
 		dbcron__log(LOG_INFO, "maintenance", LOG_STR("node", n->node_id),
-			    LOG_INT("pruned_runs", deleted), LOG_INT("older_than_ms", n->cfg.retention_ms));
+			    LOG_INT("pruned_runs", deleted), LOG_INT("older_than_ms", n->cfg.retention_ms),
+			    LOG_STR("more", more ? "yes" : "no"));
 	store_lock_release(n->st, "dbcron:maintenance", n->node_id, fence, &err);
+	return more;
 }
 
 void dbloop_run(dbcron_node *n)
@@ -593,8 +606,8 @@ void dbloop_run(dbcron_node *n)
 			next_claim = got >= n->cfg.claim_batch ? now : now + n->cfg.claim_interval_ms;
 		}
 		if (now >= next_maint) {
-			maintenance(n);
-			next_maint = now + n->cfg.maintenance_ms;
+			bool more = maintenance(n);
+			next_maint = now + (more ? 1000 : n->cfg.maintenance_ms);
 		}
 		backoff = 100;
 		int64_t until = next_hb < next_claim ? next_hb : next_claim;

@@ -2091,12 +2091,29 @@ int store_log_run(store *s, const dbcron_run *run, dbcron_err *err)
 	return insert_bumped(s, ST_LOG_RUN, p, 14, 2, run->due_at >= 0 ? -1 : 5, &at, &id, err);
 }
 
-int store_prune_runs(store *s, int64_t cutoff_ms, int64_t *deleted, dbcron_err *err)
+int store_prune_runs_some(store *s, int64_t cutoff_ms, int64_t limit, int64_t *deleted,
+			  dbcron_err *err)
 {
 	int64_t n = 0;
-	store_param p[] = {sp_i64(cutoff_ms)};
-	int rc = st_run(s, ST_PRUNE_RUNS, p, 1, &n, err);
+	if (limit <= 0)
+		return dbcron_err_set(err, DBCRON_EINVAL, "prune: a batch size is required");
+	store_param p[] = {sp_i64(cutoff_ms), sp_i64(limit)};
+	int rc = st_run(s, ST_PRUNE_RUNS, p, 2, &n, err);
 	if (deleted)
 		*deleted = rc ? 0 : n;
+	return rc;
+}
+
+int store_prune_runs(store *s, int64_t cutoff_ms, int64_t *deleted, dbcron_err *err)
+{
+	int64_t total = 0, n;
+	int rc;
+	do {
+		if ((rc = store_prune_runs_some(s, cutoff_ms, STORE_PRUNE_BATCH, &n, err)))
+			break;
+		total += n;
+	} while (n == STORE_PRUNE_BATCH);
+	if (deleted)
+		*deleted = total;
 	return rc;
 }

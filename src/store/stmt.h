@@ -117,7 +117,7 @@
 	 * finished, exit, missed, error, output) -> id, nothing on a clash */           \
 	X(LOG_RUN, "logging the run", "1 no duplicate fire")                             \
 	/* (cutoff): terminal runs finished before it */                                  \
-	X(PRUNE_RUNS, "pruning runs", "only terminal runs")
+	X(PRUNE_RUNS, "pruning runs", "only terminal runs, a bounded batch")
 
 typedef enum store_stmt {
 #define STORE_X_ENUM(id, what, inv) ST_##id,

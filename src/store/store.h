@@ -277,6 +277,10 @@ int store_lock_release(store *s, const char *name, const char *owner, int64_t fe
 int store_lock_list(store *s, store_lock_cb cb, void *ctx, dbcron_err *err);
 int store_log_run(store *s, const dbcron_run *run, dbcron_err *err);
 int store_prune_runs(store *s, int64_t cutoff_ms, int64_t *deleted, dbcron_err *err);
+/* One batch of store_prune_runs: at most `limit` runs, the oldest first,
+ * in one short statement (no lock held for the whole log). */
+#define STORE_PRUNE_BATCH 5000
+int store_prune_runs_some(store *s, int64_t cutoff_ms, int64_t limit, int64_t *deleted, dbcron_err *err);
 /* The backend's name: "sqlite", "postgresql". */
 const char *store_name(const store *s);
 

@@ -684,6 +684,28 @@ static void conf_test_claim_bound(void **state)
 	dbcron_job_clear(&j);
 }
 
+/* Retention goes in bounded batches, the oldest first; the whole prune
+ * loops over them. */
+static void conf_test_prune_batches(void **state)
+{
+	conf_ctx *c = *state;
+	int64_t now = conf_now(c), d = -1;
+	for (int i = 0; i < 12; i++) {
+		dbcron_run r = conf_lock_run("lock:p", now - 100000 + i, now - 90000);
+		CONF_OK(c, store_log_run(c->s, &r, &c->err));
+	}
+	CONF_OK(c, store_prune_runs_some(c->s, now - 1000, 5, &d, &c->err));
+	assert_int_equal(d, 5);
+	conf_runs rs = {.n = 0};
+	conf_list(c, "lock:p", 0, -1, 0, &rs);
+	assert_int_equal(rs.n, 7);
+	assert_int_equal(rs.rows[0].fire_at, now - 100000 + 5); /* the oldest went first */
+	conf_runs_clear(&rs);
+	CONF_OK(c, store_prune_runs(c->s, now - 1000, &d, &c->err));
+	assert_int_equal(d, 7);
+	assert_int_equal(store_prune_runs_some(c->s, now, 0, &d, &c->err), DBCRON_EINVAL);
+}
+
 #define STORE_CONFORMANCE_FAULT_TESTS                                            \
 	CONF_T(conf_test_drift_log_run_now), CONF_T(conf_test_drift_prune),      \
 	CONF_T(conf_test_drift_argv), CONF_T(conf_test_drift_zone),              \
@@ -693,6 +715,7 @@ static void conf_test_claim_bound(void **state)
 	CONF_T(conf_test_fault_apply_rolls_back),                                \
 	CONF_T(conf_test_fault_nth_and_spec), CONF_T(conf_test_alloc_failures),  \
 	CONF_T(conf_test_apply_output_bytes), CONF_T(conf_test_job_ids_not_reused), \
-	CONF_T(conf_test_set_aside), CONF_T(conf_test_claim_bound)
+	CONF_T(conf_test_set_aside), CONF_T(conf_test_claim_bound),             \
+	CONF_T(conf_test_prune_batches)
 
 #endif

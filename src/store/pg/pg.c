@@ -234,8 +234,11 @@ static const char *const sql[ST__COUNT] = {
 		"$6::bigint, $7::text, $8::text, $9::bigint, $10::bigint, $11::int, "
 		"$12::bigint, $13::text, $14::text, " DBNOW ") ON CONFLICT DO NOTHING "
 		"RETURNING id",
-	[ST_PRUNE_RUNS] = "DELETE FROM runs WHERE fire_at < $1::bigint AND finished_ms < "
-			  "$1::bigint AND state NOT IN (1, 2)",
+	/* The oldest first through runs_fire_at, a bounded batch a statement:
+	 * each holds its locks for a moment, never the whole log. */
+	[ST_PRUNE_RUNS] = "DELETE FROM runs WHERE id IN (SELECT id FROM runs WHERE fire_at < "
+			  "$1::bigint AND finished_ms < $1::bigint AND state NOT IN (1, 2) "
+			  "ORDER BY fire_at LIMIT $2::int)",
 };
 
 /* Texts scrubbed from every message: the password as libpq read it, what

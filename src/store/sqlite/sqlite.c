@@ -201,8 +201,9 @@ static const char *const sql[ST__COUNT] = {
 		"?14, " NOW_SQL ") ON CONFLICT DO NOTHING RETURNING id",
 	/* fire_at bounds the scan through its index; a terminal run's fire_at
 	 * is at most its finish (pre-read SKIPPED rows: a second later). */
-	[ST_PRUNE_RUNS] = "DELETE FROM runs WHERE fire_at < ?1 AND finished_ms < ?1 AND "
-			  "state NOT IN (1, 2)",
+	[ST_PRUNE_RUNS] = "DELETE FROM runs WHERE id IN (SELECT id FROM runs INDEXED BY "
+			  "runs_fire_at WHERE fire_at < ?1 AND finished_ms < ?1 AND state NOT IN "
+			  "(1, 2) ORDER BY fire_at LIMIT ?2)",
 };
 
 /* The statements whose batch runs row by row (the rest take a one-column
