@@ -50,6 +50,8 @@
 #include <time.h>
 #include <unistd.h>
 
+extern char **environ;
+
 #include "exec/guard.h"
 
 /* The death signal.  Which one does not matter (it stays blocked, is read
@@ -339,10 +341,12 @@ int guard__parse(int argc, char **argv, guard_plan *gp)
 	int sep = GUARD_ARGV_FIXED + (int)cmdc;
 	if (argv[sep][0] != '\0' || !argv[GUARD_ARGV_FIXED][0])
 		return EINVAL;
-	argv[sep] = NULL; /* ends the command; the environment follows */
+	argv[sep] = NULL; /* ends the command */
 	gp->file = argv[GUARD_ARGV_FIXED];
 	gp->argv = &argv[GUARD_ARGV_FIXED];
-	gp->envp = &argv[sep + 1];
+	/* The job's environment is ours (never the argv: /proc/PID/cmdline
+	 * is readable by everyone). */
+	gp->envp = environ;
 	gp->path = argv[8];
 	gp->out_fd = (int)out_fd;
 	gp->ctl_fd = (int)ctl_fd;

@@ -22,7 +22,7 @@
 
 /* Bumped when the argv encoding changes; a dbcron-guard that speaks
  * another one refuses with EPROTO. */
-#define GUARD_PROTO "1"
+#define GUARD_PROTO "2"
 #define GUARD_PROGRAM "dbcron-guard"
 
 /* Everything the guard and the leader need, worked out before the guard

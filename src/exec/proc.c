@@ -182,19 +182,22 @@ static size_t count_strings(char *const *v)
 	return n;
 }
 
-/* posix_spawn dbcron-guard with the plan as its argv (guard.h), every
- * signal blocked and an empty environment (the job's goes in the argv,
- * so nothing in it -- LD_PRELOAD, say -- applies to the guard). */
+/* posix_spawn dbcron-guard with the plan as its argv (guard.h) and every
+ * signal blocked.  The job's environment is the guard's own environment,
+ * never its argv: any user can read a process's argv in /proc/PID/cmdline,
+ * only its owner its environ, and a job's environment may hold secrets.
+ * The guard is linked statically, so LD_PRELOAD and the like in it do not
+ * apply to the guard itself. */
 static int spawn_helper(const guard_plan *gp, pid_t *pid)
 {
 	char flags[4], out_s[16], ctl_s[16], parent_s[24], grace_s[24], mask_s[24], cmdc_s[24];
-	size_t cmdc = count_strings(gp->argv), envc = count_strings(gp->envp);
+	size_t cmdc = count_strings(gp->argv);
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
 	sigset_t all, dfl;
 	int e;
 
-	char **av = dbcron__calloc(GUARD_ARGV_FIXED + cmdc + 1 + envc + 1, sizeof(char *));
+	char **av = dbcron__calloc(GUARD_ARGV_FIXED + cmdc + 2, sizeof(char *));
 	if (!av)
 		return ENOMEM;
 	uint64_t mask = 0;
@@ -216,7 +219,6 @@ static int spawn_helper(const guard_plan *gp, pid_t *pid)
 	memcpy(av, fixed, sizeof(fixed));
 	memcpy(av + GUARD_ARGV_FIXED, gp->argv, cmdc * sizeof(char *));
 	av[GUARD_ARGV_FIXED + cmdc] = "";
-	memcpy(av + GUARD_ARGV_FIXED + cmdc + 1, gp->envp, envc * sizeof(char *));
 
 	if ((e = posix_spawn_file_actions_init(&fa)) != 0)
 		goto out_free_argv;
@@ -241,8 +243,7 @@ static int spawn_helper(const guard_plan *gp, pid_t *pid)
 	}
 	if ((e = posix_spawnattr_setflags(&attr, sflags)) != 0)
 		goto out_destroy_attr;
-	char *noenv[] = {NULL};
-	e = posix_spawn(pid, helper_path, &fa, &attr, av, noenv);
+	e = posix_spawn(pid, helper_path, &fa, &attr, av, gp->envp);
 out_destroy_attr:
 	posix_spawnattr_destroy(&attr);
 out_destroy_fa:

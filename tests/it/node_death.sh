@@ -12,6 +12,7 @@
 # No fixed sleeps decide anything: every wait polls for a state and the
 # time limits are hang guards.
 source "$(dirname "$0")/nodelib.bash"
+export DBCRON_IT_SECRET="env-only-$$-$RANDOM" # reaches every job through the node
 use_backend sqlite
 
 HANG_GUARD=${HANG_GUARD:-30}   # seconds; a working guard needs about the kill grace
@@ -144,6 +145,14 @@ cases() {
   [ "$(ps -o pgid= -p "$(sed -n 2p "$T/tree-a-$m.1")" | tr -d ' ')" = "$(head -n 1 "$T/tree-a-$m.1")" ] ||
     fail "$m: the job's shell does not lead the tree's process group"
   pass "$m: tree of 4 running on $victim, in the job's own group"
+  # The job's environment (which may hold secrets) is in no process's
+  # argv, which every user can read: not the guard's either.
+  leaked=""
+  for f in /proc/[0-9]*/cmdline; do
+    c=$(tr '\0' ' ' < "$f" 2>/dev/null) || continue
+    [[ "$c" == *"$DBCRON_IT_SECRET"* ]] && leaked="$leaked ${f#/proc/}"
+  done
+  assert_eq "$leaked" "" "$m: the job's environment is in no process's command line"
   soft_eq "$(guard_kind "$(head -n 1 "$T/tree-a-$m.1")")" "$m" "$m: the job's guard is the one this mode uses"
   kill -KILL "$(pid_of "$victim")"
   check_gone "$m: node killed with SIGKILL" "$T/tree-a-$m.1" || true

@@ -2,7 +2,8 @@
  * dbcron-guard: the guard of one job (src/exec/guard.c) as a program of
  * its own, so that proc_spawn() can posix_spawn it instead of forking the
  * whole spawner for every run.  Not for people: its argv is the encoding
- * guard.h describes, its environment is empty, and it starts with every
+ * guard.h describes, its environment is the job's (never in the argv,
+ * which every user can read), and it starts with every
  * signal blocked.  It is built against the C library only and without
  * sanitizers, because it is exec'd once per shell run.
  *
