@@ -174,6 +174,8 @@ size_t store_url_secrets(const char *url, store_span *out, size_t max, bool *amb
 
 /* Length of the valid UTF-8 sequence at s, 0 when invalid. */
 size_t store_utf8_seq(const unsigned char *s);
+/* Is the whole string valid UTF-8? */
+bool store_utf8_valid(const char *s);
 
 /* A growing text for the batch encoders.  An allocation failure sets oom
  * and later appends do nothing, so an encoder checks once at the end.

@@ -1770,6 +1770,22 @@ static void free_names(char **names, size_t n)
 	dbcron__free(names);
 }
 
+/* The lost nodes under the cursor (id, lease_until) resolved, and the
+ * caller's transaction committed; on error the caller rolls back. */
+static int resolve_listed(store *s, int64_t now, size_t *touched, dbcron_err *err)
+{
+	char **names = NULL;
+	size_t nn = 0;
+	store_batch *nodes = scratch(s, 0, 2, lost_cols);
+	int rc = read_lost(s, nodes, &names, &nn, err);
+	if (!rc && nn)
+		rc = resolve_lost(s, nodes, now, touched, err);
+	if (!rc)
+		rc = tx_commit(s, err);
+	free_names(names, nn);
+	return rc;
+}
+
 /*
  * The safety net of reap: live runs held by nodes that are not alive (a
  * stop or a reap that happened before this rule, a row edited by hand)
@@ -1785,16 +1801,7 @@ int store_reap_orphans(store *s, size_t *resolved, dbcron_err *err)
 		return rc;
 	if ((rc = db_now(s, &now, err)) || (rc = store__exec(s, ST_NODES_ORPHANED, NULL, 0, err)))
 		goto out_rollback;
-	char **names = NULL;
-	size_t nn = 0;
-	store_batch *nodes = scratch(s, 0, 2, lost_cols);
-	rc = read_lost(s, nodes, &names, &nn, err);
-	if (!rc && nn)
-		rc = resolve_lost(s, nodes, now, resolved, err);
-	if (!rc)
-		rc = tx_commit(s, err);
-	free_names(names, nn);
-	if (!rc)
+	if ((rc = resolve_listed(s, now, resolved, err)) == DBCRON_OK)
 		return DBCRON_OK;
 out_rollback:
 	tx_rollback(s);
@@ -1846,16 +1853,7 @@ int store_reap_before(store *s, int64_t before, size_t *reaped, dbcron_err *err)
 	store_param p[] = {sp_i64(before < now ? before : now)};
 	if ((rc = store__exec(s, ST_NODES_EXPIRE, p, 1, err)))
 		goto out_rollback;
-	char **names = NULL;
-	size_t nn = 0;
-	store_batch *nodes = scratch(s, 0, 2, lost_cols);
-	rc = read_lost(s, nodes, &names, &nn, err);
-	if (!rc && nn)
-		rc = resolve_lost(s, nodes, now, reaped, err);
-	if (!rc)
-		rc = tx_commit(s, err);
-	free_names(names, nn);
-	if (!rc)
+	if ((rc = resolve_listed(s, now, reaped, err)) == DBCRON_OK)
 		return DBCRON_OK;
 out_rollback:
 	tx_rollback(s);

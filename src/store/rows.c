@@ -156,7 +156,7 @@ void store_text_free(store_text *b)
 	*b = (store_text){0};
 }
 
-static bool valid_utf8(const char *s)
+bool store_utf8_valid(const char *s)
 {
 	for (const unsigned char *p = (const unsigned char *)s; *p;) {
 		size_t n = store_utf8_seq(p);
@@ -180,7 +180,7 @@ int store__argv_encode(const dbcron_job *job, char **out, dbcron_err *err)
 	int rc = DBCRON_OK;
 	for (int i = 0; i < job->argc; i++) {
 		const char *v = job->argv[i] ? job->argv[i] : "";
-		if (!valid_utf8(v)) {
+		if (!store_utf8_valid(v)) {
 			rc = dbcron_err_set(err, DBCRON_EINVAL,
 					    "job '%s': command argument %d is not valid UTF-8",
 					    job->name, i + 1);

@@ -337,17 +337,6 @@ static void sq_reset(store_conn *q)
 	q->done = true;
 }
 
-static bool utf8_ok(const char *s)
-{
-	for (const unsigned char *p = (const unsigned char *)s; *p;) {
-		size_t n = store_utf8_seq(p);
-		if (!n)
-			return false;
-		p += n;
-	}
-	return true;
-}
-
 /* Bind row r of a row-by-row batch at ?100, ?101, ...  A TEXT_CLEAN cell
  * that is not UTF-8 is bound as a copy with '?' for the bad bytes, as the
  * JSON encoder does. */
@@ -360,7 +349,7 @@ static int bind_row(store_conn *q, sqlite3_stmt *st, const store_batch *bt, size
 			sqlite3_bind_null(st, i);
 		} else if (bt->cols[c] == BC_I64 || bt->cols[c] == BC_BOOL) {
 			sqlite3_bind_int64(st, i, v->i);
-		} else if (bt->cols[c] == BC_TEXT || utf8_ok(v->s)) {
+		} else if (bt->cols[c] == BC_TEXT || store_utf8_valid(v->s)) {
 			sqlite3_bind_text(st, i, v->s, -1, SQLITE_STATIC);
 		} else {
 			store_text *b = &q->jb;
