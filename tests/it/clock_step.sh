@@ -41,13 +41,7 @@ faked "$DBCRON_BIN" node --node-id b --lease 3s >"$T/node-b.log" 2>&1 &
 NODE_PIDS+=($!); PID_b=$!
 wait_for 30 sh -c "[ \$(wc -l 2>/dev/null < '$T/exec.log' || echo 0) -ge 10 ]" || fail "the nodes ran nothing"
 sleep 2
-sql_inc() {
-  local q="SELECT id || ':' || incarnation || ':' || state FROM nodes ORDER BY id"
-  case "$backend" in
-  sqlite) sqlite3 "${DBCRON_DB#sqlite:}" "$q" ;;
-  pg) psql "$DBCRON_DB" -qAt -c "$q" ;;
-  esac | tr '\n' ' '
-}
+sql_inc() { sql "SELECT id || ':' || incarnation || ':' || state FROM nodes ORDER BY id" | tr '\n' ' '; }
 before=$(sql_inc)
 
 echo "+10m" > "$T/clock"

@@ -15,10 +15,7 @@ dbc job add broken --every 1s -- true >/dev/null
 dbc job add good --every 1s --misfire skip -- sh -c "$RECORD" >/dev/null
 
 # A row that no longer decodes: its command is not a JSON array any more.
-case "${1:-sqlite}" in
-sqlite) sqlite3 "${DBCRON_DB#sqlite:}" "UPDATE jobs SET argv = '{not json' WHERE name = 'broken'" ;;
-pg) psql "$DBCRON_DB" -qAt -c "UPDATE jobs SET argv = '{not json' WHERE name = 'broken'" >/dev/null ;;
-esac
+sql "UPDATE jobs SET argv = '{not json' WHERE name = 'broken'" >/dev/null
 
 start_node a
 wait_for 30 sh -c "[ \$(wc -l 2>/dev/null < '$T/exec.log' || echo 0) -ge 4 ]" ||

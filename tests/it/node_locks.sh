@@ -8,12 +8,6 @@
 source "$(dirname "$0")/nodelib.bash"
 backend=${1:-sqlite}
 use_backend "$backend"
-sql() {
-  case "$backend" in
-  sqlite) sqlite3 "${DBCRON_DB#sqlite:}" "$1" ;;
-  pg) psql "$DBCRON_DB" -qAt -c "$1" ;;
-  esac
-}
 
 dbc job add slow --every 10s -- sh -c "$RECORD; sleep 7" >/dev/null
 for i in 1 2 3; do

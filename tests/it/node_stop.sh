@@ -9,12 +9,6 @@
 source "$(dirname "$0")/nodelib.bash"
 backend=${1:-sqlite}
 use_backend "$backend"
-sql() {
-  case "$backend" in
-  sqlite) sqlite3 "${DBCRON_DB#sqlite:}" "$1" ;;
-  pg) psql "$DBCRON_DB" -qAt -c "$1" ;;
-  esac
-}
 
 dbc job add long --at now -- sh -c 'echo "$DBCRON_ATTEMPT $DBCRON_NODE" >> '"$T/long.log"'; sleep 3' >/dev/null
 # Every write after the first (the start) fails: the outcome cannot land.

@@ -35,6 +35,7 @@ assert_le() { [ "$1" -le "$2" ] || fail "$3: expected <= $2, got $1"; pass "$3 (
 
 # use_backend sqlite|pg: sets DBCRON_DB to a fresh database.
 use_backend() {
+  BACKEND=$1
   case "$1" in
   sqlite) export DBCRON_DB="sqlite:$T/dbcron.db" ;;
   pg)
@@ -49,6 +50,15 @@ use_backend() {
 }
 
 dbc() { "$DBCRON_BIN" "$@"; }
+
+# sql QUERY: run it on the test database (sqlite3 or psql), rows on stdout.
+# For setting up states no command can make, and for reading what none shows.
+sql() {
+  case "$BACKEND" in
+  sqlite) sqlite3 "${DBCRON_DB#sqlite:}" "$1" ;;
+  pg) psql "$DBCRON_DB" -qAt -c "$1" ;;
+  esac
+}
 
 # start_node NAME [flags...]: a node in the background, log in $T/node-NAME.log
 start_node() {
