@@ -98,8 +98,9 @@ static const char *const sql[ST__COUNT] = {
 		"claim_token, finished_ms, missed, error, created_ms) VALUES (" R(00) ", "
 		R(01) ", " R(02) ", 1, " R(03) ", " R(04) ", CASE WHEN " R(03) " = 1 THEN "
 		"?1 END, CASE WHEN " R(03) " = 1 THEN ?2 END, CASE WHEN " R(03) " <> 1 THEN "
-		"?3 END, " R(05) ", " R(06) ", ?3) ON CONFLICT DO NOTHING RETURNING id, "
-		"job_id, job_name, fire_at, state, due_at, missed",
+		"?3 END, " R(05) ", " R(06) ", ?3) ON CONFLICT DO NOTHING",
+		/* "RETURNING id, job_id, job_name, fire_at, state, due_at,
+		 * missed": see made_kind */
 	[ST_JOBS_ADVANCE] = "UPDATE jobs SET next_fire_at = " R(01) " WHERE id = " R(00),
 	/* The partial index walks unclaimed runs in due order and stops at the
 	 * limit (without statistics the planner would pick (node, state)). */
@@ -117,8 +118,8 @@ static const char *const sql[ST__COUNT] = {
 		"started_ms), finished_ms = coalesce(" R(04) ", finished_ms), exit_code = "
 		"CASE WHEN " R(05) " THEN " R(06) " ELSE exit_code END, error = coalesce("
 		R(07) ", error), output = coalesce(" R(08) ", output) WHERE id = " R(00)
-		" AND claim_token = " R(01) " AND node = ?1 AND state IN (1, 2) "
-		"RETURNING id",
+		" AND claim_token = " R(01) " AND node = ?1 AND state IN (1, 2)",
+		/* "RETURNING id": see made_kind */
 	[ST_RETRY_INSERT] =
 		"INSERT INTO runs(job_id, job_name, fire_at, attempt, state, due_at, "
 		"created_ms) SELECT r.job_id, r.job_name, r.fire_at, r.attempt + 1, 1, "
@@ -216,10 +217,16 @@ static const bool per_row[ST__COUNT] = {
 };
 
 /* Run row by row, a RETURNING clause costs SQLite a temporary table per
- * row (a third of `job apply`'s time).  These statements' one row of
- * output, (id, cell 0 of the batch row), is made from
- * sqlite3_last_insert_rowid() instead. */
-static const bool inserted_row[ST__COUNT] = {[ST_JOBS_INSERT] = true};
+ * row (a third of `job apply`'s time, a tenth of a queue drain's).  These
+ * statements' one row of output per changed row is made instead:
+ *   MADE_INSERTED: (sqlite3_last_insert_rowid(), cell 0, cell 1, ...), the
+ *     RETURNING list being the new id followed by the inserted cells;
+ *   MADE_UPDATED: (cell 0, ...), the RETURNING list being the row's key. */
+enum { MADE_NONE, MADE_INSERTED, MADE_UPDATED };
+static const unsigned char made_kind[ST__COUNT] = {
+	[ST_JOBS_INSERT] = MADE_INSERTED, [ST_FIRES_INSERT] = MADE_INSERTED,
+	[ST_RUNS_APPLY] = MADE_UPDATED,
+};
 
 struct store_conn {
 	sqlite3 *db;
@@ -232,7 +239,10 @@ struct store_conn {
 	int64_t changes;
 	const store_batch *rows; /* a row-by-row batch being run, else NULL */
 	size_t next_row;
-	bool made_row; /* the current row is (made_id, cell 0 of made_cell) */
+	bool made_row; /* the current row is made (see made_kind[]): column c
+			* is made_id while c < made_off, else cell c - made_off
+			* of made_cell's row */
+	int made_off;
 	int64_t made_id;
 	const store_cell *made_cell;
 	store_text jb; /* the JSON of a one-column batch; a cleaned cell */
@@ -387,10 +397,11 @@ static int rows_advance(store_conn *q, dbcron_err *err)
 			return -fail(q, rc, store_stmt_what(q->cur_id), err);
 		int ch = sqlite3_changes(q->db);
 		q->changes += ch;
-		if (inserted_row[q->cur_id] && ch == 1) {
+		if (made_kind[q->cur_id] && ch == 1) {
 			q->made_row = true;
-			q->made_id = sqlite3_last_insert_rowid(q->db);
 			q->made_cell = &bt->cells[(q->next_row - 1) * (size_t)bt->ncols];
+			q->made_off = made_kind[q->cur_id] == MADE_INSERTED;
+			q->made_id = q->made_off ? sqlite3_last_insert_rowid(q->db) : q->made_cell->i;
 			return 1;
 		}
 	}
@@ -503,21 +514,23 @@ static int sq_next(store_conn *q, dbcron_err *err)
 static bool sq_col_null(store_conn *q, int c)
 {
 	if (q->made_row)
-		return c == 1 && q->made_cell->null;
+		return c >= q->made_off && q->made_cell[c - q->made_off].null;
 	return sqlite3_column_type(q->cur, c) == SQLITE_NULL;
 }
 
 static int64_t sq_col_i64(store_conn *q, int c)
 {
 	if (q->made_row)
-		return c == 0 ? q->made_id : q->made_cell->i;
+		return c < q->made_off ? q->made_id : q->made_cell[c - q->made_off].i;
 	return sqlite3_column_int64(q->cur, c);
 }
 
 static const char *sq_col_text(store_conn *q, int c)
 {
 	if (q->made_row)
-		return c == 1 && !q->made_cell->null ? q->made_cell->s : NULL;
+		return c >= q->made_off && !q->made_cell[c - q->made_off].null
+			       ? q->made_cell[c - q->made_off].s
+			       : NULL;
 	return (const char *)sqlite3_column_text(q->cur, c);
 }
 
