@@ -16,6 +16,7 @@
 #ifndef DBCRON_TEST_STORE_CONFORMANCE_H
 #define DBCRON_TEST_STORE_CONFORMANCE_H
 
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -27,6 +28,7 @@
 
 #include "core/alloc.h"
 #include "dbcron/job.h"
+#include "store/stmt.h"
 #include "store/store.h"
 
 static const char *(*store_conf_fresh_url)(void);
@@ -947,6 +949,73 @@ static void conf_test_reap_unwritten_starts(void **state)
 	store_close(sb);
 }
 
+/* A start write in flight while its node is reaped. */
+struct conf_racing_start {
+	store *s;
+	store_update u;
+	int rc;
+	dbcron_err err;
+};
+
+static void *conf_racing_start_main(void *arg)
+{
+	struct conf_racing_start *a = arg;
+	a->rc = store_apply(a->s, "R", &a->u, 1, &a->err);
+	return NULL;
+}
+
+/* A run moving SCHEDULED -> RUNNING while a reaper resolves its node: the
+ * start's transaction holds the row (its COMMIT stalled by the fault seam)
+ * when the reap reaches it.  However the two interleave, the run must end
+ * resolved: a reap that reads the row as SCHEDULED, then finds it RUNNING
+ * after the lock wait, must still abandon it, never leave it RUNNING under a
+ * dead node. */
+static void conf_test_reap_racing_start(void **state)
+{
+	conf_ctx *c = *state;
+	int64_t now = conf_now(c);
+	dbcron_job j;
+	conf_job(&j, "race", now - 100);
+	j.max_retries = 0;
+	CONF_OK(c, conf_upsert(c, &j, 1));
+	dbcron_job_clear(&j);
+	struct conf_racing_start a = {0};
+	assert_int_equal(conf_open(c, &a.s), 0);
+	store_node_info nr;
+	conf_node(&nr, "R", "inc-r", 300);
+	CONF_OK(c, store_node_register(a.s, &nr, &c->err));
+	conf_planner p = {.stop = now};
+	store_claim_result r;
+	CONF_OK(c, conf_claim(c, a.s, "R", "tr", 10, &p, &r));
+	assert_int_equal(r.nruns, 1);
+	a.u = conf_update(&r.runs[0], DBCRON_RUN_RUNNING);
+	a.u.started_ms = now;
+	a.u.job_next_fire_at = now + 60000; /* a follow-up: its own transaction */
+	conf_sleep_ms(400);                   /* R's lease has ended */
+	store_fault f = {.stmt = ST_COMMIT, .nth = 1, .times = 1,
+			 .kind = STORE_FAULT_STALL, .stall_ms = 1500};
+	CONF_OK(c, store_fault_add(a.s, &f, &c->err));
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, conf_racing_start_main, &a), 0);
+	conf_sleep_ms(300); /* the start's UPDATE holds the row */
+	size_t reaped = 0;
+	CONF_OK(c, store_reap(c->s, &reaped, &c->err));
+	pthread_join(th, NULL);
+	if (a.rc)
+		fail_msg("start write: %s", a.err.msg);
+	assert_true(a.u.applied);
+	assert_int_equal(store_fault_hits(a.s), 1);
+	assert_int_equal(reaped, 1);
+	conf_runs rs = {0};
+	conf_list(c, "race", 0, -1, 0, &rs);
+	assert_int_equal(rs.n, 1);
+	assert_int_equal(rs.rows[0].state, DBCRON_RUN_ABANDONED);
+	assert_string_equal(rs.rows[0].error, "node lost");
+	conf_runs_clear(&rs);
+	store_claim_result_clear(&r);
+	store_close(a.s);
+}
+
 static void conf_test_node_stop_release(void **state)
 {
 	conf_ctx *c = *state;
@@ -1131,7 +1200,7 @@ static void conf_test_locks(void **state)
 	CONF_T(conf_test_claim_two_claimers),                                   \
 	CONF_T(conf_test_claim_statements), CONF_T(conf_test_apply),            \
 	CONF_T(conf_test_reap), CONF_T(conf_test_node_register_resolves),       \
-	CONF_T(conf_test_reap_unwritten_starts), CONF_T(conf_test_node_stop_release), CONF_T(conf_test_runs_list),       \
+	CONF_T(conf_test_reap_unwritten_starts), CONF_T(conf_test_reap_racing_start), CONF_T(conf_test_node_stop_release), CONF_T(conf_test_runs_list),       \
 	CONF_T(conf_test_locks)
 
 #endif
