@@ -295,7 +295,12 @@ static int plan_misfire(planner *p, const dbcron_job *job, int64_t now_ms,
 		break;
 	case DBCRON_MISFIRE_FIRE_ONCE:
 	default:
-		rc = push_fire(p, first, now_ms, DBCRON_RUN_SCHEDULED, count - 1, NULL);
+		/* the run itself carries the note: its error column says the
+		 * count is a lower bound (kept when the run succeeds) */
+		rc = push_fire(p, first, now_ms, DBCRON_RUN_SCHEDULED, count - 1,
+			       capped ? "missed at least this many before this run (counting "
+					"stops at 100000); misfire policy fire_once"
+				      : NULL);
 		break;
 	}
 	if (rc)

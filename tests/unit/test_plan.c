@@ -117,6 +117,20 @@ static void test_cron_misfire_and_bounds(void **state)
 	assert_true(out.nfires <= PLAN_MAX_FIRES_PER_JOB + 1);
 	assert_int_equal(out.next_fire_at, now + 1000);
 	assert_non_null(strstr(out.fires[0].error, "at least"));
+	/* fire_once past the bound: the one run says its count is a lower
+	 * bound; below the bound it carries no note */
+	j.next_fire_at = 0;
+	j.misfire = DBCRON_MISFIRE_FIRE_ONCE;
+	assert_int_equal(planner_plan(p, &j, now, now, &out), 0);
+	assert_int_equal(out.fires[0].state, DBCRON_RUN_SCHEDULED);
+	assert_true(out.fires[0].missed + 1 >= PLAN_MAX_MISSED_COUNT);
+	assert_non_null(out.fires[0].error);
+	assert_non_null(strstr(out.fires[0].error, "at least"));
+	j.next_fire_at = now - 600000;
+	assert_int_equal(planner_plan(p, &j, now, now, &out), 0);
+	assert_int_equal(out.fires[0].state, DBCRON_RUN_SCHEDULED);
+	assert_int_equal(out.fires[0].missed, 599 - j.misfire_threshold_ms / 1000);
+	assert_null(out.fires[0].error);
 	/* catch-up past the counting bound runs the newest instants before
 	 * the misfire threshold, not the first ones counted */
 	j.id = 9;
