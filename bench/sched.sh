@@ -3,6 +3,9 @@
 #   bench/sched.sh w1 BACKEND JOBS NODES SECONDS   every-second storm
 #   bench/sched.sh w2 BACKEND JOBS NODES           queue drain of one-shot jobs
 #   bench/sched.sh w3 BACKEND                      failover: kill -9 one of three nodes
+#   bench/sched.sh w4 BACKEND JOBS PER_MIN MINUTES a large table: JOBS daily cron
+#                                                  jobs, PER_MIN of them due each minute;
+#                                                  the node's RSS and claim time
 # W1_SHELL=1 makes the W1 jobs shell jobs running `true` instead of the noop
 # handler (the cost of spawning a process per run); W1_FLAGS adds node flags.
 # BACKEND is sqlite or pg (pg needs DBCRON_TEST_PG, see bench/run.sh).
@@ -135,5 +138,48 @@ PY
     END { m = 0; for (j in mn) for (t = mn[j]; t < mx[j] - 5000; t += 1000) if (!((j "," sprintf("%.0f", t)) in seen)) m++; print m }' "$T/runs.csv")
   echo "W3 backend=$backend jobs=100 nodes=3 killed=$victim at 20s holding=$held fires; takeover (start lateness of those fires) ms p50=$tp50 max=$tmax; all fires after the kill: lateness ms p50=$p50 p99=$p99 max=$max duplicates=$dups misses=$misses"
   ;;
-*) echo "mode must be w1, w2 or w3" >&2; exit 2 ;;
+w4)
+  J=$3 R=$4 M=$5
+  # job i fires daily at S + (i / R) minutes + its share of that minute, so
+  # R distinct jobs are due each minute from S on and every fire is a job
+  # the node has not run before (its per-job state is new each time)
+  S=$(( $(date +%s) + ${W4_LEAD:-90} ))
+  python3 - "$J" "$R" "$S" > "$T/jobs.json" <<'PY'
+import json, sys
+J, R, S = (int(a) for a in sys.argv[1:4])
+out = []
+for i in range(J):
+    t = (S + (i // R) * 60 + (i % R) * 60 // R) % 86400
+    out.append({"name": f"w4-{i}", "cron": f"{t % 60} {t // 60 % 60} {t // 3600} * * ?", "tz": "UTC", "handler": "noop"})
+print(json.dumps(out))
+PY
+  a0=$(date +%s%3N)
+  "$bin" job apply --max-bytes $((512 << 20)) "$T/jobs.json" >/dev/null
+  a1=$(date +%s%3N)
+  [ "$(date +%s)" -lt "$S" ] || { echo "w4: job apply took past the start; raise W4_LEAD" >&2; exit 1; }
+  start_nodes 1
+  end=$(( S + M * 60 + 2 ))
+  peak=0 rss_at_start=""
+  while [ "$(date +%s)" -lt "$end" ]; do
+    r=$(ps -o rss= -p "${PIDS[0]}" 2>/dev/null | tr -d ' ')
+    [ -n "$r" ] || break
+    [ -n "$rss_at_start" ] || { [ "$(date +%s)" -ge "$S" ] && rss_at_start=$r; }
+    [ "$r" -gt "$peak" ] && peak=$r
+    sleep 1
+  done
+  stop_nodes
+  "$bin" runs --format csv --limit 0 | tail -n +2 > "$T/runs.csv"
+  lo=$(( S * 1000 )); hi=$(( (S + M * 60 - 5) * 1000 ))
+  expected=$(python3 -c "import sys; J,R,W=map(int,sys.argv[1:]); print(sum(1 for i in range(J) if (i//R)*60+(i%R)*60//R < W))" "$J" "$R" "$((M * 60 - 5))")
+  awk -F, -v lo="$lo" -v hi="$hi" '$2 >= lo && $2 < hi' "$T/runs.csv" > "$T/win.csv"
+  executed=$(awk -F, '$4 == "succeeded"' "$T/win.csv" | wc -l)
+  dups=$(awk -F, '$3 == 1 { print $1 "," $2 }' "$T/win.csv" | sort | uniq -d | wc -l)
+  read -r p50 p99 max < <(awk -F, '$6 != "" { print $6 - $2 }' "$T/win.csv" | percentiles)
+  log=$(grep 'node.stop' "$T/node1.log" | tail -1)
+  field() { echo "$log" | grep -o "$1=[0-9]*" | cut -d= -f2; }
+  claims=$(field claims) cms=$(field claim_ms)
+  cmean=$(awk -v s="$cms" -v c="$claims" 'BEGIN { printf "%.2f", c ? s / c : 0 }')
+  echo "W4 backend=$backend jobs=$J due_per_min=$R minutes=$M apply_ms=$((a1 - a0)) expected=$expected executed=$executed duplicates=$dups misses=$((expected - executed)) lateness_ms p50=$p50 p99=$p99 max=$max claims=$claims claim_ms_mean=$cmean claim_ms_max=$(field claim_ms_max) job_states_at_stop=$(field job_states) rss_kib_at_start=${rss_at_start:-n/a} rss_kib_peak=$peak"
+  ;;
+*) echo "mode must be w1, w2, w3 or w4" >&2; exit 2 ;;
 esac

@@ -431,18 +431,40 @@ static int heartbeat(dbcron_node *n, dbcron_err *err)
 	return rc;
 }
 
+/*
+ * How many fires the fast workers can start by their fire times: each
+ * starts one now, then one per mean run time within the preread window.
+ * Until a run has finished the mean is unknown and each worker counts for
+ * one, so a node that starts with long jobs leaves the rest of an instant's
+ * fires to nodes with idle workers instead of queueing them behind its own
+ * (mu held).  Returns SIZE_MAX when runs take no measurable time.
+ */
+static size_t start_capacity(const dbcron_node *n)
+{
+	double w = n->cfg.workers;
+	if (!n->runs_timed)
+		return (size_t)w;
+	if (n->run_ms_mean < 0.01)
+		return SIZE_MAX;
+	double c = w * (1.0 + (double)n->cfg.preread_ms / n->run_ms_mean);
+	return c >= (double)SIZE_MAX / 2 ? SIZE_MAX : (size_t)c;
+}
+
 static size_t claim_budget(dbcron_node *n)
 {
 	pthread_mutex_lock(&n->mu);
 	size_t used = n->inflight;
 	bool lease_ok = dbcron__mono_ms() < n->lease_ok_until_mono;
 	bool stopping = n->stopping;
+	size_t can = start_capacity(n);
 	pthread_mutex_unlock(&n->mu);
 	if (!lease_ok || stopping)
 		return 0;
 	if (pool_load(n->fast) >= pool_capacity(n->fast))
 		return 0;
 	size_t max = (size_t)n->cfg.max_inflight;
+	if (can < max)
+		max = can;
 	size_t free_ = used < max ? max - used : 0;
 	return free_ < (size_t)n->cfg.claim_batch ? free_ : (size_t)n->cfg.claim_batch;
 }
@@ -461,9 +483,14 @@ static long claim(dbcron_node *n, dbcron_err *err)
 		.plan = planner_plan, .plan_ctx = n->plan,
 	};
 	store_claim_result res = {0};
+	int64_t t0 = dbcron__mono_ms();
 	int rc = store_claim(n->st, &req, &res, err);
 	if (rc)
 		return -1;
+	int64_t took = dbcron__mono_ms() - t0;
+	n->claim_ms_sum += took;
+	if (took > n->claim_ms_max)
+		n->claim_ms_max = took;
 	n->n_claims++;
 	for (size_t i = 0; i < res.naside; i++)
 		dbcron__log(LOG_WARN, "job.set_aside", LOG_STR("job", res.aside[i].name),
@@ -576,11 +603,13 @@ static bool maintenance(dbcron_node *n)
 	return more;
 }
 
+#define JOB_SWEEP_MS 10000
+
 void dbloop_run(dbcron_node *n)
 {
 	int64_t next_maint = dbcron__mono_ms() + 2000;
 	int64_t next_hb = dbcron__mono_ms() + n->cfg.heartbeat_ms;
-	int64_t next_claim = 0, backoff = 100;
+	int64_t next_claim = 0, backoff = 100, next_sweep = next_maint;
 	dbcron_err err = {0};
 
 	while (!atomic_load(&n->stop_requested)) {
@@ -608,6 +637,12 @@ void dbloop_run(dbcron_node *n)
 		if (now >= next_maint) {
 			bool more = maintenance(n);
 			next_maint = now + (more ? 1000 : n->cfg.maintenance_ms);
+		}
+		if (now >= next_sweep) {
+			/* a node that ran a million jobs once holds only those
+			 * still in flight (and the job ids see_jobs asks about) */
+			dispatch_sweep_jobs(n, now);
+			next_sweep = now + JOB_SWEEP_MS;
 		}
 		backoff = 100;
 		int64_t until = next_hb < next_claim ? next_hb : next_claim;

@@ -349,6 +349,11 @@ static void worker_main(void *arg)
 	inflight_running_remove(js, f);
 	n->running--;
 	note_run_time(js, &f->res);
+	if (!f->slow) {
+		/* 1/16: follows a change of load within a few dozen runs */
+		n->run_ms_mean += ((double)took - n->run_ms_mean) / (n->runs_timed ? 16.0 : 1.0);
+		n->runs_timed++;
+	}
 	record_end(f);
 	/* Logged before the fire is handed to the db thread, which frees it
 	 * once its final state is written. */
@@ -377,6 +382,13 @@ static void worker_main(void *arg)
 
 	if (next)
 		dispatch_submit(n, next);
+}
+
+void dispatch_sweep_jobs(dbcron_node *n, int64_t now_mono)
+{
+	pthread_mutex_lock(&n->mu);
+	inflight_jobs_sweep(&n->jobs, now_mono, SLOW_WINDOW_MS);
+	pthread_mutex_unlock(&n->mu);
 }
 
 void dispatch_cancel_running(dbcron_node *n, const fire_cancel *why)

@@ -180,6 +180,7 @@ fire *fire_new(struct dbcron_node *n, job_state *js, const store_claimed *c)
 	f->node = n;
 	f->js = js;
 	f->tn.idx = SIZE_MAX;
+	f->tn.tie = c->run.fire_at; /* same due: older instant first */
 	f->run = c->run;
 	f->run.job_name = dbcron__strdup(c->run.job_name);
 	f->run.node = dbcron__strdup(c->run.node);
@@ -301,6 +302,54 @@ job_state *inflight_job_get(inflight_jobs *t, int64_t job_id)
 		t->used++;
 	}
 	return t->slots[i];
+}
+
+static bool js_idle(const job_state *js, int64_t now_mono, int64_t keep_ms)
+{
+	if (js->running || js->running_list || js->nsnaps || !fire_list_empty(&js->held))
+		return false;
+	for (unsigned i = 0; i < INFLIGHT_SLOW_RING; i++)
+		if (js->slow_at[i] && now_mono - js->slow_at[i] <= keep_ms)
+			return false;
+	return true;
+}
+
+size_t inflight_jobs_sweep(inflight_jobs *t, int64_t now_mono, int64_t keep_ms)
+{
+	size_t live = 0;
+	for (size_t i = 0; i < t->nslots; i++)
+		if (t->slots[i] && !js_idle(t->slots[i], now_mono, keep_ms))
+			live++;
+	if (live == t->used)
+		return 0;
+	/* rebuilt rather than deleted in place: linear probing would need
+	 * backward-shift deletion, and a sweep is rare */
+	size_t ns = 256;
+	while (ns < live * 4)
+		ns *= 2;
+	job_state **a = dbcron__calloc(ns, sizeof(*a));
+	if (!a)
+		return 0;
+	size_t freed = 0;
+	for (size_t i = 0; i < t->nslots; i++) {
+		job_state *js = t->slots[i];
+		if (!js)
+			continue;
+		if (js_idle(js, now_mono, keep_ms)) {
+			dbcron__free(js);
+			freed++;
+			continue;
+		}
+		size_t j = js_slot(js->job_id, ns);
+		while (a[j])
+			j = (j + 1) & (ns - 1);
+		a[j] = js;
+	}
+	dbcron__free(t->slots);
+	t->slots = a;
+	t->nslots = ns;
+	t->used = live;
+	return freed;
 }
 
 /* Only after every fire is gone (the fires point into the states). */

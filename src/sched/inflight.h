@@ -145,8 +145,10 @@ struct fire {
 
 #define INFLIGHT_SLOW_RING 11 /* slow-run times kept per job */
 
-/* Per job, created at its first claim and kept for the node's life (the
- * fires point at it). */
+/* Per job, created at its first claim and kept while anything of the job
+ * is in flight or its slow-run ring still counts (the fires point at it);
+ * inflight_jobs_sweep() frees the rest, so a node's memory follows the jobs
+ * it is running, not every job it ever ran. */
 struct job_state {
 	int64_t job_id;
 	int running; /* fires on running_list */
@@ -202,6 +204,11 @@ static inline bool fire_list_empty(const fire_list *l) { return !l->head; }
 /* The job's state, created on first use; NULL when out of memory. */
 job_state *inflight_job_get(inflight_jobs *t, int64_t job_id);
 void inflight_jobs_free(inflight_jobs *t);
+/* Free the states with no fire, no snapshot and no slow run ended within
+ * keep_ms of now_mono, rebuilding the table around the rest.  Only on the
+ * thread that calls inflight_job_get(), with the node's mutex held.
+ * Returns how many were freed (0 also when out of memory: nothing changes). */
+size_t inflight_jobs_sweep(inflight_jobs *t, int64_t now_mono, int64_t keep_ms);
 void inflight_running_add(job_state *js, fire *f);
 void inflight_running_remove(job_state *js, fire *f);
 

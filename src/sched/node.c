@@ -115,7 +115,9 @@ static void graceful_stop(dbcron_node *n)
 	dbcron__log(LOG_INFO, "node.stop", LOG_STR("node", n->node_id),
 		    LOG_UINT("claims", n->n_claims), LOG_UINT("claimed", n->n_claimed),
 		    LOG_UINT("finished", n->n_finished), LOG_UINT("skipped", n->n_skipped),
-		    LOG_UINT("fenced", n->n_fenced), LOG_UINT("statements", n->st->stmt_count));
+		    LOG_UINT("fenced", n->n_fenced), LOG_UINT("statements", n->st->stmt_count),
+		    LOG_INT("claim_ms", n->claim_ms_sum),
+		    LOG_INT("claim_ms_max", n->claim_ms_max), LOG_UINT("job_states", n->jobs.used));
 }
 
 int dbcron_node_run(dbcron_node *n, dbcron_err *err)

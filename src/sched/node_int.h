@@ -65,12 +65,18 @@ struct dbcron_node {
 				      * (pauses and deletes; reported in each
 				      * heartbeat) */
 
+	/* mu: mean run time of the fast pool's recent runs (an EWMA), for
+	 * the claim's start capacity; runs_timed == 0 until one finished */
+	double run_ms_mean;
+	uint64_t runs_timed;
+
 	pool *fast, *slow;
 	store *st;      /* db thread only */
 	planner *plan;  /* db thread only (the claim calls it) */
 
 	/* counters for the stop summary and benchmarks */
 	uint64_t n_claims, n_claimed;        /* db thread */
+	int64_t claim_ms_sum, claim_ms_max;  /* db thread: store_claim's time */
 	uint64_t n_finished, n_fenced;       /* db thread, under mu */
 	uint64_t n_skipped;                  /* mu */
 };
@@ -139,5 +145,8 @@ void dispatch_block_jobs(dbcron_node *n);
 /* A fire left its job's running list without running (mu held): with none
  * left, the fires held behind it go back to the timer. */
 void dispatch_unhold(dbcron_node *n, job_state *js);
+/* Free the states of jobs with nothing in flight whose slow runs no longer
+ * count (db thread, takes mu). */
+void dispatch_sweep_jobs(dbcron_node *n, int64_t now_mono);
 
 #endif

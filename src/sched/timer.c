@@ -23,7 +23,11 @@ void timer_free(timer_heap *h)
 
 static int less(const timer_node *x, const timer_node *y)
 {
-	return x->due < y->due || (x->due == y->due && x->seq < y->seq);
+	if (x->due != y->due)
+		return x->due < y->due;
+	if (x->tie != y->tie)
+		return x->tie < y->tie;
+	return x->seq < y->seq;
 }
 
 static void place(timer_heap *h, size_t i, timer_node *t)

@@ -1,7 +1,10 @@
 /*
- * The fire timer: a binary min-heap of intrusive nodes keyed by (due, seq).
- * Ties break first-in-first-out through seq, so fires due at the same
- * millisecond start in claim order.  Not thread-safe: the node guards it.
+ * The fire timer: a binary min-heap of intrusive nodes keyed by (due, tie,
+ * seq).  The owner sets tie before the push (the fire's instant): fires
+ * due at the same millisecond start oldest instant first, whatever order a
+ * claim returned them in (catch-up fires and runs taken over share their
+ * due time; an UPDATE ... RETURNING has no order).  Equal ties break
+ * first-in-first-out through seq.  Not thread-safe: the node guards it.
  */
 #ifndef DBCRON_SCHED_TIMER_H
 #define DBCRON_SCHED_TIMER_H
@@ -11,6 +14,7 @@
 
 typedef struct timer_node {
 	int64_t due; /* database-clock ms */
+	int64_t tie; /* second key, set by the owner; 0 if unused */
 	uint64_t seq;
 	size_t idx; /* position in the heap; SIZE_MAX when not queued */
 } timer_node;

@@ -280,6 +280,59 @@ static void test_free_checks_phase(void **state)
 	inflight_jobs_free(&t);
 }
 
+/* A node keeps the states of jobs in flight, not of every job it ran: the
+ * sweep frees idle states (no fire, no snapshot, no counting slow run) and
+ * keeps the others where lookups find them. */
+static void test_sweep_frees_idle_states(void **state)
+{
+	(void)state;
+	inflight_jobs t = {0};
+	enum { N = 5000 };
+	for (int64_t id = 1; id <= N; id++)
+		assert_non_null(inflight_job_get(&t, id));
+	assert_int_equal(t.used, N);
+	size_t big = t.nslots;
+
+	char *argv[] = {"true", "x", NULL};
+	dbcron_job j = shell_job(argv);
+	dbcron_run r;
+	store_claimed c = claimed(&r, &j, 1000);
+	job_state *busy = inflight_job_get(&t, 7); /* a fire in flight */
+	fire *f = fire_new(NULL, busy, &c);
+	assert_non_null(f);
+	job_state *slow = inflight_job_get(&t, 9); /* a slow run 30 s ago */
+	slow->slow_at[0] = 100000 - 30000;
+	job_state *old = inflight_job_get(&t, 11); /* one 90 s ago: no longer counts */
+	old->slow_at[0] = 100000 - 90000;
+	job_state *held = inflight_job_get(&t, 13); /* a held fire */
+	fire *h = fire_new(NULL, held, &c);
+	assert_non_null(h);
+	fire_list_push(&held->held, h);
+
+	assert_int_equal(inflight_jobs_sweep(&t, 100000, 60000), N - 3);
+	assert_int_equal(t.used, 3);
+	assert_true(t.nslots < big);
+	assert_ptr_equal(inflight_job_get(&t, 7), busy);
+	assert_ptr_equal(inflight_job_get(&t, 9), slow);
+	assert_ptr_equal(inflight_job_get(&t, 13), held);
+	/* the freed states come back empty when their job is claimed again */
+	job_state *again = inflight_job_get(&t, 11);
+	assert_ptr_not_equal(again, NULL);
+	assert_int_equal(again->slow_at[0], 0);
+	assert_int_equal(t.used, 4);
+
+	fire_list_unlink(&held->held, h);
+	done(h);
+	done(f);
+	assert_int_equal(inflight_jobs_sweep(&t, 100000, 60000), 3);
+	assert_int_equal(t.used, 1); /* the slow one */
+	/* nothing idle: nothing changes */
+	assert_int_equal(inflight_jobs_sweep(&t, 100000, 60000), 0);
+	assert_int_equal(inflight_jobs_sweep(&t, 200000, 60000), 1);
+	assert_int_equal(t.used, 0);
+	inflight_jobs_free(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -288,6 +341,7 @@ int main(void)
 		cmocka_unit_test(test_lists),
 		cmocka_unit_test(test_snapshot_per_job),
 		cmocka_unit_test(test_free_checks_phase),
+		cmocka_unit_test(test_sweep_frees_idle_states),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

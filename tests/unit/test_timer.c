@@ -1,4 +1,5 @@
-/* The fire timer: order, FIFO ties, removal, every node popped once. */
+/* The fire timer: order, the owner's tie, FIFO ties, removal, every node
+ * popped once. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -46,10 +47,36 @@ static void test_order_and_fifo(void **state)
 	timer_free(&h);
 }
 
+/* Same due time: the owner's tie (a fire's instant) decides, then FIFO. */
+static void test_tie_before_fifo(void **state)
+{
+	(void)state;
+	timer_heap h;
+	timer_init(&h);
+	enum { N = 1000 };
+	static timer_node nodes[N];
+	srandom(11);
+	for (int i = 0; i < N; i++) {
+		nodes[i].tie = random() % 20;
+		assert_int_equal(timer_push(&h, &nodes[i], 100 + random() % 3), 0);
+	}
+	timer_node *t, *last = NULL;
+	while ((t = timer_pop(&h))) {
+		if (last && last->due == t->due) {
+			assert_true(t->tie >= last->tie);
+			if (t->tie == last->tie)
+				assert_true(t->seq > last->seq);
+		}
+		last = t;
+	}
+	timer_free(&h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_order_and_fifo),
+		cmocka_unit_test(test_tie_before_fifo),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
