@@ -84,6 +84,25 @@ static void fill_update(store_update *u, const fire *f)
 }
 
 /*
+ * A final write refused after an earlier try of it failed ambiguously: did
+ * that try land?  The row then holds our outcome under our claim, and the
+ * refusal is not a fence (the log must not say the run was taken from us).
+ * A failed read says no: the fenced line is the cautious report.
+ */
+static bool final_write_landed(dbcron_node *n, const store_update *u)
+{
+	dbcron_run r;
+	dbcron_err e = {0};
+	memset(&r, 0, sizeof(r));
+	if (store_run_get(n->st, u->run_id, &r, &e))
+		return false;
+	bool ours = r.state == u->state && r.node && strcmp(r.node, n->node_id) == 0 &&
+		    r.claim_token && strcmp(r.claim_token, u->token) == 0;
+	dbcron_run_clear(&r);
+	return ours;
+}
+
+/*
  * Write every pending start and end in one batch.  A STARTED fire becomes
  * RUNNING as its start is taken, a FINISHED one WRITING; a fire whose final
  * state went out (or was refused by the fence) is freed.
@@ -135,6 +154,10 @@ static int flush(dbcron_node *n, dbcron_err *err)
 	pthread_mutex_unlock(&n->mu);
 
 	int rc = store_apply(n->st, n->node_id, ups, k, err);
+	bool *ours = rc ? NULL : dbcron__calloc(k, sizeof(*ours));
+	for (size_t i = 0; ours && i < k; i++)
+		if (!ups[i].applied && batch[i]->write_doubt && batch[i]->phase == FIRE_WRITING)
+			ours[i] = final_write_landed(n, &ups[i]);
 	pthread_mutex_lock(&n->mu);
 	if (rc) {
 		/* Keep them for the next try (database away); the lease
@@ -148,6 +171,8 @@ static int flush(dbcron_node *n, dbcron_err *err)
 				fire_set_phase(f, FIRE_STARTED);
 			else
 				continue;
+			if (rc == DBCRON_ECONN)
+				f->write_doubt = true;
 			fire_list_push(&n->pending, f);
 		}
 		n->db_kicked = false;
@@ -155,7 +180,13 @@ static int flush(dbcron_node *n, dbcron_err *err)
 	}
 	for (size_t i = 0; i < k; i++) {
 		fire *f = batch[i];
-		if (!ups[i].applied) {
+		if (ours && ours[i]) {
+			dbcron__log(LOG_INFO, "run.write_confirmed", LOG_STR("job", f->run.job_name),
+				    LOG_INT("fire_at", f->run.fire_at), LOG_INT("attempt", f->run.attempt),
+				    LOG_INT("run", f->run.id),
+				    LOG_STR("state", dbcron_run_state_name(ups[i].state)),
+				    LOG_STR("msg", "an earlier try whose reply was lost had written it"));
+		} else if (!ups[i].applied) {
 			n->n_fenced++;
 			dbcron__log(LOG_WARN, "run.fenced", LOG_STR("job", f->run.job_name),
 				    LOG_INT("fire_at", f->run.fire_at), LOG_INT("attempt", f->run.attempt),
@@ -173,6 +204,7 @@ static int flush(dbcron_node *n, dbcron_err *err)
 	}
 out_unlock:
 	pthread_mutex_unlock(&n->mu);
+	dbcron__free(ours);
 	dbcron__free(ups);
 	dbcron__free(batch);
 	return rc;
@@ -469,6 +501,26 @@ static size_t claim_budget(dbcron_node *n)
 	return free_ < (size_t)n->cfg.claim_batch ? free_ : (size_t)n->cfg.claim_batch;
 }
 
+/* Claims in doubt go back to the pool before the next claim, so the next
+ * claim (ours or another node's) takes their runs as it takes any other. */
+static int release_doubtful(dbcron_node *n, dbcron_err *err)
+{
+	while (n->ndoubt) {
+		const char *tok = n->doubt_tokens[n->ndoubt - 1];
+		size_t k = 0;
+		int rc = store_runs_release_claim(n->st, n->node_id, tok, &k, err);
+		if (rc)
+			return rc;
+		if (k)
+			dbcron__log(LOG_WARN, "claim.released", LOG_STR("node", n->node_id),
+				    LOG_STR("token", tok), LOG_UINT("runs", k),
+				    LOG_STR("msg", "a claim whose reply was lost had committed; its runs "
+						   "are claimable again"));
+		n->ndoubt--;
+	}
+	return DBCRON_OK;
+}
+
 /* One claim; returns how many fires it took (or -1 on error). */
 static long claim(dbcron_node *n, dbcron_err *err)
 {
@@ -485,6 +537,19 @@ static long claim(dbcron_node *n, dbcron_err *err)
 	store_claim_result res = {0};
 	int64_t t0 = dbcron__mono_ms();
 	int rc = store_claim(n->st, &req, &res, err);
+	if (rc == DBCRON_ECONN) {
+		/* the COMMIT may have landed: runs stamped with this token
+		 * would wait under our name for a start that never comes */
+		if (n->ndoubt == NODE_MAX_DOUBT) {
+			dbcron__log(LOG_WARN, "claim.doubt", LOG_STR("node", n->node_id),
+				    LOG_STR("token", n->doubt_tokens[0]),
+				    LOG_STR("msg", "too many claims in doubt; the oldest is left to the reap"));
+			memmove(n->doubt_tokens[0], n->doubt_tokens[1],
+				sizeof(n->doubt_tokens[0]) * (NODE_MAX_DOUBT - 1));
+			n->ndoubt--;
+		}
+		memcpy(n->doubt_tokens[n->ndoubt++], token, sizeof(token));
+	}
 	if (rc)
 		return -1;
 	int64_t took = dbcron__mono_ms() - t0;
@@ -622,6 +687,10 @@ void dbloop_run(dbcron_node *n)
 			next_hb = now + n->cfg.heartbeat_ms;
 		}
 		if (sync_starts(n, &err) || flush(n, &err)) {
+			db_trouble(n, &err, &backoff, next_hb);
+			continue;
+		}
+		if (release_doubtful(n, &err)) {
 			db_trouble(n, &err, &backoff, next_hb);
 			continue;
 		}

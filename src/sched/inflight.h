@@ -141,6 +141,9 @@ struct fire {
 	exec_result res;
 	fire *prev, *next; /* the fire_list it is on */
 	fire *run_next;    /* its job's running list */
+	/* db thread: a write of it failed in a way that may have committed
+	 * (a lost COMMIT reply), so a later refusal may be our own write */
+	bool write_doubt;
 };
 
 #define INFLIGHT_SLOW_RING 11 /* slow-run times kept per job */

@@ -30,6 +30,8 @@
 #include "sched/timer.h"
 #include "store/store.h"
 
+#define NODE_MAX_DOUBT 32 /* claims in doubt remembered at once */
+
 struct dbcron_node {
 	/* set up by dbcron_node_create, read-only afterwards */
 	dbcron_node_config cfg;
@@ -75,6 +77,12 @@ struct dbcron_node {
 	planner *plan;  /* db thread only (the claim calls it) */
 
 	/* counters for the stop summary and benchmarks */
+	/* db thread: tokens of claims that failed in a way that may have
+	 * committed (a lost COMMIT reply); their runs are ours in the
+	 * database but not in memory until released back to the pool */
+	char doubt_tokens[NODE_MAX_DOUBT][33];
+	size_t ndoubt;
+
 	uint64_t n_claims, n_claimed;        /* db thread */
 	int64_t claim_ms_sum, claim_ms_max;  /* db thread: store_claim's time */
 	uint64_t n_finished, n_fenced;       /* db thread, under mu */

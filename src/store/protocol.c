@@ -1729,6 +1729,19 @@ int store_runs_release(store *s, const char *node_id, const int64_t *ids,
 	return rc;
 }
 
+int store_runs_release_claim(store *s, const char *node_id, const char *token, size_t *released,
+			     dbcron_err *err)
+{
+	if (!node_id || !token)
+		return dbcron_err_set(err, DBCRON_EINVAL, "release: node and token are required");
+	store_param p[] = {sp_text(node_id), sp_text(token)};
+	int64_t ch = 0;
+	int rc = st_run(s, ST_RUNS_RELEASE_CLAIM, p, 2, &ch, err);
+	if (released)
+		*released = rc ? 0 : (size_t)ch;
+	return rc;
+}
+
 /* The rows (id, lease_until) of lost nodes under the cursor, into the
  * batch for resolve_lost(); the names are owned by *names (free_names). */
 static int read_lost(store *s, store_batch *nodes, char ***names_out, size_t *nn_out,
@@ -1891,6 +1904,19 @@ int store_runs_list(store *s, const store_run_filter *f, store_run_cb cb, void *
 			   sp_i64(f && f->limit > 0 ? (int64_t)f->limit : -1)};
 	struct run_each e = {cb, ctx};
 	return each_row(s, ST_RUNS_LIST, p, 4, run_one, &e, err);
+}
+
+int store_run_get(store *s, int64_t id, dbcron_run *run, dbcron_err *err)
+{
+	store_param p[] = {sp_i64(id)};
+	int row = st_row(s, ST_RUN_GET, p, 1, err);
+	if (row < 0)
+		return -row;
+	if (row == 0)
+		return dbcron_err_set(err, DBCRON_ENOTFOUND, "run %lld not found", (long long)id);
+	int rc = store__read_run(s, run, err);
+	store__reset(s);
+	return rc;
 }
 
 struct node_each {

@@ -86,6 +86,8 @@
 	X(RUNS_UNCLAIM_NODE, "handing back runs", "2 no silent loss")                    \
 	/* (node) batch [id, token] */                                                    \
 	X(RUNS_RELEASE, "releasing runs", "3 fencing")                                   \
+	/* (node, token): the SCHEDULED runs of one claim back to the pool */             \
+	X(RUNS_RELEASE_CLAIM, "releasing a claim in doubt", "2 no silent loss")         \
 	/* (before) -> a row when some alive node's lease ended before `before` */                        \
 	X(NODES_LAPSED, "looking for lost nodes", "")                                    \
 	/* (before) -> id, lease_until of each node marked dead here */                      \
@@ -103,6 +105,8 @@
 	X(JOB_RUNNING, "checking running runs", "")                                      \
 	/* (job|NULL, state|0, since|-1, limit|-1) -> RUN_COLS */                         \
 	X(RUNS_LIST, "listing runs", "")                                                 \
+	/* (id) -> RUN_COLS */                                                           \
+	X(RUN_GET, "reading a run", "")                                                  \
 	X(NODES_LIST, "listing nodes", "")                                               \
 	/* (name, owner, ttl_ms) -> fence, until_ms; nothing when held */                 \
 	X(LOCK_ACQUIRE, "acquiring the lock", "seed 002: only an expired lease is taken") \

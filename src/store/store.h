@@ -257,6 +257,9 @@ int store_jobs_state(store *s, const int64_t *ids, size_t n, store_job_state_cb 
 int store_nodes_wait_seen(store *s, int64_t timeout_ms, dbcron_err *err);
 int store_node_stop(store *s, const char *node_id, const char *incarnation, dbcron_err *err);
 int store_runs_release(store *s, const char *node_id, const int64_t *ids, const char *const *tokens, size_t n, dbcron_err *err);
+/* A claim whose COMMIT reply was lost may have committed: its SCHEDULED
+ * runs (node_id, token) go back to the pool, to be claimed again. */
+int store_runs_release_claim(store *s, const char *node_id, const char *token, size_t *released, dbcron_err *err);
 int store_reap(store *s, size_t *reaped, dbcron_err *err);
 /* reap of leases that ended before `before` (db ms; < 0: the database's
  * now): a node passes its previous successful heartbeat (protocol.c). */
@@ -270,6 +273,9 @@ int store_claim(store *s, const store_claim_req *req, store_claim_result *out, d
 int store_apply(store *s, const char *node_id, store_update *ups, size_t n, dbcron_err *err);
 int store_job_running(store *s, int64_t job_id, int64_t except_run_id, bool *running, dbcron_err *err);
 int store_runs_list(store *s, const store_run_filter *f, store_run_cb cb, void *ctx, dbcron_err *err);
+/* One run by id into *run (owned by the caller: dbcron_run_clear);
+ * DBCRON_ENOTFOUND when there is none. */
+int store_run_get(store *s, int64_t id, dbcron_run *run, dbcron_err *err);
 int store_nodes_list(store *s, store_node_cb cb, void *ctx, dbcron_err *err);
 int store_lock_acquire(store *s, const char *name, const char *owner, int64_t ttl_ms, int64_t *fence, int64_t *until_ms, store_lock_row *holder, dbcron_err *err);
 int store_lock_renew(store *s, const char *name, const char *owner, int64_t fence, int64_t ttl_ms, int64_t *until_ms, dbcron_err *err);

@@ -9,7 +9,12 @@
 #     fires the database still shows SCHEDULED.  The takeover ends them
 #     ABANDONED "node lost before its start was written": an at-most-once job
 #     never runs such a fire twice, an at-least-once one runs it again as a
-#     new attempt (so a duplicate is explained by the run log).
+#     new attempt (so a duplicate is explained by the run log);
+#  3. lost COMMIT replies (the statement committed, the node was told it
+#     failed): a claim that landed is released back to the pool instead of
+#     leaving its runs SCHEDULED under the live node forever (they never
+#     ran), and a final write that landed is not reported as fenced when
+#     its retry finds the run already ended.
 # Runs on SQLite or, given "pg", on PostgreSQL.
 source "$(dirname "$0")/nodelib.bash"
 use_backend "${1:-sqlite}"
@@ -63,4 +68,26 @@ pass "the abandoned runs say their start was never written"
 cp "$T/least.log" "$T/exec.log"
 check_no_dup_exec "$T/runs.csv"
 assert_ge "$ran_by_f2" 1 "f2 ran fires whose starts never landed"
+
+# --- 3. lost COMMIT replies ---------------------------------------------------
+dbc job delete once >/dev/null
+dbc job delete least >/dev/null
+for i in 1 2 3; do dbc job add "lost-$i" --every 1s --misfire skip -- sh -c "$(rec lost)" >/dev/null; done
+t0=$(date +%s%3N)
+DBCRON_TEST_FAULTS="stmt=commit,kind=reply_lost,nth=4,times=8;stmt=runs_apply,kind=reply_lost,nth=3,times=4" \
+  start_node f4
+sleep 12
+t1=$(date +%s%3N)
+stop_node f4
+grep -q 'reply was lost' "$T/node-f4.log" || fail "no reply was lost (the faults did not fire)"
+runs_csv > "$T/runs.csv"
+stranded=$(awk -F, -v t1="$t1" '$1 ~ /^lost-/ && $4 == "scheduled" && $2 < t1 - 3000' "$T/runs.csv" | wc -l)
+assert_eq "$stranded" 0 "no fire left SCHEDULED under the live node after lost COMMIT replies"
+# every instant from the first fire to 3 s before the stop has a run
+check_no_loss "$T/runs.csv" lost 3 "$t1"
+assert_eq "$(grep -c 'event=run.fenced' "$T/node-f4.log" || true)" 0 \
+  "a final write that had landed is not reported as fenced"
+cp "$T/lost.log" "$T/exec.log"
+check_no_dup_exec "$T/runs.csv"
+: "$t0"
 echo "node_faults: all checks passed"

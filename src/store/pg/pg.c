@@ -198,6 +198,9 @@ static const char *const sql[ST__COUNT] = {
 	[ST_JOB_RUNNING] =
 		"SELECT 1 FROM runs r JOIN nodes n ON n.id = r.node WHERE r.job_id = "
 		"$1::bigint AND r.state = 2 AND r.id <> $2::bigint AND n.state = 'alive' LIMIT 1",
+	[ST_RUNS_RELEASE_CLAIM] = "UPDATE runs SET node = NULL, claim_token = NULL WHERE node = "
+				  "$1::text AND claim_token = $2::text AND state = 1",
+	[ST_RUN_GET] = "SELECT " STORE_RUN_COLS " FROM runs WHERE id = $1::bigint",
 	[ST_RUNS_LIST] =
 		"SELECT * FROM (SELECT " STORE_RUN_COLS " FROM runs WHERE ($1::text IS NULL "
 		"OR job_name = $1::text) AND ($2::int = 0 OR state = $2::int) AND "

@@ -173,6 +173,9 @@ static const char *const sql[ST__COUNT] = {
 		"SELECT 1 FROM runs r WHERE r.job_id = ?1 AND r.state = 2 AND r.id <> ?2 "
 		"AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.id = r.node AND n.state <> "
 		"'alive') LIMIT 1",
+	[ST_RUNS_RELEASE_CLAIM] = "UPDATE runs SET node = NULL, claim_token = NULL WHERE node = ?1 "
+				  "AND claim_token = ?2 AND state = 1",
+	[ST_RUN_GET] = "SELECT " STORE_RUN_COLS " FROM runs WHERE id = ?1",
 	[ST_RUNS_LIST] =
 		"SELECT * FROM (SELECT " STORE_RUN_COLS " FROM runs WHERE (?1 IS NULL OR "
 		"job_name = ?1) AND (?2 = 0 OR state = ?2) AND (?3 < 0 OR fire_at >= ?3) "
