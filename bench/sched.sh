@@ -8,7 +8,8 @@
 #                                                  the node's RSS and claim time
 # W1_SHELL=1 makes the W1 jobs shell jobs running `true` instead of the noop
 # handler (the cost of spawning a process per run); W1_FLAGS adds node flags.
-# BACKEND is sqlite or pg (pg needs DBCRON_TEST_PG, see bench/run.sh).
+# BACKEND is sqlite, pg or mysql (pg needs DBCRON_TEST_PG, mysql
+# DBCRON_TEST_MYSQL, see bench/run.sh).
 # Figures come from the runs table (dbcron runs --format csv) and the nodes'
 # own statement counters (the node.stop log line).
 set -euo pipefail
@@ -17,10 +18,17 @@ mode=$1 backend=$2
 T=$(mktemp -d /tmp/dbcron-bench.XXXXXX)
 PIDS=()
 PGDB=""
+MYDB=""
+my_client() { # the server of DBCRON_TEST_MYSQL (mysql://user@host:port/db)
+  local u=${DBCRON_TEST_MYSQL#*://} user host port
+  user=${u%%@*}; u=${u#*@}; host=${u%%/*}; port=${host##*:}; host=${host%:*}
+  mariadb --no-defaults -u"$user" -h"$host" -P"$port" "$@"
+}
 cleanup() {
   for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill -KILL "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   [ -n "$PGDB" ] && psql "$DBCRON_TEST_PG" -qAt -c "drop database if exists $PGDB with (force)" >/dev/null 2>&1 || true
+  [ -n "$MYDB" ] && my_client -e "drop database if exists $MYDB" >/dev/null 2>&1 || true
   rm -rf "$T"
 }
 trap cleanup EXIT
@@ -29,7 +37,9 @@ case "$backend" in
 sqlite) export DBCRON_DB="sqlite:$T/bench.db" ;;
 pg) PGDB="dbcron_bench_$$"; psql "$DBCRON_TEST_PG" -qAt -c "create database $PGDB" >/dev/null
     export DBCRON_DB="${DBCRON_TEST_PG/dbname=postgres/dbname=$PGDB}" ;;
-*) echo "backend must be sqlite or pg" >&2; exit 2 ;;
+mysql) MYDB="dbcron_bench_$$"; my_client -e "create database $MYDB"
+    export DBCRON_DB="${DBCRON_TEST_MYSQL%/*}/$MYDB" ;;
+*) echo "backend must be sqlite, pg or mysql" >&2; exit 2 ;;
 esac
 "$bin" init >/dev/null
 

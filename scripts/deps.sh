@@ -5,6 +5,7 @@ set -euo pipefail
 
 pkgs=(build-essential cmake pkg-config git
       libsqlite3-dev sqlite3 libpq-dev postgresql postgresql-contrib
+      libmariadb-dev mariadb-server mariadb-client
       libglib2.0-dev libjansson-dev libcmocka-dev
       clang libclang-rt-14-dev procps util-linux faketime)
 if [ "${1:-}" = "--with-quartz" ]; then

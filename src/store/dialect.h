@@ -147,6 +147,7 @@ typedef struct store_dialect {
 
 extern const store_dialect store_sqlite_dialect;
 extern const store_dialect store_pg_dialect;
+extern const store_dialect store_mysql_dialect;
 
 /* Messages the protocol and every dialect share. */
 int store_schema_newer(dbcron_err *err, const char *url, int found, int mine);

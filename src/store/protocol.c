@@ -51,6 +51,7 @@
 static const store_dialect *const dialects[] = {
 	&store_sqlite_dialect,
 	&store_pg_dialect,
+	&store_mysql_dialect,
 };
 
 struct store_scratch {

@@ -7,6 +7,7 @@ set -euo pipefail
 T=$(mktemp -d /tmp/dbcron-it.XXXXXX)
 NODE_PIDS=()
 PGDB=""
+MYDB=""
 
 cleanup() {
   local rc=$?
@@ -17,6 +18,9 @@ cleanup() {
   wait 2>/dev/null || true
   if [ -n "$PGDB" ]; then
     psql "$DBCRON_TEST_PG" -qAt -c "drop database if exists $PGDB with (force)" >/dev/null 2>&1 || true
+  fi
+  if [ -n "$MYDB" ]; then
+    my_client -e "drop database if exists $MYDB" >/dev/null 2>&1 || true
   fi
   if [ $rc -ne 0 ]; then
     echo "--- FAILED (rc=$rc); node logs:" >&2
@@ -33,7 +37,15 @@ assert_eq() { [ "$1" = "$2" ] || fail "$3: expected '$2', got '$1'"; pass "$3"; 
 assert_ge() { [ "$1" -ge "$2" ] || fail "$3: expected >= $2, got $1"; pass "$3 ($1 >= $2)"; }
 assert_le() { [ "$1" -le "$2" ] || fail "$3: expected <= $2, got $1"; pass "$3 ($1 <= $2)"; }
 
-# use_backend sqlite|pg: sets DBCRON_DB to a fresh database.
+# The MySQL/MariaDB client on the test server (DBCRON_TEST_MYSQL, a dbcron
+# URL mysql://user@host:port/db as scripts/mariadb-tmp.sh prints).
+my_client() {
+  local u=${DBCRON_TEST_MYSQL#*://} user host port
+  user=${u%%@*}; u=${u#*@}; host=${u%%/*}; port=${host##*:}; host=${host%:*}
+  mariadb --no-defaults -u"$user" -h"$host" -P"$port" "$@"
+}
+
+# use_backend sqlite|pg|mysql: sets DBCRON_DB to a fresh database.
 use_backend() {
   BACKEND=$1
   case "$1" in
@@ -44,6 +56,12 @@ use_backend() {
     psql "$DBCRON_TEST_PG" -qAt -c "create database $PGDB" >/dev/null
     export DBCRON_DB="${DBCRON_TEST_PG/dbname=postgres/dbname=$PGDB}"
     ;;
+  mysql)
+    : "${DBCRON_TEST_MYSQL:?DBCRON_TEST_MYSQL (a mysql:// URL) is required for MySQL/MariaDB tests}"
+    MYDB="dbcron_it_$$_$RANDOM"
+    my_client -e "create database $MYDB"
+    export DBCRON_DB="${DBCRON_TEST_MYSQL%/*}/$MYDB"
+    ;;
   *) fail "unknown backend $1" ;;
   esac
   "$DBCRON_BIN" init >/dev/null
@@ -51,12 +69,14 @@ use_backend() {
 
 dbc() { "$DBCRON_BIN" "$@"; }
 
-# sql QUERY: run it on the test database (sqlite3 or psql), rows on stdout.
+# sql QUERY: run it on the test database (sqlite3, psql or mariadb), rows on
+# stdout.
 # For setting up states no command can make, and for reading what none shows.
 sql() {
   case "$BACKEND" in
   sqlite) sqlite3 "${DBCRON_DB#sqlite:}" "$1" ;;
   pg) psql "$DBCRON_DB" -qAt -c "$1" ;;
+  mysql) my_client -N -B "$MYDB" -e "SET SESSION sql_mode = CONCAT(@@sql_mode, ',PIPES_AS_CONCAT'); $1" ;;
   esac
 }
 

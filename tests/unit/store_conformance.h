@@ -279,7 +279,7 @@ static void conf_test_open_bad_url(void **state)
 	(void)state;
 	store *s = (store *)1;
 	dbcron_err err = {0};
-	assert_int_equal(store_open("mysql://u:secret@h/db", &s, &err), DBCRON_EINVAL);
+	assert_int_equal(store_open("oracle://u:secret@h/db", &s, &err), DBCRON_EINVAL);
 	assert_null(s);
 	assert_non_null(strstr(err.msg, "unsupported database URL"));
 	assert_null(strstr(err.msg, "secret"));

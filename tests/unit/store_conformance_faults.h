@@ -190,7 +190,7 @@ static void conf_test_url_mask(void **state)
 	assert_string_equal(buf, "mysql://u:***@h:3306/db");
 	store_mask_url("host=h password='a b' dbname=x", buf, sizeof(buf));
 	assert_string_equal(buf, "host=h password=*** dbname=x");
-	assert_int_equal(store_open("mysql://u:Sup3rSecret@h/db", &s, &err), DBCRON_EINVAL);
+	assert_int_equal(store_open("oracle://u:Sup3rSecret@h/db", &s, &err), DBCRON_EINVAL);
 	assert_null(strstr(err.msg, "Sup3rSecret"));
 }
 

@@ -1,0 +1,114 @@
+/*
+ * MySQL / MariaDB schema, as numbered migrations: migrations[k] upgrades a
+ * database at version k to version k + 1; a released entry is never edited,
+ * only followed by a new one.  The logical schema is the SQLite and
+ * PostgreSQL dialects' at their current versions.
+ *
+ * InnoDB, utf8mb4 with the binary collation (names compare as bytes, as on
+ * the other dialects).  There are no partial indexes: the due indexes lead
+ * with the columns the claim's WHERE fixes, so a range on the time column
+ * follows.  DDL commits on its own here, so a migration is not one
+ * transaction: each records its version when done and an interrupted one is
+ * re-run from its start (every statement is guarded by IF NOT EXISTS).
+ */
+#ifndef DBCRON_STORE_MYSQL_SCHEMA_H
+#define DBCRON_STORE_MYSQL_SCHEMA_H
+
+/* Highest migration this binary knows. */
+#define DBCRON_MY_SCHEMA_VERSION 1
+
+#define MY_TABLE_OPTS " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
+
+static const char *const my_migration_1[] = {
+	"CREATE TABLE IF NOT EXISTS jobs ("
+	" id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,"
+	" name VARCHAR(255) NOT NULL,"
+	" kind INT NOT NULL,"
+	" spec TEXT NOT NULL,"
+	" interval_ms BIGINT NOT NULL DEFAULT 0,"
+	" anchor_ms BIGINT NOT NULL DEFAULT 0,"
+	" at_ms BIGINT NOT NULL DEFAULT -1,"
+	" tz VARCHAR(255),"
+	" misfire INT NOT NULL,"
+	" max_catchup INT NOT NULL,"
+	" misfire_threshold_ms BIGINT NOT NULL,"
+	" overlap INT NOT NULL,"
+	" node_loss INT NOT NULL,"
+	" max_retries INT NOT NULL,"
+	" retry_base_ms BIGINT NOT NULL,"
+	" retry_cap_ms BIGINT NOT NULL,"
+	" retry_jitter BOOLEAN NOT NULL DEFAULT FALSE,"
+	" timeout_ms BIGINT NOT NULL DEFAULT 0,"
+	" executor INT NOT NULL,"
+	" argv MEDIUMTEXT,"
+	" handler TEXT,"
+	" arg MEDIUMTEXT,"
+	" paused BOOLEAN NOT NULL DEFAULT FALSE,"
+	" next_fire_at BIGINT,"
+	" created_ms BIGINT NOT NULL,"
+	" updated_ms BIGINT NOT NULL,"
+	" set_aside TEXT,"
+	" UNIQUE KEY jobs_name (name),"
+	/* the claim reads due jobs in next_fire_at order */
+	" KEY jobs_due (paused, next_fire_at))" MY_TABLE_OPTS,
+	/* job_id has no foreign key: deleting a job keeps its run log, and
+	 * lease-lock attempts are logged with job_id 0.  AUTO_INCREMENT is
+	 * persistent in InnoDB (MariaDB 10.2.4+, MySQL 8): ids are not reused. */
+	"CREATE TABLE IF NOT EXISTS runs ("
+	" id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,"
+	" job_id BIGINT NOT NULL,"
+	" job_name VARCHAR(255) NOT NULL,"
+	" fire_at BIGINT NOT NULL,"
+	" attempt INT NOT NULL,"
+	" state INT NOT NULL,"
+	" due_at BIGINT NOT NULL,"
+	" node VARCHAR(320),"
+	" claim_token VARCHAR(64),"
+	" started_ms BIGINT,"
+	" finished_ms BIGINT,"
+	" exit_code INT,"
+	" missed BIGINT NOT NULL DEFAULT 0,"
+	" error TEXT,"
+	" output MEDIUMTEXT,"
+	" created_ms BIGINT NOT NULL,"
+	" UNIQUE KEY runs_fire (job_id, fire_at, attempt)," /* invariant 1 */
+	" KEY runs_unclaimed (state, node, due_at),"
+	" KEY runs_node_state (node, state),"
+	" KEY runs_job_state (job_id, state),"
+	" KEY runs_fire_at (fire_at))" MY_TABLE_OPTS,
+	"CREATE TABLE IF NOT EXISTS nodes ("
+	" id VARCHAR(320) NOT NULL PRIMARY KEY,"
+	" incarnation VARCHAR(64) NOT NULL,"
+	" host VARCHAR(255),"
+	" pid INT,"
+	" workers INT,"
+	" state VARCHAR(16) NOT NULL CHECK (state IN ('alive', 'dead', 'stopped')),"
+	" started_ms BIGINT,"
+	" heartbeat_ms BIGINT,"
+	" lease_until BIGINT,"
+	" seen_gen BIGINT NOT NULL DEFAULT 0)" MY_TABLE_OPTS,
+	"CREATE TABLE IF NOT EXISTS locks ("
+	" name VARCHAR(255) NOT NULL PRIMARY KEY,"
+	" owner VARCHAR(320) NOT NULL,"
+	" since_ms BIGINT NOT NULL,"
+	" until_ms BIGINT NOT NULL,"
+	" fence BIGINT NOT NULL)" MY_TABLE_OPTS,
+	/* A pause or delete returns once every live node has seen it
+	 * (docs/scheduler.md "Pause and delete"). */
+	"CREATE TABLE IF NOT EXISTS meta (`key` VARCHAR(64) NOT NULL PRIMARY KEY,"
+	" value BIGINT NOT NULL)" MY_TABLE_OPTS,
+	"INSERT IGNORE INTO meta VALUES ('jobs_gen', 0)",
+	NULL,
+};
+
+static const struct {
+	int version;
+	const char *const *stmts;
+} my_migrations[] = {
+	{1, my_migration_1},
+};
+
+_Static_assert(sizeof(my_migrations) / sizeof(my_migrations[0]) == DBCRON_MY_SCHEMA_VERSION,
+	       "one migration per schema version");
+
+#endif
