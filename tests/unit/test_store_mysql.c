@@ -30,8 +30,10 @@ static const char *admin_url;
 static int db_seq;
 
 /* admin_url with its database replaced by name */
-static void url_for(const char *name, char *buf, size_t len)
+static void url_for(const char *name_in, char *buf, size_t len)
 {
+	char name[64];
+	snprintf(name, sizeof(name), "%s", name_in); /* name_in may live beside buf */
 	const char *p = strstr(admin_url, "://");
 	assert_non_null(p);
 	const char *slash = strchr(p + 3, '/');
@@ -102,7 +104,7 @@ static const char *my_fresh_url(void)
 	tdb *d = &conf_dbs[conf_ndbs++];
 	char text[128];
 	snprintf(d->name, sizeof(d->name), "dbcron_t_%d_%d", (int)getpid(), ++db_seq);
-	snprintf(text, sizeof(text), "CREATE DATABASE %s", d->name);
+	snprintf(text, sizeof(text), "CREATE DATABASE %.63s", d->name);
 	admin_exec(text);
 	url_for(d->name, d->url, sizeof(d->url));
 	return d->url;
@@ -113,7 +115,7 @@ static void my_release_url(const char *url)
 	for (int i = 0; i < conf_ndbs; i++)
 		if (conf_dbs[i].name[0] && strcmp(conf_dbs[i].url, url) == 0) {
 			char text[128];
-			snprintf(text, sizeof(text), "DROP DATABASE IF EXISTS %s", conf_dbs[i].name);
+			snprintf(text, sizeof(text), "DROP DATABASE IF EXISTS %.63s", conf_dbs[i].name);
 			admin_exec(text);
 			conf_dbs[i].name[0] = '\0';
 		}
