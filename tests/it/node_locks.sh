@@ -4,7 +4,8 @@
 # may be declared dead (docs/scheduler.md "Leases and fencing"): both nodes
 # keep their incarnation, no running run is abandoned as "node lost", and
 # no fire runs twice.  SQLite (a BEGIN IMMEDIATE held 5 s) or, given "pg",
-# PostgreSQL (the nodes table locked 5 s).
+# PostgreSQL (the nodes table locked 5 s), or, given "mysql", MariaDB (LOCK
+# TABLES nodes WRITE for 5 s).
 source "$(dirname "$0")/nodelib.bash"
 backend=${1:-sqlite}
 use_backend "$backend"
@@ -31,6 +32,7 @@ c.execute("COMMIT")
 PY
   ;;
 pg) psql "$DBCRON_DB" -qAt -c "BEGIN; LOCK TABLE nodes IN EXCLUSIVE MODE; SELECT pg_sleep(5); COMMIT;" >/dev/null ;;
+mysql) my_client "$MYDB" -e "LOCK TABLES nodes WRITE; DO SLEEP(5); UNLOCK TABLES;" >/dev/null ;;
 esac
 pass "held the write lock for 5 s (lease 3 s)"
 sleep 5

@@ -987,7 +987,7 @@ static bool my_in_tx(store_conn *q) { return q->in_tx; }
 static const char *my_display(const store_conn *q) { return q->masked; }
 
 /*
- * Waits bounded by the lease: a row lock held elsewhere fails our
+ * Waits bounded by the lease: a row or table lock held elsewhere fails our
  * statement after a third of it (retried) instead of stalling the
  * heartbeat; a runaway statement is ended after ten leases; and (MariaDB)
  * a session idle inside a transaction for a lease is ended by the server,
@@ -1001,13 +1001,14 @@ static int my_tune(store_conn *q, int64_t lease_ms, dbcron_err *err)
 		lock_s = 1;
 	if (q->mariadb)
 		snprintf(q->tune, sizeof(q->tune),
-			 "SET SESSION innodb_lock_wait_timeout = %ld, max_statement_time = %.3f, "
-			 "idle_transaction_timeout = %ld",
-			 lock_s, (double)lease_ms * 10 / 1000.0, idle_s);
+			 "SET SESSION innodb_lock_wait_timeout = %ld, lock_wait_timeout = %ld, "
+			 "max_statement_time = %.3f, idle_transaction_timeout = %ld",
+			 lock_s, lock_s, (double)lease_ms * 10 / 1000.0, idle_s);
 	else
 		snprintf(q->tune, sizeof(q->tune),
-			 "SET SESSION innodb_lock_wait_timeout = %ld, max_execution_time = %lld",
-			 lock_s, (long long)(lease_ms * 10));
+			 "SET SESSION innodb_lock_wait_timeout = %ld, lock_wait_timeout = %ld, "
+			 "max_execution_time = %lld",
+			 lock_s, lock_s, (long long)(lease_ms * 10));
 	int rc = ready(q, err);
 	return rc ? rc : run_text(q, q->tune, "setting session timeouts", err);
 }

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Two nodes on MariaDB while the server is restarted and then stopped for
+# 5 s: the nodes reconnect with backoff, start nothing while they cannot
+# renew their lease, and afterwards no fire is lost or executed twice.
+# Counted from the runs table and from the file the jobs append to.
+source "$(dirname "$0")/nodelib.bash"
+: "${DBCRON_TEST_MYSQLDIR:?DBCRON_TEST_MYSQLDIR (directory of the test server) is required}"
+use_backend mysql
+
+J=10
+every_jobs r $J 1s "" "$RECORD" > "$T/jobs.json"
+dbc job apply "$T/jobs.json" >/dev/null
+start_node m1
+start_node m2
+my_started() { my_client -N -B -e "SELECT CAST((UNIX_TIMESTAMP(NOW(3)) - VARIABLE_VALUE) * 1000 AS SIGNED) FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'UPTIME'"; }
+sleep 6
+t_restart=$(date +%s%3N)
+bash "$DBCRON_SRC/scripts/mariadb-tmp.sh" restart "$DBCRON_TEST_MYSQLDIR"
+echo "restarted MariaDB in $(( $(date +%s%3N) - t_restart )) ms"
+[ "$(my_started)" -ge "$(( t_restart - 1000 ))" ] || fail "the server was not restarted"
+sleep 6
+# a longer outage: fires fall due while nobody can claim them
+t_outage=$(date +%s%3N)
+bash "$DBCRON_SRC/scripts/mariadb-tmp.sh" outage "$DBCRON_TEST_MYSQLDIR" 5
+echo "MariaDB was down for $(( $(date +%s%3N) - t_outage )) ms"
+[ "$(my_started)" -ge "$(( t_outage - 1000 ))" ] || fail "the server was not stopped and started"
+sleep 10
+end_ms=$(date +%s%3N)
+stop_node m1
+stop_node m2
+
+runs_csv > "$T/runs.csv"
+check_no_dup_exec "$T/runs.csv"
+check_no_loss "$T/runs.csv" r $J "$end_ms"
+after=$(awk -F, -v t="$t_restart" '$4 == "succeeded" && $2 > t + 2000 && $2 < t + 5000' "$T/runs.csv" | wc -l)
+assert_ge "$after" 10 "fires ran right after the restart"
+after=$(awk -F, -v t="$t_outage" '$4 == "succeeded" && $2 > t + 8000' "$T/runs.csv" | wc -l)
+assert_ge "$after" 30 "fires ran again after the 5 s outage"
+echo "mysql_restart: all checks passed"
