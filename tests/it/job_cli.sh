@@ -2,8 +2,8 @@
 # dbcron init / job ... / runs / nodes against a real database: every
 # command, and bad input of every kind, each with its exit status, a message
 # on stderr that names the problem, and the database left exactly as it was.
-# Runs on SQLite; job_cli_pg.sh runs the same checks on PostgreSQL
-# (JOB_CLI_BACKEND=pg).
+# Runs on SQLite; job_cli_pg.sh and job_cli_mysql.sh run the same checks on
+# PostgreSQL and MariaDB (JOB_CLI_BACKEND=pg|mysql).
 set -euo pipefail
 source "$DBCRON_TESTLIB"
 
@@ -26,6 +26,13 @@ pg)
 			pgq "$URL" "select md5(coalesce(string_agg(x::text, '|' order by x::text), '')) from $t x"
 		done | sha256sum | cut -d' ' -f1
 	}
+	;;
+mysql)
+	[ -n "${DBCRON_TEST_MYSQL:-}" ] || { echo "DBCRON_TEST_MYSQL (a mysql:// URL) is required" >&2; exit 1; }
+	URL=$(t_my_fresh_db dbcron_jobcli)
+	MY_NAME=${URL##*/}
+	dbq() { myq "$MY_NAME" "$1" | sed 's/\bNULL\b//g'; }
+	db_state() { myq "$MY_NAME" "CHECKSUM TABLE jobs, runs, nodes, locks" | sha256sum | cut -d' ' -f1; }
 	;;
 *)
 	echo "unknown JOB_CLI_BACKEND $BACKEND" >&2

@@ -37,6 +37,7 @@ T_FAILS=0
 T_SECTION=""
 T_PIDS=()
 T_PG_DBS=()
+T_MY_DBS=()
 T_DONE=0
 
 _t_cleanup() {
@@ -52,6 +53,9 @@ _t_cleanup() {
 	for db in "${T_PG_DBS[@]}"; do
 		psql "$DBCRON_TEST_PG" -XAtq -c "drop database if exists \"$db\" with (force)" \
 			>/dev/null 2>&1 || true
+	done
+	for db in "${T_MY_DBS[@]}"; do
+		myq "" "drop database if exists $db" >/dev/null 2>&1 || true
 	done
 	if [ "${DBCRON_TEST_KEEP:-0}" = 1 ] ||
 		{ [ "$T_FAILS" -gt 0 ] && [ "${DBCRON_TEST_KEEP_FAILED:-0}" = 1 ]; }; then
@@ -189,6 +193,23 @@ sq_hash() {
 
 pgq() {
 	psql "$1" -XAtq -v ON_ERROR_STOP=1 -c "$2"
+}
+
+# myq DB SQL: a query on the server of $DBCRON_TEST_MYSQL (a dbcron URL
+# mysql://user@host:port/db), rows '|'-separated as pgq prints them.
+myq() {
+	local u=${DBCRON_TEST_MYSQL#*://} user host port
+	user=${u%%@*}; u=${u#*@}; host=${u%%/*}; port=${host##*:}; host=${host%:*}
+	mariadb --no-defaults -u"$user" -h"$host" -P"$port" -N -B ${1:+"$1"} -e "$2" | tr '\t' '|'
+}
+
+# A fresh database on the server of $DBCRON_TEST_MYSQL; prints its URL.
+t_my_fresh_db() {
+	: "${DBCRON_TEST_MYSQL:?DBCRON_TEST_MYSQL is not set}"
+	local name="$1_$$_$RANDOM"
+	myq "" "create database $name" >/dev/null
+	T_MY_DBS+=("$name")
+	echo "${DBCRON_TEST_MYSQL%/*}/$name"
 }
 
 # A fresh database on the server of $DBCRON_TEST_PG; prints its conninfo.
