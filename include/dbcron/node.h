@@ -36,7 +36,15 @@ typedef struct dbcron_node_config {
 				 * -1 keeps them forever */
 	int64_t maintenance_ms; /* how often a node tries the maintenance lease;
 				 * default 60000 */
+	/* How claims keep out of each other's way: DBCRON_CLAIM_PER_ROW
+	 * (default; row locks, SKIP LOCKED where the database has it) or
+	 * DBCRON_CLAIM_LOCK_ROW (XXL-JOB's schedule lock: one claimer at a
+	 * time holds one lock row for its whole claim; a preread_ms of 0 then
+	 * means 5000). */
+	int claim_strategy;
 } dbcron_node_config;
+
+enum { DBCRON_CLAIM_PER_ROW = 0, DBCRON_CLAIM_LOCK_ROW = 1 };
 
 typedef struct dbcron_node dbcron_node;
 

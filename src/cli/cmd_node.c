@@ -31,6 +31,7 @@ static void help(FILE *f)
 		"usage: dbcron node [--db URL | --db-file PATH] [--node-id ID] [--workers N]\n"
 		"                   [--slow-workers N]\n"
 		"                   [--claim-batch N] [--max-inflight N] [--preread DUR]\n"
+		"                   [--claim-strategy per-row|lock-row]\n"
 		"                   [--lease DUR] [--heartbeat DUR] [--grace DUR] [--retention DUR|forever]\n"
 		"                   [--log-runs] [--quiet]\n\n"
 		"Run a scheduler node until SIGINT or SIGTERM.\n\n"
@@ -41,6 +42,9 @@ static void help(FILE *f)
 		"  --max-inflight N   most fires claimed but not finished (default 5000)\n"
 		"  --preread DUR      claim fires due within this window (default 1500ms: claims then\n"
 		"                     land mid-second, away from the boundaries where cron fires cluster)\n"
+		"  --claim-strategy S per-row (default): claims run side by side, each locking only\n"
+		"                     the rows it takes; lock-row: XXL-JOB's schedule lock, one claim\n"
+		"                     at a time holds the row dbcron:schedule (--preread default 5s)\n"
 		"  --lease DUR        node lease; others take over after it lapses (default 3s)\n"
 		"  --heartbeat DUR    lease renewal period (default 1s)\n"
 		"  --grace DUR        on stop, wait this long for running jobs (default 10s)\n"
@@ -76,7 +80,7 @@ static int parse_dur(const char *flag, const char *v, int64_t *out)
 
 int cli_node(int argc, char **argv)
 {
-	enum { O_DB = 256, O_DB_FILE, O_ID, O_WORKERS, O_SLOW, O_BATCH, O_INFLIGHT, O_PREREAD,
+	enum { O_DB = 256, O_DB_FILE, O_ID, O_WORKERS, O_SLOW, O_BATCH, O_INFLIGHT, O_PREREAD, O_STRATEGY,
 	       O_LEASE, O_HB, O_GRACE, O_LOGRUNS, O_QUIET, O_RETENTION };
 	static const struct option opts[] = {
 		{"db", required_argument, NULL, O_DB},
@@ -87,6 +91,7 @@ int cli_node(int argc, char **argv)
 		{"claim-batch", required_argument, NULL, O_BATCH},
 		{"max-inflight", required_argument, NULL, O_INFLIGHT},
 		{"preread", required_argument, NULL, O_PREREAD},
+		{"claim-strategy", required_argument, NULL, O_STRATEGY},
 		{"lease", required_argument, NULL, O_LEASE},
 		{"heartbeat", required_argument, NULL, O_HB},
 		{"grace", required_argument, NULL, O_GRACE},
@@ -99,6 +104,7 @@ int cli_node(int argc, char **argv)
 	dbcron_node_config cfg;
 	dbcron_node_config_init(&cfg);
 	cli_db db = {0};
+	bool preread_set = false;
 	int c, rc;
 	optind = 0;
 	opterr = 0;
@@ -112,7 +118,19 @@ int cli_node(int argc, char **argv)
 		case O_SLOW: rc = parse_int("--slow-workers", optarg, 1, &cfg.slow_workers); break;
 		case O_BATCH: rc = parse_int("--claim-batch", optarg, 1, &cfg.claim_batch); break;
 		case O_INFLIGHT: rc = parse_int("--max-inflight", optarg, 1, &cfg.max_inflight); break;
-		case O_PREREAD: rc = parse_dur("--preread", optarg, &cfg.preread_ms); break;
+		case O_PREREAD:
+			rc = parse_dur("--preread", optarg, &cfg.preread_ms);
+			preread_set = true;
+			break;
+		case O_STRATEGY:
+			if (strcmp(optarg, "per-row") == 0)
+				cfg.claim_strategy = DBCRON_CLAIM_PER_ROW;
+			else if (strcmp(optarg, "lock-row") == 0)
+				cfg.claim_strategy = DBCRON_CLAIM_LOCK_ROW;
+			else
+				return cli_usage_error("node", "--claim-strategy: '%s' is not per-row or lock-row",
+						       optarg);
+			break;
 		case O_LEASE: rc = parse_dur("--lease", optarg, &cfg.lease_ms); break;
 		case O_HB: rc = parse_dur("--heartbeat", optarg, &cfg.heartbeat_ms); break;
 		case O_GRACE: rc = parse_dur("--grace", optarg, &cfg.grace_ms); break;
@@ -134,6 +152,8 @@ int cli_node(int argc, char **argv)
 	}
 	if (optind < argc)
 		return cli_usage_error("node", "unexpected argument '%s'", argv[optind]);
+	if (cfg.claim_strategy == DBCRON_CLAIM_LOCK_ROW && !preread_set)
+		cfg.preread_ms = 0; /* the node's lock-row default */
 	if (cfg.heartbeat_ms * 2 > cfg.lease_ms)
 		return cli_usage_error("node", "--lease must be at least twice --heartbeat");
 	cfg.db_url = cli_db_url("node", &db, &rc);

@@ -533,6 +533,7 @@ static long claim(dbcron_node *n, dbcron_err *err)
 		.node_id = n->node_id, .token = token,
 		.horizon_ms_ahead = n->cfg.preread_ms, .max = (int)budget,
 		.plan = planner_plan, .plan_ctx = n->plan,
+		.lock_row = n->cfg.claim_strategy == DBCRON_CLAIM_LOCK_ROW,
 	};
 	store_claim_result res = {0};
 	int64_t t0 = dbcron__mono_ms();

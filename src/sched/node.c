@@ -44,6 +44,7 @@ void dbcron_node_config_init(dbcron_node_config *c)
 	c->kill_grace_ms = 2000;
 	c->retention_ms = 30LL * 86400 * 1000;
 	c->maintenance_ms = 60000;
+	c->claim_strategy = DBCRON_CLAIM_PER_ROW;
 }
 
 /* ---- public API ----------------------------------------------------- */
@@ -58,6 +59,10 @@ int dbcron_node_create(const dbcron_node_config *cfg, dbcron_node **out,
 	n->prev_beat_db = -1;
 	dbcron_node_config def;
 	dbcron_node_config_init(&def);
+	/* the schedule lock is taken once per claim, so a claim reads ahead
+	 * further (XXL-JOB pre-reads 5 s) */
+	if (n->cfg.claim_strategy == DBCRON_CLAIM_LOCK_ROW && n->cfg.preread_ms <= 0)
+		n->cfg.preread_ms = 5000;
 #define DEF(f) if (n->cfg.f <= 0) n->cfg.f = def.f
 	DEF(workers); DEF(slow_workers); DEF(claim_batch); DEF(max_inflight);
 	DEF(preread_ms); DEF(claim_interval_ms); DEF(lease_ms); DEF(heartbeat_ms);

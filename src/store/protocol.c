@@ -1159,6 +1159,23 @@ static int close_jobless(store *s, const char *node_id, store_claim_result *out,
 	return DBCRON_OK;
 }
 
+/* Hold the schedule lock row until this transaction ends (made on first
+ * use: a database from before the strategy has no such row). */
+static int schedule_lock(store *s, dbcron_err *err)
+{
+	int row = st_row(s, ST_SCHEDULE_LOCK, NULL, 0, err);
+	if (row == 0) {
+		int rc = st_run(s, ST_SCHEDULE_LOCK_INIT, NULL, 0, NULL, err);
+		if (rc)
+			return rc;
+		row = st_row(s, ST_SCHEDULE_LOCK, NULL, 0, err);
+	}
+	if (row < 0)
+		return -row;
+	store__reset(s);
+	return row ? DBCRON_OK : dbcron_err_set(err, DBCRON_EINTERNAL, "claim: no schedule lock row");
+}
+
 int store_claim(store *s, const store_claim_req *req, store_claim_result *out,
 		dbcron_err *err)
 {
@@ -1171,6 +1188,8 @@ int store_claim(store *s, const store_claim_req *req, store_claim_result *out,
 				      "claim: node, token and planner are required");
 	if ((rc = tx_begin(s, err)))
 		return rc;
+	if (req->lock_row && (rc = schedule_lock(s, err)))
+		goto out_rollback;
 	if (req->max > 0) {
 		if ((rc = plan_due_jobs(s, req, out, &runs_cap, &jobs_cap, err)))
 			goto out_rollback;

@@ -105,6 +105,10 @@
 	X(JOB_RUNNING, "checking running runs", "")                                      \
 	/* (job|NULL, state|0, since|-1, limit|-1) -> RUN_COLS */                         \
 	X(RUNS_LIST, "listing runs", "")                                                 \
+	/* () -> a row once this transaction holds the schedule lock row; none  \
+	 * when the row does not exist yet (SCHEDULE_LOCK_INIT makes it) */      \
+	X(SCHEDULE_LOCK, "taking the schedule lock", "XXL-JOB's lock row: claimers take turns") \
+	X(SCHEDULE_LOCK_INIT, "making the schedule lock row", "")                         \
 	/* (id) -> RUN_COLS */                                                           \
 	X(RUN_GET, "reading a run", "")                                                  \
 	X(NODES_LIST, "listing nodes", "")                                               \

@@ -84,6 +84,10 @@ typedef struct store_claim_req {
 	int max; /* at most this many SCHEDULED runs handed back (backpressure) */
 	store_plan_fn plan;
 	void *plan_ctx;
+	/* XXL-JOB's schedule lock: hold the lock row "dbcron:schedule" for the
+	 * whole claim, so claimers take turns (the per-row claim lets them
+	 * run side by side) */
+	bool lock_row;
 } store_claim_req;
 
 /* A run this node now owns, with a snapshot of its job. */

@@ -1016,6 +1016,71 @@ static void conf_test_reap_racing_start(void **state)
 	store_close(a.s);
 }
 
+/* A lock-row claim in flight (its COMMIT stalled by the fault seam). */
+struct conf_lockrow_claim {
+	store *s;
+	conf_planner p;
+	store_claim_result r;
+	int rc;
+	dbcron_err err;
+	struct timespec done; /* CLOCK_MONOTONIC when its claim returned */
+};
+
+static void *conf_lockrow_main(void *arg)
+{
+	struct conf_lockrow_claim *a = arg;
+	store_claim_req req = {.node_id = "A", .token = "ta", .horizon_ms_ahead = 0, .max = 100,
+			       .plan = conf_plan, .plan_ctx = &a->p, .lock_row = true};
+	a->rc = store_claim(a->s, &req, &a->r, &a->err);
+	clock_gettime(CLOCK_MONOTONIC, &a->done);
+	return NULL;
+}
+
+static double conf_ts_ms(const struct timespec *t)
+{
+	return (double)t->tv_sec * 1000.0 + (double)t->tv_nsec / 1e6;
+}
+
+/* XXL-JOB's schedule lock: a lock-row claim holds the row dbcron:schedule
+ * until it commits, so a second one waits for it (where the per-row claim
+ * would go on beside it), and together they take each due fire once. */
+static void conf_test_claim_lock_row(void **state)
+{
+	conf_ctx *c = *state;
+	int64_t now = conf_now(c);
+	conf_put(c, 6, "lr", now - 100);
+	struct conf_lockrow_claim a = {.p = {.stop = now}};
+	assert_int_equal(conf_open(c, &a.s), 0);
+	store_fault f = {.stmt = ST_COMMIT, .nth = 1, .times = 1,
+			 .kind = STORE_FAULT_STALL, .stall_ms = 1000};
+	CONF_OK(c, store_fault_add(a.s, &f, &c->err));
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, conf_lockrow_main, &a), 0);
+	/* until A sits in its stalled COMMIT, holding the lock row (however
+	 * slow the machine: the stall is the 1 s after the hit) */
+	for (int i = 0; i < 1000 && store_fault_hits(a.s) < 1; i++)
+		conf_sleep_ms(10);
+	conf_planner p = {.stop = now};
+	store_claim_req req = {.node_id = "B", .token = "tb", .horizon_ms_ahead = 0, .max = 100,
+			       .plan = conf_plan, .plan_ctx = &p, .lock_row = true};
+	store_claim_result r;
+	CONF_OK(c, store_claim(c->s, &req, &r, &c->err));
+	struct timespec b_done;
+	clock_gettime(CLOCK_MONOTONIC, &b_done);
+	pthread_join(th, NULL);
+	if (a.rc)
+		fail_msg("claim A: %s", a.err.msg);
+	assert_int_equal(store_fault_hits(a.s), 1);
+	double after = conf_ts_ms(&b_done) - conf_ts_ms(&a.done);
+	print_message("lock-row claim B returned %.1f ms after A's\n", after);
+	assert_true(after >= 0); /* B could only go on once A committed */
+	assert_int_equal(a.r.nruns + r.nruns, 6);
+	assert_int_equal(a.r.nruns, 6); /* A saw every fire first; B found none left */
+	store_claim_result_clear(&a.r);
+	store_claim_result_clear(&r);
+	store_close(a.s);
+}
+
 static void conf_test_node_stop_release(void **state)
 {
 	conf_ctx *c = *state;
@@ -1200,7 +1265,7 @@ static void conf_test_locks(void **state)
 	CONF_T(conf_test_claim_two_claimers),                                   \
 	CONF_T(conf_test_claim_statements), CONF_T(conf_test_apply),            \
 	CONF_T(conf_test_reap), CONF_T(conf_test_node_register_resolves),       \
-	CONF_T(conf_test_reap_unwritten_starts), CONF_T(conf_test_reap_racing_start), CONF_T(conf_test_node_stop_release), CONF_T(conf_test_runs_list),       \
+	CONF_T(conf_test_reap_unwritten_starts), CONF_T(conf_test_reap_racing_start), CONF_T(conf_test_claim_lock_row), CONF_T(conf_test_node_stop_release), CONF_T(conf_test_runs_list),       \
 	CONF_T(conf_test_locks)
 
 #endif

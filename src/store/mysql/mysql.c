@@ -231,6 +231,9 @@ static const char *const sql[ST__COUNT] = {
 	[ST_JOB_RUNNING] =
 		"SELECT 1 FROM runs r JOIN nodes n ON n.id = r.node WHERE r.job_id = ?1 AND "
 		"r.state = 2 AND r.id <> ?2 AND n.state = 'alive' LIMIT 1",
+	[ST_SCHEDULE_LOCK] = "SELECT fence FROM locks WHERE name = 'dbcron:schedule' FOR UPDATE",
+	[ST_SCHEDULE_LOCK_INIT] = "INSERT IGNORE INTO locks (name, owner, since_ms, until_ms, fence) "
+				  "VALUES ('dbcron:schedule', '', 0, 0, 0)",
 	[ST_RUN_GET] = "SELECT " STORE_RUN_COLS " FROM runs WHERE id = ?1",
 	[ST_RUNS_LIST] =
 		"SELECT * FROM (SELECT " STORE_RUN_COLS " FROM runs WHERE (?1 IS NULL OR "

@@ -200,6 +200,9 @@ static const char *const sql[ST__COUNT] = {
 		"$1::bigint AND r.state = 2 AND r.id <> $2::bigint AND n.state = 'alive' LIMIT 1",
 	[ST_RUNS_RELEASE_CLAIM] = "UPDATE runs SET node = NULL, claim_token = NULL WHERE node = "
 				  "$1::text AND claim_token = $2::text AND state = 1",
+	[ST_SCHEDULE_LOCK] = "SELECT fence FROM locks WHERE name = 'dbcron:schedule' FOR UPDATE",
+	[ST_SCHEDULE_LOCK_INIT] = "INSERT INTO locks (name, owner, since_ms, until_ms, fence) VALUES "
+				  "('dbcron:schedule', '', 0, 0, 0) ON CONFLICT DO NOTHING",
 	[ST_RUN_GET] = "SELECT " STORE_RUN_COLS " FROM runs WHERE id = $1::bigint",
 	[ST_RUNS_LIST] =
 		"SELECT * FROM (SELECT " STORE_RUN_COLS " FROM runs WHERE ($1::text IS NULL "

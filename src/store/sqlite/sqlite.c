@@ -175,6 +175,9 @@ static const char *const sql[ST__COUNT] = {
 		"'alive') LIMIT 1",
 	[ST_RUNS_RELEASE_CLAIM] = "UPDATE runs SET node = NULL, claim_token = NULL WHERE node = ?1 "
 				  "AND claim_token = ?2 AND state = 1",
+	/* BEGIN IMMEDIATE already makes claimers take turns */
+	[ST_SCHEDULE_LOCK] = "SELECT 1",
+	[ST_SCHEDULE_LOCK_INIT] = "SELECT 1",
 	[ST_RUN_GET] = "SELECT " STORE_RUN_COLS " FROM runs WHERE id = ?1",
 	[ST_RUNS_LIST] =
 		"SELECT * FROM (SELECT " STORE_RUN_COLS " FROM runs WHERE (?1 IS NULL OR "
