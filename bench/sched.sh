@@ -7,7 +7,8 @@
 #                                                  jobs, PER_MIN of them due each minute;
 #                                                  the node's RSS and claim time
 # W1_SHELL=1 makes the W1 jobs shell jobs running `true` instead of the noop
-# handler (the cost of spawning a process per run); W1_FLAGS adds node flags.
+# handler (the cost of spawning a process per run); W1_FLAGS adds node flags
+# to W1, BENCH_NODE_FLAGS to every mode (e.g. "--claim-strategy lock-row").
 # BACKEND is sqlite, pg or mysql (pg needs DBCRON_TEST_PG, mysql
 # DBCRON_TEST_MYSQL, see bench/run.sh).
 # Figures come from the runs table (dbcron runs --format csv) and the nodes'
@@ -46,7 +47,8 @@ esac
 start_nodes() {
   local n=$1; shift
   for i in $(seq 1 "$n"); do
-    "$bin" node --node-id "b$i" "$@" 2>"$T/node$i.log" &
+    # shellcheck disable=SC2086 # BENCH_NODE_FLAGS: extra flags for every mode
+    "$bin" node --node-id "b$i" "$@" ${BENCH_NODE_FLAGS:-} 2>"$T/node$i.log" &
     PIDS+=($!)
   done
 }
