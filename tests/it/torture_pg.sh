@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The torture test (docs/cluster.md "Torture test"): three nodes on
-# PostgreSQL under a random schedule of faults for TORTURE_SECONDS (default
+# PostgreSQL (or, given "mysql", MariaDB: torture_mysql.sh) under a random
+# schedule of faults for TORTURE_SECONDS (default
 # 60; the long run is a documented command): kill -9 and restart of a node
 # (each start with a new random set of injected faults through the store's
 # fault seam: write errors, lost COMMIT replies, stalls), SIGSTOP past the
@@ -10,8 +11,17 @@
 # first attempt is ABANDONED (at-least-once after a node loss), and the
 # at-most-once job never executed twice at all.
 source "$(dirname "$0")/nodelib.bash"
-: "${DBCRON_TEST_PGDIR:?DBCRON_TEST_PGDIR (directory of the test server) is required}"
-use_backend pg
+backend=${1:-pg}
+case "$backend" in
+pg) : "${DBCRON_TEST_PGDIR:?DBCRON_TEST_PGDIR (directory of the test server) is required}"
+    server_restart() { bash "$DBCRON_SRC/scripts/pg-tmp.sh" restart "$DBCRON_TEST_PGDIR"; }
+    lock_nodes() { psql "$DBCRON_DB" -qAt -c "BEGIN; LOCK TABLE nodes IN EXCLUSIVE MODE; SELECT pg_sleep(4); COMMIT;"; } ;;
+mysql) : "${DBCRON_TEST_MYSQLDIR:?DBCRON_TEST_MYSQLDIR (directory of the test server) is required}"
+    server_restart() { bash "$DBCRON_SRC/scripts/mariadb-tmp.sh" restart "$DBCRON_TEST_MYSQLDIR"; }
+    lock_nodes() { my_client "$MYDB" -e "LOCK TABLES nodes WRITE; DO SLEEP(4); UNLOCK TABLES;"; } ;;
+*) fail "torture: backend pg or mysql" ;;
+esac
+use_backend "$backend"
 secs=${TORTURE_SECONDS:-60}
 seed=${TORTURE_SEED:-$RANDOM}
 RANDOM=$seed
@@ -69,12 +79,11 @@ while [ "$(date +%s)" -lt "$end" ]; do
     faults[stop]=$((${faults[stop]:-0} + 1)) ;;
   3)
     echo "server restart" >> "$T/schedule"
-    bash "$DBCRON_SRC/scripts/pg-tmp.sh" restart "$DBCRON_TEST_PGDIR" >/dev/null
+    server_restart >/dev/null
     faults[restart]=$((${faults[restart]:-0} + 1)) ;;
   4)
     echo "lock nodes 4s" >> "$T/schedule"
-    psql "$DBCRON_DB" -qAt -c "BEGIN; LOCK TABLE nodes IN EXCLUSIVE MODE; SELECT pg_sleep(4); COMMIT;" \
-      >/dev/null 2>&1 || true
+    lock_nodes >/dev/null 2>&1 || true
     faults[lock]=$((${faults[lock]:-0} + 1)) ;;
   5) ;;
   esac
