@@ -105,6 +105,10 @@ enum {
 	 * group).  Without it cancel and timeout need the run's help: a
 	 * handler that never looks is only judged when it returns. */
 	EXEC_CAP_PREEMPT = 1u << 3,
+	/* Runs a process of its own, so the job's user, group, directory,
+	 * umask and environment (runas.h) apply.  Without it a job that sets
+	 * any of them is refused. */
+	EXEC_CAP_PROCESS = 1u << 4,
 };
 
 /* Bumped when exec_ops changes shape; exec_register() refuses others. */
@@ -139,7 +143,8 @@ const exec_ops *exec_lookup_name(const char *name);
 int exec_register(const exec_ops *ops, dbcron_err *err);
 
 /* The job check of job->executor's validate hook; an unregistered kind is
- * DBCRON_EINVAL "job 'x': unknown executor N". */
+ * DBCRON_EINVAL "job 'x': unknown executor N", and process options on an
+ * executor without EXEC_CAP_PROCESS are DBCRON_EINVAL. */
 int exec_validate(const dbcron_job *job, dbcron_err *err);
 
 /* The registered executor's run by job->executor.  Every run hook

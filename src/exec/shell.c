@@ -37,6 +37,7 @@
 #include "core/timeutil.h"
 #include "exec/exec.h"
 #include "exec/proc.h"
+#include "exec/runas.h"
 
 extern char **environ;
 
@@ -371,14 +372,15 @@ static int shell_validate(const dbcron_job *job, dbcron_err *err)
 		return dbcron_err_set(err, DBCRON_EINVAL,
 				      "job '%s': no command (give -- COMMAND [ARGS...] or --handler NAME)",
 				      job->name ? job->name : "");
-	return DBCRON_OK;
+	return runas_validate(job, err);
 }
 
 const exec_ops exec_shell_ops = {
 	.version = EXEC_OPS_VERSION,
 	.kind = DBCRON_EXEC_SHELL,
 	.name = "shell",
-	.caps = EXEC_CAP_OUTPUT | EXEC_CAP_CANCEL | EXEC_CAP_TIMEOUT | EXEC_CAP_PREEMPT,
+	.caps = EXEC_CAP_OUTPUT | EXEC_CAP_CANCEL | EXEC_CAP_TIMEOUT | EXEC_CAP_PREEMPT |
+		EXEC_CAP_PROCESS,
 	.validate = shell_validate,
 	.run = exec_shell,
 };
