@@ -71,14 +71,19 @@ void exec__set_error(exec_result *res, const char *fmt, ...)
 	DBCRON_PRINTF(2, 3);
 
 /*
- * Run a shell job: argv as given (no shell), environment plus DBCRON_JOB,
- * DBCRON_FIRE_AT_MS, DBCRON_ATTEMPT, DBCRON_RUN_ID, DBCRON_NODE; a new
- * process group; output captured with the first and last capture_bytes
- * kept and a "[... N bytes omitted ...]" marker between; timeout and cancel
- * stop the whole group (SIGTERM, grace, SIGKILL).  A command that cannot
- * be started is FAILED with a clear error ("cannot execute 'x': No such
- * file or directory") and no exit code.  Always fills res and always
- * reaps the child.  Timed out: TIMED_OUT "timed out after 2s; process
+ * Run a shell job: argv as given (no shell), as the job's user in its
+ * directory with its umask, in a clean environment (runas.h: HOME, USER,
+ * LOGNAME, SHELL, PATH, its env-file and env, the node's environment
+ * without its secrets only for inherit_env) plus DBCRON_JOB,
+ * DBCRON_FIRE_AT_MS, DBCRON_ATTEMPT, DBCRON_RUN_ID, DBCRON_NODE; fds 0-2
+ * only; a new process group; output captured with the first and last
+ * capture_bytes kept and a "[... N bytes omitted ...]" marker between;
+ * timeout and cancel stop the whole group (SIGTERM, grace, SIGKILL).  A
+ * command that cannot be started is FAILED with a clear error and no exit
+ * code ("cannot execute 'x': No such file or directory", "user 'x' not
+ * found on node n1", "cannot run 'x' in '/d': No such file or
+ * directory").  Always fills res and always reaps the child.  Timed out:
+ * TIMED_OUT "timed out after 2s; process
  * group terminated"; cancelled: FAILED "cancelled"; both keep the exit
  * code observed (usually 128 + signal).  Needs SIGCHLD not ignored and
  * no waitpid(-1) elsewhere in the process (the exit status would be lost;
