@@ -284,6 +284,11 @@ const char *store_name(const store *s)
 	return s->d->name;
 }
 
+const char *store_file(const store *s)
+{
+	return s->d->file ? s->d->file(s->c) : NULL;
+}
+
 int store_schema_newer(dbcron_err *err, const char *url, int found, int mine)
 {
 	return dbcron_err_set(err, DBCRON_ESCHEMA,

@@ -20,12 +20,15 @@
  * at all.
  *
  * Invariants: the SQL below keeps them as stmt.h says; every time written
- * comes from NOW_SQL or from a parameter the protocol read from it.
+ * comes from NOW_SQL or from a parameter the protocol read from it; a
+ * database file this dialect creates is 0600 (create_private).
  */
+#include <fcntl.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/alloc.h"
 #include "store/dialect.h"
@@ -548,6 +551,21 @@ static const char *sq_display(const store_conn *q) { return q->url; }
 
 static bool sq_accepts(const char *url) { return strncmp(url, "sqlite:", 7) == 0; }
 
+static const char *sq_file(const store_conn *q) { return q->url + 7; }
+
+/* A new database file is made here, 0600, before SQLite would make it
+ * 0644 less the umask: it holds every job's command line, environment
+ * and output.  SQLite gives the -wal and -shm files the database file's
+ * mode (and its owner, when it runs as root), so they follow it.  An
+ * existing file is left as it is (`dbcron init` warns about one others
+ * can read); any other failure is SQLite's to report when it opens. */
+static void create_private(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd >= 0)
+		close(fd);
+}
+
 static void sq_close(store_conn *q)
 {
 	if (!q)
@@ -576,6 +594,7 @@ static int sq_open(const char *url, store_conn **out, dbcron_err *err)
 		goto out_close;
 	}
 	const char *path = url + 7;
+	create_private(path);
 	int sr = sqlite3_open_v2(path, &q->db,
 				 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
 	if (sr != SQLITE_OK) {
@@ -709,4 +728,5 @@ const store_dialect store_sqlite_dialect = {
 	.schema_read = sq_schema_read,
 	.migrate = sq_migrate,
 	.tune = sq_tune,
+	.file = sq_file,
 };
