@@ -204,6 +204,20 @@ static void add_usage(FILE *f)
 		"  --jitter                randomise backoffs\n"
 		"  --timeout DUR           stop a run after DUR (default none)\n"
 		"  --paused                add the job paused\n"
+		"A COMMAND RUNS AS (docs/security.md):\n"
+		"  --user NAME             this user (the node switches: needs root); default the\n"
+		"                          node's user\n"
+		"  --group NAME            this primary group instead of the user's\n"
+		"  --cwd DIR               start in DIR (absolute); default the user's home\n"
+		"  --env KEY=VALUE         a variable of its own (repeatable); stored in the database\n"
+		"  --env-file PATH         KEY=VALUE lines from PATH on the node's host, read at each\n"
+		"                          run (for secrets that should not be in the database)\n"
+		"  --umask MODE            octal, e.g. 027; default the node's\n"
+		"  --inherit-env           start from the node's environment (never its DBCRON_*\n"
+		"                          settings or PostgreSQL passwords); default a clean one:\n"
+		"                          HOME, USER, LOGNAME, SHELL=/bin/sh, PATH, DBCRON_*\n"
+		"  --no-user-check         do not look the user and group up on this host (they\n"
+		"                          exist only where the nodes run)\n"
 		"  --db URL                database (default $DBCRON_DB, else sqlite:./dbcron.db)\n"
 		"  --db-file PATH          read the database URL from PATH (default $DBCRON_DB_FILE)\n"
 		"DUR: 500ms, 30s, 5m, 2h, 1d, or compound 1h30m.  Times relative to now use the\n"
@@ -214,6 +228,7 @@ static void add_usage(FILE *f)
  * The option value is 2000 + the key id. */
 #define OPT_DB 1000
 #define OPT_DB_FILE 1001
+#define OPT_NO_USER_CHECK 1002
 #define OPT_HELP 'h'
 
 static void add_options(struct option *out)
@@ -230,17 +245,19 @@ static void add_options(struct option *out)
 	}
 	out[n++] = (struct option){"db", required_argument, NULL, OPT_DB};
 	out[n++] = (struct option){"db-file", required_argument, NULL, OPT_DB_FILE};
+	out[n++] = (struct option){"no-user-check", no_argument, NULL, OPT_NO_USER_CHECK};
 	out[n++] = (struct option){"help", no_argument, NULL, OPT_HELP};
 	out[n] = (struct option){NULL, 0, NULL, 0};
 }
 
 static int job_add(int argc, char **argv)
 {
-	struct option longs[MODEL_JK__COUNT + 4];
+	struct option longs[MODEL_JK__COUNT + 5];
 	cliopt o = {.cmd = "job add"};
 	cli_db db = {0};
 	dbcron_err err = {0};
 	model_jobdef d;
+	bool user_check = true;
 	int c, status = CLI_EXIT_USAGE;
 
 	add_options(longs);
@@ -258,6 +275,10 @@ static int job_add(int argc, char **argv)
 		}
 		if (c == OPT_DB_FILE) {
 			db.file = optarg;
+			continue;
+		}
+		if (c == OPT_NO_USER_CHECK) {
+			user_check = false;
 			continue;
 		}
 		if (c < 2000 || c >= 2000 + MODEL_JK__COUNT)
@@ -282,8 +303,14 @@ static int job_add(int argc, char **argv)
 	}
 	if (model_jobdef_set_text(&d, model_jobdef_key_of(MODEL_JK_NAME), o.pos[0], &err) ||
 	    (o.dashdash && model_jobdef_set_argv(&d, o.rest, o.nrest, &err)) ||
-	    model_jobdef_check(&d, &err)) {
-		status = fail_in("job add", &err);
+	    model_jobdef_check(&d, &err) || (user_check && model_jobdef_check_host(&d, &err))) {
+		if (err.code == DBCRON_ENOTFOUND) {
+			fprintf(stderr, "dbcron job add: %s (if it exists only where the nodes run, "
+					"add --no-user-check)\n", err.msg);
+			status = CLI_EXIT_USAGE;
+		} else {
+			status = fail_in("job add", &err);
+		}
 		goto out_clear;
 	}
 
@@ -337,6 +364,7 @@ typedef struct simple_args {
 	const char *format;
 	const char *name;
 	bool prune;
+	bool no_user_check;         /* job apply: users and groups not looked up */
 	size_t max_bytes, max_jobs; /* job apply's input bounds */
 } simple_args;
 
@@ -372,6 +400,7 @@ static int parse_simple(const char *cmd, int argc, char **argv, int want_pos,
 		{"prune", no_argument, NULL, 'p'},
 		{"max-bytes", required_argument, NULL, 'B'},
 		{"max-jobs", required_argument, NULL, 'J'},
+		{"no-user-check", no_argument, NULL, 'U'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -402,6 +431,11 @@ static int parse_simple(const char *cmd, int argc, char **argv, int want_pos,
 			if (!apply)
 				return cli_usage_error(cmd, "unknown option '--prune'");
 			a->prune = true;
+			break;
+		case 'U':
+			if (!apply)
+				return cli_usage_error(cmd, "unknown option '--no-user-check'");
+			a->no_user_check = true;
 			break;
 		case 'B':
 		case 'J':
@@ -557,6 +591,26 @@ static void print_word(FILE *f, const char *w)
 	fputc('\'', f);
 }
 
+/* What a command runs as, in job show's table. */
+static void show_runas(const dbcron_job *j)
+{
+	printf("user:              %s", j->user ? j->user : "the node's");
+	if (j->group)
+		printf(" (group %s)", j->group);
+	printf("\ncwd:               %s\n", j->cwd ? j->cwd : "the user's home");
+	printf("environment:       %s\n", j->inherit_env
+						? "the node's, without its DBCRON_* and password variables"
+						: "clean (HOME, USER, LOGNAME, SHELL, PATH, DBCRON_*)");
+	for (int i = 0; i < j->envc; i++)
+		printf("%s%s\n", i ? "                   " : "env:               ", j->env[i]);
+	if (j->env_file)
+		printf("env file:          %s (read on the node's host at each run)\n", j->env_file);
+	if (j->umask >= 0)
+		printf("umask:             %03o\n", (unsigned)j->umask & 0777);
+	else
+		printf("umask:             the node's\n");
+}
+
 static void show_usage(FILE *f)
 {
 	fprintf(f, "usage: dbcron job show NAME [--format table|json] [--db URL | --db-file PATH]\n\n"
@@ -625,6 +679,7 @@ static int job_show(int argc, char **argv)
 			print_word(stdout, j.argv[i]);
 		}
 		fputc('\n', stdout);
+		show_runas(&j);
 	}
 	dbcron__format_duration(j.misfire_threshold_ms, b1, sizeof(b1));
 	printf("misfire:           %s (threshold %s, max catch-up %d)\n",
@@ -746,7 +801,7 @@ static void apply_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: dbcron job apply FILE [--prune] [--max-bytes N] [--max-jobs N]\n"
-		"                        [--db URL | --db-file PATH]\n\n"
+		"                        [--no-user-check] [--db URL | --db-file PATH]\n\n"
 		"Create or update jobs by name from a JSON array of objects (FILE - is stdin).\n"
 		"Keys are the long flags of `job add` (\"name\", \"every\", \"retries\", ...;\n"
 		"snake_case accepted) plus \"command\": [\"prog\", \"arg\", ...]; the keys only the\n"
@@ -757,12 +812,15 @@ static void apply_usage(FILE *f)
 		"key keeps its paused state.  --prune deletes jobs that are not in FILE.\n"
 		"  --max-bytes N  read at most N bytes of FILE (default 64M; K, M, G suffixes);\n"
 		"                 a larger FILE is refused and nothing is applied\n"
-		"  --max-jobs N   at most N jobs in FILE (default 1000000)\n" CLI_DB_HELP);
+		"  --max-jobs N   at most N jobs in FILE (default 1000000)\n"
+		"  --no-user-check  do not look the jobs' \"user\" and \"group\" up on this host\n"
+		"                 (they exist only where the nodes run)\n" CLI_DB_HELP);
 }
 
 typedef struct apply_ctx {
 	const char *file;
 	size_t nerr;
+	bool user_check;
 } apply_ctx;
 
 static void apply_error(apply_ctx *ac, size_t idx, const char *name,
@@ -789,8 +847,11 @@ static bool apply_entry(apply_ctx *ac, size_t idx, json_t *obj, model_jobdef *d)
 {
 	dbcron_err err = {0};
 	const char *name;
-	if (model_jobdef_from_json(d, obj, &name, &err)) {
-		apply_error(ac, idx, name, "%s", err.msg);
+	if (model_jobdef_from_json(d, obj, &name, &err) ||
+	    (ac->user_check && model_jobdef_check_host(d, &err))) {
+		apply_error(ac, idx, name, "%s%s", err.msg,
+			    err.code == DBCRON_ENOTFOUND ? " (--no-user-check if it exists only "
+							   "where the nodes run)" : "");
 		return false;
 	}
 	return true;
@@ -956,7 +1017,8 @@ static int job_apply(int argc, char **argv)
 	if (status >= 0)
 		return status;
 
-	apply_ctx ac = {.file = strcmp(a.name, "-") ? a.name : "<stdin>"};
+	apply_ctx ac = {.file = strcmp(a.name, "-") ? a.name : "<stdin>",
+			.user_check = !a.no_user_check};
 	json_t *root = apply_load(a.name, ac.file, &a, &status);
 	if (!root)
 		return status;
