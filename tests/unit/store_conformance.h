@@ -404,26 +404,44 @@ static void conf_test_job_runas(void **state)
 	int64_t updated = got.updated_ms;
 	dbcron_job_clear(&got);
 
-	/* the same again: not rewritten; another user: rewritten */
+	/* the same again: not rewritten */
 	conf_sleep_ms(5);
 	CONF_OK(c, conf_upsert(c, &j, 1));
 	CONF_OK(c, store_job_get(c->s, "ra", &got, &c->err));
 	assert_int_equal(got.updated_ms, updated);
 	dbcron_job_clear(&got);
-	dbcron__free(j.env[0]);
-	j.env[0] = dbcron__strdup("A=2");
-	dbcron__free(j.user);
-	j.user = NULL;
-	j.umask = -1;
-	j.inherit_env = false;
-	CONF_OK(c, conf_upsert(c, &j, 1));
-	CONF_OK(c, store_job_get(c->s, "ra", &got, &c->err));
-	assert_null(got.user);
-	assert_int_equal(got.umask, -1);
-	assert_false(got.inherit_env);
-	assert_string_equal(got.env[0], "A=2");
-	assert_string_equal(got.group, "nogroup");
-	dbcron_job_clear(&got);
+
+	/* each field changed alone is a change that is written */
+	for (int step = 0; step < 7; step++) {
+		char **slot = step == 0 ? &j.user : step == 1 ? &j.group : step == 2 ? &j.cwd
+			    : step == 3 ? &j.env_file : step == 4 ? &j.env[0] : NULL;
+		if (slot) {
+			dbcron__free(*slot);
+			*slot = step == 4 ? dbcron__strdup("A=2") : step == 2 ? NULL
+			      : dbcron__strdup(step == 3 ? "/etc/dbcron/other.env" : "daemon");
+		} else if (step == 5) {
+			j.umask = -1;
+		} else {
+			j.inherit_env = false;
+		}
+		CONF_OK(c, conf_upsert(c, &j, 1));
+		CONF_OK(c, store_job_get(c->s, "ra", &got, &c->err));
+		if (step == 0)
+			assert_string_equal(got.user, "daemon");
+		else if (step == 1)
+			assert_string_equal(got.group, "daemon");
+		else if (step == 2)
+			assert_null(got.cwd);
+		else if (step == 3)
+			assert_string_equal(got.env_file, "/etc/dbcron/other.env");
+		else if (step == 4)
+			assert_string_equal(got.env[0], "A=2");
+		else if (step == 5)
+			assert_int_equal(got.umask, -1);
+		else
+			assert_false(got.inherit_env);
+		dbcron_job_clear(&got);
+	}
 
 	/* none of it set: reads back unset */
 	dbcron_job none;
