@@ -7,7 +7,8 @@
  *   guard: PR_SET_PDEATHSIG, getppid() == spawner?  (no: start nothing)
  *     --clone(CLONE_VM|CLONE_VFORK|CLONE_PARENT)--> leader: setpgid(0, 0),
  *                       signals, stdio, ids (setgroups, setgid, setuid),
- *                       chdir, umask, fds, exec (PATH as execvp)
+ *                       chdir, umask, fds, capabilities, exec (PATH as
+ *                       execvp)
  *     report {leader pid, exec errno} on ctl_fd; close every inherited fd;
  *     setpgid(0, leader): join the group
  *     poll(signalfd of the death signal, pidfd of the leader):
@@ -39,6 +40,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/capability.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -204,6 +206,27 @@ static int switch_ids(const guard_plan *gp, volatile int *stage)
 	return 0;
 }
 
+/*
+ * Every capability of ours dropped before the exec.  A node run as a user
+ * of its own with CAP_SETUID, CAP_SETGID and CAP_KILL (docs/security.md)
+ * would pass them on: the ambient set through any exec, the inheritable
+ * one to a program whose file grants it.  Nothing after this point needs
+ * one, and what the exec itself gives (a setuid or setcap program, or a
+ * job that is root) is the system's rule, not ours.  The ambient set goes
+ * first (dropping the permitted set clears it anyway); EINVAL there is a
+ * kernel without ambient capabilities.
+ */
+static int drop_caps(void)
+{
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+	struct __user_cap_data_struct none[_LINUX_CAPABILITY_U32S_3];
+
+	memset(none, 0, sizeof(none));
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL)
+		return errno;
+	return syscall(SYS_capset, &hdr, none) == 0 ? 0 : errno;
+}
+
 /* Every fd but 0-2 closed, so the job holds none of ours (pipes of other
  * runs, the report pipe, whatever the node inherited). */
 static void close_above_stdio(const guard_plan *gp)
@@ -271,6 +294,10 @@ static int leader_main(void *arg)
 		umask(gp->umask);
 	if (gp->close_fds)
 		close_above_stdio(gp);
+	if (gp->no_caps && (e = drop_caps()) != 0) {
+		la->stage = GUARD_AT_CAPS;
+		goto out_fail;
+	}
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, gp->inherit_signals ? &gp->mask : &none, NULL);
@@ -448,6 +475,8 @@ int guard__parse(int argc, char **argv, guard_plan *gp, gid_t *groups, size_t ca
 			gp->cwd_or_root = true;
 		else if (*f == 'c')
 			gp->close_fds = true;
+		else if (*f == 'a')
+			gp->no_caps = true;
 		else if (*f != '-')
 			return EINVAL;
 	}

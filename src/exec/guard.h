@@ -43,7 +43,9 @@ typedef struct guard_plan {
 	/* What the leader becomes between the clone and the exec, in this
 	 * order: its ids (set_ids: setgroups, setgid, setuid, each checked),
 	 * its directory (as the new user), its umask, its fds (close_fds:
-	 * only 0-2 reach the command). */
+	 * only 0-2 reach the command), its capabilities (no_caps: all
+	 * dropped, so that what a node was given to switch users, CAP_SETUID
+	 * and the like, is not the job's). */
 	bool set_ids;
 	uid_t uid;
 	gid_t gid;
@@ -54,6 +56,7 @@ typedef struct guard_plan {
 	bool set_umask;
 	mode_t umask;
 	bool close_fds;
+	bool no_caps;
 } guard_plan;
 
 /* What the guard reports, once: the leader's pid and 0 (it has exec'd),
@@ -70,6 +73,7 @@ typedef enum guard_stage {
 	GUARD_AT_SETUID,
 	GUARD_AT_IDCHECK,   /* the ids read back are not the ones set */
 	GUARD_AT_CHDIR,
+	GUARD_AT_CAPS,      /* dropping our capabilities */
 } guard_stage;
 typedef struct guard_msg {
 	int32_t pid;
@@ -90,7 +94,7 @@ _Noreturn void guard__main(const guard_plan *gp);
  * dbcron-guard's argv, after argv[0]:
  *   PROTO FLAGS OUT_FD CTL_FD PARENT GRACE_MS MASK PATH IDS CWD UMASK ARGC CMD... ""
  * FLAGS: letters n (stdin from /dev/null), i (inherit signals), r (cwd or
- * "/"), c (close fds), or "-"; MASK: hex, bit n-1 set when signal n is
+ * "/"), c (close fds), a (drop capabilities), or "-"; MASK: hex, bit n-1 set when signal n is
  * blocked (1..64); IDS: "-" or UID:GID:G1,G2,...; CWD: "-" or an absolute
  * path; UMASK: "-" or octal.  The "" after the command is where its NULL
  * goes.  The command's environment is the guard's own environment, never

@@ -224,9 +224,9 @@ static int spawn_helper(const guard_plan *gp, pid_t *pid)
 	for (int sig = 1; sig <= 64 && sig < NSIG; sig++)
 		if (sigismember(&gp->mask, sig) == 1)
 			mask |= 1ULL << (sig - 1);
-	snprintf(flags, sizeof(flags), "%s%s%s%s", gp->stdin_null ? "n" : "",
+	snprintf(flags, sizeof(flags), "%s%s%s%s%s", gp->stdin_null ? "n" : "",
 		 gp->inherit_signals ? "i" : "", gp->cwd && gp->cwd_or_root ? "r" : "",
-		 gp->close_fds ? "c" : "");
+		 gp->close_fds ? "c" : "", gp->no_caps ? "a" : "");
 	if (!flags[0])
 		snprintf(flags, sizeof(flags), "-");
 	snprintf(out_s, sizeof(out_s), "%d", gp->out_fd);
@@ -341,6 +341,9 @@ static int step_error(const guard_plan *gp, const char *who, int stage, int e,
 		return dbcron_err_set(err, DBCRON_EIO, "cannot run '%s' as %s (uid %lu, gid %lu): %s: %s%s",
 				      gp->file, who ? who : "another user", (unsigned long)gp->uid,
 				      (unsigned long)gp->gid, steps[stage], why, hint);
+	case GUARD_AT_CAPS:
+		return dbcron_err_set(err, DBCRON_EIO, "cannot run '%s': dropping capabilities: %s",
+				      gp->file, why);
 	case GUARD_AT_CHDIR:
 		return dbcron_err_set(err, e == ENOENT ? DBCRON_ENOTFOUND : DBCRON_EIO,
 				      "cannot run '%s' in '%s': %s", gp->file,
@@ -455,6 +458,7 @@ int proc_spawn(proc *p, const proc_opts *o, dbcron_err *err)
 		.set_umask = o->set_umask,
 		.umask = o->umask,
 		.close_fds = o->close_fds,
+		.no_caps = o->no_caps,
 		.out_fd = pfd[1],
 		.ctl_fd = ctl[1],
 		.stdin_null = o->stdin_null,

@@ -73,6 +73,7 @@ typedef struct proc_opts {
 	bool set_umask; /* the command's umask is umask */
 	mode_t umask;
 	bool close_fds; /* the command gets fds 0-2 and no other */
+	bool no_caps;   /* the command gets none of our capabilities */
 } proc_opts;
 
 typedef struct proc {

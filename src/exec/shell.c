@@ -23,7 +23,8 @@
  *    of tail (a ring), whatever the child prints;
  *  - the group is only signalled while its leader is unreaped (proc.h);
  *  - the command gets a clean environment (runas_env_build), fds 0-2 and
- *    none of ours, and nothing of the node's secrets;
+ *    none of ours, none of the node's capabilities, and nothing of the
+ *    node's secrets;
  *  - a user, group, env-file or directory that this host cannot give is
  *    the run's error, never the node's: the run is FAILED and the node
  *    goes on.
@@ -370,6 +371,7 @@ void exec_shell(const exec_req *req, exec_result *res)
 		.set_umask = job->umask >= 0,
 		.umask = job->umask >= 0 ? (mode_t)job->umask : 0,
 		.close_fds = true,
+		.no_caps = true,
 	};
 	if (proc_spawn(&child, &po, &err) != DBCRON_OK) {
 		exec__set_error(res, "%s", err.msg);

@@ -24,16 +24,18 @@ chmod 711 "$T"
 mkdir "$T/pub"
 chmod 1777 "$T/pub"
 
-# json_run JOB FIELD: FIELD of the job's first attempt (runs --format json)
+# json_run JOB FIELD [DB FLAGS]: FIELD of the job's first attempt
 json_run() {
-  dbc runs --job "$1" --format json --limit 0 | python3 -c '
+  local job=$1 field=$2
+  shift 2
+  dbc runs --job "$job" --format json --limit 0 "$@" | python3 -c '
 import json, sys
 rows = [r for r in json.load(sys.stdin) if r["attempt"] == 1 and r["state"] != "scheduled"]
 v = rows[0][sys.argv[1]] if rows else None
-print("" if v is None else v, end="")' "$2"
+print("" if v is None else v, end="")' "$field"
 }
-finished() { [ -n "$(json_run "$1" state)" ]; }
-wait_run() { wait_for 30 finished "$1" || fail "$1: no finished run within 30 s"; }
+finished() { [ -n "$(json_run "$1" state "${@:2}")" ]; }
+wait_run() { wait_for 30 finished "$@" || fail "$1: no finished run within 30 s"; }
 
 # ---- what `job add` refuses at once (nothing is written) --------------
 expect_add_error() { # WHAT MESSAGE ARGS...
@@ -136,9 +138,10 @@ assert_eq "$(keys "$T/pub/clean.env")" "$want" "a job's environment is the docum
 grep -qx "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" "$T/pub/clean.env" ||
   fail "the default PATH is not the documented one"
 grep -qx "SHELL=/bin/sh" "$T/pub/clean.env" || fail "SHELL is not /bin/sh"
-grep -qx "HOME=$(getent passwd "$(id -un)" | cut -d: -f6)" "$T/pub/clean.env" || fail "HOME is not the user's"
-assert_eq "$(cat "$T/pub/clean.pwd")" "$(getent passwd "$(id -un)" | cut -d: -f6)" \
-  "a job starts in its user's home"
+home=$(getent passwd "$(id -un)" | cut -d: -f6)
+grep -qx "HOME=$home" "$T/pub/clean.env" || fail "HOME is not the user's"
+[ -d "$home" ] || home=/ # a home that is not there: "/"
+assert_eq "$(cat "$T/pub/clean.pwd")" "$home" "a job starts in its user's home"
 pass "PATH, SHELL and HOME are the documented ones"
 grep -qx "OWN=from-env" "$T/pub/ownenv.env" && grep -qx "PATH=/usr/bin:/bin" "$T/pub/ownenv.env" ||
   fail "--env did not win over the env-file and the default PATH"
@@ -217,13 +220,50 @@ if [ "$BACKEND" = sqlite ]; then
   [[ "$out" == *"warning: $T/old.db is readable by every user of this host (mode 0644)"* ]] ||
     fail "init did not warn about a 0644 database: $out"
   pass "init warns about a database file others can read"
-  dbc init --db "sqlite:$T/old.db" --group daemon >/dev/null
-  assert_eq "$(stat -c '%a %G' "$T/old.db")" "640 daemon" "init --group makes the file 0640 and the group's"
+  grp=daemon
+  [ "$ROOT" = 1 ] || grp=$(id -gn) # only root gives a file to another group
+  dbc init --db "sqlite:$T/old.db" --group "$grp" >/dev/null
+  assert_eq "$(stat -c '%a %G' "$T/old.db")" "640 $grp" "init --group makes the file 0640 and the group's"
   out=$(dbc init --db "sqlite:$T/old.db" 2>&1)
   [[ "$out" != *warning* ]] || fail "init still warns: $out"
   pass "no warning for a 0640 file"
   dbc init --db "sqlite:$T/new.db" >/dev/null
   assert_eq "$(stat -c %a "$T/new.db")" 600 "a new database file is 0600 whatever the umask ($(umask))"
+fi
+
+# ---- a node as a user of its own, with only what switching needs -------
+# The way docs/security.md gives for systemd (User=, AmbientCapabilities=
+# CAP_SETUID CAP_SETGID CAP_KILL), here through setpriv: the node switches
+# to the job's user, stops a job of that user at its timeout, and no job
+# keeps any of the node's capabilities.  About processes: SQLite only.
+CAPNODE=(setpriv --reuid=daemon --regid=daemon --init-groups --inh-caps=+setuid,+setgid,+kill
+  --ambient-caps=+setuid,+setgid,+kill "$DBCRON_BIN")
+if [ "$ROOT" = 1 ] && [ "$BACKEND" = sqlite ] && ! "${CAPNODE[@]}" --version >/dev/null 2>&1; then
+  echo "# the user daemon cannot run $DBCRON_BIN here (setpriv missing, or a directory it may not enter): not tested"
+elif [ "$ROOT" = 1 ] && [ "$BACKEND" = sqlite ]; then
+  cdb="sqlite:$T/pub/caps.db"
+  dbc init --db "$cdb" >/dev/null
+  chown daemon "$T/pub/caps.db"*
+  caps='grep -E "^Cap(Inh|Prm|Eff|Amb)" /proc/self/status | awk "{ print \$2 }" | sort -u'
+  dbc job add capjob --at now --user nobody --db "$cdb" \
+    -- sh -c "$caps > $T/pub/capjob.caps; id -u > $T/pub/capjob.uid" >/dev/null
+  dbc job add capself --at now --db "$cdb" \
+    -- sh -c "$caps > $T/pub/capself.caps; id -un > $T/pub/capself.user" >/dev/null
+  dbc job add captmo --at now --user nobody --timeout 1s --retries 0 --db "$cdb" \
+    -- sh -c "echo \$\$ > $T/pub/captmo.pid; exec sleep 60" >/dev/null
+  "${CAPNODE[@]}" node --node-id cap1 --db "$cdb" >"$T/node-cap1.log" 2>&1 &
+  cpid=$!
+  NODE_PIDS+=("$cpid")
+  for j in capjob capself captmo; do wait_run "$j" --db "$cdb"; done
+  kill -TERM "$cpid"
+  wait "$cpid" || fail "the node as daemon did not stop cleanly"
+  assert_eq "$(cat "$T/pub/capjob.uid")" "$(id -u nobody)" "a node as daemon with CAP_SETUID runs a job as nobody"
+  assert_eq "$(cat "$T/pub/capjob.caps")" 0000000000000000 "the job as nobody has no capability of the node's"
+  assert_eq "$(cat "$T/pub/capself.user")" daemon "a job without --user runs as the node's user"
+  assert_eq "$(cat "$T/pub/capself.caps")" 0000000000000000 "and has no capability either"
+  assert_eq "$(json_run captmo state --db "$cdb")" timed_out "the node stops a job of another user at its timeout"
+  if kill -0 "$(cat "$T/pub/captmo.pid")" 2>/dev/null; then fail "the timed-out job as nobody is still running"; fi
+  pass "the timed-out job as nobody is gone"
 fi
 
 if [ "$ROOT" != 1 ]; then
