@@ -73,6 +73,17 @@ typedef struct dbcron_job {
 	int argc;
 	char *handler; /* HANDLER */
 	char *arg;
+	/* SHELL: what the command runs as (docs/security.md).  Unset (NULL,
+	 * 0, -1, false): the node's user and groups, that user's home, a clean
+	 * environment with nothing of the job's own, the node's umask. */
+	char *user;        /* a user name: initgroups, setgid, setuid before exec */
+	char *group;       /* a group name: the primary group instead of the user's */
+	char *cwd;         /* absolute directory; NULL: the user's home */
+	char **env;        /* "KEY=VALUE" strings, NULL-terminated, envc of them */
+	int envc;
+	char *env_file;    /* absolute path on the node's host, read at each run */
+	int umask;         /* 0-0777; -1: the node's */
+	bool inherit_env;  /* start from the node's environment, minus its secrets */
 	bool paused;
 	int64_t next_fire_at; /* -1: no further fire */
 	int64_t created_ms, updated_ms;

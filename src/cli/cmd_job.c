@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdarg.h>
@@ -64,9 +65,49 @@ static int no_such_job(const char *cmd, const char *name)
 
 static void init_usage(FILE *f)
 {
-	fprintf(f, "usage: dbcron init [--db URL | --db-file PATH]\n\n"
+	fprintf(f, "usage: dbcron init [--group GROUP] [--db URL | --db-file PATH]\n\n"
 		   "Create the schema, or upgrade it to this binary's version.  Safe to run\n"
-		   "again: an up-to-date schema is left as it is.\n\n" CLI_DB_HELP);
+		   "again: an up-to-date schema is left as it is.\n\n"
+		   "A SQLite database file (and its -wal and -shm files) is created 0600: it\n"
+		   "holds every job's command line, environment and output.  init warns when\n"
+		   "an existing one is readable by every user of the host.\n"
+		   "  --group GROUP    make the SQLite files 0640 and owned by GROUP, for\n"
+		   "                   readers in that group (dbcron runs, job list...)\n"
+		   CLI_DB_HELP);
+}
+
+/* The database file and the two SQLite keeps beside it while in use. */
+static const char *const db_file_suffixes[] = {"", "-wal", "-shm"};
+
+/*
+ * --group: the SQLite files 0640, owned by the group; else a warning for
+ * each one others can read or write (files dbcron made are 0600; older
+ * ones, or ones made by hand, may not be).  The exit status.
+ */
+static int init_file_mode(const char *path, const char *group, gid_t gid)
+{
+	char p[4096];
+	struct stat st;
+
+	for (size_t i = 0; i < sizeof(db_file_suffixes) / sizeof(db_file_suffixes[0]); i++) {
+		int w = snprintf(p, sizeof(p), "%s%s", path, db_file_suffixes[i]);
+		if (w < 0 || (size_t)w >= sizeof(p) || stat(p, &st) != 0)
+			continue;
+		if (group) {
+			if (chown(p, (uid_t)-1, gid) != 0 || chmod(p, 0640) != 0) {
+				fprintf(stderr, "dbcron init: %s: %s\n", p, strerror(errno));
+				return CLI_EXIT_FAIL;
+			}
+			printf("%s: mode 0640, group %s\n", p, group);
+		} else if (st.st_mode & (S_IROTH | S_IWOTH)) {
+			fprintf(stderr,
+				"dbcron init: warning: %s is readable by every user of this host (mode %04o): "
+				"it holds every job's command line, environment and output; chmod 600 it, "
+				"or run dbcron init --group GROUP for 0640\n",
+				p, (unsigned)(st.st_mode & 07777));
+		}
+	}
+	return CLI_EXIT_OK;
 }
 
 int cli_init(int argc, char **argv)
@@ -74,11 +115,14 @@ int cli_init(int argc, char **argv)
 	static const struct option longs[] = {
 		{"db", required_argument, NULL, 'd'},
 		{"db-file", required_argument, NULL, 'F'},
+		{"group", required_argument, NULL, 'g'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	cliopt o = {.cmd = "init"};
 	cli_db db = {0};
+	const char *group = NULL;
+	gid_t gid = 0;
 	int c;
 
 	cliopt_reset();
@@ -90,6 +134,9 @@ int cli_init(int argc, char **argv)
 		case 'F':
 			db.file = optarg;
 			break;
+		case 'g':
+			group = optarg;
+			break;
 		case 'h':
 			init_usage(stdout);
 			return CLI_EXIT_OK;
@@ -100,6 +147,12 @@ int cli_init(int argc, char **argv)
 	if (o.npos || o.dashdash)
 		return cli_usage_error("init", "unexpected argument '%s'",
 				       o.npos ? o.pos[0] : "--");
+	if (group) {
+		struct group *gr = getgrnam(group);
+		if (!gr)
+			return cli_usage_error("init", "--group '%s': no such group on this host", group);
+		gid = gr->gr_gid;
+	}
 
 	store *s = NULL;
 	dbcron_err err = {0};
@@ -110,12 +163,21 @@ int cli_init(int argc, char **argv)
 	int rc = store_open(url, &s, &err);
 	if (rc)
 		return cli_fail(&err);
+	const char *file = store_file(s);
+	if (group && !file) {
+		store_close(s);
+		return cli_usage_error("init", "--group is for a SQLite file; this database is a "
+					       "server's, whose files the server keeps");
+	}
 	rc = store_migrate(s, &from, &to, &err);
-	store_close(s);
-	if (rc)
+	if (rc) {
+		store_close(s);
 		return cli_fail(&err);
+	}
 	printf("schema at version %d (was %d)\n", to, from);
-	return CLI_EXIT_OK;
+	status = file ? init_file_mode(file, group, gid) : CLI_EXIT_OK;
+	store_close(s);
+	return status;
 }
 
 /* ------------------------------------------------------------ job add */
@@ -142,6 +204,20 @@ static void add_usage(FILE *f)
 		"  --jitter                randomise backoffs\n"
 		"  --timeout DUR           stop a run after DUR (default none)\n"
 		"  --paused                add the job paused\n"
+		"A COMMAND RUNS AS (docs/security.md):\n"
+		"  --user NAME             this user (the node switches: needs root); default the\n"
+		"                          node's user\n"
+		"  --group NAME            this primary group instead of the user's\n"
+		"  --cwd DIR               start in DIR (absolute); default the user's home\n"
+		"  --env KEY=VALUE         a variable of its own (repeatable); stored in the database\n"
+		"  --env-file PATH         KEY=VALUE lines from PATH on the node's host, read at each\n"
+		"                          run (for secrets that should not be in the database)\n"
+		"  --umask MODE            octal, e.g. 027; default the node's\n"
+		"  --inherit-env           start from the node's environment (never its DBCRON_*\n"
+		"                          settings or PostgreSQL passwords); default a clean one:\n"
+		"                          HOME, USER, LOGNAME, SHELL=/bin/sh, PATH, DBCRON_*\n"
+		"  --no-user-check         do not look the user and group up on this host (they\n"
+		"                          exist only where the nodes run)\n"
 		"  --db URL                database (default $DBCRON_DB, else sqlite:./dbcron.db)\n"
 		"  --db-file PATH          read the database URL from PATH (default $DBCRON_DB_FILE)\n"
 		"DUR: 500ms, 30s, 5m, 2h, 1d, or compound 1h30m.  Times relative to now use the\n"
@@ -152,6 +228,7 @@ static void add_usage(FILE *f)
  * The option value is 2000 + the key id. */
 #define OPT_DB 1000
 #define OPT_DB_FILE 1001
+#define OPT_NO_USER_CHECK 1002
 #define OPT_HELP 'h'
 
 static void add_options(struct option *out)
@@ -168,17 +245,19 @@ static void add_options(struct option *out)
 	}
 	out[n++] = (struct option){"db", required_argument, NULL, OPT_DB};
 	out[n++] = (struct option){"db-file", required_argument, NULL, OPT_DB_FILE};
+	out[n++] = (struct option){"no-user-check", no_argument, NULL, OPT_NO_USER_CHECK};
 	out[n++] = (struct option){"help", no_argument, NULL, OPT_HELP};
 	out[n] = (struct option){NULL, 0, NULL, 0};
 }
 
 static int job_add(int argc, char **argv)
 {
-	struct option longs[MODEL_JK__COUNT + 4];
+	struct option longs[MODEL_JK__COUNT + 5];
 	cliopt o = {.cmd = "job add"};
 	cli_db db = {0};
 	dbcron_err err = {0};
 	model_jobdef d;
+	bool user_check = true;
 	int c, status = CLI_EXIT_USAGE;
 
 	add_options(longs);
@@ -196,6 +275,10 @@ static int job_add(int argc, char **argv)
 		}
 		if (c == OPT_DB_FILE) {
 			db.file = optarg;
+			continue;
+		}
+		if (c == OPT_NO_USER_CHECK) {
+			user_check = false;
 			continue;
 		}
 		if (c < 2000 || c >= 2000 + MODEL_JK__COUNT)
@@ -220,8 +303,14 @@ static int job_add(int argc, char **argv)
 	}
 	if (model_jobdef_set_text(&d, model_jobdef_key_of(MODEL_JK_NAME), o.pos[0], &err) ||
 	    (o.dashdash && model_jobdef_set_argv(&d, o.rest, o.nrest, &err)) ||
-	    model_jobdef_check(&d, &err)) {
-		status = fail_in("job add", &err);
+	    model_jobdef_check(&d, &err) || (user_check && model_jobdef_check_host(&d, &err))) {
+		if (err.code == DBCRON_ENOTFOUND) {
+			fprintf(stderr, "dbcron job add: %s (if it exists only where the nodes run, "
+					"add --no-user-check)\n", err.msg);
+			status = CLI_EXIT_USAGE;
+		} else {
+			status = fail_in("job add", &err);
+		}
 		goto out_clear;
 	}
 
@@ -275,6 +364,7 @@ typedef struct simple_args {
 	const char *format;
 	const char *name;
 	bool prune;
+	bool no_user_check;         /* job apply: users and groups not looked up */
 	size_t max_bytes, max_jobs; /* job apply's input bounds */
 } simple_args;
 
@@ -310,6 +400,7 @@ static int parse_simple(const char *cmd, int argc, char **argv, int want_pos,
 		{"prune", no_argument, NULL, 'p'},
 		{"max-bytes", required_argument, NULL, 'B'},
 		{"max-jobs", required_argument, NULL, 'J'},
+		{"no-user-check", no_argument, NULL, 'U'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -340,6 +431,11 @@ static int parse_simple(const char *cmd, int argc, char **argv, int want_pos,
 			if (!apply)
 				return cli_usage_error(cmd, "unknown option '--prune'");
 			a->prune = true;
+			break;
+		case 'U':
+			if (!apply)
+				return cli_usage_error(cmd, "unknown option '--no-user-check'");
+			a->no_user_check = true;
 			break;
 		case 'B':
 		case 'J':
@@ -495,6 +591,26 @@ static void print_word(FILE *f, const char *w)
 	fputc('\'', f);
 }
 
+/* What a command runs as, in job show's table. */
+static void show_runas(const dbcron_job *j)
+{
+	printf("user:              %s", j->user ? j->user : "the node's");
+	if (j->group)
+		printf(" (group %s)", j->group);
+	printf("\ncwd:               %s\n", j->cwd ? j->cwd : "the user's home");
+	printf("environment:       %s\n", j->inherit_env
+						? "the node's, without its DBCRON_* and password variables"
+						: "clean (HOME, USER, LOGNAME, SHELL, PATH, DBCRON_*)");
+	for (int i = 0; i < j->envc; i++)
+		printf("%s%s\n", i ? "                   " : "env:               ", j->env[i]);
+	if (j->env_file)
+		printf("env file:          %s (read on the node's host at each run)\n", j->env_file);
+	if (j->umask >= 0)
+		printf("umask:             %03o\n", (unsigned)j->umask & 0777);
+	else
+		printf("umask:             the node's\n");
+}
+
 static void show_usage(FILE *f)
 {
 	fprintf(f, "usage: dbcron job show NAME [--format table|json] [--db URL | --db-file PATH]\n\n"
@@ -563,6 +679,7 @@ static int job_show(int argc, char **argv)
 			print_word(stdout, j.argv[i]);
 		}
 		fputc('\n', stdout);
+		show_runas(&j);
 	}
 	dbcron__format_duration(j.misfire_threshold_ms, b1, sizeof(b1));
 	printf("misfire:           %s (threshold %s, max catch-up %d)\n",
@@ -684,7 +801,7 @@ static void apply_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: dbcron job apply FILE [--prune] [--max-bytes N] [--max-jobs N]\n"
-		"                        [--db URL | --db-file PATH]\n\n"
+		"                        [--no-user-check] [--db URL | --db-file PATH]\n\n"
 		"Create or update jobs by name from a JSON array of objects (FILE - is stdin).\n"
 		"Keys are the long flags of `job add` (\"name\", \"every\", \"retries\", ...;\n"
 		"snake_case accepted) plus \"command\": [\"prog\", \"arg\", ...]; the keys only the\n"
@@ -695,12 +812,15 @@ static void apply_usage(FILE *f)
 		"key keeps its paused state.  --prune deletes jobs that are not in FILE.\n"
 		"  --max-bytes N  read at most N bytes of FILE (default 64M; K, M, G suffixes);\n"
 		"                 a larger FILE is refused and nothing is applied\n"
-		"  --max-jobs N   at most N jobs in FILE (default 1000000)\n" CLI_DB_HELP);
+		"  --max-jobs N   at most N jobs in FILE (default 1000000)\n"
+		"  --no-user-check  do not look the jobs' \"user\" and \"group\" up on this host\n"
+		"                 (they exist only where the nodes run)\n" CLI_DB_HELP);
 }
 
 typedef struct apply_ctx {
 	const char *file;
 	size_t nerr;
+	bool user_check;
 } apply_ctx;
 
 static void apply_error(apply_ctx *ac, size_t idx, const char *name,
@@ -727,8 +847,11 @@ static bool apply_entry(apply_ctx *ac, size_t idx, json_t *obj, model_jobdef *d)
 {
 	dbcron_err err = {0};
 	const char *name;
-	if (model_jobdef_from_json(d, obj, &name, &err)) {
-		apply_error(ac, idx, name, "%s", err.msg);
+	if (model_jobdef_from_json(d, obj, &name, &err) ||
+	    (ac->user_check && model_jobdef_check_host(d, &err))) {
+		apply_error(ac, idx, name, "%s%s", err.msg,
+			    err.code == DBCRON_ENOTFOUND ? " (--no-user-check if it exists only "
+							   "where the nodes run)" : "");
 		return false;
 	}
 	return true;
@@ -894,7 +1017,8 @@ static int job_apply(int argc, char **argv)
 	if (status >= 0)
 		return status;
 
-	apply_ctx ac = {.file = strcmp(a.name, "-") ? a.name : "<stdin>"};
+	apply_ctx ac = {.file = strcmp(a.name, "-") ? a.name : "<stdin>",
+			.user_check = !a.no_user_check};
 	json_t *root = apply_load(a.name, ac.file, &a, &status);
 	if (!root)
 		return status;

@@ -54,10 +54,14 @@ static void help(FILE *f)
 		"                     skips, misfires, takeovers and lease events)\n"
 		"  --quiet            log warnings and errors only\n"
 		CLI_DB_HELP
-		"Jobs inherit the node's environment, so a URL or password in DBCRON_DB or PGPASSWORD\n"
-		"reaches every job: prefer --db-file or DBCRON_DB_FILE (a file only the node's user\n"
-		"can read) or libpq's password file (PGPASSFILE, default ~/.pgpass).  A --db value\n"
-		"is blanked in the node's argv once read (others may see it in the moment before).\n");
+		"Jobs get a clean environment (HOME, USER, LOGNAME, SHELL, PATH, DBCRON_* run facts\n"
+		"and their own --env), and never the node's DBCRON_DB, DBCRON_DB_FILE, PGPASSWORD,\n"
+		"PGPASSFILE, PGSERVICEFILE or MYSQL_PWD, also with --inherit-env.  A job that runs as the node's\n"
+		"user can still read whatever that user can (the URL file, ~/.pgpass, the node's\n"
+		"/proc): give jobs a --user of their own (docs/security.md).  Prefer --db-file or\n"
+		"DBCRON_DB_FILE (a file only the node's user can read) or libpq's password file\n"
+		"(PGPASSFILE, default ~/.pgpass) to a password in argv.  A --db value is blanked in\n"
+		"the node's argv once read (others may see it in the moment before).\n");
 }
 
 static int parse_int(const char *flag, const char *v, int min, int *out)

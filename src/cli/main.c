@@ -18,6 +18,7 @@
 #include "cli/cli.h"
 #include "core/alloc.h"
 #include "dbcron/dbcron.h"
+#include "exec/runas.h"
 
 static const struct {
 	const char *name;
@@ -128,6 +129,8 @@ static const char *read_db_file(const char *cmd, const char *what, const char *p
 	dbcron__free(db_file_text);
 	db_file_text = buf;
 	close(fd);
+	/* a node hands no job this file, whatever the job's env-file says */
+	runas_secret_file_add(path);
 	return buf;
 out_free:
 	dbcron__free(buf);

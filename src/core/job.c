@@ -24,7 +24,36 @@ void dbcron_job_init(dbcron_job *job)
 	job->next_fire_at = -1;
 	job->anchor_ms = 0;
 	job->at_ms = -1;
+	job->umask = -1;
 	job->created_ms = job->updated_ms = -1;
+}
+
+static void strv_free(char **v, int n)
+{
+	if (!v)
+		return;
+	for (int i = 0; i < n; i++)
+		dbcron__free(v[i]);
+	dbcron__free(v);
+}
+
+/* A deep copy of v[0..n) into *out, NULL-terminated; *outn counts what
+ * was copied so far, so a failure leaves something strv_free can take. */
+static int strv_copy(char **v, int n, char ***out, int *outn)
+{
+	*out = NULL;
+	*outn = 0;
+	if (!v)
+		return DBCRON_OK;
+	*out = dbcron__calloc((size_t)n + 1, sizeof(char *));
+	if (!*out)
+		return DBCRON_ENOMEM;
+	for (int i = 0; i < n; i++) {
+		if (!((*out)[i] = dbcron__strdup(v[i])))
+			return DBCRON_ENOMEM;
+		*outn = i + 1;
+	}
+	return DBCRON_OK;
 }
 
 void dbcron_job_clear(dbcron_job *job)
@@ -35,11 +64,12 @@ void dbcron_job_clear(dbcron_job *job)
 	dbcron__free(job->handler);
 	dbcron__free(job->arg);
 	dbcron__free(job->set_aside);
-	if (job->argv) {
-		for (int i = 0; i < job->argc; i++)
-			dbcron__free(job->argv[i]);
-		dbcron__free(job->argv);
-	}
+	dbcron__free(job->user);
+	dbcron__free(job->group);
+	dbcron__free(job->cwd);
+	dbcron__free(job->env_file);
+	strv_free(job->argv, job->argc);
+	strv_free(job->env, job->envc);
 	dbcron_job_init(job);
 }
 
@@ -47,26 +77,23 @@ int dbcron_job_copy(dbcron_job *dst, const dbcron_job *src)
 {
 	*dst = *src;
 	dst->name = dst->spec = dst->tz = dst->handler = dst->arg = dst->set_aside = NULL;
-	dst->argv = NULL;
-	dst->argc = 0;
+	dst->user = dst->group = dst->cwd = dst->env_file = NULL;
+	dst->argv = dst->env = NULL;
+	dst->argc = dst->envc = 0;
 	if ((src->name && !(dst->name = dbcron__strdup(src->name))) ||
 	    (src->spec && !(dst->spec = dbcron__strdup(src->spec))) ||
 	    (src->tz && !(dst->tz = dbcron__strdup(src->tz))) ||
 	    (src->handler && !(dst->handler = dbcron__strdup(src->handler))) ||
 	    (src->arg && !(dst->arg = dbcron__strdup(src->arg))) ||
-	    (src->set_aside && !(dst->set_aside = dbcron__strdup(src->set_aside))))
+	    (src->set_aside && !(dst->set_aside = dbcron__strdup(src->set_aside))) ||
+	    (src->user && !(dst->user = dbcron__strdup(src->user))) ||
+	    (src->group && !(dst->group = dbcron__strdup(src->group))) ||
+	    (src->cwd && !(dst->cwd = dbcron__strdup(src->cwd))) ||
+	    (src->env_file && !(dst->env_file = dbcron__strdup(src->env_file))))
 		goto out_nomem;
-	if (src->argv) {
-		dst->argv = dbcron__calloc((size_t)src->argc + 1, sizeof(char *));
-		if (!dst->argv)
-			goto out_nomem;
-		for (int i = 0; i < src->argc; i++) {
-			dst->argv[i] = dbcron__strdup(src->argv[i]);
-			if (!dst->argv[i])
-				goto out_nomem;
-			dst->argc = i + 1;
-		}
-	}
+	if (strv_copy(src->argv, src->argc, &dst->argv, &dst->argc) ||
+	    strv_copy(src->env, src->envc, &dst->env, &dst->envc))
+		goto out_nomem;
 	return DBCRON_OK;
 out_nomem:
 	dbcron_job_clear(dst);

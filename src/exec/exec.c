@@ -22,6 +22,7 @@
 #include "core/alloc.h"
 #include "core/timeutil.h"
 #include "exec/exec.h"
+#include "exec/runas.h"
 
 /* Room for the built-ins and the executors still to come (http, sql...)
  * with no allocation: the table is tiny and read on every run. */
@@ -120,6 +121,11 @@ int exec_validate(const dbcron_job *job, dbcron_err *err)
 	if (!o)
 		return dbcron_err_set(err, DBCRON_EINVAL, "job '%s': unknown executor %d",
 				      job->name ? job->name : "", (int)job->executor);
+	if (!(o->caps & EXEC_CAP_PROCESS) && runas_any(job))
+		return dbcron_err_set(err, DBCRON_EINVAL,
+				      "job '%s': user, group, cwd, env, env-file, umask and "
+				      "inherit-env are only for a command, not for the %s executor",
+				      job->name ? job->name : "", o->name);
 	return o->validate(job, err);
 }
 

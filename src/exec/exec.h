@@ -71,14 +71,19 @@ void exec__set_error(exec_result *res, const char *fmt, ...)
 	DBCRON_PRINTF(2, 3);
 
 /*
- * Run a shell job: argv as given (no shell), environment plus DBCRON_JOB,
- * DBCRON_FIRE_AT_MS, DBCRON_ATTEMPT, DBCRON_RUN_ID, DBCRON_NODE; a new
- * process group; output captured with the first and last capture_bytes
- * kept and a "[... N bytes omitted ...]" marker between; timeout and cancel
- * stop the whole group (SIGTERM, grace, SIGKILL).  A command that cannot
- * be started is FAILED with a clear error ("cannot execute 'x': No such
- * file or directory") and no exit code.  Always fills res and always
- * reaps the child.  Timed out: TIMED_OUT "timed out after 2s; process
+ * Run a shell job: argv as given (no shell), as the job's user in its
+ * directory with its umask, in a clean environment (runas.h: HOME, USER,
+ * LOGNAME, SHELL, PATH, its env-file and env, the node's environment
+ * without its secrets only for inherit_env) plus DBCRON_JOB,
+ * DBCRON_FIRE_AT_MS, DBCRON_ATTEMPT, DBCRON_RUN_ID, DBCRON_NODE; fds 0-2
+ * only; a new process group; output captured with the first and last
+ * capture_bytes kept and a "[... N bytes omitted ...]" marker between;
+ * timeout and cancel stop the whole group (SIGTERM, grace, SIGKILL).  A
+ * command that cannot be started is FAILED with a clear error and no exit
+ * code ("cannot execute 'x': No such file or directory", "user 'x' not
+ * found on node n1", "cannot run 'x' in '/d': No such file or
+ * directory").  Always fills res and always reaps the child.  Timed out:
+ * TIMED_OUT "timed out after 2s; process
  * group terminated"; cancelled: FAILED "cancelled"; both keep the exit
  * code observed (usually 128 + signal).  Needs SIGCHLD not ignored and
  * no waitpid(-1) elsewhere in the process (the exit status would be lost;
@@ -105,6 +110,10 @@ enum {
 	 * group).  Without it cancel and timeout need the run's help: a
 	 * handler that never looks is only judged when it returns. */
 	EXEC_CAP_PREEMPT = 1u << 3,
+	/* Runs a process of its own, so the job's user, group, directory,
+	 * umask and environment (runas.h) apply.  Without it a job that sets
+	 * any of them is refused. */
+	EXEC_CAP_PROCESS = 1u << 4,
 };
 
 /* Bumped when exec_ops changes shape; exec_register() refuses others. */
@@ -139,7 +148,8 @@ const exec_ops *exec_lookup_name(const char *name);
 int exec_register(const exec_ops *ops, dbcron_err *err);
 
 /* The job check of job->executor's validate hook; an unregistered kind is
- * DBCRON_EINVAL "job 'x': unknown executor N". */
+ * DBCRON_EINVAL "job 'x': unknown executor N", and process options on an
+ * executor without EXEC_CAP_PROCESS are DBCRON_EINVAL. */
 int exec_validate(const dbcron_job *job, dbcron_err *err);
 
 /* The registered executor's run by job->executor.  Every run hook

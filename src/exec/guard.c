@@ -6,7 +6,9 @@
  *
  *   guard: PR_SET_PDEATHSIG, getppid() == spawner?  (no: start nothing)
  *     --clone(CLONE_VM|CLONE_VFORK|CLONE_PARENT)--> leader: setpgid(0, 0),
- *                       signals, stdio, exec (PATH as execvp)
+ *                       signals, stdio, ids (setgroups, setgid, setuid),
+ *                       chdir, umask, fds, capabilities, exec (PATH as
+ *                       execvp)
  *     report {leader pid, exec errno} on ctl_fd; close every inherited fd;
  *     setpgid(0, leader): join the group
  *     poll(signalfd of the death signal, pidfd of the leader):
@@ -38,6 +40,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/capability.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -47,6 +50,8 @@
 #include <sys/pidfd.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -140,8 +145,97 @@ static int exec_search(const guard_plan *gp)
 
 struct leader_arg {
 	const guard_plan *gp;
-	volatile int err; /* set by the leader before _exit; 0 after an exec */
+	volatile int err;   /* set by the leader before _exit; 0 after an exec */
+	volatile int stage; /* guard_stage of err */
 };
+
+/*
+ * The job's user, switched in the leader and not in the spawner or the
+ * guard: the spawner is a threaded node that must stay root to start the
+ * next job, and the guard must stay the spawner's user so that the job
+ * cannot kill or ptrace it (and it can still signal a group that execs a
+ * setuid program).  The leader is the one process that becomes the job.
+ *
+ * The names were resolved by the spawner (getpwnam, getgrouplist: they
+ * allocate and read files, which is not for after a fork), so what is
+ * left here is initgroups' system call and the two after it, in that
+ * order: setgroups while we may, then setgid, then setuid.  They are made
+ * with syscall(2), not through the C library: glibc's wrappers broadcast
+ * the change to every thread the library knows of (the kernel keeps ids
+ * per thread), and the leader shares the guard's memory, which with the
+ * fork fallback is a copy of the threaded node's -- posix_spawn does the
+ * same for POSIX_SPAWN_RESETIDS.  Each is checked, and the ids are read
+ * back: a switch that did not happen must not run the job as root.
+ */
+#ifdef SYS_setresuid32 /* 32-bit ABIs: the 16-bit calls keep the old names */
+#define SYS_SETGROUPS SYS_setgroups32
+#define SYS_SETRESGID SYS_setresgid32
+#define SYS_SETRESUID SYS_setresuid32
+#define SYS_GETRESGID SYS_getresgid32
+#define SYS_GETRESUID SYS_getresuid32
+#else
+#define SYS_SETGROUPS SYS_setgroups
+#define SYS_SETRESGID SYS_setresgid
+#define SYS_SETRESUID SYS_setresuid
+#define SYS_GETRESGID SYS_getresgid
+#define SYS_GETRESUID SYS_getresuid
+#endif
+
+/* 0, or the errno with *stage set to the step that failed. */
+static int switch_ids(const guard_plan *gp, volatile int *stage)
+{
+	uid_t ru, eu, su;
+	gid_t rg, eg, sg;
+
+	*stage = GUARD_AT_SETGROUPS;
+	if (syscall(SYS_SETGROUPS, (size_t)gp->ngroups, gp->groups) != 0)
+		return errno;
+	*stage = GUARD_AT_SETGID;
+	if (syscall(SYS_SETRESGID, gp->gid, gp->gid, gp->gid) != 0)
+		return errno;
+	*stage = GUARD_AT_SETUID;
+	if (syscall(SYS_SETRESUID, gp->uid, gp->uid, gp->uid) != 0)
+		return errno;
+	*stage = GUARD_AT_IDCHECK;
+	if (syscall(SYS_GETRESUID, &ru, &eu, &su) != 0 ||
+	    syscall(SYS_GETRESGID, &rg, &eg, &sg) != 0)
+		return errno;
+	if (ru != gp->uid || eu != gp->uid || su != gp->uid || rg != gp->gid ||
+	    eg != gp->gid || sg != gp->gid)
+		return EPERM;
+	return 0;
+}
+
+/*
+ * Every capability of ours dropped before the exec.  A node run as a user
+ * of its own with CAP_SETUID, CAP_SETGID and CAP_KILL (docs/security.md)
+ * would pass them on: the ambient set through any exec, the inheritable
+ * one to a program whose file grants it.  Nothing after this point needs
+ * one, and what the exec itself gives (a setuid or setcap program, or a
+ * job that is root) is the system's rule, not ours.  The ambient set goes
+ * first (dropping the permitted set clears it anyway); EINVAL there is a
+ * kernel without ambient capabilities.
+ */
+static int drop_caps(void)
+{
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+	struct __user_cap_data_struct none[_LINUX_CAPABILITY_U32S_3];
+
+	memset(none, 0, sizeof(none));
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL)
+		return errno;
+	return syscall(SYS_capset, &hdr, none) == 0 ? 0 : errno;
+}
+
+/* Every fd but 0-2 closed, so the job holds none of ours (pipes of other
+ * runs, the report pipe, whatever the node inherited). */
+static void close_above_stdio(const guard_plan *gp)
+{
+	if (close_range(3, ~0U, 0) == 0)
+		return;
+	for (int fd = 3; fd < gp->max_fd; fd++)
+		close(fd);
+}
 
 /* Between clone and exec: what POSIX_SPAWN_SETPGROUP, SETSIGDEF,
  * SETSIGMASK and the file actions do.  The leader has its own fd table
@@ -153,6 +247,7 @@ static int leader_main(void *arg)
 	const guard_plan *gp = la->gp;
 	int e = 0;
 
+	la->stage = GUARD_AT_SETUP;
 	if (setpgid(0, 0) != 0) {
 		e = errno;
 		goto out_fail;
@@ -185,9 +280,28 @@ static int leader_main(void *arg)
 		e = errno;
 		goto out_fail;
 	}
+	if (gp->set_ids && (e = switch_ids(gp, &la->stage)) != 0)
+		goto out_fail;
+	/* As the new user, so a directory it may not enter is an error. */
+	if (gp->cwd) {
+		la->stage = GUARD_AT_CHDIR;
+		if (chdir(gp->cwd) != 0 && (!gp->cwd_or_root || chdir("/") != 0)) {
+			e = errno;
+			goto out_fail;
+		}
+	}
+	if (gp->set_umask)
+		umask(gp->umask);
+	if (gp->close_fds)
+		close_above_stdio(gp);
+	if (gp->no_caps && (e = drop_caps()) != 0) {
+		la->stage = GUARD_AT_CAPS;
+		goto out_fail;
+	}
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, gp->inherit_signals ? &gp->mask : &none, NULL);
+	la->stage = GUARD_AT_EXEC;
 	e = exec_search(gp);
 out_fail:
 	la->err = e ? e : EIO;
@@ -196,19 +310,23 @@ out_fail:
 
 /* The leader as a child of our parent (CLONE_PARENT), sharing our memory
  * until it execs (CLONE_VM|CLONE_VFORK, as posix_spawn does).  Its pid
- * once it has exec'd, with *err 0; its pid with the exec errno; or -1. */
-static pid_t spawn_leader(const guard_plan *gp, int *err)
+ * once it has exec'd, with *err 0; its pid with the errno of the step
+ * *stage that failed; or -1. */
+static pid_t spawn_leader(const guard_plan *gp, int *err, int *stage)
 {
+	*stage = GUARD_AT_EXEC;
 	void *stack = mmap(NULL, LEADER_STACK, PROT_READ | PROT_WRITE,
 			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
 	if (stack == MAP_FAILED) {
 		*err = errno;
 		return -1;
 	}
-	struct leader_arg la = {.gp = gp, .err = 0};
+	struct leader_arg la = {.gp = gp, .err = 0, .stage = GUARD_AT_EXEC};
 	pid_t pid = clone(leader_main, (char *)stack + LEADER_STACK,
 			  CLONE_VM | CLONE_VFORK | CLONE_PARENT | SIGCHLD, &la);
 	*err = pid < 0 ? errno : la.err;
+	if (pid >= 0 && la.err)
+		*stage = la.stage;
 	munmap(stack, LEADER_STACK);
 	return pid;
 }
@@ -254,10 +372,11 @@ _Noreturn void guard__main(const guard_plan *gp)
 	/* Died before the signal was armed: nobody to report to. */
 	if (getppid() != gp->parent)
 		_exit(0);
-	int e;
-	pid_t leader = spawn_leader(gp, &e);
+	int e, stage;
+	pid_t leader = spawn_leader(gp, &e, &stage);
 	msg.pid = leader;
 	msg.err = e;
+	msg.stage = stage;
 	write_full(gp->ctl_fd, &msg, sizeof(msg));
 	if (leader < 0 || e != 0)
 		_exit(0);
@@ -306,7 +425,37 @@ static bool parse_ll(const char *s, long long lo, long long hi, long long *out)
 	return true;
 }
 
-int guard__parse(int argc, char **argv, guard_plan *gp)
+/* IDS: "-", or UID:GID:G1,G2,... (the list may be empty). */
+static int parse_ids(char *s, guard_plan *gp, gid_t *groups, size_t cap)
+{
+	if (strcmp(s, "-") == 0)
+		return 0;
+	char *end;
+	errno = 0;
+	unsigned long long uid = strtoull(s, &end, 10);
+	if (errno || end == s || *end != ':' || uid > UINT32_MAX - 1)
+		return EINVAL;
+	char *g = end + 1;
+	unsigned long long gid = strtoull(g, &end, 10);
+	if (errno || end == g || *end != ':' || gid > UINT32_MAX - 1)
+		return EINVAL;
+	size_t n = 0;
+	for (char *p = end + 1; *p;) {
+		unsigned long long v = strtoull(p, &end, 10);
+		if (errno || end == p || v > UINT32_MAX - 1 || n >= cap || (*end && *end != ','))
+			return EINVAL;
+		groups[n++] = (gid_t)v;
+		p = *end ? end + 1 : end;
+	}
+	gp->set_ids = true;
+	gp->uid = (uid_t)uid;
+	gp->gid = (gid_t)gid;
+	gp->groups = groups;
+	gp->ngroups = (int)n;
+	return 0;
+}
+
+int guard__parse(int argc, char **argv, guard_plan *gp, gid_t *groups, size_t cap)
 {
 	long long out_fd, ctl_fd, parent, grace, cmdc;
 
@@ -322,8 +471,30 @@ int guard__parse(int argc, char **argv, guard_plan *gp)
 			gp->stdin_null = true;
 		else if (*f == 'i')
 			gp->inherit_signals = true;
+		else if (*f == 'r')
+			gp->cwd_or_root = true;
+		else if (*f == 'c')
+			gp->close_fds = true;
+		else if (*f == 'a')
+			gp->no_caps = true;
 		else if (*f != '-')
 			return EINVAL;
+	}
+	if (parse_ids(argv[9], gp, groups, cap) != 0)
+		return EINVAL;
+	if (strcmp(argv[10], "-") != 0) {
+		if (argv[10][0] != '/')
+			return EINVAL;
+		gp->cwd = argv[10];
+	}
+	if (strcmp(argv[11], "-") != 0) {
+		char *um;
+		errno = 0;
+		unsigned long m = strtoul(argv[11], &um, 8);
+		if (errno || um == argv[11] || *um || m > 0777)
+			return EINVAL;
+		gp->set_umask = true;
+		gp->umask = (mode_t)m;
 	}
 	char *end;
 	errno = 0;
@@ -332,7 +503,7 @@ int guard__parse(int argc, char **argv, guard_plan *gp)
 		return EINVAL;
 	if (!parse_ll(argv[3], -1, INT_MAX, &out_fd) || !parse_ll(argv[4], 0, INT_MAX, &ctl_fd) ||
 	    !parse_ll(argv[5], 1, INT_MAX, &parent) || !parse_ll(argv[6], 1, INT64_MAX, &grace) ||
-	    !parse_ll(argv[9], 1, argc - GUARD_ARGV_FIXED - 1, &cmdc))
+	    !parse_ll(argv[12], 1, argc - GUARD_ARGV_FIXED - 1, &cmdc))
 		return EINVAL;
 	sigemptyset(&gp->mask);
 	for (int sig = 1; sig <= 64 && sig < NSIG; sig++)

@@ -20,9 +20,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* Bumped when the argv encoding changes; a dbcron-guard that speaks
- * another one refuses with EPROTO. */
-#define GUARD_PROTO "2"
+/* Bumped when the argv encoding or the report changes; a dbcron-guard
+ * that speaks another one refuses with EPROTO. */
+#define GUARD_PROTO "3"
 #define GUARD_PROGRAM "dbcron-guard"
 
 /* Everything the guard and the leader need, worked out before the guard
@@ -40,16 +40,45 @@ typedef struct guard_plan {
 	pid_t parent;        /* the spawner's pid */
 	int64_t grace_ms;    /* SIGTERM -> SIGKILL after the spawner's death */
 	int max_fd;          /* for closing inherited fds without close_range */
+	/* What the leader becomes between the clone and the exec, in this
+	 * order: its ids (set_ids: setgroups, setgid, setuid, each checked),
+	 * its directory (as the new user), its umask, its fds (close_fds:
+	 * only 0-2 reach the command), its capabilities (no_caps: all
+	 * dropped, so that what a node was given to switch users, CAP_SETUID
+	 * and the like, is not the job's). */
+	bool set_ids;
+	uid_t uid;
+	gid_t gid;
+	const gid_t *groups;
+	int ngroups;
+	const char *cwd;     /* NULL: the guard's */
+	bool cwd_or_root;    /* cwd cannot be entered: "/" instead */
+	bool set_umask;
+	mode_t umask;
+	bool close_fds;
+	bool no_caps;
 } guard_plan;
 
 /* What the guard reports, once: the leader's pid and 0 (it has exec'd),
- * its pid and the exec errno (it has exited 127; the spawner reaps it),
- * -1 and the errno that kept it from being created, or GUARD_BAD_ARGV
- * and EPROTO or EINVAL from a dbcron-guard that cannot decode its argv. */
+ * its pid and the errno of the step that failed (it has exited 127; the
+ * spawner reaps it), -1 and the errno that kept it from being created, or
+ * GUARD_BAD_ARGV and EPROTO or EINVAL from a dbcron-guard that cannot
+ * decode its argv.  stage says which step err belongs to. */
 #define GUARD_BAD_ARGV (-2)
+typedef enum guard_stage {
+	GUARD_AT_EXEC = 0,  /* the exec (or creating the leader) */
+	GUARD_AT_SETUP,     /* process group, stdio */
+	GUARD_AT_SETGROUPS,
+	GUARD_AT_SETGID,
+	GUARD_AT_SETUID,
+	GUARD_AT_IDCHECK,   /* the ids read back are not the ones set */
+	GUARD_AT_CHDIR,
+	GUARD_AT_CAPS,      /* dropping our capabilities */
+} guard_stage;
 typedef struct guard_msg {
 	int32_t pid;
 	int32_t err;
+	int32_t stage; /* guard_stage */
 } guard_msg;
 
 /*
@@ -63,15 +92,19 @@ _Noreturn void guard__main(const guard_plan *gp);
 
 /*
  * dbcron-guard's argv, after argv[0]:
- *   PROTO FLAGS OUT_FD CTL_FD PARENT GRACE_MS MASK PATH ARGC CMD... "" ENV...
- * FLAGS: letters n (stdin from /dev/null), i (inherit signals), or "-";
- * MASK: hex, bit n-1 set when signal n is blocked (1..64).  The "" after
- * the command is where its NULL goes.  GUARD_ARGV_FIXED counts the slots
- * before CMD, argv[0] included.
+ *   PROTO FLAGS OUT_FD CTL_FD PARENT GRACE_MS MASK PATH IDS CWD UMASK ARGC CMD... ""
+ * FLAGS: letters n (stdin from /dev/null), i (inherit signals), r (cwd or
+ * "/"), c (close fds), a (drop capabilities), or "-"; MASK: hex, bit n-1 set when signal n is
+ * blocked (1..64); IDS: "-" or UID:GID:G1,G2,...; CWD: "-" or an absolute
+ * path; UMASK: "-" or octal.  The "" after the command is where its NULL
+ * goes.  The command's environment is the guard's own environment, never
+ * in the argv.  GUARD_ARGV_FIXED counts the slots before CMD, argv[0]
+ * included.
  */
-#define GUARD_ARGV_FIXED 10
-/* Fill gp from such an argv (which it then points into and changes).
- * 0, EPROTO for another protocol, EINVAL for anything malformed. */
-int guard__parse(int argc, char **argv, guard_plan *gp);
+#define GUARD_ARGV_FIXED 13
+/* Fill gp from such an argv (which it then points into and changes);
+ * the supplementary groups go into groups[0..cap).  0, EPROTO for another
+ * protocol, EINVAL for anything malformed. */
+int guard__parse(int argc, char **argv, guard_plan *gp, gid_t *groups, size_t cap);
 
 #endif

@@ -188,33 +188,60 @@ static size_t count_strings(char *const *v)
  * only its owner its environ, and a job's environment may hold secrets.
  * The guard is linked statically, so LD_PRELOAD and the like in it do not
  * apply to the guard itself. */
+/* IDS of the guard's argv: "-" or UID:GID:G1,G2,... (owned, or NULL). */
+static char *ids_arg(const guard_plan *gp)
+{
+	size_t cap = 48 + (size_t)(gp->set_ids ? gp->ngroups : 0) * 12, n;
+	char *s = dbcron__malloc(cap);
+	if (!s)
+		return NULL;
+	if (!gp->set_ids) {
+		snprintf(s, cap, "-");
+		return s;
+	}
+	n = (size_t)snprintf(s, cap, "%lu:%lu:", (unsigned long)gp->uid, (unsigned long)gp->gid);
+	for (int i = 0; i < gp->ngroups && n < cap; i++)
+		n += (size_t)snprintf(s + n, cap - n, "%s%lu", i ? "," : "",
+				      (unsigned long)gp->groups[i]);
+	return s;
+}
+
 static int spawn_helper(const guard_plan *gp, pid_t *pid)
 {
-	char flags[4], out_s[16], ctl_s[16], parent_s[24], grace_s[24], mask_s[24], cmdc_s[24];
+	char flags[8], out_s[16], ctl_s[16], parent_s[24], grace_s[24], mask_s[24], cmdc_s[24];
+	char umask_s[16];
 	size_t cmdc = count_strings(gp->argv);
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
 	sigset_t all, dfl;
-	int e;
+	int e = ENOMEM;
 
 	char **av = dbcron__calloc(GUARD_ARGV_FIXED + cmdc + 2, sizeof(char *));
-	if (!av)
-		return ENOMEM;
+	char *ids = ids_arg(gp);
+	if (!av || !ids)
+		goto out_free_argv;
 	uint64_t mask = 0;
 	for (int sig = 1; sig <= 64 && sig < NSIG; sig++)
 		if (sigismember(&gp->mask, sig) == 1)
 			mask |= 1ULL << (sig - 1);
-	snprintf(flags, sizeof(flags), "%s%s%s", gp->stdin_null ? "n" : "",
-		 gp->inherit_signals ? "i" : "", gp->stdin_null || gp->inherit_signals ? "" : "-");
+	snprintf(flags, sizeof(flags), "%s%s%s%s%s", gp->stdin_null ? "n" : "",
+		 gp->inherit_signals ? "i" : "", gp->cwd && gp->cwd_or_root ? "r" : "",
+		 gp->close_fds ? "c" : "", gp->no_caps ? "a" : "");
+	if (!flags[0])
+		snprintf(flags, sizeof(flags), "-");
 	snprintf(out_s, sizeof(out_s), "%d", gp->out_fd);
 	snprintf(ctl_s, sizeof(ctl_s), "%d", gp->ctl_fd);
 	snprintf(parent_s, sizeof(parent_s), "%d", (int)gp->parent);
 	snprintf(grace_s, sizeof(grace_s), "%lld", (long long)gp->grace_ms);
 	snprintf(mask_s, sizeof(mask_s), "%llx", (unsigned long long)mask);
 	snprintf(cmdc_s, sizeof(cmdc_s), "%zu", cmdc);
+	if (gp->set_umask)
+		snprintf(umask_s, sizeof(umask_s), "%03o", (unsigned)gp->umask & 0777);
+	else
+		snprintf(umask_s, sizeof(umask_s), "-");
 	char *fixed[GUARD_ARGV_FIXED] = {
 		GUARD_PROGRAM, GUARD_PROTO, flags, out_s, ctl_s, parent_s, grace_s, mask_s,
-		(char *)gp->path, cmdc_s,
+		(char *)gp->path, ids, gp->cwd ? (char *)gp->cwd : "-", umask_s, cmdc_s,
 	};
 	memcpy(av, fixed, sizeof(fixed));
 	memcpy(av + GUARD_ARGV_FIXED, gp->argv, cmdc * sizeof(char *));
@@ -249,6 +276,7 @@ out_destroy_attr:
 out_destroy_fa:
 	posix_spawn_file_actions_destroy(&fa);
 out_free_argv:
+	dbcron__free(ids);
 	dbcron__free(av);
 	return e;
 }
@@ -289,10 +317,47 @@ static bool read_msg(int fd, guard_msg *m)
 	return true;
 }
 
+/* The error of the step the leader failed at (guard.h's stages). */
+static int step_error(const guard_plan *gp, const char *who, int stage, int e,
+		      dbcron_err *err)
+{
+	static const char *const steps[] = {
+		[GUARD_AT_SETGROUPS] = "setgroups", [GUARD_AT_SETGID] = "setgid",
+		[GUARD_AT_SETUID] = "setuid", [GUARD_AT_IDCHECK] = "the ids read back",
+	};
+	char eb[128], hint[160] = "";
+	const char *why = strerror_r(e, eb, sizeof(eb));
+
+	switch (stage) {
+	case GUARD_AT_SETGROUPS:
+	case GUARD_AT_SETGID:
+	case GUARD_AT_SETUID:
+	case GUARD_AT_IDCHECK:
+		/* the usual cause, said plainly: a node that is not root */
+		if (e == EPERM)
+			snprintf(hint, sizeof(hint),
+				 "; this process runs as uid %lu, and only root (or CAP_SETUID "
+				 "and CAP_SETGID) can switch users", (unsigned long)geteuid());
+		return dbcron_err_set(err, DBCRON_EIO, "cannot run '%s' as %s (uid %lu, gid %lu): %s: %s%s",
+				      gp->file, who ? who : "another user", (unsigned long)gp->uid,
+				      (unsigned long)gp->gid, steps[stage], why, hint);
+	case GUARD_AT_CAPS:
+		return dbcron_err_set(err, DBCRON_EIO, "cannot run '%s': dropping capabilities: %s",
+				      gp->file, why);
+	case GUARD_AT_CHDIR:
+		return dbcron_err_set(err, e == ENOENT ? DBCRON_ENOTFOUND : DBCRON_EIO,
+				      "cannot run '%s' in '%s': %s", gp->file,
+				      gp->cwd ? gp->cwd : "", why);
+	default:
+		return dbcron_err_set(err, e == ENOENT ? DBCRON_ENOTFOUND : DBCRON_EIO,
+				      "cannot execute '%s': %s", gp->file, why);
+	}
+}
+
 /* Start the guard and read its report.  DBCRON_OK with *leader and *guard
  * set, or an error (every process reaped by then). */
-static int start_guarded(guard_plan *gp, int ctl[2], pid_t *leader, pid_t *guard,
-			 dbcron_err *err)
+static int start_guarded(guard_plan *gp, const char *who, int ctl[2], pid_t *leader,
+			 pid_t *guard, dbcron_err *err)
 {
 	const char *cmd = gp->file;
 	guard_msg m;
@@ -323,11 +388,10 @@ static int start_guarded(guard_plan *gp, int ctl[2], pid_t *leader, pid_t *guard
 		goto out_reap_guard;
 	}
 	if (m.pid > 0 && m.err != 0)
-		reap_blocking(m.pid); /* it exited 127 after the failed exec */
+		reap_blocking(m.pid); /* it exited 127 after the failed step */
 	if (m.pid < 0 || m.err != 0) {
 		e = m.err ? m.err : EAGAIN;
-		rc = dbcron_err_set(err, e == ENOENT ? DBCRON_ENOTFOUND : DBCRON_EIO,
-				    "cannot execute '%s': %s", cmd, strerror_r(e, eb, sizeof(eb)));
+		rc = step_error(gp, who, m.stage, e, err);
 		goto out_reap_guard;
 	}
 	*leader = m.pid;
@@ -377,13 +441,24 @@ int proc_spawn(proc *p, const proc_opts *o, dbcron_err *err)
 				    strerror_r(errno, eb, sizeof(eb)));
 		goto out_close_pipes;
 	}
-	const char *path = getenv("PATH");
+	const char *path = o->path ? o->path : getenv("PATH");
 	long max_fd = sysconf(_SC_OPEN_MAX);
 	guard_plan gp = {
 		.file = cmd,
 		.argv = o->argv,
 		.envp = o->envp ? o->envp : environ,
 		.path = path ? path : DEFAULT_PATH,
+		.set_ids = o->set_ids,
+		.uid = o->uid,
+		.gid = o->gid,
+		.groups = o->groups,
+		.ngroups = o->set_ids ? o->ngroups : 0,
+		.cwd = o->cwd,
+		.cwd_or_root = o->cwd_or_root,
+		.set_umask = o->set_umask,
+		.umask = o->umask,
+		.close_fds = o->close_fds,
+		.no_caps = o->no_caps,
 		.out_fd = pfd[1],
 		.ctl_fd = ctl[1],
 		.stdin_null = o->stdin_null,
@@ -393,7 +468,7 @@ int proc_spawn(proc *p, const proc_opts *o, dbcron_err *err)
 		.max_fd = max_fd > 0 && max_fd < 65536 ? (int)max_fd : 65536,
 	};
 	pthread_sigmask(SIG_BLOCK, NULL, &gp.mask);
-	rc = start_guarded(&gp, ctl, &p->pid, &p->guard, err);
+	rc = start_guarded(&gp, o->who, ctl, &p->pid, &p->guard, err);
 	if (rc != DBCRON_OK)
 		goto out_close_pipes;
 	close_pair(ctl);

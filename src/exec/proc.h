@@ -53,6 +53,27 @@ typedef struct proc_opts {
 	 * SIGTERM (+SIGCONT) at once and SIGKILL this much later, or as soon
 	 * as the leader has exited (<= 0: PROC_DEFAULT_GRACE_MS). */
 	int64_t death_grace_ms;
+	/* The PATH argv[0] is looked up in (the command's own, when its
+	 * environment sets one); NULL: ours. */
+	const char *path;
+	/* set_ids: the command runs as uid, gid and the supplementary groups
+	 * (setgroups, setgid, setuid in the child, each checked; needs root
+	 * or CAP_SETUID and CAP_SETGID).  who names them in messages ("user
+	 * 'nobody'"). */
+	bool set_ids;
+	uid_t uid;
+	gid_t gid;
+	const gid_t *groups;
+	int ngroups;
+	const char *who;
+	/* The directory the command starts in, entered as its user; NULL:
+	 * ours.  cwd_or_root: when it cannot be entered, "/" instead. */
+	const char *cwd;
+	bool cwd_or_root;
+	bool set_umask; /* the command's umask is umask */
+	mode_t umask;
+	bool close_fds; /* the command gets fds 0-2 and no other */
+	bool no_caps;   /* the command gets none of our capabilities */
 } proc_opts;
 
 typedef struct proc {
@@ -77,8 +98,10 @@ typedef struct proc {
  * to: on failure nothing is left to clean up (both children are reaped),
  * p->pid is -1 and err says "cannot execute 'x': No such file or
  * directory" (the exec errno comes back from the child, so there is no
- * exit status 127 to decode).  DBCRON_ENOTFOUND for a missing command,
- * DBCRON_EINVAL for an empty argv, DBCRON_EIO otherwise.
+ * exit status 127 to decode), "cannot run 'x' as user 'u' (uid 65534, gid
+ * 65534): setgroups: Operation not permitted", "cannot run 'x' in '/d':
+ * No such file or directory".  DBCRON_ENOTFOUND for a missing command or
+ * directory, DBCRON_EINVAL for an empty argv, DBCRON_EIO otherwise.
  */
 int proc_spawn(proc *p, const proc_opts *o, dbcron_err *err);
 

@@ -5,26 +5,40 @@
  * stdout and stderr in one pipe whose bytes we keep head and tail of.
  *
  * Owns, for the length of one exec_shell() call: the proc (always reaped
- * before returning, by proc_reap), the environment array and the capture
+ * before returning, by proc_reap), what the run is launched with (its
+ * user's ids, its environment, the env-file's text) and the capture
  * buffers.  Nothing outlives the call and nothing is shared between calls,
  * so any number of workers may run shell jobs at once.
  *
- * What this file adds to proc.c: the run's environment (DBCRON_JOB & co),
- * the bounded capture, and the translation of an exit status, a timeout
- * or a cancel into an exec_result.
+ * What this file adds to proc.c: what the job runs as, resolved at each
+ * run on this host (runas.h: user, groups, env-file, the environment with
+ * the run facts DBCRON_JOB & co), the bounded capture, and the
+ * translation of an exit status, a timeout or a cancel into an
+ * exec_result.  The switch itself (setgroups, setgid, setuid, chdir,
+ * umask) happens in the child, between its clone and its exec (guard.c
+ * says why there).
  *
  * Invariants:
  *  - captured output is bounded: capture_bytes of head plus capture_bytes
  *    of tail (a ring), whatever the child prints;
- *  - the group is only signalled while its leader is unreaped (proc.h).
+ *  - the group is only signalled while its leader is unreaped (proc.h);
+ *  - the command gets a clean environment (runas_env_build), fds 0-2 and
+ *    none of ours, none of the node's capabilities, and nothing of the
+ *    node's secrets;
+ *  - a user, group, env-file or directory that this host cannot give is
+ *    the run's error, never the node's: the run is FAILED and the node
+ *    goes on.
  *
  * Costs admitted: between the child's exit and our reap we drain the pipe
  * for at most one second; a background grandchild that keeps the pipe
  * open is not waited for (its later output is lost and it may get SIGPIPE).
  * A normal exit does not kill the rest of the group: like cron we leave
- * daemons a job started alone.  The environment is read from `environ`
- * without a lock; a program that calls setenv() on another thread while
- * nodes run is racing with every exec-family call, not only ours.
+ * daemons a job started alone.  The node's environment (for a job that
+ * inherits it) is read from `environ` without a lock; a program that
+ * calls setenv() on another thread while nodes run is racing with every
+ * exec-family call, not only ours.  The user and groups are looked up at
+ * every run (NSS, maybe a network directory): a slow directory slows the
+ * run's start, not the claim loop.
  */
 #define _GNU_SOURCE /* sigabbrev_np, GNU strerror_r */
 #include <signal.h>
@@ -37,6 +51,7 @@
 #include "core/timeutil.h"
 #include "exec/exec.h"
 #include "exec/proc.h"
+#include "exec/runas.h"
 
 extern char **environ;
 
@@ -183,22 +198,9 @@ static char *capture_finish(const struct capture *c)
 	return out;
 }
 
-/* ---- environment ---- */
+/* ---- the run facts ---- */
 
-static const char *const ctx_vars[] = {
-	"DBCRON_JOB", "DBCRON_FIRE_AT_MS", "DBCRON_ATTEMPT", "DBCRON_RUN_ID", "DBCRON_NODE",
-};
-#define N_CTX_VARS (sizeof(ctx_vars) / sizeof(ctx_vars[0]))
-
-static bool is_ctx_var(const char *kv)
-{
-	for (size_t i = 0; i < N_CTX_VARS; i++) {
-		size_t n = strlen(ctx_vars[i]);
-		if (strncmp(kv, ctx_vars[i], n) == 0 && kv[n] == '=')
-			return true;
-	}
-	return false;
-}
+#define N_FACTS 5
 
 static char *fmt_alloc(const char *fmt, ...) DBCRON_PRINTF(1, 2);
 static char *fmt_alloc(const char *fmt, ...)
@@ -219,47 +221,78 @@ static char *fmt_alloc(const char *fmt, ...)
 	return s;
 }
 
-/* envp borrows the parent's strings and owns ctx[] (freed by env_free). */
-struct child_env {
-	char **envp;
-	char *ctx[N_CTX_VARS];
-};
-
-static void env_free(struct child_env *ce)
+static void facts_free(char **f)
 {
-	for (size_t i = 0; i < N_CTX_VARS; i++)
-		dbcron__free(ce->ctx[i]);
-	dbcron__free(ce->envp);
-	memset(ce, 0, sizeof(*ce));
+	for (size_t i = 0; i < N_FACTS; i++)
+		dbcron__free(f[i]);
 }
 
-static int env_build(const exec_req *req, struct child_env *ce)
+/* DBCRON_JOB & co into f[0..N_FACTS), NULL after them; -1 on OOM. */
+static int facts_build(const exec_req *req, char **f)
 {
-	size_t n = 0, j = 0;
-
-	memset(ce, 0, sizeof(*ce));
-	for (char **e = environ; e && *e; e++)
-		n++;
-	ce->envp = dbcron__calloc(n + N_CTX_VARS + 1, sizeof(char *));
-	if (!ce->envp)
-		return -1;
-	for (size_t i = 0; i < n; i++)
-		if (!is_ctx_var(environ[i]))
-			ce->envp[j++] = environ[i];
-	ce->ctx[0] = fmt_alloc("DBCRON_JOB=%s", req->job->name ? req->job->name : "");
-	ce->ctx[1] = fmt_alloc("DBCRON_FIRE_AT_MS=%lld", (long long)req->fire_at_ms);
-	ce->ctx[2] = fmt_alloc("DBCRON_ATTEMPT=%d", req->attempt);
-	ce->ctx[3] = fmt_alloc("DBCRON_RUN_ID=%lld", (long long)req->run_id);
-	ce->ctx[4] = fmt_alloc("DBCRON_NODE=%s", req->node_id ? req->node_id : "");
-	for (size_t i = 0; i < N_CTX_VARS; i++) {
-		if (!ce->ctx[i]) {
-			env_free(ce);
+	f[0] = fmt_alloc("DBCRON_JOB=%s", req->job->name ? req->job->name : "");
+	f[1] = fmt_alloc("DBCRON_FIRE_AT_MS=%lld", (long long)req->fire_at_ms);
+	f[2] = fmt_alloc("DBCRON_ATTEMPT=%d", req->attempt);
+	f[3] = fmt_alloc("DBCRON_RUN_ID=%lld", (long long)req->run_id);
+	f[4] = fmt_alloc("DBCRON_NODE=%s", req->node_id ? req->node_id : "");
+	f[N_FACTS] = NULL;
+	for (size_t i = 0; i < N_FACTS; i++)
+		if (!f[i])
 			return -1;
-		}
-		ce->envp[j++] = ce->ctx[i];
-	}
-	ce->envp[j] = NULL;
 	return 0;
+}
+
+/* ---- who, where and with what the command runs ---- */
+
+/* Everything exec_shell works out before the spawn; owned. */
+struct launch {
+	runas_ident id;
+	runas_env env;
+	char *facts[N_FACTS + 1];
+	char *file_text;
+	char who[160];
+};
+
+static void launch_free(struct launch *l)
+{
+	runas_ident_clear(&l->id);
+	runas_env_free(&l->env);
+	facts_free(l->facts);
+	dbcron__free(l->file_text);
+}
+
+/* The job's user, its env-file and its environment, resolved on this host
+ * at this run (a node on another host than `job add` may know other
+ * users).  0, or an error for the run's record. */
+static int launch_prepare(const exec_req *req, struct launch *l, dbcron_err *err)
+{
+	const dbcron_job *job = req->job;
+	char where[160];
+	int rc;
+
+	memset(l, 0, sizeof(*l));
+	snprintf(where, sizeof(where), "%s%s", req->node_id ? "node " : "this host",
+		 req->node_id ? req->node_id : "");
+	if ((rc = runas_ident_resolve(job, where, &l->id, err)))
+		return rc;
+	if (job->env_file && (rc = runas_env_file_read(job->env_file, &l->id, &l->file_text, err)))
+		return rc;
+	if (facts_build(req, l->facts))
+		return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
+	runas_env_src src = {
+		.job = job,
+		.id = &l->id,
+		.node_env = environ,
+		.file_text = l->file_text,
+		.facts = l->facts,
+	};
+	if ((rc = runas_env_build(&src, &l->env, err)))
+		return rc;
+	if (job->user)
+		snprintf(l->who, sizeof(l->who), "user '%s'", job->user);
+	else if (job->group)
+		snprintf(l->who, sizeof(l->who), "group '%s'", job->group);
+	return DBCRON_OK;
 }
 
 static void describe_status(exec_result *res, int status)
@@ -296,7 +329,7 @@ void exec_shell(const exec_req *req, exec_result *res)
 {
 	const dbcron_job *job = req->job;
 	struct capture cap;
-	struct child_env ce;
+	struct launch l;
 	proc child;
 	dbcron_err err = {0};
 	char eb[128];
@@ -312,21 +345,37 @@ void exec_shell(const exec_req *req, exec_result *res)
 		exec__set_error(res, "cannot execute '%s': out of memory", job->argv[0]);
 		goto out_done;
 	}
-	if (env_build(req, &ce) != 0) {
-		exec__set_error(res, "cannot execute '%s': out of memory", job->argv[0]);
-		goto out_free_capture;
+	if (launch_prepare(req, &l, &err) != DBCRON_OK) {
+		exec__set_error(res, "%s", err.msg);
+		goto out_free_launch;
 	}
+	/* cron's default: the user's home, or "/" when it has none (nobody's
+	 * is /nonexistent); a --cwd that cannot be entered fails the run */
+	const char *cwd = job->cwd ? job->cwd : l.id.home ? l.id.home : "/";
 	proc_opts po = {
 		.argv = job->argv,
-		.envp = ce.envp,
+		.envp = l.env.v,
 		.stdin_null = true,
 		.sink = capture_sink,
 		.sink_ctx = &cap,
 		.death_grace_ms = req->kill_grace_ms,
+		.path = runas_env_get(&l.env, "PATH"),
+		.set_ids = l.id.switch_ids,
+		.uid = l.id.uid,
+		.gid = l.id.gid,
+		.groups = l.id.groups,
+		.ngroups = l.id.ngroups,
+		.who = l.who[0] ? l.who : NULL,
+		.cwd = cwd,
+		.cwd_or_root = !job->cwd,
+		.set_umask = job->umask >= 0,
+		.umask = job->umask >= 0 ? (mode_t)job->umask : 0,
+		.close_fds = true,
+		.no_caps = true,
 	};
 	if (proc_spawn(&child, &po, &err) != DBCRON_OK) {
 		exec__set_error(res, "%s", err.msg);
-		goto out_free_env;
+		goto out_free_launch;
 	}
 
 	const int64_t never = INT64_MAX;
@@ -355,9 +404,8 @@ void exec_shell(const exec_req *req, exec_result *res)
 	}
 	res->output = capture_finish(&cap);
 
-out_free_env:
-	env_free(&ce);
-out_free_capture:
+out_free_launch:
+	launch_free(&l);
 	capture_free(&cap);
 out_done:
 	res->mono_end_ms = dbcron__mono_ms();
@@ -371,14 +419,15 @@ static int shell_validate(const dbcron_job *job, dbcron_err *err)
 		return dbcron_err_set(err, DBCRON_EINVAL,
 				      "job '%s': no command (give -- COMMAND [ARGS...] or --handler NAME)",
 				      job->name ? job->name : "");
-	return DBCRON_OK;
+	return runas_validate(job, err);
 }
 
 const exec_ops exec_shell_ops = {
 	.version = EXEC_OPS_VERSION,
 	.kind = DBCRON_EXEC_SHELL,
 	.name = "shell",
-	.caps = EXEC_CAP_OUTPUT | EXEC_CAP_CANCEL | EXEC_CAP_TIMEOUT | EXEC_CAP_PREEMPT,
+	.caps = EXEC_CAP_OUTPUT | EXEC_CAP_CANCEL | EXEC_CAP_TIMEOUT | EXEC_CAP_PREEMPT |
+		EXEC_CAP_PROCESS,
 	.validate = shell_validate,
 	.run = exec_shell,
 };

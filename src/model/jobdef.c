@@ -17,6 +17,7 @@
 #include "core/timeutil.h"
 #include "dbcron/cron.h"
 #include "dbcron/handler.h"
+#include "exec/runas.h"
 #include "model/jobdef.h"
 #include "model/rules.h"
 
@@ -41,6 +42,13 @@ const model_jobdef_key model_jobdef_keys[] = {
 	{MODEL_JK_HANDLER, "handler", NULL, MODEL_JD_STR},
 	{MODEL_JK_ARG, "arg", NULL, MODEL_JD_STR},
 	{MODEL_JK_COMMAND, "command", NULL, MODEL_JD_ARGV},
+	{MODEL_JK_USER, "user", NULL, MODEL_JD_STR},
+	{MODEL_JK_GROUP, "group", NULL, MODEL_JD_STR},
+	{MODEL_JK_CWD, "cwd", NULL, MODEL_JD_STR},
+	{MODEL_JK_ENV, "env", NULL, MODEL_JD_LIST},
+	{MODEL_JK_ENV_FILE, "env-file", "env_file", MODEL_JD_STR},
+	{MODEL_JK_UMASK, "umask", NULL, MODEL_JD_STR},
+	{MODEL_JK_INHERIT_ENV, "inherit-env", "inherit_env", MODEL_JD_BOOL},
 	{MODEL_JK__COUNT, NULL, NULL, 0},
 };
 
@@ -104,6 +112,43 @@ static int replace_str(char **slot, const char *v, dbcron_err *err)
 	dbcron__free(*slot);
 	*slot = s;
 	return DBCRON_OK;
+}
+
+/* One more "KEY=VALUE" for the job's env; a name given before is refused
+ * (which one wins would be a guess). */
+static int add_env(dbcron_job *j, const char *kv, dbcron_err *err)
+{
+	int rc = runas_check_env(kv, err);
+	if (rc)
+		return rc;
+	size_t klen = strcspn(kv, "=");
+	for (int i = 0; i < j->envc; i++)
+		if (strncmp(j->env[i], kv, klen) == 0 && j->env[i][klen] == '=')
+			return dbcron_err_set(err, DBCRON_EINVAL, "'%.*s' is given twice", (int)klen, kv);
+	if (j->envc >= RUNAS_ENV_MAX)
+		return dbcron_err_set(err, DBCRON_EINVAL, "more than %d variables", RUNAS_ENV_MAX);
+	char **v = dbcron__realloc(j->env, ((size_t)j->envc + 2) * sizeof(char *));
+	if (!v)
+		return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
+	j->env = v;
+	if (!(v[j->envc] = dbcron__strdup(kv)))
+		return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
+	v[++j->envc] = NULL;
+	return DBCRON_OK;
+}
+
+/* An octal umask as chmod writes it: "027", "0022". */
+static int set_umask(dbcron_job *j, const char *v, dbcron_err *err)
+{
+	size_t n = strlen(v);
+	if (n < 1 || n > 4 || strspn(v, "01234567") != n)
+		return dbcron_err_set(err, DBCRON_EINVAL, "'%s': expected an octal umask such as 027",
+				      v);
+	long m = strtol(v, NULL, 8);
+	int rc = runas_check_umask(m, err);
+	if (!rc)
+		j->umask = (int)m;
+	return rc;
 }
 
 static int choice(const char *v, int parsed, const char *choices,
@@ -249,6 +294,20 @@ static int set_text(model_jobdef *d, const model_jobdef_key *k, const char *v,
 		return replace_str(&j->handler, v, err);
 	case MODEL_JK_ARG:
 		return replace_str(&j->arg, v, err);
+	case MODEL_JK_USER:
+	case MODEL_JK_GROUP:
+		rc = runas_check_name(k->id == MODEL_JK_USER ? "user" : "group", v, err);
+		return rc ? rc : replace_str(k->id == MODEL_JK_USER ? &j->user : &j->group, v, err);
+	case MODEL_JK_CWD:
+		rc = runas_check_path("working directory", v, err);
+		return rc ? rc : replace_str(&j->cwd, v, err);
+	case MODEL_JK_ENV_FILE:
+		rc = runas_check_path("env-file", v, err);
+		return rc ? rc : replace_str(&j->env_file, v, err);
+	case MODEL_JK_ENV:
+		return add_env(j, v, err);
+	case MODEL_JK_UMASK:
+		return set_umask(j, v, err);
 	default:
 		return dbcron_err_set(err, DBCRON_EINTERNAL, "not a text value");
 	}
@@ -257,7 +316,7 @@ static int set_text(model_jobdef *d, const model_jobdef_key *k, const char *v,
 static int mark_seen(model_jobdef *d, const model_jobdef_key *k,
 		     dbcron_err *err)
 {
-	if (d->seen[k->id])
+	if (d->seen[k->id] && k->type != MODEL_JD_LIST)
 		return dbcron_err_set(err, DBCRON_EINVAL, "given twice");
 	d->seen[k->id] = true;
 	return DBCRON_OK;
@@ -291,6 +350,8 @@ int model_jobdef_set_bool(model_jobdef *d, const model_jobdef_key *k, bool v,
 		d->job.retry_jitter = v;
 	else if (k->id == MODEL_JK_PAUSED)
 		d->job.paused = v;
+	else if (k->id == MODEL_JK_INHERIT_ENV)
+		d->job.inherit_env = v;
 	else
 		return keyed(d, k, err, dbcron_err_set(err, DBCRON_EINTERNAL, "not a flag"));
 	return DBCRON_OK;
@@ -358,6 +419,35 @@ int model_jobdef_check(model_jobdef *d, dbcron_err *err)
 		return dbcron_err_set(err, DBCRON_EINVAL, d->cli
 			? "--arg is only for --handler (a command takes its arguments after --)"
 			: "'arg' is only for 'handler' (a command takes its arguments in 'command')");
+	/* a handler runs inside the node: no process to give a user or a
+	 * directory to */
+	for (int id = MODEL_JK_USER; id <= MODEL_JK_INHERIT_ENV && d->seen[MODEL_JK_HANDLER]; id++)
+		if (d->seen[id])
+			return dbcron_err_set(err, DBCRON_EINVAL,
+					      d->cli ? "%s is only for a command (a handler runs inside the node)"
+						     : "%s is only for 'command' (a handler runs inside the node)",
+					      model_jobdef_label(d, model_jobdef_key_of((model_jobdef_id)id),
+								 l1, sizeof(l1)));
+	return DBCRON_OK;
+}
+
+int model_jobdef_check_host(const model_jobdef *d, dbcron_err *err)
+{
+	static const model_jobdef_id ids[] = {MODEL_JK_USER, MODEL_JK_GROUP};
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+		const char *v = ids[i] == MODEL_JK_USER ? d->job.user : d->job.group;
+		const char *what = ids[i] == MODEL_JK_USER ? "user" : "group";
+		if (!v)
+			continue;
+		dbcron_err why = {0};
+		int rc = runas_lookup(what, v, &why);
+		if (rc == DBCRON_ENOTFOUND)
+			dbcron_err_set(err, rc, "'%s': no such %s on this host", v, what);
+		else if (rc)
+			dbcron_err_set(err, rc, "%s", why.msg);
+		if (rc)
+			return keyed(d, model_jobdef_key_of(ids[i]), err, rc);
+	}
 	return DBCRON_OK;
 }
 

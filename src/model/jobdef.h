@@ -20,6 +20,7 @@ typedef enum model_jobdef_type {
 	MODEL_JD_BOOL,    /* flag without value on the CLI; true/false in JSON */
 	MODEL_JD_DUR,     /* duration text: "500ms", "30s", "1h30m" */
 	MODEL_JD_ARGV,    /* array of strings (JSON "command"; CLI after "--") */
+	MODEL_JD_LIST,    /* array of strings in JSON; a repeatable flag on the CLI */
 } model_jobdef_type;
 
 typedef enum model_jobdef_id {
@@ -43,6 +44,13 @@ typedef enum model_jobdef_id {
 	MODEL_JK_HANDLER,
 	MODEL_JK_ARG,
 	MODEL_JK_COMMAND,
+	MODEL_JK_USER,
+	MODEL_JK_GROUP,
+	MODEL_JK_CWD,
+	MODEL_JK_ENV,
+	MODEL_JK_ENV_FILE,
+	MODEL_JK_UMASK,
+	MODEL_JK_INHERIT_ENV,
 	MODEL_JK__COUNT
 } model_jobdef_id;
 
@@ -78,7 +86,9 @@ const model_jobdef_key *model_jobdef_key_of(model_jobdef_id id);
  * Set one key.  Text for STR/DUR/INT keys (parsed), or the typed setters
  * below.  Checks the value alone (syntax, zone exists, handler exists) and
  * that the key was not given before; errors say which key and which
- * value, DBCRON_EINVAL/EPARSE/ETZ.  d copies what it keeps.
+ * value, DBCRON_EINVAL/EPARSE/ETZ.  d copies what it keeps.  A LIST key
+ * (env) takes one element per call and may be given again; an element
+ * whose name is already there is refused.
  */
 int model_jobdef_set_text(model_jobdef *d, const model_jobdef_key *k,
 			  const char *value, dbcron_err *err);
@@ -92,9 +102,18 @@ int model_jobdef_set_argv(model_jobdef *d, char *const *argv, int argc,
 
 /*
  * Checks that need the whole definition but no clock: exactly one
- * schedule, a command or a handler (not both), --arg only with --handler.
+ * schedule, a command or a handler (not both), --arg only with --handler,
+ * the process keys (user, cwd, env...) only with a command.
  */
 int model_jobdef_check(model_jobdef *d, dbcron_err *err);
+
+/*
+ * Checks that need this host: the user and group the job names exist
+ * here (getpwnam).  Front ends call it when the jobs will run on a host
+ * like theirs; a node checks again at every run, on its own host.
+ * DBCRON_ENOTFOUND "--user 'x': no such user on this host".
+ */
+int model_jobdef_check_host(const model_jobdef *d, dbcron_err *err);
 
 /*
  * Resolve against the database clock and validate (model_jobdef_check,

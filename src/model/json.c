@@ -7,6 +7,7 @@
  * at all (a failed insert is out of memory, and the caller gets NULL
  * rather than an object with keys missing).
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "core/alloc.h"
@@ -72,11 +73,11 @@ static model_jobdef_id schedule_key(dbcron_sched_kind kind)
 	}
 }
 
-static json_t *argv_json(const dbcron_job *j)
+static json_t *strv_json(char *const *v, int n)
 {
 	json_t *a = json_array();
-	for (int i = 0; a && i < j->argc; i++) {
-		if (json_array_append_new(a, json_string(j->argv[i]))) {
+	for (int i = 0; a && i < n; i++) {
+		if (json_array_append_new(a, json_string(v[i]))) {
 			json_decref(a);
 			return NULL;
 		}
@@ -109,7 +110,22 @@ json_t *model_job_json(const dbcron_job *j)
 		if (j->arg)
 			put_key(o, MODEL_JK_ARG, json_string(j->arg), &bad);
 	} else {
-		put_key(o, MODEL_JK_COMMAND, argv_json(j), &bad);
+		put_key(o, MODEL_JK_COMMAND, strv_json(j->argv, j->argc), &bad);
+		if (j->user)
+			put_key(o, MODEL_JK_USER, json_string(j->user), &bad);
+		if (j->group)
+			put_key(o, MODEL_JK_GROUP, json_string(j->group), &bad);
+		if (j->cwd)
+			put_key(o, MODEL_JK_CWD, json_string(j->cwd), &bad);
+		put_key(o, MODEL_JK_ENV, strv_json(j->env, j->envc), &bad);
+		if (j->env_file)
+			put_key(o, MODEL_JK_ENV_FILE, json_string(j->env_file), &bad);
+		if (j->umask >= 0) {
+			char m[16];
+			snprintf(m, sizeof(m), "%03o", (unsigned)j->umask & 0777);
+			put_key(o, MODEL_JK_UMASK, json_string(m), &bad);
+		}
+		put_key(o, MODEL_JK_INHERIT_ENV, json_boolean(j->inherit_env), &bad);
 	}
 	put(o, "id", json_integer(j->id), &bad);
 	put(o, "next_fire_at_ms", ms_json(j->next_fire_at), &bad);
@@ -186,6 +202,8 @@ static const char *type_word(model_jobdef_type t)
 		return "a duration string such as \"30s\"";
 	case MODEL_JD_ARGV:
 		return "a non-empty array of strings";
+	case MODEL_JD_LIST:
+		return "an array of strings";
 	default:
 		return "a string";
 	}
@@ -226,6 +244,21 @@ static int set_value(model_jobdef *d, const model_jobdef_key *k, json_t *val,
 			   : DBCRON_EINVAL;
 	case MODEL_JD_ARGV:
 		return set_command(d, val, ok, err);
+	case MODEL_JD_LIST: {
+		size_t n = json_array_size(val);
+		*ok = json_is_array(val);
+		for (size_t i = 0; *ok && i < n; i++)
+			*ok = json_is_string(json_array_get(val, i));
+		if (!*ok)
+			return DBCRON_EINVAL;
+		for (size_t i = 0; i < n; i++) {
+			int rc = model_jobdef_set_text(d, k, json_string_value(json_array_get(val, i)),
+						       err);
+			if (rc)
+				return rc;
+		}
+		return DBCRON_OK;
+	}
 	default:
 		*ok = json_is_string(val);
 		return *ok ? model_jobdef_set_text(d, k, json_string_value(val), err)

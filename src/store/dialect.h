@@ -24,7 +24,7 @@
 #include "dbcron/error.h"
 #include "store/stmt.h"
 
-#define STORE_DIALECT_VERSION 2
+#define STORE_DIALECT_VERSION 3
 
 /* Capability bits, read by the protocol only. */
 #define STORE_CAP_SKIP_LOCKED 0x1u  /* concurrent claimers skip each other's rows */
@@ -143,6 +143,11 @@ typedef struct store_dialect {
 	 * session idle inside a transaction for a lease is ended.  Kept across
 	 * reconnects. */
 	int (*tune)(store_conn *c, int64_t lease_ms, dbcron_err *err);
+
+	/* The file on this host that holds the database, or NULL (a server
+	 * database; the hook may be NULL too).  Its owner keeps its mode
+	 * right: it holds every job's command line and output. */
+	const char *(*file)(const store_conn *c);
 } store_dialect;
 
 extern const store_dialect store_sqlite_dialect;

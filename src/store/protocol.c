@@ -285,6 +285,11 @@ const char *store_name(const store *s)
 	return s->d->name;
 }
 
+const char *store_file(const store *s)
+{
+	return s->d->file ? s->d->file(s->c) : NULL;
+}
+
 int store_schema_newer(dbcron_err *err, const char *url, int found, int mine)
 {
 	return dbcron_err_set(err, DBCRON_ESCHEMA,
@@ -377,9 +382,29 @@ static const store_bcol put_cols[STORE_NPUTCOLS + 1] = {
 	BC_TEXT, BC_I64, BC_TEXT, BC_I64, BC_I64, BC_I64, BC_TEXT, BC_I64,
 	BC_I64, BC_I64, BC_I64, BC_I64, BC_I64, BC_I64, BC_I64, BC_BOOL,
 	BC_I64, BC_I64, BC_TEXT, BC_TEXT, BC_TEXT, BC_BOOL, BC_I64,
+	BC_TEXT, BC_TEXT, BC_TEXT, BC_TEXT, BC_TEXT, BC_I64, BC_BOOL,
 };
 
-static void put_row(store_batch *b, const dbcron_job *j, const char *argv)
+/* A job's arrays in their stored form (rows.c's codec), owned. */
+typedef struct put_enc {
+	char *argv;
+	char *env;
+} put_enc;
+
+static int put_encode(const dbcron_job *j, put_enc *e, dbcron_err *err)
+{
+	int rc = store__argv_encode(j, &e->argv, err);
+	return rc ? rc : store__env_encode(j, &e->env, err);
+}
+
+static void put_enc_free(put_enc *e)
+{
+	dbcron__free(e->argv);
+	dbcron__free(e->env);
+	e->argv = e->env = NULL;
+}
+
+static void put_row(store_batch *b, const dbcron_job *j, const put_enc *e)
 {
 	store_batch_text(b, j->name);
 	store_batch_i64(b, j->kind);
@@ -399,11 +424,18 @@ static void put_row(store_batch *b, const dbcron_job *j, const char *argv)
 	store_batch_bool(b, j->retry_jitter);
 	store_batch_i64(b, j->timeout_ms);
 	store_batch_i64(b, j->executor);
-	store_batch_text(b, argv);
+	store_batch_text(b, e->argv);
 	store_batch_text(b, j->executor == DBCRON_EXEC_HANDLER ? j->handler : NULL);
 	store_batch_text(b, j->arg);
 	store_batch_bool(b, j->paused);
 	store_batch_i64n(b, j->next_fire_at);
+	store_batch_text(b, j->user);
+	store_batch_text(b, j->group);
+	store_batch_text(b, j->cwd);
+	store_batch_text(b, e->env);
+	store_batch_text(b, j->env_file);
+	store_batch_i64n(b, j->umask);
+	store_batch_bool(b, j->inherit_env);
 }
 
 static bool same_text(const char *a, const char *b)
@@ -414,8 +446,8 @@ static bool same_text(const char *a, const char *b)
 }
 
 /* Nothing the definition says differs (the schedule's place aside). */
-static bool same_definition(const dbcron_job *a, const char *a_argv, const dbcron_job *b,
-			    const char *b_argv)
+static bool same_definition(const dbcron_job *a, const put_enc *ae, const dbcron_job *b,
+			    const put_enc *be)
 {
 	return a->kind == b->kind && same_text(a->spec, b->spec) &&
 	       a->interval_ms == b->interval_ms && same_text(a->tz, b->tz) &&
@@ -424,7 +456,11 @@ static bool same_definition(const dbcron_job *a, const char *a_argv, const dbcro
 	       a->node_loss == b->node_loss && a->max_retries == b->max_retries &&
 	       a->retry_base_ms == b->retry_base_ms && a->retry_cap_ms == b->retry_cap_ms &&
 	       a->retry_jitter == b->retry_jitter && a->timeout_ms == b->timeout_ms &&
-	       a->executor == b->executor && same_text(a_argv, b_argv) &&
+	       a->executor == b->executor && same_text(ae->argv, be->argv) &&
+	       same_text(a->user, b->user) && same_text(a->group, b->group) &&
+	       same_text(a->cwd, b->cwd) && same_text(ae->env, be->env) &&
+	       same_text(a->env_file, b->env_file) && a->umask == b->umask &&
+	       a->inherit_env == b->inherit_env &&
 	       same_text(a->executor == DBCRON_EXEC_HANDLER ? a->handler : NULL,
 			 b->executor == DBCRON_EXEC_HANDLER ? b->handler : NULL) &&
 	       same_text(a->arg, b->arg) && a->anchor_ms == b->anchor_ms &&
@@ -483,13 +519,13 @@ static int read_existing(store *s, dbcron_job *jobs, size_t n, dbcron_job **out,
 
 /* One chunk of job_put: existing rows in one read, then one insert of the
  * new jobs and one update of the changed ones. */
-static int put_chunk(store *s, dbcron_job *jobs, char **argv, size_t n, int64_t now,
+static int put_chunk(store *s, dbcron_job *jobs, const put_enc *enc, size_t n, int64_t now,
 		     store_put_mode mode, size_t *nc, size_t *nu, dbcron_err *err)
 {
 	dbcron_job *old = NULL;
 	size_t nold = 0, nins = 0;
 	struct name_idx *order = NULL;
-	char **old_argv = NULL;
+	put_enc *old_enc = NULL;
 	int rc, row;
 
 	if ((rc = read_existing(s, jobs, n, &old, &nold, err)))
@@ -497,8 +533,8 @@ static int put_chunk(store *s, dbcron_job *jobs, char **argv, size_t n, int64_t 
 	store_batch *ins = scratch(s, 1, STORE_NPUTCOLS, put_cols + 1);
 	store_batch *upd = scratch(s, 2, STORE_NPUTCOLS + 1, put_cols);
 	order = dbcron__calloc(n ? n : 1, sizeof(*order));
-	old_argv = dbcron__calloc(nold ? nold : 1, sizeof(*old_argv));
-	if (!order || !old_argv) {
+	old_enc = dbcron__calloc(nold ? nold : 1, sizeof(*old_enc));
+	if (!order || !old_enc) {
 		rc = oom(err, "job put");
 		goto out_free;
 	}
@@ -506,7 +542,7 @@ static int put_chunk(store *s, dbcron_job *jobs, char **argv, size_t n, int64_t 
 		dbcron_job *j = &jobs[i];
 		dbcron_job *prev = nold ? bsearch(j, old, nold, sizeof(*old), job_name_cmp) : NULL;
 		if (!prev) {
-			put_row(ins, j, argv[i]);
+			put_row(ins, j, &enc[i]);
 			order[nins++] = (struct name_idx){j->name, i};
 			continue;
 		}
@@ -526,15 +562,15 @@ static int put_chunk(store *s, dbcron_job *jobs, char **argv, size_t n, int64_t 
 		j->id = prev->id;
 		j->created_ms = prev->created_ms;
 		size_t k = (size_t)(prev - old);
-		if ((rc = store__argv_encode(prev, &old_argv[k], err)))
+		if ((rc = put_encode(prev, &old_enc[k], err)))
 			goto out_free;
 		(*nu)++;
 		/* Unchanged rows are not rewritten: applying a 100,000-job file
 		 * again leaves no dead rows behind. */
-		if (!prev->set_aside && same_definition(j, argv[i], prev, old_argv[k]))
+		if (!prev->set_aside && same_definition(j, &enc[i], prev, &old_enc[k]))
 			continue;
 		store_batch_i64(upd, j->id);
-		put_row(upd, j, argv[i]);
+		put_row(upd, j, &enc[i]);
 	}
 	if (ins->oom || upd->oom) {
 		rc = oom(err, "job put");
@@ -585,9 +621,9 @@ static int put_chunk(store *s, dbcron_job *jobs, char **argv, size_t n, int64_t 
 	for (size_t i = 0; i < n; i++)
 		jobs[i].updated_ms = now;
 out_free:
-	for (size_t i = 0; old_argv && i < nold; i++)
-		dbcron__free(old_argv[i]);
-	dbcron__free(old_argv);
+	for (size_t i = 0; old_enc && i < nold; i++)
+		put_enc_free(&old_enc[i]);
+	dbcron__free(old_enc);
 	for (size_t i = 0; i < nold; i++)
 		dbcron_job_clear(&old[i]);
 	dbcron__free(old);
@@ -624,7 +660,7 @@ int store_job_put(store *s, dbcron_job *jobs, size_t n, store_put_mode mode, boo
 {
 	size_t nc = 0, nu = 0;
 	int64_t nd = 0, now;
-	char **argv = NULL;
+	put_enc *enc = NULL;
 	int rc;
 
 	if (created)
@@ -645,11 +681,11 @@ int store_job_put(store *s, dbcron_job *jobs, size_t n, store_put_mode mode, boo
 					      "job_put: job %zu has no name or schedule", i + 1);
 	if ((rc = check_names(jobs, n, err)))
 		return rc;
-	argv = dbcron__calloc(n ? n : 1, sizeof(*argv));
-	if (!argv)
+	enc = dbcron__calloc(n ? n : 1, sizeof(*enc));
+	if (!enc)
 		return oom(err, "job put");
 	for (size_t i = 0; i < n; i++)
-		if ((rc = store__argv_encode(&jobs[i], &argv[i], err)))
+		if ((rc = put_encode(&jobs[i], &enc[i], err)))
 			goto out_free;
 	if ((rc = tx_begin(s, err)))
 		goto out_free;
@@ -657,7 +693,7 @@ int store_job_put(store *s, dbcron_job *jobs, size_t n, store_put_mode mode, boo
 		goto out_rollback;
 	for (size_t at = 0; at < n; at += PUT_CHUNK) {
 		size_t k = n - at < PUT_CHUNK ? n - at : PUT_CHUNK;
-		if ((rc = put_chunk(s, jobs + at, argv + at, k, now, mode, &nc, &nu, err)))
+		if ((rc = put_chunk(s, jobs + at, enc + at, k, now, mode, &nc, &nu, err)))
 			goto out_rollback;
 	}
 	if (prune) {
@@ -688,8 +724,8 @@ out_rollback:
 	tx_rollback(s);
 out_free:
 	for (size_t i = 0; i < n; i++)
-		dbcron__free(argv[i]);
-	dbcron__free(argv);
+		put_enc_free(&enc[i]);
+	dbcron__free(enc);
 	return rc;
 }
 

@@ -167,80 +167,99 @@ bool store_utf8_valid(const char *s)
 	return true;
 }
 
-/* ---- argv ---- */
+/* ---- argv and env: JSON arrays of strings ---- */
 
-int store__argv_encode(const dbcron_job *job, char **out, dbcron_err *err)
+/* v[0..n) as a compact JSON array; elem ("command argument", "env
+ * variable") names an element that is not UTF-8. */
+static int strv_encode(const char *job, const char *elem, char *const *v, int n, char **out,
+		       dbcron_err *err)
 {
 	*out = NULL;
-	if (!job->argv || job->argc <= 0)
+	if (!v || n <= 0)
 		return DBCRON_OK;
 	json_t *a = json_array();
 	if (!a)
-		return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory writing job '%s'", job->name);
+		return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory writing job '%s'", job);
 	int rc = DBCRON_OK;
-	for (int i = 0; i < job->argc; i++) {
-		const char *v = job->argv[i] ? job->argv[i] : "";
-		if (!store_utf8_valid(v)) {
-			rc = dbcron_err_set(err, DBCRON_EINVAL,
-					    "job '%s': command argument %d is not valid UTF-8",
-					    job->name, i + 1);
+	for (int i = 0; i < n; i++) {
+		const char *e = v[i] ? v[i] : "";
+		if (!store_utf8_valid(e)) {
+			rc = dbcron_err_set(err, DBCRON_EINVAL, "job '%s': %s %d is not valid UTF-8",
+					    job, elem, i + 1);
 			goto out_decref;
 		}
-		if (json_array_append_new(a, json_string(v))) {
-			rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory writing job '%s'",
-					    job->name);
+		if (json_array_append_new(a, json_string(e))) {
+			rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory writing job '%s'", job);
 			goto out_decref;
 		}
 	}
 	char *text = json_dumps(a, JSON_COMPACT);
 	if (!text) {
-		rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory writing job '%s'", job->name);
+		rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory writing job '%s'", job);
 		goto out_decref;
 	}
 	/* jansson allocates with malloc: hand the caller our own copy. */
 	*out = dbcron__strdup(text);
 	free(text);
 	if (!*out)
-		rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory writing job '%s'", job->name);
+		rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory writing job '%s'", job);
 out_decref:
 	json_decref(a);
 	return rc;
 }
 
-int store__argv_decode(const char *text, dbcron_job *job, dbcron_err *err)
+/* The stored array back into *v (NULL-terminated) and *n; col names the
+ * column in messages ("its command", "its env"), elem one element. */
+static int strv_decode(const char *text, int64_t id, const char *col, const char *elem,
+		       char ***v, int *n, dbcron_err *err)
 {
 	json_error_t jerr;
 	json_t *a = json_loads(text, 0, &jerr);
 	int rc;
 	if (!a || !json_is_array(a)) {
-		rc = dbcron_err_set(err, DBCRON_EDB, "job %lld: its command is not a JSON array",
-				    (long long)job->id);
+		rc = dbcron_err_set(err, DBCRON_EDB, "job %lld: %s is not a JSON array",
+				    (long long)id, col);
 		goto out_decref;
 	}
-	size_t n = json_array_size(a);
-	job->argv = dbcron__calloc(n + 1, sizeof(char *));
-	if (!job->argv) {
+	size_t len = json_array_size(a);
+	*v = dbcron__calloc(len + 1, sizeof(char *));
+	if (!*v) {
 		rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory reading a job");
 		goto out_decref;
 	}
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < len; i++) {
 		const char *s = json_string_value(json_array_get(a, i));
 		if (!s) {
-			rc = dbcron_err_set(err, DBCRON_EDB,
-					    "job %lld: command argument %zu is not a string",
-					    (long long)job->id, i + 1);
+			rc = dbcron_err_set(err, DBCRON_EDB, "job %lld: %s %zu is not a string",
+					    (long long)id, elem, i + 1);
 			goto out_decref;
 		}
-		if (!(job->argv[i] = dbcron__strdup(s))) {
+		if (!((*v)[i] = dbcron__strdup(s))) {
 			rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory reading a job");
 			goto out_decref;
 		}
-		job->argc = (int)i + 1;
+		*n = (int)i + 1;
 	}
 	rc = DBCRON_OK;
 out_decref:
 	json_decref(a);
 	return rc;
+}
+
+int store__argv_encode(const dbcron_job *job, char **out, dbcron_err *err)
+{
+	return strv_encode(job->name, "command argument", job->argv, job->argc, out, err);
+}
+
+int store__argv_decode(const char *text, dbcron_job *job, dbcron_err *err)
+{
+	return strv_decode(text, job->id, "its command", "command argument", &job->argv,
+			   &job->argc, err);
+}
+
+int store__env_encode(const dbcron_job *job, char **out, dbcron_err *err)
+{
+	return strv_encode(job->name, "env variable", job->env, job->envc, out, err);
 }
 
 /* ---- rows ---- */
@@ -288,8 +307,19 @@ int store__read_job(store *s, int c0, dbcron_job *job, dbcron_err *err)
 		rc = dbcron_err_set(err, rc, "out of memory reading a job");
 		goto out_clear;
 	}
+	job->umask = (int)i64n(s, c0 + 32);
+	job->inherit_env = i64(s, c0 + 33) != 0;
+	if ((rc = dup_col(s, c0 + 27, &job->user)) || (rc = dup_col(s, c0 + 28, &job->group)) ||
+	    (rc = dup_col(s, c0 + 29, &job->cwd)) || (rc = dup_col(s, c0 + 31, &job->env_file))) {
+		rc = dbcron_err_set(err, rc, "out of memory reading a job");
+		goto out_clear;
+	}
 	const char *argv = s->d->col_text(s->c, c0 + 19);
 	if (argv && (rc = store__argv_decode(argv, job, err)))
+		goto out_clear;
+	const char *env = s->d->col_text(s->c, c0 + 30);
+	if (env && (rc = strv_decode(env, job->id, "its env", "env variable", &job->env,
+				     &job->envc, err)))
 		goto out_clear;
 	return DBCRON_OK;
 out_clear:

@@ -150,8 +150,9 @@ int store_stmt_by_name(const char *name);
 	"max_catchup, misfire_threshold_ms, overlap, node_loss, max_retries, " \
 	"retry_base_ms, retry_cap_ms, retry_jitter, timeout_ms, executor, "   \
 	"argv, handler, arg, paused, next_fire_at, created_ms, updated_ms, "  \
-	"set_aside"
-#define STORE_NJOBCOLS 27
+	"set_aside, run_user, run_group, cwd, env, env_file, umask, "         \
+	"inherit_env"
+#define STORE_NJOBCOLS 34
 
 #define STORE_RUN_COLS                                                     \
 	"id, job_id, job_name, fire_at, attempt, state, due_at, node, "    \
@@ -163,7 +164,8 @@ int store_stmt_by_name(const char *name);
 	"name, kind, spec, interval_ms, anchor_ms, at_ms, tz, misfire, "  \
 	"max_catchup, misfire_threshold_ms, overlap, node_loss, "         \
 	"max_retries, retry_base_ms, retry_cap_ms, retry_jitter, "        \
-	"timeout_ms, executor, argv, handler, arg, paused, next_fire_at"
-#define STORE_NPUTCOLS 23
+	"timeout_ms, executor, argv, handler, arg, paused, next_fire_at, " \
+	"run_user, run_group, cwd, env, env_file, umask, inherit_env"
+#define STORE_NPUTCOLS 30
 
 #endif

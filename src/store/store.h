@@ -293,6 +293,9 @@ int store_prune_runs(store *s, int64_t cutoff_ms, int64_t *deleted, dbcron_err *
 int store_prune_runs_some(store *s, int64_t cutoff_ms, int64_t limit, int64_t *deleted, dbcron_err *err);
 /* The backend's name: "sqlite", "postgresql". */
 const char *store_name(const store *s);
+/* The local file that holds the database (SQLite), or NULL (a server).
+ * Owned by s. */
+const char *store_file(const store *s);
 
 int store_open(const char *url, store **out, dbcron_err *err);
 void store_close(store *s);

@@ -25,6 +25,9 @@ int store__read_run(store *s, dbcron_run *run, dbcron_err *err);
  * argument that is not valid UTF-8.  decode: every element a string. */
 int store__argv_encode(const dbcron_job *job, char **out, dbcron_err *err);
 int store__argv_decode(const char *text, dbcron_job *job, dbcron_err *err);
+/* The job's env ("KEY=VALUE" strings) as the same kind of array; NULL
+ * when it has none.  Read back by store__read_job. */
+int store__env_encode(const dbcron_job *job, char **out, dbcron_err *err);
 
 /* The fault seam (fault.c): before sending statement id, and after it ran. */
 int store__fault_before(store *s, int id, dbcron_err *err);

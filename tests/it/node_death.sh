@@ -12,7 +12,7 @@
 # No fixed sleeps decide anything: every wait polls for a state and the
 # time limits are hang guards.
 source "$(dirname "$0")/nodelib.bash"
-export DBCRON_IT_SECRET="env-only-$$-$RANDOM" # reaches every job through the node
+IT_SECRET="env-only-$$-$RANDOM" # in the job's environment (its --env), nowhere else
 use_backend sqlite
 
 HANG_GUARD=${HANG_GUARD:-30}   # seconds; a working guard needs about the kill grace
@@ -122,7 +122,7 @@ cases() {
   # Attempt 1 writes its tree to tree-a-M.1; attempt 2 first looks whether
   # any of those pids is still alive and writes the verdict to retry-M.
   t_section "$m: node killed"
-  dbc job add "death-$m" --at now+1s -- sh -c '
+  dbc job add "death-$m" --at now+1s --env "IT_SECRET=$IT_SECRET" -- sh -c '
     f="$1.$DBCRON_ATTEMPT"
     if [ "$DBCRON_ATTEMPT" -gt 1 ]; then
       v=clean
@@ -150,9 +150,11 @@ cases() {
   leaked=""
   for f in /proc/[0-9]*/cmdline; do
     c=$(tr '\0' ' ' < "$f" 2>/dev/null) || continue
-    [[ "$c" == *"$DBCRON_IT_SECRET"* ]] && leaked="$leaked ${f#/proc/}"
+    [[ "$c" == *"$IT_SECRET"* ]] && leaked="$leaked ${f#/proc/}"
   done
   assert_eq "$leaked" "" "$m: the job's environment is in no process's command line"
+  tr '\0' '\n' < "/proc/$(head -n 1 "$T/tree-a-$m.1")/environ" | grep -qx "IT_SECRET=$IT_SECRET" ||
+    fail "$m: the job's --env is not in its environment (the check above proves nothing)"
   soft_eq "$(guard_kind "$(head -n 1 "$T/tree-a-$m.1")")" "$m" "$m: the job's guard is the one this mode uses"
   kill -KILL "$(pid_of "$victim")"
   check_gone "$m: node killed with SIGKILL" "$T/tree-a-$m.1" || true

@@ -366,6 +366,105 @@ static void conf_test_job_put(void **state)
 		dbcron_job_clear(&jobs[i]);
 }
 
+/* What a shell job runs as survives the store, and a change to any of it
+ * is a change of the definition (an unchanged one is not rewritten). */
+static void conf_test_job_runas(void **state)
+{
+	conf_ctx *c = *state;
+	dbcron_job j, got;
+
+	conf_job(&j, "ra", -1);
+	j.executor = DBCRON_EXEC_SHELL;
+	dbcron__free(j.handler);
+	j.handler = NULL;
+	j.argc = 1;
+	j.argv = dbcron__calloc(2, sizeof(char *));
+	j.argv[0] = dbcron__strdup("true");
+	j.user = dbcron__strdup("nobody");
+	j.group = dbcron__strdup("nogroup");
+	j.cwd = dbcron__strdup("/srv/ra");
+	j.env_file = dbcron__strdup("/etc/dbcron/ra.env");
+	j.umask = 027;
+	j.inherit_env = true;
+	j.envc = 2;
+	j.env = dbcron__calloc(3, sizeof(char *));
+	j.env[0] = dbcron__strdup("A=1");
+	j.env[1] = dbcron__strdup("B=\"q\" \xc3\xa9=x");
+	CONF_OK(c, conf_upsert(c, &j, 1));
+	CONF_OK(c, store_job_get(c->s, "ra", &got, &c->err));
+	assert_string_equal(got.user, "nobody");
+	assert_string_equal(got.group, "nogroup");
+	assert_string_equal(got.cwd, "/srv/ra");
+	assert_string_equal(got.env_file, "/etc/dbcron/ra.env");
+	assert_int_equal(got.umask, 027);
+	assert_true(got.inherit_env);
+	assert_int_equal(got.envc, 2);
+	assert_string_equal(got.env[1], "B=\"q\" \xc3\xa9=x");
+	assert_null(got.env[2]);
+	int64_t updated = got.updated_ms;
+	dbcron_job_clear(&got);
+
+	/* the same again: not rewritten */
+	conf_sleep_ms(5);
+	CONF_OK(c, conf_upsert(c, &j, 1));
+	CONF_OK(c, store_job_get(c->s, "ra", &got, &c->err));
+	assert_int_equal(got.updated_ms, updated);
+	dbcron_job_clear(&got);
+
+	/* each field changed alone is a change that is written */
+	for (int step = 0; step < 7; step++) {
+		char **slot = step == 0 ? &j.user : step == 1 ? &j.group : step == 2 ? &j.cwd
+			    : step == 3 ? &j.env_file : step == 4 ? &j.env[0] : NULL;
+		if (slot) {
+			dbcron__free(*slot);
+			*slot = step == 4 ? dbcron__strdup("A=2") : step == 2 ? NULL
+			      : dbcron__strdup(step == 3 ? "/etc/dbcron/other.env" : "daemon");
+		} else if (step == 5) {
+			j.umask = -1;
+		} else {
+			j.inherit_env = false;
+		}
+		CONF_OK(c, conf_upsert(c, &j, 1));
+		CONF_OK(c, store_job_get(c->s, "ra", &got, &c->err));
+		if (step == 0)
+			assert_string_equal(got.user, "daemon");
+		else if (step == 1)
+			assert_string_equal(got.group, "daemon");
+		else if (step == 2)
+			assert_null(got.cwd);
+		else if (step == 3)
+			assert_string_equal(got.env_file, "/etc/dbcron/other.env");
+		else if (step == 4)
+			assert_string_equal(got.env[0], "A=2");
+		else if (step == 5)
+			assert_int_equal(got.umask, -1);
+		else
+			assert_false(got.inherit_env);
+		dbcron_job_clear(&got);
+	}
+
+	/* none of it set: reads back unset */
+	dbcron_job none;
+	conf_job(&none, "rb", -1);
+	CONF_OK(c, conf_upsert(c, &none, 1));
+	CONF_OK(c, store_job_get(c->s, "rb", &got, &c->err));
+	assert_null(got.user);
+	assert_null(got.cwd);
+	assert_null(got.env);
+	assert_int_equal(got.envc, 0);
+	assert_int_equal(got.umask, -1);
+	assert_false(got.inherit_env);
+	dbcron_job_clear(&got);
+	dbcron_job_clear(&none);
+
+	/* a value that is not UTF-8 is refused on write, naming it */
+	dbcron__free(j.env[1]);
+	j.env[1] = dbcron__strdup("B=\xff");
+	assert_int_equal(conf_upsert(c, &j, 1), DBCRON_EINVAL);
+	assert_string_equal(c->err.msg, "job 'ra': env variable 2 is not valid UTF-8");
+	dbcron_job_clear(&j);
+}
+
 static int conf_count_job(void *ctx, const dbcron_job *job)
 {
 	(void)job;
@@ -1260,6 +1359,7 @@ static void conf_test_locks(void **state)
 	cmocka_unit_test_setup_teardown(conf_test_migrate, conf_setup_empty,    \
 					conf_teardown),                         \
 	cmocka_unit_test(conf_test_open_bad_url), CONF_T(conf_test_job_put),   \
+	CONF_T(conf_test_job_runas),                                            \
 	CONF_T(conf_test_job_ops), CONF_T(conf_test_claim),                     \
 	CONF_T(conf_test_claim_terminal_fires),                                 \
 	CONF_T(conf_test_claim_two_claimers),                                   \

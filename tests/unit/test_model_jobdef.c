@@ -165,6 +165,108 @@ static void test_value_errors(void **state)
 	model_jobdef_clear(&d);
 }
 
+/* The process keys: the same field from flags and from JSON, repeatable
+ * --env, and their errors. */
+static void test_process_keys(void **state)
+{
+	(void)state;
+	model_jobdef f, j;
+	dbcron_err err = {0};
+	static const struct {
+		const char *key, *text;
+	} flags[] = {
+		{"name", "p"}, {"every", "1m"}, {"user", "nobody"}, {"group", "nogroup"},
+		{"cwd", "/srv/p"}, {"env", "A=1"}, {"env", "B=2=3"}, {"env-file", "/etc/p.env"},
+		{"umask", "0027"},
+	};
+	char *argv[] = {"true"};
+
+	model_jobdef_init(&f, true);
+	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
+		assert_int_equal(model_jobdef_set_text(&f, model_jobdef_find(flags[i].key),
+						       flags[i].text, &err), DBCRON_OK);
+	assert_int_equal(model_jobdef_set_bool(&f, model_jobdef_find("inherit-env"), true, &err), 0);
+	assert_int_equal(model_jobdef_set_argv(&f, argv, 1, &err), DBCRON_OK);
+	assert_int_equal(model_jobdef_check(&f, &err), DBCRON_OK);
+
+	json_t *obj = json_loads("{\"name\": \"p\", \"every\": \"1m\", \"user\": \"nobody\","
+				 " \"group\": \"nogroup\", \"cwd\": \"/srv/p\", \"env\": [\"A=1\", \"B=2=3\"],"
+				 " \"env_file\": \"/etc/p.env\", \"umask\": \"0027\","
+				 " \"inherit_env\": true, \"command\": [\"true\"]}", 0, NULL);
+	const char *name;
+	model_jobdef_init(&j, false);
+	assert_int_equal(model_jobdef_from_json(&j, obj, &name, &err), DBCRON_OK);
+	json_decref(obj);
+	assert_memory_equal(f.seen, j.seen, sizeof(f.seen));
+	const dbcron_job *a = &f.job, *b = &j.job;
+	assert_string_equal(a->user, "nobody");
+	assert_string_equal(b->user, a->user);
+	assert_string_equal(b->group, a->group);
+	assert_string_equal(b->cwd, "/srv/p");
+	assert_string_equal(a->cwd, b->cwd);
+	assert_int_equal(a->envc, 2);
+	assert_int_equal(b->envc, 2);
+	assert_string_equal(a->env[1], "B=2=3");
+	assert_string_equal(b->env[1], a->env[1]);
+	assert_null(a->env[2]);
+	assert_string_equal(a->env_file, b->env_file);
+	assert_int_equal(a->umask, 027);
+	assert_int_equal(b->umask, 027);
+	assert_true(a->inherit_env && b->inherit_env);
+	/* what every job write passes */
+	assert_int_equal(dbcron_job_validate(&f.job, &err), DBCRON_OK);
+	model_jobdef_clear(&f);
+	model_jobdef_clear(&j);
+
+	/* values alone */
+	assert_string_equal(set_error(true, "user", "a b", &err),
+			    "--user 'a b': expected a user name (letters, digits, '.', '_' and '-')");
+	assert_string_equal(set_error(true, "cwd", "srv", &err),
+			    "--cwd 'srv': expected an absolute path for the working directory");
+	assert_string_equal(set_error(false, "env-file", "x.env", &err),
+			    "key 'env-file': 'x.env': expected an absolute path for the env-file");
+	assert_string_equal(set_error(true, "env", "PASSWORD", &err), "--env: expected KEY=VALUE");
+	assert_string_equal(set_error(true, "env", "DBCRON_NODE=x", &err),
+			    "--env 'DBCRON_NODE': names starting with DBCRON_ are set by the node");
+	assert_string_equal(set_error(true, "umask", "0800", &err),
+			    "--umask '0800': expected an octal umask such as 027");
+	assert_string_equal(set_error(true, "umask", "-1", &err),
+			    "--umask '-1': expected an octal umask such as 027");
+
+	/* --env again: a second name is added, the same name refused */
+	model_jobdef d;
+	model_jobdef_init(&d, true);
+	const model_jobdef_key *env = model_jobdef_find("env");
+	assert_int_equal(model_jobdef_set_text(&d, env, "A=1", &err), DBCRON_OK);
+	assert_int_equal(model_jobdef_set_text(&d, env, "A=2", &err), DBCRON_EINVAL);
+	assert_string_equal(err.msg, "--env 'A' is given twice");
+	model_jobdef_clear(&d);
+
+	/* only for a command */
+	model_jobdef_init(&d, true);
+	assert_int_equal(model_jobdef_set_text(&d, model_jobdef_find("name"), "h", &err), 0);
+	assert_int_equal(model_jobdef_set_text(&d, model_jobdef_find("every"), "1m", &err), 0);
+	assert_int_equal(model_jobdef_set_text(&d, model_jobdef_find("handler"), "noop", &err), 0);
+	assert_int_equal(model_jobdef_set_text(&d, model_jobdef_find("cwd"), "/tmp", &err), 0);
+	assert_int_equal(model_jobdef_check(&d, &err), DBCRON_EINVAL);
+	assert_string_equal(err.msg, "--cwd is only for a command (a handler runs inside the node)");
+	model_jobdef_clear(&d);
+
+	/* the host check: a user this host does not have */
+	model_jobdef_init(&d, true);
+	assert_int_equal(model_jobdef_set_text(&d, model_jobdef_find("user"),
+					       "no-such-user-dbcron", &err), 0);
+	assert_int_equal(model_jobdef_check_host(&d, &err), DBCRON_ENOTFOUND);
+	assert_string_equal(err.msg, "--user 'no-such-user-dbcron': no such user on this host");
+	model_jobdef_clear(&d);
+	model_jobdef_init(&d, false);
+	assert_int_equal(model_jobdef_set_text(&d, model_jobdef_find("group"),
+					       "no-such-group-dbcron", &err), 0);
+	assert_int_equal(model_jobdef_check_host(&d, &err), DBCRON_ENOTFOUND);
+	assert_string_equal(err.msg, "key 'group': 'no-such-group-dbcron': no such group on this host");
+	model_jobdef_clear(&d);
+}
+
 static void test_json_key_errors(void **state)
 {
 	(void)state;
@@ -366,6 +468,7 @@ int main(void)
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_flag_and_key_same_field),
 		cmocka_unit_test(test_value_errors),
+		cmocka_unit_test(test_process_keys),
 		cmocka_unit_test(test_json_key_errors),
 		cmocka_unit_test(test_whole_definition_cli),
 		cmocka_unit_test(test_validate),

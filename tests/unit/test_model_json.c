@@ -42,6 +42,10 @@ static void test_job_round_trip(void **state)
 		"{\"name\": \"c\", \"at\": \"now+5m\", \"misfire-threshold\": \"0s\", \"handler\": \"noop\"}",
 		"{\"name\": \"d\", \"after\": \"30s\", \"retry-base\": \"2s\", \"retry-cap\": \"10s\","
 		" \"command\": [\"/bin/sh\", \"-c\", \"exit 1\"]}",
+		/* what the command runs as */
+		"{\"name\": \"e\", \"every\": \"1m\", \"command\": [\"backup\"], \"user\": \"nobody\","
+		" \"group\": \"nogroup\", \"cwd\": \"/srv\", \"env\": [\"A=1\", \"B=x=y\"],"
+		" \"env_file\": \"/etc/dbcron/e.env\", \"umask\": \"027\", \"inherit-env\": true}",
 	};
 	for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
 		model_jobdef orig, back;
@@ -93,6 +97,16 @@ static void test_job_json_fields(void **state)
 	assert_string_equal(json_string_value(json_object_get(o, "timeout")), "0s");
 	assert_true(json_is_false(json_object_get(o, "jitter")));
 	assert_null(json_object_get(o, "handler"));
+	/* a command's process keys: the defaults that mean something are
+	 * spelled out, the unset ones are absent */
+	assert_int_equal(json_array_size(json_object_get(o, "env")), 0);
+	assert_true(json_is_array(json_object_get(o, "env")));
+	assert_true(json_is_false(json_object_get(o, "inherit-env")));
+	assert_null(json_object_get(o, "user"));
+	assert_null(json_object_get(o, "group"));
+	assert_null(json_object_get(o, "cwd"));
+	assert_null(json_object_get(o, "env-file"));
+	assert_null(json_object_get(o, "umask"));
 	assert_int_equal(json_integer_value(json_object_get(o, "id")), 7);
 	assert_int_equal(json_integer_value(json_object_get(o, "next_fire_at_ms")), NOW + 30000);
 	assert_string_equal(json_string_value(json_object_get(o, "next_fire")),
@@ -116,6 +130,15 @@ static void test_job_json_fields(void **state)
 	json_t *lr = json_object_get(o, "last_runs");
 	assert_int_equal(json_array_size(lr), 2);
 	assert_int_equal(json_integer_value(json_object_get(json_array_get(lr, 1), "id")), 2);
+	json_decref(o);
+	model_jobdef_clear(&d);
+
+	define(&d, "{\"name\": \"f\", \"every\": \"30s\", \"command\": [\"true\"], \"umask\": \"7\","
+		   " \"user\": \"nobody\", \"env\": [\"K=v\"]}", NULL, NOW);
+	o = model_job_json(&d.job);
+	assert_string_equal(json_string_value(json_object_get(o, "umask")), "007");
+	assert_string_equal(json_string_value(json_object_get(o, "user")), "nobody");
+	assert_string_equal(json_string_value(json_array_get(json_object_get(o, "env"), 0)), "K=v");
 	json_decref(o);
 	model_jobdef_clear(&d);
 }

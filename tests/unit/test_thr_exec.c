@@ -32,7 +32,9 @@ static void test_lookup_builtins(void **state)
 	assert_int_equal(sh->version, EXEC_OPS_VERSION);
 	assert_int_equal(h->version, EXEC_OPS_VERSION);
 	assert_int_equal(sh->caps, EXEC_CAP_OUTPUT | EXEC_CAP_CANCEL | EXEC_CAP_TIMEOUT |
-					   EXEC_CAP_PREEMPT);
+					   EXEC_CAP_PREEMPT | EXEC_CAP_PROCESS);
+	/* A handler runs inside the node: no process of its own. */
+	assert_int_equal(h->caps & EXEC_CAP_PROCESS, 0);
 	/* A handler is only stopped when it looks. */
 	assert_int_equal(h->caps & EXEC_CAP_PREEMPT, 0);
 	assert_true(h->caps & EXEC_CAP_TIMEOUT);
@@ -100,6 +102,19 @@ static void test_validate_handler(void **state)
 	job.handler = "noop";
 	job.argv = NULL;
 	assert_int_equal(exec_validate(&job, &err), DBCRON_OK);
+
+	/* What only a process can have is refused for a handler. */
+	job.user = "nobody";
+	assert_int_equal(exec_validate(&job, &err), DBCRON_EINVAL);
+	assert_string_equal(err.msg, "job 'h': user, group, cwd, env, env-file, umask and "
+				     "inherit-env are only for a command, not for the handler executor");
+	job.user = NULL;
+	job.umask = 022;
+	assert_int_equal(exec_validate(&job, &err), DBCRON_EINVAL);
+	job.umask = -1;
+	job.inherit_env = true;
+	assert_int_equal(exec_validate(&job, &err), DBCRON_EINVAL);
+	job.inherit_env = false;
 
 	job.executor = (dbcron_executor)99;
 	assert_int_equal(exec_validate(&job, &err), DBCRON_EINVAL);

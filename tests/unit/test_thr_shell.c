@@ -15,8 +15,11 @@
 #include <cmocka.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <pthread.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +33,7 @@
 #include "core/alloc.h"
 #include "core/timeutil.h"
 #include "exec/exec.h"
+#include "exec/runas.h"
 
 #define HANG_GUARD_MS 30000
 
@@ -105,20 +109,116 @@ static void test_exit_codes(void **state)
 	exec_result_clear(&r);
 }
 
+/* Run job (its argv and what it runs as are the caller's) as run 77. */
+static void run_job(dbcron_job *job, exec_result *res)
+{
+	exec_req req = {
+		.job = job,
+		.run_id = 77,
+		.fire_at_ms = 1234,
+		.attempt = 2,
+		.node_id = "node-a",
+		.kill_grace_ms = 300,
+	};
+	for (job->argc = 0; job->argv[job->argc]; job->argc++)
+		;
+	exec_run(&req, res);
+}
+
+static void sh_job(dbcron_job *job, char **argv, const char *script)
+{
+	dbcron_job_init(job);
+	job->name = "shelltest";
+	job->executor = DBCRON_EXEC_SHELL;
+	argv[0] = "sh";
+	argv[1] = "-c";
+	argv[2] = (char *)script;
+	argv[3] = NULL;
+	job->argv = argv;
+}
+
+/* The environment is cron's small known set, whatever the node has: no
+ * variable of the node's, none of its secrets, stale run facts replaced. */
 static void test_env(void **state)
 {
 	(void)state;
 	exec_result r;
+	struct passwd *pw = getpwuid(geteuid());
+	char want[2048];
 
-	/* Stale values of our names are replaced, others are inherited. */
 	setenv("DBCRON_JOB", "stale", 1);
 	setenv("DBCRON_TEST_PARENT", "inherited", 1);
-	run_sh("echo $DBCRON_JOB $DBCRON_ATTEMPT $DBCRON_FIRE_AT_MS $DBCRON_RUN_ID "
-	       "$DBCRON_NODE $DBCRON_TEST_PARENT; env | grep -c '^DBCRON_JOB='", &r);
+	setenv("DBCRON_DB", "postgresql://u:zqjx@db/x", 1);
+	setenv("PGPASSWORD", "zqjx", 1);
+	run_sh("env | LC_ALL=C sort", &r);
+	assert_int_equal(r.state, DBCRON_RUN_SUCCEEDED);
+	assert_non_null(pw);
+	snprintf(want, sizeof(want),
+		 "DBCRON_ATTEMPT=2\nDBCRON_FIRE_AT_MS=1234\nDBCRON_JOB=shelltest\n"
+		 "DBCRON_NODE=node-a\nDBCRON_RUN_ID=77\nHOME=%s\nLOGNAME=%s\nPATH=%s\n"
+		 "PWD=%s\nSHELL=/bin/sh\nUSER=%s\n",
+		 pw->pw_dir, pw->pw_name, RUNAS_DEFAULT_PATH, pw->pw_dir, pw->pw_name);
+	/* PWD is the shell's own, set from the directory it starts in */
+	assert_string_equal(r.output, want);
+	exec_result_clear(&r);
+
+	/* Inherited on request, except the node's settings and secrets. */
+	dbcron_job job;
+	char *argv[4];
+	sh_job(&job, argv, "echo \"$DBCRON_JOB $DBCRON_TEST_PARENT [$DBCRON_DB] [$PGPASSWORD]\"; "
+			   "env | grep -c '^DBCRON_JOB='");
+	job.inherit_env = true;
+	run_job(&job, &r);
 	unsetenv("DBCRON_JOB");
 	unsetenv("DBCRON_TEST_PARENT");
+	unsetenv("DBCRON_DB");
+	unsetenv("PGPASSWORD");
 	assert_int_equal(r.state, DBCRON_RUN_SUCCEEDED);
-	assert_string_equal(r.output, "shelltest 2 1234 77 node-a inherited\n1\n");
+	assert_string_equal(r.output, "shelltest  [] []\n1\n");
+	exec_result_clear(&r);
+}
+
+/* The job's own variables and env-file, and which wins. */
+static void test_env_own(void **state)
+{
+	(void)state;
+	exec_result r;
+	dbcron_job job;
+	char *argv[4], path[] = "/tmp/dbcron-envfile-XXXXXX";
+	char *env[] = {"B=from-env", "PATH=/usr/bin:/bin", NULL};
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	const char *text = "# a comment\n\n  A=from file\nB=from-file\r\n";
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+
+	sh_job(&job, argv, "echo \"$A|$B|$PATH\"");
+	job.env = env;
+	job.envc = 2;
+	job.env_file = path;
+	run_job(&job, &r);
+	assert_int_equal(r.state, DBCRON_RUN_SUCCEEDED);
+	assert_string_equal(r.output, "from file|from-env|/usr/bin:/bin\n");
+	exec_result_clear(&r);
+
+	/* A bad line fails the run and names the line, not its text. */
+	fd = open(path, O_WRONLY | O_TRUNC);
+	assert_true(fd >= 0);
+	text = "A=1\npostgresql://u:zqjx@db/x?sslmode=require\n";
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+	run_job(&job, &r);
+	assert_int_equal(r.state, DBCRON_RUN_FAILED);
+	assert_false(r.has_exit_code);
+	assert_non_null(strstr(r.error, "line 2: expected KEY=VALUE"));
+	assert_null(strstr(r.error, "zqjx"));
+	exec_result_clear(&r);
+
+	unlink(path);
+	run_job(&job, &r);
+	assert_int_equal(r.state, DBCRON_RUN_FAILED);
+	assert_non_null(strstr(r.error, ": No such file or directory"));
+	assert_non_null(strstr(r.error, "env-file '/tmp/dbcron-envfile-"));
 	exec_result_clear(&r);
 }
 
@@ -134,20 +234,47 @@ static void test_argv_verbatim(void **state)
 	exec_result_clear(&r);
 }
 
+/* The user's home by default, --cwd when given, "/" for a home that is
+ * not there; a --cwd that is not there fails the run. */
 static void test_cwd_and_stdin(void **state)
 {
 	(void)state;
 	exec_result r;
-	char cwd[PATH_MAX], want[PATH_MAX + 2];
+	struct passwd *pw = getpwuid(geteuid());
+	char want[PATH_MAX + 2], real[PATH_MAX];
+	dbcron_job job;
+	char *argv[4];
 
-	assert_non_null(getcwd(cwd, sizeof(cwd)));
-	snprintf(want, sizeof(want), "%s\n", cwd);
-	char *argv[] = {"pwd", "-P", NULL};
-	run_argv(argv, 0, NULL, 0, &r);
-	char real[PATH_MAX];
-	assert_non_null(realpath(cwd, real));
+	assert_non_null(pw);
+	assert_non_null(realpath(pw->pw_dir, real));
 	snprintf(want, sizeof(want), "%s\n", real);
+	char *pwd[] = {"pwd", "-P", NULL};
+	run_argv(pwd, 0, NULL, 0, &r);
 	assert_string_equal(r.output, want);
+	exec_result_clear(&r);
+
+	sh_job(&job, argv, "pwd -P");
+	job.cwd = "/tmp";
+	run_job(&job, &r);
+	assert_string_equal(r.output, "/tmp\n");
+	exec_result_clear(&r);
+
+	job.cwd = "/nonexistent-dbcron-dir";
+	run_job(&job, &r);
+	assert_int_equal(r.state, DBCRON_RUN_FAILED);
+	assert_false(r.has_exit_code);
+	assert_string_equal(r.error, "cannot run 'sh' in '/nonexistent-dbcron-dir': "
+				     "No such file or directory");
+	exec_result_clear(&r);
+
+	/* HOME of a home that is not there: cron would fail, we start in / */
+	job.cwd = NULL;
+	char *env[] = {"HOME=/nonexistent-home", NULL};
+	job.env = env;
+	job.envc = 1;
+	run_job(&job, &r);
+	assert_int_equal(r.state, DBCRON_RUN_SUCCEEDED);
+	assert_string_equal(r.output, want); /* the passwd home, not $HOME */
 	exec_result_clear(&r);
 
 	/* stdin is /dev/null: cat ends at once. */
@@ -155,6 +282,129 @@ static void test_cwd_and_stdin(void **state)
 	run_argv(cat, HANG_GUARD_MS, NULL, 0, &r);
 	assert_int_equal(r.state, DBCRON_RUN_SUCCEEDED);
 	assert_null(r.output);
+	exec_result_clear(&r);
+}
+
+static void test_umask_and_fds(void **state)
+{
+	(void)state;
+	exec_result r;
+	dbcron_job job;
+	char *argv[4];
+
+	sh_job(&job, argv, "umask");
+	job.umask = 027;
+	run_job(&job, &r);
+	assert_string_equal(r.output, "0027\n");
+	exec_result_clear(&r);
+
+	/* Only 0-2 reach the job, whatever this process has open. */
+	int extra = open("/dev/null", O_RDONLY);
+	assert_true(extra > 2);
+	sh_job(&job, argv, "ls /proc/self/fd/ | sort -n | tr '\\n' ' '");
+	run_job(&job, &r);
+	close(extra);
+	/* ls's own directory fd is 3 */
+	assert_string_equal(r.output, "0 1 2 3 ");
+	exec_result_clear(&r);
+}
+
+/* As another user: the real switch, so only as root (CI runs as root). */
+static void test_user(void **state)
+{
+	(void)state;
+	exec_result r;
+	dbcron_job job;
+	char *argv[4];
+	struct passwd *nobody = getpwnam("nobody");
+
+	if (geteuid() != 0 || !nobody) {
+		print_message("not root or no user nobody: the switch is not tested here\n");
+		skip();
+	}
+	char dir[] = "/tmp/dbcron-user-XXXXXX", want[256];
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(chmod(dir, 0777), 0);
+	sh_job(&job, argv, "id -u; id -g; id -G; echo $USER $LOGNAME; : > f");
+	job.user = "nobody";
+	job.cwd = dir;
+	run_job(&job, &r);
+	assert_int_equal(r.state, DBCRON_RUN_SUCCEEDED);
+	snprintf(want, sizeof(want), "%u\n%u\n", (unsigned)nobody->pw_uid, (unsigned)nobody->pw_gid);
+	assert_memory_equal(r.output, want, strlen(want));
+	assert_non_null(strstr(r.output, "nobody nobody\n"));
+	exec_result_clear(&r);
+	char f[300];
+	struct stat st;
+	snprintf(f, sizeof(f), "%s/f", dir);
+	assert_int_equal(stat(f, &st), 0);
+	assert_int_equal(st.st_uid, nobody->pw_uid);
+	unlink(f);
+
+	/* A directory nobody may not enter is the run's error, as nobody. */
+	assert_int_equal(chmod(dir, 0700), 0);
+	run_job(&job, &r);
+	assert_int_equal(r.state, DBCRON_RUN_FAILED);
+	assert_non_null(strstr(r.error, "Permission denied"));
+	exec_result_clear(&r);
+	rmdir(dir);
+
+	/* A node that is not root: its own user runs (nothing to switch),
+	 * another is refused with the reason.  In a child that drops to
+	 * nobody first; it sends both results back on a pipe. */
+	int pfd[2];
+	assert_int_equal(pipe(pfd), 0);
+	pid_t kid = fork();
+	assert_true(kid >= 0);
+	if (kid == 0) {
+		char out[1024];
+		close(pfd[0]);
+		if (setgroups(0, NULL) != 0 || setgid(nobody->pw_gid) != 0 ||
+		    setuid(nobody->pw_uid) != 0)
+			_exit(3);
+		dbcron_job j2;
+		char *av2[4];
+		sh_job(&j2, av2, "id -un");
+		j2.user = "nobody";
+		run_job(&j2, &r);
+		int n = snprintf(out, sizeof(out), "%s|%s|", dbcron_run_state_name(r.state),
+				 r.output ? r.output : "");
+		exec_result_clear(&r);
+		j2.user = "root";
+		run_job(&j2, &r);
+		n += snprintf(out + n, sizeof(out) - (size_t)n, "%s|%s",
+			      dbcron_run_state_name(r.state), r.error ? r.error : "");
+		exec_result_clear(&r);
+		_exit(write(pfd[1], out, (size_t)n) == n ? 0 : 4);
+	}
+	close(pfd[1]);
+	char got[1024] = "";
+	ssize_t gn = read(pfd[0], got, sizeof(got) - 1);
+	close(pfd[0]);
+	int kst;
+	assert_int_equal(waitpid(kid, &kst, 0), kid);
+	assert_true(WIFEXITED(kst) && WEXITSTATUS(kst) == 0);
+	assert_true(gn > 0);
+	got[gn] = '\0';
+	char expect[512];
+	snprintf(expect, sizeof(expect),
+		 "succeeded|nobody\n|failed|cannot run 'sh' as user 'root' (uid 0, gid 0): "
+		 "setgroups: Operation not permitted; this process runs as uid %u, and only "
+		 "root (or CAP_SETUID and CAP_SETGID) can switch users",
+		 (unsigned)nobody->pw_uid);
+	assert_string_equal(got, expect);
+
+	/* Unknown user and group: the run's error, naming the node. */
+	job.cwd = NULL;
+	job.user = "no-such-user-dbcron";
+	run_job(&job, &r);
+	assert_int_equal(r.state, DBCRON_RUN_FAILED);
+	assert_string_equal(r.error, "user 'no-such-user-dbcron' not found on node node-a");
+	exec_result_clear(&r);
+	job.user = "nobody";
+	job.group = "no-such-group-dbcron";
+	run_job(&job, &r);
+	assert_string_equal(r.error, "group 'no-such-group-dbcron' not found on node node-a");
 	exec_result_clear(&r);
 }
 
@@ -448,7 +698,9 @@ static void test_out_of_memory(void **state)
 {
 	(void)state;
 	int before = count_fds();
-	for (long n = 1; n <= 12; n++) {
+	/* enough to reach every allocation before the spawn (the user's
+	 * look-up, the environment) and the ones after it */
+	for (long n = 1; n <= 60; n++) {
 		exec_result r;
 		dbcron__alloc_fail_at(n);
 		run_sh("echo hi", &r);
@@ -510,8 +762,11 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_exit_codes),
 		cmocka_unit_test(test_env),
+		cmocka_unit_test(test_env_own),
 		cmocka_unit_test(test_argv_verbatim),
 		cmocka_unit_test(test_cwd_and_stdin),
+		cmocka_unit_test(test_umask_and_fds),
+		cmocka_unit_test(test_user),
 		cmocka_unit_test(test_stdout_stderr),
 		cmocka_unit_test(test_capture_limits),
 		cmocka_unit_test(test_timeout_kills_group),

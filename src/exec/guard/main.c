@@ -21,10 +21,15 @@
 
 #include "exec/guard.h"
 
+/* The job's supplementary groups: as many as Linux allows (NGROUPS_MAX),
+ * in memory that costs nothing until a job has that many. */
+#define MAX_GROUPS 65536
+static gid_t groups[MAX_GROUPS];
+
 int main(int argc, char **argv)
 {
 	guard_plan gp;
-	int e = guard__parse(argc, argv, &gp);
+	int e = guard__parse(argc, argv, &gp, groups, MAX_GROUPS);
 
 	if (e == 0)
 		guard__main(&gp);

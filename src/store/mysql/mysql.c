@@ -62,10 +62,9 @@
 #define PART "\x1f"
 #define EACH "\x03"       /* prefix: once per row of the result before it */
 #define IF_CHANGED "\x02" /* prefix: only if the part before changed a row */
-#define NULLS27                                                                 \
-	"NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, " \
-	"NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, " \
-	"NULL, NULL, NULL"
+/* a row of NULLs as wide as STORE_JOB_COLS */
+#define NULLS_JOB "NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, " "NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, " "NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL"
+_Static_assert(STORE_NJOBCOLS == 34, "NULLS_JOB is as wide as the job columns");
 /* A one-column list parameter N as a table of values v. */
 #define LIST_I64(n) "(SELECT v FROM JSON_TABLE(?" #n ", '$[*]' COLUMNS (v BIGINT PATH '$')) jt)"
 #define LIST_TEXT(n)                                                             \
@@ -87,7 +86,8 @@ static const char *const sql[ST__COUNT] = {
 		R(00) ", " R(01) ", " R(02) ", " R(03) ", " R(04) ", " R(05) ", " R(06) ", "
 		R(07) ", " R(08) ", " R(09) ", " R(10) ", " R(11) ", " R(12) ", " R(13) ", "
 		R(14) ", " R(15) ", " R(16) ", " R(17) ", " R(18) ", " R(19) ", " R(20) ", "
-		R(21) ", " R(22) ", ?1, ?1) RETURNING id, name",
+		R(21) ", " R(22) ", " R(23) ", " R(24) ", " R(25) ", " R(26) ", " R(27) ", "
+		R(28) ", " R(29) ", ?1, ?1) RETURNING id, name",
 	[ST_JOBS_UPDATE] =
 		"UPDATE jobs SET name = " R(01) ", kind = " R(02) ", spec = " R(03)
 		", interval_ms = " R(04) ", anchor_ms = " R(05) ", at_ms = " R(06)
@@ -98,6 +98,9 @@ static const char *const sql[ST__COUNT] = {
 		", retry_jitter = " R(16) ", timeout_ms = " R(17)
 		", executor = " R(18) ", argv = " R(19) ", handler = " R(20)
 		", arg = " R(21) ", paused = " R(22) ", next_fire_at = " R(23)
+		", run_user = " R(24) ", run_group = " R(25) ", cwd = " R(26)
+		", env = " R(27) ", env_file = " R(28) ", umask = " R(29)
+		", inherit_env = " R(30)
 		", updated_ms = ?1, set_aside = NULL WHERE id = " R(00),
 	[ST_JOBS_PRUNE] = "DELETE FROM jobs WHERE name NOT IN " LIST_TEXT(1),
 	[ST_RUNS_CLOSE_ORPHANS] =
@@ -122,7 +125,7 @@ static const char *const sql[ST__COUNT] = {
 		"SELECT @dbcron_now, " STORE_JOB_COLS " FROM jobs WHERE paused = 0 AND "
 		"next_fire_at IS NOT NULL AND next_fire_at <= @dbcron_now + ?1 ORDER BY "
 		"next_fire_at LIMIT ?2 FOR UPDATE SKIP LOCKED" PART
-		"SELECT @dbcron_now, " NULLS27,
+		"SELECT @dbcron_now, " NULLS_JOB,
 	/* One statement per claim whatever its size: the batch is a JSON
 	 * table, and IGNORE + RETURNING hands out only rows really inserted
 	 * (invariant 1). */

@@ -48,6 +48,14 @@ static const char *const my_migration_1[] = {
 	" created_ms BIGINT NOT NULL,"
 	" updated_ms BIGINT NOT NULL,"
 	" set_aside TEXT,"
+	/* what a shell job runs as (docs/security.md) */
+	" run_user VARCHAR(255),"
+	" run_group VARCHAR(255),"
+	" cwd TEXT,"
+	" env MEDIUMTEXT,"
+	" env_file TEXT,"
+	" umask INT,"
+	" inherit_env BOOLEAN NOT NULL DEFAULT FALSE,"
 	" UNIQUE KEY jobs_name (name),"
 	/* the claim reads due jobs in next_fire_at order */
 	" KEY jobs_due (paused, next_fire_at))" MY_TABLE_OPTS,

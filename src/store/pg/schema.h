@@ -7,7 +7,7 @@
 #define DBCRON_STORE_PG_SCHEMA_H
 
 /* Highest migration this binary knows. */
-#define DBCRON_PG_SCHEMA_VERSION 2
+#define DBCRON_PG_SCHEMA_VERSION 3
 
 static const char *const migration_1[] = {
 	"CREATE TABLE jobs ("
@@ -98,12 +98,24 @@ static const char *const migration_2[] = {
 	NULL,
 };
 
+/* 3: what a shell job runs as (docs/security.md): its user and group
+ * (NULL: the node's), directory (NULL: the user's home), its own variables
+ * (a JSON array of "KEY=VALUE"), an env-file on the node's host, a umask
+ * (NULL: the node's), and whether it starts from the node's environment. */
+static const char *const migration_3[] = {
+	"ALTER TABLE jobs ADD COLUMN run_user TEXT, ADD COLUMN run_group TEXT,"
+	" ADD COLUMN cwd TEXT, ADD COLUMN env TEXT, ADD COLUMN env_file TEXT,"
+	" ADD COLUMN umask INTEGER, ADD COLUMN inherit_env BOOLEAN NOT NULL DEFAULT false",
+	NULL,
+};
+
 static const struct {
 	int version;
 	const char *const *stmts;
 } migrations[] = {
 	{1, migration_1},
 	{2, migration_2},
+	{3, migration_3},
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == DBCRON_PG_SCHEMA_VERSION,

@@ -133,6 +133,18 @@ static const char *const sqlite_migrations[] = {
 	"CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);\n"
 	"INSERT INTO meta VALUES ('jobs_gen', 0);\n"
 	"ALTER TABLE nodes ADD COLUMN seen_gen INTEGER NOT NULL DEFAULT 0;\n",
+	/* 4: what a shell job runs as (docs/security.md): its user and group
+	 * (NULL: the node's), directory (NULL: the user's home), its own
+	 * variables (a JSON array of "KEY=VALUE"), an env-file on the node's
+	 * host, a umask (NULL: the node's), and whether it starts from the
+	 * node's environment. */
+	"ALTER TABLE jobs ADD COLUMN run_user TEXT;\n"
+	"ALTER TABLE jobs ADD COLUMN run_group TEXT;\n"
+	"ALTER TABLE jobs ADD COLUMN cwd TEXT;\n"
+	"ALTER TABLE jobs ADD COLUMN env TEXT;\n"
+	"ALTER TABLE jobs ADD COLUMN env_file TEXT;\n"
+	"ALTER TABLE jobs ADD COLUMN umask INTEGER;\n"
+	"ALTER TABLE jobs ADD COLUMN inherit_env INTEGER NOT NULL DEFAULT 0;\n",
 };
 
 #define SQLITE_SCHEMA_VERSION \

@@ -20,12 +20,15 @@
  * at all.
  *
  * Invariants: the SQL below keeps them as stmt.h says; every time written
- * comes from NOW_SQL or from a parameter the protocol read from it.
+ * comes from NOW_SQL or from a parameter the protocol read from it; a
+ * database file this dialect creates is 0600 (create_private).
  */
+#include <fcntl.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/alloc.h"
 #include "store/dialect.h"
@@ -57,7 +60,8 @@ static const char *const sql[ST__COUNT] = {
 		R(00) ", " R(01) ", " R(02) ", " R(03) ", " R(04) ", " R(05) ", " R(06) ", "
 		R(07) ", " R(08) ", " R(09) ", " R(10) ", " R(11) ", " R(12) ", " R(13) ", "
 		R(14) ", " R(15) ", " R(16) ", " R(17) ", " R(18) ", " R(19) ", " R(20) ", "
-		R(21) ", " R(22) ", ?1, ?1)", /* "RETURNING id, name": see inserted_row */
+		R(21) ", " R(22) ", " R(23) ", " R(24) ", " R(25) ", " R(26) ", " R(27) ", "
+		R(28) ", " R(29) ", ?1, ?1)", /* "RETURNING id, name": see inserted_row */
 	[ST_JOBS_UPDATE] =
 		"UPDATE jobs SET name = " R(01) ", kind = " R(02) ", spec = " R(03)
 		", interval_ms = " R(04) ", anchor_ms = " R(05) ", at_ms = " R(06)
@@ -68,6 +72,9 @@ static const char *const sql[ST__COUNT] = {
 		", retry_jitter = " R(16) ", timeout_ms = " R(17)
 		", executor = " R(18) ", argv = " R(19) ", handler = " R(20)
 		", arg = " R(21) ", paused = " R(22) ", next_fire_at = " R(23)
+		", run_user = " R(24) ", run_group = " R(25) ", cwd = " R(26)
+		", env = " R(27) ", env_file = " R(28) ", umask = " R(29)
+		", inherit_env = " R(30)
 		", updated_ms = ?1, set_aside = NULL WHERE id = " R(00),
 	[ST_JOBS_PRUNE] = "DELETE FROM jobs WHERE name NOT IN (SELECT " V0
 			  " FROM json_each(?1))",
@@ -550,6 +557,21 @@ static const char *sq_display(const store_conn *q) { return q->url; }
 
 static bool sq_accepts(const char *url) { return strncmp(url, "sqlite:", 7) == 0; }
 
+static const char *sq_file(const store_conn *q) { return q->url + 7; }
+
+/* A new database file is made here, 0600, before SQLite would make it
+ * 0644 less the umask: it holds every job's command line, environment
+ * and output.  SQLite gives the -wal and -shm files the database file's
+ * mode (and its owner, when it runs as root), so they follow it.  An
+ * existing file is left as it is (`dbcron init` warns about one others
+ * can read); any other failure is SQLite's to report when it opens. */
+static void create_private(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd >= 0)
+		close(fd);
+}
+
 static void sq_close(store_conn *q)
 {
 	if (!q)
@@ -578,6 +600,7 @@ static int sq_open(const char *url, store_conn **out, dbcron_err *err)
 		goto out_close;
 	}
 	const char *path = url + 7;
+	create_private(path);
 	int sr = sqlite3_open_v2(path, &q->db,
 				 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
 	if (sr != SQLITE_OK) {
@@ -711,4 +734,5 @@ const store_dialect store_sqlite_dialect = {
 	.schema_read = sq_schema_read,
 	.migrate = sq_migrate,
 	.tune = sq_tune,
+	.file = sq_file,
 };
