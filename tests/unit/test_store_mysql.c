@@ -11,9 +11,12 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <mysql.h>
@@ -218,6 +221,297 @@ static void test_round_trips_constant(void **state)
 	assert_int_equal(a500, a10);
 }
 
+
+/* One number from the admin connection, in database db. */
+static int64_t q_i64(MYSQL *c, const char *db, const char *text)
+{
+	if (db && mysql_select_db(c, db))
+		fail_msg("use %s: %s", db, mysql_error(c));
+	if (mysql_query(c, text))
+		fail_msg("%s: %s", text, mysql_error(c));
+	MYSQL_RES *r = mysql_store_result(c);
+	MYSQL_ROW row = r ? mysql_fetch_row(r) : NULL;
+	int64_t v = row && row[0] ? strtoll(row[0], NULL, 10) : -1;
+	if (r)
+		mysql_free_result(r);
+	return v;
+}
+
+static const char *db_of(const char *url) { return strrchr(url, '/') + 1; }
+
+typedef struct planner {
+	store_fire fires[64];
+} planner;
+
+/* Every interval from next_fire_at up to the horizon, each a fire. */
+static int plan_every(void *ctx, const dbcron_job *job, int64_t now_ms, int64_t horizon_ms,
+		      store_plan *out)
+{
+	planner *p = ctx;
+	(void)now_ms;
+	out->fires = p->fires;
+	out->nfires = 0;
+	int64_t t = job->next_fire_at;
+	while (t <= horizon_ms && out->nfires < 64) {
+		store_fire *f = &p->fires[out->nfires++];
+		memset(f, 0, sizeof(*f));
+		f->fire_at = f->due_at = t;
+		f->state = DBCRON_RUN_SCHEDULED;
+		t += job->interval_ms;
+	}
+	out->next_fire_at = t;
+	return DBCRON_OK;
+}
+
+static void every_job(dbcron_job *j, const char *name, int64_t interval_ms, int64_t first)
+{
+	conf_job(j, name, first);
+	j->interval_ms = interval_ms;
+	j->anchor_ms = first;
+}
+
+/* Four `dbcron init` at once: each migration applied once. */
+static void test_concurrent_init(void **state)
+{
+	(void)state;
+	const char *url = my_fresh_url();
+	store *s = NULL;
+	dbcron_err err = {0};
+	assert_int_equal(store_open(url, &s, &err), DBCRON_OK);
+	assert_int_equal(store_check_schema(s, &err), DBCRON_ESCHEMA);
+	pid_t kids[4];
+	for (int i = 0; i < 4; i++) {
+		kids[i] = fork();
+		assert_true(kids[i] >= 0);
+		if (kids[i] == 0) {
+			store *k = NULL;
+			dbcron_err e = {0};
+			int from = -1, to = -1;
+			if (store_open(url, &k, &e) || store_migrate(k, &from, &to, &e)) {
+				fprintf(stderr, "child migrate: %s\n", e.msg);
+				_exit(1);
+			}
+			store_close(k);
+			_exit(to == store_mysql_dialect.schema_version ? 0 : 2);
+		}
+	}
+	for (int i = 0; i < 4; i++) {
+		int st;
+		assert_int_equal(waitpid(kids[i], &st, 0), kids[i]);
+		assert_true(WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), 0);
+	}
+	assert_int_equal(store_check_schema(s, &err), DBCRON_OK);
+	MYSQL *c = admin_connect();
+	assert_int_equal(q_i64(c, db_of(url), "SELECT count(*) FROM schema_version"),
+			 store_mysql_dialect.schema_version);
+	assert_int_equal(q_i64(c, NULL, "SELECT count(*) FROM meta"), 1);
+	if (mysql_query(c, "INSERT INTO schema_version VALUES (999, 0)"))
+		fail_msg("insert: %s", mysql_error(c));
+	assert_int_equal(store_check_schema(s, &err), DBCRON_ESCHEMA);
+	assert_int_equal(store_migrate(s, NULL, NULL, &err), DBCRON_ESCHEMA);
+	mysql_close(c);
+	store_close(s);
+	my_release_url(url);
+}
+
+static void claimer_child(const char *url, int idx, const char *path, int64_t until_ms)
+{
+	store *s = NULL;
+	dbcron_err err = {0};
+	char node[32];
+	FILE *f = fopen(path, "w");
+	if (!f || store_open(url, &s, &err))
+		_exit(10);
+	snprintf(node, sizeof(node), "node-%d", idx);
+	planner p;
+	for (int cycle = 0;; cycle++) {
+		char token[48];
+		snprintf(token, sizeof(token), "tok-%d-%d", idx, cycle);
+		store_claim_req req = {node, token, 200, 7, plan_every, &p, cycle % 2 == 1};
+		store_claim_result res;
+		if (store_claim(s, &req, &res, &err)) {
+			/* two claimers may deadlock on the due jobs: retried */
+			if (err.code == DBCRON_EBUSY)
+				continue;
+			fprintf(stderr, "claim: %s\n", err.msg);
+			_exit(11);
+		}
+		int64_t now = res.now_ms;
+		store_update *ups = dbcron__calloc(2 * res.nruns + 1, sizeof(*ups));
+		size_t n = 0;
+		if (!ups)
+			_exit(13);
+		for (size_t i = 0; i < res.nruns; i++) {
+			const dbcron_run *r = &res.runs[i].run;
+			if (strcmp(r->node, node) || strcmp(r->claim_token, token) ||
+			    res.runs[i].job->id != r->job_id)
+				_exit(12);
+			fprintf(f, "%" PRId64 "\n", r->id);
+			store_update a = {.run_id = r->id, .job_id = r->job_id,
+					  .fire_at = r->fire_at, .attempt = r->attempt,
+					  .token = token, .state = DBCRON_RUN_RUNNING,
+					  .started_ms = now, .finished_ms = -1,
+					  .retry_due_at = -1, .job_next_fire_at = -1};
+			store_update b = a;
+			b.state = DBCRON_RUN_SUCCEEDED;
+			b.started_ms = -1;
+			b.finished_ms = now;
+			b.has_exit_code = true;
+			b.exit_code = 0;
+			ups[n++] = a;
+			ups[n++] = b;
+		}
+		if (store_apply(s, node, ups, n, &err)) {
+			fprintf(stderr, "apply: %s\n", err.msg);
+			_exit(14);
+		}
+		for (size_t i = 0; i < n; i++)
+			if (!ups[i].applied)
+				_exit(15);
+		dbcron__free(ups);
+		store_claim_result_clear(&res);
+		if (now > until_ms)
+			break;
+		struct timespec ts = {0, 5 * 1000000};
+		nanosleep(&ts, NULL);
+	}
+	fclose(f);
+	store_close(s);
+	_exit(0);
+}
+
+/* Four processes claim and finish every-50 ms jobs for 2.5 s, every other
+ * claim through the schedule lock row: each fire claimed once, by one
+ * process, none left behind, no gap in any series. */
+static void test_concurrent_claimers(void **state)
+{
+	(void)state;
+	const char *url = my_fresh_url();
+	store *s = NULL;
+	dbcron_err err = {0};
+	if (store_open(url, &s, &err) || store_migrate(s, NULL, NULL, &err))
+		fail_msg("open: %s", err.msg);
+	enum { NJOBS = 40, NKIDS = 4 };
+	int64_t now = 0;
+	assert_int_equal(store_now_ms(s, &now, &err), DBCRON_OK);
+	dbcron_job jobs[NJOBS + 1];
+	for (int i = 0; i < NJOBS; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), "c%02d", i);
+		every_job(&jobs[i], name, 50, now + i);
+	}
+	every_job(&jobs[NJOBS], "trig", 3600000, now + 3600000);
+	assert_int_equal(store_job_put(s, jobs, NJOBS + 1, STORE_PUT_CREATE, false, NULL, NULL,
+				       NULL, &err),
+			 DBCRON_OK);
+	int64_t id;
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(store_job_trigger(s, "trig", &id, NULL, &err), DBCRON_OK);
+	int64_t until = now + 2500;
+	pid_t kids[NKIDS];
+	char paths[NKIDS][64];
+	for (int i = 0; i < NKIDS; i++) {
+		snprintf(paths[i], sizeof(paths[i]), "/tmp/dbcron_myclaim_%d_%d", (int)getpid(), i);
+		kids[i] = fork();
+		assert_true(kids[i] >= 0);
+		if (kids[i] == 0)
+			claimer_child(url, i, paths[i], until);
+	}
+	for (int i = 0; i < NKIDS; i++) {
+		int st;
+		assert_int_equal(waitpid(kids[i], &st, 0), kids[i]);
+		assert_true(WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), 0);
+	}
+	MYSQL *c = admin_connect();
+	const char *db = db_of(url);
+	q_i64(c, db, "SELECT 1");
+	if (mysql_query(c, "CREATE TABLE claimed (id BIGINT, kid INT)"))
+		fail_msg("create: %s", mysql_error(c));
+	long total = 0;
+	for (int i = 0; i < NKIDS; i++) {
+		FILE *f = fopen(paths[i], "r");
+		assert_non_null(f);
+		char line[64];
+		while (fgets(line, sizeof(line), f)) {
+			char text[128];
+			snprintf(text, sizeof(text), "INSERT INTO claimed VALUES (%lld, %d)",
+				 strtoll(line, NULL, 10), i);
+			if (mysql_query(c, text))
+				fail_msg("insert: %s", mysql_error(c));
+			total++;
+		}
+		fclose(f);
+		unlink(paths[i]);
+	}
+	print_message("claimed %ld runs across %d processes\n", total, NKIDS);
+	assert_true(total > NJOBS * 20);
+	assert_int_equal(q_i64(c, NULL, "SELECT count(*) - count(DISTINCT id) FROM claimed"), 0);
+	assert_int_equal(q_i64(c, NULL, "SELECT count(*) FROM claimed c JOIN runs r ON r.id = c.id"
+				       " WHERE r.state = 3 AND r.node = CONCAT('node-', c.kid)"),
+			 total);
+	assert_int_equal(q_i64(c, NULL, "SELECT count(*) FROM runs WHERE id NOT IN (SELECT id FROM claimed)"), 0);
+	assert_int_equal(q_i64(c, NULL, "SELECT count(*) FROM (SELECT job_id, count(*) AS n,"
+				       " (max(fire_at) - min(fire_at)) DIV 50 + 1 AS want FROM runs"
+				       " WHERE job_name <> 'trig' GROUP BY job_id) x WHERE n <> want"),
+			 0);
+	assert_int_equal(q_i64(c, NULL, "SELECT count(DISTINCT job_id) FROM runs WHERE job_name <> 'trig'"),
+			 NJOBS);
+	assert_int_equal(q_i64(c, NULL, "SELECT count(*) FROM runs WHERE job_name = 'trig' AND state = 3"), 5);
+	mysql_close(c);
+	for (int i = 0; i <= NJOBS; i++)
+		dbcron_job_clear(&jobs[i]);
+	store_close(s);
+	my_release_url(url);
+}
+
+/* After a server restart the handle reports the loss once (DBCRON_ECONN,
+ * never another code), then reconnects and prepares again. */
+static void test_reconnect_after_restart(void **state)
+{
+	(void)state;
+	const char *dir = getenv("DBCRON_TEST_MYSQLDIR");
+	if (!dir || !*dir) {
+		print_message("SKIP reconnect: set DBCRON_TEST_MYSQLDIR to the mariadb-tmp.sh directory\n");
+		skip();
+	}
+	const char *url = my_fresh_url();
+	store *s = NULL;
+	dbcron_err err = {0};
+	if (store_open(url, &s, &err) || store_migrate(s, NULL, NULL, &err))
+		fail_msg("open: %s", err.msg);
+	int64_t now = 0;
+	assert_int_equal(store_now_ms(s, &now, &err), DBCRON_OK);
+	dbcron_job j;
+	every_job(&j, "x", 1000, now - 5);
+	assert_int_equal(store_job_put(s, &j, 1, STORE_PUT_CREATE, false, NULL, NULL, NULL, &err),
+			 DBCRON_OK);
+	char src[1024], cmd[2300];
+	snprintf(src, sizeof(src), "%s", DBCRON_TEST_DATA);
+	char *cut = strstr(src, "/tests/data");
+	assert_non_null(cut);
+	*cut = '\0';
+	snprintf(cmd, sizeof(cmd), "bash '%s/scripts/mariadb-tmp.sh' restart '%s'", src, dir);
+	assert_int_equal(system(cmd), 0);
+	planner p;
+	store_claim_req req = {"n", "t", 0, 10, plan_every, &p, false};
+	store_claim_result res;
+	int rc = store_claim(s, &req, &res, &err);
+	if (rc) {
+		assert_int_equal(rc, DBCRON_ECONN);
+		print_message("first call after restart: %s\n", err.msg);
+		rc = store_claim(s, &req, &res, &err);
+	}
+	if (rc)
+		fail_msg("claim after reconnect: %s", err.msg);
+	assert_true(res.nruns >= 1); /* one a second since before the restart */
+	store_claim_result_clear(&res);
+	store_close(s);
+	dbcron_job_clear(&j);
+	my_release_url(url);
+}
+
 int main(void)
 {
 	admin_url = getenv("DBCRON_TEST_MYSQL");
@@ -234,6 +528,9 @@ int main(void)
 		STORE_CONFORMANCE_FAULT_TESTS,
 		cmocka_unit_test(test_mask_and_bad_urls),
 		cmocka_unit_test(test_round_trips_constant),
+		cmocka_unit_test(test_concurrent_init),
+		cmocka_unit_test(test_concurrent_claimers),
+		cmocka_unit_test(test_reconnect_after_restart),
 	};
 	int failed = cmocka_run_group_tests_name("store_mysql", tests, NULL, NULL);
 	for (int i = 1; i <= db_seq; i++) {
