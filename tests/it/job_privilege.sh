@@ -258,6 +258,9 @@ elif [ "$ROOT" = 1 ] && [ "$BACKEND" = sqlite ]; then
     -- sh -c "$caps > $T/pub/capself.caps; id -un > $T/pub/capself.user" >/dev/null
   dbc job add captmo --at now --user nobody --timeout 1s --retries 0 --db "$cdb" \
     -- sh -c "echo \$\$ > $T/pub/captmo.pid; exec sleep 60" >/dev/null
+  # root's job adds may leave a -wal or -shm of root's behind: the node, as
+  # daemon, could neither open nor (in the sticky pub/) replace them
+  chown daemon "$T/pub/caps.db"*
   "${CAPNODE[@]}" node --node-id cap1 --db "$cdb" >"$T/node-cap1.log" 2>&1 &
   cpid=$!
   NODE_PIDS+=("$cpid")
