@@ -56,7 +56,7 @@ bench: build
 
 # The mutation check (docs/testing.md): every mutant of
 # tests/mutants/mutants.tsv planted in turn in a scratch copy, its tests run.
-# Long: most of an hour on two cores.  mutate-ci is the small fixed subset
+# Long: about half an hour on two cores.  mutate-ci is the small fixed subset
 # .ci/run runs (a few minutes), after checking that every mutant's text is
 # still in its file.
 mutate: deps
