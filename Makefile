@@ -5,7 +5,7 @@ BUILD   ?= build
 CMAKE   ?= cmake
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps build run test asan asan-test tsan tsan-test fuzz fuzz-smoke bench clean
+.PHONY: all deps build run test asan asan-test tsan tsan-test fuzz fuzz-smoke bench mutate mutate-ci clean
 
 all: build
 
@@ -53,6 +53,18 @@ fuzz-smoke: fuzz
 
 bench: build
 	@bash bench/run.sh $(BUILD)
+
+# The mutation check (docs/testing.md): every mutant of
+# tests/mutants/mutants.tsv planted in turn in a scratch copy, its tests run.
+# Long: about half an hour on two cores.  mutate-ci is the small fixed subset
+# .ci/run runs (a few minutes), after checking that every mutant's text is
+# still in its file.
+mutate: deps
+	@nice -n 10 bash scripts/mutate.sh
+
+mutate-ci: deps
+	@bash scripts/mutate.sh --check
+	@nice -n 10 bash scripts/mutate.sh --subset ci
 
 clean:
 	rm -rf build build-asan build-tsan build-fuzz

@@ -3,7 +3,7 @@
 # are missing.  Idempotent; apt is only touched when something is missing.
 set -euo pipefail
 
-pkgs=(build-essential cmake pkg-config git
+pkgs=(build-essential cmake pkg-config git python3
       libsqlite3-dev sqlite3 libpq-dev postgresql postgresql-contrib
       libmariadb-dev mariadb-server mariadb-client
       libglib2.0-dev libjansson-dev libcmocka-dev

@@ -287,6 +287,21 @@ next=$(job_col ap-every next_fire_at)
 anchor=$(job_col ap-every anchor_ms)
 assert_eq "20000" "$((next - anchor))" "a changed schedule starts a new series"
 
+# A cron job whose only change is its zone starts a new series: its next
+# fire moves to the new zone.  09:00 in Tokyo (UTC+9, no daylight saving)
+# is 00:00 UTC, so the time of day of next_fire_at tells the zones apart.
+printf '[{"name": "ap-zone", "cron": "0 0 9 * * ?", "tz": "UTC", "handler": "noop"}]' >"$T_DIR/z1.json"
+sed 's#"UTC"#"Asia/Tokyo"#' "$T_DIR/z1.json" >"$T_DIR/z2.json"
+expect_rc 0 job apply "$T_DIR/z1.json"
+assert_eq "32400" "$(( $(job_col ap-zone next_fire_at) / 1000 % 86400 ))" "cron 09:00 in UTC: next fire at 09:00 UTC"
+expect_rc 0 job apply "$T_DIR/z2.json"
+assert_eq "applied: 0 created, 1 updated, 0 deleted" "$T_OUT"
+assert_eq "Asia/Tokyo" "$(job_col ap-zone tz)"
+assert_eq "0" "$(( $(job_col ap-zone next_fire_at) / 1000 % 86400 ))" \
+	"a change of zone alone moves the next fire to the new zone (09:00 in Tokyo is 00:00 UTC)"
+expect_rc 0 job apply "$T_DIR/z1.json"
+assert_eq "32400" "$(( $(job_col ap-zone next_fire_at) / 1000 % 86400 ))" "and back to UTC"
+
 printf '[{"name": "ap-stdin", "every": "1m", "handler": "noop"}]' >"$T_DIR/c.json"
 dbc_in "$T_DIR/c.json" job apply -
 assert_ok "apply from stdin"
@@ -507,6 +522,35 @@ bad "--format 'yaml'" runs --format yaml
 bad "--since: time 'yesterday'" runs --since yesterday
 bad "unknown option '--jobs'" runs --jobs r1
 bad "unexpected argument" runs r1
+
+# Line breaks reach the error column through argv[0] ("cannot execute
+# '...'") and handler messages: RFC 4180 quotes a field holding CR or LF,
+# so each run stays one csv record and the text comes back byte for byte.
+case "$BACKEND" in
+sqlite) CR="char(13)" LF="char(10)" ;;
+pg) CR="chr(13)" LF="chr(10)" ;;
+esac
+expect_rc 0 job add r3 --every 1h -- true
+for i in 1 2 3; do
+	expect_rc 0 job trigger r3
+done
+r3_first=$(dbq "select min(id) from runs where job_name = 'r3'")
+dbq "update runs set state = 4, error = 'cannot execute ''/opt/a' || $LF || 'b'': No such file or directory' where id = $r3_first"
+dbq "update runs set state = 4, error = 'handler said' || $CR || 'no' where id = $((r3_first + 1))"
+dbq "update runs set state = 4, error = 'one' || $CR || $LF || 'two, three' where id = $((r3_first + 2))"
+expect_rc 0 runs --format csv --job r3
+assert_eq "ok" "$(python3 -c '
+import csv, io, sys
+rows = list(csv.reader(io.open(sys.argv[1], newline="")))
+want = ["cannot execute \x27/opt/a\nb\x27: No such file or directory", "handler said\rno", "one\r\ntwo, three"]
+print("ok" if len(rows) == 4 and all(len(r) == 12 for r in rows) and [r[9] for r in rows[1:]] == want else rows)' "$T_DIR/.out")" \
+	"csv: fields with CR, LF and CR LF are quoted, one record per run (RFC 4180)"
+expect_rc 0 runs --format json --job r3
+assert_eq "ok" "$(python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+print("ok" if [r["error"] for r in d] == ["cannot execute \x27/opt/a\nb\x27: No such file or directory", "handler said\rno", "one\r\ntwo, three"] else d)' "$T_DIR/.out")" \
+	"json: the same errors, escaped"
 
 # ---------------------------------------------------------------------
 t_section "nodes"

@@ -38,4 +38,23 @@ wait_for 30 sh -c "'$DBCRON_BIN' runs --job orph --format csv | grep -q '^orph,1
   fail "the RUNNING run of a stopped node was not resolved: $(dbc runs --job orph --format csv)"
 pass "a live run left by a stopped node is resolved by maintenance"
 stop_node n2
+
+# Grace over: a node asked to stop waits --grace for its running jobs, then
+# stops them (ABANDONED, and retried elsewhere under --node-loss retry) and
+# exits; it does not wait for the job to end by itself.
+dbc job add stuck --at now -- sh -c 'echo $$ > '"$T/stuck.pid"'; exec sleep 300' >/dev/null
+start_node n3 --grace 1s
+wait_for 30 test -s "$T/stuck.pid" || fail "n3 did not start 'stuck'"
+kill -TERM "$(pid_of n3)"
+wait_for 20 sh -c "! kill -0 $(pid_of n3) 2>/dev/null" ||
+  fail "n3 (--grace 1s) did not stop within 20 s of SIGTERM while a job ran"
+stop_node n3
+runs_csv --job stuck > "$T/stuck.csv"
+grep -q '^stuck,[0-9]*,1,abandoned,n3,.*node shut down before the run ended' "$T/stuck.csv" ||
+  fail "the run stopped at the end of the grace is not ABANDONED: $(cat "$T/stuck.csv")"
+pass "a job still running when the grace is over is stopped and recorded ABANDONED"
+assert_eq "$(awk -F, '$3 == 2 && $4 == "scheduled" && $5 == ""' "$T/stuck.csv" | wc -l)" 1 \
+  "its retry waits for another node (node-loss retry)"
+if kill -0 "$(cat "$T/stuck.pid")" 2>/dev/null; then fail "the stopped job's process is still running"; fi
+pass "the stopped job's process is gone"
 echo "node_stop: all checks passed"

@@ -787,12 +787,44 @@ static void conf_test_apply(void **state)
 	dbcron_job_clear(&got);
 	dbcron_job_clear(&after);
 
-	/* The retry is claimable once due (horizon covers it). */
-	store_claim_result r2;
-	store_claim_req req = {.node_id = "n2", .token = "t2", .horizon_ms_ahead = 61000,
-			       .max = 1, .plan = conf_plan, .plan_ctx = &p};
+	/* The retry is claimable once due, and not before: a claim whose
+	 * horizon ends before its due time leaves it; one that covers it takes
+	 * it, as attempt 2 of the same fire, for the claiming node. */
 	p.stop = 0; /* due jobs fire once more, then stop */
+	store_claim_result r2;
+	store_claim_req req = {.node_id = "n2", .token = "t2", .horizon_ms_ahead = 0,
+			       .max = 10, .plan = conf_plan, .plan_ctx = &p};
 	CONF_OK(c, store_claim(c->s, &req, &r2, &c->err));
+	for (size_t i = 0; i < r2.nruns; i++)
+		assert_int_equal(r2.runs[i].run.attempt, 1);
+	store_claim_result_clear(&r2);
+	req.token = "t3";
+	req.horizon_ms_ahead = 61000;
+	CONF_OK(c, store_claim(c->s, &req, &r2, &c->err));
+	int retries = 0;
+	for (size_t i = 0; i < r2.nruns; i++) {
+		const dbcron_run *got2 = &r2.runs[i].run;
+		if (got2->attempt == 1)
+			continue;
+		retries++;
+		assert_int_equal(got2->attempt, 2);
+		assert_int_equal(got2->job_id, r.runs[0].run.job_id);
+		assert_int_equal(got2->fire_at, r.runs[0].run.fire_at);
+		assert_int_equal(got2->due_at, now + 60000);
+		assert_string_equal(got2->claim_token, "t3");
+	}
+	assert_int_equal(retries, 1);
+	conf_list(c, r.runs[0].run.job_name, 0, -1, 0, &rs);
+	retries = 0;
+	for (int i = 0; i < rs.n; i++) {
+		if (rs.rows[i].attempt != 2)
+			continue;
+		retries++;
+		assert_int_equal(rs.rows[i].state, DBCRON_RUN_SCHEDULED);
+		assert_string_equal(rs.rows[i].node, "n2");
+		assert_string_equal(rs.rows[i].claim_token, "t3");
+	}
+	assert_int_equal(retries, 1);
 	store_claim_result_clear(&r2);
 	conf_runs_clear(&rs);
 	store_claim_result_clear(&r);
@@ -1044,6 +1076,56 @@ static void conf_test_reap_unwritten_starts(void **state)
 	assert_int_equal(rs.rows[0].state, DBCRON_RUN_SCHEDULED);
 	assert_null(rs.rows[0].node);
 	assert_null(rs.rows[0].claim_token);
+	conf_runs_clear(&rs);
+	store_close(sb);
+}
+
+/* The node-loss retry budget at its boundary (conf_test_reap runs with the
+ * default of 3 retries and never reaches it): a job with one retry whose
+ * RUNNING attempt 1 is lost with its node gets attempt 2; when attempt 2 is
+ * lost too the budget is spent, and the fire ends there. */
+static void conf_test_reap_retry_budget(void **state)
+{
+	conf_ctx *c = *state;
+	store *sb;
+	int64_t now = conf_now(c);
+	dbcron_job j;
+	conf_job(&j, "budget", now - 100);
+	j.max_retries = 1;
+	CONF_OK(c, conf_upsert(c, &j, 1));
+	dbcron_job_clear(&j);
+	assert_int_equal(conf_open(c, &sb), 0);
+	store_node_info nb;
+	conf_node(&nb, "B", "inc-b", 60000);
+	CONF_OK(c, store_node_register(sb, &nb, &c->err));
+	conf_planner p = {.stop = now}; /* the job fires once */
+	const char *lost[2] = {"L1", "L2"};
+	for (int k = 0; k < 2; k++) {
+		store_node_info nl;
+		conf_node(&nl, lost[k], "inc", 300);
+		CONF_OK(c, store_node_register(c->s, &nl, &c->err));
+		store_claim_result r;
+		CONF_OK(c, conf_claim(c, c->s, lost[k], lost[k], 10, &p, &r));
+		assert_int_equal(r.nruns, 1);
+		assert_int_equal(r.runs[0].run.attempt, k + 1);
+		store_update u = conf_update(&r.runs[0], DBCRON_RUN_RUNNING);
+		u.started_ms = now;
+		CONF_OK(c, store_apply(c->s, lost[k], &u, 1, &c->err));
+		assert_true(u.applied);
+		store_claim_result_clear(&r);
+		conf_sleep_ms(450); /* its lease (300 ms) lapses */
+		size_t reaped = 0;
+		CONF_OK(c, store_reap(sb, &reaped, &c->err));
+		assert_int_equal(reaped, 1);
+	}
+	conf_runs rs = {0};
+	conf_list(c, "budget", 0, -1, 0, &rs);
+	assert_int_equal(rs.n, 2);
+	for (int k = 0; k < 2; k++) {
+		assert_int_equal(rs.rows[k].attempt, k + 1);
+		assert_int_equal(rs.rows[k].state, DBCRON_RUN_ABANDONED);
+		assert_string_equal(rs.rows[k].error, "node lost");
+	}
 	conf_runs_clear(&rs);
 	store_close(sb);
 }
@@ -1303,16 +1385,22 @@ static void conf_test_runs_list(void **state)
 
 /* ---- lease locks ---- */
 
+/*
+ * Seed 002's lease lock.  Nothing here rests on timing: every check that a
+ * lock is held runs against a lease of a minute, so a slow machine cannot
+ * let it lapse in between, and every expiry is made by renewing to a 1 ms
+ * ttl and waiting far longer.
+ */
 static void conf_test_locks(void **state)
 {
 	conf_ctx *c = *state;
-	int64_t f1, f2, until, until2;
+	int64_t f1, f2, f3, until, until2;
 	store_lock_row holder;
 	int64_t now = conf_now(c);
 
-	CONF_OK(c, store_lock_acquire(c->s, "job", "o1", 300, &f1, &until, &holder, &c->err));
-	assert_true(until >= now + 300);
-	assert_int_equal(store_lock_acquire(c->s, "job", "o2", 300, &f2, &until2, &holder,
+	CONF_OK(c, store_lock_acquire(c->s, "job", "o1", 60000, &f1, &until, &holder, &c->err));
+	assert_true(until >= now + 60000);
+	assert_int_equal(store_lock_acquire(c->s, "job", "o2", 60000, &f2, &until2, &holder,
 					 &c->err),
 			 DBCRON_ELOCKED);
 	assert_string_equal(holder.owner, "o1");
@@ -1320,30 +1408,64 @@ static void conf_test_locks(void **state)
 	assert_non_null(strstr(c->err.msg, "o1"));
 	store_lock_row_clear(&holder);
 
-	CONF_OK(c, store_lock_renew(c->s, "job", "o1", f1, 300, &until2, &c->err));
-	assert_true(until2 >= until);
+	/* A renew extends the lease from the database's now by its own ttl. */
+	int64_t t0 = conf_now(c);
+	CONF_OK(c, store_lock_renew(c->s, "job", "o1", f1, 120000, &until2, &c->err));
+	assert_true(until2 >= t0 + 120000);
 	assert_int_equal(store_lock_renew(c->s, "job", "o2", f1, 300, &until2, &c->err),
 			 DBCRON_EFENCED);
 	assert_int_equal(store_lock_release(c->s, "job", "o2", f1, &c->err), DBCRON_EFENCED);
+	assert_int_equal(store_lock_renew(c->s, "job", "o1", f1 + 1, 300, &until2, &c->err),
+			 DBCRON_EFENCED);
+	assert_int_equal(store_lock_release(c->s, "job", "o1", f1 + 1, &c->err), DBCRON_EFENCED);
 
-	/* o1 freezes past its ttl: o2 takes over with a bigger fence. */
-	conf_sleep_ms(450);
+	/* o1 freezes past its lease: o2 takes over with a bigger fence. */
+	CONF_OK(c, store_lock_renew(c->s, "job", "o1", f1, 1, &until2, &c->err));
+	conf_sleep_ms(50);
 	CONF_OK(c, store_lock_acquire(c->s, "job", "o2", 60000, &f2, &until2, &holder, &c->err));
 	assert_int_equal(f2, f1 + 1);
 	/* o1's late renew and release do not touch o2's lease. */
 	assert_int_equal(store_lock_renew(c->s, "job", "o1", f1, 300, &until, &c->err),
 			 DBCRON_EFENCED);
 	assert_int_equal(store_lock_release(c->s, "job", "o1", f1, &c->err), DBCRON_EFENCED);
-	assert_int_equal(store_lock_acquire(c->s, "job", "o3", 300, &f1, &until, &holder,
+	assert_int_equal(store_lock_acquire(c->s, "job", "o3", 300, &f3, &until, &holder,
 					 &c->err),
 			 DBCRON_ELOCKED);
 	assert_string_equal(holder.owner, "o2");
 	store_lock_row_clear(&holder);
 
-	/* Release frees at once and keeps the row, so the fence grows. */
+	/* Release frees the lock and keeps the row, so the fence grows.  (The
+	 * acquire comes a few milliseconds later: whether a release frees the
+	 * lock within its own millisecond of the database clock is not
+	 * something a test can tell without landing there by luck.) */
 	CONF_OK(c, store_lock_release(c->s, "job", "o2", f2, &c->err));
-	CONF_OK(c, store_lock_acquire(c->s, "job", "o3", 300, &f1, &until, &holder, &c->err));
-	assert_int_equal(f1, f2 + 1);
+	conf_sleep_ms(5);
+	CONF_OK(c, store_lock_acquire(c->s, "job", "o3", 60000, &f3, &until, &holder, &c->err));
+	assert_int_equal(f3, f2 + 1);
+
+	/* One owner name, two holders in turn (the node's maintenance lock is
+	 * held under the node id, `dbcron lock --owner` under a fixed name):
+	 * only the fence tells the stale holder from the current one, so an
+	 * older fence can neither release nor renew the newer lease. */
+	int64_t g1, g2;
+	CONF_OK(c, store_lock_acquire(c->s, "maint", "node-a", 60000, &g1, &until, &holder,
+				      &c->err));
+	CONF_OK(c, store_lock_renew(c->s, "maint", "node-a", g1, 1, &until, &c->err));
+	conf_sleep_ms(50);
+	CONF_OK(c, store_lock_acquire(c->s, "maint", "node-a", 60000, &g2, &until, &holder,
+				      &c->err));
+	assert_int_equal(g2, g1 + 1);
+	assert_int_equal(store_lock_release(c->s, "maint", "node-a", g1, &c->err),
+			 DBCRON_EFENCED);
+	assert_int_equal(store_lock_renew(c->s, "maint", "node-a", g1, 1, &until, &c->err),
+			 DBCRON_EFENCED);
+	assert_int_equal(store_lock_acquire(c->s, "maint", "node-b", 60000, &f3, &until, &holder,
+					 &c->err),
+			 DBCRON_ELOCKED);
+	assert_string_equal(holder.owner, "node-a");
+	assert_int_equal(holder.fence, g2);
+	store_lock_row_clear(&holder);
+	CONF_OK(c, store_lock_release(c->s, "maint", "node-a", g2, &c->err));
 
 	assert_int_equal(store_lock_acquire(c->s, "", "o3", 300, &f1, &until, &holder, &c->err),
 			 DBCRON_EINVAL);
@@ -1365,7 +1487,9 @@ static void conf_test_locks(void **state)
 	CONF_T(conf_test_claim_two_claimers),                                   \
 	CONF_T(conf_test_claim_statements), CONF_T(conf_test_apply),            \
 	CONF_T(conf_test_reap), CONF_T(conf_test_node_register_resolves),       \
-	CONF_T(conf_test_reap_unwritten_starts), CONF_T(conf_test_reap_racing_start), CONF_T(conf_test_claim_lock_row), CONF_T(conf_test_node_stop_release), CONF_T(conf_test_runs_list),       \
+	CONF_T(conf_test_reap_unwritten_starts), CONF_T(conf_test_reap_retry_budget),         \
+	CONF_T(conf_test_reap_racing_start), CONF_T(conf_test_claim_lock_row),                 \
+	CONF_T(conf_test_node_stop_release), CONF_T(conf_test_runs_list),                      \
 	CONF_T(conf_test_locks)
 
 #endif

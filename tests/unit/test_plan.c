@@ -182,6 +182,44 @@ static void test_at_and_backoff(void **state)
 	planner_free(p);
 }
 
+/*
+ * A cron job whose only change is its zone (`job apply` with a new "tz"):
+ * the store writes the next fire in the new zone, and the planner's cache
+ * of parsed expressions and zones must follow for the fires after it, or a
+ * running node goes on firing on the old zone.
+ */
+static void test_cron_zone_change(void **state)
+{
+	(void)state;
+	planner *p;
+	assert_int_equal(planner_create(&p, NULL), 0);
+	dbcron_job j;
+	dbcron_job_init(&j);
+	j.id = 11;
+	j.kind = DBCRON_SCHED_CRON;
+	j.spec = (char *)"0 0 9 * * ?"; /* 09:00 every day */
+	j.tz = (char *)"UTC";
+	const int64_t day = 86400000, nine_utc = 1767344400000LL; /* 2026-01-02T09:00Z */
+	j.next_fire_at = nine_utc;
+	store_plan out;
+	assert_int_equal(planner_plan(p, &j, nine_utc, nine_utc, &out), 0);
+	assert_int_equal(out.nfires, 1);
+	assert_int_equal(out.next_fire_at, nine_utc + day);
+	/* Tokyo is UTC+9: 09:00 there is 00:00 UTC, 2026-01-03T00:00Z next. */
+	j.tz = (char *)"Asia/Tokyo";
+	j.next_fire_at = nine_utc + 15 * 3600000LL;
+	assert_int_equal(planner_plan(p, &j, j.next_fire_at, j.next_fire_at, &out), 0);
+	assert_int_equal(out.nfires, 1);
+	assert_int_equal(out.fires[0].fire_at, j.next_fire_at);
+	assert_int_equal(out.next_fire_at, j.next_fire_at + day);
+	/* and back */
+	j.tz = NULL;
+	j.next_fire_at = nine_utc + day;
+	assert_int_equal(planner_plan(p, &j, j.next_fire_at, j.next_fire_at, &out), 0);
+	assert_int_equal(out.next_fire_at, nine_utc + 2 * day);
+	planner_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -189,6 +227,7 @@ int main(void)
 		cmocka_unit_test(test_misfire_policies),
 		cmocka_unit_test(test_cron_misfire_and_bounds),
 		cmocka_unit_test(test_at_and_backoff),
+		cmocka_unit_test(test_cron_zone_change),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

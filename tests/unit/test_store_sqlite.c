@@ -145,17 +145,47 @@ static void test_sqlite_concurrent_claimers(void **state)
 	assert_int_equal(cnt[1], NJOBS * NFIRES);
 }
 
-/* Loading 20,000 definitions is one transaction of reused statements. */
+/*
+ * Loading 20,000 definitions is one transaction of reused statements: the
+ * statements are a handful whatever the count (each chunk of 5,000 runs its
+ * rows on one prepared statement), and a failure in the last chunk leaves
+ * nothing of the first three.
+ */
 static void test_sqlite_bulk_put(void **state)
 {
 	conf_ctx *c = *state;
 	struct timespec t0, t1;
+	uint64_t before = c->s->stmt_count;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	conf_put(c, 20000, "bulk", -1);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	print_message("20000 jobs put in %.0f ms\n",
-		      (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6);
+	uint64_t used = c->s->stmt_count - before;
+	print_message("20000 jobs put in %.0f ms, %llu statements\n",
+		      (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6,
+		      (unsigned long long)used);
+	/* BEGIN, the clock, per chunk a read and an insert, COMMIT */
+	assert_true(used <= 12);
 	int n = 0;
+	CONF_OK(c, store_job_list(c->s, conf_count_job, &n, &c->err));
+	assert_int_equal(n, 20000);
+
+	/* The fourth chunk's insert fails: the put fails, and not one of the
+	 * 15,000 jobs of the first three chunks stays. */
+	store_fault f = {.stmt = ST_JOBS_INSERT, .nth = 4, .times = 1, .kind = STORE_FAULT_BUSY};
+	CONF_OK(c, store_fault_add(c->s, &f, &c->err));
+	dbcron_job *jobs = test_calloc(20000, sizeof(*jobs));
+	char name[64];
+	for (int i = 0; i < 20000; i++) {
+		snprintf(name, sizeof(name), "more%05d", i);
+		conf_job(&jobs[i], name, -1);
+	}
+	assert_int_equal(conf_upsert(c, jobs, 20000), DBCRON_EBUSY);
+	assert_int_equal(store_fault_hits(c->s), 1);
+	store_fault_clear(c->s);
+	for (int i = 0; i < 20000; i++)
+		dbcron_job_clear(&jobs[i]);
+	test_free(jobs);
+	n = 0;
 	CONF_OK(c, store_job_list(c->s, conf_count_job, &n, &c->err));
 	assert_int_equal(n, 20000);
 }
