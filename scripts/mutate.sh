@@ -13,8 +13,8 @@
 # `ctest -R REGEX --timeout`, and the file restored.  Before the first
 # mutant the selected tests run once unmutated (the baseline): a test that
 # fails without any bug would make every mutant look killed.  A private
-# PostgreSQL server is started when a selected mutant names a test labelled
-# pg, as scripts/test.sh does.
+# PostgreSQL (MariaDB) server is started when a selected mutant names a test
+# labelled pg (mysql), as scripts/test.sh does.
 #
 # One line per mutant: killed (and by which tests), SURVIVED, kept (a
 # survivor the list keeps on purpose, with its reason), stale text (the text
@@ -126,8 +126,10 @@ PY
 
 scratch=""
 pgdir=""
+mydir=""
 cleanup() {
   [ -n "$pgdir" ] && bash "$src/scripts/pg-tmp.sh" stop "$pgdir"
+  [ -n "$mydir" ] && bash "$src/scripts/mariadb-tmp.sh" stop "$mydir"
   rm -f "$tool"
   if [ -n "$scratch" ]; then
     if [ "$keep" -eq 1 ]; then echo "mutate: scratch tree kept in $scratch" >&2; else rm -rf "$scratch"; fi
@@ -178,6 +180,12 @@ if [ "$(ctest_count -L pg -R "$union")" -gt 0 ]; then
   DBCRON_TEST_PG=$(bash "$src/scripts/pg-tmp.sh" start "$pgdir")
   export DBCRON_TEST_PG DBCRON_TEST_PGDIR=$pgdir
   echo "mutate: PostgreSQL at $DBCRON_TEST_PG" >&2
+fi
+if [ "$(ctest_count -L mysql -R "$union")" -gt 0 ]; then
+  mydir=$(mktemp -d /tmp/dbcron-my.XXXXXX)
+  DBCRON_TEST_MYSQL=$(bash "$src/scripts/mariadb-tmp.sh" start "$mydir")
+  export DBCRON_TEST_MYSQL DBCRON_TEST_MYSQLDIR=$mydir
+  echo "mutate: MariaDB at $DBCRON_TEST_MYSQL" >&2
 fi
 
 # run_tests REGEX LOG: the named tests, stopping at the first failure.
