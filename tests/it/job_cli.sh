@@ -31,7 +31,8 @@ mysql)
 	[ -n "${DBCRON_TEST_MYSQL:-}" ] || { echo "DBCRON_TEST_MYSQL (a mysql:// URL) is required" >&2; exit 1; }
 	URL=$(t_my_fresh_db dbcron_jobcli)
 	MY_NAME=${URL##*/}
-	dbq() { myq "$MY_NAME" "$1" | sed 's/\bNULL\b//g'; }
+	# || concatenates, as on the other dialects
+	dbq() { myq "$MY_NAME" "SET SESSION sql_mode = CONCAT(@@sql_mode, ',PIPES_AS_CONCAT'); $1" | sed 's/\bNULL\b//g'; }
 	db_state() { myq "$MY_NAME" "CHECKSUM TABLE jobs, runs, nodes, locks" | sha256sum | cut -d' ' -f1; }
 	;;
 *)
@@ -529,6 +530,7 @@ bad "unexpected argument" runs r1
 case "$BACKEND" in
 sqlite) CR="char(13)" LF="char(10)" ;;
 pg) CR="chr(13)" LF="chr(10)" ;;
+mysql) CR="CHAR(13 USING utf8mb4)" LF="CHAR(10 USING utf8mb4)" ;;
 esac
 expect_rc 0 job add r3 --every 1h -- true
 for i in 1 2 3; do
