@@ -156,6 +156,9 @@ if [ "$check_only" -eq 1 ]; then
 fi
 
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/dbcron-mutate.XXXXXX")
+# tests that switch to another user (nobody) run the build's dbcron-guard
+# as that user: the scratch tree must be enterable like a checkout
+chmod 755 "$scratch"
 tree=$scratch/tree
 build=$scratch/build
 logs=$scratch/logs
