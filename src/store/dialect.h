@@ -194,6 +194,14 @@ typedef struct store_text {
 } store_text;
 
 void store_text_putn(store_text *b, const char *s, size_t n);
+/* b = bt as JSON, for json_each() / JSON_TABLE: a flat array for one
+ * column ([1,"a",null]), an array of rows otherwise ([[1,"a"],[2,null]]).
+ * Bools are 0/1; a TEXT_CLEAN cell's bytes that are not UTF-8 become '?'
+ * (the server would refuse the whole batch).  NUL-terminated; ENOMEM. */
+int store_batch_json(store_text *b, const store_batch *bt);
+/* s itself when it is valid UTF-8, else a copy in b with '?' for the bad
+ * bytes (valid until b's next use); NULL when out of memory. */
+const char *store_text_clean(store_text *b, const char *s);
 static inline void store_text_putc(store_text *b, char c) { store_text_putn(b, &c, 1); }
 void store_text_free(store_text *b);
 

@@ -549,3 +549,79 @@ size_t store_mask_url(const char *url, char *buf, size_t len)
 		buf[pos < len ? pos : len - 1] = '\0';
 	return pos;
 }
+
+/* ---- JSON batches ---- */
+
+static void json_cell(store_text *b, const store_cell *v, store_bcol type)
+{
+	static const char hex[] = "0123456789abcdef";
+	if (v->null) {
+		store_text_putn(b, "null", 4);
+		return;
+	}
+	if (type == BC_I64 || type == BC_BOOL) {
+		char t[24];
+		int n = snprintf(t, sizeof(t), "%lld", (long long)v->i);
+		store_text_putn(b, t, (size_t)n);
+		return;
+	}
+	store_text_putc(b, '"');
+	for (const unsigned char *p = (const unsigned char *)v->s; *p;) {
+		if (*p == '"' || *p == '\\') {
+			char e[2] = {'\\', (char)*p++};
+			store_text_putn(b, e, 2);
+		} else if (*p < 0x20) {
+			char e[6] = {'\\', 'u', '0', '0', hex[*p >> 4], hex[*p & 15]};
+			store_text_putn(b, e, 6);
+			p++;
+		} else if (*p < 0x80 || type != BC_TEXT_CLEAN) {
+			store_text_putc(b, (char)*p++);
+		} else {
+			size_t n = store_utf8_seq(p);
+			store_text_putn(b, n ? (const char *)p : "?", n ? n : 1);
+			p += n ? n : 1;
+		}
+	}
+	store_text_putc(b, '"');
+}
+
+int store_batch_json(store_text *b, const store_batch *bt)
+{
+	b->len = 0;
+	b->oom = bt->oom;
+	store_text_putc(b, '[');
+	size_t rows = store_batch_rows(bt);
+	for (size_t r = 0; r < rows; r++) {
+		if (r)
+			store_text_putc(b, ',');
+		if (bt->ncols > 1)
+			store_text_putc(b, '[');
+		for (int c = 0; c < bt->ncols; c++) {
+			if (c)
+				store_text_putc(b, ',');
+			json_cell(b, &bt->cells[r * (size_t)bt->ncols + (size_t)c], bt->cols[c]);
+		}
+		if (bt->ncols > 1)
+			store_text_putc(b, ']');
+	}
+	store_text_putc(b, ']');
+	store_text_putc(b, '\0');
+	if (!b->oom)
+		b->len--;
+	return b->oom ? DBCRON_ENOMEM : DBCRON_OK;
+}
+
+const char *store_text_clean(store_text *b, const char *s)
+{
+	if (store_utf8_valid(s))
+		return s;
+	b->len = 0;
+	b->oom = false;
+	for (const unsigned char *p = (const unsigned char *)s; *p;) {
+		size_t n = store_utf8_seq(p);
+		store_text_putn(b, n ? (const char *)p : "?", n ? n : 1);
+		p += n ? n : 1;
+	}
+	store_text_putc(b, '\0');
+	return b->oom ? NULL : b->p;
+}

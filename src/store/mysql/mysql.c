@@ -590,84 +590,12 @@ static int push_cell(store_conn *q, const char *v, size_t n)
 	return DBCRON_OK;
 }
 
-static void json_cell(store_text *b, const store_cell *v, store_bcol type)
-{
-	static const char hex[] = "0123456789abcdef";
-	if (v->null) {
-		store_text_putn(b, "null", 4);
-		return;
-	}
-	if (type == BC_I64 || type == BC_BOOL) {
-		char t[24];
-		int n = snprintf(t, sizeof(t), "%" PRId64, v->i);
-		store_text_putn(b, t, (size_t)n);
-		return;
-	}
-	/* JSON text must be UTF-8: a TEXT_CLEAN cell's bad bytes become '?'
-	 * (other text was checked when it was stored) */
-	store_text_putc(b, '"');
-	for (const unsigned char *p = (const unsigned char *)v->s; *p;) {
-		if (*p == '"' || *p == '\\') {
-			char e[2] = {'\\', (char)*p++};
-			store_text_putn(b, e, 2);
-		} else if (*p < 0x20) {
-			char e[6] = {'\\', 'u', '0', '0', hex[*p >> 4], hex[*p & 15]};
-			store_text_putn(b, e, 6);
-			p++;
-		} else if (*p < 0x80 || type != BC_TEXT_CLEAN) {
-			store_text_putc(b, (char)*p++);
-		} else {
-			size_t n = store_utf8_seq(p);
-			store_text_putn(b, n ? (const char *)p : "?", n ? n : 1);
-			p += n ? n : 1;
-		}
-	}
-	store_text_putc(b, '"');
-}
-
-/* A batch as JSON for JSON_TABLE: a flat array for one column
- * ([1,2,3]), an array of rows otherwise ([[1,"a"],[2,null]]). */
-static int encode_list(store_conn *q, const store_batch *bt)
-{
-	store_text *b = &q->json;
-	b->len = 0;
-	b->oom = bt->oom;
-	store_text_putc(b, '[');
-	size_t rows = store_batch_rows(bt);
-	for (size_t r = 0; r < rows; r++) {
-		if (r)
-			store_text_putc(b, ',');
-		if (bt->ncols > 1)
-			store_text_putc(b, '[');
-		for (int c = 0; c < bt->ncols; c++) {
-			if (c)
-				store_text_putc(b, ',');
-			json_cell(b, &bt->cells[r * (size_t)bt->ncols + (size_t)c], bt->cols[c]);
-		}
-		if (bt->ncols > 1)
-			store_text_putc(b, ']');
-	}
-	store_text_putc(b, ']');
-	store_text_putc(b, '\0');
-	b->len--;
-	return b->oom ? DBCRON_ENOMEM : DBCRON_OK;
-}
-
 /* Bind one text value, replacing bytes that are not UTF-8 when clean (a
  * captured output: the server would refuse the whole row). */
 static void bind_text(store_conn *q, MYSQL_BIND *b, int k, const char *s, bool clean)
 {
-	if (clean && !store_utf8_valid(s)) {
-		store_text *t = &q->clean;
-		t->len = 0;
-		for (const unsigned char *p = (const unsigned char *)s; *p;) {
-			size_t n = store_utf8_seq(p);
-			store_text_putn(t, n ? (const char *)p : "?", n ? n : 1);
-			p += n ? n : 1;
-		}
-		store_text_putc(t, '\0');
-		s = t->oom ? "" : t->p;
-	}
+	if (clean && !(s = store_text_clean(&q->clean, s)))
+		s = "";
 	b->buffer_type = MYSQL_TYPE_STRING;
 	b->buffer = (void *)s;
 	q->lens[k] = (unsigned long)strlen(s);
@@ -731,7 +659,7 @@ static int bind_part(store_conn *q, part *pt, const store_param *p, int np,
 			bind_text(q, b, k, v->s, false);
 			break;
 		case SP_BATCH:
-			if (encode_list(q, v->b))
+			if (store_batch_json(&q->json, v->b))
 				return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory in %s",
 						      store_stmt_what(id));
 			b->buffer_type = MYSQL_TYPE_STRING;

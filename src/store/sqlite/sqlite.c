@@ -263,63 +263,6 @@ struct store_conn {
 
 /* ---- JSON batch text ---- */
 
-/* clean: bytes that are not UTF-8 become '?' (captured output). */
-static void jb_str(store_text *b, const char *s, bool clean)
-{
-	static const char hex[] = "0123456789abcdef";
-	store_text_putc(b, '"');
-	const unsigned char *p = (const unsigned char *)s;
-	while (*p) {
-		unsigned char c = *p;
-		if (c == '"' || c == '\\') {
-			char esc[2] = {'\\', (char)c};
-			store_text_putn(b, esc, 2);
-			p++;
-		} else if (c < 0x20) {
-			char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-			store_text_putn(b, esc, 6);
-			p++;
-		} else if (c < 0x80 || !clean) {
-			store_text_putc(b, (char)c);
-			p++;
-		} else {
-			size_t n = store_utf8_seq(p);
-			if (n)
-				store_text_putn(b, (const char *)p, n);
-			else
-				store_text_putc(b, '?');
-			p += n ? n : 1;
-		}
-	}
-	store_text_putc(b, '"');
-}
-
-/* A one-column batch as a flat JSON array: ["a","b"] or [1,2]. */
-static int encode_batch(store_conn *q, const store_batch *bt)
-{
-	store_text *b = &q->jb;
-	b->len = 0;
-	b->oom = bt->oom;
-	store_text_putc(b, '[');
-	size_t rows = store_batch_rows(bt);
-	for (size_t r = 0; r < rows; r++) {
-		const store_cell *v = &bt->cells[r];
-		if (r)
-			store_text_putc(b, ',');
-		if (v->null) {
-			store_text_putn(b, "null", 4);
-		} else if (bt->cols[0] == BC_TEXT || bt->cols[0] == BC_TEXT_CLEAN) {
-			jb_str(b, v->s, bt->cols[0] == BC_TEXT_CLEAN);
-		} else {
-			char t[24];
-			int n = snprintf(t, sizeof(t), "%lld", (long long)v->i);
-			store_text_putn(b, t, (size_t)n);
-		}
-	}
-	store_text_putc(b, ']');
-	return b->oom ? DBCRON_ENOMEM : DBCRON_OK;
-}
-
 /* ---- errors ---- */
 
 static int classify(int rc)
@@ -372,20 +315,14 @@ static int bind_row(store_conn *q, sqlite3_stmt *st, const store_batch *bt, size
 			sqlite3_bind_null(st, i);
 		} else if (bt->cols[c] == BC_I64 || bt->cols[c] == BC_BOOL) {
 			sqlite3_bind_int64(st, i, v->i);
-		} else if (bt->cols[c] == BC_TEXT || store_utf8_valid(v->s)) {
+		} else if (bt->cols[c] == BC_TEXT) {
 			sqlite3_bind_text(st, i, v->s, -1, SQLITE_STATIC);
 		} else {
-			store_text *b = &q->jb;
-			b->len = 0;
-			for (const unsigned char *p = (const unsigned char *)v->s; *p;) {
-				size_t n = store_utf8_seq(p);
-				store_text_putn(b, n ? (const char *)p : "?", n ? n : 1);
-				p += n ? n : 1;
-			}
-			store_text_putc(b, '\0');
-			if (b->oom)
+			const char *t = store_text_clean(&q->jb, v->s);
+			if (!t)
 				return DBCRON_ENOMEM;
-			sqlite3_bind_text(st, i, b->p, -1, SQLITE_TRANSIENT);
+			/* a cleaned copy lives in jb, which the next cell reuses */
+			sqlite3_bind_text(st, i, t, -1, t == v->s ? SQLITE_STATIC : SQLITE_TRANSIENT);
 		}
 	}
 	return DBCRON_OK;
@@ -461,7 +398,7 @@ static int sq_exec(store_conn *q, int id, const store_param *p, int np, dbcron_e
 				return dbcron_err_set(err, DBCRON_EINTERNAL,
 						      "sqlite: %s: a %d-column batch must run row by row",
 						      store_stmt_what(id), p[i].b->ncols);
-			if (encode_batch(q, p[i].b))
+			if (store_batch_json(&q->jb, p[i].b))
 				return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory in %s",
 						      store_stmt_what(id));
 			sqlite3_bind_text(st, i + 1, q->jb.p, (int)q->jb.len, SQLITE_STATIC);
