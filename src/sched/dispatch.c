@@ -157,8 +157,11 @@ static bool start_or_hold(dbcron_node *n, fire *f, int64_t now_db)
 	    late > job->misfire_threshold_ms &&
 	    job->misfire == DBCRON_MISFIRE_SKIP && f->run.due_at == f->run.fire_at) {
 		/* Held past the threshold (lease lost for a while, database
-		 * outage): the misfire policy applies here too. */
+		 * outage): the misfire policy applies here too.  Fires held
+		 * behind this one waited for a run that will not come: they
+		 * are decided now, not when the job next runs. */
 		finish_unstarted(n, f, DBCRON_RUN_MISFIRED, "started too late; misfire policy skip");
+		dispatch_unhold(n, js);
 		return false;
 	}
 	if (js->running > 0) {

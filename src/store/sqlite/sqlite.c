@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/alloc.h"
@@ -492,6 +493,9 @@ static const char *sq_display(const store_conn *q) { return q->url; }
 
 /* ---- open, close, schema ---- */
 
+/* 50 tries 20 ms apart: a second at most before a real refusal is told */
+#define CANTOPEN_TRIES 50
+
 static bool sq_accepts(const char *url) { return strncmp(url, "sqlite:", 7) == 0; }
 
 static const char *sq_file(const store_conn *q) { return q->url + 7; }
@@ -549,9 +553,23 @@ static int sq_open(const char *url, store_conn **out, dbcron_err *err)
 	/* WAL: readers never block the writer, and several processes can share
 	 * the file; NORMAL sync is durable across process crashes. */
 	char *msg = NULL;
-	sr = sqlite3_exec(q->db,
-			  "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=OFF;",
-			  NULL, NULL, &msg);
+	/* CANTOPEN here is most often a race, not a lasting refusal: a root
+	 * process (an operator's `dbcron runs`) that makes the -wal or -shm
+	 * first creates it as root and only then gives it to the database
+	 * file's owner, and a node running as that owner can come in between.
+	 * So it is tried again for a while before it counts. */
+	for (int tries = 0;; tries++) {
+		sr = sqlite3_exec(q->db,
+				  "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
+				  "PRAGMA foreign_keys=OFF;",
+				  NULL, NULL, &msg);
+		if ((sr & 0xff) != SQLITE_CANTOPEN || tries >= CANTOPEN_TRIES)
+			break;
+		sqlite3_free(msg);
+		msg = NULL;
+		struct timespec ts = {0, 20 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
 	if (sr != SQLITE_OK) {
 		rc = dbcron_err_set(err, sr == SQLITE_BUSY ? DBCRON_EBUSY : DBCRON_EDB,
 				    "SQLite database '%s': setting WAL mode: %s", path,
