@@ -14,7 +14,7 @@
  *   (made_row).  A claim stamps its rows with a private token (seed 000's
  *   UPDATE ... ORDER BY ... LIMIT), reads them back by that token, then
  *   gives them the claim's token.  MariaDB's INSERT ... RETURNING is used
- *   where it exists.
+ *   where it exists; elsewhere the inserts read back (sql_no_returning).
  * - Parameters are positional '?' only: the SQL below says ?N (scalar N),
  *   ?1NN (cell NN of the current batch row, or of the row an EACH part runs
  *   for) and ?LN (scalar N as a LIMIT, where a negative value means none);
@@ -278,6 +278,52 @@ static const char *const sql[ST__COUNT] = {
 			  "NOT IN (1, 2) ORDER BY fire_at LIMIT ?L2",
 };
 
+/* Where the server has no INSERT ... RETURNING (MySQL; MariaDB before
+ * 10.5, or any server under insert_returning=0): the same statements read
+ * back what they inserted.  A single-row insert hands back its id through
+ * LAST_INSERT_ID(), only when a row went in (IGNORE met no duplicate).
+ * The claim's batch insert stamps the rows it really inserts with a token
+ * private to the statement, as ST_CLAIM_RUNS does, reads them back by it
+ * through the unique (job_id, fire_at, attempt) index, then gives the
+ * SCHEDULED ones the claim's token: still a constant three statements per
+ * claim, and only rows this claim inserted are handed out (invariant 1). */
+static const char *const sql_no_returning[ST__COUNT] = {
+	[ST_JOBS_INSERT] =
+		"INSERT INTO jobs (" STORE_JOB_PUT_COLS ", created_ms, updated_ms) VALUES ("
+		R(00) ", " R(01) ", " R(02) ", " R(03) ", " R(04) ", " R(05) ", " R(06) ", "
+		R(07) ", " R(08) ", " R(09) ", " R(10) ", " R(11) ", " R(12) ", " R(13) ", "
+		R(14) ", " R(15) ", " R(16) ", " R(17) ", " R(18) ", " R(19) ", " R(20) ", "
+		R(21) ", " R(22) ", " R(23) ", " R(24) ", " R(25) ", " R(26) ", " R(27) ", "
+		R(28) ", " R(29) ", ?1, ?1)" PART IF_CHANGED
+		"SELECT LAST_INSERT_ID(), name FROM jobs WHERE id = LAST_INSERT_ID()",
+	[ST_TRIGGER_INSERT] =
+		"INSERT IGNORE INTO runs (job_id, job_name, fire_at, attempt, state, due_at, "
+		"created_ms) VALUES (?1, ?2, ?3, 1, 1, ?3, ?4)" PART IF_CHANGED
+		"SELECT LAST_INSERT_ID()",
+	[ST_FIRES_INSERT] =
+		"INSERT IGNORE INTO runs (job_id, job_name, fire_at, attempt, state, due_at, "
+		"node, claim_token, finished_ms, missed, error, created_ms) SELECT v.job_id, "
+		"v.job_name, v.fire_at, 1, v.state, v.due_at, CASE WHEN v.state = 1 THEN ?1 "
+		"END, CONCAT(?2, '~'), CASE WHEN v.state <> 1 THEN ?3 END, "
+		"v.missed, v.error, ?3 FROM JSON_TABLE(?4, '$[*]' COLUMNS (job_id BIGINT PATH "
+		"'$[0]', job_name VARCHAR(255) CHARACTER SET utf8mb4 PATH '$[1]', fire_at "
+		"BIGINT PATH '$[2]', state INT PATH '$[3]', due_at BIGINT PATH '$[4]', missed "
+		"BIGINT PATH '$[5]', error TEXT CHARACTER SET utf8mb4 PATH '$[6]')) v" PART
+		"SELECT r.id, r.job_id, r.job_name, r.fire_at, r.state, r.due_at, r.missed FROM "
+		"JSON_TABLE(?4, '$[*]' COLUMNS (job_id BIGINT PATH '$[0]', fire_at BIGINT PATH "
+		"'$[2]')) v JOIN runs r ON r.job_id = v.job_id AND r.fire_at = v.fire_at AND "
+		"r.attempt = 1 WHERE r.claim_token = CONCAT(?2, '~')" PART
+		"UPDATE runs r JOIN JSON_TABLE(?4, '$[*]' COLUMNS (job_id BIGINT PATH '$[0]', "
+		"fire_at BIGINT PATH '$[2]')) v ON r.job_id = v.job_id AND r.fire_at = "
+		"v.fire_at AND r.attempt = 1 SET r.claim_token = CASE WHEN r.state = 1 THEN ?2 "
+		"END WHERE r.claim_token = CONCAT(?2, '~')",
+	[ST_LOG_RUN] =
+		"INSERT IGNORE INTO runs (job_id, job_name, fire_at, attempt, state, due_at, "
+		"node, claim_token, started_ms, finished_ms, exit_code, missed, error, "
+		"output, created_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
+		"?12, ?13, ?14, " DBNOW ")" PART IF_CHANGED "SELECT LAST_INSERT_ID()",
+};
+
 /* The statements whose batch runs row by row (the rest take a one-column
  * batch as JSON). */
 static const bool per_row[ST__COUNT] = {
@@ -318,6 +364,8 @@ struct store_conn {
 	char *host, *user, *pass, *dbname, *socket;
 	unsigned port;
 	bool connected, in_tx, mariadb;
+	/* the server has INSERT ... RETURNING and the URL did not turn it off */
+	bool insert_returning, no_returning_asked;
 	char tune[256]; /* SET for a node's session, "" for none */
 	stmt stmts[ST__COUNT];
 	/* the current result, copied out: rows of ncols cells (NULL: NULL) */
@@ -437,18 +485,19 @@ static int connect_db(store_conn *q, dbcron_err *err)
 	const char *info = mysql_get_server_info(q->db);
 	unsigned long ver = mysql_get_server_version(q->db);
 	q->mariadb = info && strstr(info, "MariaDB");
-	/* SKIP LOCKED, JSON_TABLE and INSERT ... RETURNING: MariaDB 10.6+.
-	 * MySQL 8 has no RETURNING at all. */
-	if (!q->mariadb || ver < 100600) {
+	/* FOR UPDATE SKIP LOCKED and JSON_TABLE: MariaDB 10.6, MySQL 8.0.4.
+	 * INSERT ... RETURNING only on MariaDB (10.5); elsewhere the inserts
+	 * read back (sql_no_returning). */
+	if (q->mariadb ? ver < 100600 : ver < 80004) {
 		int rc = dbcron_err_set(err, DBCRON_EINVAL,
-					"%s runs %s %s: dbcron needs MariaDB 10.6 or later (FOR UPDATE "
-					"SKIP LOCKED, JSON_TABLE, INSERT ... RETURNING)%s",
-					q->masked, q->mariadb ? "MariaDB" : "MySQL", info ? info : "?",
-					q->mariadb ? "" : "; MySQL is not supported yet");
+					"%s runs %s %s: dbcron needs MariaDB 10.6 or MySQL 8.0.4 or "
+					"later (FOR UPDATE SKIP LOCKED, JSON_TABLE)",
+					q->masked, q->mariadb ? "MariaDB" : "MySQL", info ? info : "?");
 		mysql_close(q->db);
 		q->db = NULL;
 		return rc;
 	}
+	q->insert_returning = q->mariadb && !q->no_returning_asked;
 	q->connected = true;
 	if (q->tune[0])
 		return run_text(q, q->tune, "setting session timeouts", err);
@@ -469,7 +518,7 @@ static int ready(store_conn *q, dbcron_err *err)
 static int parse_stmt(store_conn *q, int id, dbcron_err *err)
 {
 	stmt *s = &q->stmts[id];
-	const char *p = sql[id];
+	const char *p = !q->insert_returning && sql_no_returning[id] ? sql_no_returning[id] : sql[id];
 	s->nparts = 0;
 	while (*p) {
 		if (s->nparts == MAX_PARTS)
@@ -1035,9 +1084,14 @@ static int parse_url(store_conn *q, const char *url, dbcron_err *err)
 		if (n > 7 && strncmp(kv, "socket=", 7) == 0) {
 			if (!(q->socket = decoded(kv + 7, n - 7)))
 				return DBCRON_ENOMEM;
+		} else if (n == 18 && strncmp(kv, "insert_returning=0", 18) == 0) {
+			q->no_returning_asked = true;
+		} else if (n == 18 && strncmp(kv, "insert_returning=1", 18) == 0) {
+			q->no_returning_asked = false;
 		} else {
 			return dbcron_err_set(err, DBCRON_EINVAL,
-					      "MySQL URL '%s': unknown parameter '%.*s' (known: socket)",
+					      "MySQL URL '%s': unknown parameter '%.*s' (known: socket, "
+					      "insert_returning=0|1)",
 					      q->masked, (int)n, kv);
 		}
 		kv = amp ? amp + 1 : NULL;
