@@ -5,7 +5,7 @@ BUILD   ?= build
 CMAKE   ?= cmake
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps build run test asan asan-test tsan tsan-test fuzz fuzz-smoke bench mutate mutate-ci clean
+.PHONY: all deps build install run test asan asan-test tsan tsan-test fuzz fuzz-smoke bench mutate mutate-ci clean
 
 all: build
 
@@ -16,6 +16,12 @@ build: deps
 	@$(CMAKE) -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDBCRON_WERROR=ON >/dev/null
 	@$(CMAKE) --build $(BUILD) -j$(JOBS) -- --no-print-directory
 	@echo "dbcron binary: $(BUILD)/bin/dbcron"
+
+# PREFIX (default /usr/local) and DESTDIR (a staging root) as usual:
+#   make install PREFIX=/usr DESTDIR=/tmp/stage
+PREFIX ?= /usr/local
+install: build
+	@DESTDIR=$(DESTDIR) $(CMAKE) --install $(BUILD) --prefix $(PREFIX)
 
 run: build
 	@bash scripts/run-demo.sh $(BUILD)/bin/dbcron
