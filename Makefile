@@ -5,7 +5,7 @@ BUILD   ?= build
 CMAKE   ?= cmake
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps build run test asan asan-test tsan tsan-test fuzz fuzz-smoke bench mutate mutate-ci clean
+.PHONY: all deps build install run test asan asan-test tsan tsan-test fuzz fuzz-smoke bench mutate mutate-ci clean
 
 all: build
 
@@ -16,6 +16,12 @@ build: deps
 	@$(CMAKE) -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDBCRON_WERROR=ON >/dev/null
 	@$(CMAKE) --build $(BUILD) -j$(JOBS) -- --no-print-directory
 	@echo "dbcron binary: $(BUILD)/bin/dbcron"
+
+# PREFIX (default /usr/local) and DESTDIR (a staging root) as usual:
+#   make install PREFIX=/usr DESTDIR=/tmp/stage
+PREFIX ?= /usr/local
+install: build
+	@DESTDIR=$(DESTDIR) $(CMAKE) --install $(BUILD) --prefix $(PREFIX)
 
 run: build
 	@bash scripts/run-demo.sh $(BUILD)/bin/dbcron
@@ -43,13 +49,17 @@ tsan-test: tsan
 fuzz: deps
 	@CC=clang $(CMAKE) -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DDBCRON_FUZZ=ON \
 	  -DDBCRON_SANITIZE=address -DCMAKE_C_FLAGS=-fsanitize=fuzzer-no-link >/dev/null
-	@$(CMAKE) --build build-fuzz -j$(JOBS) --target fuzz_cron
+	@$(CMAKE) --build build-fuzz -j$(JOBS) --target fuzz_cron fuzz_crontab
 
-# About a minute of fuzzing the cron parser from the kept corpus.
+# About a minute of fuzzing each of the cron parser and the crontab reader
+# from their kept corpora.
 fuzz-smoke: fuzz
 	@mkdir -p build-fuzz/corpus && cp -n fuzz/corpus/cron/* build-fuzz/corpus/ 2>/dev/null || true
 	@build-fuzz/fuzz/fuzz_cron -max_total_time=$(FUZZ_SECONDS) -timeout=5 -rss_limit_mb=2048 \
 	  -print_final_stats=1 build-fuzz/corpus fuzz/corpus/cron
+	@mkdir -p build-fuzz/corpus-crontab && cp -n fuzz/corpus/crontab/* build-fuzz/corpus-crontab/ 2>/dev/null || true
+	@build-fuzz/fuzz/fuzz_crontab -max_total_time=$(FUZZ_SECONDS) -timeout=5 -rss_limit_mb=2048 \
+	  -print_final_stats=1 build-fuzz/corpus-crontab fuzz/corpus/crontab
 
 bench: build
 	@bash bench/run.sh $(BUILD)

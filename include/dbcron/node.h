@@ -42,6 +42,13 @@ typedef struct dbcron_node_config {
 	 * time holds one lock row for its whole claim; a preread_ms of 0 then
 	 * means 5000). */
 	int claim_strategy;
+	/* Called on the node's database thread once the node is registered
+	 * and then after each heartbeat that renewed its lease, so about every
+	 * heartbeat_ms while the database answers; NULL for none.  It must not
+	 * block or call into the node.  (`dbcron node` sends systemd's READY=1
+	 * on the first call and WATCHDOG=1 on each.) */
+	void (*alive)(void *ctx);
+	void *alive_ctx;
 } dbcron_node_config;
 
 enum { DBCRON_CLAIM_PER_ROW = 0, DBCRON_CLAIM_LOCK_ROW = 1 };
@@ -58,6 +65,12 @@ DBCRON_API int dbcron_node_create(const dbcron_node_config *cfg,
 DBCRON_API int dbcron_node_run(dbcron_node *n, dbcron_err *err);
 /* Async-signal-safe: ask a running node to stop gracefully. */
 DBCRON_API void dbcron_node_stop(dbcron_node *n);
+/* dbcron_node_stop without the wait: running jobs are stopped at once
+ * instead of after grace_ms (recorded ABANDONED, retried elsewhere when
+ * their node-loss policy is retry), and outcomes that cannot be written
+ * at once are left to the lease's lapse.  Async-signal-safe, like
+ * dbcron_node_stop; may follow it (a second Ctrl-C). */
+DBCRON_API void dbcron_node_stop_now(dbcron_node *n);
 DBCRON_API void dbcron_node_free(dbcron_node *n);
 
 #ifdef __cplusplus

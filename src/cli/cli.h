@@ -7,6 +7,7 @@
 #define DBCRON_CLI_H
 
 #include <getopt.h>
+#include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -29,6 +30,8 @@ int cli_nodes(int argc, char **argv); /* cmd_view.c */
 int cli_node(int argc, char **argv);  /* cmd_node.c */
 int cli_lock(int argc, char **argv);  /* cmd_lock.c */
 int cli_locks(int argc, char **argv); /* cmd_lock.c */
+/* job import-crontab (cmd_crontab.c); argv[0] is "import-crontab". */
+int cli_job_import_crontab(int argc, char **argv);
 
 /*
  * Where the database is: --db URL or --db-file PATH, which every database
@@ -104,5 +107,13 @@ void cli_run_vec_free(cli_run_vec *rv);
 /* Aligned table, RFC 3339 times; with_job adds the JOB column. */
 void cli_print_runs_table(FILE *f, const dbcron_run *runs, size_t n,
 			  bool with_job);
+
+/*
+ * job apply's checks and its one transaction over root, a JSON array of
+ * job objects (stolen); shown names the input in messages.  Prints what
+ * it did or every error; returns the exit status.  (cmd_job.c)
+ */
+int cli_apply_jobs(const char *shown, json_t *root, const cli_db *db, bool user_check,
+		   bool prune);
 
 #endif

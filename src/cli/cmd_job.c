@@ -1010,18 +1010,11 @@ static const dbcron_job *find_prev(const job_vec *jv, const char *name)
 	return jv->n ? bsearch(&key, jv->v, jv->n, sizeof(*jv->v), cmp_job_name) : NULL;
 }
 
-static int job_apply(int argc, char **argv)
+int cli_apply_jobs(const char *shown, json_t *root, const cli_db *db, bool user_check,
+		   bool prune)
 {
-	simple_args a;
-	int status = parse_simple("job apply", argc, argv, 1, false, true, apply_usage, &a);
-	if (status >= 0)
-		return status;
-
-	apply_ctx ac = {.file = strcmp(a.name, "-") ? a.name : "<stdin>",
-			.user_check = !a.no_user_check};
-	json_t *root = apply_load(a.name, ac.file, &a, &status);
-	if (!root)
-		return status;
+	apply_ctx ac = {.file = shown, .user_check = user_check};
+	int status;
 	size_t n = json_array_size(root), ndefs = 0;
 	model_jobdef *defs = dbcron__calloc(n ? n : 1, sizeof(*defs));
 	model_jobdef **sorted = dbcron__calloc(n ? n : 1, sizeof(*sorted));
@@ -1059,7 +1052,7 @@ static int job_apply(int argc, char **argv)
 		goto out_report;
 
 	/* 3: resolve against the database's clock and what is stored */
-	if ((status = cli_open_store("job apply", &a.db, &s)))
+	if ((status = cli_open_store("job apply", db, &s)))
 		goto out_free;
 	int64_t now;
 	int rc = store_now_ms(s, &now, &err);
@@ -1089,7 +1082,7 @@ static int job_apply(int argc, char **argv)
 		dbcron_job_init(&defs[i].job);
 	}
 	size_t created = 0, updated = 0, deleted = 0;
-	rc = store_job_put(s, jobs, n, STORE_PUT_UPSERT, a.prune, &created, &updated,
+	rc = store_job_put(s, jobs, n, STORE_PUT_UPSERT, prune, &created, &updated,
 			     &deleted, &err);
 	for (size_t i = 0; i < n; i++)
 		dbcron_job_clear(&jobs[i]);
@@ -1121,6 +1114,19 @@ out_free:
 	return status;
 }
 
+static int job_apply(int argc, char **argv)
+{
+	simple_args a;
+	int status = parse_simple("job apply", argc, argv, 1, false, true, apply_usage, &a);
+	if (status >= 0)
+		return status;
+	const char *shown = strcmp(a.name, "-") ? a.name : "<stdin>";
+	json_t *root = apply_load(a.name, shown, &a, &status);
+	if (!root)
+		return status;
+	return cli_apply_jobs(shown, root, &a.db, !a.no_user_check, a.prune);
+}
+
 /* ------------------------------------------------------------- dispatch */
 
 static void job_usage(FILE *f)
@@ -1134,6 +1140,7 @@ static void job_usage(FILE *f)
 		   "  delete NAME         remove (its runs stay)\n"
 		   "  trigger NAME        run once now\n"
 		   "  apply FILE          create/update jobs from a JSON file\n"
+		   "  import-crontab FILE crontab lines as job apply JSON (or --apply them)\n"
 		   "Each takes --db URL (or --db-file PATH) and --help.\n");
 }
 
@@ -1156,6 +1163,8 @@ int cli_job(int argc, char **argv)
 		return job_show(argc - 1, argv + 1);
 	if (!strcmp(sub, "apply"))
 		return job_apply(argc - 1, argv + 1);
+	if (!strcmp(sub, "import-crontab"))
+		return cli_job_import_crontab(argc - 1, argv + 1);
 	if (!strcmp(sub, "pause") || !strcmp(sub, "resume") || !strcmp(sub, "delete") ||
 	    !strcmp(sub, "trigger"))
 		return job_by_name(sub, argc - 1, argv + 1);

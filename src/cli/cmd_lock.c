@@ -75,13 +75,16 @@ static void lock_help(FILE *f)
 {
 	fprintf(f,
 		"usage: dbcron lock NAME [--db URL | --db-file PATH] [--ttl DUR] [--owner ID]\n"
-		"                        [--wait DUR] [--kill-grace DUR] -- COMMAND [ARGS...]\n\n"
+		"                        [--wait DUR] [--kill-grace DUR] [--held-exit N]\n"
+		"                        -- COMMAND [ARGS...]\n\n"
 		"Run COMMAND only if this caller holds the lease lock NAME, cluster-wide.\n\n"
 		"  --ttl DUR         lease length, renewed every ttl/3 while COMMAND runs (default 60s)\n"
 		"  --owner ID        who holds it (default HOST-PID)\n"
 		"  --wait DUR        wait up to DUR for the lock instead of giving up at once\n"
 		"  --kill-grace DUR  after the SIGTERM that stops COMMAND, SIGKILL follows DUR later\n"
 		"                    if it is still running (default 5s)\n"
+		"  --held-exit N     exit N (0-255) instead of 75 when another owner holds the lock\n"
+		"                    (0 for a crontab line that other hosts may run instead)\n"
 		CLI_DB_HELP "\n"
 		"COMMAND runs in a process group of its own; stopping it stops everything it started\n"
 		"in that group. SIGINT, SIGTERM and SIGHUP sent to dbcron lock are passed on to the\n"
@@ -92,7 +95,9 @@ static void lock_help(FILE *f)
 		"exit status: COMMAND's own status (128+N when killed by signal N); 75 when another\n"
 		"owner holds the lock (its owner and expiry are printed); 76 when the lease was lost\n"
 		"while COMMAND ran (its group was sent SIGTERM, then SIGKILL after the grace);\n"
-		"127 COMMAND could not be started; 2 bad input; 1 database trouble.\n"
+		"127 COMMAND could not be started; 2 bad input; 1 database trouble.  COMMAND's own\n"
+		"status can be any of these too: to tell a held lock apart, give --held-exit N with\n"
+		"an N that COMMAND never returns, or read the run log (job 'lock:NAME', skipped).\n"
 		"Every attempt is recorded in the run log as job 'lock:NAME' (succeeded, failed, skipped).\n");
 }
 
@@ -180,10 +185,12 @@ int cli_lock(int argc, char **argv)
 		{"owner", required_argument, NULL, 'o'},
 		{"wait", required_argument, NULL, 'w'},
 		{"kill-grace", required_argument, NULL, 'k'},
+		{"held-exit", required_argument, NULL, 'x'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *owner = NULL;
+	int held_exit = CLI_EXIT_LOCKED;
 	cli_db dbopt = {0};
 	int64_t ttl = 60000, wait = 0, grace = DEFAULT_KILL_GRACE_MS;
 	dbcron_err err = {0};
@@ -216,6 +223,15 @@ int cli_lock(int argc, char **argv)
 			if (dbcron__parse_duration(optarg, 0, &grace, &err))
 				return cli_usage_error("lock", "--kill-grace: %s", err.msg);
 			break;
+		case 'x': {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+			if (optarg[0] < '0' || optarg[0] > '9' || *end || v > 255)
+				return cli_usage_error("lock", "--held-exit '%s': expected an exit "
+							       "status from 0 to 255", optarg);
+			held_exit = (int)v;
+			break;
+		}
 		case 'h': lock_help(stdout); return 0;
 		default:
 			return cli_usage_error("lock", "unknown or incomplete option '%s'", argv[optind - 1]);
@@ -270,7 +286,7 @@ int cli_lock(int argc, char **argv)
 		char why[600];
 		snprintf(why, sizeof(why), "lock held by %s until %s", holder.owner, until);
 		record(db, name, owner, started, db_now(db), DBCRON_RUN_SKIPPED, false, 0, why);
-		status = CLI_EXIT_LOCKED;
+		status = held_exit;
 		goto out_close;
 	}
 	if (rc) {

@@ -1,7 +1,11 @@
 /*
  * `dbcron node`: run one scheduler node in the foreground until SIGINT or
  * SIGTERM, then stop gracefully (hand back unstarted fires, wait for
- * running jobs up to --grace, resolve the rest by policy).
+ * running jobs up to --grace, resolve the rest by policy); a second signal
+ * stops the running jobs at once.  Under systemd (Type=notify) it says
+ * READY=1 once the node is registered and WATCHDOG=1 at every renewed
+ * lease, so a node that cannot renew its lease for WatchdogSec is
+ * restarted; outside systemd sd_notify does nothing.
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -11,18 +15,33 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <systemd/sd-daemon.h>
+
 #include "cli/cli.h"
 #include "core/log.h"
 #include "core/timeutil.h"
 #include "dbcron/node.h"
 
 static dbcron_node *running_node;
+static volatile sig_atomic_t signals_seen;
 
 static void on_signal(int sig)
 {
 	(void)sig;
-	if (running_node)
+	if (!running_node)
+		return;
+	if (signals_seen++)
+		dbcron_node_stop_now(running_node);
+	else
 		dbcron_node_stop(running_node);
+}
+
+/* The node's alive callback, on its database thread. */
+static void notify_alive(void *ctx)
+{
+	bool *ready = ctx;
+	sd_notify(0, *ready ? "WATCHDOG=1" : "READY=1\nWATCHDOG=1");
+	*ready = true;
 }
 
 static void help(FILE *f)
@@ -34,7 +53,9 @@ static void help(FILE *f)
 		"                   [--claim-strategy per-row|lock-row]\n"
 		"                   [--lease DUR] [--heartbeat DUR] [--grace DUR] [--retention DUR|forever]\n"
 		"                   [--log-runs] [--quiet]\n\n"
-		"Run a scheduler node until SIGINT or SIGTERM.\n\n"
+		"Run a scheduler node until SIGINT or SIGTERM (a second one stops running jobs at\n"
+		"once instead of after --grace).  Under systemd (Type=notify) it sends READY=1 once\n"
+		"registered and WATCHDOG=1 at every renewed lease.\n\n"
 		"  --node-id ID       stable name of this node (default HOST-PID)\n"
 		"  --workers N        threads of the fast pool (default 8)\n"
 		"  --slow-workers N   threads of the slow pool for jobs that often run > 500 ms (default 2)\n"
@@ -164,6 +185,9 @@ int cli_node(int argc, char **argv)
 	if (!cfg.db_url)
 		return rc;
 
+	bool ready = false;
+	cfg.alive = notify_alive;
+	cfg.alive_ctx = &ready;
 	dbcron_err err = {0};
 	dbcron_node *n = NULL;
 	if (dbcron_node_create(&cfg, &n, &err))

@@ -382,9 +382,14 @@ out_rc:
 
 static void nodes_usage(FILE *f)
 {
-	fprintf(f, "usage: dbcron nodes [--format table|csv|json] [--db URL | --db-file PATH]\n\n"
+	fprintf(f, "usage: dbcron nodes [--format table|csv|json] [--db URL | --db-file PATH]\n"
+		   "       dbcron nodes --prune OLDER [--db URL | --db-file PATH]\n\n"
 		   "Scheduler nodes: state, workers, running runs, last heartbeat (and how\n"
-		   "long ago, by the database's clock) and lease expiry.\n\n" CLI_DB_HELP);
+		   "long ago, by the database's clock) and lease expiry.\n"
+		   "--prune OLDER (a duration, e.g. 7d) deletes the rows of stopped and dead nodes\n"
+		   "whose last heartbeat is older than that and that hold no run still to\n"
+		   "resolve; alive nodes, and nodes whose runs a live node has yet to resolve,\n"
+		   "stay.  Their finished runs keep the node's name.\n\n" CLI_DB_HELP);
 }
 
 typedef struct node_ctx {
@@ -466,18 +471,44 @@ static int print_node(void *ctx, const store_node_row *nr)
 	return 0;
 }
 
+/* nodes --prune OLDER: the rule is the store's (store_nodes_prune). */
+static int prune_nodes(const cli_db *db, const char *older, bool fmt_set)
+{
+	dbcron_err err = {0};
+	int64_t ms, deleted = 0;
+	if (fmt_set)
+		return cli_usage_error("nodes", "--prune prints a count, not a --format");
+	if (dbcron__parse_duration(older, 1, &ms, &err))
+		return cli_usage_error("nodes", "--prune: %s", err.msg);
+	store *s = NULL;
+	int status = cli_open_store("nodes", db, &s);
+	if (status)
+		return status;
+	if (store_nodes_prune(s, ms, &deleted, &err))
+		status = cli_fail(&err);
+	else
+		printf("pruned %lld node row%s (stopped or dead, last heartbeat over %s ago, no "
+		       "runs to resolve)\n",
+		       (long long)deleted, deleted == 1 ? "" : "s", older);
+	store_close(s);
+	return status;
+}
+
 int cli_nodes(int argc, char **argv)
 {
 	static const struct option longs[] = {
 		{"db", required_argument, NULL, 'd'},
 		{"db-file", required_argument, NULL, 'F'},
 		{"format", required_argument, NULL, 'f'},
+		{"prune", required_argument, NULL, 'p'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	cliopt o = {.cmd = "nodes"};
 	cli_db db = {0};
 	enum view_format fmt = FMT_TABLE;
+	bool fmt_set = false;
+	const char *prune = NULL;
 	int c, status;
 
 	cliopt_reset();
@@ -492,6 +523,10 @@ int cli_nodes(int argc, char **argv)
 		case 'f':
 			if ((status = parse_format("nodes", optarg, &fmt)))
 				return status;
+			fmt_set = true;
+			break;
+		case 'p':
+			prune = optarg;
 			break;
 		case 'h':
 			nodes_usage(stdout);
@@ -503,6 +538,8 @@ int cli_nodes(int argc, char **argv)
 	if (o.npos || o.dashdash)
 		return cli_usage_error("nodes", "unexpected argument '%s'",
 				       o.npos ? o.pos[0] : "--");
+	if (prune)
+		return prune_nodes(&db, prune, fmt_set);
 	store *s = NULL;
 	if ((status = cli_open_store(o.cmd, &db, &s)))
 		return status;

@@ -686,6 +686,8 @@ void dbloop_run(dbcron_node *n)
 				continue;
 			}
 			next_hb = now + n->cfg.heartbeat_ms;
+			if (n->cfg.alive)
+				n->cfg.alive(n->cfg.alive_ctx);
 		}
 		if (sync_starts(n, &err) || flush(n, &err)) {
 			db_trouble(n, &err, &backoff, next_hb);
@@ -785,9 +787,11 @@ void dbloop_drain(dbcron_node *n)
 					     n->cfg.lease_ms, &(int64_t){0}, &err);
 			next_hb = now + n->cfg.heartbeat_ms;
 		}
-		if (!cancelled && now >= deadline) {
-			dbcron__log(LOG_WARN, "node.grace_over", LOG_STR("node", n->node_id),
-				    LOG_UINT("running", running), LOG_STR("msg", "stopping running jobs"));
+		bool now_please = atomic_load(&n->stop_now);
+		if (!cancelled && (now >= deadline || now_please)) {
+			dbcron__log(LOG_WARN, now_please ? "node.stop_now" : "node.grace_over",
+				    LOG_STR("node", n->node_id), LOG_UINT("running", running),
+				    LOG_STR("msg", "stopping running jobs"));
 			dispatch_cancel_running(n, &fire_cancel_shutdown);
 			cancelled = true;
 		}
@@ -825,7 +829,7 @@ void dbloop_finish(dbcron_node *n)
 		pthread_mutex_unlock(&n->mu);
 		if (!rc && !left)
 			break;
-		if (dbcron__mono_ms() + backoff >= deadline) {
+		if (dbcron__mono_ms() + backoff >= deadline || atomic_load(&n->stop_now)) {
 			dbcron__log(LOG_ERROR, "node.stop", LOG_STR("node", n->node_id),
 				    LOG_UINT("unwritten", npending),
 				    LOG_STR("error", rc ? err.msg : "writes left"),

@@ -106,6 +106,12 @@ void dbcron_node_stop(dbcron_node *n)
 	 * interval; no lock here so this stays async-signal-safe. */
 }
 
+void dbcron_node_stop_now(dbcron_node *n)
+{
+	atomic_store(&n->stop_now, 1);
+	atomic_store(&n->stop_requested, 1);
+}
+
 /* After the db loop: nothing new starts, every fire ends or goes back. */
 static void graceful_stop(dbcron_node *n)
 {
@@ -165,6 +171,8 @@ int dbcron_node_run(dbcron_node *n, dbcron_err *err)
 	rc = dispatch_start(n, err);
 	if (rc)
 		goto out_slow;
+	if (n->cfg.alive)
+		n->cfg.alive(n->cfg.alive_ctx);
 	dbloop_run(n);
 	graceful_stop(n);
 	rc = DBCRON_OK;

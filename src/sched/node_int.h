@@ -43,6 +43,7 @@ struct dbcron_node {
 	pthread_cond_t db_cv;    /* the db thread waits here */
 	bool db_kicked;          /* mu: coalesces wake-ups of the db thread */
 	atomic_int stop_requested; /* async-signal-safe stop request */
+	atomic_int stop_now;       /* dbcron_node_stop_now: no grace */
 	bool stopping;             /* mu: no more starts */
 	pthread_t timer_thread;
 	bool timer_started;

@@ -2010,6 +2010,24 @@ int store_nodes_list(store *s, store_node_cb cb, void *ctx, dbcron_err *err)
 	return each_row(s, ST_NODES_LIST, NULL, 0, node_one, &e, err);
 }
 
+int store_nodes_prune(store *s, int64_t older_ms, int64_t *deleted, dbcron_err *err)
+{
+	int64_t now = 0, n = 0;
+	int rc;
+	if (deleted)
+		*deleted = 0;
+	if (older_ms < 0)
+		return dbcron_err_set(err, DBCRON_EINVAL, "prune nodes: the age must not be negative");
+	/* the cutoff on the database's clock (invariant 4), like every age */
+	if ((rc = store_now_ms(s, &now, err)))
+		return rc;
+	store_param p[] = {sp_i64(now - older_ms)};
+	rc = st_run(s, ST_NODES_PRUNE, p, 1, &n, err);
+	if (deleted)
+		*deleted = rc ? 0 : n;
+	return rc;
+}
+
 /* ------------------------------------------------------------------ */
 /* Lease locks (seed 002)                                              */
 /* ------------------------------------------------------------------ */

@@ -112,6 +112,9 @@
 	/* (id) -> RUN_COLS */                                                           \
 	X(RUN_GET, "reading a run", "")                                                  \
 	X(NODES_LIST, "listing nodes", "")                                               \
+	/* (cutoff) -> rows deleted: stopped and dead nodes whose last heartbeat \
+	 * is before cutoff and that hold no SCHEDULED or RUNNING run */           \
+	X(NODES_PRUNE, "pruning node rows", "2 no silent loss: a row with runs to resolve stays") \
 	/* (name, owner, ttl_ms) -> fence, until_ms; nothing when held */                 \
 	X(LOCK_ACQUIRE, "acquiring the lock", "seed 002: only an expired lease is taken") \
 	/* (name) -> name, owner, since_ms, until_ms, fence */                            \

@@ -281,6 +281,14 @@ int store_runs_list(store *s, const store_run_filter *f, store_run_cb cb, void *
  * DBCRON_ENOTFOUND when there is none. */
 int store_run_get(store *s, int64_t id, dbcron_run *run, dbcron_err *err);
 int store_nodes_list(store *s, store_node_cb cb, void *ctx, dbcron_err *err);
+/*
+ * Delete the rows of stopped and dead nodes whose last heartbeat is more
+ * than older_ms before the database's now and that hold no run still to
+ * resolve (SCHEDULED or RUNNING: reap or the orphan sweep resolves those
+ * first).  Alive nodes are never touched.  *deleted counts the rows.
+ * DBCRON_EINVAL for older_ms < 0.
+ */
+int store_nodes_prune(store *s, int64_t older_ms, int64_t *deleted, dbcron_err *err);
 int store_lock_acquire(store *s, const char *name, const char *owner, int64_t ttl_ms, int64_t *fence, int64_t *until_ms, store_lock_row *holder, dbcron_err *err);
 int store_lock_renew(store *s, const char *name, const char *owner, int64_t fence, int64_t ttl_ms, int64_t *until_ms, dbcron_err *err);
 int store_lock_release(store *s, const char *name, const char *owner, int64_t fence, dbcron_err *err);

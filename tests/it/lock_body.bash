@@ -69,6 +69,23 @@ rc=0; dbc lock busy --owner waiter --wait 10s -- true || rc=$?
 assert_eq "$rc" 0 "--wait acquires after the holder releases"
 wait $hp
 
+# --- --held-exit N: the status a held lock gives, for scripts -----------
+"$DBCRON_BIN" lock held2 --ttl 60s --owner holder2 -- sleep 300 >/dev/null 2>&1 &
+hp=$!
+wait_for 60 sh -c "'$DBCRON_BIN' locks --format csv | grep -q '^held2,holder2,.*,held\$'" ||
+  fail "holder2 never took the lock: $(dbc locks --format csv)"
+rc=0; dbc lock held2 --owner other --held-exit 0 -- true 2>/dev/null || rc=$?
+assert_eq "$rc" 0 "--held-exit 0: a held lock exits 0"
+rc=0; dbc lock held2 --owner other --held-exit 201 -- true 2>/dev/null || rc=$?
+assert_eq "$rc" 201 "--held-exit 201: a held lock exits 201"
+# a command's own 75 is not the held lock's status once --held-exit says so
+rc=0; dbc lock free2 --held-exit 201 -- sh -c 'exit 75' || rc=$?
+assert_eq "$rc" 75 "the command's own 75 passes through"
+expect_usage held2 --held-exit 256 -- true
+expect_usage held2 --held-exit -1 -- true
+expect_usage held2 --held-exit x -- true
+kill "$hp"; wait "$hp" 2>/dev/null || true
+
 # --- a command longer than the ttl keeps its lease ----------------------
 "$DBCRON_BIN" lock long --ttl 1s --owner long -- sleep 4 >/dev/null 2>&1 &
 lp=$!

@@ -216,6 +216,11 @@ static const char *const sql[ST__COUNT] = {
 		"($3::bigint < 0 OR fire_at >= $3::bigint) ORDER BY fire_at DESC, job_name "
 		"DESC, attempt DESC, id DESC LIMIT CASE WHEN $4::bigint < 0 THEN NULL ELSE "
 		"$4::bigint END) x ORDER BY fire_at, job_name, attempt, id",
+	/* reap and the orphan sweep resolve what a stopped or dead node held;
+	 * until they have, its row stays */
+	[ST_NODES_PRUNE] = "DELETE FROM nodes WHERE state IN ('stopped', 'dead') AND "
+			   "heartbeat_ms < $1::bigint AND NOT EXISTS (SELECT 1 FROM runs r WHERE "
+			   "r.node = nodes.id AND r.state IN (1, 2))",
 	[ST_NODES_LIST] =
 		"SELECT n.id, n.host, n.pid, n.workers, n.state, n.started_ms, n.heartbeat_ms, "
 		"n.lease_until, (SELECT count(*) FROM runs r WHERE r.node = n.id AND r.state "

@@ -192,6 +192,11 @@ static const char *const sql[ST__COUNT] = {
 		"job_name = ?1) AND (?2 = 0 OR state = ?2) AND (?3 < 0 OR fire_at >= ?3) "
 		"ORDER BY fire_at DESC, job_name DESC, attempt DESC, id DESC LIMIT ?4) "
 		"ORDER BY fire_at, job_name, attempt, id",
+	/* reap and the orphan sweep resolve what a stopped or dead node held;
+	 * until they have, its row stays */
+	[ST_NODES_PRUNE] = "DELETE FROM nodes WHERE state IN ('stopped', 'dead') AND "
+			   "heartbeat_ms < ?1 AND NOT EXISTS (SELECT 1 FROM runs r WHERE "
+			   "r.node = nodes.id AND r.state IN (1, 2))",
 	[ST_NODES_LIST] =
 		"SELECT id, host, pid, workers, state, started_ms, heartbeat_ms, lease_until, "
 		"(SELECT count(*) FROM runs r WHERE r.node = nodes.id AND r.state = 2) FROM "

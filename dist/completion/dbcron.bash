@@ -1,0 +1,74 @@
+# bash completion for dbcron: commands, job subcommands and each one's long
+# options; file names where a command takes a FILE or PATH.
+_dbcron()
+{
+	local cur prev cmd sub opts
+	cur=${COMP_WORDS[COMP_CWORD]}
+	prev=${COMP_WORDS[COMP_CWORD-1]}
+	cmd=${COMP_WORDS[1]:-}
+	sub=${COMP_WORDS[2]:-}
+	case $prev in
+	--db-file|--env-file|--cwd)
+		COMPREPLY=($(compgen -f -- "$cur"))
+		return
+		;;
+	--format)
+		COMPREPLY=($(compgen -W "table csv json iso epoch" -- "$cur"))
+		return
+		;;
+	--misfire)
+		COMPREPLY=($(compgen -W "fire_once skip catch_up" -- "$cur"))
+		return
+		;;
+	--overlap)
+		COMPREPLY=($(compgen -W "skip allow queue replace" -- "$cur"))
+		return
+		;;
+	--node-loss)
+		COMPREPLY=($(compgen -W "retry abandon" -- "$cur"))
+		return
+		;;
+	--user)
+		COMPREPLY=($(compgen -u -- "$cur"))
+		return
+		;;
+	esac
+	if [ "$COMP_CWORD" -eq 1 ]; then
+		COMPREPLY=($(compgen -W "cron init job node runs nodes lock locks --help --version" -- "$cur"))
+		return
+	fi
+	local db="--db --db-file --help"
+	case $cmd in
+	job)
+		if [ "$COMP_CWORD" -eq 2 ]; then
+			COMPREPLY=($(compgen -W "add list show pause resume delete trigger apply import-crontab --help" -- "$cur"))
+			return
+		fi
+		case $sub in
+		add) opts="--cron --every --after --at --tz --misfire --max-catchup --misfire-threshold --overlap --node-loss --retries --retry-base --retry-cap --jitter --timeout --paused --handler --arg --user --group --cwd --env --env-file --umask --inherit-env --no-user-check" ;;
+		list|show) opts="--format" ;;
+		apply) opts="--prune --max-bytes --max-jobs --no-user-check" ;;
+		import-crontab) opts="--system --user --apply --partial --no-user-check" ;;
+		esac
+		if [ "$sub" = apply ] || [ "$sub" = import-crontab ]; then
+			[[ $cur == -* ]] || { COMPREPLY=($(compgen -f -- "$cur")); return; }
+		fi
+		;;
+	cron)
+		if [ "$COMP_CWORD" -eq 2 ]; then
+			COMPREPLY=($(compgen -W "next check" -- "$cur"))
+			return
+		fi
+		db="--help"
+		opts="--tz --from --count --format"
+		;;
+	init) opts="--group" ;;
+	node) opts="--node-id --workers --slow-workers --claim-batch --max-inflight --preread --claim-strategy --lease --heartbeat --grace --retention --log-runs --quiet" ;;
+	runs) opts="--job --state --since --limit --format" ;;
+	nodes) opts="--format --prune" ;;
+	lock) opts="--ttl --owner --wait --kill-grace --held-exit" ;;
+	locks) opts="--format" ;;
+	esac
+	COMPREPLY=($(compgen -W "$opts $db" -- "$cur"))
+}
+complete -F _dbcron dbcron

@@ -1,0 +1,22 @@
+# Run by `cmake --install` (CMakeLists.txt sets DBCRON_* before it): the
+# files that name installed paths, written for the prefix being installed
+# to.  file(INSTALL) adds $DESTDIR itself.
+foreach(d LIBDIR INCLUDEDIR BINDIR MANDIR)
+  if(IS_ABSOLUTE "${DBCRON_${d}}")
+    set(FULL_${d} "${DBCRON_${d}}")
+  else()
+    set(FULL_${d} "${CMAKE_INSTALL_PREFIX}/${DBCRON_${d}}")
+  endif()
+endforeach()
+# what the templates name
+set(DBCRON_PC_LIBDIR "${FULL_LIBDIR}")
+set(DBCRON_PC_INCLUDEDIR "${FULL_INCLUDEDIR}")
+set(CMAKE_INSTALL_FULL_BINDIR "${FULL_BINDIR}")
+configure_file(${DBCRON_SRC}/dist/dbcron.pc.in ${DBCRON_OUT}/dbcron.pc @ONLY)
+configure_file(${DBCRON_SRC}/dist/man/dbcron.1 ${DBCRON_OUT}/dbcron.1 @ONLY)
+configure_file(${DBCRON_SRC}/dist/dbcron-node.service.in ${DBCRON_OUT}/dbcron-node.service @ONLY)
+file(INSTALL ${DBCRON_OUT}/dbcron.pc DESTINATION "${FULL_LIBDIR}/pkgconfig")
+file(INSTALL ${DBCRON_OUT}/dbcron.1 DESTINATION "${FULL_MANDIR}/man1")
+# systemd's place under the prefix: /usr/lib/systemd/system for PREFIX=/usr,
+# /usr/local/lib/systemd/system (which systemd reads too) for the default
+file(INSTALL ${DBCRON_OUT}/dbcron-node.service DESTINATION "${CMAKE_INSTALL_PREFIX}/lib/systemd/system")
