@@ -1957,9 +1957,13 @@ int store_runs_list(store *s, const store_run_filter *f, store_run_cb cb, void *
 {
 	store_param p[] = {sp_text(f ? f->job : NULL), sp_i64(f ? f->state : 0),
 			   sp_i64(f && f->since_ms >= 0 ? f->since_ms : -1),
-			   sp_i64(f && f->limit > 0 ? (int64_t)f->limit : -1)};
+			   sp_i64(f && f->limit > 0 ? (int64_t)f->limit : -1),
+			   sp_i64(f && f->keyset ? f->before_fire_at : -1),
+			   sp_text(f && f->before_job ? f->before_job : ""),
+			   sp_i64(f ? f->before_attempt : 0),
+			   sp_i64(f ? f->before_id : 0)};
 	struct run_each e = {cb, ctx};
-	return each_row(s, ST_RUNS_LIST, p, 4, run_one, &e, err);
+	return each_row(s, ST_RUNS_LIST, p, 8, run_one, &e, err);
 }
 
 int store_run_get(store *s, int64_t id, dbcron_run *run, dbcron_err *err)

@@ -167,6 +167,14 @@ typedef struct store_run_filter {
 	int state;       /* 0: all */
 	int64_t since_ms; /* -1: all; compares fire_at */
 	long limit;       /* 0: no limit */
+	/* Keyset paging: with keyset, only runs strictly after this one in the
+	 * listing's newest-first order (fire_at, job_name, attempt, id); the
+	 * listing returns the newest `limit` of those (oldest first, as ever). */
+	bool keyset;
+	int64_t before_fire_at;
+	const char *before_job;
+	int before_attempt;
+	int64_t before_id;
 } store_run_filter;
 
 typedef struct store_lock_row {

@@ -213,7 +213,11 @@ static const char *const sql[ST__COUNT] = {
 	[ST_RUNS_LIST] =
 		"SELECT * FROM (SELECT " STORE_RUN_COLS " FROM runs WHERE ($1::text IS NULL "
 		"OR job_name = $1::text) AND ($2::int = 0 OR state = $2::int) AND "
-		"($3::bigint < 0 OR fire_at >= $3::bigint) ORDER BY fire_at DESC, job_name "
+		"($3::bigint < 0 OR fire_at >= $3::bigint) "
+		/* keyset paging: strictly after the cursor row in this order */
+		"AND ($5::bigint < 0 OR fire_at < $5::bigint OR (fire_at = $5::bigint AND "
+		"(job_name < $6::text OR (job_name = $6::text AND (attempt < $7::int OR "
+		"(attempt = $7::int AND id < $8::bigint)))))) ORDER BY fire_at DESC, job_name "
 		"DESC, attempt DESC, id DESC LIMIT CASE WHEN $4::bigint < 0 THEN NULL ELSE "
 		"$4::bigint END) x ORDER BY fire_at, job_name, attempt, id",
 	[ST_NODES_LIST] =
