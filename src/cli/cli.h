@@ -29,6 +29,7 @@ int cli_nodes(int argc, char **argv); /* cmd_view.c */
 int cli_node(int argc, char **argv);  /* cmd_node.c */
 int cli_lock(int argc, char **argv);  /* cmd_lock.c */
 int cli_locks(int argc, char **argv); /* cmd_lock.c */
+int cli_serve(int argc, char **argv); /* cmd_serve.c */
 
 /*
  * Where the database is: --db URL or --db-file PATH, which every database

@@ -1,7 +1,9 @@
 /*
  * `dbcron node`: run one scheduler node in the foreground until SIGINT or
  * SIGTERM, then stop gracefully (hand back unstarted fires, wait for
- * running jobs up to --grace, resolve the rest by policy).
+ * running jobs up to --grace, resolve the rest by policy).  With --http
+ * it also serves the HTTP API, which owns its own thread and store handle
+ * (src/http/) and is stopped before the node is freed.
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -15,6 +17,7 @@
 #include "core/log.h"
 #include "core/timeutil.h"
 #include "dbcron/node.h"
+#include "http/http.h"
 
 static dbcron_node *running_node;
 
@@ -33,7 +36,7 @@ static void help(FILE *f)
 		"                   [--claim-batch N] [--max-inflight N] [--preread DUR]\n"
 		"                   [--claim-strategy per-row|lock-row]\n"
 		"                   [--lease DUR] [--heartbeat DUR] [--grace DUR] [--retention DUR|forever]\n"
-		"                   [--log-runs] [--quiet]\n\n"
+		"                   [--log-runs] [--quiet] [--http ADDR:PORT [--api-token-file PATH]]\n\n"
 		"Run a scheduler node until SIGINT or SIGTERM.\n\n"
 		"  --node-id ID       stable name of this node (default HOST-PID)\n"
 		"  --workers N        threads of the fast pool (default 8)\n"
@@ -53,6 +56,11 @@ static void help(FILE *f)
 		"  --log-runs         log every run start and end (default: only failures,\n"
 		"                     skips, misfires, takeovers and lease events)\n"
 		"  --quiet            log warnings and errors only\n"
+		"  --http ADDR:PORT   also serve the HTTP API (docs/http.md) there, on a thread and\n"
+		"                     a database connection of its own; a loopback address unless\n"
+		"                     --api-token-file is given\n"
+		"  --api-token-file PATH  lines 'TOKEN ROLE' (ROLE read or admin; TOKEN may be\n"
+		"                     sha256:HEX); without it the API is read-only\n"
 		CLI_DB_HELP
 		"Jobs get a clean environment (HOME, USER, LOGNAME, SHELL, PATH, DBCRON_* run facts\n"
 		"and their own --env), and never the node's DBCRON_DB, DBCRON_DB_FILE, PGPASSWORD,\n"
@@ -85,7 +93,7 @@ static int parse_dur(const char *flag, const char *v, int64_t *out)
 int cli_node(int argc, char **argv)
 {
 	enum { O_DB = 256, O_DB_FILE, O_ID, O_WORKERS, O_SLOW, O_BATCH, O_INFLIGHT, O_PREREAD, O_STRATEGY,
-	       O_LEASE, O_HB, O_GRACE, O_LOGRUNS, O_QUIET, O_RETENTION };
+	       O_LEASE, O_HB, O_GRACE, O_LOGRUNS, O_QUIET, O_RETENTION, O_HTTP, O_TOKENS };
 	static const struct option opts[] = {
 		{"db", required_argument, NULL, O_DB},
 		{"db-file", required_argument, NULL, O_DB_FILE},
@@ -102,6 +110,8 @@ int cli_node(int argc, char **argv)
 		{"log-runs", no_argument, NULL, O_LOGRUNS},
 		{"retention", required_argument, NULL, O_RETENTION},
 		{"quiet", no_argument, NULL, O_QUIET},
+		{"http", required_argument, NULL, O_HTTP},
+		{"api-token-file", required_argument, NULL, O_TOKENS},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -109,6 +119,8 @@ int cli_node(int argc, char **argv)
 	dbcron_node_config_init(&cfg);
 	cli_db db = {0};
 	bool preread_set = false;
+	http_config hc;
+	http_config_init(&hc);
 	int c, rc;
 	optind = 0;
 	opterr = 0;
@@ -147,6 +159,8 @@ int cli_node(int argc, char **argv)
 			rc = parse_dur("--retention", optarg, &cfg.retention_ms);
 			break;
 		case O_QUIET: dbcron__log_set_level(LOG_WARN); break;
+		case O_HTTP: hc.listen = optarg; break;
+		case O_TOKENS: hc.token_file = optarg; break;
 		case 'h': help(stdout); return 0;
 		default:
 			return cli_usage_error("node", "unknown or incomplete option '%s'", argv[optind - 1]);
@@ -160,14 +174,22 @@ int cli_node(int argc, char **argv)
 		cfg.preread_ms = 0; /* the node's lock-row default */
 	if (cfg.heartbeat_ms * 2 > cfg.lease_ms)
 		return cli_usage_error("node", "--lease must be at least twice --heartbeat");
+	if (hc.token_file && !hc.listen)
+		return cli_usage_error("node", "--api-token-file needs --http");
 	cfg.db_url = cli_db_url("node", &db, &rc);
 	if (!cfg.db_url)
 		return rc;
 
 	dbcron_err err = {0};
 	dbcron_node *n = NULL;
+	http_server *hs = NULL;
 	if (dbcron_node_create(&cfg, &n, &err))
 		return cli_fail(&err);
+	hc.db_url = cfg.db_url;
+	if (hc.listen && http_server_start(&hc, &hs, &err)) {
+		dbcron_node_free(n);
+		return cli_fail(&err);
+	}
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
@@ -178,6 +200,7 @@ int cli_node(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	rc = dbcron_node_run(n, &err);
 	running_node = NULL;
+	http_server_stop(hs);
 	dbcron_node_free(n);
 	return rc ? cli_fail(&err) : 0;
 }
