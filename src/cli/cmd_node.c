@@ -18,6 +18,7 @@
 #include "core/timeutil.h"
 #include "dbcron/node.h"
 #include "http/http.h"
+#include "sched/stats.h"
 
 static dbcron_node *running_node;
 
@@ -36,7 +37,8 @@ static void help(FILE *f)
 		"                   [--claim-batch N] [--max-inflight N] [--preread DUR]\n"
 		"                   [--claim-strategy per-row|lock-row]\n"
 		"                   [--lease DUR] [--heartbeat DUR] [--grace DUR] [--retention DUR|forever]\n"
-		"                   [--log-runs] [--quiet] [--http ADDR:PORT [--api-token-file PATH]]\n\n"
+		"                   [--log-runs] [--quiet] [--http ADDR:PORT [--api-token-file PATH]\n"
+		"                   [--metrics-max-jobs N]]\n\n"
 		"Run a scheduler node until SIGINT or SIGTERM.\n\n"
 		"  --node-id ID       stable name of this node (default HOST-PID)\n"
 		"  --workers N        threads of the fast pool (default 8)\n"
@@ -61,6 +63,7 @@ static void help(FILE *f)
 		"                     --api-token-file is given\n"
 		"  --api-token-file PATH  lines 'TOKEN ROLE' (ROLE read or admin; TOKEN may be\n"
 		"                     sha256:HEX); without it the API is read-only\n"
+		"  --metrics-max-jobs N  per-job series in /metrics for at most N jobs (default 1000)\n"
 		CLI_DB_HELP
 		"Jobs get a clean environment (HOME, USER, LOGNAME, SHELL, PATH, DBCRON_* run facts\n"
 		"and their own --env), and never the node's DBCRON_DB, DBCRON_DB_FILE, PGPASSWORD,\n"
@@ -93,7 +96,7 @@ static int parse_dur(const char *flag, const char *v, int64_t *out)
 int cli_node(int argc, char **argv)
 {
 	enum { O_DB = 256, O_DB_FILE, O_ID, O_WORKERS, O_SLOW, O_BATCH, O_INFLIGHT, O_PREREAD, O_STRATEGY,
-	       O_LEASE, O_HB, O_GRACE, O_LOGRUNS, O_QUIET, O_RETENTION, O_HTTP, O_TOKENS };
+	       O_LEASE, O_HB, O_GRACE, O_LOGRUNS, O_QUIET, O_RETENTION, O_HTTP, O_TOKENS, O_MAXJOBS };
 	static const struct option opts[] = {
 		{"db", required_argument, NULL, O_DB},
 		{"db-file", required_argument, NULL, O_DB_FILE},
@@ -112,6 +115,7 @@ int cli_node(int argc, char **argv)
 		{"quiet", no_argument, NULL, O_QUIET},
 		{"http", required_argument, NULL, O_HTTP},
 		{"api-token-file", required_argument, NULL, O_TOKENS},
+		{"metrics-max-jobs", required_argument, NULL, O_MAXJOBS},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -161,6 +165,12 @@ int cli_node(int argc, char **argv)
 		case O_QUIET: dbcron__log_set_level(LOG_WARN); break;
 		case O_HTTP: hc.listen = optarg; break;
 		case O_TOKENS: hc.token_file = optarg; break;
+		case O_MAXJOBS: {
+			int v;
+			rc = parse_int("--metrics-max-jobs", optarg, 0, &v);
+			hc.metrics_max_jobs = (size_t)v;
+			break;
+		}
 		case 'h': help(stdout); return 0;
 		default:
 			return cli_usage_error("node", "unknown or incomplete option '%s'", argv[optind - 1]);
@@ -186,6 +196,7 @@ int cli_node(int argc, char **argv)
 	if (dbcron_node_create(&cfg, &n, &err))
 		return cli_fail(&err);
 	hc.db_url = cfg.db_url;
+	hc.stats = dbcron__node_stats(n);
 	if (hc.listen && http_server_start(&hc, &hs, &err)) {
 		dbcron_node_free(n);
 		return cli_fail(&err);

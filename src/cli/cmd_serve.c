@@ -5,7 +5,9 @@
  * them); the server owns its thread and its store handle.
  */
 #include <pthread.h>
+#include <errno.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -15,7 +17,7 @@
 static void help(FILE *f)
 {
 	fprintf(f,
-		"usage: dbcron serve --http ADDR:PORT [--api-token-file PATH]\n"
+		"usage: dbcron serve --http ADDR:PORT [--api-token-file PATH] [--metrics-max-jobs N]\n"
 		"                    [--db URL | --db-file PATH]\n\n"
 		"Serve the HTTP API (docs/http.md) until SIGINT or SIGTERM, without scheduling.\n\n"
 		"  --http ADDR:PORT       where to listen: 127.0.0.1:8080, [::1]:8080; an address\n"
@@ -23,7 +25,9 @@ static void help(FILE *f)
 		"  --api-token-file PATH  lines 'TOKEN ROLE' (ROLE read or admin; TOKEN may be\n"
 		"                         sha256:HEX, its SHA-256); requests then need\n"
 		"                         'Authorization: Bearer TOKEN'.  Without it every read is\n"
-		"                         open and every write is refused (403)\n" CLI_DB_HELP);
+		"                         open and every write is refused (403)\n"
+		"  --metrics-max-jobs N   per-job series in /metrics for at most N jobs (default 1000)\n"
+		CLI_DB_HELP);
 }
 
 int cli_serve(int argc, char **argv)
@@ -33,6 +37,7 @@ int cli_serve(int argc, char **argv)
 		{"db-file", required_argument, NULL, 'F'},
 		{"http", required_argument, NULL, 'H'},
 		{"api-token-file", required_argument, NULL, 'T'},
+		{"metrics-max-jobs", required_argument, NULL, 'M'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -57,6 +62,16 @@ int cli_serve(int argc, char **argv)
 		case 'T':
 			hc.token_file = optarg;
 			break;
+		case 'M': {
+			char *end;
+			errno = 0;
+			long v = strtol(optarg, &end, 10);
+			if (!*optarg || *end || errno || v < 0)
+				return cli_usage_error("serve", "--metrics-max-jobs '%s': expected a whole number >= 0",
+						       optarg);
+			hc.metrics_max_jobs = (size_t)v;
+			break;
+		}
 		case 'h':
 			help(stdout);
 			return CLI_EXIT_OK;

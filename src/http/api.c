@@ -421,6 +421,13 @@ void http__route(const http_call *c, http_reply *rep)
 			return method_not_allowed(rep, "GET");
 		return route_readyz(c, rep);
 	}
+	if (!strcmp(p, "/metrics")) {
+		if (!is(c, "GET"))
+			return method_not_allowed(rep, "GET");
+		if (may_read(c, rep))
+			http__metrics(c, rep);
+		return;
+	}
 	if (strncmp(p, API "/", sizeof(API)))
 		return http__error(rep, MHD_HTTP_NOT_FOUND, "not_found", "no such resource: %.200s", p);
 	p += sizeof(API) - 1;

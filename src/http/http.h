@@ -20,9 +20,12 @@ typedef struct http_config {
 	size_t max_body;        /* bytes; a larger request body is 413 */
 	unsigned max_conns;     /* connections at once; more are refused */
 	unsigned timeout_s;     /* an idle connection is closed after this */
+	struct node_stats *stats; /* a node's counters for /metrics (borrowed;
+				     outlives the server), NULL under serve */
+	size_t metrics_max_jobs;  /* per-job series in /metrics (default 1000) */
 } http_config;
 
-/* Defaults for the limits: 8 MiB, 64, 15 s. */
+/* Defaults for the limits: 8 MiB, 64, 15 s, 1000 jobs. */
 void http_config_init(http_config *c);
 
 typedef struct http_server http_server;

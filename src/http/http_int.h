@@ -31,6 +31,8 @@ typedef struct http_call {
 	bool tokens;                 /* a token file is configured */
 	bool bad_token;              /* a bearer token was given and is unknown */
 	store *st;                   /* the server's own store, this thread's */
+	struct node_stats *stats;    /* the node's counters, NULL under serve */
+	size_t metrics_max_jobs;
 } http_call;
 
 /* What to answer: a JSON document (owned, decref'd after sending) or a
@@ -39,11 +41,15 @@ typedef struct http_reply {
 	unsigned status;
 	json_t *json;
 	const char *text;
+	char *owned_text; /* instead of text: malloc'd, freed once sent */
 	size_t text_len;
 	const char *ctype;
 	const char *allow;
 	bool www_auth; /* add WWW-Authenticate: Bearer (401) */
 } http_reply;
+
+/* GET /metrics (metrics.c). */
+void http__metrics(const http_call *call, http_reply *rep);
 
 /* Route and answer one call (api.c). */
 void http__route(const http_call *call, http_reply *rep);

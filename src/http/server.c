@@ -42,6 +42,8 @@ struct http_server {
 	size_t ntokens, tokcap;
 	size_t max_body;
 	unsigned port;
+	struct node_stats *stats;
+	size_t metrics_max_jobs;
 };
 
 /* One request's upload, owned by the connection (freed in on_done). */
@@ -58,6 +60,7 @@ void http_config_init(http_config *c)
 	c->max_body = (size_t)8 << 20;
 	c->max_conns = 64;
 	c->timeout_s = 15;
+	c->metrics_max_jobs = 1000;
 }
 
 /* ------------------------------------------------------------- tokens */
@@ -208,6 +211,12 @@ static enum MHD_Result send_reply(struct MHD_Connection *c, http_reply *rep)
 		r = MHD_create_response_from_buffer(n, text, MHD_RESPMEM_MUST_FREE);
 		if (!r)
 			free(text);
+	} else if (rep->owned_text) {
+		r = MHD_create_response_from_buffer(rep->text_len, rep->owned_text,
+						    MHD_RESPMEM_MUST_FREE);
+		if (!r)
+			free(rep->owned_text);
+		rep->owned_text = NULL;
 	} else {
 		r = MHD_create_response_from_buffer(rep->text_len, (void *)rep->text,
 						    MHD_RESPMEM_PERSISTENT);
@@ -275,7 +284,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
 	http_call call = {.conn = c, .method = method, .path = url,
 			  .body = up->buf ? up->buf : "", .body_len = up->len,
-			  .st = h->st, .tokens = h->ntokens > 0};
+			  .st = h->st, .tokens = h->ntokens > 0, .stats = h->stats,
+			  .metrics_max_jobs = h->metrics_max_jobs};
 	const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 						       MHD_HTTP_HEADER_AUTHORIZATION);
 	if (!call.tokens) {
@@ -290,7 +300,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		call.bad_token = true;
 	}
 	http__route(&call, &rep);
-	if (!rep.json && !rep.text)
+	if (!rep.json && !rep.text && !rep.owned_text)
 		http__error(&rep, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory");
 	return send_reply(c, &rep);
 }
@@ -408,6 +418,8 @@ int http_server_start(const http_config *c, http_server **out, dbcron_err *err)
 	if (!(h = dbcron__calloc(1, sizeof(*h))))
 		return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
 	h->max_body = c->max_body;
+	h->stats = c->stats;
+	h->metrics_max_jobs = c->metrics_max_jobs;
 	if (c->token_file && (rc = read_tokens(h, c->token_file, err)))
 		goto out_free;
 	if ((rc = store_open(c->db_url, &h->st, err)) || (rc = store_check_schema(h->st, err)))

@@ -237,6 +237,45 @@ req GET "/api/v1/runs?limit=3" "$READER"
 assert_eq "$(jget '[.runs[].fire_at_ms] | sort | reverse | tostring')" \
 	"$(jget '[.runs[].fire_at_ms] | tostring')" "a page is newest first"
 
+t_section "metrics against the run log"
+expect 401 GET /metrics
+expect 200 GET /metrics "$READER"
+assert_match "$H_HEAD" '^Content-Type: text/plain; version=0.0.4'
+metric() { curl -s -H "Authorization: Bearer $READER" "http://127.0.0.1:$PORT/metrics" |
+	awk -v k="$1" '$1 == k {print $2}'; }
+log_count() { "$DBCRON_BIN" runs --format csv --limit 0 | awk -F, -v s="$1" '$4 == s && $5 == "n1"' | wc -l; }
+# the counters move just after the run log does: wait for them to agree
+metrics_agree() {
+	local n
+	n=$(log_count succeeded)
+	[ "$n" -gt 0 ] &&
+		[ "$(metric 'dbcron_runs_total{node="n1",state="succeeded"}')" = "$n" ] &&
+		[ "$(metric 'dbcron_run_duration_seconds_count{node="n1"}')" = "$n" ] &&
+		[ "$(metric 'dbcron_start_lateness_seconds_count{node="n1"}')" = "$n" ]
+}
+if wait_until 30 metrics_agree; then _t_pass; else
+	_t_fail "metrics disagree with the run log" "log: $(log_count succeeded) succeeded" \
+		"metrics: $(metric 'dbcron_runs_total{node="n1",state="succeeded"}') runs," \
+		"$(metric 'dbcron_run_duration_seconds_count{node="n1"}') durations," \
+		"$(metric 'dbcron_start_lateness_seconds_count{node="n1"}') latenesses"
+fi
+assert_eq "$(log_count failed)" "$(metric 'dbcron_runs_total{node="n1",state="failed"}')" "failed runs"
+req GET /metrics "$READER"
+# histogram buckets are cumulative and end at the count
+for h in run_duration start_lateness claim_duration; do
+	got=$(awk -v p="dbcron_${h}_seconds_bucket" 'index($1, p) == 1 {
+		if ($2 < last) bad = 1; last = $2 } END { print bad ? "decreasing" : last }' <<<"$H_BODY")
+	assert_eq "$(awk -v k="dbcron_${h}_seconds_count{node=\"n1\"}" '$1 == k {print $2}' <<<"$H_BODY")" \
+		"$got" "$h buckets are cumulative up to the count"
+done
+assert_eq 1 "$(awk '$1 == "dbcron_job_paused{job=\"tick\"}" {print $2}' <<<"$H_BODY")" "tick is paused"
+assert_eq 2 "$(awk '$1 == "dbcron_jobs" {print $2}' <<<"$H_BODY")"
+next_ms=$("$DBCRON_BIN" job show quiet --format json | jq .next_fire_at_ms)
+assert_eq "$next_ms" "$(awk '$1 == "dbcron_job_next_fire_timestamp_seconds{job=\"quiet\"}" {
+	printf "%d", $2 * 1000 + 0.5 }' <<<"$H_BODY")" "next fire from the database"
+assert_eq "" "$(grep -v '^#' <<<"$H_BODY" | grep -Ev '^[a-z_]+(\{[^}]*\})? [0-9.+-e]+$' || true)" \
+	"every sample line parses"
+
 t_section "apply"
 expect 200 GET /api/v1/jobs "$READER"
 jq '.jobs + [{"name":"fresh","every":"1h","command":["true"]}] | map(select(.name != "quiet"))' \
@@ -354,6 +393,17 @@ assert_contains "$(jget .error.message)" "read-only"
 expect 403 POST /api/v1/jobs/fresh/trigger "$ADMIN"
 expect 403 DELETE /api/v1/jobs/fresh
 assert_eq "$before" "$(db_state)" "a read-only server wrote nothing"
+kill "$T_BG_PID"
+wait "$T_BG_PID" || true
+
+t_section "serve --metrics-max-jobs caps the per-job series"
+t_bg "$DBCRON_BIN" serve --http 127.0.0.1:0 --metrics-max-jobs 1 2>"$T_DIR/serve2.log"
+wait_until 30 has_port "$T_DIR/serve2.log" || { cat "$T_DIR/serve2.log"; exit 1; }
+PORT=$(port_of "$T_DIR/serve2.log")
+expect 200 GET /metrics
+assert_eq 1 "$(grep -c '^dbcron_job_paused{' <<<"$H_BODY")" "one job's series"
+assert_eq 1 "$(awk '$1 == "dbcron_metrics_jobs_omitted" {print $2}' <<<"$H_BODY")"
+assert_not_contains "$H_BODY" "dbcron_runs_total" "serve has no node counters"
 kill "$T_BG_PID"
 
 t_done
