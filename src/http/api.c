@@ -394,6 +394,36 @@ static void text(http_reply *rep, unsigned status, const char *t)
 	rep->text_len = strlen(t);
 }
 
+/* The dashboard's files (http_assets.c, made from src/http/assets/ by
+ * cmake/embed.cmake): open to everyone, since they hold no data; the page
+ * asks the API for everything with the token the user types. */
+struct http_asset {
+	const char *path;
+	const unsigned char *data;
+	size_t len;
+};
+extern const struct http_asset http_assets[];
+
+static bool asset(const char *path, http_reply *rep)
+{
+	if (!strcmp(path, "/"))
+		path = "/index.html";
+	for (const struct http_asset *a = http_assets; a->path; a++) {
+		if (strcmp(a->path, path))
+			continue;
+		const char *ext = strrchr(path, '.');
+		rep->status = MHD_HTTP_OK;
+		rep->text = (const char *)a->data;
+		rep->text_len = a->len;
+		rep->ctype = !strcmp(ext, ".js")    ? "text/javascript; charset=utf-8"
+			     : !strcmp(ext, ".css") ? "text/css; charset=utf-8"
+						    : "text/html; charset=utf-8";
+		rep->csp = true;
+		return true;
+	}
+	return false;
+}
+
 void http__route(const http_call *c, http_reply *rep)
 {
 	const char *p = c->path;
@@ -421,6 +451,8 @@ void http__route(const http_call *c, http_reply *rep)
 			return method_not_allowed(rep, "GET");
 		return route_readyz(c, rep);
 	}
+	if (is(c, "GET") && asset(p, rep))
+		return;
 	if (!strcmp(p, "/metrics")) {
 		if (!is(c, "GET"))
 			return method_not_allowed(rep, "GET");

@@ -46,6 +46,7 @@ typedef struct http_reply {
 	const char *ctype;
 	const char *allow;
 	bool www_auth; /* add WWW-Authenticate: Bearer (401) */
+	bool csp;      /* a dashboard file: Content-Security-Policy, nothing from elsewhere */
 } http_reply;
 
 /* GET /metrics (metrics.c). */

@@ -229,6 +229,9 @@ static enum MHD_Result send_reply(struct MHD_Connection *c, http_reply *rep)
 	MHD_add_response_header(r, "X-Frame-Options", "DENY");
 	if (rep->allow)
 		MHD_add_response_header(r, "Allow", rep->allow);
+	if (rep->csp)
+		MHD_add_response_header(r, "Content-Security-Policy",
+					"default-src 'self'; img-src 'self' data:; frame-ancestors 'none'");
 	if (rep->www_auth)
 		MHD_add_response_header(r, "WWW-Authenticate", "Bearer");
 	enum MHD_Result ok = MHD_queue_response(c, rep->status, r);

@@ -306,7 +306,10 @@ assert_eq array "$(jget '.locks | type')"
 expect 405 DELETE /api/v1/nodes "$ADMIN"
 
 t_section "unknown routes and path tricks"
-expect 404 GET / "$READER"
+expect 200 GET / "$READER"
+assert_match "$H_HEAD" "^Content-Security-Policy: default-src .self."
+expect 200 GET /app.js
+expect 404 GET /app.jsx
 expect 404 GET /api/v1 "$READER"
 expect 404 GET /api/v2/jobs "$READER"
 expect 404 GET /api/v1/jobsx "$READER"
