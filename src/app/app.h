@@ -36,9 +36,11 @@ void app_job_vec_free(app_job_vec *jv);
 /* Every job as model_job_json, sorted by name. */
 int app_jobs_list(store *s, json_t **out, dbcron_err *err);
 
-/* One job with its last nruns runs (model_job_json_with_runs).
+/* One job with its last nruns runs (model_job_json_with_runs); with
+ * words also "schedule", "description" (cron in words) and "next_fires"
+ * (the next five, in UTC and in the job's zone; none while paused).
  * DBCRON_ENOTFOUND "no job named 'x'". */
-int app_job_get(store *s, const char *name, size_t nruns, json_t **out,
+int app_job_get(store *s, const char *name, size_t nruns, bool words, json_t **out,
 		dbcron_err *err);
 
 /* What a verb on one job did, for the front end to say. */

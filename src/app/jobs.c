@@ -16,6 +16,8 @@
 #include "app/app.h"
 #include "core/alloc.h"
 #include "core/sort.h"
+#include "core/timeutil.h"
+#include "dbcron/cron.h"
 #include "model/jobdef.h"
 #include "model/json.h"
 #include "model/rules.h"
@@ -123,7 +125,50 @@ static int collect_run(void *ctx, const dbcron_run *run)
 	return 0;
 }
 
-int app_job_get(store *s, const char *name, size_t nruns, json_t **out,
+/*
+ * What a person reads about a job's schedule: "schedule" (its kind and
+ * text), "description" (a cron expression in words), and "next_fires":
+ * the next APP_NEXT_FIRES instants from the stored next fire, each in UTC
+ * and in the job's zone.  Failures leave the keys out: the definition
+ * itself is already in the object.
+ */
+#define APP_NEXT_FIRES 5
+static void add_schedule_words(json_t *o, const dbcron_job *j)
+{
+	char buf[512];
+	json_object_set_new(o, "schedule", json_string(model_schedule_text(j, buf, sizeof(buf))));
+	if (j->kind == DBCRON_SCHED_CRON) {
+		dbcron_cron *c = NULL;
+		dbcron_err e = {0};
+		if (!dbcron_cron_parse(j->spec, &c, &e)) {
+			dbcron_cron_describe(c, buf, sizeof(buf));
+			json_object_set_new(o, "description", json_string(buf));
+			dbcron_cron_free(c);
+		}
+	}
+	dbcron_tz *tz = NULL;
+	dbcron_err e = {0};
+	json_t *arr = json_array();
+	if (!arr || dbcron_tz_open(j->tz, &tz, &e)) {
+		json_decref(arr);
+		return;
+	}
+	int64_t t = j->next_fire_at;
+	for (int i = 0; i < APP_NEXT_FIRES && t >= 0 && !j->paused; i++) {
+		char utc[64], local[64];
+		dbcron__format_rfc3339(t, 0, 1, utc, sizeof(utc));
+		dbcron__format_rfc3339(t, dbcron_tz_offset(tz, t / 1000), 1, local, sizeof(local));
+		json_array_append_new(arr, json_pack("{s:I,s:s,s:s}", "at_ms", (json_int_t)t, "utc",
+						     utc, "local", local));
+		/* an AFTER job's later fires depend on its runs: only the next */
+		if (j->kind == DBCRON_SCHED_AFTER || dbcron_job_next_fire(j, t, &t, &e) != 1)
+			break;
+	}
+	dbcron_tz_free(tz);
+	json_object_set_new(o, "next_fires", arr);
+}
+
+int app_job_get(store *s, const char *name, size_t nruns, bool words, json_t **out,
 		dbcron_err *err)
 {
 	dbcron_job j;
@@ -142,6 +187,8 @@ int app_job_get(store *s, const char *name, size_t nruns, json_t **out,
 		goto out_clear;
 	if (rv.rc || !(*out = model_job_json_with_runs(&j, rv.v, rv.n)))
 		rc = oom(err);
+	else if (words)
+		add_schedule_words(*out, &j);
 out_clear:
 	for (size_t i = 0; i < rv.n; i++)
 		dbcron_run_clear(&rv.v[i]);

@@ -612,7 +612,7 @@ static int job_show(int argc, char **argv)
 	dbcron_job_init(&j);
 	if (json) {
 		json_t *o;
-		int rc = app_job_get(s, a.name, 5, &o, &err);
+		int rc = app_job_get(s, a.name, 5, false, &o, &err);
 		if (rc == DBCRON_ENOTFOUND)
 			status = no_such_job("job show", a.name);
 		else if (rc == DBCRON_ENOMEM || (!rc && !print_json(o)))

@@ -289,7 +289,7 @@ static void route_jobs(const http_call *c, const char *rest, http_reply *rep)
 	if (is(c, "GET")) {
 		if (!may_read(c, rep))
 			return;
-		if (app_job_get(c->st, name, JOB_LAST_RUNS, &j, &err))
+		if (app_job_get(c->st, name, JOB_LAST_RUNS, true, &j, &err))
 			return from_err(rep, &err);
 		return ok(rep, MHD_HTTP_OK, j);
 	}

@@ -177,6 +177,19 @@ expect 400 PUT /api/v1/jobs/made "$ADMIN" "$(body '{"every":"1s","bogus_key":1,"
 assert_contains "$(jget .error.message)" "bogus_key"
 assert_eq "$before" "$(db_state)" "refused PUTs wrote nothing"
 
+t_section "a job's schedule in words and its next fires in its zone"
+expect 201 PUT /api/v1/jobs/noon "$ADMIN" "$(body '{"cron":"0 0 12 * * ?","tz":"Europe/Berlin","command":["true"]}')"
+expect 200 GET /api/v1/jobs/noon "$READER"
+assert_eq "cron 0 0 12 * * ?" "$(jget .schedule)"
+assert_match "$(jget .description)" '12'
+assert_eq 5 "$(jget '.next_fires | length')"
+assert_eq "$(jget .next_fire_at_ms)" "$(jget '.next_fires[0].at_ms')" "the first is the stored next fire"
+assert_eq true "$(jget '[.next_fires[].at_ms] | . == (sort | unique)')" "increasing"
+assert_eq "" "$(jget '.next_fires[].local' | grep -Ev 'T12:00:00(\.000)?\+0[12]:00$' || true)" \
+	"noon in Berlin, with Berlin's offset"
+assert_eq "" "$(jget '.next_fires[].utc' | grep -Ev 'T1[01]:00:00(\.000)?Z$' || true)" "and in UTC"
+expect 200 DELETE /api/v1/jobs/noon "$ADMIN"
+
 t_section "pause, resume, trigger, delete"
 expect 200 POST /api/v1/jobs/quiet/pause "$ADMIN"
 assert_eq "true true" "$(jget '"\(.paused) \(.changed)"')"
