@@ -133,6 +133,21 @@ int app_runs_page(store *s, const store_run_filter *f, const char *cursor,
 /* One run with its captured output.  DBCRON_ENOTFOUND when absent. */
 int app_run_get(store *s, int64_t id, json_t **out, dbcron_err *err);
 
+/* ------------------------------------------------------------ cron */
+
+/* One fire: UTC epoch seconds and the zone's offset then (seconds east).
+ * Non-zero stops the walk. */
+typedef int (*app_fire_fn)(void *ctx, int64_t t, int32_t offset);
+
+/* The next count fires of expr in zone (NULL: UTC) strictly after after_s,
+ * fewer when it stops firing.  DBCRON_EPARSE (the field at fault) or
+ * DBCRON_ETZ. */
+int app_cron_next(const char *expr, const char *zone, int64_t after_s, long count,
+		  app_fire_fn cb, void *ctx, dbcron_err *err);
+/* Valid: *dialect "quartz" or "unix" and the expression in words. */
+int app_cron_check(const char *expr, const char **dialect, char *desc, size_t len,
+		   dbcron_err *err);
+
 /* ------------------------------------------------- nodes and locks */
 
 /* A node row as the JSON `dbcron nodes --format json` prints; ages

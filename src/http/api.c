@@ -376,6 +376,61 @@ static void route_runs(const http_call *c, const char *rest, http_reply *rep)
 	ok(rep, MHD_HTTP_OK, j);
 }
 
+/* -------------------------------------------------------------- cron */
+
+#define CRON_COUNT_DEFAULT 5
+#define CRON_COUNT_MAX 1000
+
+static int add_fire(void *ctx, int64_t t, int32_t offset)
+{
+	char buf[64];
+	dbcron__format_rfc3339(t * 1000, offset, 0, buf, sizeof(buf));
+	return json_array_append_new(ctx, json_pack("{s:s,s:I}", "at", buf, "epoch", (json_int_t)t));
+}
+
+static void route_cron(const http_call *c, const char *rest, http_reply *rep)
+{
+	dbcron_err err = {0};
+	if (!is(c, "GET"))
+		return method_not_allowed(rep, "GET");
+	if (!may_read(c, rep))
+		return;
+	const char *expr = arg(c, "expr"), *tz = arg(c, "tz"), *v;
+	if (strcmp(rest, "/next") && strcmp(rest, "/check"))
+		return http__error(rep, MHD_HTTP_NOT_FOUND, "not_found", "no such resource (cron/next or cron/check)");
+	if (!expr || !*expr)
+		return http__error(rep, MHD_HTTP_BAD_REQUEST, "invalid", "expr: missing (?expr=...)");
+	if (!strcmp(rest, "/check")) {
+		const char *dialect;
+		char desc[1024];
+		if (app_cron_check(expr, &dialect, desc, sizeof(desc), &err))
+			return from_err(rep, &err);
+		return ok(rep, MHD_HTTP_OK, json_pack("{s:s,s:b,s:s,s:s}", "expr", expr, "valid", 1,
+						      "dialect", dialect, "description", desc));
+	}
+	long count = CRON_COUNT_DEFAULT;
+	if ((v = arg(c, "count")) && !parse_count(v, CRON_COUNT_MAX, &count))
+		return http__error(rep, MHD_HTTP_BAD_REQUEST, "invalid",
+				   "count '%.40s': expected a whole number from 1 to %d", v, CRON_COUNT_MAX);
+	/* "now" is the database's, as for every scheduling decision */
+	int64_t now, from;
+	if (store_now_ms(c->st, &now, &err))
+		return from_err(rep, &err);
+	from = now;
+	if ((v = arg(c, "from")) && *v && dbcron__parse_time(v, now, &from, &err))
+		return http__error(rep, MHD_HTTP_BAD_REQUEST, "invalid", "from: %s", err.msg);
+	json_t *fires = json_array();
+	if (!fires)
+		return;
+	int64_t after = from >= 0 ? from / 1000 : -((-from + 999) / 1000);
+	if (app_cron_next(expr, tz && *tz ? tz : NULL, after, count, add_fire, fires, &err)) {
+		json_decref(fires);
+		return from_err(rep, &err);
+	}
+	ok(rep, MHD_HTTP_OK, json_pack("{s:s,s:s,s:o}", "expr", expr, "tz", tz && *tz ? tz : "UTC",
+				       "fires", fires));
+}
+
 /* ------------------------------------------------------------ health */
 
 static void route_readyz(const http_call *c, http_reply *rep)
@@ -469,6 +524,8 @@ void http__route(const http_call *c, http_reply *rep)
 		return route_runs(c, p + 5, rep);
 	if (!strcmp(p, "/apply"))
 		return route_apply(c, rep);
+	if (!strncmp(p, "/cron/", 6))
+		return route_cron(c, p + 5, rep);
 	if (!strcmp(p, "/nodes") || !strcmp(p, "/locks")) {
 		if (!is(c, "GET"))
 			return method_not_allowed(rep, "GET");

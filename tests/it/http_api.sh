@@ -190,6 +190,23 @@ assert_eq "" "$(jget '.next_fires[].local' | grep -Ev 'T12:00:00(\.000)?\+0[12]:
 assert_eq "" "$(jget '.next_fires[].utc' | grep -Ev 'T1[01]:00:00(\.000)?Z$' || true)" "and in UTC"
 expect 200 DELETE /api/v1/jobs/noon "$ADMIN"
 
+t_section "cron next and check: the CLI's answers"
+expect_rc 0 cron next '0 0 12 ? * MON-FRI' --tz America/New_York --from 1767225600 --count 4
+expect 200 GET "/api/v1/cron/next?expr=0+0+12+%3F+*+MON-FRI&tz=America/New_York&from=1767225600&count=4" "$READER"
+assert_eq "$T_OUT" "$(jget '.fires[].at')" "the same fires as dbcron cron next"
+expect_rc 0 cron check '*/5 * * * *'
+expect 200 GET "/api/v1/cron/check?expr=*/5+*+*+*+*" "$READER"
+assert_eq "$T_OUT" "valid ($(jget .dialect)): $(jget .description)" "the same words as dbcron cron check"
+expect_rc 2 cron check '0 0 32 * * ?'
+expect 400 GET "/api/v1/cron/check?expr=0+0+32+*+*+%3F" "$READER"
+assert_eq "$T_ERR" "dbcron: $(jget .error.message)" "the same error as the CLI"
+expect 400 GET "/api/v1/cron/next?expr=*+*+*+*+*&tz=Mars/Olympus" "$READER"
+assert_contains "$(jget .error.message)" "Mars/Olympus"
+expect 400 GET "/api/v1/cron/next?expr=*+*+*+*+*&count=0" "$READER"
+expect 400 GET "/api/v1/cron/next" "$READER"
+expect 404 GET "/api/v1/cron/later?expr=*+*+*+*+*" "$READER"
+expect 401 GET "/api/v1/cron/check?expr=*+*+*+*+*"
+
 t_section "pause, resume, trigger, delete"
 expect 200 POST /api/v1/jobs/quiet/pause "$ADMIN"
 assert_eq "true true" "$(jget '"\(.paused) \(.changed)"')"
