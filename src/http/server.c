@@ -199,15 +199,8 @@ static enum MHD_Result send_reply(struct MHD_Connection *c, http_reply *rep)
 		rep->ctype = "application/json";
 	}
 	if (text) {
+		/* jansson's buffer (malloc), handed to libmicrohttpd, which frees it */
 		size_t n = strlen(text);
-		/* a trailing newline, for people using curl */
-		char *t2 = realloc(text, n + 2);
-		if (t2) {
-			t2[n] = '\n';
-			t2[n + 1] = '\0';
-			text = t2;
-			n++;
-		}
 		r = MHD_create_response_from_buffer(n, text, MHD_RESPMEM_MUST_FREE);
 		if (!r)
 			free(text);
