@@ -3,8 +3,8 @@
  * of series, said apart in docs/http.md: this node's own counters
  * (sched/stats.h, labelled node="ID"; summing them across nodes counts
  * every run once, since each run's outcome is written by one node), and
- * gauges read from the database at scrape time (the jobs), which every
- * server reports alike.  Per-job series are capped by --metrics-max-jobs
+ * gauges read from the database at scrape time (the jobs, in one pass
+ * over the listing, nothing copied), which every server reports alike.  Per-job series are capped by --metrics-max-jobs
  * (the first N by name), so label cardinality stays bounded; how many
  * were left out is itself a series.
  */
@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/app.h"
 #include "http/http_int.h"
 #include "sched/stats.h"
 
@@ -109,36 +108,58 @@ static void node_series(FILE *f, node_stats *st)
 	}
 }
 
-/* The jobs, from the database. */
+/* The jobs, from the database: one pass over the listing (already in name
+ * order), the paused series kept aside so each family stays together. */
+typedef struct job_pass {
+	FILE *next, *paused;
+	size_t n, max;
+} job_pass;
+
+static int job_row(void *ctx, const dbcron_job *j)
+{
+	job_pass *jp = ctx;
+	if (jp->n++ >= jp->max)
+		return 0; /* counted, not shown */
+	if (j->next_fire_at >= 0) {
+		fputs("dbcron_job_next_fire_timestamp_seconds{job=\"", jp->next);
+		label(jp->next, j->name);
+		fprintf(jp->next, "\"} %.3f\n", (double)j->next_fire_at / 1000.0);
+	}
+	fputs("dbcron_job_paused{job=\"", jp->paused);
+	label(jp->paused, j->name);
+	fprintf(jp->paused, "\"} %d\n", j->paused ? 1 : 0);
+	return 0;
+}
+
 static int job_series(FILE *f, store *s, size_t max_jobs, dbcron_err *err)
 {
-	app_job_vec jv = {0};
-	int rc = app_jobs_sorted(s, &jv, err);
-	if (rc)
-		return rc;
-	size_t shown = jv.n < max_jobs ? jv.n : max_jobs;
-	head(f, "dbcron_jobs", "gauge", "Jobs in the database (from the database).");
-	fprintf(f, "dbcron_jobs %zu\n", jv.n);
-	head(f, "dbcron_metrics_jobs_omitted", "gauge",
-	     "Jobs left out of the per-job series by --metrics-max-jobs.");
-	fprintf(f, "dbcron_metrics_jobs_omitted %zu\n", jv.n - shown);
+	char *pbuf = NULL;
+	size_t plen = 0;
+	job_pass jp = {.max = max_jobs};
+	int rc;
+
+	/* the families' heads first: the counts are known only at the end,
+	 * so they follow the per-job lines */
 	head(f, "dbcron_job_next_fire_timestamp_seconds", "gauge",
 	     "A job's next fire (from the database); absent when it has none.");
-	for (size_t i = 0; i < shown; i++) {
-		if (jv.v[i].next_fire_at < 0)
-			continue;
-		fputs("dbcron_job_next_fire_timestamp_seconds{job=\"", f);
-		label(f, jv.v[i].name);
-		fprintf(f, "\"} %.3f\n", (double)jv.v[i].next_fire_at / 1000.0);
+	jp.next = f;
+	if (!(jp.paused = open_memstream(&pbuf, &plen)))
+		return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
+	rc = store_job_list(s, job_row, &jp, err);
+	if (fclose(jp.paused) && !rc)
+		rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
+	if (!rc) {
+		head(f, "dbcron_job_paused", "gauge", "1 when a job is paused (from the database).");
+		fwrite(pbuf, 1, plen, f);
+		size_t shown = jp.n < max_jobs ? jp.n : max_jobs;
+		head(f, "dbcron_jobs", "gauge", "Jobs in the database (from the database).");
+		fprintf(f, "dbcron_jobs %zu\n", jp.n);
+		head(f, "dbcron_metrics_jobs_omitted", "gauge",
+		     "Jobs left out of the per-job series by --metrics-max-jobs.");
+		fprintf(f, "dbcron_metrics_jobs_omitted %zu\n", jp.n - shown);
 	}
-	head(f, "dbcron_job_paused", "gauge", "1 when a job is paused (from the database).");
-	for (size_t i = 0; i < shown; i++) {
-		fputs("dbcron_job_paused{job=\"", f);
-		label(f, jv.v[i].name);
-		fprintf(f, "\"} %d\n", jv.v[i].paused ? 1 : 0);
-	}
-	app_job_vec_free(&jv);
-	return DBCRON_OK;
+	free(pbuf);
+	return rc;
 }
 
 void http__metrics(const http_call *c, http_reply *rep)

@@ -195,10 +195,16 @@ static int flush(dbcron_node *n, dbcron_err *err)
 				    LOG_STR("state", dbcron_run_state_name(ups[i].state)),
 				    LOG_STR("msg", "write refused: the run is no longer ours"));
 		}
-		/* /metrics: what this node wrote (a refused write is not ours) */
-		if ((ups[i].applied || (ours && ours[i])) && ups[i].state == DBCRON_RUN_RUNNING)
+		/* /metrics: what this node wrote (a refused write is not ours).
+		 * A run that ended before its start was flushed has one write
+		 * carrying both, so lateness counts the first write that has a
+		 * start, whichever it is. */
+		bool landed = ups[i].applied || (ours && ours[i]);
+		if (landed && !f->start_counted && ups[i].started_ms >= 0) {
+			f->start_counted = true;
 			node_hist_observe(&n->stats.late_ms, ups[i].started_ms - f->run.due_at);
-		if ((ups[i].applied || (ours && ours[i])) && f->phase == FIRE_WRITING) {
+		}
+		if (landed && f->phase == FIRE_WRITING) {
 			if ((int)ups[i].state >= 0 && ups[i].state < NODE_STATE_MAX)
 				atomic_fetch_add_explicit(&n->stats.runs[ups[i].state], 1,
 							  memory_order_relaxed);
