@@ -42,7 +42,14 @@ function link(text, href) {
   c.appendChild(a);
   return c;
 }
+// A refresh must not replace a button between the press and the release of
+// a click on it (the click would be lost): renders wait while a pointer is down.
+let holding = false;
+document.addEventListener("pointerdown", () => { holding = true; }, true);
+for (const ev of ["pointerup", "pointercancel"])
+  document.addEventListener(ev, () => setTimeout(() => { holding = false; }, 0), true);
 function fill(sel, rows) {
+  if (holding) return;
   const tb = $(sel + " tbody");
   tb.replaceChildren(...rows);
 }
