@@ -3,8 +3,9 @@
  * of series, said apart in docs/http.md: this node's own counters
  * (sched/stats.h, labelled node="ID"; summing them across nodes counts
  * every run once, since each run's outcome is written by one node), and
- * gauges read from the database at scrape time (the jobs, in one pass
- * over the listing, nothing copied), which every server reports alike.  Per-job series are capped by --metrics-max-jobs
+ * gauges read from the database at scrape time (the jobs: one narrow
+ * query of name, next fire and paused, nothing decoded or copied), which
+ * every server reports alike.  Per-job series are capped by --metrics-max-jobs
  * (the first N by name), so label cardinality stays bounded; how many
  * were left out is itself a series.
  */
@@ -115,7 +116,7 @@ typedef struct job_pass {
 	size_t n, max;
 } job_pass;
 
-static int job_row(void *ctx, const dbcron_job *j)
+static int job_row(void *ctx, const store_job_brief *j)
 {
 	job_pass *jp = ctx;
 	if (jp->n++ >= jp->max)
@@ -145,7 +146,7 @@ static int job_series(FILE *f, store *s, size_t max_jobs, dbcron_err *err)
 	jp.next = f;
 	if (!(jp.paused = open_memstream(&pbuf, &plen)))
 		return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
-	rc = store_job_list(s, job_row, &jp, err);
+	rc = store_job_briefs(s, job_row, &jp, err);
 	if (fclose(jp.paused) && !rc)
 		rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
 	if (!rc) {

@@ -768,6 +768,28 @@ int store_job_list(store *s, store_job_cb cb, void *ctx, dbcron_err *err)
 	return each_row(s, ST_JOB_LIST, NULL, 0, job_one, &e, err);
 }
 
+struct brief_each {
+	store_brief_cb cb;
+	void *ctx;
+};
+
+static int brief_one(store *s, void *arg, bool *stop, dbcron_err *err)
+{
+	struct brief_each *e = arg;
+	store_job_brief b = {.name = s->d->col_text(s->c, 0), .next_fire_at = col_i64n(s, 1),
+			     .paused = col_i64(s, 2) != 0};
+	if (!b.name)
+		b.name = "";
+	*stop = e->cb(e->ctx, &b) != 0;
+	return DBCRON_OK;
+}
+
+int store_job_briefs(store *s, store_brief_cb cb, void *ctx, dbcron_err *err)
+{
+	struct brief_each e = {cb, ctx};
+	return each_row(s, ST_JOB_BRIEF, NULL, 0, brief_one, &e, err);
+}
+
 int store_job_set_paused(store *s, const char *name, bool paused, int64_t next_fire_at,
 			 dbcron_err *err)
 {
