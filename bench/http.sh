@@ -41,6 +41,7 @@ EOF
 state_ok=$(sqlite3 "$T/b.db" "select count(*) from runs where state = 3")
 echo "# $JOBS jobs, $state_ok runs in the log (state 3 = succeeded)"
 
+: >"$T/node.log"
 "$BIN" node --node-id bench --http 127.0.0.1:0 --retention forever 2>"$T/node.log" &
 NODE=$!
 for _ in $(seq 300); do grep -q 'event=http.listen' "$T/node.log" && break; sleep 0.1; done
@@ -78,4 +79,9 @@ for path in /api/v1/jobs "/api/v1/runs?limit=50" "/api/v1/runs?limit=50&cursor=$
 		"${path:0:40}" "$rps" "$p50" "$p99" "$size" "$failed" "$n"
 done
 t3=$(ms)
+# one scraper at a time, as Prometheus scrapes: the time of one scrape
+out=$(ab -q -n 200 -c 1 "http://127.0.0.1:$PORT/metrics" 2>&1)
+printf '%-40s %6s req/s  p50 %4s ms  p99 %4s ms  (200 requests, 1 client)\n' "/metrics" \
+	"$(awk '/^Requests per second/ {print $4}' <<<"$out")" "$(awk '$1 == "50%" {print $2}' <<<"$out")" \
+	"$(awk '$1 == "99%" {print $2}' <<<"$out")"
 echo "# under load $(((t3 - t2) / 1000)) s: fast-job start lateness: $(lateness "$t2" "$t3")"
