@@ -6,7 +6,8 @@ set -euo pipefail
 pkgs=(build-essential cmake pkg-config git python3
       libsqlite3-dev sqlite3 libpq-dev postgresql postgresql-contrib
       libmariadb-dev mariadb-server mariadb-client
-      libglib2.0-dev libjansson-dev libcmocka-dev libsystemd-dev
+      libglib2.0-dev libjansson-dev libcmocka-dev libsystemd-dev libmicrohttpd-dev
+      curl jq apache2-utils chromium
       clang libclang-rt-14-dev procps util-linux faketime)
 if [ "${1:-}" = "--with-quartz" ]; then
   pkgs+=(default-jdk-headless libquartz2-java)

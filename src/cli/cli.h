@@ -30,6 +30,7 @@ int cli_nodes(int argc, char **argv); /* cmd_view.c */
 int cli_node(int argc, char **argv);  /* cmd_node.c */
 int cli_lock(int argc, char **argv);  /* cmd_lock.c */
 int cli_locks(int argc, char **argv); /* cmd_lock.c */
+int cli_serve(int argc, char **argv); /* cmd_serve.c */
 /* job import-crontab (cmd_crontab.c); argv[0] is "import-crontab". */
 int cli_job_import_crontab(int argc, char **argv);
 

@@ -1,7 +1,7 @@
 /*
  * `dbcron cron next|check`: the cron engine from the command line, with
- * no database.  Owns argument parsing and output format only; every rule
- * lives in src/cron/.
+ * no database.  Owns argument parsing and output format only; the walk is
+ * src/app/cron.c's (shared with the HTTP API), every rule src/cron/'s.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "app/app.h"
 #include "cli/cli.h"
 #include "core/timeutil.h"
 #include "dbcron/cron.h"
@@ -72,14 +73,25 @@ static const char *opt_value(const char *name, int argc, char **argv, int *i)
 	return NULL;
 }
 
+static int print_iso(void *ctx, int64_t t, int32_t offset)
+{
+	char buf[64];
+	dbcron__format_rfc3339(t * 1000, offset, 0, buf, sizeof(buf));
+	puts(buf);
+	return 0;
+}
+
+static int print_epoch(void *ctx, int64_t t, int32_t offset)
+{
+	printf("%" PRId64 "\n", t);
+	return 0;
+}
+
 static int cron_next(int argc, char **argv)
 {
 	char expr[2048] = "";
 	const char *zone = NULL, *from = NULL, *count_s = NULL, *format = "iso";
-	dbcron_cron *c = NULL;
-	dbcron_tz *tz = NULL;
 	dbcron_err err = {0};
-	int rc = CLI_EXIT_USAGE;
 
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v;
@@ -117,38 +129,16 @@ static int cron_next(int argc, char **argv)
 	if (from && dbcron__parse_time(from, now_ms, &ms, &err))
 		return cli_usage_error("cron next", "--from: %s", err.msg);
 	int64_t after = ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000);
-
-	if (dbcron_cron_parse(expr, &c, &err))
-		return cli_fail(&err);
-	if (dbcron_tz_open(zone, &tz, &err)) {
-		rc = cli_fail(&err);
-		goto out_free_cron;
-	}
 	bool iso = strcmp(format, "iso") == 0;
-	for (long k = 0; k < count; k++) {
-		int64_t t;
-		if (!dbcron_cron_next(c, tz, after, &t))
-			break;
-		if (iso) {
-			char buf[64];
-			dbcron__format_rfc3339(t * 1000, dbcron_tz_offset(tz, t), 0, buf, sizeof(buf));
-			puts(buf);
-		} else {
-			printf("%" PRId64 "\n", t);
-		}
-		after = t;
-	}
-	rc = fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
-	dbcron_tz_free(tz);
-out_free_cron:
-	dbcron_cron_free(c);
-	return rc;
+	if (app_cron_next(expr, zone, after, count, iso ? print_iso : print_epoch, NULL, &err))
+		return cli_fail(&err);
+	return fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
 }
 
 static int cron_check(int argc, char **argv)
 {
 	char expr[2048] = "", desc[1024];
-	dbcron_cron *c;
+	const char *dialect;
 	dbcron_err err = {0};
 
 	for (int i = 1; i < argc; i++) {
@@ -163,12 +153,9 @@ static int cron_check(int argc, char **argv)
 	}
 	if (!expr[0])
 		return cli_usage_error("cron check", "missing EXPR");
-	if (dbcron_cron_parse(expr, &c, &err))
+	if (app_cron_check(expr, &dialect, desc, sizeof(desc), &err))
 		return cli_fail(&err);
-	dbcron_cron_describe(c, desc, sizeof(desc));
-	printf("valid (%s): %s\n",
-	       dbcron_cron_get_dialect(c) == DBCRON_CRON_QUARTZ ? "quartz" : "unix", desc);
-	dbcron_cron_free(c);
+	printf("valid (%s): %s\n", dialect, desc);
 	return CLI_EXIT_OK;
 }
 

@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "app/app.h"
 #include "cli/cli.h"
 #include "core/alloc.h"
 #include "core/sort.h"
@@ -469,31 +470,7 @@ static int parse_simple(const char *cmd, int argc, char **argv, int want_pos,
 	return -1;
 }
 
-typedef struct job_vec {
-	dbcron_job *v;
-	size_t n, cap;
-	int rc;
-} job_vec;
-
-static int collect_job(void *ctx, const dbcron_job *job)
-{
-	job_vec *jv = ctx;
-	if (dbcron__grow((void **)&jv->v, &jv->cap, jv->n + 1, sizeof(dbcron_job)) ||
-	    dbcron_job_copy(&jv->v[jv->n], job)) {
-		jv->rc = DBCRON_ENOMEM;
-		return 1;
-	}
-	jv->n++;
-	return 0;
-}
-
-static void job_vec_free(job_vec *jv)
-{
-	for (size_t i = 0; i < jv->n; i++)
-		dbcron_job_clear(&jv->v[i]);
-	dbcron__free(jv->v);
-	memset(jv, 0, sizeof(*jv));
-}
+typedef app_job_vec job_vec;
 
 /* Print a JSON value on one line; false on failure (OOM, EPIPE). */
 static bool print_json(json_t *v)
@@ -511,11 +488,6 @@ static void list_usage(FILE *f)
 		   "All jobs by name: schedule, zone, paused, next fire (UTC).\n\n" CLI_DB_HELP);
 }
 
-static int cmp_job_name(const void *a, const void *b)
-{
-	return strcmp(((const dbcron_job *)a)->name, ((const dbcron_job *)b)->name);
-}
-
 static int job_list(int argc, char **argv)
 {
 	simple_args a;
@@ -527,24 +499,28 @@ static int job_list(int argc, char **argv)
 		return status;
 	job_vec jv = {0};
 	dbcron_err err = {0};
-	int rc = store_job_list(s, collect_job, &jv, &err);
-	if (rc || jv.rc) {
-		status = jv.rc ? oom("job list") : cli_fail(&err);
-		goto out;
-	}
-	dbcron__sort(jv.v, jv.n, sizeof(*jv.v), cmp_job_name);
 	if (a.format && strcmp(a.format, "json") == 0) {
+		json_t *arr;
+		if (app_jobs_list(s, &arr, &err)) {
+			status = err.code == DBCRON_ENOMEM ? oom("job list") : cli_fail(&err);
+			goto out;
+		}
+		/* one job a line, as before the API shared this form */
 		fputc('[', stdout);
-		for (size_t i = 0; i < jv.n; i++) {
-			if (i)
-				fputc(',', stdout);
-			fputc('\n', stdout);
-			if (!print_json(model_job_json(&jv.v[i]))) {
+		for (size_t i = 0; i < json_array_size(arr); i++) {
+			fputs(i ? ",\n" : "\n", stdout);
+			if (!print_json(json_incref(json_array_get(arr, i)))) {
+				json_decref(arr);
 				status = oom("job list");
 				goto out;
 			}
 		}
-		fputs(jv.n ? "\n]\n" : "]\n", stdout);
+		fputs(json_array_size(arr) ? "\n]\n" : "]\n", stdout);
+		json_decref(arr);
+		goto out;
+	}
+	if (app_jobs_sorted(s, &jv, &err)) {
+		status = err.code == DBCRON_ENOMEM ? oom("job list") : cli_fail(&err);
 		goto out;
 	}
 	int wn = 4, ws = 8, wt = 2;
@@ -568,7 +544,7 @@ static int job_list(int argc, char **argv)
 				    : model_time_text(j->next_fire_at, t, sizeof(t)));
 	}
 out:
-	job_vec_free(&jv);
+	app_job_vec_free(&jv);
 	store_close(s);
 	return status;
 }
@@ -634,6 +610,19 @@ static int job_show(int argc, char **argv)
 	bool json = a.format && strcmp(a.format, "json") == 0;
 
 	dbcron_job_init(&j);
+	if (json) {
+		json_t *o;
+		int rc = app_job_get(s, a.name, 5, false, &o, &err);
+		if (rc == DBCRON_ENOTFOUND)
+			status = no_such_job("job show", a.name);
+		else if (rc == DBCRON_ENOMEM || (!rc && !print_json(o)))
+			status = oom("job show");
+		else if (rc)
+			status = cli_fail(&err);
+		else
+			fputc('\n', stdout);
+		goto out;
+	}
 	int rc = store_job_get(s, a.name, &j, &err);
 	if (rc == DBCRON_ENOTFOUND) {
 		status = no_such_job("job show", a.name);
@@ -646,12 +635,6 @@ static int job_show(int argc, char **argv)
 	}
 	if (rv.rc) {
 		status = oom("job show");
-		goto out;
-	}
-	if (json) {
-		if (!print_json(model_job_json_with_runs(&j, rv.v, rv.n)))
-			status = oom("job show");
-		fputc('\n', stdout);
 		goto out;
 	}
 	char t[64], b1[256], b2[64], b3[64];
@@ -717,21 +700,9 @@ static void name_usage(FILE *f)
 		   "  trigger  one run now, besides the schedule; prints the run id\n\n" CLI_DB_HELP);
 }
 
-/*
- * A pause or delete is committed; return once every live node has seen
- * it, so that none starts a fire of the job it had already claimed (at
- * most a heartbeat or two).  A node that does not confirm in time is named
- * on stderr; the change itself stands.
- */
-#define NODES_WAIT_MS 10000
-static void wait_nodes(const char *cmd, store *s)
-{
-	dbcron_err err = {0};
-	if (store_nodes_wait_seen(s, NODES_WAIT_MS, &err))
-		fprintf(stderr, "dbcron %s: warning: %s\n", cmd, err.msg);
-}
-
-/* pause, resume, delete, trigger: one job by name. */
+/* pause, resume, delete, trigger: one job by name (app/jobs.c).  A pause
+ * or delete returns once every live node has seen it; one that did not
+ * confirm in time is named on stderr, and the change itself stands. */
 static int job_by_name(const char *sub, int argc, char **argv)
 {
 	char cmd[32];
@@ -744,53 +715,36 @@ static int job_by_name(const char *sub, int argc, char **argv)
 	if ((status = cli_open_store(cmd, &a.db, &s)))
 		return status;
 	dbcron_err err = {0};
-	dbcron_job j;
-	int64_t now, id = 0, fire_at = 0;
+	app_job_result r;
 	int rc;
 	char t[64];
 
-	dbcron_job_init(&j);
 	if (strcmp(sub, "delete") == 0) {
-		rc = store_job_delete(s, a.name, &err);
-		if (!rc) {
-			wait_nodes(cmd, s);
-			printf("deleted job '%s'\n", a.name);
-		}
-	} else if (strcmp(sub, "trigger") == 0) {
-		rc = store_job_trigger(s, a.name, &id, &fire_at, &err);
+		rc = app_job_delete(s, a.name, &r, &err);
 		if (!rc)
-			printf("triggered job '%s': run %" PRId64 " at %s\n", a.name, id,
-			       model_time_text(fire_at, t, sizeof(t)));
+			printf("deleted job '%s'\n", a.name);
+	} else if (strcmp(sub, "trigger") == 0) {
+		rc = app_job_trigger(s, a.name, &r, &err);
+		if (!rc)
+			printf("triggered job '%s': run %" PRId64 " at %s\n", a.name, r.run_id,
+			       model_time_text(r.fire_at, t, sizeof(t)));
 	} else {
 		bool pause = strcmp(sub, "pause") == 0;
-		rc = store_job_get(s, a.name, &j, &err);
-		if (rc)
-			goto out_rc;
-		if (j.paused == pause && (pause || !j.set_aside)) {
+		rc = pause ? app_job_pause(s, a.name, &r, &err) : app_job_resume(s, a.name, &r, &err);
+		if (!rc && !r.changed)
 			printf("job '%s' is already %s\n", a.name, pause ? "paused" : "active");
-			goto out_rc;
-		}
-		/* a pause leaves the next fire as stored; a resume recomputes
-		 * it from the database's now (rules.h) */
-		int64_t next = j.next_fire_at;
-		if (!pause && ((rc = store_now_ms(s, &now, &err)) ||
-			       (rc = model_resume_next_fire(&j, now, &next, &err))))
-			goto out_rc;
-		rc = store_job_set_paused(s, a.name, pause, next, &err);
-		if (!rc && pause)
-			wait_nodes(cmd, s);
-		if (!rc && pause)
+		else if (!rc && pause)
 			printf("paused job '%s'\n", a.name);
 		else if (!rc)
 			printf("resumed job '%s', next fire %s\n", a.name,
-			       model_time_text(next, t, sizeof(t)));
+			       model_time_text(r.next_fire, t, sizeof(t)));
 	}
-out_rc:
+	if (!rc && r.warning[0])
+		fprintf(stderr, "dbcron %s: warning: %s\n", cmd, r.warning);
 	if (rc == DBCRON_ENOTFOUND)
 		status = no_such_job(cmd, a.name);
 	else if (rc)
 		status = fail_in(cmd, &err);
-	dbcron_job_clear(&j);
 	store_close(s);
 	return status;
 }
@@ -820,49 +774,19 @@ static void apply_usage(FILE *f)
 typedef struct apply_ctx {
 	const char *file;
 	size_t nerr;
-	bool user_check;
 } apply_ctx;
 
-static void apply_error(apply_ctx *ac, size_t idx, const char *name,
-			const char *fmt, ...) DBCRON_PRINTF(4, 5);
-
-static void apply_error(apply_ctx *ac, size_t idx, const char *name,
-			const char *fmt, ...)
+/* app_entry_err_fn: one refused entry on stderr, at most APPLY_MAX_ERRORS. */
+static void apply_error(void *ctx, size_t idx, const char *name, const char *msg)
 {
-	va_list ap;
+	apply_ctx *ac = ctx;
 	if (++ac->nerr > APPLY_MAX_ERRORS)
 		return;
 	if (name)
-		fprintf(stderr, "dbcron job apply: %s: job #%zu ('%s'): ", ac->file, idx + 1, name);
+		fprintf(stderr, "dbcron job apply: %s: job #%zu ('%s'): %s\n", ac->file, idx + 1,
+			name, msg);
 	else
-		fprintf(stderr, "dbcron job apply: %s: job #%zu: ", ac->file, idx + 1);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
-/* One entry of the file into d; false (and an error printed) when bad. */
-static bool apply_entry(apply_ctx *ac, size_t idx, json_t *obj, model_jobdef *d)
-{
-	dbcron_err err = {0};
-	const char *name;
-	if (model_jobdef_from_json(d, obj, &name, &err) ||
-	    (ac->user_check && model_jobdef_check_host(d, &err))) {
-		apply_error(ac, idx, name, "%s%s", err.msg,
-			    err.code == DBCRON_ENOTFOUND ? " (--no-user-check if it exists only "
-							   "where the nodes run)" : "");
-		return false;
-	}
-	return true;
-}
-
-static int cmp_def_name(const void *a, const void *b)
-{
-	const model_jobdef *const *x = a, *const *y = b;
-	int c = strcmp((*x)->job.name, (*y)->job.name);
-	/* file order among equal names, so "first at #i" is right */
-	return c ? c : (*x < *y ? -1 : *x > *y);
+		fprintf(stderr, "dbcron job apply: %s: job #%zu: %s\n", ac->file, idx + 1, msg);
 }
 
 /* "64 MiB" for limits that are whole KiB/MiB/GiB, else "N bytes". */
@@ -1004,95 +928,40 @@ out_close:
 	return NULL;
 }
 
-static const dbcron_job *find_prev(const job_vec *jv, const char *name)
-{
-	dbcron_job key = {.name = (char *)name};
-	return jv->n ? bsearch(&key, jv->v, jv->n, sizeof(*jv->v), cmp_job_name) : NULL;
-}
-
 int cli_apply_jobs(const char *shown, json_t *root, const cli_db *db, bool user_check,
 		   bool prune)
 {
-	apply_ctx ac = {.file = shown, .user_check = user_check};
-	int status;
-	size_t n = json_array_size(root), ndefs = 0;
-	model_jobdef *defs = dbcron__calloc(n ? n : 1, sizeof(*defs));
-	model_jobdef **sorted = dbcron__calloc(n ? n : 1, sizeof(*sorted));
-	dbcron_job *jobs = NULL;
-	job_vec jv = {0};
+	apply_ctx ac = {.file = shown};
+	app_apply_opts opts = {.prune = prune, .user_check = user_check};
+	app_apply_result r;
+	app_batch b = {0};
 	store *s = NULL;
 	dbcron_err err = {0};
-	status = CLI_EXIT_USAGE;
-	if (!defs || !sorted) {
+	char warning[512];
+	int status;
+
+	/* every entry alone and names unique, before any database */
+	int rc = app_apply_check(root, &opts, apply_error, &ac, &b, &r, &err);
+	json_decref(root);
+	if (rc == DBCRON_EINVAL)
+		goto out_report;
+	if (rc) {
 		status = oom("job apply");
 		goto out_free;
 	}
-
-	/* 1: every entry alone, no database yet */
-	for (size_t i = 0; i < n; i++) {
-		model_jobdef_init(&defs[i], false);
-		ndefs = i + 1;
-		apply_entry(&ac, i, json_array_get(root, i), &defs[i]);
-	}
-	json_decref(root);
-	root = NULL;
-	if (ac.nerr)
-		goto out_report;
-
-	/* 2: names unique within the file */
-	for (size_t i = 0; i < n; i++)
-		sorted[i] = &defs[i];
-	dbcron__sort(sorted, n, sizeof(*sorted), cmp_def_name);
-	for (size_t i = 1; i < n; i++)
-		if (strcmp(sorted[i]->job.name, sorted[i - 1]->job.name) == 0)
-			apply_error(&ac, (size_t)(sorted[i] - defs), sorted[i]->job.name,
-				    "duplicate name (first at job #%zu)",
-				    (size_t)(sorted[i - 1] - defs) + 1);
-	if (ac.nerr)
-		goto out_report;
-
-	/* 3: resolve against the database's clock and what is stored */
 	if ((status = cli_open_store("job apply", db, &s)))
 		goto out_free;
-	int64_t now;
-	int rc = store_now_ms(s, &now, &err);
-	if (!rc)
-		rc = store_job_list(s, collect_job, &jv, &err);
-	if (rc || jv.rc) {
-		status = jv.rc ? oom("job apply") : cli_fail(&err);
-		goto out_free;
-	}
-	dbcron__sort(jv.v, jv.n, sizeof(*jv.v), cmp_job_name);
-	for (size_t i = 0; i < n; i++) {
-		if (model_jobdef_finish(&defs[i], now, find_prev(&jv, defs[i].job.name), &err))
-			apply_error(&ac, i, defs[i].job.name, "%s", err.msg);
-	}
-	status = CLI_EXIT_USAGE;
-	if (ac.nerr)
+	rc = app_apply_write(s, &b, &opts, apply_error, &ac, &r, warning, sizeof(warning), &err);
+	if (rc == DBCRON_EINVAL && r.nerr)
 		goto out_report;
-
-	/* 4: one transaction */
-	jobs = dbcron__calloc(n ? n : 1, sizeof(*jobs));
-	if (!jobs) {
-		status = oom("job apply");
-		goto out_free;
-	}
-	for (size_t i = 0; i < n; i++) {
-		jobs[i] = defs[i].job;
-		dbcron_job_init(&defs[i].job);
-	}
-	size_t created = 0, updated = 0, deleted = 0;
-	rc = store_job_put(s, jobs, n, STORE_PUT_UPSERT, prune, &created, &updated,
-			     &deleted, &err);
-	for (size_t i = 0; i < n; i++)
-		dbcron_job_clear(&jobs[i]);
 	if (rc) {
-		status = fail_in("job apply", &err);
+		status = err.code == DBCRON_ENOMEM ? oom("job apply") : fail_in("job apply", &err);
 		goto out_free;
 	}
-	if (deleted)
-		wait_nodes("job apply", s);
-	printf("applied: %zu created, %zu updated, %zu deleted\n", created, updated, deleted);
+	if (warning[0])
+		fprintf(stderr, "dbcron job apply: warning: %s\n", warning);
+	printf("applied: %zu created, %zu updated, %zu deleted\n", r.created, r.updated,
+	       r.deleted);
 	status = CLI_EXIT_OK;
 	goto out_free;
 
@@ -1102,14 +971,9 @@ out_report:
 			ac.nerr - APPLY_MAX_ERRORS);
 	fprintf(stderr, "dbcron job apply: %s: nothing applied (%zu error%s)\n", ac.file,
 		ac.nerr, ac.nerr == 1 ? "" : "s");
+	status = CLI_EXIT_USAGE;
 out_free:
-	json_decref(root);
-	dbcron__free(jobs);
-	for (size_t i = 0; i < ndefs; i++)
-		model_jobdef_clear(&defs[i]);
-	dbcron__free(defs);
-	dbcron__free(sorted);
-	job_vec_free(&jv);
+	app_batch_clear(&b);
 	store_close(s);
 	return status;
 }

@@ -5,7 +5,9 @@
  * stops the running jobs at once.  Under systemd (Type=notify) it says
  * READY=1 once the node is registered and WATCHDOG=1 at every renewed
  * lease, so a node that cannot renew its lease for WatchdogSec is
- * restarted; outside systemd sd_notify does nothing.
+ * restarted; outside systemd sd_notify does nothing.  With --http it also
+ * serves the HTTP API, which owns its own thread and store handle
+ * (src/http/) and is stopped before the node is freed.
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -21,6 +23,8 @@
 #include "core/log.h"
 #include "core/timeutil.h"
 #include "dbcron/node.h"
+#include "http/http.h"
+#include "sched/stats.h"
 
 static dbcron_node *running_node;
 static volatile sig_atomic_t signals_seen;
@@ -52,7 +56,8 @@ static void help(FILE *f)
 		"                   [--claim-batch N] [--max-inflight N] [--preread DUR]\n"
 		"                   [--claim-strategy per-row|lock-row]\n"
 		"                   [--lease DUR] [--heartbeat DUR] [--grace DUR] [--retention DUR|forever]\n"
-		"                   [--log-runs] [--quiet]\n\n"
+		"                   [--log-runs] [--quiet] [--http ADDR:PORT [--api-token-file PATH]\n"
+		"                   [--metrics-max-jobs N]]\n\n"
 		"Run a scheduler node until SIGINT or SIGTERM (a second one stops running jobs at\n"
 		"once instead of after --grace).  Under systemd (Type=notify) it sends READY=1 once\n"
 		"registered and WATCHDOG=1 at every renewed lease.\n\n"
@@ -74,6 +79,12 @@ static void help(FILE *f)
 		"  --log-runs         log every run start and end (default: only failures,\n"
 		"                     skips, misfires, takeovers and lease events)\n"
 		"  --quiet            log warnings and errors only\n"
+		"  --http ADDR:PORT   also serve the HTTP API (docs/http.md) there, on a thread and\n"
+		"                     a database connection of its own; a loopback address unless\n"
+		"                     --api-token-file is given\n"
+		"  --api-token-file PATH  lines 'TOKEN ROLE' (ROLE read or admin; TOKEN may be\n"
+		"                     sha256:HEX); without it the API is read-only\n"
+		"  --metrics-max-jobs N  per-job series in /metrics for at most N jobs (default 1000)\n"
 		CLI_DB_HELP
 		"Jobs get a clean environment (HOME, USER, LOGNAME, SHELL, PATH, DBCRON_* run facts\n"
 		"and their own --env), and never the node's DBCRON_DB, DBCRON_DB_FILE, PGPASSWORD,\n"
@@ -106,7 +117,7 @@ static int parse_dur(const char *flag, const char *v, int64_t *out)
 int cli_node(int argc, char **argv)
 {
 	enum { O_DB = 256, O_DB_FILE, O_ID, O_WORKERS, O_SLOW, O_BATCH, O_INFLIGHT, O_PREREAD, O_STRATEGY,
-	       O_LEASE, O_HB, O_GRACE, O_LOGRUNS, O_QUIET, O_RETENTION };
+	       O_LEASE, O_HB, O_GRACE, O_LOGRUNS, O_QUIET, O_RETENTION, O_HTTP, O_TOKENS, O_MAXJOBS };
 	static const struct option opts[] = {
 		{"db", required_argument, NULL, O_DB},
 		{"db-file", required_argument, NULL, O_DB_FILE},
@@ -123,6 +134,9 @@ int cli_node(int argc, char **argv)
 		{"log-runs", no_argument, NULL, O_LOGRUNS},
 		{"retention", required_argument, NULL, O_RETENTION},
 		{"quiet", no_argument, NULL, O_QUIET},
+		{"http", required_argument, NULL, O_HTTP},
+		{"api-token-file", required_argument, NULL, O_TOKENS},
+		{"metrics-max-jobs", required_argument, NULL, O_MAXJOBS},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -130,6 +144,8 @@ int cli_node(int argc, char **argv)
 	dbcron_node_config_init(&cfg);
 	cli_db db = {0};
 	bool preread_set = false;
+	http_config hc;
+	http_config_init(&hc);
 	int c, rc;
 	optind = 0;
 	opterr = 0;
@@ -168,6 +184,15 @@ int cli_node(int argc, char **argv)
 			rc = parse_dur("--retention", optarg, &cfg.retention_ms);
 			break;
 		case O_QUIET: dbcron__log_set_level(LOG_WARN); break;
+		case O_HTTP: hc.listen = optarg; break;
+		case O_TOKENS: hc.token_file = optarg; break;
+		case O_MAXJOBS: {
+			int v = 0;
+			rc = parse_int("--metrics-max-jobs", optarg, 0, &v);
+			if (!rc)
+				hc.metrics_max_jobs = (size_t)v;
+			break;
+		}
 		case 'h': help(stdout); return 0;
 		default:
 			return cli_usage_error("node", "unknown or incomplete option '%s'", argv[optind - 1]);
@@ -181,6 +206,8 @@ int cli_node(int argc, char **argv)
 		cfg.preread_ms = 0; /* the node's lock-row default */
 	if (cfg.heartbeat_ms * 2 > cfg.lease_ms)
 		return cli_usage_error("node", "--lease must be at least twice --heartbeat");
+	if (hc.token_file && !hc.listen)
+		return cli_usage_error("node", "--api-token-file needs --http");
 	cfg.db_url = cli_db_url("node", &db, &rc);
 	if (!cfg.db_url)
 		return rc;
@@ -190,8 +217,15 @@ int cli_node(int argc, char **argv)
 	cfg.alive_ctx = &ready;
 	dbcron_err err = {0};
 	dbcron_node *n = NULL;
+	http_server *hs = NULL;
 	if (dbcron_node_create(&cfg, &n, &err))
 		return cli_fail(&err);
+	hc.db_url = cfg.db_url;
+	hc.stats = dbcron__node_stats(n);
+	if (hc.listen && http_server_start(&hc, &hs, &err)) {
+		dbcron_node_free(n);
+		return cli_fail(&err);
+	}
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
@@ -202,6 +236,7 @@ int cli_node(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	rc = dbcron_node_run(n, &err);
 	running_node = NULL;
+	http_server_stop(hs);
 	dbcron_node_free(n);
 	return rc ? cli_fail(&err) : 0;
 }

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "app/app.h"
 #include "cli/cli.h"
 #include "core/alloc.h"
 #include "core/timeutil.h"
@@ -39,34 +40,12 @@ static int parse_format(const char *cmd, const char *v, enum view_format *out)
 
 /* ------------------------------------------------------- run helpers */
 
-static char *dup_or_null(const char *s, bool *failed)
-{
-	if (!s)
-		return NULL;
-	char *d = dbcron__strdup(s);
-	if (!d)
-		*failed = true;
-	return d;
-}
-
 int cli_collect_run(void *ctx, const dbcron_run *run)
 {
 	cli_run_vec *rv = ctx;
-	bool failed = false;
-	if (dbcron__grow((void **)&rv->v, &rv->cap, rv->n + 1, sizeof(dbcron_run))) {
-		rv->rc = DBCRON_ENOMEM;
-		return 1;
-	}
-	dbcron_run *r = &rv->v[rv->n];
-	*r = *run;
 	/* the token and the output are not shown in tables */
-	r->claim_token = NULL;
-	r->output = NULL;
-	r->job_name = dup_or_null(run->job_name, &failed);
-	r->node = dup_or_null(run->node, &failed);
-	r->error = dup_or_null(run->error, &failed);
-	if (failed) {
-		dbcron_run_clear(r);
+	if (dbcron__grow((void **)&rv->v, &rv->cap, rv->n + 1, sizeof(dbcron_run)) ||
+	    app_run_copy(&rv->v[rv->n], run, false)) {
 		rv->rc = DBCRON_ENOMEM;
 		return 1;
 	}
@@ -80,17 +59,6 @@ void cli_run_vec_free(cli_run_vec *rv)
 		dbcron_run_clear(&rv->v[i]);
 	dbcron__free(rv->v);
 	memset(rv, 0, sizeof(*rv));
-}
-
-/* For the node rows; runs are model_run_json's. */
-static json_t *ms_json(int64_t ms)
-{
-	return ms >= 0 ? json_integer(ms) : json_null();
-}
-
-static json_t *str_json(const char *s)
-{
-	return s ? json_string(s) : json_null();
 }
 
 /* One line of text for a table cell: control characters become spaces,
@@ -431,24 +399,11 @@ static int print_node(void *ctx, const store_node_row *nr)
 		csv_ms(stdout, nr->lease_until);
 		printf(",%" PRId64 "\n", nr->heartbeat_ms >= 0 ? nc->now - nr->heartbeat_ms : 0);
 	} else if (nc->fmt == FMT_JSON) {
-		json_t *o = json_object();
+		json_t *o = app_node_json(nr, nc->now);
 		if (!o) {
 			nc->failed = true;
 			return 1;
 		}
-		json_object_set_new(o, "node", str_json(nr->node_id));
-		json_object_set_new(o, "host", str_json(nr->host));
-		json_object_set_new(o, "pid", json_integer(nr->pid));
-		json_object_set_new(o, "state", str_json(nr->state));
-		json_object_set_new(o, "workers", json_integer(nr->workers));
-		json_object_set_new(o, "running", json_integer(nr->running));
-		json_object_set_new(o, "started_ms", ms_json(nr->started_ms));
-		json_object_set_new(o, "heartbeat_ms", ms_json(nr->heartbeat_ms));
-		json_object_set_new(o, "heartbeat", json_string(model_time_text(nr->heartbeat_ms, hb, sizeof(hb))));
-		json_object_set_new(o, "heartbeat_age_ms",
-				    nr->heartbeat_ms >= 0 ? json_integer(nc->now - nr->heartbeat_ms)
-							  : json_null());
-		json_object_set_new(o, "lease_until_ms", ms_json(nr->lease_until));
 		fputs(nc->n ? ",\n" : "\n", stdout);
 		int rc = json_dumpf(o, stdout, JSON_COMPACT | JSON_ENSURE_ASCII);
 		json_decref(o);

@@ -33,6 +33,7 @@ static const struct {
 	{"nodes", cli_nodes, "show scheduler nodes and their heartbeats"},
 	{"lock", cli_lock, "run a command under a cluster-wide lease lock"},
 	{"locks", cli_locks, "show lease locks"},
+	{"serve", cli_serve, "serve the HTTP API without scheduling"},
 };
 
 static void usage(FILE *f)

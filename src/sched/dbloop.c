@@ -187,12 +187,30 @@ static int flush(dbcron_node *n, dbcron_err *err)
 				    LOG_STR("state", dbcron_run_state_name(ups[i].state)),
 				    LOG_STR("msg", "an earlier try whose reply was lost had written it"));
 		} else if (!ups[i].applied) {
+			atomic_fetch_add_explicit(&n->stats.fenced, 1, memory_order_relaxed);
 			n->n_fenced++;
 			dbcron__log(LOG_WARN, "run.fenced", LOG_STR("job", f->run.job_name),
 				    LOG_INT("fire_at", f->run.fire_at), LOG_INT("attempt", f->run.attempt),
 				    LOG_INT("run", f->run.id),
 				    LOG_STR("state", dbcron_run_state_name(ups[i].state)),
 				    LOG_STR("msg", "write refused: the run is no longer ours"));
+		}
+		/* /metrics: what this node wrote (a refused write is not ours).
+		 * A run that ended before its start was flushed has one write
+		 * carrying both, so lateness counts the first write that has a
+		 * start, whichever it is. */
+		bool landed = ups[i].applied || (ours && ours[i]);
+		if (landed && !f->start_counted && ups[i].started_ms >= 0) {
+			f->start_counted = true;
+			node_hist_observe(&n->stats.late_ms, ups[i].started_ms - f->run.due_at);
+		}
+		if (landed && f->phase == FIRE_WRITING) {
+			if ((int)ups[i].state >= 0 && ups[i].state < NODE_STATE_MAX)
+				atomic_fetch_add_explicit(&n->stats.runs[ups[i].state], 1,
+							  memory_order_relaxed);
+			if (ups[i].started_ms >= 0)
+				node_hist_observe(&n->stats.run_ms,
+						  ups[i].finished_ms - ups[i].started_ms);
 		}
 		if (f->phase == FIRE_WRITING) {
 			/* nothing else refers to it once its final state is out */
@@ -203,6 +221,7 @@ static int flush(dbcron_node *n, dbcron_err *err)
 		}
 	}
 out_unlock:
+	atomic_store_explicit(&n->stats.inflight, (long long)n->inflight, memory_order_relaxed);
 	pthread_mutex_unlock(&n->mu);
 	dbcron__free(ours);
 	dbcron__free(ups);
@@ -307,6 +326,7 @@ static void set_clock_and_lease(dbcron_node *n, int64_t asked_mono, int64_t t0, 
 	pthread_mutex_lock(&n->mu);
 	n->lease_ok_until_mono = asked_mono + n->cfg.lease_ms - n->cfg.lease_ms / 4;
 	n->lease_until_db = lease_until_db;
+	atomic_store_explicit(&n->stats.lease_until_ms, lease_until_db, memory_order_relaxed);
 	if (wake_timer)
 		pthread_cond_signal(&n->timer_cv);
 	pthread_mutex_unlock(&n->mu);
@@ -558,6 +578,9 @@ static long claim(dbcron_node *n, dbcron_err *err)
 	if (took > n->claim_ms_max)
 		n->claim_ms_max = took;
 	n->n_claims++;
+	atomic_fetch_add_explicit(&n->stats.claims, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&n->stats.claimed, res.nruns, memory_order_relaxed);
+	node_hist_observe(&n->stats.claim_ms, took);
 	for (size_t i = 0; i < res.naside; i++)
 		dbcron__log(LOG_WARN, "job.set_aside", LOG_STR("job", res.aside[i].name),
 			    LOG_INT("id", res.aside[i].job_id), LOG_STR("msg", res.aside[i].why));
@@ -588,6 +611,7 @@ static long claim(dbcron_node *n, dbcron_err *err)
 	}
 	if (wake)
 		pthread_cond_signal(&n->timer_cv);
+	atomic_store_explicit(&n->stats.inflight, (long long)n->inflight, memory_order_relaxed);
 	pthread_mutex_unlock(&n->mu);
 	long got = (long)res.nruns;
 	if (n->cfg.log_runs && (res.nruns || res.nterminal))

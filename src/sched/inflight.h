@@ -132,6 +132,7 @@ struct fire {
 	 * worker as it starts the job, without the mutex. */
 	atomic_llong started_db;
 	int64_t finished_db;
+	bool start_counted; /* db thread: its lateness is in the node's stats */
 	/* The outcome, set when the fire becomes FINISHED. */
 	dbcron_run_state end_state;
 	const char *end_why; /* static text recorded instead of res.error */

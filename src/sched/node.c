@@ -87,6 +87,8 @@ int dbcron_node_create(const dbcron_node_config *cfg, dbcron_node **out,
 	}
 	n->cfg.db_url = n->db_url;
 	n->cfg.node_id = n->node_id;
+	n->stats.node_id = n->node_id;
+	atomic_store(&n->stats.lease_until_ms, -1);
 	pthread_mutex_init(&n->mu, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
@@ -228,4 +230,9 @@ void dbcron_node_free(dbcron_node *n)
 	pthread_cond_destroy(&n->timer_cv);
 	pthread_cond_destroy(&n->db_cv);
 	dbcron__free(n);
+}
+
+node_stats *dbcron__node_stats(dbcron_node *n)
+{
+	return n ? &n->stats : NULL;
 }

@@ -26,6 +26,7 @@
 #include "dbcron/node.h"
 #include "exec/exec.h"
 #include "sched/inflight.h"
+#include "sched/stats.h"
 #include "sched/plan.h"
 #include "sched/timer.h"
 #include "store/store.h"
@@ -56,6 +57,7 @@ struct dbcron_node {
 	size_t inflight;    /* fires claimed and not yet freed */
 	size_t running;     /* fires on some job's running list */
 
+	node_stats stats;            /* atomics: for /metrics (stats.h) */
 	atomic_llong offset_ms;      /* db_ms = mono_ms + offset */
 	int64_t lease_ok_until_mono; /* mu */
 	int64_t lease_until_db;      /* mu: the lease's end as written (at most) */

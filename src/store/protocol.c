@@ -768,6 +768,28 @@ int store_job_list(store *s, store_job_cb cb, void *ctx, dbcron_err *err)
 	return each_row(s, ST_JOB_LIST, NULL, 0, job_one, &e, err);
 }
 
+struct brief_each {
+	store_brief_cb cb;
+	void *ctx;
+};
+
+static int brief_one(store *s, void *arg, bool *stop, dbcron_err *err)
+{
+	struct brief_each *e = arg;
+	store_job_brief b = {.name = s->d->col_text(s->c, 0), .next_fire_at = col_i64n(s, 1),
+			     .paused = col_i64(s, 2) != 0};
+	if (!b.name)
+		b.name = "";
+	*stop = e->cb(e->ctx, &b) != 0;
+	return DBCRON_OK;
+}
+
+int store_job_briefs(store *s, store_brief_cb cb, void *ctx, dbcron_err *err)
+{
+	struct brief_each e = {cb, ctx};
+	return each_row(s, ST_JOB_BRIEF, NULL, 0, brief_one, &e, err);
+}
+
 int store_job_set_paused(store *s, const char *name, bool paused, int64_t next_fire_at,
 			 dbcron_err *err)
 {
@@ -1957,9 +1979,13 @@ int store_runs_list(store *s, const store_run_filter *f, store_run_cb cb, void *
 {
 	store_param p[] = {sp_text(f ? f->job : NULL), sp_i64(f ? f->state : 0),
 			   sp_i64(f && f->since_ms >= 0 ? f->since_ms : -1),
-			   sp_i64(f && f->limit > 0 ? (int64_t)f->limit : -1)};
+			   sp_i64(f && f->limit > 0 ? (int64_t)f->limit : -1),
+			   sp_i64(f && f->keyset ? f->before_fire_at : -1),
+			   sp_text(f && f->before_job ? f->before_job : ""),
+			   sp_i64(f ? f->before_attempt : 0),
+			   sp_i64(f ? f->before_id : 0)};
 	struct run_each e = {cb, ctx};
-	return each_row(s, ST_RUNS_LIST, p, 4, run_one, &e, err);
+	return each_row(s, ST_RUNS_LIST, p, 8, run_one, &e, err);
 }
 
 int store_run_get(store *s, int64_t id, dbcron_run *run, dbcron_err *err)

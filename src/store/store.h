@@ -167,6 +167,14 @@ typedef struct store_run_filter {
 	int state;       /* 0: all */
 	int64_t since_ms; /* -1: all; compares fire_at */
 	long limit;       /* 0: no limit */
+	/* Keyset paging: with keyset, only runs strictly after this one in the
+	 * listing's newest-first order (fire_at, job_name, attempt, id); the
+	 * listing returns the newest `limit` of those (oldest first, as ever). */
+	bool keyset;
+	int64_t before_fire_at;
+	const char *before_job;
+	int before_attempt;
+	int64_t before_id;
 } store_run_filter;
 
 typedef struct store_lock_row {
@@ -182,6 +190,14 @@ typedef int (*store_job_cb)(void *ctx, const dbcron_job *job);
 typedef int (*store_run_cb)(void *ctx, const dbcron_run *run);
 typedef int (*store_node_cb)(void *ctx, const store_node_row *node);
 typedef int (*store_lock_cb)(void *ctx, const store_lock_row *lock);
+/* A job's name, next fire (-1 none) and paused flag: what /metrics needs,
+ * without decoding the whole definition. */
+typedef struct store_job_brief {
+	const char *name;
+	int64_t next_fire_at;
+	bool paused;
+} store_job_brief;
+typedef int (*store_brief_cb)(void *ctx, const store_job_brief *job);
 
 /* How job_apply writes a batch of definitions (one transaction). */
 typedef enum store_put_mode {
@@ -246,6 +262,8 @@ int store_now_ms(store *s, int64_t *out, dbcron_err *err);
 int store_job_put(store *s, dbcron_job *jobs, size_t n, store_put_mode mode, bool prune, size_t *created, size_t *updated, size_t *deleted, dbcron_err *err);
 int store_job_get(store *s, const char *name, dbcron_job *out, dbcron_err *err);
 int store_job_list(store *s, store_job_cb cb, void *ctx, dbcron_err *err);
+/* Every job's store_job_brief, by name. */
+int store_job_briefs(store *s, store_brief_cb cb, void *ctx, dbcron_err *err);
 int store_job_set_paused(store *s, const char *name, bool paused, int64_t next_fire_at, dbcron_err *err);
 int store_job_delete(store *s, const char *name, dbcron_err *err);
 int store_job_trigger(store *s, const char *name, int64_t *run_id, int64_t *fire_at, dbcron_err *err);

@@ -848,7 +848,7 @@ static void test_runs_list_order(void **state)
 			  " VALUES (1, 'b', 10, 1, 3, 10, 0), (2, 'a', 10, 1, 3, 10, 0),"
 			  " (1, 'b', 5, 1, 4, 5, 0), (1, 'b', 20, 1, 3, 20, 0)"));
 	collect col = {0};
-	store_run_filter f = {NULL, 0, -1, 0};
+	store_run_filter f = {.job = NULL, .state = 0, .since_ms = -1, .limit = 0};
 	assert_int_equal(store_runs_list(s, &f, collect_run, &col, &err), DBCRON_OK);
 	assert_int_equal(col.n, 4);
 	assert_int_equal(col.fire[0], 5);
@@ -863,7 +863,7 @@ static void test_runs_list_order(void **state)
 	assert_string_equal(col.names[0], "b");
 	assert_int_equal(col.fire[1], 20);
 	memset(&col, 0, sizeof(col));
-	store_run_filter g = {"b", DBCRON_RUN_SUCCEEDED, 6, 0};
+	store_run_filter g = {.job = "b", .state = DBCRON_RUN_SUCCEEDED, .since_ms = 6, .limit = 0};
 	assert_int_equal(store_runs_list(s, &g, collect_run, &col, &err), DBCRON_OK);
 	assert_int_equal(col.n, 2);
 	PQfinish(c);

@@ -50,6 +50,7 @@ static const char *const sql[ST__COUNT] = {
 	[ST_SCHEMA] = "-- schema_read(), migrate()",
 	[ST_JOB_GET] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name = $1::text",
 	[ST_JOB_LIST] = "SELECT " STORE_JOB_COLS " FROM jobs ORDER BY name",
+	[ST_JOB_BRIEF] = "SELECT name, next_fire_at, paused::int FROM jobs ORDER BY name",
 	[ST_JOBS_BY_NAMES] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name = ANY ($1::text[])",
 	[ST_JOBS_INSERT] =
 		"INSERT INTO jobs (" STORE_JOB_PUT_COLS ", created_ms, updated_ms) "
@@ -213,7 +214,11 @@ static const char *const sql[ST__COUNT] = {
 	[ST_RUNS_LIST] =
 		"SELECT * FROM (SELECT " STORE_RUN_COLS " FROM runs WHERE ($1::text IS NULL "
 		"OR job_name = $1::text) AND ($2::int = 0 OR state = $2::int) AND "
-		"($3::bigint < 0 OR fire_at >= $3::bigint) ORDER BY fire_at DESC, job_name "
+		"($3::bigint < 0 OR fire_at >= $3::bigint) "
+		/* keyset paging: strictly after the cursor row in this order */
+		"AND ($5::bigint < 0 OR fire_at < $5::bigint OR (fire_at = $5::bigint AND "
+		"(job_name < $6::text OR (job_name = $6::text AND (attempt < $7::int OR "
+		"(attempt = $7::int AND id < $8::bigint)))))) ORDER BY fire_at DESC, job_name "
 		"DESC, attempt DESC, id DESC LIMIT CASE WHEN $4::bigint < 0 THEN NULL ELSE "
 		"$4::bigint END) x ORDER BY fire_at, job_name, attempt, id",
 	/* reap and the orphan sweep resolve what a stopped or dead node held;

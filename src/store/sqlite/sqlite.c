@@ -54,6 +54,7 @@ static const char *const sql[ST__COUNT] = {
 	[ST_SCHEMA] = "-- schema_read(), migrate()",
 	[ST_JOB_GET] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name = ?1",
 	[ST_JOB_LIST] = "SELECT " STORE_JOB_COLS " FROM jobs ORDER BY name",
+	[ST_JOB_BRIEF] = "SELECT name, next_fire_at, paused FROM jobs ORDER BY name",
 	[ST_JOBS_BY_NAMES] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name IN "
 			     "(SELECT " V0 " FROM json_each(?1))",
 	[ST_JOBS_INSERT] =
@@ -190,6 +191,8 @@ static const char *const sql[ST__COUNT] = {
 	[ST_RUNS_LIST] =
 		"SELECT * FROM (SELECT " STORE_RUN_COLS " FROM runs WHERE (?1 IS NULL OR "
 		"job_name = ?1) AND (?2 = 0 OR state = ?2) AND (?3 < 0 OR fire_at >= ?3) "
+		/* keyset paging: strictly after the cursor row in this order */
+		"AND (?5 < 0 OR fire_at < ?5 OR (fire_at = ?5 AND (job_name < ?6 OR (job_name = ?6 AND (attempt < ?7 OR (attempt = ?7 AND id < ?8)))))) "
 		"ORDER BY fire_at DESC, job_name DESC, attempt DESC, id DESC LIMIT ?4) "
 		"ORDER BY fire_at, job_name, attempt, id",
 	/* reap and the orphan sweep resolve what a stopped or dead node held;

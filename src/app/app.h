@@ -1,0 +1,163 @@
+/*
+ * The verbs, once, for every front end: what `dbcron job ...`, `runs`,
+ * `nodes`, `locks` and the HTTP API do to the store, and the JSON each
+ * answers with.  No printing and no argv here: a front end parses its
+ * input, calls one of these and shows the result (or the error, whose
+ * message already names the key, the job or the value at fault).
+ *
+ * Every function takes a store the caller owns and only uses it for the
+ * call.  A json_t ** out-parameter receives a new reference the caller
+ * owns; it is NULL on every error path.
+ */
+#ifndef DBCRON_APP_H
+#define DBCRON_APP_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dbcron/error.h"
+#include "store/store.h"
+
+/* ------------------------------------------------------------ jobs */
+
+/* Stored jobs, copies the vector owns (app_job_vec_free). */
+typedef struct app_job_vec {
+	dbcron_job *v;
+	size_t n, cap;
+	int rc;
+} app_job_vec;
+
+/* Every stored job into jv, sorted by name. */
+int app_jobs_sorted(store *s, app_job_vec *jv, dbcron_err *err);
+void app_job_vec_free(app_job_vec *jv);
+
+/* Every job as model_job_json, sorted by name. */
+int app_jobs_list(store *s, json_t **out, dbcron_err *err);
+
+/* One job with its last nruns runs (model_job_json_with_runs); with
+ * words also "schedule", "description" (cron in words) and "next_fires"
+ * (the next five, in UTC and in the job's zone; none while paused).
+ * DBCRON_ENOTFOUND "no job named 'x'". */
+int app_job_get(store *s, const char *name, size_t nruns, bool words, json_t **out,
+		dbcron_err *err);
+
+/* What a verb on one job did, for the front end to say. */
+typedef struct app_job_result {
+	bool changed;      /* pause/resume: false when it already was so */
+	int64_t next_fire; /* resume: the new next fire (-1 none) */
+	int64_t run_id;    /* trigger: the new run */
+	int64_t fire_at;   /* trigger: its fire time */
+	/* pause and delete wait (at most 10 s) for every live node to see the
+	 * change; when one did not confirm, why, else "" */
+	char warning[512];
+} app_job_result;
+
+/* DBCRON_ENOTFOUND "no job named 'x'" for each of these. */
+int app_job_pause(store *s, const char *name, app_job_result *r, dbcron_err *err);
+int app_job_resume(store *s, const char *name, app_job_result *r, dbcron_err *err);
+int app_job_delete(store *s, const char *name, app_job_result *r, dbcron_err *err);
+int app_job_trigger(store *s, const char *name, app_job_result *r, dbcron_err *err);
+
+/* ----------------------------------------------------------- apply */
+
+typedef struct app_apply_opts {
+	bool prune;      /* delete the jobs that are not in the batch */
+	bool dry_run;    /* say what would change, write nothing */
+	bool user_check; /* model_jobdef_check_host on every entry */
+} app_apply_opts;
+
+/* One bad entry: its index in the batch (0-based), its "name" when it had
+ * one (else NULL) and what is wrong, naming the key. */
+typedef void (*app_entry_err_fn)(void *ctx, size_t idx, const char *name,
+				 const char *msg);
+
+typedef struct app_apply_result {
+	size_t created, updated, deleted;
+	size_t nerr; /* entries refused (then nothing was written) */
+	/* dry run: {"create": [names], "update": [...], "delete": [...]} */
+	json_t *diff;
+} app_apply_result;
+
+/*
+ * A batch of job definitions being applied, in two steps so that a front
+ * end can refuse bad input before it opens a database: app_apply_check
+ * (no store: every entry alone, then names unique) and app_apply_write
+ * (resolve against the database's clock and the stored jobs, then one
+ * transaction).  Owns its definitions; app_batch_clear frees them.
+ */
+typedef struct app_batch {
+	struct model_jobdef *defs;
+	size_t n;
+} app_batch;
+
+/*
+ * entries: a `job apply` file's array (borrowed).  Each refused entry is
+ * reported through on_err and counted in r->nerr; then the return is
+ * DBCRON_EINVAL with err saying how many, and nothing may be written.
+ * DBCRON_ENOMEM otherwise.  b is filled either way (app_batch_clear).
+ */
+int app_apply_check(json_t *entries, const app_apply_opts *o,
+		    app_entry_err_fn on_err, void *ctx, app_batch *b,
+		    app_apply_result *r, dbcron_err *err);
+/*
+ * Resolve and write a checked batch: entries refused now (against the
+ * clock or a stored job) are reported as above, and nothing is written.
+ * A dry run stops before writing and sets r->diff (the caller's).  After
+ * a prune that deleted jobs it waits for the nodes as app_job_delete does
+ * (warning, when set, says which did not confirm).  The batch is consumed.
+ */
+int app_apply_write(store *s, app_batch *b, const app_apply_opts *o,
+		    app_entry_err_fn on_err, void *ctx, app_apply_result *r,
+		    char *warning, size_t wlen, dbcron_err *err);
+void app_batch_clear(app_batch *b);
+
+/* ------------------------------------------------------------ runs */
+
+/* A deep copy of src into dst (the caller's: dbcron_run_clear), without
+ * the claim token, and without the output unless with_output.
+ * DBCRON_ENOMEM leaves dst cleared. */
+int app_run_copy(dbcron_run *dst, const dbcron_run *src, bool with_output);
+
+/*
+ * A page of the run log, newest first: runs matching f (f->limit > 0 is
+ * the page size), strictly older than the cursor when one is given.  The
+ * cursor is opaque text from an earlier page's "next_cursor".  *out is
+ * {"runs": [model_run_json...], "next_cursor": text or null}; null when
+ * this was the last page.  A malformed cursor is DBCRON_EINVAL.
+ */
+int app_runs_page(store *s, const store_run_filter *f, const char *cursor,
+		  json_t **out, dbcron_err *err);
+
+/* One run with its captured output.  DBCRON_ENOTFOUND when absent. */
+int app_run_get(store *s, int64_t id, json_t **out, dbcron_err *err);
+
+/* ------------------------------------------------------------ cron */
+
+/* One fire: UTC epoch seconds and the zone's offset then (seconds east).
+ * Non-zero stops the walk. */
+typedef int (*app_fire_fn)(void *ctx, int64_t t, int32_t offset);
+
+/* The next count fires of expr in zone (NULL: UTC) strictly after after_s,
+ * fewer when it stops firing.  DBCRON_EPARSE (the field at fault) or
+ * DBCRON_ETZ. */
+int app_cron_next(const char *expr, const char *zone, int64_t after_s, long count,
+		  app_fire_fn cb, void *ctx, dbcron_err *err);
+/* Valid: *dialect "quartz" or "unix" and the expression in words. */
+int app_cron_check(const char *expr, const char **dialect, char *desc, size_t len,
+		   dbcron_err *err);
+
+/* ------------------------------------------------- nodes and locks */
+
+/* A node row as the JSON `dbcron nodes --format json` prints; ages
+ * against now_ms (the database's clock). */
+json_t *app_node_json(const store_node_row *nr, int64_t now_ms);
+/* A lock row as `dbcron locks --format json` prints. */
+json_t *app_lock_json(const store_lock_row *l, int64_t now_ms);
+
+/* Every node / every lock as an array of the above. */
+int app_nodes_list(store *s, json_t **out, dbcron_err *err);
+int app_locks_list(store *s, json_t **out, dbcron_err *err);
+
+#endif

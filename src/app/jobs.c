@@ -1,0 +1,444 @@
+/*
+ * The job verbs (list, get, pause, resume, delete, trigger) and apply, for
+ * the CLI and the HTTP API alike.  Keeps the all-or-nothing promise of
+ * apply: every entry is checked before the store is written, and the write
+ * is one store call (one transaction), so a refused batch leaves the
+ * database as it was.  Times relative to "now" are the database's now.
+ * A pause or delete returns once every live node has seen it (or says
+ * which did not), so that no node starts a fire it had already claimed.
+ */
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "app/app.h"
+#include "core/alloc.h"
+#include "core/sort.h"
+#include "core/timeutil.h"
+#include "dbcron/cron.h"
+#include "model/jobdef.h"
+#include "model/json.h"
+#include "model/rules.h"
+
+/* How long pause, delete and a pruning apply wait for the nodes. */
+#define NODES_WAIT_MS 10000
+
+typedef app_job_vec job_vec;
+
+static int collect_job(void *ctx, const dbcron_job *job)
+{
+	job_vec *jv = ctx;
+	if (dbcron__grow((void **)&jv->v, &jv->cap, jv->n + 1, sizeof(dbcron_job)) ||
+	    dbcron_job_copy(&jv->v[jv->n], job)) {
+		jv->rc = DBCRON_ENOMEM;
+		return 1;
+	}
+	jv->n++;
+	return 0;
+}
+
+void app_job_vec_free(job_vec *jv)
+{
+	for (size_t i = 0; i < jv->n; i++)
+		dbcron_job_clear(&jv->v[i]);
+	dbcron__free(jv->v);
+	memset(jv, 0, sizeof(*jv));
+}
+
+static int cmp_job_name(const void *a, const void *b)
+{
+	return strcmp(((const dbcron_job *)a)->name, ((const dbcron_job *)b)->name);
+}
+
+int app_jobs_sorted(store *s, job_vec *jv, dbcron_err *err)
+{
+	int rc = store_job_list(s, collect_job, jv, err);
+	if (!rc && jv->rc)
+		rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory listing jobs");
+	if (!rc)
+		dbcron__sort(jv->v, jv->n, sizeof(*jv->v), cmp_job_name);
+	return rc;
+}
+
+static int oom(dbcron_err *err)
+{
+	return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
+}
+
+static int no_such_job(dbcron_err *err, const char *name)
+{
+	return dbcron_err_set(err, DBCRON_ENOTFOUND, "no job named '%s'", name);
+}
+
+static void wait_nodes(store *s, char *warning, size_t wlen)
+{
+	dbcron_err e = {0};
+	if (store_nodes_wait_seen(s, NODES_WAIT_MS, &e))
+		snprintf(warning, wlen, "%s", e.msg);
+}
+
+int app_jobs_list(store *s, json_t **out, dbcron_err *err)
+{
+	job_vec jv = {0};
+	json_t *arr = NULL;
+	int rc;
+
+	*out = NULL;
+	if ((rc = app_jobs_sorted(s, &jv, err)))
+		goto out_free;
+	rc = DBCRON_ENOMEM;
+	if (!(arr = json_array()))
+		goto out_oom;
+	for (size_t i = 0; i < jv.n; i++)
+		if (json_array_append_new(arr, model_job_json(&jv.v[i])))
+			goto out_oom;
+	*out = arr;
+	arr = NULL;
+	rc = DBCRON_OK;
+	goto out_free;
+out_oom:
+	oom(err);
+out_free:
+	json_decref(arr);
+	app_job_vec_free(&jv);
+	return rc;
+}
+
+typedef struct run_vec {
+	dbcron_run *v;
+	size_t n, cap;
+	int rc;
+} run_vec;
+
+static int collect_run(void *ctx, const dbcron_run *run)
+{
+	run_vec *rv = ctx;
+	/* a job's last runs are shown without their output (app_run_get) */
+	if (dbcron__grow((void **)&rv->v, &rv->cap, rv->n + 1, sizeof(dbcron_run)) ||
+	    app_run_copy(&rv->v[rv->n], run, false)) {
+		rv->rc = DBCRON_ENOMEM;
+		return 1;
+	}
+	rv->n++;
+	return 0;
+}
+
+/*
+ * What a person reads about a job's schedule: "schedule" (its kind and
+ * text), "description" (a cron expression in words), and "next_fires":
+ * the next APP_NEXT_FIRES instants from the stored next fire, each in UTC
+ * and in the job's zone.  Failures leave the keys out: the definition
+ * itself is already in the object.
+ */
+#define APP_NEXT_FIRES 5
+static void add_schedule_words(json_t *o, const dbcron_job *j)
+{
+	char buf[512];
+	json_object_set_new(o, "schedule", json_string(model_schedule_text(j, buf, sizeof(buf))));
+	if (j->kind == DBCRON_SCHED_CRON) {
+		dbcron_cron *c = NULL;
+		dbcron_err e = {0};
+		if (!dbcron_cron_parse(j->spec, &c, &e)) {
+			dbcron_cron_describe(c, buf, sizeof(buf));
+			json_object_set_new(o, "description", json_string(buf));
+			dbcron_cron_free(c);
+		}
+	}
+	dbcron_tz *tz = NULL;
+	dbcron_err e = {0};
+	json_t *arr = json_array();
+	if (!arr || dbcron_tz_open(j->tz, &tz, &e)) {
+		json_decref(arr);
+		return;
+	}
+	int64_t t = j->next_fire_at;
+	for (int i = 0; i < APP_NEXT_FIRES && t >= 0 && !j->paused; i++) {
+		char utc[64], local[64];
+		dbcron__format_rfc3339(t, 0, 1, utc, sizeof(utc));
+		dbcron__format_rfc3339(t, dbcron_tz_offset(tz, t / 1000), 1, local, sizeof(local));
+		json_array_append_new(arr, json_pack("{s:I,s:s,s:s}", "at_ms", (json_int_t)t, "utc",
+						     utc, "local", local));
+		/* an AFTER job's later fires depend on its runs: only the next */
+		if (j->kind == DBCRON_SCHED_AFTER || dbcron_job_next_fire(j, t, &t, &e) != 1)
+			break;
+	}
+	dbcron_tz_free(tz);
+	json_object_set_new(o, "next_fires", arr);
+}
+
+int app_job_get(store *s, const char *name, size_t nruns, bool words, json_t **out,
+		dbcron_err *err)
+{
+	dbcron_job j;
+	run_vec rv = {0};
+	store_run_filter f = {.job = name, .state = 0, .since_ms = -1, .limit = (long)nruns};
+	int rc;
+
+	*out = NULL;
+	dbcron_job_init(&j);
+	rc = store_job_get(s, name, &j, err);
+	if (rc == DBCRON_ENOTFOUND)
+		no_such_job(err, name);
+	if (rc)
+		goto out_clear;
+	if (nruns && (rc = store_runs_list(s, &f, collect_run, &rv, err)))
+		goto out_clear;
+	if (rv.rc || !(*out = model_job_json_with_runs(&j, rv.v, rv.n)))
+		rc = oom(err);
+	else if (words)
+		add_schedule_words(*out, &j);
+out_clear:
+	for (size_t i = 0; i < rv.n; i++)
+		dbcron_run_clear(&rv.v[i]);
+	dbcron__free(rv.v);
+	dbcron_job_clear(&j);
+	return rc;
+}
+
+static int set_paused(store *s, const char *name, bool pause, app_job_result *r,
+		      dbcron_err *err)
+{
+	dbcron_job j;
+	int64_t now;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	r->next_fire = -1;
+	dbcron_job_init(&j);
+	rc = store_job_get(s, name, &j, err);
+	if (rc == DBCRON_ENOTFOUND)
+		no_such_job(err, name);
+	if (rc)
+		goto out_clear;
+	r->next_fire = j.next_fire_at;
+	/* resume also clears a set-aside job, so it is a change then */
+	if (j.paused == pause && (pause || !j.set_aside))
+		goto out_clear;
+	/* a pause leaves the next fire as stored; a resume recomputes it
+	 * from the database's now (rules.h) */
+	if (!pause && ((rc = store_now_ms(s, &now, err)) ||
+		       (rc = model_resume_next_fire(&j, now, &r->next_fire, err))))
+		goto out_clear;
+	rc = store_job_set_paused(s, name, pause, r->next_fire, err);
+	if (rc == DBCRON_ENOTFOUND)
+		no_such_job(err, name);
+	if (rc)
+		goto out_clear;
+	r->changed = true;
+	if (pause)
+		wait_nodes(s, r->warning, sizeof(r->warning));
+out_clear:
+	dbcron_job_clear(&j);
+	return rc;
+}
+
+int app_job_pause(store *s, const char *name, app_job_result *r, dbcron_err *err)
+{
+	return set_paused(s, name, true, r, err);
+}
+
+int app_job_resume(store *s, const char *name, app_job_result *r, dbcron_err *err)
+{
+	return set_paused(s, name, false, r, err);
+}
+
+int app_job_delete(store *s, const char *name, app_job_result *r, dbcron_err *err)
+{
+	memset(r, 0, sizeof(*r));
+	int rc = store_job_delete(s, name, err);
+	if (rc == DBCRON_ENOTFOUND)
+		return no_such_job(err, name);
+	if (!rc) {
+		r->changed = true;
+		wait_nodes(s, r->warning, sizeof(r->warning));
+	}
+	return rc;
+}
+
+int app_job_trigger(store *s, const char *name, app_job_result *r, dbcron_err *err)
+{
+	memset(r, 0, sizeof(*r));
+	int rc = store_job_trigger(s, name, &r->run_id, &r->fire_at, err);
+	if (rc == DBCRON_ENOTFOUND)
+		return no_such_job(err, name);
+	r->changed = rc == DBCRON_OK;
+	return rc;
+}
+
+/* ----------------------------------------------------------- apply */
+
+static void entry_error(app_entry_err_fn on_err, void *ctx, app_apply_result *r,
+			size_t idx, const char *name, const char *fmt, ...)
+	DBCRON_PRINTF(6, 7);
+
+static void entry_error(app_entry_err_fn on_err, void *ctx, app_apply_result *r,
+			size_t idx, const char *name, const char *fmt, ...)
+{
+	char msg[640];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	r->nerr++;
+	if (on_err)
+		on_err(ctx, idx, name, msg);
+}
+
+static int cmp_def_name(const void *a, const void *b)
+{
+	const model_jobdef *const *x = a, *const *y = b;
+	int c = strcmp((*x)->job.name, (*y)->job.name);
+	/* batch order among equal names, so "first at #i" is right */
+	return c ? c : (*x < *y ? -1 : *x > *y);
+}
+
+static int refused(app_apply_result *r, dbcron_err *err)
+{
+	return dbcron_err_set(err, DBCRON_EINVAL, "nothing applied (%zu error%s)", r->nerr,
+			      r->nerr == 1 ? "" : "s");
+}
+
+void app_batch_clear(app_batch *b)
+{
+	for (size_t i = 0; i < b->n; i++)
+		model_jobdef_clear(&b->defs[i]);
+	dbcron__free(b->defs);
+	memset(b, 0, sizeof(*b));
+}
+
+int app_apply_check(json_t *entries, const app_apply_opts *o,
+		    app_entry_err_fn on_err, void *ctx, app_batch *b,
+		    app_apply_result *r, dbcron_err *err)
+{
+	size_t n = json_array_size(entries);
+	model_jobdef **sorted = NULL;
+	int rc = DBCRON_ENOMEM;
+
+	memset(b, 0, sizeof(*b));
+	memset(r, 0, sizeof(*r));
+	b->defs = dbcron__calloc(n ? n : 1, sizeof(*b->defs));
+	sorted = dbcron__calloc(n ? n : 1, sizeof(*sorted));
+	if (!b->defs || !sorted) {
+		oom(err);
+		goto out_free;
+	}
+	/* 1: every entry alone */
+	for (size_t i = 0; i < n; i++) {
+		dbcron_err e = {0};
+		const char *name;
+		model_jobdef_init(&b->defs[i], false);
+		b->n = i + 1;
+		if (model_jobdef_from_json(&b->defs[i], json_array_get(entries, i), &name, &e) ||
+		    (o->user_check && model_jobdef_check_host(&b->defs[i], &e)))
+			entry_error(on_err, ctx, r, i, name, "%s%s", e.msg,
+				    e.code == DBCRON_ENOTFOUND
+					    ? " (--no-user-check if it exists only where the nodes run)"
+					    : "");
+	}
+	rc = DBCRON_EINVAL;
+	if (r->nerr) {
+		refused(r, err);
+		goto out_free;
+	}
+	/* 2: names unique within the batch */
+	for (size_t i = 0; i < n; i++)
+		sorted[i] = &b->defs[i];
+	dbcron__sort(sorted, n, sizeof(*sorted), cmp_def_name);
+	for (size_t i = 1; i < n; i++)
+		if (strcmp(sorted[i]->job.name, sorted[i - 1]->job.name) == 0)
+			entry_error(on_err, ctx, r, (size_t)(sorted[i] - b->defs),
+				    sorted[i]->job.name, "duplicate name (first at job #%zu)",
+				    (size_t)(sorted[i - 1] - b->defs) + 1);
+	if (r->nerr) {
+		refused(r, err);
+		goto out_free;
+	}
+	rc = DBCRON_OK;
+out_free:
+	dbcron__free(sorted);
+	return rc;
+}
+
+static const dbcron_job *find_prev(const job_vec *jv, const char *name)
+{
+	dbcron_job key = {.name = (char *)name};
+	return jv->n ? bsearch(&key, jv->v, jv->n, sizeof(*jv->v), cmp_job_name) : NULL;
+}
+
+/* {"create": [...], "update": [...], "delete": [...]} of a checked and
+ * resolved batch against the stored jobs jv (sorted). */
+static json_t *apply_diff(const app_batch *b, const job_vec *jv, bool prune)
+{
+	json_t *d = json_pack("{s:[],s:[],s:[]}", "create", "update", "delete");
+	if (!d)
+		return NULL;
+	json_t *cr = json_object_get(d, "create"), *up = json_object_get(d, "update");
+	json_t *del = json_object_get(d, "delete");
+	for (size_t i = 0; i < b->n; i++) {
+		const char *name = b->defs[i].job.name;
+		if (json_array_append_new(find_prev(jv, name) ? up : cr, json_string(name)))
+			goto out_oom;
+	}
+	for (size_t i = 0; prune && i < jv->n; i++) {
+		bool kept = false;
+		for (size_t k = 0; k < b->n && !kept; k++)
+			kept = strcmp(b->defs[k].job.name, jv->v[i].name) == 0;
+		if (!kept && json_array_append_new(del, json_string(jv->v[i].name)))
+			goto out_oom;
+	}
+	return d;
+out_oom:
+	json_decref(d);
+	return NULL;
+}
+
+int app_apply_write(store *s, app_batch *b, const app_apply_opts *o,
+		    app_entry_err_fn on_err, void *ctx, app_apply_result *r,
+		    char *warning, size_t wlen, dbcron_err *err)
+{
+	job_vec jv = {0};
+	dbcron_job *jobs = NULL;
+	int64_t now;
+	int rc;
+
+	if (warning && wlen)
+		warning[0] = '\0';
+	/* 3: resolve against the database's clock and what is stored */
+	if ((rc = store_now_ms(s, &now, err)) || (rc = app_jobs_sorted(s, &jv, err)))
+		goto out_free;
+	for (size_t i = 0; i < b->n; i++) {
+		dbcron_err e = {0};
+		if (model_jobdef_finish(&b->defs[i], now, find_prev(&jv, b->defs[i].job.name), &e))
+			entry_error(on_err, ctx, r, i, b->defs[i].job.name, "%s", e.msg);
+	}
+	if (r->nerr) {
+		rc = refused(r, err);
+		goto out_free;
+	}
+	if (o->dry_run) {
+		if (!(r->diff = apply_diff(b, &jv, o->prune)))
+			rc = oom(err);
+		goto out_free;
+	}
+	/* 4: one transaction */
+	if (!(jobs = dbcron__calloc(b->n ? b->n : 1, sizeof(*jobs)))) {
+		rc = oom(err);
+		goto out_free;
+	}
+	for (size_t i = 0; i < b->n; i++) {
+		jobs[i] = b->defs[i].job;
+		dbcron_job_init(&b->defs[i].job);
+	}
+	rc = store_job_put(s, jobs, b->n, STORE_PUT_UPSERT, o->prune, &r->created,
+			   &r->updated, &r->deleted, err);
+	for (size_t i = 0; i < b->n; i++)
+		dbcron_job_clear(&jobs[i]);
+	if (!rc && r->deleted && warning)
+		wait_nodes(s, warning, wlen);
+out_free:
+	dbcron__free(jobs);
+	app_job_vec_free(&jv);
+	return rc;
+}

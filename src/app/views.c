@@ -1,0 +1,272 @@
+/*
+ * The read-only verbs: pages of the run log, one run with its output, the
+ * node registry and the lease locks, as the JSON every front end shows.
+ * Run pages are keyset-paged (a cursor names the last row shown, never an
+ * offset), so page N of a million-run log costs what page 1 does, and a
+ * run added meanwhile does not shift the pages.  Ages are taken against
+ * the database's clock, like every scheduling decision.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/app.h"
+#include "core/alloc.h"
+#include "model/jobdef.h"
+#include "model/json.h"
+
+static int oom(dbcron_err *err)
+{
+	return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
+}
+
+static char *dup_or_null(const char *s, bool *failed)
+{
+	if (!s)
+		return NULL;
+	char *d = dbcron__strdup(s);
+	if (!d)
+		*failed = true;
+	return d;
+}
+
+int app_run_copy(dbcron_run *dst, const dbcron_run *src, bool with_output)
+{
+	bool failed = false;
+	*dst = *src;
+	dst->claim_token = NULL;
+	dst->job_name = dup_or_null(src->job_name, &failed);
+	dst->node = dup_or_null(src->node, &failed);
+	dst->error = dup_or_null(src->error, &failed);
+	dst->output = with_output ? dup_or_null(src->output, &failed) : NULL;
+	if (failed) {
+		dbcron_run_clear(dst);
+		return DBCRON_ENOMEM;
+	}
+	return DBCRON_OK;
+}
+
+/* ------------------------------------------------------------ runs */
+
+/*
+ * The cursor is the last row of a page: "FIRE_AT.ATTEMPT.ID.JOB" (the job
+ * name last, so it may hold any character).  It is not secret and not
+ * signed: a forged one only selects a different page of what the caller
+ * may read anyway.
+ */
+static int parse_cursor(const char *c, store_run_filter *f, dbcron_err *err)
+{
+	long long v[3];
+	const char *p = c;
+	for (int i = 0; i < 3; i++) {
+		char *end;
+		errno = 0;
+		v[i] = *p >= '0' && *p <= '9' ? strtoll(p, &end, 10) : -1;
+		if (v[i] < 0 || errno || *end != '.')
+			return dbcron_err_set(err, DBCRON_EINVAL,
+					      "cursor '%.64s': not one this server gave", c);
+		p = end + 1;
+	}
+	if (v[1] > 1000000000)
+		return dbcron_err_set(err, DBCRON_EINVAL,
+				      "cursor '%.64s': not one this server gave", c);
+	f->keyset = true;
+	f->before_fire_at = v[0];
+	f->before_attempt = (int)v[1];
+	f->before_id = v[2];
+	f->before_job = p;
+	return DBCRON_OK;
+}
+
+typedef struct page_ctx {
+	json_t *runs;
+	dbcron_run first; /* the oldest row seen: the next cursor */
+	size_t n;
+	bool failed;
+} page_ctx;
+
+static int page_run(void *ctx, const dbcron_run *r)
+{
+	page_ctx *pc = ctx;
+	if (pc->n == 0) {
+		pc->first = *r;
+		pc->first.job_name = dup_or_null(r->job_name, &pc->failed);
+		pc->first.node = pc->first.claim_token = pc->first.error = pc->first.output = NULL;
+	}
+	/* the listing comes oldest first; a page is shown newest first */
+	json_t *o = model_run_json(r);
+	if (!o || json_array_insert_new(pc->runs, 0, o)) {
+		pc->failed = true;
+		return 1;
+	}
+	pc->n++;
+	return 0;
+}
+
+int app_runs_page(store *s, const store_run_filter *f, const char *cursor,
+		  json_t **out, dbcron_err *err)
+{
+	store_run_filter flt = *f;
+	page_ctx pc = {0};
+	json_t *page = NULL;
+	int rc;
+
+	*out = NULL;
+	if (cursor && *cursor && (rc = parse_cursor(cursor, &flt, err)))
+		return rc;
+	if (!(pc.runs = json_array()))
+		return oom(err);
+	rc = store_runs_list(s, &flt, page_run, &pc, err);
+	if (rc)
+		goto out_free;
+	rc = DBCRON_ENOMEM;
+	if (pc.failed)
+		goto out_oom;
+	json_t *next = json_null();
+	/* a full page may have more behind it; a short one is the last */
+	if (flt.limit > 0 && pc.n == (size_t)flt.limit) {
+		const char *jn = pc.first.job_name ? pc.first.job_name : "";
+		size_t len = strlen(jn) + 80;
+		char *c = dbcron__malloc(len);
+		if (c)
+			snprintf(c, len, "%" PRId64 ".%d.%" PRId64 ".%s", pc.first.fire_at,
+				 pc.first.attempt, pc.first.id, jn);
+		next = c ? json_string(c) : NULL;
+		dbcron__free(c);
+	}
+	page = json_pack("{s:o,s:o?}", "runs", pc.runs, "next_cursor", next);
+	pc.runs = NULL;
+	if (!page)
+		goto out_oom;
+	*out = page;
+	rc = DBCRON_OK;
+	goto out_free;
+out_oom:
+	oom(err);
+out_free:
+	json_decref(pc.runs);
+	dbcron__free(pc.first.job_name);
+	return rc;
+}
+
+int app_run_get(store *s, int64_t id, json_t **out, dbcron_err *err)
+{
+	dbcron_run r;
+	memset(&r, 0, sizeof(r));
+	*out = NULL;
+	int rc = store_run_get(s, id, &r, err);
+	if (rc)
+		return rc;
+	if (!(*out = model_run_json(&r)))
+		rc = oom(err);
+	dbcron_run_clear(&r);
+	return rc;
+}
+
+/* ------------------------------------------------- nodes and locks */
+
+static json_t *ms_json(int64_t ms)
+{
+	return ms >= 0 ? json_integer(ms) : json_null();
+}
+
+static json_t *str_json(const char *s)
+{
+	return s ? json_string(s) : json_null();
+}
+
+json_t *app_node_json(const store_node_row *nr, int64_t now_ms)
+{
+	char hb[64];
+	json_t *o = json_object();
+	if (!o)
+		return NULL;
+	int bad = 0;
+	bad |= json_object_set_new(o, "node", str_json(nr->node_id));
+	bad |= json_object_set_new(o, "host", str_json(nr->host));
+	bad |= json_object_set_new(o, "pid", json_integer(nr->pid));
+	bad |= json_object_set_new(o, "state", str_json(nr->state));
+	bad |= json_object_set_new(o, "workers", json_integer(nr->workers));
+	bad |= json_object_set_new(o, "running", json_integer(nr->running));
+	bad |= json_object_set_new(o, "started_ms", ms_json(nr->started_ms));
+	bad |= json_object_set_new(o, "heartbeat_ms", ms_json(nr->heartbeat_ms));
+	bad |= json_object_set_new(o, "heartbeat",
+				   json_string(model_time_text(nr->heartbeat_ms, hb, sizeof(hb))));
+	bad |= json_object_set_new(o, "heartbeat_age_ms",
+				   nr->heartbeat_ms >= 0 ? json_integer(now_ms - nr->heartbeat_ms)
+							 : json_null());
+	bad |= json_object_set_new(o, "lease_until_ms", ms_json(nr->lease_until));
+	if (bad) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+json_t *app_lock_json(const store_lock_row *l, int64_t now_ms)
+{
+	return json_pack("{s:s?,s:s?,s:I,s:I,s:I,s:s}", "name", l->name, "owner", l->owner,
+			 "since_ms", (json_int_t)l->since_ms, "until_ms", (json_int_t)l->until_ms,
+			 "fence", (json_int_t)l->fence, "state",
+			 l->until_ms >= now_ms ? "held" : "free");
+}
+
+typedef struct list_ctx {
+	json_t *arr;
+	int64_t now;
+	bool failed;
+} list_ctx;
+
+static int add_node(void *ctx, const store_node_row *nr)
+{
+	list_ctx *lc = ctx;
+	if (json_array_append_new(lc->arr, app_node_json(nr, lc->now))) {
+		lc->failed = true;
+		return 1;
+	}
+	return 0;
+}
+
+static int add_lock(void *ctx, const store_lock_row *l)
+{
+	list_ctx *lc = ctx;
+	if (json_array_append_new(lc->arr, app_lock_json(l, lc->now))) {
+		lc->failed = true;
+		return 1;
+	}
+	return 0;
+}
+
+static int list_of(store *s, bool nodes, json_t **out, dbcron_err *err)
+{
+	list_ctx lc = {0};
+	int rc;
+	*out = NULL;
+	if ((rc = store_now_ms(s, &lc.now, err)))
+		return rc;
+	if (!(lc.arr = json_array()))
+		return oom(err);
+	rc = nodes ? store_nodes_list(s, add_node, &lc, err)
+		   : store_lock_list(s, add_lock, &lc, err);
+	if (!rc && lc.failed)
+		rc = oom(err);
+	if (rc) {
+		json_decref(lc.arr);
+		return rc;
+	}
+	*out = lc.arr;
+	return DBCRON_OK;
+}
+
+int app_nodes_list(store *s, json_t **out, dbcron_err *err)
+{
+	return list_of(s, true, out, err);
+}
+
+int app_locks_list(store *s, json_t **out, dbcron_err *err)
+{
+	return list_of(s, false, out, err);
+}

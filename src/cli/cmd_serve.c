@@ -1,0 +1,105 @@
+/*
+ * `dbcron serve`: the HTTP API without scheduling, an operator's console
+ * beside the cluster.  The main thread only waits for SIGINT or SIGTERM
+ * (blocked before the server's thread starts, so that thread never takes
+ * them); the server owns its thread and its store handle.
+ */
+#include <pthread.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "http/http.h"
+
+static void help(FILE *f)
+{
+	fprintf(f,
+		"usage: dbcron serve --http ADDR:PORT [--api-token-file PATH] [--metrics-max-jobs N]\n"
+		"                    [--db URL | --db-file PATH]\n\n"
+		"Serve the HTTP API (docs/http.md) until SIGINT or SIGTERM, without scheduling.\n\n"
+		"  --http ADDR:PORT       where to listen: 127.0.0.1:8080, [::1]:8080; an address\n"
+		"                         that is not loopback needs --api-token-file\n"
+		"  --api-token-file PATH  lines 'TOKEN ROLE' (ROLE read or admin; TOKEN may be\n"
+		"                         sha256:HEX, its SHA-256); requests then need\n"
+		"                         'Authorization: Bearer TOKEN'.  Without it every read is\n"
+		"                         open and every write is refused (403)\n"
+		"  --metrics-max-jobs N   per-job series in /metrics for at most N jobs (default 1000)\n"
+		CLI_DB_HELP);
+}
+
+int cli_serve(int argc, char **argv)
+{
+	static const struct option longs[] = {
+		{"db", required_argument, NULL, 'd'},
+		{"db-file", required_argument, NULL, 'F'},
+		{"http", required_argument, NULL, 'H'},
+		{"api-token-file", required_argument, NULL, 'T'},
+		{"metrics-max-jobs", required_argument, NULL, 'M'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	cliopt o = {.cmd = "serve"};
+	cli_db db = {0};
+	http_config hc;
+	int c, status;
+
+	http_config_init(&hc);
+	cliopt_reset();
+	while ((c = cliopt_next(&o, argc, argv, "+:h", longs)) != -1) {
+		switch (c) {
+		case 'd':
+			cli_db_set_url(&db, optarg);
+			break;
+		case 'F':
+			db.file = optarg;
+			break;
+		case 'H':
+			hc.listen = optarg;
+			break;
+		case 'T':
+			hc.token_file = optarg;
+			break;
+		case 'M': {
+			char *end;
+			errno = 0;
+			long v = strtol(optarg, &end, 10);
+			if (!*optarg || *end || errno || v < 0)
+				return cli_usage_error("serve", "--metrics-max-jobs '%s': expected a whole number >= 0",
+						       optarg);
+			hc.metrics_max_jobs = (size_t)v;
+			break;
+		}
+		case 'h':
+			help(stdout);
+			return CLI_EXIT_OK;
+		default:
+			return CLI_EXIT_USAGE;
+		}
+	}
+	if (o.npos || o.dashdash)
+		return cli_usage_error("serve", "unexpected argument '%s'", o.npos ? o.pos[0] : "--");
+	if (!hc.listen)
+		return cli_usage_error("serve", "missing --http ADDR:PORT");
+	hc.db_url = cli_db_url("serve", &db, &status);
+	if (!hc.db_url)
+		return status;
+
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	dbcron_err err = {0};
+	http_server *hs = NULL;
+	if (http_server_start(&hc, &hs, &err))
+		return cli_fail(&err);
+	int sig;
+	while (sigwait(&set, &sig) != 0)
+		;
+	http_server_stop(hs);
+	return CLI_EXIT_OK;
+}

@@ -1,0 +1,540 @@
+/*
+ * The HTTP API's routes (docs/http.md): each parses its path, query and
+ * body, checks the caller's role, calls one verb of src/app/ and answers
+ * with that verb's JSON, so the API and the CLI cannot disagree on a rule
+ * or a form.  Every error is {"error": {"code", "message"}} with a status
+ * that says whose fault it was; the message is the one the CLI prints.
+ * Reads need the read role (everyone, when no token file is given); writes
+ * need an admin token.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/app.h"
+#include "core/timeutil.h"
+#include "dbcron/job.h"
+#include "http/http_int.h"
+
+#define API "/api/v1"
+#define RUNS_PAGE_DEFAULT 50
+#define RUNS_PAGE_MAX 1000
+/* A job's own page shows this many of its last runs. */
+#define JOB_LAST_RUNS 10
+
+/* Status and code for a verb's error code. */
+static void from_err(http_reply *rep, const dbcron_err *err)
+{
+	unsigned st = MHD_HTTP_INTERNAL_SERVER_ERROR;
+	const char *code = "internal";
+	switch (err->code) {
+	case DBCRON_EINVAL:
+	case DBCRON_EPARSE:
+	case DBCRON_ETZ:
+		st = MHD_HTTP_BAD_REQUEST, code = "invalid";
+		break;
+	case DBCRON_ENOTFOUND:
+		st = MHD_HTTP_NOT_FOUND, code = "not_found";
+		break;
+	case DBCRON_EEXISTS:
+	case DBCRON_ECONSTRAINT:
+		st = MHD_HTTP_CONFLICT, code = "conflict";
+		break;
+	case DBCRON_EDB:
+	case DBCRON_EBUSY:
+	case DBCRON_ECONN:
+	case DBCRON_ETIMEOUT:
+	case DBCRON_ESCHEMA:
+		st = MHD_HTTP_SERVICE_UNAVAILABLE, code = "unavailable";
+		break;
+	default:
+		break;
+	}
+	http__error(rep, st, code, "%s", err->msg[0] ? err->msg : dbcron_strerror(err->code));
+}
+
+static bool is(const http_call *c, const char *m)
+{
+	return strcmp(c->method, m) == 0;
+}
+
+static const char *arg(const http_call *c, const char *name)
+{
+	return MHD_lookup_connection_value(c->conn, MHD_GET_ARGUMENT_KIND, name);
+}
+
+/* "1", "true", "yes" and a bare "?prune" are true. */
+static bool flag(const http_call *c, const char *name)
+{
+	const char *v = arg(c, name);
+	if (!v)
+		return MHD_lookup_connection_value_n(c->conn, MHD_GET_ARGUMENT_KIND, name,
+						     strlen(name), NULL, NULL) == MHD_YES;
+	return !strcmp(v, "") || !strcmp(v, "1") || !strcmp(v, "true") || !strcmp(v, "yes");
+}
+
+static bool may_read(const http_call *c, http_reply *rep)
+{
+	if (c->role >= HTTP_ROLE_READ)
+		return true;
+	http__error(rep, MHD_HTTP_UNAUTHORIZED, "unauthorized",
+		    c->bad_token ? "the bearer token is not one of --api-token-file's"
+				 : "this server needs 'Authorization: Bearer TOKEN'");
+	rep->www_auth = true;
+	return false;
+}
+
+static bool may_write(const http_call *c, http_reply *rep)
+{
+	if (c->role >= HTTP_ROLE_ADMIN)
+		return true;
+	if (!c->tokens)
+		http__error(rep, MHD_HTTP_FORBIDDEN, "forbidden",
+			    "this server is read-only: writes need an admin token (--api-token-file)");
+	else if (c->role == HTTP_ROLE_READ)
+		http__error(rep, MHD_HTTP_FORBIDDEN, "forbidden", "this token has the read role; writes need admin");
+	else
+		return may_read(c, rep);
+	return false;
+}
+
+static void method_not_allowed(http_reply *rep, const char *allow)
+{
+	http__error(rep, MHD_HTTP_METHOD_NOT_ALLOWED, "method_not_allowed",
+		    "this resource takes %s", allow);
+	rep->allow = allow;
+}
+
+static void ok(http_reply *rep, unsigned status, json_t *j)
+{
+	rep->status = status;
+	rep->json = j;
+}
+
+/* The body as one JSON value; NULL after answering 400 when it is not. */
+static json_t *body_json(const http_call *c, http_reply *rep)
+{
+	json_error_t je;
+	if (!c->body_len) {
+		http__error(rep, MHD_HTTP_BAD_REQUEST, "invalid", "the request needs a JSON body");
+		return NULL;
+	}
+	json_t *v = json_loadb(c->body, c->body_len, JSON_REJECT_DUPLICATES, &je);
+	if (!v)
+		http__error(rep, MHD_HTTP_BAD_REQUEST, "invalid", "body:%d:%d: %s", je.line,
+			    je.column, je.text);
+	return v;
+}
+
+/* ------------------------------------------------------------- apply */
+
+/* Entry errors of a batch, as the "details" of the error. */
+static void detail(void *ctx, size_t idx, const char *name, const char *msg)
+{
+	json_t *arr = ctx;
+	json_array_append_new(arr, json_pack("{s:I,s:s?,s:s}", "index", (json_int_t)idx, "name",
+					     name, "message", msg));
+}
+
+/*
+ * entries through app_apply_check and app_apply_write; answers with the
+ * counts (or the dry run's diff), or 400 with every entry error.  single:
+ * a PUT of one job, whose error message is the entry's own.
+ */
+static void apply(const http_call *c, json_t *entries, const app_apply_opts *o, bool single,
+		  http_reply *rep)
+{
+	app_batch b = {0};
+	app_apply_result r;
+	dbcron_err err = {0};
+	char warning[512] = "";
+	json_t *details = json_array();
+	if (!details)
+		return;
+	int rc = app_apply_check(entries, o, detail, details, &b, &r, &err);
+	if (!rc)
+		rc = app_apply_write(c->st, &b, o, detail, details, &r, warning, sizeof(warning),
+				     &err);
+	if (rc == DBCRON_EINVAL && r.nerr) {
+		json_t *d0 = json_array_get(details, 0);
+		if (single && d0)
+			http__error(rep, MHD_HTTP_BAD_REQUEST, "invalid", "%s",
+				    json_string_value(json_object_get(d0, "message")));
+		else
+			http__error(rep, MHD_HTTP_BAD_REQUEST, "invalid", "%s", err.msg);
+		if (rep->json)
+			json_object_set(json_object_get(rep->json, "error"), "details", details);
+	} else if (rc) {
+		from_err(rep, &err);
+	} else if (o->dry_run) {
+		ok(rep, MHD_HTTP_OK, json_pack("{s:b,s:o}", "dry_run", 1, "diff", r.diff));
+		r.diff = NULL;
+	} else {
+		ok(rep, single && r.created ? MHD_HTTP_CREATED : MHD_HTTP_OK,
+		   json_pack("{s:I,s:I,s:I}", "created", (json_int_t)r.created, "updated",
+			     (json_int_t)r.updated, "deleted", (json_int_t)r.deleted));
+		if (warning[0] && rep->json)
+			json_object_set_new(rep->json, "warning", json_string(warning));
+	}
+	json_decref(r.diff);
+	json_decref(details);
+	app_batch_clear(&b);
+}
+
+static void route_apply(const http_call *c, http_reply *rep)
+{
+	if (!is(c, "POST"))
+		return method_not_allowed(rep, "POST");
+	if (!may_write(c, rep))
+		return;
+	json_t *v = body_json(c, rep);
+	if (!v)
+		return;
+	if (!json_is_array(v)) {
+		http__error(rep, MHD_HTTP_BAD_REQUEST, "invalid",
+			    "expected a JSON array of job objects (a job apply file)");
+	} else {
+		app_apply_opts o = {.prune = flag(c, "prune"), .dry_run = flag(c, "dry_run"),
+				    .user_check = false};
+		apply(c, v, &o, false, rep);
+	}
+	json_decref(v);
+}
+
+/* -------------------------------------------------------------- jobs */
+
+static void job_put(const http_call *c, const char *name, http_reply *rep)
+{
+	json_t *v = body_json(c, rep);
+	if (!v)
+		return;
+	json_t *n = json_is_object(v) ? json_object_get(v, "name") : NULL;
+	if (!json_is_object(v)) {
+		http__error(rep, MHD_HTTP_BAD_REQUEST, "invalid", "expected a JSON job object");
+	} else if (n && (!json_is_string(n) || strcmp(json_string_value(n), name))) {
+		http__error(rep, MHD_HTTP_BAD_REQUEST, "invalid",
+			    "key 'name' says another name than the path's '%s'", name);
+	} else {
+		json_t *arr = json_array();
+		if (!n)
+			json_object_set_new(v, "name", json_string(name));
+		if (arr && !json_array_append(arr, v)) {
+			app_apply_opts o = {.user_check = false};
+			apply(c, arr, &o, true, rep);
+		}
+		json_decref(arr);
+	}
+	json_decref(v);
+}
+
+static void job_verb(const http_call *c, const char *name, const char *verb, http_reply *rep)
+{
+	app_job_result r;
+	dbcron_err err = {0};
+	int rc;
+	if (!is(c, "POST"))
+		return method_not_allowed(rep, "POST");
+	if (!may_write(c, rep))
+		return;
+	if (!strcmp(verb, "trigger"))
+		rc = app_job_trigger(c->st, name, &r, &err);
+	else if (!strcmp(verb, "pause"))
+		rc = app_job_pause(c->st, name, &r, &err);
+	else
+		rc = app_job_resume(c->st, name, &r, &err);
+	if (rc)
+		return from_err(rep, &err);
+	if (!strcmp(verb, "trigger"))
+		return ok(rep, MHD_HTTP_CREATED,
+			  json_pack("{s:s,s:I,s:I}", "job", name, "run_id", (json_int_t)r.run_id,
+				    "fire_at_ms", (json_int_t)r.fire_at));
+	ok(rep, MHD_HTTP_OK,
+	   json_pack("{s:s,s:b,s:b,s:o}", "job", name, "paused", !strcmp(verb, "pause"),
+		     "changed", r.changed, "next_fire_at_ms",
+		     r.next_fire >= 0 ? json_integer(r.next_fire) : json_null()));
+	if (r.warning[0] && rep->json)
+		json_object_set_new(rep->json, "warning", json_string(r.warning));
+}
+
+static void route_jobs(const http_call *c, const char *rest, http_reply *rep)
+{
+	dbcron_err err = {0};
+	json_t *j;
+	if (!*rest) {
+		if (!is(c, "GET"))
+			return method_not_allowed(rep, "GET");
+		if (!may_read(c, rep))
+			return;
+		if (app_jobs_list(c->st, &j, &err))
+			return from_err(rep, &err);
+		return ok(rep, MHD_HTTP_OK, json_pack("{s:o}", "jobs", j));
+	}
+	/* "/NAME" or "/NAME/VERB"; a name cannot hold '/' here */
+	char name[256];
+	const char *slash = strchr(rest + 1, '/');
+	size_t len = slash ? (size_t)(slash - rest - 1) : strlen(rest + 1);
+	if (rest[0] != '/' || len == 0 || len >= sizeof(name))
+		return http__error(rep, MHD_HTTP_NOT_FOUND, "not_found", "no such resource");
+	memcpy(name, rest + 1, len);
+	name[len] = '\0';
+	if (slash) {
+		const char *verb = slash + 1;
+		if (strcmp(verb, "trigger") && strcmp(verb, "pause") && strcmp(verb, "resume"))
+			return http__error(rep, MHD_HTTP_NOT_FOUND, "not_found",
+					   "no such resource (a job takes trigger, pause or resume)");
+		return job_verb(c, name, verb, rep);
+	}
+	if (is(c, "GET")) {
+		if (!may_read(c, rep))
+			return;
+		if (app_job_get(c->st, name, JOB_LAST_RUNS, true, &j, &err))
+			return from_err(rep, &err);
+		return ok(rep, MHD_HTTP_OK, j);
+	}
+	if (is(c, "PUT")) {
+		if (may_write(c, rep))
+			job_put(c, name, rep);
+		return;
+	}
+	if (is(c, "DELETE")) {
+		app_job_result r;
+		if (!may_write(c, rep))
+			return;
+		if (app_job_delete(c->st, name, &r, &err))
+			return from_err(rep, &err);
+		ok(rep, MHD_HTTP_OK, json_pack("{s:s}", "deleted", name));
+		if (r.warning[0] && rep->json)
+			json_object_set_new(rep->json, "warning", json_string(r.warning));
+		return;
+	}
+	method_not_allowed(rep, "GET, PUT, DELETE");
+}
+
+/* -------------------------------------------------------------- runs */
+
+static bool parse_count(const char *v, long max, long *out)
+{
+	char *end;
+	errno = 0;
+	long x = v[0] >= '0' && v[0] <= '9' ? strtol(v, &end, 10) : -1;
+	if (x < 1 || errno || *end || x > max)
+		return false;
+	*out = x;
+	return true;
+}
+
+static void route_runs(const http_call *c, const char *rest, http_reply *rep)
+{
+	dbcron_err err = {0};
+	json_t *j;
+	if (!is(c, "GET"))
+		return method_not_allowed(rep, "GET");
+	if (!may_read(c, rep))
+		return;
+	if (rest[0] == '/') {
+		char *end;
+		errno = 0;
+		long long id = rest[1] >= '0' && rest[1] <= '9' ? strtoll(rest + 1, &end, 10) : -1;
+		if (id < 0 || errno || *end)
+			return http__error(rep, MHD_HTTP_NOT_FOUND, "not_found",
+					   "runs/%.40s: a run id is a whole number", rest + 1);
+		if (app_run_get(c->st, id, &j, &err))
+			return from_err(rep, &err);
+		return ok(rep, MHD_HTTP_OK, j);
+	}
+	if (rest[0])
+		return http__error(rep, MHD_HTTP_NOT_FOUND, "not_found", "no such resource");
+
+	store_run_filter f = {.job = arg(c, "job"), .state = 0, .since_ms = -1,
+			      .limit = RUNS_PAGE_DEFAULT};
+	const char *v;
+	if ((v = arg(c, "state")) && *v) {
+		f.state = dbcron_run_state_parse(v);
+		if (f.state < 0)
+			return http__error(rep, MHD_HTTP_BAD_REQUEST, "invalid",
+					   "state '%.40s': expected scheduled, running, succeeded, failed, timed_out, skipped, misfired or abandoned",
+					   v);
+	}
+	if ((v = arg(c, "limit")) && !parse_count(v, RUNS_PAGE_MAX, &f.limit))
+		return http__error(rep, MHD_HTTP_BAD_REQUEST, "invalid",
+				   "limit '%.40s': expected a whole number from 1 to %d", v,
+				   RUNS_PAGE_MAX);
+	if (f.job && !*f.job)
+		f.job = NULL;
+	if ((v = arg(c, "since")) && *v) {
+		int64_t now;
+		if (dbcron__parse_time(v, 0, &f.since_ms, &err))
+			return http__error(rep, MHD_HTTP_BAD_REQUEST, "invalid", "since: %s", err.msg);
+		if (store_now_ms(c->st, &now, &err) ||
+		    dbcron__parse_time(v, now, &f.since_ms, &err))
+			return from_err(rep, &err);
+	}
+	if (app_runs_page(c->st, &f, arg(c, "cursor"), &j, &err))
+		return from_err(rep, &err);
+	ok(rep, MHD_HTTP_OK, j);
+}
+
+/* -------------------------------------------------------------- cron */
+
+#define CRON_COUNT_DEFAULT 5
+#define CRON_COUNT_MAX 1000
+
+static int add_fire(void *ctx, int64_t t, int32_t offset)
+{
+	char buf[64];
+	dbcron__format_rfc3339(t * 1000, offset, 0, buf, sizeof(buf));
+	return json_array_append_new(ctx, json_pack("{s:s,s:I}", "at", buf, "epoch", (json_int_t)t));
+}
+
+static void route_cron(const http_call *c, const char *rest, http_reply *rep)
+{
+	dbcron_err err = {0};
+	if (!is(c, "GET"))
+		return method_not_allowed(rep, "GET");
+	if (!may_read(c, rep))
+		return;
+	const char *expr = arg(c, "expr"), *tz = arg(c, "tz"), *v;
+	if (strcmp(rest, "/next") && strcmp(rest, "/check"))
+		return http__error(rep, MHD_HTTP_NOT_FOUND, "not_found", "no such resource (cron/next or cron/check)");
+	if (!expr || !*expr)
+		return http__error(rep, MHD_HTTP_BAD_REQUEST, "invalid", "expr: missing (?expr=...)");
+	if (!strcmp(rest, "/check")) {
+		const char *dialect;
+		char desc[1024];
+		if (app_cron_check(expr, &dialect, desc, sizeof(desc), &err))
+			return from_err(rep, &err);
+		return ok(rep, MHD_HTTP_OK, json_pack("{s:s,s:b,s:s,s:s}", "expr", expr, "valid", 1,
+						      "dialect", dialect, "description", desc));
+	}
+	long count = CRON_COUNT_DEFAULT;
+	if ((v = arg(c, "count")) && !parse_count(v, CRON_COUNT_MAX, &count))
+		return http__error(rep, MHD_HTTP_BAD_REQUEST, "invalid",
+				   "count '%.40s': expected a whole number from 1 to %d", v, CRON_COUNT_MAX);
+	/* "now" is the database's, as for every scheduling decision */
+	int64_t now, from;
+	if (store_now_ms(c->st, &now, &err))
+		return from_err(rep, &err);
+	from = now;
+	if ((v = arg(c, "from")) && *v && dbcron__parse_time(v, now, &from, &err))
+		return http__error(rep, MHD_HTTP_BAD_REQUEST, "invalid", "from: %s", err.msg);
+	json_t *fires = json_array();
+	if (!fires)
+		return;
+	int64_t after = from >= 0 ? from / 1000 : -((-from + 999) / 1000);
+	if (app_cron_next(expr, tz && *tz ? tz : NULL, after, count, add_fire, fires, &err)) {
+		json_decref(fires);
+		return from_err(rep, &err);
+	}
+	ok(rep, MHD_HTTP_OK, json_pack("{s:s,s:s,s:o}", "expr", expr, "tz", tz && *tz ? tz : "UTC",
+				       "fires", fires));
+}
+
+/* ------------------------------------------------------------ health */
+
+static void route_readyz(const http_call *c, http_reply *rep)
+{
+	dbcron_err err = {0};
+	int64_t now;
+	if (store_check_schema(c->st, &err) || store_now_ms(c->st, &now, &err))
+		return http__error(rep, MHD_HTTP_SERVICE_UNAVAILABLE, "unavailable", "%s", err.msg);
+	ok(rep, MHD_HTTP_OK, json_pack("{s:b,s:I}", "ready", 1, "db_now_ms", (json_int_t)now));
+}
+
+static void text(http_reply *rep, unsigned status, const char *t)
+{
+	rep->status = status;
+	rep->text = t;
+	rep->text_len = strlen(t);
+}
+
+/* The dashboard's files (http_assets.c, made from src/http/assets/ by
+ * cmake/embed.cmake): open to everyone, since they hold no data; the page
+ * asks the API for everything with the token the user types. */
+struct http_asset {
+	const char *path;
+	const unsigned char *data;
+	size_t len;
+};
+extern const struct http_asset http_assets[];
+
+static bool asset(const char *path, http_reply *rep)
+{
+	if (!strcmp(path, "/"))
+		path = "/index.html";
+	for (const struct http_asset *a = http_assets; a->path; a++) {
+		if (strcmp(a->path, path))
+			continue;
+		const char *ext = strrchr(path, '.');
+		rep->status = MHD_HTTP_OK;
+		rep->text = (const char *)a->data;
+		rep->text_len = a->len;
+		rep->ctype = !strcmp(ext, ".js")    ? "text/javascript; charset=utf-8"
+			     : !strcmp(ext, ".css") ? "text/css; charset=utf-8"
+						    : "text/html; charset=utf-8";
+		rep->csp = true;
+		return true;
+	}
+	return false;
+}
+
+void http__route(const http_call *c, http_reply *rep)
+{
+	const char *p = c->path;
+	dbcron_err err = {0};
+	json_t *j;
+
+	/* HEAD is GET without the body (libmicrohttpd drops it) */
+	http_call hc = *c;
+	if (is(c, "HEAD"))
+		hc.method = "GET";
+	c = &hc;
+
+	/* no path tricks: every route is an exact prefix of clean segments */
+	if (p[0] != '/' || strstr(p, "/../") || strstr(p, "/./") || strstr(p, "//") ||
+	    (strlen(p) >= 3 && !strcmp(p + strlen(p) - 3, "/..")) ||
+	    (strlen(p) >= 2 && !strcmp(p + strlen(p) - 2, "/.")))
+		return http__error(rep, MHD_HTTP_NOT_FOUND, "not_found", "no such resource");
+	if (!strcmp(p, "/healthz")) {
+		if (!is(c, "GET"))
+			return method_not_allowed(rep, "GET");
+		return text(rep, MHD_HTTP_OK, "ok\n");
+	}
+	if (!strcmp(p, "/readyz")) {
+		if (!is(c, "GET"))
+			return method_not_allowed(rep, "GET");
+		return route_readyz(c, rep);
+	}
+	if (is(c, "GET") && asset(p, rep))
+		return;
+	if (!strcmp(p, "/metrics")) {
+		if (!is(c, "GET"))
+			return method_not_allowed(rep, "GET");
+		if (may_read(c, rep))
+			http__metrics(c, rep);
+		return;
+	}
+	if (strncmp(p, API "/", sizeof(API)))
+		return http__error(rep, MHD_HTTP_NOT_FOUND, "not_found", "no such resource: %.200s", p);
+	p += sizeof(API) - 1;
+	if (!strncmp(p, "/jobs", 5) && (p[5] == '\0' || p[5] == '/'))
+		return route_jobs(c, p + 5, rep);
+	if (!strncmp(p, "/runs", 5) && (p[5] == '\0' || p[5] == '/'))
+		return route_runs(c, p + 5, rep);
+	if (!strcmp(p, "/apply"))
+		return route_apply(c, rep);
+	if (!strncmp(p, "/cron/", 6))
+		return route_cron(c, p + 5, rep);
+	if (!strcmp(p, "/nodes") || !strcmp(p, "/locks")) {
+		if (!is(c, "GET"))
+			return method_not_allowed(rep, "GET");
+		if (!may_read(c, rep))
+			return;
+		bool nodes = p[1] == 'n';
+		if ((nodes ? app_nodes_list : app_locks_list)(c->st, &j, &err))
+			return from_err(rep, &err);
+		return ok(rep, MHD_HTTP_OK, json_pack("{s:o}", nodes ? "nodes" : "locks", j));
+	}
+	http__error(rep, MHD_HTTP_NOT_FOUND, "not_found", "no such resource: %.200s", c->path);
+}

@@ -1,0 +1,192 @@
+// The dashboard: plain DOM over /api/v1, no libraries, nothing from outside
+// this server.  All text goes in through textContent, never as HTML.  The
+// token lives in sessionStorage and is sent only as a Bearer header (no
+// cookies), so another site cannot act with it.
+"use strict";
+const $ = (s) => document.querySelector(s);
+const api = "/api/v1";
+let token = sessionStorage.getItem("dbcron-token") || "";
+let runCursors = [];      // cursors of the pages shown, for "Older"
+let runNext = null;
+let current = "jobs";
+let currentArg = null;
+
+function headers() {
+  return token ? { Authorization: "Bearer " + token } : {};
+}
+function say(msg) { $("#status").textContent = msg; }
+// an action's outcome stays until the next action (the refresh does not clear it)
+function flash(msg) { $("#flash").textContent = msg; }
+async function get(path) {
+  const r = await fetch(api + path, { headers: headers() });
+  const j = await r.json();
+  if (!r.ok) throw new Error(j.error ? j.error.message : r.statusText);
+  return j;
+}
+async function post(path) {
+  const r = await fetch(api + path, { method: "POST", headers: headers() });
+  const j = await r.json();
+  if (!r.ok) throw new Error(j.error ? j.error.message : r.statusText);
+  return j;
+}
+function td(text, cls) {
+  const c = document.createElement("td");
+  c.textContent = text === null || text === undefined ? "-" : String(text);
+  if (cls) c.className = cls;
+  return c;
+}
+function link(text, href) {
+  const c = document.createElement("td");
+  const a = document.createElement("a");
+  a.href = href; a.textContent = text;
+  c.appendChild(a);
+  return c;
+}
+// A refresh must not replace a button between the press and the release of
+// a click on it (the click would be lost): renders wait while a pointer is down.
+let holding = false;
+document.addEventListener("pointerdown", () => { holding = true; }, true);
+for (const ev of ["pointerup", "pointercancel"])
+  document.addEventListener(ev, () => setTimeout(() => { holding = false; }, 0), true);
+function fill(sel, rows) {
+  if (holding) return;
+  const tb = $(sel + " tbody");
+  tb.replaceChildren(...rows);
+}
+function schedule(j) {
+  for (const k of ["cron", "every", "after", "at"]) if (j[k]) return k + " " + j[k];
+  return "-";
+}
+function when(ms, tz) {
+  if (ms === null || ms === undefined) return "-";
+  const d = new Date(ms);
+  let s;
+  try { s = d.toLocaleString(undefined, { timeZone: tz || "UTC", timeZoneName: "short" }); }
+  catch (e) { s = d.toISOString(); }
+  const rel = Math.round((ms - Date.now()) / 1000);
+  return s + (rel >= 0 ? " (in " + rel + "s)" : " (" + -rel + "s ago)");
+}
+function took(r) {
+  return r.started_ms !== null && r.finished_ms !== null ? (r.finished_ms - r.started_ms) + " ms" : "-";
+}
+function runRow(r, withJob) {
+  const tr = document.createElement("tr");
+  tr.dataset.run = r.id;
+  tr.append(link(r.id, "#run/" + r.id));
+  if (withJob) tr.append(link(r.job, "#job/" + encodeURIComponent(r.job)));
+  tr.append(td(r.fire_at), td(r.attempt), td(r.state, "st-" + r.state), td(r.node));
+  if (withJob) tr.append(td(took(r)));
+  tr.append(td(r.exit_code), td(r.error, "err"));
+  return tr;
+}
+async function act(name, verb) {
+  try {
+    const j = await post("/jobs/" + encodeURIComponent(name) + "/" + verb);
+    flash(verb === "trigger" ? "triggered " + name + ": run " + j.run_id : verb + "d " + name);
+    refresh();
+  } catch (e) { flash(verb + " " + name + ": " + e.message); }
+}
+function button(text, fn) {
+  const b = document.createElement("button");
+  b.type = "button"; b.textContent = text; b.onclick = fn;
+  return b;
+}
+
+const views = {
+  async jobs() {
+    const j = await get("/jobs");
+    fill("#jobs", j.jobs.map((job) => {
+      const tr = document.createElement("tr");
+      tr.dataset.job = job.name;
+      const acts = document.createElement("td");
+      const t = button("Trigger", () => act(job.name, "trigger"));
+      t.dataset.action = "trigger";
+      acts.append(t, job.paused ? button("Resume", () => act(job.name, "resume"))
+                                : button("Pause", () => act(job.name, "pause")));
+      tr.append(link(job.name, "#job/" + encodeURIComponent(job.name)), td(schedule(job)),
+                td(job.tz), td(when(job.next_fire_at_ms, job.tz)), td(job.paused ? "yes" : "no"), acts);
+      return tr;
+    }));
+    return j.jobs.length + " jobs";
+  },
+  async job(name) {
+    const j = await get("/jobs/" + encodeURIComponent(name));
+    $("#job-title").textContent = "Job " + j.name;
+    const def = Object.assign({}, j); delete def.last_runs;
+    $("#job-def").textContent = JSON.stringify(def, null, 2);
+    fill("#job-runs", j.last_runs.slice().reverse().map((r) => runRow(r, false)));
+    return "job " + name;
+  },
+  async runs() {
+    const q = new URLSearchParams({ limit: "50" });
+    const job = $("#f-job").value.trim(), state = $("#f-state").value;
+    if (job) q.set("job", job);
+    if (state) q.set("state", state);
+    const c = runCursors[runCursors.length - 1];
+    if (c) q.set("cursor", c);
+    const j = await get("/runs?" + q);
+    runNext = j.next_cursor;
+    $("#runs-older").disabled = !runNext;
+    $("#runs-newest").disabled = runCursors.length === 0;
+    fill("#runs", j.runs.map((r) => runRow(r, true)));
+    return j.runs.length + " runs" + (runCursors.length ? " (older page " + (runCursors.length + 1) + ")" : "");
+  },
+  async run(id) {
+    const r = await get("/runs/" + encodeURIComponent(id));
+    $("#run-title").textContent = "Run " + r.id + " of " + r.job + " (attempt " + r.attempt + ")";
+    const def = Object.assign({}, r); delete def.output;
+    $("#run-def").textContent = JSON.stringify(def, null, 2);
+    $("#run-output").textContent = r.output || "(no output captured)";
+    return "run " + id;
+  },
+  async nodes() {
+    const j = await get("/nodes");
+    fill("#nodes", j.nodes.map((n) => {
+      const tr = document.createElement("tr");
+      tr.append(td(n.node), td(n.host), td(n.state), td(n.workers), td(n.running),
+                td(n.heartbeat_age_ms === null ? "never" : Math.round(n.heartbeat_age_ms / 1000) + "s ago"));
+      return tr;
+    }));
+    return j.nodes.length + " nodes";
+  },
+  async locks() {
+    const j = await get("/locks");
+    fill("#locks", j.locks.map((l) => {
+      const tr = document.createElement("tr");
+      tr.append(td(l.name), td(l.owner), td(new Date(l.until_ms).toISOString()), td(l.fence), td(l.state));
+      return tr;
+    }));
+    return j.locks.length + " locks";
+  },
+};
+
+async function refresh() {
+  try {
+    const msg = await views[current](currentArg);
+    say(msg + " - updated " + new Date().toLocaleTimeString());
+  } catch (e) { say(e.message); }
+}
+function route() {
+  const h = location.hash.slice(1) || "jobs";
+  const i = h.indexOf("/");
+  current = i < 0 ? h : h.slice(0, i);
+  currentArg = i < 0 ? null : decodeURIComponent(h.slice(i + 1));
+  if (!views[current]) current = "jobs";
+  for (const s of document.querySelectorAll("main section")) s.hidden = s.id !== "view-" + current;
+  for (const a of document.querySelectorAll("nav a"))
+    if (a.id === "nav-" + current) a.setAttribute("aria-current", "page"); else a.removeAttribute("aria-current");
+  refresh();
+}
+$("#auth").onsubmit = (e) => {
+  e.preventDefault();
+  token = $("#token").value.trim();
+  sessionStorage.setItem("dbcron-token", token);
+  refresh();
+};
+$("#run-filter").onsubmit = (e) => { e.preventDefault(); runCursors = []; refresh(); };
+$("#runs-older").onclick = () => { if (runNext) { runCursors.push(runNext); refresh(); } };
+$("#runs-newest").onclick = () => { runCursors = []; refresh(); };
+window.onhashchange = route;
+route();
+// live: poll every 2 s while the page is visible (only the newest runs page)
+setInterval(() => { if (!document.hidden && !(current === "runs" && runCursors.length)) refresh(); }, 2000);

@@ -1,0 +1,62 @@
+/*
+ * Inside the HTTP server: what server.c (connections, limits, auth) hands
+ * the router in api.c, and what the router hands back.  Everything here is
+ * touched only on the server's one thread.
+ */
+#ifndef DBCRON_HTTP_INT_H
+#define DBCRON_HTTP_INT_H
+
+#include <jansson.h>
+#include <microhttpd.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "http/http.h"
+#include "store/store.h"
+
+typedef enum http_role {
+	HTTP_ROLE_NONE = 0, /* no or a wrong token, while tokens are configured */
+	HTTP_ROLE_READ = 1,
+	HTTP_ROLE_ADMIN = 2,
+} http_role;
+
+/* One request, as the router sees it. */
+typedef struct http_call {
+	struct MHD_Connection *conn; /* for query arguments */
+	const char *method;
+	const char *path;            /* decoded, without the query */
+	const char *body;            /* NUL-terminated; "" when none */
+	size_t body_len;
+	http_role role;
+	bool tokens;                 /* a token file is configured */
+	bool bad_token;              /* a bearer token was given and is unknown */
+	store *st;                   /* the server's own store, this thread's */
+	struct node_stats *stats;    /* the node's counters, NULL under serve */
+	size_t metrics_max_jobs;
+} http_call;
+
+/* What to answer: a JSON document (owned, decref'd after sending) or a
+ * static text.  allow: the methods a 405 names. */
+typedef struct http_reply {
+	unsigned status;
+	json_t *json;
+	const char *text;
+	char *owned_text; /* instead of text: malloc'd, freed once sent */
+	size_t text_len;
+	const char *ctype;
+	const char *allow;
+	bool www_auth; /* add WWW-Authenticate: Bearer (401) */
+	bool csp;      /* a dashboard file: Content-Security-Policy, nothing from elsewhere */
+} http_reply;
+
+/* GET /metrics (metrics.c). */
+void http__metrics(const http_call *call, http_reply *rep);
+
+/* Route and answer one call (api.c). */
+void http__route(const http_call *call, http_reply *rep);
+
+/* {"error": {"code": code, "message": msg}} with the status. */
+void http__error(http_reply *rep, unsigned status, const char *code, const char *fmt, ...)
+	DBCRON_PRINTF(4, 5);
+
+#endif

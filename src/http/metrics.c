@@ -1,0 +1,187 @@
+/*
+ * GET /metrics in the Prometheus text format (version 0.0.4).  Two kinds
+ * of series, said apart in docs/http.md: this node's own counters
+ * (sched/stats.h, labelled node="ID"; summing them across nodes counts
+ * every run once, since each run's outcome is written by one node), and
+ * gauges read from the database at scrape time (the jobs: one narrow
+ * query of name, next fire and paused, nothing decoded or copied), which
+ * every server reports alike.  Per-job series are capped by --metrics-max-jobs
+ * (the first N by name), so label cardinality stays bounded; how many
+ * were left out is itself a series.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http/http_int.h"
+#include "sched/stats.h"
+
+/* A label value: backslash, double quote and line feed escaped. */
+static void label(FILE *f, const char *s)
+{
+	for (; s && *s; s++) {
+		if (*s == '\\' || *s == '"')
+			fputc('\\', f), fputc(*s, f);
+		else if (*s == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*s, f);
+	}
+}
+
+static void head(FILE *f, const char *name, const char *type, const char *help)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static unsigned long long ld(const atomic_ullong *v)
+{
+	return atomic_load_explicit(v, memory_order_relaxed);
+}
+
+static void hist(FILE *f, const char *name, const char *help, const char *node,
+		 const node_hist *h)
+{
+	unsigned long long cum = 0;
+	head(f, name, "histogram", help);
+	for (int i = 0; i <= NODE_HIST_BUCKETS; i++) {
+		cum += ld(&h->bucket[i]);
+		fprintf(f, "%s_bucket{node=\"", name);
+		label(f, node);
+		if (i < NODE_HIST_BUCKETS)
+			fprintf(f, "\",le=\"%g\"} %llu\n", (double)node_hist_le_ms[i] / 1000.0, cum);
+		else
+			fprintf(f, "\",le=\"+Inf\"} %llu\n", cum);
+	}
+	fprintf(f, "%s_sum{node=\"", name);
+	label(f, node);
+	fprintf(f, "\"} %.3f\n%s_count{node=\"", (double)atomic_load(&h->sum_ms) / 1000.0, name);
+	label(f, node);
+	fprintf(f, "\"} %llu\n", ld(&h->count));
+}
+
+static void node_series(FILE *f, node_stats *st)
+{
+	static const dbcron_run_state finals[] = {
+		DBCRON_RUN_SUCCEEDED, DBCRON_RUN_FAILED, DBCRON_RUN_TIMED_OUT,
+		DBCRON_RUN_SKIPPED,   DBCRON_RUN_MISFIRED, DBCRON_RUN_ABANDONED,
+	};
+	const char *node = st->node_id;
+	head(f, "dbcron_runs_total", "counter",
+	     "Runs whose final state this node wrote, by state.");
+	for (size_t i = 0; i < sizeof(finals) / sizeof(finals[0]); i++) {
+		fputs("dbcron_runs_total{node=\"", f);
+		label(f, node);
+		fprintf(f, "\",state=\"%s\"} %llu\n", dbcron_run_state_name(finals[i]),
+			(int)finals[i] < NODE_STATE_MAX ? ld(&st->runs[finals[i]]) : 0ULL);
+	}
+	hist(f, "dbcron_run_duration_seconds", "Run time, start to end, of the runs this node ended.",
+	     node, &st->run_ms);
+	hist(f, "dbcron_start_lateness_seconds",
+	     "How long after it was due each run this node started began (database time).", node,
+	     &st->late_ms);
+	hist(f, "dbcron_claim_duration_seconds", "Time of one claim statement.", node, &st->claim_ms);
+	head(f, "dbcron_claims_total", "counter", "Claims this node made.");
+	fputs("dbcron_claims_total{node=\"", f);
+	label(f, node);
+	fprintf(f, "\"} %llu\n", ld(&st->claims));
+	head(f, "dbcron_claimed_runs_total", "counter", "Runs this node's claims took.");
+	fputs("dbcron_claimed_runs_total{node=\"", f);
+	label(f, node);
+	fprintf(f, "\"} %llu\n", ld(&st->claimed));
+	head(f, "dbcron_fenced_writes_total", "counter",
+	     "Writes refused because the run was no longer this node's.");
+	fputs("dbcron_fenced_writes_total{node=\"", f);
+	label(f, node);
+	fprintf(f, "\"} %llu\n", ld(&st->fenced));
+	head(f, "dbcron_inflight_runs", "gauge", "Fires claimed by this node and not yet finished.");
+	fputs("dbcron_inflight_runs{node=\"", f);
+	label(f, node);
+	fprintf(f, "\"} %lld\n", (long long)atomic_load(&st->inflight));
+	long long until = atomic_load(&st->lease_until_ms);
+	if (until >= 0) {
+		head(f, "dbcron_node_lease_until_timestamp_seconds", "gauge",
+		     "When this node's lease ends unless renewed (database clock).");
+		fputs("dbcron_node_lease_until_timestamp_seconds{node=\"", f);
+		label(f, node);
+		fprintf(f, "\"} %.3f\n", (double)until / 1000.0);
+	}
+}
+
+/* The jobs, from the database: one pass over the listing (already in name
+ * order), the paused series kept aside so each family stays together. */
+typedef struct job_pass {
+	FILE *next, *paused;
+	size_t n, max;
+} job_pass;
+
+static int job_row(void *ctx, const store_job_brief *j)
+{
+	job_pass *jp = ctx;
+	if (jp->n++ >= jp->max)
+		return 0; /* counted, not shown */
+	if (j->next_fire_at >= 0) {
+		fputs("dbcron_job_next_fire_timestamp_seconds{job=\"", jp->next);
+		label(jp->next, j->name);
+		fprintf(jp->next, "\"} %.3f\n", (double)j->next_fire_at / 1000.0);
+	}
+	fputs("dbcron_job_paused{job=\"", jp->paused);
+	label(jp->paused, j->name);
+	fprintf(jp->paused, "\"} %d\n", j->paused ? 1 : 0);
+	return 0;
+}
+
+static int job_series(FILE *f, store *s, size_t max_jobs, dbcron_err *err)
+{
+	char *pbuf = NULL;
+	size_t plen = 0;
+	job_pass jp = {.max = max_jobs};
+	int rc;
+
+	/* the families' heads first: the counts are known only at the end,
+	 * so they follow the per-job lines */
+	head(f, "dbcron_job_next_fire_timestamp_seconds", "gauge",
+	     "A job's next fire (from the database); absent when it has none.");
+	jp.next = f;
+	if (!(jp.paused = open_memstream(&pbuf, &plen)))
+		return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
+	rc = store_job_briefs(s, job_row, &jp, err);
+	if (fclose(jp.paused) && !rc)
+		rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
+	if (!rc) {
+		head(f, "dbcron_job_paused", "gauge", "1 when a job is paused (from the database).");
+		fwrite(pbuf, 1, plen, f);
+		size_t shown = jp.n < max_jobs ? jp.n : max_jobs;
+		head(f, "dbcron_jobs", "gauge", "Jobs in the database (from the database).");
+		fprintf(f, "dbcron_jobs %zu\n", jp.n);
+		head(f, "dbcron_metrics_jobs_omitted", "gauge",
+		     "Jobs left out of the per-job series by --metrics-max-jobs.");
+		fprintf(f, "dbcron_metrics_jobs_omitted %zu\n", jp.n - shown);
+	}
+	free(pbuf);
+	return rc;
+}
+
+void http__metrics(const http_call *c, http_reply *rep)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	dbcron_err err = {0};
+	FILE *f = open_memstream(&buf, &len);
+	if (!f)
+		return http__error(rep, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory");
+	if (c->stats)
+		node_series(f, c->stats);
+	int rc = job_series(f, c->st, c->metrics_max_jobs, &err);
+	if (fclose(f) || rc) {
+		free(buf);
+		if (rc)
+			return http__error(rep, MHD_HTTP_SERVICE_UNAVAILABLE, "unavailable", "%s", err.msg);
+		return http__error(rep, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory");
+	}
+	rep->status = MHD_HTTP_OK;
+	rep->owned_text = buf;
+	rep->text_len = len;
+	rep->ctype = "text/plain; version=0.0.4; charset=utf-8";
+}

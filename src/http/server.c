@@ -1,0 +1,466 @@
+/*
+ * The HTTP server's connections: the libmicrohttpd daemon on its own
+ * polling thread (every request callback runs there, so the one store
+ * handle it owns is never shared), the limits (body size, connections,
+ * idle timeout, header memory) and who is asking (bearer tokens).
+ *
+ * Auth: a token file holds lines "TOKEN ROLE" (ROLE read or admin; TOKEN
+ * may be "sha256:HEX", so the file need hold no secret).  Only the
+ * SHA-256 of each token is kept, and a presented token is hashed and
+ * compared with every entry in constant time, so neither the match nor
+ * its position leaks through timing.  Only "Authorization: Bearer" counts:
+ * no cookies, so a browser cannot be made to send a credential (no CSRF).
+ * Without a token file the server is read-only and must listen on a
+ * loopback address.
+ */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <glib.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "core/alloc.h"
+#include "core/log.h"
+#include "http/http_int.h"
+
+#define SHA256_HEX 64
+
+typedef struct http_token {
+	char hex[SHA256_HEX + 1]; /* lower-case SHA-256 of the token */
+	http_role role;
+} http_token;
+
+struct http_server {
+	struct MHD_Daemon *d;
+	store *st; /* used only on the daemon's thread */
+	http_token *tokens;
+	size_t ntokens, tokcap;
+	size_t max_body;
+	unsigned port;
+	struct node_stats *stats;
+	size_t metrics_max_jobs;
+};
+
+/* One request's upload, owned by the connection (freed in on_done). */
+typedef struct http_upload {
+	char *buf;
+	size_t len, cap;
+	bool too_big;
+	bool seen; /* the first call (headers only) has happened */
+} http_upload;
+
+void http_config_init(http_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->max_body = (size_t)8 << 20;
+	c->max_conns = 64;
+	c->timeout_s = 15;
+	c->metrics_max_jobs = 1000;
+}
+
+/* ------------------------------------------------------------- tokens */
+
+static bool is_hex64(const char *s)
+{
+	size_t n = 0;
+	for (; s[n]; n++)
+		if (!isxdigit((unsigned char)s[n]))
+			return false;
+	return n == SHA256_HEX;
+}
+
+static int read_tokens(http_server *h, const char *path, dbcron_err *err)
+{
+	FILE *f = fopen(path, "re");
+	char line[1024];
+	int lineno = 0, rc = DBCRON_EINVAL;
+
+	if (!f)
+		return dbcron_err_set(err, DBCRON_EIO, "--api-token-file %s: %s", path,
+				      strerror(errno));
+	while (fgets(line, sizeof(line), f)) {
+		char tok[512], role[32], extra[2];
+		lineno++;
+		if (!strchr(line, '\n') && !feof(f)) {
+			dbcron_err_set(err, rc, "--api-token-file %s:%d: line too long", path, lineno);
+			goto out_close;
+		}
+		char *p = line;
+		while (isspace((unsigned char)*p))
+			p++;
+		if (!*p || *p == '#')
+			continue;
+		int k = sscanf(p, "%511s %31s %1s", tok, role, extra);
+		if (k != 2) {
+			dbcron_err_set(err, rc, "--api-token-file %s:%d: expected 'TOKEN ROLE' (ROLE read or admin)",
+				       path, lineno);
+			goto out_close;
+		}
+		http_token t = {.role = HTTP_ROLE_NONE};
+		if (!strcmp(role, "read"))
+			t.role = HTTP_ROLE_READ;
+		else if (!strcmp(role, "admin"))
+			t.role = HTTP_ROLE_ADMIN;
+		else {
+			dbcron_err_set(err, rc, "--api-token-file %s:%d: role '%s' is not read or admin",
+				       path, lineno, role);
+			goto out_close;
+		}
+		if (!strncmp(tok, "sha256:", 7)) {
+			if (!is_hex64(tok + 7)) {
+				dbcron_err_set(err, rc, "--api-token-file %s:%d: sha256: wants 64 hex digits",
+					       path, lineno);
+				goto out_close;
+			}
+			for (int i = 0; i < SHA256_HEX; i++)
+				t.hex[i] = (char)tolower((unsigned char)tok[7 + i]);
+		} else {
+			if (strlen(tok) < 16) {
+				dbcron_err_set(err, rc, "--api-token-file %s:%d: a token needs at least 16 characters",
+					       path, lineno);
+				goto out_close;
+			}
+			gchar *hx = g_compute_checksum_for_string(G_CHECKSUM_SHA256, tok, -1);
+			if (!hx) {
+				rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
+				goto out_close;
+			}
+			memcpy(t.hex, hx, SHA256_HEX);
+			g_free(hx);
+		}
+		if (dbcron__grow((void **)&h->tokens, &h->tokcap, h->ntokens + 1,
+				 sizeof(*h->tokens))) {
+			rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
+			goto out_close;
+		}
+		h->tokens[h->ntokens++] = t;
+	}
+	if (h->ntokens == 0) {
+		dbcron_err_set(err, rc, "--api-token-file %s: no tokens in it", path);
+		goto out_close;
+	}
+	rc = DBCRON_OK;
+out_close:
+	fclose(f);
+	return rc;
+}
+
+/* The role of a bearer token: every entry compared, no early exit. */
+static http_role token_role(const http_server *h, const char *token)
+{
+	gchar *hx = g_compute_checksum_for_string(G_CHECKSUM_SHA256, token, -1);
+	http_role role = HTTP_ROLE_NONE;
+	if (!hx)
+		return role;
+	for (size_t i = 0; i < h->ntokens; i++) {
+		unsigned char diff = 0;
+		for (int k = 0; k < SHA256_HEX; k++)
+			diff |= (unsigned char)(hx[k] ^ h->tokens[i].hex[k]);
+		/* branch-free select of the matching entry's role */
+		unsigned m = (unsigned)((diff - 1) >> 8) & 1u; /* 1 when diff == 0 */
+		role = (http_role)((unsigned)role | (m * (unsigned)h->tokens[i].role));
+	}
+	g_free(hx);
+	return role;
+}
+
+/* ------------------------------------------------------------ replies */
+
+void http__error(http_reply *rep, unsigned status, const char *code, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	json_decref(rep->json);
+	rep->status = status;
+	rep->json = json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", msg);
+}
+
+static enum MHD_Result send_reply(struct MHD_Connection *c, http_reply *rep)
+{
+	struct MHD_Response *r;
+	char *text = NULL;
+	if (rep->json) {
+		text = json_dumps(rep->json, JSON_COMPACT | JSON_ENSURE_ASCII);
+		json_decref(rep->json);
+		rep->json = NULL;
+		if (!text) {
+			rep->status = MHD_HTTP_INTERNAL_SERVER_ERROR;
+			rep->text = "{\"error\":{\"code\":\"internal\",\"message\":\"out of memory\"}}";
+			rep->text_len = strlen(rep->text);
+		}
+		rep->ctype = "application/json";
+	}
+	if (text) {
+		/* jansson's buffer (malloc), handed to libmicrohttpd, which frees it */
+		size_t n = strlen(text);
+		r = MHD_create_response_from_buffer(n, text, MHD_RESPMEM_MUST_FREE);
+		if (!r)
+			free(text);
+	} else if (rep->owned_text) {
+		r = MHD_create_response_from_buffer(rep->text_len, rep->owned_text,
+						    MHD_RESPMEM_MUST_FREE);
+		if (!r)
+			free(rep->owned_text);
+		rep->owned_text = NULL;
+	} else {
+		r = MHD_create_response_from_buffer(rep->text_len, (void *)rep->text,
+						    MHD_RESPMEM_PERSISTENT);
+	}
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, "Content-Type", rep->ctype ? rep->ctype : "text/plain; charset=utf-8");
+	MHD_add_response_header(r, "Cache-Control", "no-store");
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	MHD_add_response_header(r, "X-Frame-Options", "DENY");
+	if (rep->allow)
+		MHD_add_response_header(r, "Allow", rep->allow);
+	if (rep->csp)
+		MHD_add_response_header(r, "Content-Security-Policy",
+					"default-src 'self'; img-src 'self' data:; frame-ancestors 'none'");
+	if (rep->www_auth)
+		MHD_add_response_header(r, "WWW-Authenticate", "Bearer");
+	enum MHD_Result ok = MHD_queue_response(c, rep->status, r);
+	MHD_destroy_response(r);
+	return ok;
+}
+
+/* ---------------------------------------------------------- requests */
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
+				  const char *method, const char *version,
+				  const char *data, size_t *data_size, void **con_cls)
+{
+	http_server *h = cls;
+	http_upload *up = *con_cls;
+	http_reply rep = {0};
+
+	if (!up) {
+		up = dbcron__calloc(1, sizeof(*up));
+		if (!up)
+			return MHD_NO;
+		*con_cls = up;
+		/* a declared length over the limit is refused before any of it */
+		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+							     MHD_HTTP_HEADER_CONTENT_LENGTH);
+		if (cl && strtoull(cl, NULL, 10) > h->max_body) {
+			http__error(&rep, MHD_HTTP_CONTENT_TOO_LARGE, "too_large",
+				    "request body larger than the limit of %zu bytes", h->max_body);
+			return send_reply(c, &rep);
+		}
+		return MHD_YES;
+	}
+	if (*data_size) {
+		size_t n = *data_size;
+		*data_size = 0;
+		if (up->too_big || up->len + n > h->max_body) {
+			/* read and drop the rest, then answer 413 */
+			up->too_big = true;
+			return MHD_YES;
+		}
+		if (dbcron__grow((void **)&up->buf, &up->cap, up->len + n + 1, 1))
+			return MHD_NO;
+		memcpy(up->buf + up->len, data, n);
+		up->len += n;
+		up->buf[up->len] = '\0';
+		return MHD_YES;
+	}
+	if (up->too_big) {
+		http__error(&rep, MHD_HTTP_CONTENT_TOO_LARGE, "too_large",
+			    "request body larger than the limit of %zu bytes", h->max_body);
+		return send_reply(c, &rep);
+	}
+
+	http_call call = {.conn = c, .method = method, .path = url,
+			  .body = up->buf ? up->buf : "", .body_len = up->len,
+			  .st = h->st, .tokens = h->ntokens > 0, .stats = h->stats,
+			  .metrics_max_jobs = h->metrics_max_jobs};
+	const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+						       MHD_HTTP_HEADER_AUTHORIZATION);
+	if (!call.tokens) {
+		call.role = HTTP_ROLE_READ;
+	} else if (auth && !strncasecmp(auth, "Bearer ", 7)) {
+		const char *t = auth + 7;
+		while (*t == ' ')
+			t++;
+		call.role = token_role(h, t);
+		call.bad_token = call.role == HTTP_ROLE_NONE;
+	} else if (auth) {
+		call.bad_token = true;
+	}
+	http__route(&call, &rep);
+	if (!rep.json && !rep.text && !rep.owned_text)
+		http__error(&rep, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory");
+	return send_reply(c, &rep);
+}
+
+static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
+		    enum MHD_RequestTerminationCode why)
+{
+	http_upload *up = *con_cls;
+	if (up) {
+		dbcron__free(up->buf);
+		dbcron__free(up);
+		*con_cls = NULL;
+	}
+}
+
+/* ------------------------------------------------------------ daemon */
+
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0'
+	       : c >= 'a' && c <= 'f' ? c - 'a' + 10
+	       : c >= 'A' && c <= 'F' ? c - 'A' + 10
+				      : -1;
+}
+
+/*
+ * Percent-decoding of paths and query values, in place.  "%00" stays as
+ * it is: decoded, it would end the C string early and "/jobs/tick%00x"
+ * would address the job "tick".  Returns the new length.
+ */
+static size_t unescape(void *cls, struct MHD_Connection *c, char *s)
+{
+	char *w = s;
+	for (const char *r = s; *r; r++) {
+		int hi, lo;
+		if (*r == '%' && (hi = hexval(r[1])) >= 0 && (lo = hexval(r[2])) >= 0 &&
+		    (hi | lo)) {
+			*w++ = (char)(hi * 16 + lo);
+			r += 2;
+		} else {
+			*w++ = *r;
+		}
+	}
+	*w = '\0';
+	return (size_t)(w - s);
+}
+
+static bool is_loopback(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
+		return (ntohl(a->sin_addr.s_addr) >> 24) == 127;
+	}
+	const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
+	return IN6_IS_ADDR_LOOPBACK(&a->sin6_addr);
+}
+
+/* "127.0.0.1:8080", "[::1]:8080", "localhost:8080", "0.0.0.0:8080". */
+static int parse_listen(const char *s, struct sockaddr_storage *ss, dbcron_err *err)
+{
+	char host[128];
+	const char *colon;
+	memset(ss, 0, sizeof(*ss));
+	if (s[0] == '[') {
+		const char *e = strchr(s, ']');
+		if (!e || e[1] != ':' || (size_t)(e - s - 1) >= sizeof(host))
+			goto bad;
+		memcpy(host, s + 1, (size_t)(e - s - 1));
+		host[e - s - 1] = '\0';
+		colon = e + 1;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon || (size_t)(colon - s) >= sizeof(host))
+			goto bad;
+		memcpy(host, s, (size_t)(colon - s));
+		host[colon - s] = '\0';
+	}
+	char *end;
+	errno = 0;
+	long port = strtol(colon + 1, &end, 10);
+	if (!colon[1] || *end || errno || port < 0 || port > 65535)
+		goto bad;
+	if (!strcmp(host, "localhost"))
+		snprintf(host, sizeof(host), "127.0.0.1");
+	struct sockaddr_in *a4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)ss;
+	if (inet_pton(AF_INET, host, &a4->sin_addr) == 1) {
+		a4->sin_family = AF_INET;
+		a4->sin_port = htons((uint16_t)port);
+	} else if (inet_pton(AF_INET6, host, &a6->sin6_addr) == 1) {
+		a6->sin6_family = AF_INET6;
+		a6->sin6_port = htons((uint16_t)port);
+	} else {
+		goto bad;
+	}
+	return DBCRON_OK;
+bad:
+	return dbcron_err_set(err, DBCRON_EINVAL,
+			      "--http '%s': expected ADDR:PORT (127.0.0.1:8080, [::1]:8080)", s);
+}
+
+int http_server_start(const http_config *c, http_server **out, dbcron_err *err)
+{
+	struct sockaddr_storage ss;
+	http_server *h;
+	int rc;
+
+	*out = NULL;
+	if ((rc = parse_listen(c->listen, &ss, err)))
+		return rc;
+	if (!c->token_file && !is_loopback(&ss))
+		return dbcron_err_set(err, DBCRON_EINVAL,
+				      "--http %s is not a loopback address: give --api-token-file so that the API is not open to the network",
+				      c->listen);
+	if (!(h = dbcron__calloc(1, sizeof(*h))))
+		return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
+	h->max_body = c->max_body;
+	h->stats = c->stats;
+	h->metrics_max_jobs = c->metrics_max_jobs;
+	if (c->token_file && (rc = read_tokens(h, c->token_file, err)))
+		goto out_free;
+	if ((rc = store_open(c->db_url, &h->st, err)) || (rc = store_check_schema(h->st, err)))
+		goto out_free;
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO;
+	if (ss.ss_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	h->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h,
+				MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+				MHD_OPTION_CONNECTION_LIMIT, c->max_conns,
+				MHD_OPTION_CONNECTION_TIMEOUT, c->timeout_s,
+				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)65536,
+				MHD_OPTION_NOTIFY_COMPLETED, on_done, h,
+				MHD_OPTION_UNESCAPE_CALLBACK, unescape, h,
+				MHD_OPTION_END);
+	if (!h->d) {
+		rc = dbcron_err_set(err, DBCRON_EIO, "--http %s: cannot listen there (%s)", c->listen,
+				    errno ? strerror(errno) : "in use or not an address of this host");
+		goto out_free;
+	}
+	const union MHD_DaemonInfo *di = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
+	h->port = di ? di->port : 0;
+	dbcron__log(LOG_INFO, "http.listen", LOG_STR("listen", c->listen),
+		    LOG_INT("port", (int64_t)h->port),
+		    LOG_STR("auth", h->ntokens ? "tokens" : "none (read-only)"));
+	*out = h;
+	return DBCRON_OK;
+out_free:
+	store_close(h->st);
+	dbcron__free(h->tokens);
+	dbcron__free(h);
+	return rc;
+}
+
+unsigned http_server_port(const http_server *h)
+{
+	return h->port;
+}
+
+void http_server_stop(http_server *h)
+{
+	if (!h)
+		return;
+	MHD_stop_daemon(h->d);
+	store_close(h->st);
+	dbcron__free(h->tokens);
+	dbcron__free(h);
+}

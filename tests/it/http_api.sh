@@ -1,0 +1,442 @@
+#!/usr/bin/env bash
+# The HTTP API (docs/http.md) with real requests against a real node
+# (`dbcron node --http`) and a real `dbcron serve`: every endpoint, every
+# auth case, bad JSON, oversized bodies, unknown routes, path tricks, slow
+# and idle clients, and that a refused write leaves the database as it was.
+# Runs on SQLite; http_api_pg.sh and http_api_mysql.sh run the same checks on
+# PostgreSQL and MariaDB (HTTP_BACKEND=pg|mysql).
+set -euo pipefail
+source "$DBCRON_TESTLIB"
+
+BACKEND=${HTTP_BACKEND:-sqlite}
+case "$BACKEND" in
+sqlite) URL=sqlite:$T_DIR/t.db ;;
+pg)
+	[ -n "${DBCRON_TEST_PG:-}" ] || { echo "DBCRON_TEST_PG (a libpq conninfo) is required" >&2; exit 1; }
+	URL=$(t_pg_fresh_db dbcron_http)
+	;;
+mysql)
+	[ -n "${DBCRON_TEST_MYSQL:-}" ] || { echo "DBCRON_TEST_MYSQL (a mysql:// URL) is required" >&2; exit 1; }
+	URL=$(t_my_fresh_db dbcron_http)
+	;;
+*)
+	echo "unknown HTTP_BACKEND $BACKEND" >&2
+	exit 1
+	;;
+esac
+# What a write would change while the node goes on ticking: every job's
+# definition (not its next fire, which the node moves) and every run of
+# the jobs other than "tick".
+db_state() {
+	{
+		"$DBCRON_BIN" job list --format json | jq -c '[.[] | del(.next_fire_at_ms, .next_fire)]'
+		"$DBCRON_BIN" runs --format csv --limit 0 | grep -v '^tick,' || true
+	} | sha256sum | cut -d' ' -f1
+}
+export DBCRON_DB=$URL
+command -v curl >/dev/null || { echo "curl is required (scripts/deps.sh)" >&2; exit 1; }
+command -v jq >/dev/null || { echo "jq is required (scripts/deps.sh)" >&2; exit 1; }
+
+ADMIN=admin-token-0123456789abcdef
+READER=read-token-0123456789abcdef
+{
+	echo "# comments and blank lines are ignored"
+	echo
+	echo "$ADMIN admin"
+	echo "sha256:$(printf %s "$READER" | sha256sum | cut -d' ' -f1) read"
+} >"$T_DIR/tokens"
+
+# req METHOD PATH [TOKEN [BODY-FILE]]: H_CODE, H_BODY, H_HEAD
+req() {
+	local m=$1 p=$2 tok=${3:-} body=${4:-}
+	local args=(-s --path-as-is -X "$m" -o "$T_DIR/.body" -D "$T_DIR/.head" -w '%{http_code}'
+		--max-time 60)
+	[ -n "$tok" ] && args+=(-H "Authorization: Bearer $tok")
+	[ -n "$body" ] && args+=(-H 'Content-Type: application/json' --data-binary "@$body")
+	H_CODE=$(curl "${args[@]}" "http://127.0.0.1:$PORT$p" || true)
+	H_BODY=$(cat "$T_DIR/.body")
+	H_HEAD=$(cat "$T_DIR/.head")
+}
+# expect CODE METHOD PATH [TOKEN [BODY-FILE]]
+expect() {
+	local want=$1
+	shift
+	req "$@"
+	assert_eq "$want" "$H_CODE" "status of $1 $2 (body: $H_BODY)"
+}
+jget() { jq -r "$1" <<<"$H_BODY"; }
+err_code() { jget '.error.code'; }
+body() { printf '%s' "$1" >"$T_DIR/.req"; echo "$T_DIR/.req"; }
+
+port_of() { grep -o 'event=http.listen .*port=[0-9]*' "$1" | grep -o '[0-9]*$' | head -1; }
+has_port() { [ -n "$(port_of "$1")" ]; }
+
+# ---------------------------------------------------------------------
+t_section "setup"
+expect_rc 0 init
+expect_rc 0 job add tick --every 1s -- echo tick-output
+expect_rc 0 job add quiet --every 1h -- true
+
+t_section "startup refusals"
+expect_rc 2 node --api-token-file "$T_DIR/tokens"
+assert_err_contains "--api-token-file needs --http"
+expect_rc 2 serve --http 0.0.0.0:0
+assert_err_contains "is not a loopback address"
+expect_rc 2 serve --http nonsense
+assert_err_contains "--http 'nonsense': expected ADDR:PORT"
+printf 'short admin\n' >"$T_DIR/badtok"
+expect_rc 2 serve --http 127.0.0.1:0 --api-token-file "$T_DIR/badtok"
+assert_err_contains "badtok:1: a token needs at least 16 characters"
+printf '%s root\n' "$ADMIN" >"$T_DIR/badrole"
+expect_rc 2 serve --http 127.0.0.1:0 --api-token-file "$T_DIR/badrole"
+assert_err_contains "badrole:1: role 'root' is not read or admin"
+expect_rc 1 serve --http 127.0.0.1:0 --api-token-file "$T_DIR/missing"
+assert_err_contains "missing: No such file"
+
+t_section "a node serving the API"
+t_bg "$DBCRON_BIN" node --node-id n1 --http 127.0.0.1:0 --api-token-file "$T_DIR/tokens" \
+	--heartbeat 200ms --lease 2s 2>"$T_DIR/node.log"
+NODE_PID=$T_BG_PID
+wait_until 30 has_port "$T_DIR/node.log" || { cat "$T_DIR/node.log"; exit 1; }
+PORT=$(port_of "$T_DIR/node.log")
+
+t_section "health"
+expect 200 GET /healthz
+assert_eq "ok" "$H_BODY"
+expect 200 GET /readyz
+assert_eq "true" "$(jget .ready)"
+expect 405 POST /healthz "$ADMIN"
+
+t_section "auth"
+expect 401 GET /api/v1/jobs
+assert_eq unauthorized "$(err_code)"
+assert_match "$H_HEAD" '^WWW-Authenticate: Bearer'
+expect 401 GET /api/v1/jobs wrong-token-0123456789abcdef
+assert_contains "$(jget .error.message)" "not one of --api-token-file's"
+H_CODE=$(curl -s -o /dev/null -w '%{http_code}' -u "admin:$ADMIN" "http://127.0.0.1:$PORT/api/v1/jobs")
+assert_eq 401 "$H_CODE" "Basic auth is not accepted"
+H_CODE=$(curl -s -o /dev/null -w '%{http_code}' -b "token=$ADMIN" "http://127.0.0.1:$PORT/api/v1/jobs")
+assert_eq 401 "$H_CODE" "a cookie is not a credential"
+expect 401 GET "/api/v1/jobs?token=$ADMIN"
+expect 200 GET /api/v1/jobs "$READER"
+expect 200 GET /api/v1/jobs "$ADMIN"
+before=$(db_state)
+expect 403 POST /api/v1/jobs/quiet/trigger "$READER"
+assert_eq forbidden "$(err_code)"
+expect 403 DELETE /api/v1/jobs/quiet "$READER"
+expect 403 PUT /api/v1/jobs/x "$READER" "$(body '{"every":"1s","command":["true"]}')"
+expect 403 POST /api/v1/apply "$READER" "$(body '[]')"
+expect 401 POST /api/v1/jobs/quiet/pause
+assert_eq "$before" "$(db_state)" "refused writes wrote nothing"
+
+t_section "GET /api/v1/jobs and /jobs/NAME"
+expect 200 GET /api/v1/jobs "$READER"
+assert_eq "quiet tick" "$(jget '[.jobs[].name] | join(" ")')"
+assert_eq "1s" "$(jget '.jobs[] | select(.name == "tick") | .every')"
+# the API's job form is the CLI's
+expect_rc 0 job list --format json
+assert_eq "$(jq -c '[.[] | del(.next_fire_at_ms, .next_fire)]' <<<"$T_OUT")" \
+	"$(jget '[.jobs[] | del(.next_fire_at_ms, .next_fire)] | tostring')" "same JSON as job list"
+wait_until 30 bash -c "[ \$(curl -s -H 'Authorization: Bearer $READER' \
+	'http://127.0.0.1:$PORT/api/v1/runs?job=tick&state=succeeded' | jq '.runs | length') -ge 2 ]"
+expect 200 GET /api/v1/jobs/tick "$READER"
+assert_eq tick "$(jget .name)"
+assert_match "$(jget '.last_runs | length')" '^([2-9]|10)$'
+expect 404 GET /api/v1/jobs/nope "$READER"
+assert_eq not_found "$(err_code)"
+assert_eq "no job named 'nope'" "$(jget .error.message)"
+expect 405 POST /api/v1/jobs "$ADMIN"
+assert_match "$H_HEAD" '^Allow: GET'
+
+t_section "PUT /api/v1/jobs/NAME"
+expect 201 PUT /api/v1/jobs/made "$ADMIN" "$(body '{"every":"1h","command":["echo","made"]}')"
+assert_eq 1 "$(jget .created)"
+expect 200 PUT /api/v1/jobs/made "$ADMIN" "$(body '{"name":"made","every":"2h","command":["echo","made"]}')"
+assert_eq 1 "$(jget .updated)"
+expect_rc 0 job show made --format json
+assert_eq 2h "$(jq -r .every <<<"$T_OUT")" "the PUT is in the database"
+before=$(db_state)
+expect 400 PUT /api/v1/jobs/made "$ADMIN" "$(body '{"name":"other","every":"1h","command":["true"]}')"
+assert_contains "$(jget .error.message)" "another name than the path's 'made'"
+expect 400 PUT /api/v1/jobs/made "$ADMIN" "$(body '{"every":"1h", "command":')"
+assert_eq invalid "$(err_code)"
+assert_match "$(jget .error.message)" '^body:1:[0-9]+: '
+expect 400 PUT /api/v1/jobs/made "$ADMIN" "$(body '[1]')"
+assert_eq "expected a JSON job object" "$(jget .error.message)"
+expect 400 PUT /api/v1/jobs/made "$ADMIN"
+assert_eq "the request needs a JSON body" "$(jget .error.message)"
+# the same field-level message as job apply prints
+printf '[{"name":"made","every":"soon","command":["true"]}]' >"$T_DIR/bad.json"
+expect_rc 2 job apply "$T_DIR/bad.json"
+expect 400 PUT /api/v1/jobs/made "$ADMIN" "$(body '{"every":"soon","command":["true"]}')"
+msg=$(jget .error.message)
+assert_contains "$msg" "key 'every'"
+assert_contains "$T_ERR" "job #1 ('made'): $msg" "the CLI says the same"
+expect 400 PUT /api/v1/jobs/made "$ADMIN" "$(body '{"every":"1s","cron":"* * * * *","command":["true"]}')"
+expect 400 PUT /api/v1/jobs/made "$ADMIN" "$(body '{"every":"1s","bogus_key":1,"command":["true"]}')"
+assert_contains "$(jget .error.message)" "bogus_key"
+assert_eq "$before" "$(db_state)" "refused PUTs wrote nothing"
+
+t_section "a job's schedule in words and its next fires in its zone"
+expect 201 PUT /api/v1/jobs/noon "$ADMIN" "$(body '{"cron":"0 0 12 * * ?","tz":"Europe/Berlin","command":["true"]}')"
+expect 200 GET /api/v1/jobs/noon "$READER"
+assert_eq "cron 0 0 12 * * ?" "$(jget .schedule)"
+assert_match "$(jget .description)" '12'
+assert_eq 5 "$(jget '.next_fires | length')"
+assert_eq "$(jget .next_fire_at_ms)" "$(jget '.next_fires[0].at_ms')" "the first is the stored next fire"
+assert_eq true "$(jget '[.next_fires[].at_ms] | . == (sort | unique)')" "increasing"
+assert_eq "" "$(jget '.next_fires[].local' | grep -Ev 'T12:00:00(\.000)?\+0[12]:00$' || true)" \
+	"noon in Berlin, with Berlin's offset"
+assert_eq "" "$(jget '.next_fires[].utc' | grep -Ev 'T1[01]:00:00(\.000)?Z$' || true)" "and in UTC"
+expect 200 DELETE /api/v1/jobs/noon "$ADMIN"
+
+t_section "cron next and check: the CLI's answers"
+expect_rc 0 cron next '0 0 12 ? * MON-FRI' --tz America/New_York --from 1767225600 --count 4
+expect 200 GET "/api/v1/cron/next?expr=0+0+12+%3F+*+MON-FRI&tz=America/New_York&from=1767225600&count=4" "$READER"
+assert_eq "$T_OUT" "$(jget '.fires[].at')" "the same fires as dbcron cron next"
+expect_rc 0 cron check '*/5 * * * *'
+expect 200 GET "/api/v1/cron/check?expr=*/5+*+*+*+*" "$READER"
+assert_eq "$T_OUT" "valid ($(jget .dialect)): $(jget .description)" "the same words as dbcron cron check"
+expect_rc 2 cron check '0 0 32 * * ?'
+expect 400 GET "/api/v1/cron/check?expr=0+0+32+*+*+%3F" "$READER"
+assert_eq "$T_ERR" "dbcron: $(jget .error.message)" "the same error as the CLI"
+expect 400 GET "/api/v1/cron/next?expr=*+*+*+*+*&tz=Mars/Olympus" "$READER"
+assert_contains "$(jget .error.message)" "Mars/Olympus"
+expect 400 GET "/api/v1/cron/next?expr=*+*+*+*+*&count=0" "$READER"
+expect 400 GET "/api/v1/cron/next" "$READER"
+expect 404 GET "/api/v1/cron/later?expr=*+*+*+*+*" "$READER"
+expect 401 GET "/api/v1/cron/check?expr=*+*+*+*+*"
+
+t_section "pause, resume, trigger, delete"
+expect 200 POST /api/v1/jobs/quiet/pause "$ADMIN"
+assert_eq "true true" "$(jget '"\(.paused) \(.changed)"')"
+expect_rc 0 job show quiet --format json
+assert_eq true "$(jq -r .paused <<<"$T_OUT")" "paused in the database"
+expect 200 POST /api/v1/jobs/quiet/pause "$ADMIN"
+assert_eq false "$(jget .changed)" "a second pause changes nothing"
+expect 200 POST /api/v1/jobs/quiet/resume "$ADMIN"
+assert_eq "false true" "$(jget '"\(.paused) \(.changed)"')"
+assert_match "$(jget .next_fire_at_ms)" '^[0-9]+$'
+expect 201 POST /api/v1/jobs/quiet/trigger "$ADMIN"
+RUN=$(jget .run_id)
+assert_match "$RUN" '^[0-9]+$'
+wait_until 30 bash -c "curl -s -H 'Authorization: Bearer $READER' \
+	http://127.0.0.1:$PORT/api/v1/runs/$RUN | jq -e '.state == \"succeeded\"' >/dev/null" ||
+	_t_fail "triggered run $RUN did not succeed"
+expect 404 POST /api/v1/jobs/nope/trigger "$ADMIN"
+expect 404 POST /api/v1/jobs/quiet/explode "$ADMIN"
+expect 405 GET /api/v1/jobs/quiet/trigger "$ADMIN"
+expect 200 DELETE /api/v1/jobs/made "$ADMIN"
+assert_eq made "$(jget .deleted)"
+expect 404 GET /api/v1/jobs/made "$ADMIN"
+expect 404 DELETE /api/v1/jobs/made "$ADMIN"
+
+t_section "runs"
+TICK_RUN=$(curl -s -H "Authorization: Bearer $READER" \
+	"http://127.0.0.1:$PORT/api/v1/runs?job=tick&state=succeeded&limit=1" | jq -r '.runs[0].id')
+expect 200 GET "/api/v1/runs/$TICK_RUN" "$READER"
+assert_eq "tick-output" "$(jget .output | tr -d '\n')" "a run's captured output"
+assert_eq tick "$(jget .job)"
+expect 404 GET /api/v1/runs/999999999 "$READER"
+expect 404 GET /api/v1/runs/abc "$READER"
+expect 400 GET "/api/v1/runs?state=bogus" "$READER"
+assert_contains "$(jget .error.message)" "state 'bogus'"
+expect 400 GET "/api/v1/runs?limit=0" "$READER"
+expect 400 GET "/api/v1/runs?limit=1001" "$READER"
+expect 400 GET "/api/v1/runs?cursor=garbage" "$READER"
+expect 400 GET "/api/v1/runs?since=yesterday-ish" "$READER"
+expect 200 GET "/api/v1/runs?since=$(($(date +%s) - 3600))&job=quiet" "$READER"
+assert_eq "$RUN" "$(jget '.runs[0].id')" "since and job filter"
+# keyset pages: stop the ticking first so the log holds still
+expect 200 POST /api/v1/jobs/tick/pause "$ADMIN"
+wait_until 30 bash -c "[ -z \"\$('$DBCRON_BIN' runs --format csv --limit 0 --state running | tail -n +2)\" ]"
+expect_rc 0 runs --format csv --limit 0
+want=$(tail -n +2 <<<"$T_OUT" | awk -F, '{print $11}' | sort -n | tr '\n' ' ')
+got="" cursor="" pages=0
+while :; do
+	req GET "/api/v1/runs?limit=3${cursor:+&cursor=$(jq -rn --arg c "$cursor" '$c|@uri')}" "$READER"
+	[ "$H_CODE" = 200 ] || { _t_fail "page $pages: $H_CODE $H_BODY"; break; }
+	got+="$(jget '.runs[].id') "
+	cursor=$(jget '.next_cursor // empty')
+	pages=$((pages + 1))
+	[ -n "$cursor" ] && [ "$pages" -lt 1000 ] || break
+done
+assert_eq "$want" "$(tr ' ' '\n' <<<"$got" | grep . | sort -n | tr '\n' ' ')" "pages hold every run once"
+assert_match "$pages" '^([2-9]|[0-9]{2,})$'
+req GET "/api/v1/runs?limit=3" "$READER"
+assert_eq "$(jget '[.runs[].fire_at_ms] | sort | reverse | tostring')" \
+	"$(jget '[.runs[].fire_at_ms] | tostring')" "a page is newest first"
+
+t_section "metrics against the run log"
+expect 401 GET /metrics
+expect 200 GET /metrics "$READER"
+assert_match "$H_HEAD" '^Content-Type: text/plain; version=0.0.4'
+metric() { curl -s -H "Authorization: Bearer $READER" "http://127.0.0.1:$PORT/metrics" |
+	awk -v k="$1" '$1 == k {print $2}'; }
+log_count() { "$DBCRON_BIN" runs --format csv --limit 0 | awk -F, -v s="$1" '$4 == s && $5 == "n1"' | wc -l; }
+# the counters move just after the run log does: wait for them to agree
+metrics_agree() {
+	local n
+	n=$(log_count succeeded)
+	[ "$n" -gt 0 ] &&
+		[ "$(metric 'dbcron_runs_total{node="n1",state="succeeded"}')" = "$n" ] &&
+		[ "$(metric 'dbcron_run_duration_seconds_count{node="n1"}')" = "$n" ] &&
+		[ "$(metric 'dbcron_start_lateness_seconds_count{node="n1"}')" = "$n" ]
+}
+if wait_until 30 metrics_agree; then _t_pass; else
+	_t_fail "metrics disagree with the run log" "log: $(log_count succeeded) succeeded" \
+		"metrics: $(metric 'dbcron_runs_total{node="n1",state="succeeded"}') runs," \
+		"$(metric 'dbcron_run_duration_seconds_count{node="n1"}') durations," \
+		"$(metric 'dbcron_start_lateness_seconds_count{node="n1"}') latenesses"
+fi
+assert_eq "$(log_count failed)" "$(metric 'dbcron_runs_total{node="n1",state="failed"}')" "failed runs"
+req GET /metrics "$READER"
+# histogram buckets are cumulative and end at the count
+for h in run_duration start_lateness claim_duration; do
+	got=$(awk -v p="dbcron_${h}_seconds_bucket" 'index($1, p) == 1 {
+		if ($2 < last) bad = 1; last = $2 } END { print bad ? "decreasing" : last }' <<<"$H_BODY")
+	assert_eq "$(awk -v k="dbcron_${h}_seconds_count{node=\"n1\"}" '$1 == k {print $2}' <<<"$H_BODY")" \
+		"$got" "$h buckets are cumulative up to the count"
+done
+assert_eq 1 "$(awk '$1 == "dbcron_job_paused{job=\"tick\"}" {print $2}' <<<"$H_BODY")" "tick is paused"
+assert_eq 2 "$(awk '$1 == "dbcron_jobs" {print $2}' <<<"$H_BODY")"
+next_ms=$("$DBCRON_BIN" job show quiet --format json | jq .next_fire_at_ms)
+assert_eq "$next_ms" "$(awk '$1 == "dbcron_job_next_fire_timestamp_seconds{job=\"quiet\"}" {
+	printf "%d", $2 * 1000 + 0.5 }' <<<"$H_BODY")" "next fire from the database"
+assert_eq "" "$(grep -v '^#' <<<"$H_BODY" | grep -Ev '^[a-z_]+(\{[^}]*\})? [0-9.+-e]+$' || true)" \
+	"every sample line parses"
+
+t_section "apply"
+expect 200 GET /api/v1/jobs "$READER"
+jq '.jobs + [{"name":"fresh","every":"1h","command":["true"]}] | map(select(.name != "quiet"))' \
+	<<<"$H_BODY" >"$T_DIR/apply.json"
+before=$(db_state)
+expect 200 POST "/api/v1/apply?prune=1&dry_run=1" "$ADMIN" "$T_DIR/apply.json"
+assert_eq '{"create":["fresh"],"update":["tick"],"delete":["quiet"]}' "$(jget '.diff | tostring')"
+assert_eq "$before" "$(db_state)" "a dry run writes nothing"
+printf '[{"name":"a","every":"1h","command":["true"]},{"name":"a","every":"2h","command":["true"]},{"name":"b","every":"never"}]' \
+	>"$T_DIR/bad_apply.json"
+expect 400 POST /api/v1/apply "$ADMIN" "$T_DIR/bad_apply.json"
+assert_eq "nothing applied (1 error)" "$(jget .error.message)" "entry errors are all reported"
+assert_eq 2 "$(jget '.error.details[0].index')"
+expect 400 POST /api/v1/apply "$ADMIN" "$(body '{"name":"x"}')"
+assert_contains "$(jget .error.message)" "expected a JSON array"
+assert_eq "$before" "$(db_state)" "refused applies wrote nothing"
+expect 200 POST "/api/v1/apply?prune=1" "$ADMIN" "$T_DIR/apply.json"
+assert_eq "1 1 1" "$(jget '"\(.created) \(.updated) \(.deleted)"')"
+expect_rc 0 job list --format json
+assert_eq "fresh tick" "$(jq -r '[.[].name] | join(" ")' <<<"$T_OUT")"
+assert_eq true "$(jq -r '.[] | select(.name == "tick") | .paused' <<<"$T_OUT")" "apply keeps the paused state"
+
+t_section "nodes and locks"
+expect 200 GET /api/v1/nodes "$READER"
+assert_eq "n1 alive" "$(jget '.nodes[] | select(.node == "n1") | "\(.node) \(.state)"')"
+expect 200 GET /api/v1/locks "$READER"
+assert_eq array "$(jget '.locks | type')"
+expect 405 DELETE /api/v1/nodes "$ADMIN"
+
+t_section "unknown routes and path tricks"
+expect 200 GET / "$READER"
+assert_match "$H_HEAD" "^Content-Security-Policy: default-src .self."
+expect 200 GET /app.js
+expect 404 GET /app.jsx
+expect 404 GET /api/v1 "$READER"
+expect 404 GET /api/v2/jobs "$READER"
+expect 404 GET /api/v1/jobsx "$READER"
+expect 404 GET /api/v1/jobs/../nodes "$READER"
+expect 404 GET /api/v1//jobs "$READER"
+expect 404 GET /api/v1/jobs/./tick "$READER"
+expect 404 GET /api/v1/jobs/tick/.. "$READER"
+expect 404 GET /api/v1/jobs/%2e%2e "$READER"
+# %2F is a slash once decoded: a job name cannot hold one in a path
+expect 405 GET /api/v1/jobs/tick%2Fpause "$READER"
+expect 404 GET /api/v1/jobs/tick%00x "$READER"
+expect 404 GET "/api/v1/jobs/$(head -c 300 /dev/zero | tr '\0' a)" "$READER"
+assert_eq not_found "$(err_code)"
+
+t_section "oversized and slow clients"
+head -c $((9 << 20)) /dev/zero | tr '\0' ' ' >"$T_DIR/big.json"
+before=$(db_state)
+expect 413 POST /api/v1/apply "$ADMIN" "$T_DIR/big.json"
+assert_eq too_large "$(err_code)"
+# a chunked body gives no length up front: refused when it passes the limit
+code=$(head -c $((9 << 20)) /dev/zero | tr '\0' ' ' | curl -s -o /dev/null -w '%{http_code}' \
+	-X POST -H "Authorization: Bearer $ADMIN" -H 'Transfer-Encoding: chunked' --data-binary @- \
+	"http://127.0.0.1:$PORT/api/v1/apply" || true)
+assert_eq 413 "$code" "a chunked body over the limit"
+assert_eq "$before" "$(db_state)" "oversized bodies wrote nothing"
+# a client that sends half a request and stalls holds its own connection
+# only: others are served meanwhile, and the server closes it when idle
+python3 - "$PORT" <<'EOF' &
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"GET /api/v1/jobs HTTP/1.1\r\nHost: x\r\n")
+s.settimeout(120)
+t = time.monotonic()
+try:
+    data = s.recv(100)
+except OSError:
+    data = b""
+# closed (or answered with an error) by the server, not by our timeout
+sys.exit(0 if time.monotonic() - t < 110 else 1)
+EOF
+SLOW=$!
+sleep 0.5
+expect 200 GET /api/v1/jobs "$READER"
+if wait "$SLOW"; then _t_pass; else _t_fail "an idle half request was not closed by the server"; fi
+# more connections than the limit (64): while 70 idle ones are held, a new
+# request is not served; once they are gone the server serves again
+python3 - "$PORT" <<'EOF'
+import socket, sys
+port = int(sys.argv[1])
+held = [socket.create_connection(("127.0.0.1", port)) for _ in range(70)]
+s = socket.create_connection(("127.0.0.1", port))
+s.settimeout(5)
+try:
+    s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    served = s.recv(100).startswith(b"HTTP/1.1 200")
+except OSError:
+    served = False
+for h in held:
+    h.close()
+print("served past the limit" if served else "refused past the limit")
+sys.exit(1 if served else 0)
+EOF
+assert_eq 0 "$?" "connections past the limit are refused"
+wait_until 30 curl -sf -o /dev/null "http://127.0.0.1:$PORT/healthz" || true
+expect 200 GET /healthz
+
+t_section "the node kept scheduling"
+expect 200 POST /api/v1/jobs/tick/resume "$ADMIN"
+n0=$("$DBCRON_BIN" runs --job tick --state succeeded --format csv --limit 0 | tail -n +2 | wc -l)
+wait_until 30 bash -c "[ \$('$DBCRON_BIN' runs --job tick --state succeeded --format csv --limit 0 | tail -n +2 | wc -l) -gt $n0 ]" ||
+	_t_fail "tick did not run after resume"
+kill "$NODE_PID"
+wait "$NODE_PID" || true
+
+t_section "serve without a token file: reads open, writes refused"
+t_bg "$DBCRON_BIN" serve --http 127.0.0.1:0 2>"$T_DIR/serve.log"
+wait_until 30 has_port "$T_DIR/serve.log" || { cat "$T_DIR/serve.log"; exit 1; }
+PORT=$(port_of "$T_DIR/serve.log")
+expect 200 GET /api/v1/jobs
+assert_eq "fresh tick" "$(jget '[.jobs[].name] | join(" ")')"
+before=$(db_state)
+expect 403 POST /api/v1/jobs/fresh/trigger
+assert_contains "$(jget .error.message)" "read-only"
+expect 403 POST /api/v1/jobs/fresh/trigger "$ADMIN"
+expect 403 DELETE /api/v1/jobs/fresh
+assert_eq "$before" "$(db_state)" "a read-only server wrote nothing"
+kill "$T_BG_PID"
+wait "$T_BG_PID" || true
+
+t_section "serve --metrics-max-jobs caps the per-job series"
+t_bg "$DBCRON_BIN" serve --http 127.0.0.1:0 --metrics-max-jobs 1 2>"$T_DIR/serve2.log"
+wait_until 30 has_port "$T_DIR/serve2.log" || { cat "$T_DIR/serve2.log"; exit 1; }
+PORT=$(port_of "$T_DIR/serve2.log")
+expect 200 GET /metrics
+assert_eq 1 "$(grep -c '^dbcron_job_paused{' <<<"$H_BODY")" "one job's series"
+assert_eq 1 "$(awk '$1 == "dbcron_metrics_jobs_omitted" {print $2}' <<<"$H_BODY")"
+assert_not_contains "$H_BODY" "dbcron_runs_total" "serve has no node counters"
+kill "$T_BG_PID"
+
+t_done

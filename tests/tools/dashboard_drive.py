@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""Drive the dashboard in a real headless Chromium over the DevTools protocol.
+
+  dashboard_drive.py CHROMIUM URL TOKEN SCREENSHOT PROFILE_DIR
+
+Loads URL, types TOKEN into the token form, waits for the jobs "tick" and
+"quiet" and for runs of "tick", clicks quiet's Trigger button with real mouse
+events, waits for the new run to show in the runs view, checks that the page
+asked nothing of any other origin, and saves a screenshot.  Prints the new
+run's id on stdout; exits 1 with the reason on stderr when a step fails.  The
+waits are hang guards (60 s), not timing checks.  Only the standard library:
+the WebSocket client is the few lines the protocol needs.
+"""
+import base64
+import json
+import os
+import re
+import socket
+import struct
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+
+WAIT_S = 60
+
+
+def fail(msg):
+    print("dashboard: " + msg, file=sys.stderr)
+    sys.exit(1)
+
+
+class WS:
+    def __init__(self, url):
+        u = urllib.parse.urlparse(url)
+        self.s = socket.create_connection((u.hostname, u.port))
+        key = base64.b64encode(os.urandom(16)).decode()
+        self.s.sendall(("GET %s HTTP/1.1\r\nHost: %s:%d\r\nUpgrade: websocket\r\n"
+                        "Connection: Upgrade\r\nSec-WebSocket-Key: %s\r\n"
+                        "Sec-WebSocket-Version: 13\r\n\r\n" % (u.path, u.hostname, u.port, key)).encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            c = self.s.recv(1)
+            if not c:
+                fail("devtools closed the connection during the handshake")
+            head += c
+        if b" 101 " not in head.split(b"\r\n")[0]:
+            fail("devtools refused the websocket: %r" % head[:80])
+
+    def _read(self, n):
+        b = b""
+        while len(b) < n:
+            c = self.s.recv(n - len(b))
+            if not c:
+                fail("devtools connection closed")
+            b += c
+        return b
+
+    def send(self, text):
+        data = text.encode()
+        hdr = bytes([0x81])
+        n = len(data)
+        if n < 126:
+            hdr += bytes([0x80 | n])
+        elif n < 65536:
+            hdr += bytes([0x80 | 126]) + struct.pack(">H", n)
+        else:
+            hdr += bytes([0x80 | 127]) + struct.pack(">Q", n)
+        mask = os.urandom(4)
+        self.s.sendall(hdr + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(data)))
+
+    def recv(self):
+        msg = b""
+        while True:
+            b0, b1 = self._read(2)
+            n = b1 & 0x7F
+            if n == 126:
+                n = struct.unpack(">H", self._read(2))[0]
+            elif n == 127:
+                n = struct.unpack(">Q", self._read(8))[0]
+            payload = self._read(n)
+            if (b0 & 0x0F) in (0x1, 0x0, 0x2):
+                msg += payload
+                if b0 & 0x80:
+                    return msg.decode()
+
+
+class CDP:
+    def __init__(self, ws):
+        self.ws, self.next_id, self.events = ws, 0, []
+
+    def call(self, method, **params):
+        self.next_id += 1
+        self.ws.send(json.dumps({"id": self.next_id, "method": method, "params": params}))
+        while True:
+            m = json.loads(self.ws.recv())
+            if m.get("id") == self.next_id:
+                if "error" in m:
+                    fail("%s: %s" % (method, m["error"]))
+                return m.get("result", {})
+            self.events.append(m)
+
+    def js(self, expr):
+        r = self.call("Runtime.evaluate", expression=expr, returnByValue=True, awaitPromise=True)
+        if "exceptionDetails" in r:
+            fail("page script failed: %s: %s" % (expr, r["exceptionDetails"].get("text")))
+        return r["result"].get("value")
+
+    def wait(self, expr, what):
+        deadline = time.monotonic() + WAIT_S
+        while time.monotonic() < deadline:
+            v = self.js(expr)
+            if v:
+                return v
+            time.sleep(0.2)
+        fail("gave up waiting for " + what + "; status lines: %r" % self.js(
+            "document.querySelector('#flash').textContent + ' | ' + document.querySelector('#status').textContent"))
+
+    def click(self, selector):
+        box = self.js("(() => { const e = document.querySelector(%s); if (!e) return null;"
+                      " e.scrollIntoView(); const r = e.getBoundingClientRect();"
+                      " return [r.left + r.width / 2, r.top + r.height / 2]; })()" % json.dumps(selector))
+        if not box:
+            fail("nothing to click at " + selector)
+        for t in ("mouseMoved", "mousePressed", "mouseReleased"):
+            self.call("Input.dispatchMouseEvent", type=t, x=box[0], y=box[1], button="left",
+                      clickCount=1)
+
+
+def main():
+    chromium, url, token, shot, profile = sys.argv[1:6]
+    origin = "{0.scheme}://{0.netloc}".format(urllib.parse.urlparse(url))
+    proc = subprocess.Popen([chromium, "--headless", "--no-sandbox", "--disable-gpu",
+                             "--no-first-run", "--disable-extensions", "--user-data-dir=" + profile,
+                             "--remote-debugging-port=0", "--window-size=1200,900", "about:blank"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        port = None
+        deadline = time.monotonic() + WAIT_S
+        while port is None and time.monotonic() < deadline:
+            line = proc.stderr.readline()
+            if not line and proc.poll() is not None:
+                fail("chromium exited with status %s before listening" % proc.returncode)
+            m = re.search(r"DevTools listening on ws://127\.0\.0\.1:(\d+)/", line)
+            if m:
+                port = int(m.group(1))
+        if port is None:
+            fail("chromium did not say where devtools listens")
+        pages = json.load(urllib.request.urlopen("http://127.0.0.1:%d/json/list" % port))
+        page = next(p for p in pages if p.get("type") == "page")
+        cdp = CDP(WS(page["webSocketDebuggerUrl"]))
+        cdp.call("Network.enable")
+        cdp.call("Page.enable")
+        cdp.call("Page.navigate", url=url)
+        cdp.wait("document.readyState === 'complete' && !!document.querySelector('#token')", "the page")
+        # the token as a user gives it: typed into the form and submitted
+        cdp.click("#token")
+        cdp.call("Input.insertText", text=token)
+        cdp.click("#auth button")
+        cdp.wait("!!document.querySelector('tr[data-job=\"tick\"]') && "
+                 "!!document.querySelector('tr[data-job=\"quiet\"]')", "the jobs tick and quiet")
+        cdp.js("location.hash = '#runs'")
+        cdp.wait("[...document.querySelectorAll('#runs tbody tr')].some(r => r.children[1].textContent === 'tick')",
+                 "runs of tick")
+        cdp.js("location.hash = '#jobs'")
+        cdp.wait("!!document.querySelector('tr[data-job=\"quiet\"] button[data-action=\"trigger\"]')",
+                 "quiet's trigger button")
+        cdp.click('tr[data-job="quiet"] button[data-action="trigger"]')
+        msg = cdp.wait("(m => /^triggered quiet: run \\d+$/.test(m) ? m : null)"
+                       "(document.querySelector('#flash').textContent)", "the trigger's answer")
+        run = msg.rsplit(" ", 1)[1]
+        cdp.js("location.hash = '#runs'")
+        cdp.wait("!!document.querySelector('#runs tbody tr[data-run=\"%s\"]')" % run,
+                 "run %s in the runs view" % run)
+        shot_png = base64.b64decode(cdp.call("Page.captureScreenshot", format="png")["data"])
+        with open(shot, "wb") as f:
+            f.write(shot_png)
+        # drain the events that came meanwhile, then check every request's origin
+        cdp.js("1")
+        foreign = sorted({e["params"]["request"]["url"] for e in cdp.events
+                          if e.get("method") == "Network.requestWillBeSent"
+                          and not e["params"]["request"]["url"].startswith(origin + "/")})
+        if foreign:
+            fail("the page asked other origins: %s" % foreign)
+        print(run)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+if __name__ == "__main__":
+    main()
