@@ -52,6 +52,10 @@ typedef struct app_job_result {
 	char warning[512];
 } app_job_result;
 
+/* One stored job into *j (dbcron_job_init'ed by the caller).
+ * DBCRON_ENOTFOUND "no job named 'x'". */
+int app_job_find(store *s, const char *name, dbcron_job *j, dbcron_err *err);
+
 /* DBCRON_ENOTFOUND "no job named 'x'" for each of these. */
 int app_job_pause(store *s, const char *name, app_job_result *r, dbcron_err *err);
 int app_job_resume(store *s, const char *name, app_job_result *r, dbcron_err *err);
@@ -60,7 +64,15 @@ int app_job_trigger(store *s, const char *name, app_job_result *r, dbcron_err *e
 
 /* ----------------------------------------------------------- apply */
 
+/* What a write may do to the names it is given. */
+typedef enum app_apply_mode {
+	APP_APPLY_UPSERT = 0, /* create or update (job apply) */
+	APP_APPLY_CREATE,     /* DBCRON_EEXISTS when a name is taken (job add) */
+	APP_APPLY_UPDATE,     /* DBCRON_ENOTFOUND when a name is not stored */
+} app_apply_mode;
+
 typedef struct app_apply_opts {
+	app_apply_mode mode;
 	bool prune;      /* delete the jobs that are not in the batch */
 	bool dry_run;    /* say what would change, write nothing */
 	bool user_check; /* model_jobdef_check_host on every entry */
@@ -117,6 +129,20 @@ void app_batch_clear(app_batch *b);
  * the claim token, and without the output unless with_output.
  * DBCRON_ENOMEM leaves dst cleared. */
 int app_run_copy(dbcron_run *dst, const dbcron_run *src, bool with_output);
+
+/*
+ * The run log rows matching f, strictly older than the cursor when one is
+ * given (the store's order: oldest first, at most f->limit of the newest).
+ * A malformed cursor is DBCRON_EINVAL.  Rows go to cb as store_runs_list
+ * hands them.
+ */
+int app_runs_fetch(store *s, const store_run_filter *f, const char *cursor,
+		   store_run_cb cb, void *ctx, dbcron_err *err);
+
+/* The cursor that resumes a listing after run r, into buf (len bytes);
+ * false when it does not fit.  The text app_runs_page gives as
+ * "next_cursor". */
+bool app_run_cursor(const dbcron_run *r, char *buf, size_t len);
 
 /*
  * A page of the run log, newest first: runs matching f (f->limit > 0 is

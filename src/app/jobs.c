@@ -150,6 +150,12 @@ out_clear:
 	return rc;
 }
 
+int app_job_find(store *s, const char *name, dbcron_job *j, dbcron_err *err)
+{
+	int rc = store_job_get(s, name, j, err);
+	return rc == DBCRON_ENOTFOUND ? no_such_job(err, name) : rc;
+}
+
 static int set_paused(store *s, const char *name, bool pause, app_job_result *r,
 		      dbcron_err *err)
 {
@@ -361,6 +367,11 @@ int app_apply_write(store *s, app_batch *b, const app_apply_opts *o,
 	/* 3: resolve against the database's clock and what is stored */
 	if ((rc = store_now_ms(s, &now, err)) || (rc = app_jobs_sorted(s, &jv, err)))
 		goto out_free;
+	for (size_t i = 0; o->mode == APP_APPLY_UPDATE && i < b->n; i++)
+		if (!find_prev(&jv, b->defs[i].job.name)) {
+			rc = no_such_job(err, b->defs[i].job.name);
+			goto out_free;
+		}
 	for (size_t i = 0; i < b->n; i++) {
 		dbcron_err e = {0};
 		if (model_jobdef_finish(&b->defs[i], now, find_prev(&jv, b->defs[i].job.name), &e))
@@ -384,8 +395,9 @@ int app_apply_write(store *s, app_batch *b, const app_apply_opts *o,
 		jobs[i] = b->defs[i].job;
 		dbcron_job_init(&b->defs[i].job);
 	}
-	rc = store_job_put(s, jobs, b->n, STORE_PUT_UPSERT, o->prune, &r->created,
-			   &r->updated, &r->deleted, err);
+	rc = store_job_put(s, jobs, b->n,
+			   o->mode == APP_APPLY_CREATE ? STORE_PUT_CREATE : STORE_PUT_UPSERT,
+			   o->prune, &r->created, &r->updated, &r->deleted, err);
 	for (size_t i = 0; i < b->n; i++)
 		dbcron_job_clear(&jobs[i]);
 	if (!rc && r->deleted && warning)
