@@ -10,13 +10,4 @@
 
 store *api__store(dbcron_db *db);
 
-/*
- * The database URL kept in the file at path: one line, at most 64 KiB,
- * blanks around it dropped.  *url is a new string the caller frees (and
- * should wipe: it may hold a password).  Errors say why without the path
- * or any of the content ("more than one line ..."), for the caller to
- * prefix: DBCRON_EIO (with strerror), DBCRON_EINVAL, DBCRON_ENOMEM.
- */
-int api__url_file_read(const char *path, char **url, dbcron_err *err);
-
 #endif

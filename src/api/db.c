@@ -1,23 +1,14 @@
 /*
  * The dbcron_db handle (dbcron/db.h): owns one store connection, opened
  * with its schema checked (or migrated on request), and nothing else, so a
- * handle is exactly a store a library user may hold.  Also the URL file
- * rule (one line, bounded, never echoed), for dbcron_db_open_file and the
- * CLI's --db-file alike.
+ * handle is exactly a store a library user may hold.
  */
-#include <ctype.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "api/api.h"
 #include "core/alloc.h"
 #include "dbcron/dbcron.h"
 #include "exec/runas.h"
-
-/* A URL file larger than this is not a URL. */
-#define URL_FILE_MAX (64 * 1024)
 
 struct dbcron_db {
 	store *st;
@@ -65,70 +56,13 @@ int dbcron_db_open(const char *url, dbcron_db **out, dbcron_err *err)
 	return dbcron_db_open_ex(url, 0, out, err);
 }
 
-int api__url_file_read(const char *path, char **url, dbcron_err *err)
-{
-	char *buf = NULL;
-	size_t n = 0;
-	ssize_t got = 0;
-	int rc = DBCRON_EINVAL, fd;
-
-	*url = NULL;
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return dbcron_err_set(err, DBCRON_EIO, "%s", strerror(errno));
-	if (!(buf = dbcron__malloc(URL_FILE_MAX + 1))) {
-		rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
-		goto out_close;
-	}
-	while (n <= URL_FILE_MAX) {
-		got = read(fd, buf + n, URL_FILE_MAX + 1 - n);
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got <= 0)
-			break;
-		n += (size_t)got;
-	}
-	if (got < 0) {
-		rc = dbcron_err_set(err, DBCRON_EIO, "%s", strerror(errno));
-		goto out_free;
-	}
-	if (n > URL_FILE_MAX) {
-		dbcron_err_set(err, rc, "larger than 64 KiB, not a database URL");
-		goto out_free;
-	}
-	size_t lo = 0, hi = n;
-	while (lo < hi && isspace((unsigned char)buf[lo]))
-		lo++;
-	while (hi > lo && isspace((unsigned char)buf[hi - 1]))
-		hi--;
-	if (lo == hi) {
-		dbcron_err_set(err, rc, "empty (it should hold the database URL)");
-		goto out_free;
-	}
-	if (memchr(buf + lo, '\0', hi - lo) || memchr(buf + lo, '\n', hi - lo)) {
-		dbcron_err_set(err, rc, "more than one line (it should hold the database URL only)");
-		goto out_free;
-	}
-	memmove(buf, buf + lo, hi - lo);
-	buf[hi - lo] = '\0';
-	*url = buf;
-	buf = NULL;
-	rc = DBCRON_OK;
-out_free:
-	if (buf)
-		explicit_bzero(buf, n < URL_FILE_MAX ? n : URL_FILE_MAX);
-	dbcron__free(buf);
-out_close:
-	close(fd);
-	return rc;
-}
-
 int dbcron_db_open_file(const char *path, unsigned flags, dbcron_db **out, dbcron_err *err)
 {
 	char *url;
 	dbcron_err e = {0};
 	if (!path)
 		return dbcron_err_set(err, DBCRON_EINVAL, "dbcron_db_open_file: path is required");
-	int rc = api__url_file_read(path, &url, &e);
+	int rc = store_url_file_read(path, &url, &e);
 	if (rc)
 		return dbcron_err_set(err, rc, "%s: %s", path, e.msg);
 	/* a node of this process hands no job this file */

@@ -15,7 +15,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "api/api.h"
 #include "cli/cli.h"
 #include "core/alloc.h"
 #include "dbcron/dbcron.h"
@@ -77,7 +76,7 @@ static const char *read_db_file(const char *cmd, const char *what, const char *p
 {
 	dbcron_err err = {0};
 	char *url;
-	int rc = api__url_file_read(path, &url, &err);
+	int rc = store_url_file_read(path, &url, &err);
 	if (rc) {
 		fprintf(stderr, "dbcron %s: %s %s: %s\n", cmd, what, path, err.msg);
 		*status = rc == DBCRON_ENOMEM ? CLI_EXIT_FAIL : CLI_EXIT_USAGE;

@@ -306,6 +306,17 @@ const char *store_name(const store *s);
 const char *store_file(const store *s);
 
 int store_open(const char *url, store **out, dbcron_err *err);
+
+/*
+ * The database URL kept in the file at path: one line, at most 64 KiB,
+ * blanks around it dropped.  *url is a new string the caller frees (and
+ * should wipe: it may hold a password).  Errors say why without the path
+ * or any of the content ("more than one line ..."), for the caller to
+ * prefix: DBCRON_EIO (with strerror), DBCRON_EINVAL, DBCRON_ENOMEM.  The
+ * caller also adds path to the secrets a job is never handed
+ * (runas_secret_file_add).
+ */
+int store_url_file_read(const char *path, char **url, dbcron_err *err);
 void store_close(store *s);
 
 /*
