@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "dbcron/dbcron.h"
@@ -424,6 +426,66 @@ static void test_nodes_locks(void **state)
 	dbcron_db_close(db);
 }
 
+typedef struct node_thread {
+	dbcron_node *n;
+	int rc;
+	dbcron_err err;
+} node_thread;
+
+static void *run_node(void *arg)
+{
+	node_thread *nt = arg;
+	nt->rc = dbcron_node_run(nt->n, &nt->err);
+	return NULL;
+}
+
+/* A node configured with db_file reaches the database the file names: it
+ * shows up in the registry there. */
+static void test_node_db_file(void **state)
+{
+	dbcron_db *db = fresh();
+	dbcron_err err = {0};
+	dbcron_node_config cfg;
+	char path[700];
+	node_thread nt = {0};
+
+	dbcron_node_config_init(&cfg);
+	assert_int_equal(dbcron_node_create(&cfg, &nt.n, &err), DBCRON_EINVAL);
+	snprintf(path, sizeof(path), "%s/node-url", dir);
+	cfg.db_file = path;
+	assert_int_equal(dbcron_node_create(&cfg, &nt.n, &err), DBCRON_EIO);
+	assert_non_null(strstr(err.msg, path));
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "%s\n", url);
+	fclose(f);
+	cfg.db_url = url;
+	assert_int_equal(dbcron_node_create(&cfg, &nt.n, &err), DBCRON_EINVAL);
+	cfg.db_url = NULL;
+	cfg.node_id = "from-file";
+	assert_int_equal(dbcron_node_create(&cfg, &nt.n, &err), DBCRON_OK);
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, run_node, &nt), 0);
+	bool alive = false;
+	for (int i = 0; i < 600 && !alive; i++) { /* a minute at most */
+		dbcron_node_info *nodes;
+		size_t n;
+		assert_int_equal(dbcron_nodes_list(db, &nodes, &n, &err), DBCRON_OK);
+		for (size_t k = 0; k < n; k++)
+			alive |= strcmp(nodes[k].node_id, "from-file") == 0 &&
+				strcmp(nodes[k].state, "alive") == 0;
+		dbcron_nodes_free(nodes, n);
+		if (!alive)
+			nanosleep(&(struct timespec){.tv_nsec = 100000000}, NULL);
+	}
+	dbcron_node_stop(nt.n);
+	pthread_join(th, NULL);
+	assert_int_equal(nt.rc, DBCRON_OK);
+	assert_true(alive);
+	dbcron_node_free(nt.n);
+	dbcron_db_close(db);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir)) {
@@ -434,7 +496,7 @@ int main(void)
 		cmocka_unit_test(test_version),    cmocka_unit_test(test_open),
 		cmocka_unit_test(test_apply_json), cmocka_unit_test(test_structs),
 		cmocka_unit_test(test_verbs),      cmocka_unit_test(test_runs_iter),
-		cmocka_unit_test(test_nodes_locks),
+		cmocka_unit_test(test_nodes_locks), cmocka_unit_test(test_node_db_file),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	char cmd[600];
