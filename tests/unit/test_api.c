@@ -59,7 +59,7 @@ static void test_open(void **state)
 
 	/* no schema yet: refused, the handle untouched */
 	snprintf(u, sizeof(u), "sqlite:%s/noschema.sqlite", dir);
-	assert_int_not_equal(dbcron_db_open(u, &db, &err), DBCRON_OK);
+	assert_int_equal(dbcron_db_open(u, &db, &err), DBCRON_ESCHEMA);
 	assert_null(db);
 	assert_true(err.msg[0] != '\0');
 	assert_int_equal(dbcron_db_open_ex(u, 1u << 7, &db, &err), DBCRON_EINVAL);
