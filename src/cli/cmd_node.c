@@ -166,7 +166,7 @@ int cli_node(int argc, char **argv)
 		case O_HTTP: hc.listen = optarg; break;
 		case O_TOKENS: hc.token_file = optarg; break;
 		case O_MAXJOBS: {
-			int v;
+			int v = 0;
 			rc = parse_int("--metrics-max-jobs", optarg, 0, &v);
 			hc.metrics_max_jobs = (size_t)v;
 			break;
