@@ -170,6 +170,41 @@ bool dbcron_handler_exists(const char *name)
 	return name && handler_lookup(name, &fn, &user);
 }
 
+int exec_handler_names(char ***names, size_t *n)
+{
+	const size_t nb = sizeof(builtins) / sizeof(builtins[0]);
+	int rc = DBCRON_ENOMEM;
+	size_t k = 0;
+
+	*names = NULL;
+	*n = 0;
+	pthread_rwlock_rdlock(&reg_lock);
+	char **v = dbcron__calloc(nb + reg_len, sizeof(*v));
+	if (!v)
+		goto out_unlock;
+	for (size_t i = 0; i < nb; i++)
+		if (!(v[k++] = dbcron__strdup(builtins[i].name)))
+			goto out_unlock;
+	for (size_t i = 0; i < reg_len; i++)
+		if (!(v[k++] = dbcron__strdup(reg[i].name)))
+			goto out_unlock;
+	*names = v;
+	*n = k;
+	v = NULL;
+	rc = DBCRON_OK;
+out_unlock:
+	pthread_rwlock_unlock(&reg_lock);
+	exec_handler_names_free(v, k);
+	return rc;
+}
+
+void exec_handler_names_free(char **names, size_t n)
+{
+	for (size_t i = 0; names && i < n; i++)
+		dbcron__free(names[i]);
+	dbcron__free(names);
+}
+
 bool dbcron_handler_should_stop(const dbcron_handler_ctx *ctx)
 {
 	const exec_cancel *c = ctx->cancel;

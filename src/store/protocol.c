@@ -55,7 +55,7 @@ static const store_dialect *const dialects[] = {
 };
 
 struct store_scratch {
-	store_batch b[4];
+	store_batch b[5];
 };
 
 /* ------------------------------------------------------------------ */
@@ -998,6 +998,20 @@ static const store_aside *find_aside(const store_claim_result *out, int64_t job_
 static const store_bcol fire_cols[] = {BC_I64, BC_TEXT, BC_I64, BC_I64, BC_I64, BC_I64, BC_TEXT};
 static const store_bcol advance_cols[] = {BC_I64, BC_I64};
 
+/*
+ * Routing (issue 15): the handler names the claiming node can run, as the
+ * batch parameter of both claim statements, which take a handler job only
+ * when its name is in it (commands always).  Scratch slot 4, its own.
+ * NULL when out of memory.
+ */
+static const store_batch *routing(store *s, const store_claim_req *req)
+{
+	store_batch *b = scratch(s, 4, 1, names_cols);
+	for (size_t i = 0; req->handlers && i < req->nhandlers; i++)
+		store_batch_text(b, req->handlers[i]);
+	return b->oom ? NULL : b;
+}
+
 /* Due jobs, locked; their fires planned and written; the jobs advanced. */
 static int plan_due_jobs(store *s, const store_claim_req *req, store_claim_result *out,
 			 size_t *runs_cap, size_t *jobs_cap, dbcron_err *err)
@@ -1006,9 +1020,12 @@ static int plan_due_jobs(store *s, const store_claim_req *req, store_claim_resul
 	int scheduled = 0, rc, row;
 	size_t nplanned = 0;
 
+	const store_batch *here = routing(s, req);
+	if (!here)
+		return oom(err, "claim");
 	store_param dp[] = {sp_i64(req->horizon_ms_ahead > 0 ? req->horizon_ms_ahead : 0),
-			    sp_i64(req->max)};
-	if ((rc = store__exec(s, ST_CLAIM_DUE_JOBS, dp, 2, err)) ||
+			    sp_i64(req->max), sp_i64(req->handlers != NULL), sp_batch(here)};
+	if ((rc = store__exec(s, ST_CLAIM_DUE_JOBS, dp, 4, err)) ||
 	    (rc = read_jobs_into(s, 1, out, jobs_cap, &now, err)))
 		return rc;
 	if (now < 0)
@@ -1110,9 +1127,12 @@ static int claim_unclaimed(store *s, const store_claim_req *req, int budget,
 	int rc, row;
 
 	int64_t horizon = out->now_ms + (req->horizon_ms_ahead > 0 ? req->horizon_ms_ahead : 0);
+	const store_batch *here = routing(s, req);
+	if (!here)
+		return oom(err, "claim");
 	store_param p[] = {sp_text(req->node_id), sp_text(req->token), sp_i64(horizon),
-			   sp_i64(budget)};
-	if ((rc = store__exec(s, ST_CLAIM_RUNS, p, 4, err)))
+			   sp_i64(budget), sp_i64(req->handlers != NULL), sp_batch(here)};
+	if ((rc = store__exec(s, ST_CLAIM_RUNS, p, 6, err)))
 		return rc;
 	while ((row = store__next(s, err)) == 1)
 		if ((rc = add_claimed(s, out, runs_cap, 4, 5, 6, req))) {
@@ -1603,7 +1623,26 @@ int store_node_register(store *s, const store_node_info *n, dbcron_err *err)
 		goto out_rollback;
 	store_param p[] = {sp_text(n->node_id), sp_text(n->incarnation), sp_text(n->host),
 			   sp_i64(n->pid), sp_i64(n->workers), sp_i64(now), sp_i64(n->lease_ms)};
-	if ((rc = st_run(s, ST_NODE_UPSERT, p, 7, NULL, err)) || (rc = tx_commit(s, err)))
+	if ((rc = st_run(s, ST_NODE_UPSERT, p, 7, NULL, err)))
+		goto out_rollback;
+	/* Routing: what this process can run replaces what an earlier one
+	 * of the same node id could, in the transaction that makes it alive. */
+	store_param hp[] = {sp_text(n->node_id)};
+	if ((rc = st_run(s, ST_NODE_HANDLERS_CLEAR, hp, 1, NULL, err)))
+		goto out_rollback;
+	if (n->nhandlers) {
+		store_batch *names = scratch(s, 1, 1, names_cols);
+		for (size_t i = 0; i < n->nhandlers; i++)
+			store_batch_text(names, n->handlers[i]);
+		if (names->oom) {
+			rc = oom(err, "node register");
+			goto out_rollback;
+		}
+		store_param ap[] = {sp_text(n->node_id), sp_batch(names)};
+		if ((rc = st_run(s, ST_NODE_HANDLERS_ADD, ap, 2, NULL, err)))
+			goto out_rollback;
+	}
+	if ((rc = tx_commit(s, err)))
 		goto out_rollback;
 	return DBCRON_OK;
 out_rollback:

@@ -88,6 +88,11 @@ typedef struct store_claim_req {
 	 * whole claim, so claimers take turns (the per-row claim lets them
 	 * run side by side) */
 	bool lock_row;
+	/* Routing: with handlers not NULL, a handler job is claimed only when
+	 * its handler is one of handlers[0..nhandlers) (what this process can
+	 * run, built-ins included); commands always.  NULL: every job. */
+	const char *const *handlers;
+	size_t nhandlers;
 } store_claim_req;
 
 /* A run this node now owns, with a snapshot of its job. */
@@ -150,6 +155,10 @@ typedef struct store_node_info {
 	int pid;
 	int workers;
 	int64_t lease_ms;
+	/* the handler names this process can run (built-ins included): a
+	 * claim hands the node a handler job only when its name is here */
+	const char *const *handlers;
+	size_t nhandlers;
 } store_node_info;
 
 typedef struct store_node_row {
