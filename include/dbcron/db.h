@@ -81,7 +81,13 @@ typedef struct dbcron_apply_opts {
 	bool dry_run;    /* say what would change (diff_json), write nothing */
 	bool user_check; /* a job's user and group must exist on this host */
 	dbcron_apply_error_fn on_error; /* may be NULL */
-	void *ctx;                      /* for on_error */
+	void *ctx;                      /* for on_error and on_warning */
+	/* A handler job whose handler this process has not registered (nor
+	 * built in) is accepted, for the nodes that register it (a claim
+	 * routes handler jobs to nodes that have the handler), and reported
+	 * through on_warning (may be NULL); with strict it is refused. */
+	bool strict;
+	dbcron_apply_error_fn on_warning;
 } dbcron_apply_opts;
 
 typedef struct dbcron_apply_result {
@@ -95,7 +101,7 @@ typedef struct dbcron_apply_result {
 	char warning[512];
 } dbcron_apply_result;
 
-/* prune and dry_run false, user_check true, no callback. */
+/* prune, dry_run and strict false, user_check true, no callbacks. */
 DBCRON_API void dbcron_apply_opts_init(dbcron_apply_opts *o);
 /* Frees diff_json and zeroes r.  NULL is accepted. */
 DBCRON_API void dbcron_apply_result_clear(dbcron_apply_result *r);

@@ -45,6 +45,12 @@ static void on_entry(void *ctx, size_t idx, const char *name, const char *msg)
 		ec->o->on_error(ec->o->ctx, idx, name, msg);
 }
 
+static void on_warning(void *ctx, size_t idx, const char *name, const char *msg)
+{
+	entry_ctx *ec = ctx;
+	ec->o->on_warning(ec->o->ctx, idx, name, msg);
+}
+
 /* A copy of the diff as a string the result owns. */
 static int diff_text(json_t *diff, dbcron_apply_result *r, dbcron_err *err)
 {
@@ -75,7 +81,8 @@ static int apply_entries(dbcron_db *db, json_t *entries, const dbcron_apply_opts
 	}
 	ec.o = o;
 	app_apply_opts ao = {.mode = mode, .prune = o->prune, .dry_run = o->dry_run,
-			     .user_check = o->user_check};
+			     .user_check = o->user_check, .strict = o->strict,
+			     .on_warn = o->on_warning ? on_warning : NULL};
 	rc = app_apply_check(entries, &ao, on_entry, &ec, &b, &ar, err);
 	if (!rc)
 		rc = app_apply_write(api__store(db), &b, &ao, on_entry, &ec, &ar, r->warning,

@@ -76,6 +76,10 @@ typedef struct app_apply_opts {
 	bool prune;      /* delete the jobs that are not in the batch */
 	bool dry_run;    /* say what would change, write nothing */
 	bool user_check; /* model_jobdef_check_host on every entry */
+	bool strict;     /* a handler no local process knows is an error */
+	/* without strict, such an entry is reported here (may be NULL), with
+	 * the ctx of app_apply_check, and applied */
+	void (*on_warn)(void *ctx, size_t idx, const char *name, const char *msg);
 } app_apply_opts;
 
 /* One bad entry: its index in the batch (0-based), its "name" when it had

@@ -289,12 +289,16 @@ int app_apply_check(json_t *entries, const app_apply_opts *o,
 		const char *name;
 		model_jobdef_init(&b->defs[i], false);
 		b->n = i + 1;
+		char warn[512];
 		if (model_jobdef_from_json(&b->defs[i], json_array_get(entries, i), &name, &e) ||
-		    (o->user_check && model_jobdef_check_host(&b->defs[i], &e)))
+		    (o->user_check && model_jobdef_check_host(&b->defs[i], &e)) ||
+		    model_jobdef_check_handler(&b->defs[i].job, o->strict, warn, sizeof(warn), &e))
 			entry_error(on_err, ctx, r, i, name, "%s%s", e.msg,
 				    e.code == DBCRON_ENOTFOUND
 					    ? " (--no-user-check if it exists only where the nodes run)"
 					    : "");
+		else if (warn[0] && o->on_warn)
+			o->on_warn(ctx, i, name, warn);
 	}
 	rc = DBCRON_EINVAL;
 	if (r->nerr) {

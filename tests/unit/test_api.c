@@ -218,11 +218,33 @@ static void test_structs(void **state)
 	assert_int_equal(dbcron_job_add(db, &bad, NULL, &err), DBCRON_EINVAL);
 	assert_non_null(strstr(err.msg, "every"));
 	assert_int_equal(njobs(db), 1);
+	/* a handler this process does not know: refused with strict, else
+	 * applied with a warning (for the nodes that register it) */
 	bad.executor = DBCRON_EXEC_HANDLER;
 	bad.spec = "1s";
+	bad.argv = NULL;
+	bad.argc = 0;
 	bad.handler = "nobody-registered-this";
-	assert_int_not_equal(dbcron_job_add(db, &bad, NULL, &err), DBCRON_OK);
-	assert_non_null(strstr(err.msg, "nobody-registered-this"));
+	dbcron_apply_opts o;
+	dbcron_apply_result ar;
+	seen warned = {0};
+	dbcron_apply_opts_init(&o);
+	o.strict = true;
+	o.on_warning = on_error;
+	o.ctx = &warned;
+	assert_int_equal(dbcron_apply(db, &bad, 1, &o, &ar, &err), DBCRON_EINVAL);
+	assert_int_equal(ar.errors, 1);
+	dbcron_apply_result_clear(&ar);
+	assert_int_equal(njobs(db), 1);
+	assert_int_equal(warned.n, 0);
+	o.strict = false;
+	assert_int_equal(dbcron_apply(db, &bad, 1, &o, &ar, &err), DBCRON_OK);
+	assert_int_equal(ar.created, 1);
+	dbcron_apply_result_clear(&ar);
+	assert_int_equal(warned.n, 1);
+	assert_non_null(strstr(warned.msg[0], "nobody-registered-this"));
+	assert_int_equal(dbcron_job_delete(db, "t", NULL, &err), DBCRON_OK);
+	assert_int_equal(njobs(db), 1);
 
 	/* update: only a stored job */
 	shell_job(&j, "u", "10s");
