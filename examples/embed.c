@@ -68,8 +68,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	/* 2. This program's jobs, all or nothing; prune removes jobs it no
-	 * longer has.  The schema is created on first use. */
+	/* 2. This program's jobs, all or nothing (without prune: jobs that
+	 * others applied stay).  The schema is created on first use. */
 	if (dbcron_db_open_ex(argv[1], DBCRON_DB_INIT, &db, &err)) {
 		fprintf(stderr, "open: %s\n", err.msg);
 		return 1;
@@ -90,7 +90,6 @@ int main(int argc, char **argv)
 	jobs[1].handler = "append-line";
 	dbcron_apply_opts opts;
 	dbcron_apply_opts_init(&opts);
-	opts.prune = true;
 	dbcron_apply_result res;
 	if (dbcron_apply(db, jobs, 2, &opts, &res, &err)) {
 		fprintf(stderr, "apply: %s\n", err.msg);
