@@ -33,11 +33,27 @@ typedef struct app_job_vec {
 int app_jobs_sorted(store *s, app_job_vec *jv, dbcron_err *err);
 void app_job_vec_free(app_job_vec *jv);
 
-/* Every job as model_job_json, sorted by name. */
+/* The handler names live nodes registered (store_handlers_live), sorted:
+ * what says whether a handler job can run anywhere now. */
+typedef struct app_live {
+	char **names;
+	size_t n, cap;
+	bool failed;
+} app_live;
+
+int app_live_load(store *s, app_live *l, dbcron_err *err);
+void app_live_clear(app_live *l);
+/* Why no live node can run j ("no live node has registered handler 'x'")
+ * into buf (len bytes), or NULL when one can.  Only handler jobs are
+ * routed: a command runs on any node. */
+const char *app_job_unrunnable(const app_live *l, const dbcron_job *j, char *buf, size_t len);
+
+/* Every job as model_job_json, sorted by name, with "unrunnable" (the
+ * reason) on a handler job no live node can run. */
 int app_jobs_list(store *s, json_t **out, dbcron_err *err);
 
-/* One job with its last nruns runs (model_job_json_with_runs).
- * DBCRON_ENOTFOUND "no job named 'x'". */
+/* One job with its last nruns runs (model_job_json_with_runs), with
+ * "unrunnable" as app_jobs_list.  DBCRON_ENOTFOUND "no job named 'x'". */
 int app_job_get(store *s, const char *name, size_t nruns, json_t **out,
 		dbcron_err *err);
 

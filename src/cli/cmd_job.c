@@ -539,7 +539,8 @@ static int job_list(int argc, char **argv)
 		json_decref(arr);
 		goto out;
 	}
-	if (app_jobs_sorted(s, &jv, &err)) {
+	app_live live = {0};
+	if (app_jobs_sorted(s, &jv, &err) || app_live_load(s, &live, &err)) {
 		status = err.code == DBCRON_ENOMEM ? oom("job list") : cli_fail(&err);
 		goto out;
 	}
@@ -557,12 +558,16 @@ static int job_list(int argc, char **argv)
 	       "PAUSED", "NEXT FIRE");
 	for (size_t i = 0; i < jv.n; i++) {
 		const dbcron_job *j = &jv.v[i];
-		printf("%-*s  %-*s  %-*s  %-6s  %s\n", wn, j->name, ws,
+		char why[400];
+		const char *unrunnable = app_job_unrunnable(&live, j, why, sizeof(why));
+		printf("%-*s  %-*s  %-*s  %-6s  %s%s%s%s\n", wn, j->name, ws,
 		       model_schedule_text(j, sched, sizeof(sched)), wt,
 		       j->tz ? j->tz : "UTC", j->paused ? "yes" : "no",
 		       j->set_aside ? "set aside (see job show)"
-				    : model_time_text(j->next_fire_at, t, sizeof(t)));
+				    : model_time_text(j->next_fire_at, t, sizeof(t)),
+		       unrunnable ? " (" : "", unrunnable ? unrunnable : "", unrunnable ? ")" : "");
 	}
+	app_live_clear(&live);
 out:
 	app_job_vec_free(&jv);
 	store_close(s);
@@ -648,11 +653,15 @@ static int job_show(int argc, char **argv)
 		status = no_such_job("job show", a.name);
 		goto out;
 	}
+	app_live live = {0};
 	if (rc || (rc = store_runs_list(s, &f, cli_collect_run, &rv, &err)) ||
-	    (rc = store_now_ms(s, &now, &err))) {
+	    (rc = store_now_ms(s, &now, &err)) || (rc = app_live_load(s, &live, &err))) {
 		status = cli_fail(&err);
 		goto out;
 	}
+	char why[400];
+	const char *unrunnable = app_job_unrunnable(&live, &j, why, sizeof(why));
+	app_live_clear(&live);
 	if (rv.rc) {
 		status = oom("job show");
 		goto out;
@@ -673,6 +682,9 @@ static int job_show(int argc, char **argv)
 		       j.set_aside);
 	if (j.executor == DBCRON_EXEC_HANDLER) {
 		printf("handler:           %s\n", j.handler ? j.handler : "");
+		if (unrunnable)
+			printf("runs on:           %s: its fires wait for one (docs/library.md)\n",
+			       unrunnable);
 		if (j.arg)
 			printf("arg:               %s\n", j.arg);
 	} else {

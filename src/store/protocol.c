@@ -2180,6 +2180,25 @@ static int lock_one(store *s, void *arg, bool *stop, dbcron_err *err)
 	return DBCRON_OK;
 }
 
+struct name_each {
+	store_name_cb cb;
+	void *ctx;
+};
+
+static int name_one(store *s, void *arg, bool *stop, dbcron_err *err)
+{
+	struct name_each *e = arg;
+	const char *name = s->d->col_text(s->c, 0);
+	*stop = name && e->cb(e->ctx, name) != 0;
+	return DBCRON_OK;
+}
+
+int store_handlers_live(store *s, store_name_cb cb, void *ctx, dbcron_err *err)
+{
+	struct name_each e = {cb, ctx};
+	return each_row(s, ST_HANDLERS_LIVE, NULL, 0, name_one, &e, err);
+}
+
 int store_lock_list(store *s, store_lock_cb cb, void *ctx, dbcron_err *err)
 {
 	struct lock_each e = {cb, ctx};

@@ -72,6 +72,8 @@
 	X(NODE_HANDLERS_CLEAR, "registering the node's handlers", "")                    \
 	/* (id) batch [handler] */                                                        \
 	X(NODE_HANDLERS_ADD, "registering the node's handlers", "routing: a handler job goes only where its handler is") \
+	/* () -> handler: every name some live node (alive, lease not over) registered */ \
+	X(HANDLERS_LIVE, "listing the handlers of live nodes", "")                         \
 	/* (id, incarnation, lease_ms) -> heartbeat_ms */                                 \
 	X(NODE_HEARTBEAT, "heartbeat", "3 fencing: incarnation and liveness")            \
 	/* () -> jobs_gen after +1: a pause or delete that nodes must see */             \

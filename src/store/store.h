@@ -267,6 +267,12 @@ int store_job_set_paused(store *s, const char *name, bool paused, int64_t next_f
 int store_job_delete(store *s, const char *name, dbcron_err *err);
 int store_job_trigger(store *s, const char *name, int64_t *run_id, int64_t *fire_at, dbcron_err *err);
 int store_node_register(store *s, const store_node_info *n, dbcron_err *err);
+
+/* Every handler name some live node registered (alive, lease not over by
+ * the database's clock), sorted, each once: what a handler job needs for a
+ * node to claim it. */
+typedef int (*store_name_cb)(void *ctx, const char *name);
+int store_handlers_live(store *s, store_name_cb cb, void *ctx, dbcron_err *err);
 int store_node_heartbeat(store *s, const char *node_id, const char *incarnation, int64_t lease_ms, int64_t *db_now, dbcron_err *err);
 /* The node's heartbeat: also reports seen_gen (the jobs generation it has
  * acted on; < 0 leaves it) and reads the current one into *jobs_gen. */

@@ -32,6 +32,13 @@ wait_for 60 sh -c "[ \$(wc -l < '$shlog') -ge $((n0 + 3)) ]" || fail "plain stop
 assert_eq "$(runs_csv --job mine | awk -F, '{print $4 "/" $5}' | tr '\n' ' ')" "scheduled/ " \
   "while only plain runs, mine has just its triggered run, unclaimed"
 [ -f "$out" ] && fail "something ran append-line without the example"
+why="no live node has registered handler 'append-line'"
+dbc job list | grep -q "^mine .*($why)$" || fail "job list does not say: $why"
+dbc job list | grep "^sh " | grep -q "no live node" && fail "job list says a command cannot run"
+dbc job show mine | grep -q "^runs on: *$why" || fail "job show does not say: $why"
+dbc job list --format json | grep '"name":"mine"' | grep -q "\"unrunnable\":\"$why\"" ||
+  fail "job list --format json has no unrunnable for mine"
+pass "job list, job show and the JSON say that no live node can run mine"
 
 "$example" "$DBCRON_DB" "$out" >"$T/node-example.log" 2>&1 &
 ex=$!
@@ -41,6 +48,8 @@ wait_for 120 sh -c "[ \$(awk '\$1 == \"mine\"' '$out' 2>/dev/null | wc -l) -ge 3
   fail "the example ran mine $(awk '$1 == "mine"' "$out" 2>/dev/null | wc -l) times in 120 s"
 wait_for 60 done_run || fail "the triggered run $run_id did not succeed"
 pass "the node with the handler runs mine, its triggered run included"
+dbc job list | grep "^mine " | grep -q "no live node" && fail "job list still says no live node runs mine"
+pass "with the example alive, job list has nothing to say about mine"
 kill -TERM "$ex"
 rc=0
 wait "$ex" || rc=$?

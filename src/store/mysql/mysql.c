@@ -193,6 +193,9 @@ static const char *const sql[ST__COUNT] = {
 	[ST_NODE_HANDLERS_CLEAR] = "DELETE FROM node_handlers WHERE node_id = ?1",
 	[ST_NODE_HANDLERS_ADD] = "INSERT IGNORE INTO node_handlers (node_id, handler) SELECT ?1, v "
 				 "FROM " LIST_TEXT(2) " AS l",
+	[ST_HANDLERS_LIVE] =
+		"SELECT DISTINCT h.handler FROM node_handlers h JOIN nodes n ON n.id = h.node_id "
+		"WHERE n.state = 'alive' AND n.lease_until >= " DBNOW " ORDER BY h.handler",
 	[ST_NODE_HEARTBEAT] =
 		"SET @dbcron_now = " DBNOW PART
 		"UPDATE nodes SET heartbeat_ms = @dbcron_now, lease_until = @dbcron_now + ?3, "

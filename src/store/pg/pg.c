@@ -163,6 +163,9 @@ static const char *const sql[ST__COUNT] = {
 	[ST_NODE_HANDLERS_CLEAR] = "DELETE FROM node_handlers WHERE node_id = $1::text",
 	[ST_NODE_HANDLERS_ADD] = "INSERT INTO node_handlers (node_id, handler) SELECT $1::text, "
 				 "u.h FROM unnest($2::text[]) u(h) ON CONFLICT DO NOTHING",
+	[ST_HANDLERS_LIVE] =
+		"SELECT DISTINCT h.handler FROM node_handlers h JOIN nodes n ON n.id = h.node_id "
+		"WHERE n.state = 'alive' AND n.lease_until >= " DBNOW " ORDER BY h.handler",
 	[ST_NODE_HEARTBEAT] =
 		"WITH c AS (SELECT " DBNOW " AS now) UPDATE nodes SET heartbeat_ms = c.now, "
 		"lease_until = c.now + $3::bigint, seen_gen = CASE WHEN $4::bigint >= 0 THEN "

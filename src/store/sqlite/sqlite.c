@@ -152,6 +152,9 @@ static const char *const sql[ST__COUNT] = {
 	[ST_NODE_HANDLERS_CLEAR] = "DELETE FROM node_handlers WHERE node_id = ?1",
 	[ST_NODE_HANDLERS_ADD] = "INSERT OR IGNORE INTO node_handlers(node_id, handler) SELECT ?1, "
 				 V0 " FROM json_each(?2)",
+	[ST_HANDLERS_LIVE] =
+		"SELECT DISTINCT h.handler FROM node_handlers h JOIN nodes n ON n.id = h.node_id "
+		"WHERE n.state = 'alive' AND n.lease_until >= " NOW_SQL " ORDER BY h.handler",
 	[ST_NODE_HEARTBEAT] =
 		"UPDATE nodes SET heartbeat_ms = " NOW_SQL ", lease_until = " NOW_SQL
 		" + ?3, seen_gen = CASE WHEN ?4 >= 0 THEN ?4 ELSE seen_gen END WHERE id = ?1 "
