@@ -1012,6 +1012,18 @@ static const store_batch *routing(store *s, const store_claim_req *req)
 	return b->oom ? NULL : b;
 }
 
+/* Whether the claiming node can run job j (the rule both claim statements
+ * apply in SQL, for the jobs they hand back). */
+static bool runs_here(const store_claim_req *req, const dbcron_job *j)
+{
+	if (!req->handlers || j->executor != DBCRON_EXEC_HANDLER)
+		return true;
+	for (size_t i = 0; i < req->nhandlers; i++)
+		if (j->handler && strcmp(req->handlers[i], j->handler) == 0)
+			return true;
+	return false;
+}
+
 /* Due jobs, locked; their fires planned and written; the jobs advanced. */
 static int plan_due_jobs(store *s, const store_claim_req *req, store_claim_result *out,
 			 size_t *runs_cap, size_t *jobs_cap, dbcron_err *err)
@@ -1054,28 +1066,45 @@ static int plan_due_jobs(store *s, const store_claim_req *req, store_claim_resul
 			j->id = -1; /* dropped below */
 			continue;
 		}
+		/* Routing: a job the node cannot run comes back only when no
+		 * live node has its handler and its next fire is past the
+		 * misfire threshold (the claim statement's "stranded" rule):
+		 * every fire due by now is recorded MISFIRED with that reason,
+		 * instead of waiting unseen; later ones wait for a node. */
+		bool stranded = !runs_here(req, j);
 		for (size_t k = 0; k < plan.nfires; k++) {
 			const store_fire *f = &plan.fires[k];
+			dbcron_run_state state = f->state;
+			const char *error = f->error;
+			if (stranded && state == DBCRON_RUN_SCHEDULED) {
+				if (f->fire_at > now) {
+					plan.next_fire_at = f->fire_at;
+					break;
+				}
+				state = DBCRON_RUN_MISFIRED;
+				/* static: the batch borrows it until the insert */
+				error = "no live node has registered the job's handler";
+			}
 			/* A claim never returns more than its bound: one job's
 			 * catch-up may owe many fires; the rest wait for the
 			 * next claim, from the first one left out. */
-			if (f->state == DBCRON_RUN_SCHEDULED && scheduled >= req->max) {
+			if (state == DBCRON_RUN_SCHEDULED && scheduled >= req->max) {
 				plan.next_fire_at = f->fire_at;
 				break;
 			}
-			if (f->state != DBCRON_RUN_SCHEDULED && f->state != DBCRON_RUN_MISFIRED &&
-			    f->state != DBCRON_RUN_SKIPPED)
+			if (state != DBCRON_RUN_SCHEDULED && state != DBCRON_RUN_MISFIRED &&
+			    state != DBCRON_RUN_SKIPPED)
 				return dbcron_err_set(err, DBCRON_EINTERNAL,
 						      "planner gave job '%s' a fire in state %d",
-						      j->name, (int)f->state);
+						      j->name, (int)state);
 			store_batch_i64(fires, j->id);
 			store_batch_text(fires, j->name);
 			store_batch_i64(fires, f->fire_at);
-			store_batch_i64(fires, f->state);
+			store_batch_i64(fires, state);
 			store_batch_i64(fires, f->due_at >= 0 ? f->due_at : f->fire_at);
 			store_batch_i64(fires, f->missed > 0 ? f->missed : 0);
-			store_batch_text(fires, f->error);
-			if (f->state == DBCRON_RUN_SCHEDULED)
+			store_batch_text(fires, error);
+			if (state == DBCRON_RUN_SCHEDULED)
 				scheduled++;
 		}
 		store_batch_i64(next, j->id);

@@ -46,7 +46,8 @@
 	X(TRIGGER_INSERT, "triggering the job", "1 no duplicate fire")                   \
 	/* (ahead_ms, limit, route, batch [handler]) -> now, JOB_COLS (one row of NULL  \
 	 * job columns when none); with route 1, a handler job only when its handler    \
-	 * is in the batch (what the claiming node can run) */                          \
+	 * is in the batch (what the claiming node can run), or when it is stranded:    \
+	 * past its misfire threshold with no live node having the handler */           \
 	X(CLAIM_DUE_JOBS, "claim: selecting due jobs", "5 backpressure: at most limit; routing: only what the node can run")  \
 	/* (node, token, now) batch [job_id, job_name, fire_at, state, due_at, missed,    \
 	 * error] -> id, job_id, job_name, fire_at, state, due_at, missed of the rows      \

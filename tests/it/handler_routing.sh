@@ -4,9 +4,11 @@
 # built-in handlers only) and the C example of examples/ (it registers
 # "append-line").  Job "mine" names append-line: `job add` takes it with a
 # warning; while plain is alone it claims the shell job's fires but neither
-# mine's due fires nor its triggered run; once the example runs, it runs
-# them all.  Checked from the run log, node_handlers and what the jobs
-# wrote.  SQLite or, given "pg", PostgreSQL.
+# mine's due fires nor its triggered run (mine's misfire threshold is an
+# hour: they wait); once the example runs, it runs them all.  Job "orphan"
+# names a handler no process has: past its 1 s threshold its fires end
+# MISFIRED with the reason.  Checked from the run log, node_handlers and
+# what the jobs wrote.  SQLite or, given "pg", PostgreSQL.
 source "$(dirname "$0")/nodelib.bash"
 use_backend "${1:-sqlite}"
 example=$(dirname "$DBCRON_BIN")/dbcron-example-embed
@@ -14,10 +16,12 @@ example=$(dirname "$DBCRON_BIN")/dbcron-example-embed
 out=$T/handler.out
 shlog=$T/sh.log
 
-"$DBCRON_BIN" job add mine --every 1s --handler append-line --arg mine >/dev/null 2>"$T/add.err" ||
+"$DBCRON_BIN" job add mine --every 1s --handler append-line --arg mine --misfire-threshold 1h \
+  >/dev/null 2>"$T/add.err" ||
   fail "job add of a handler no local process knows: $(cat "$T/add.err")"
 grep -q "warning: handler 'append-line' is not built in" "$T/add.err" || fail "job add said: $(cat "$T/add.err")"
 pass "job add takes a handler only embedding programs have, with a warning"
+dbc job add orphan --every 1s --handler nobody-has-it --misfire-threshold 1s >/dev/null 2>&1
 dbc job add sh --every 1s -- sh -c 'echo "$DBCRON_FIRE_AT_MS $DBCRON_NODE" >> '"$shlog" >/dev/null
 
 lines() { [ -f "$1" ] && wc -l < "$1" || echo 0; }
@@ -67,3 +71,7 @@ assert_eq "$(runs_csv --job mine | awk -F, '$4 == "failed"' | wc -l)" 0 "no run 
 assert_eq "$(runs_where mine succeeded | wc -l)" "$(awk '$1 == "mine"' "$out" | wc -l)" \
   "mine's succeeded runs = the lines its handler wrote"
 assert_ge "$(runs_csv --job sh | awk -F, '$5 == "plain"' | wc -l)" 3 "plain ran the shell job"
+assert_ge "$(runs_where orphan misfired | wc -l)" 1 "orphan's fires past its threshold end MISFIRED"
+assert_eq "$(runs_csv --job orphan | awk -F, '$4 != "misfired"' | wc -l)" 0 "and nothing else"
+assert_eq "$(runs_where orphan misfired | grep -vc ",no live node has registered the job's handler," || true)" 0 \
+  "each with the reason"

@@ -597,6 +597,55 @@ static void conf_test_claim_routing(void **state)
 	store_claim_result_clear(&r);
 }
 
+/* Routing's misfire: a handler job past its misfire threshold whose
+ * handler no live node registered is claimed by a node without it, which
+ * records the fire MISFIRED with the reason; with a live node that has
+ * the handler, the job waits for that node instead. */
+static void conf_test_claim_stranded(void **state)
+{
+	conf_ctx *c = *state;
+	int64_t now = conf_now(c);
+	dbcron_job j;
+	conf_job(&j, "stray", now - 5000);
+	j.misfire_threshold_ms = 1000;
+	CONF_OK(c, conf_upsert(c, &j, 1));
+	dbcron_job_clear(&j);
+
+	static const char *const sleep_only[] = {"sleep"};
+	conf_planner p = {.stop = -1};
+	store_claim_result r;
+	CONF_OK(c, conf_claim_routed(c, "n-sleep", "t1", sleep_only, 1, &p, &r));
+	assert_int_equal(r.nruns, 0);
+	assert_true(r.nterminal >= 1);
+	store_claim_result_clear(&r);
+	conf_runs rs = {0};
+	conf_list(c, "stray", 0, -1, 0, &rs);
+	assert_true(rs.n >= 1);
+	for (int i = 0; i < rs.n; i++) {
+		assert_int_equal(rs.rows[i].state, DBCRON_RUN_MISFIRED);
+		assert_string_equal(rs.rows[i].error, "no live node has registered the job's handler");
+	}
+	conf_runs_clear(&rs);
+
+	/* a live node that registered noop: the job waits for it */
+	static const char *const has_noop[] = {"noop"};
+	store_node_info ni = {.node_id = "n-noop", .incarnation = "inc", .host = "h", .pid = 1,
+			      .workers = 1, .lease_ms = 600000, .handlers = has_noop,
+			      .nhandlers = 1};
+	CONF_OK(c, store_node_register(c->s, &ni, &c->err));
+	conf_job(&j, "waits", now - 5000);
+	j.misfire_threshold_ms = 1000;
+	CONF_OK(c, conf_upsert(c, &j, 1));
+	dbcron_job_clear(&j);
+	CONF_OK(c, conf_claim_routed(c, "n-sleep", "t2", sleep_only, 1, &p, &r));
+	for (size_t i = 0; i < r.nruns; i++)
+		assert_string_not_equal(r.runs[i].run.job_name, "waits");
+	store_claim_result_clear(&r);
+	conf_list(c, "waits", 0, -1, 0, &rs);
+	assert_int_equal(rs.n, 0);
+	conf_runs_clear(&rs);
+}
+
 static void conf_test_claim(void **state)
 {
 	conf_ctx *c = *state;
@@ -1551,6 +1600,7 @@ static void conf_test_locks(void **state)
 	CONF_T(conf_test_claim_terminal_fires),                                 \
 	CONF_T(conf_test_claim_two_claimers),                                   \
 	CONF_T(conf_test_claim_statements), CONF_T(conf_test_claim_routing),    \
+	CONF_T(conf_test_claim_stranded),                                       \
 	CONF_T(conf_test_apply),                                                \
 	CONF_T(conf_test_reap), CONF_T(conf_test_node_register_resolves),       \
 	CONF_T(conf_test_reap_unwritten_starts), CONF_T(conf_test_reap_retry_budget),         \

@@ -76,6 +76,16 @@ _Static_assert(STORE_NJOBCOLS == 34, "NULLS_JOB is as wide as the job columns");
  * parameter R (route) is 0. */
 #define RUNS_HERE(J, R, N) "(?" #R " = 0 OR " J ".executor <> 2 OR " J ".handler IN " LIST_TEXT(N) ")"
 
+/* Routing: handler job J is stranded at N (now) when its next fire is past
+ * its misfire threshold and no live node registered its handler; then a
+ * node without the handler claims it too, to record the fires MISFIRED
+ * (protocol.c says why). */
+#define STRANDED(J, N)                                                           \
+	"(" J ".executor = 2 AND " J ".next_fire_at + " J ".misfire_threshold_ms < " N \
+	" AND NOT EXISTS (SELECT 1 FROM node_handlers h JOIN nodes n ON n.id = "    \
+	"h.node_id WHERE h.handler = " J ".handler AND n.state = 'alive' AND "      \
+	"n.lease_until >= " N "))"
+
 static const char *const sql[ST__COUNT] = {
 	[ST_BEGIN] = "START TRANSACTION",
 	[ST_BEGIN_WRITE] = "START TRANSACTION",
@@ -128,8 +138,8 @@ static const char *const sql[ST__COUNT] = {
 	[ST_CLAIM_DUE_JOBS] =
 		"SET @dbcron_now = " DBNOW PART
 		"SELECT @dbcron_now, " STORE_JOB_COLS " FROM jobs WHERE paused = 0 AND "
-		"next_fire_at IS NOT NULL AND next_fire_at <= @dbcron_now + ?1 AND "
-		RUNS_HERE("jobs", 3, 4) " ORDER BY next_fire_at LIMIT ?2 FOR UPDATE SKIP LOCKED" PART
+		"next_fire_at IS NOT NULL AND next_fire_at <= @dbcron_now + ?1 AND ("
+		RUNS_HERE("jobs", 3, 4) " OR " STRANDED("jobs", "@dbcron_now") ") ORDER BY next_fire_at LIMIT ?2 FOR UPDATE SKIP LOCKED" PART
 		"SELECT @dbcron_now, " NULLS_JOB,
 	/* One statement per claim whatever its size: the batch is a JSON
 	 * table, and IGNORE + RETURNING hands out only rows really inserted

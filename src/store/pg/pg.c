@@ -47,6 +47,16 @@
 #define RUNS_HERE(J, R, L)                                                       \
 	"(" R " = 0 OR " J ".executor <> 2 OR " J ".handler = ANY (" L "))"
 
+/* Routing: handler job J is stranded at N (now) when its next fire is past
+ * its misfire threshold and no live node registered its handler; then a
+ * node without the handler claims it too, to record the fires MISFIRED
+ * (protocol.c says why). */
+#define STRANDED(J, N)                                                           \
+	"(" J ".executor = 2 AND " J ".next_fire_at + " J ".misfire_threshold_ms < " N \
+	" AND NOT EXISTS (SELECT 1 FROM node_handlers h JOIN nodes n ON n.id = "    \
+	"h.node_id WHERE h.handler = " J ".handler AND n.state = 'alive' AND "      \
+	"n.lease_until >= " N "))"
+
 static const char *const sql[ST__COUNT] = {
 	[ST_BEGIN] = "BEGIN",
 	[ST_BEGIN_WRITE] = "BEGIN",
@@ -111,8 +121,9 @@ static const char *const sql[ST__COUNT] = {
 	[ST_CLAIM_DUE_JOBS] =
 		"WITH c AS (SELECT " DBNOW " AS now) SELECT c.now, j.* FROM c LEFT JOIN "
 		"LATERAL (SELECT " STORE_JOB_COLS " FROM jobs WHERE NOT paused AND "
-		"next_fire_at IS NOT NULL AND next_fire_at <= c.now + $1::bigint AND "
-		RUNS_HERE("jobs", "$3::int", "$4::text[]") " ORDER BY next_fire_at LIMIT $2::int FOR UPDATE "
+		"next_fire_at IS NOT NULL AND next_fire_at <= c.now + $1::bigint AND ("
+		RUNS_HERE("jobs", "$3::int", "$4::text[]") " OR " STRANDED("jobs", "c.now")
+		") ORDER BY next_fire_at LIMIT $2::int FOR UPDATE "
 		"OF jobs SKIP LOCKED) j ON true",
 	[ST_FIRES_INSERT] =
 		"INSERT INTO runs (job_id, job_name, fire_at, attempt, state, due_at, node, "

@@ -46,6 +46,16 @@
 	"(" R " = 0 OR " J ".executor <> 2 OR " J ".handler IN (SELECT value FROM "   \
 	"json_each(" L ")))"
 
+/* Routing: handler job J is stranded at N (now) when its next fire is past
+ * its misfire threshold and no live node registered its handler; then a
+ * node without the handler claims it too, to record the fires MISFIRED
+ * (protocol.c says why). */
+#define STRANDED(J, N)                                                           \
+	"(" J ".executor = 2 AND " J ".next_fire_at + " J ".misfire_threshold_ms < " N \
+	" AND NOT EXISTS (SELECT 1 FROM node_handlers h JOIN nodes n ON n.id = "    \
+	"h.node_id WHERE h.handler = " J ".handler AND n.state = 'alive' AND "      \
+	"n.lease_until >= " N "))"
+
 /* The element of a one-column batch (json_each of [x, y, ...]). */
 #define V0 "value"
 /* Cell n of the current row of a row-by-row batch; n has two digits. */
@@ -106,8 +116,8 @@ static const char *const sql[ST__COUNT] = {
 	[ST_CLAIM_DUE_JOBS] =
 		"SELECT c.now, j.* FROM (SELECT " NOW_SQL " AS now) AS c LEFT JOIN "
 		"(SELECT " STORE_JOB_COLS " FROM jobs WHERE paused = 0 AND next_fire_at "
-		"IS NOT NULL AND next_fire_at <= " NOW_SQL " + ?1 AND " RUNS_HERE("jobs", "?3", "?4")
-		" ORDER BY next_fire_at LIMIT ?2) AS j ON true",
+		"IS NOT NULL AND next_fire_at <= " NOW_SQL " + ?1 AND (" RUNS_HERE("jobs", "?3", "?4")
+		" OR " STRANDED("jobs", NOW_SQL) ") ORDER BY next_fire_at LIMIT ?2) AS j ON true",
 	[ST_FIRES_INSERT] =
 		"INSERT INTO runs(job_id, job_name, fire_at, attempt, state, due_at, node, "
 		"claim_token, finished_ms, missed, error, created_ms) VALUES (" R(00) ", "
