@@ -37,11 +37,20 @@ typedef struct dbcron_handler_ctx {
 typedef int (*dbcron_handler_fn)(const dbcron_handler_ctx *ctx, void *user,
 				 char *errbuf, size_t errlen);
 
-/* Register before starting a node.  name is copied.  DBCRON_EEXISTS for a
- * duplicate name.  Not thread-safe against running nodes. */
+/*
+ * Register fn under name for every node of this process (the registry is
+ * the library's one piece of global state).  name is copied; user is
+ * borrowed and must stay valid for as long as any node may run the
+ * handler.  Entries are never removed.  DBCRON_EEXISTS for a name already
+ * registered (built-ins included), DBCRON_EINVAL for an empty name or NULL
+ * fn, DBCRON_ENOMEM.  Safe to call from any thread, also while nodes run;
+ * register before applying a job that names the handler (applying checks
+ * the name) and before starting the node that should run it.
+ */
 DBCRON_API int dbcron_handler_register(const char *name, dbcron_handler_fn fn,
 				       void *user);
-/* True once the run was cancelled or its deadline passed. */
+/* True once the run was cancelled or its deadline passed.  ctx is the one
+ * the handler was called with, valid during that call only. */
 DBCRON_API bool dbcron_handler_should_stop(const dbcron_handler_ctx *ctx);
 /* Is the name registered (built-ins included)? */
 DBCRON_API bool dbcron_handler_exists(const char *name);

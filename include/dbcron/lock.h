@@ -10,19 +10,17 @@
 
 #include <stdint.h>
 
+#include "dbcron/db.h"
 #include "dbcron/error.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-typedef struct dbcron_db dbcron_db;
+/* The handle (dbcron_db_open) is described in dbcron/db.h. */
 
-/* Open a database by URL (sqlite:PATH, postgresql://...).  The schema must
- * exist (`dbcron init`).  One thread at a time per handle. */
-DBCRON_API int dbcron_db_open(const char *url, dbcron_db **out, dbcron_err *err);
-DBCRON_API void dbcron_db_close(dbcron_db *db);
-
+/* Filled by the calls below (and dbcron_locks_list); plain data, nothing
+ * to free. */
 typedef struct dbcron_lease {
 	char name[256];
 	char owner[256];

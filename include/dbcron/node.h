@@ -16,7 +16,7 @@ extern "C" {
 #endif
 
 typedef struct dbcron_node_config {
-	const char *db_url;     /* required */
+	const char *db_url;     /* required, unless db_file is given */
 	const char *node_id;    /* NULL: "<hostname>-<pid>" */
 	int workers;            /* fast pool threads; default 8 */
 	int slow_workers;       /* slow pool threads; default 2 */
@@ -49,6 +49,10 @@ typedef struct dbcron_node_config {
 	 * on the first call and WATCHDOG=1 on each.) */
 	void (*alive)(void *ctx);
 	void *alive_ctx;
+	/* Instead of db_url: the file that holds the URL, read once by
+	 * dbcron_node_create as dbcron_db_open_file reads it (and never handed
+	 * to a shell job).  NULL: none. */
+	const char *db_file;
 } dbcron_node_config;
 
 enum { DBCRON_CLAIM_PER_ROW = 0, DBCRON_CLAIM_LOCK_ROW = 1 };
@@ -57,13 +61,18 @@ typedef struct dbcron_node dbcron_node;
 
 /* Fill cfg with the defaults above (db_url NULL). */
 DBCRON_API void dbcron_node_config_init(dbcron_node_config *cfg);
-/* Copies cfg; opens nothing yet.  The caller frees with dbcron_node_free. */
+/* Copies cfg (strings included; reads db_file); connects to nothing yet.
+ * DBCRON_EINVAL when both or neither of db_url and db_file are given.  The
+ * caller frees the node with dbcron_node_free. */
 DBCRON_API int dbcron_node_create(const dbcron_node_config *cfg,
 				  dbcron_node **out, dbcron_err *err);
-/* Runs until dbcron_node_stop(); returns DBCRON_OK after a graceful stop,
- * or an error when the node could not start (database, schema). */
+/* Runs until dbcron_node_stop(), on the calling thread plus the node's own
+ * (a database loop, a timer, the worker pools); returns DBCRON_OK after a
+ * graceful stop, or an error when the node could not start (database,
+ * schema).  One call per node; handlers run on worker threads. */
 DBCRON_API int dbcron_node_run(dbcron_node *n, dbcron_err *err);
-/* Async-signal-safe: ask a running node to stop gracefully. */
+/* Ask a running node to stop gracefully: from any thread or a signal
+ * handler (async-signal-safe). */
 DBCRON_API void dbcron_node_stop(dbcron_node *n);
 /* dbcron_node_stop without the wait: running jobs are stopped at once
  * instead of after grace_ms (recorded ABANDONED, retried elsewhere when
@@ -71,6 +80,8 @@ DBCRON_API void dbcron_node_stop(dbcron_node *n);
  * at once are left to the lease's lapse.  Async-signal-safe, like
  * dbcron_node_stop; may follow it (a second Ctrl-C). */
 DBCRON_API void dbcron_node_stop_now(dbcron_node *n);
+/* After dbcron_node_run has returned (or was never called).  NULL is
+ * accepted. */
 DBCRON_API void dbcron_node_free(dbcron_node *n);
 
 #ifdef __cplusplus

@@ -33,13 +33,30 @@ typedef struct app_job_vec {
 int app_jobs_sorted(store *s, app_job_vec *jv, dbcron_err *err);
 void app_job_vec_free(app_job_vec *jv);
 
-/* Every job as model_job_json, sorted by name. */
+/* The handler names live nodes registered (store_handlers_live), sorted:
+ * what says whether a handler job can run anywhere now. */
+typedef struct app_live {
+	char **names;
+	size_t n, cap;
+	bool failed;
+} app_live;
+
+int app_live_load(store *s, app_live *l, dbcron_err *err);
+void app_live_clear(app_live *l);
+/* Why no live node can run j ("no live node has registered handler 'x'")
+ * into buf (len bytes), or NULL when one can.  Only handler jobs are
+ * routed: a command runs on any node. */
+const char *app_job_unrunnable(const app_live *l, const dbcron_job *j, char *buf, size_t len);
+
+/* Every job as model_job_json, sorted by name, with "unrunnable" (the
+ * reason) on a handler job no live node can run. */
 int app_jobs_list(store *s, json_t **out, dbcron_err *err);
 
-/* One job with its last nruns runs (model_job_json_with_runs); with
- * words also "schedule", "description" (cron in words) and "next_fires"
- * (the next five, in UTC and in the job's zone; none while paused).
- * DBCRON_ENOTFOUND "no job named 'x'". */
+/* One job with its last nruns runs (model_job_json_with_runs), with
+ * "unrunnable" as app_jobs_list; with words also "schedule",
+ * "description" (cron in words) and "next_fires" (the next five, in UTC
+ * and in the job's zone; none while paused).  DBCRON_ENOTFOUND "no job
+ * named 'x'". */
 int app_job_get(store *s, const char *name, size_t nruns, bool words, json_t **out,
 		dbcron_err *err);
 
@@ -54,6 +71,10 @@ typedef struct app_job_result {
 	char warning[512];
 } app_job_result;
 
+/* One stored job into *j (dbcron_job_init'ed by the caller).
+ * DBCRON_ENOTFOUND "no job named 'x'". */
+int app_job_find(store *s, const char *name, dbcron_job *j, dbcron_err *err);
+
 /* DBCRON_ENOTFOUND "no job named 'x'" for each of these. */
 int app_job_pause(store *s, const char *name, app_job_result *r, dbcron_err *err);
 int app_job_resume(store *s, const char *name, app_job_result *r, dbcron_err *err);
@@ -62,10 +83,22 @@ int app_job_trigger(store *s, const char *name, app_job_result *r, dbcron_err *e
 
 /* ----------------------------------------------------------- apply */
 
+/* What a write may do to the names it is given. */
+typedef enum app_apply_mode {
+	APP_APPLY_UPSERT = 0, /* create or update (job apply) */
+	APP_APPLY_CREATE,     /* DBCRON_EEXISTS when a name is taken (job add) */
+	APP_APPLY_UPDATE,     /* DBCRON_ENOTFOUND when a name is not stored */
+} app_apply_mode;
+
 typedef struct app_apply_opts {
+	app_apply_mode mode;
 	bool prune;      /* delete the jobs that are not in the batch */
 	bool dry_run;    /* say what would change, write nothing */
 	bool user_check; /* model_jobdef_check_host on every entry */
+	bool strict;     /* a handler no local process knows is an error */
+	/* without strict, such an entry is reported here (may be NULL), with
+	 * the ctx of app_apply_check, and applied */
+	void (*on_warn)(void *ctx, size_t idx, const char *name, const char *msg);
 } app_apply_opts;
 
 /* One bad entry: its index in the batch (0-based), its "name" when it had
@@ -119,6 +152,20 @@ void app_batch_clear(app_batch *b);
  * the claim token, and without the output unless with_output.
  * DBCRON_ENOMEM leaves dst cleared. */
 int app_run_copy(dbcron_run *dst, const dbcron_run *src, bool with_output);
+
+/*
+ * The run log rows matching f, strictly older than the cursor when one is
+ * given (the store's order: oldest first, at most f->limit of the newest).
+ * A malformed cursor is DBCRON_EINVAL.  Rows go to cb as store_runs_list
+ * hands them.
+ */
+int app_runs_fetch(store *s, const store_run_filter *f, const char *cursor,
+		   store_run_cb cb, void *ctx, dbcron_err *err);
+
+/* The cursor that resumes a listing after run r, into buf (len bytes);
+ * false when it does not fit.  The text app_runs_page gives as
+ * "next_cursor". */
+bool app_run_cursor(const dbcron_run *r, char *buf, size_t len);
 
 /*
  * A page of the run log, newest first: runs matching f (f->limit > 0 is

@@ -79,20 +79,78 @@ static void wait_nodes(store *s, char *warning, size_t wlen)
 		snprintf(warning, wlen, "%s", e.msg);
 }
 
+static int add_live(void *ctx, const char *name)
+{
+	app_live *l = ctx;
+	char *c = dbcron__strdup(name);
+	if (!c || dbcron__grow((void **)&l->names, &l->cap, l->n + 1, sizeof(*l->names))) {
+		dbcron__free(c);
+		l->failed = true;
+		return 1;
+	}
+	l->names[l->n++] = c;
+	return 0;
+}
+
+void app_live_clear(app_live *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		dbcron__free(l->names[i]);
+	dbcron__free(l->names);
+	memset(l, 0, sizeof(*l));
+}
+
+int app_live_load(store *s, app_live *l, dbcron_err *err)
+{
+	memset(l, 0, sizeof(*l));
+	int rc = store_handlers_live(s, add_live, l, err);
+	if (!rc && l->failed)
+		rc = oom(err);
+	if (rc)
+		app_live_clear(l);
+	return rc;
+}
+
+const char *app_job_unrunnable(const app_live *l, const dbcron_job *j, char *buf, size_t len)
+{
+	if (j->executor != DBCRON_EXEC_HANDLER || !j->handler)
+		return NULL;
+	for (size_t i = 0; i < l->n; i++)
+		if (strcmp(l->names[i], j->handler) == 0)
+			return NULL;
+	snprintf(buf, len, "no live node has registered handler '%s'", j->handler);
+	return buf;
+}
+
+/* o (a job's JSON, consumed) with "unrunnable" when no live node can run
+ * j; NULL when out of memory. */
+static json_t *with_routing(json_t *o, const app_live *l, const dbcron_job *j)
+{
+	char why[400];
+	const char *w = app_job_unrunnable(l, j, why, sizeof(why));
+	if (o && w && json_object_set_new(o, "unrunnable", json_string(w))) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
 int app_jobs_list(store *s, json_t **out, dbcron_err *err)
 {
 	job_vec jv = {0};
+	app_live live = {0};
 	json_t *arr = NULL;
 	int rc;
 
 	*out = NULL;
-	if ((rc = app_jobs_sorted(s, &jv, err)))
+	if ((rc = app_jobs_sorted(s, &jv, err)) || (rc = app_live_load(s, &live, err)))
 		goto out_free;
 	rc = DBCRON_ENOMEM;
 	if (!(arr = json_array()))
 		goto out_oom;
 	for (size_t i = 0; i < jv.n; i++)
-		if (json_array_append_new(arr, model_job_json(&jv.v[i])))
+		if (json_array_append_new(arr, with_routing(model_job_json(&jv.v[i]), &live,
+							      &jv.v[i])))
 			goto out_oom;
 	*out = arr;
 	arr = NULL;
@@ -102,6 +160,7 @@ out_oom:
 	oom(err);
 out_free:
 	json_decref(arr);
+	app_live_clear(&live);
 	app_job_vec_free(&jv);
 	return rc;
 }
@@ -173,6 +232,7 @@ int app_job_get(store *s, const char *name, size_t nruns, bool words, json_t **o
 {
 	dbcron_job j;
 	run_vec rv = {0};
+	app_live live = {0};
 	store_run_filter f = {.job = name, .state = 0, .since_ms = -1, .limit = (long)nruns};
 	int rc;
 
@@ -183,18 +243,26 @@ int app_job_get(store *s, const char *name, size_t nruns, bool words, json_t **o
 		no_such_job(err, name);
 	if (rc)
 		goto out_clear;
-	if (nruns && (rc = store_runs_list(s, &f, collect_run, &rv, err)))
+	if ((nruns && (rc = store_runs_list(s, &f, collect_run, &rv, err))) ||
+	    (rc = app_live_load(s, &live, err)))
 		goto out_clear;
-	if (rv.rc || !(*out = model_job_json_with_runs(&j, rv.v, rv.n)))
+	if (rv.rc || !(*out = with_routing(model_job_json_with_runs(&j, rv.v, rv.n), &live, &j)))
 		rc = oom(err);
 	else if (words)
 		add_schedule_words(*out, &j);
 out_clear:
+	app_live_clear(&live);
 	for (size_t i = 0; i < rv.n; i++)
 		dbcron_run_clear(&rv.v[i]);
 	dbcron__free(rv.v);
 	dbcron_job_clear(&j);
 	return rc;
+}
+
+int app_job_find(store *s, const char *name, dbcron_job *j, dbcron_err *err)
+{
+	int rc = store_job_get(s, name, j, err);
+	return rc == DBCRON_ENOTFOUND ? no_such_job(err, name) : rc;
 }
 
 static int set_paused(store *s, const char *name, bool pause, app_job_result *r,
@@ -330,12 +398,16 @@ int app_apply_check(json_t *entries, const app_apply_opts *o,
 		const char *name;
 		model_jobdef_init(&b->defs[i], false);
 		b->n = i + 1;
+		char warn[512];
 		if (model_jobdef_from_json(&b->defs[i], json_array_get(entries, i), &name, &e) ||
-		    (o->user_check && model_jobdef_check_host(&b->defs[i], &e)))
+		    (o->user_check && model_jobdef_check_host(&b->defs[i], &e)) ||
+		    model_jobdef_check_handler(&b->defs[i].job, o->strict, warn, sizeof(warn), &e))
 			entry_error(on_err, ctx, r, i, name, "%s%s", e.msg,
 				    e.code == DBCRON_ENOTFOUND
 					    ? " (--no-user-check if it exists only where the nodes run)"
 					    : "");
+		else if (warn[0] && o->on_warn)
+			o->on_warn(ctx, i, name, warn);
 	}
 	rc = DBCRON_EINVAL;
 	if (r->nerr) {
@@ -408,6 +480,11 @@ int app_apply_write(store *s, app_batch *b, const app_apply_opts *o,
 	/* 3: resolve against the database's clock and what is stored */
 	if ((rc = store_now_ms(s, &now, err)) || (rc = app_jobs_sorted(s, &jv, err)))
 		goto out_free;
+	for (size_t i = 0; o->mode == APP_APPLY_UPDATE && i < b->n; i++)
+		if (!find_prev(&jv, b->defs[i].job.name)) {
+			rc = no_such_job(err, b->defs[i].job.name);
+			goto out_free;
+		}
 	for (size_t i = 0; i < b->n; i++) {
 		dbcron_err e = {0};
 		if (model_jobdef_finish(&b->defs[i], now, find_prev(&jv, b->defs[i].job.name), &e))
@@ -431,8 +508,9 @@ int app_apply_write(store *s, app_batch *b, const app_apply_opts *o,
 		jobs[i] = b->defs[i].job;
 		dbcron_job_init(&b->defs[i].job);
 	}
-	rc = store_job_put(s, jobs, b->n, STORE_PUT_UPSERT, o->prune, &r->created,
-			   &r->updated, &r->deleted, err);
+	rc = store_job_put(s, jobs, b->n,
+			   o->mode == APP_APPLY_CREATE ? STORE_PUT_CREATE : STORE_PUT_UPSERT,
+			   o->prune, &r->created, &r->updated, &r->deleted, err);
 	for (size_t i = 0; i < b->n; i++)
 		dbcron_job_clear(&jobs[i]);
 	if (!rc && r->deleted && warning)

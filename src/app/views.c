@@ -106,20 +106,34 @@ static int page_run(void *ctx, const dbcron_run *r)
 	return 0;
 }
 
+int app_runs_fetch(store *s, const store_run_filter *f, const char *cursor,
+		   store_run_cb cb, void *ctx, dbcron_err *err)
+{
+	store_run_filter flt = *f;
+	int rc;
+	if (cursor && *cursor && (rc = parse_cursor(cursor, &flt, err)))
+		return rc;
+	return store_runs_list(s, &flt, cb, ctx, err);
+}
+
+bool app_run_cursor(const dbcron_run *r, char *buf, size_t len)
+{
+	int w = snprintf(buf, len, "%" PRId64 ".%d.%" PRId64 ".%s", r->fire_at, r->attempt,
+			 r->id, r->job_name ? r->job_name : "");
+	return w >= 0 && (size_t)w < len;
+}
+
 int app_runs_page(store *s, const store_run_filter *f, const char *cursor,
 		  json_t **out, dbcron_err *err)
 {
-	store_run_filter flt = *f;
 	page_ctx pc = {0};
 	json_t *page = NULL;
 	int rc;
 
 	*out = NULL;
-	if (cursor && *cursor && (rc = parse_cursor(cursor, &flt, err)))
-		return rc;
 	if (!(pc.runs = json_array()))
 		return oom(err);
-	rc = store_runs_list(s, &flt, page_run, &pc, err);
+	rc = app_runs_fetch(s, f, cursor, page_run, &pc, err);
 	if (rc)
 		goto out_free;
 	rc = DBCRON_ENOMEM;
@@ -127,14 +141,10 @@ int app_runs_page(store *s, const store_run_filter *f, const char *cursor,
 		goto out_oom;
 	json_t *next = json_null();
 	/* a full page may have more behind it; a short one is the last */
-	if (flt.limit > 0 && pc.n == (size_t)flt.limit) {
-		const char *jn = pc.first.job_name ? pc.first.job_name : "";
-		size_t len = strlen(jn) + 80;
+	if (f->limit > 0 && pc.n == (size_t)f->limit) {
+		size_t len = strlen(pc.first.job_name ? pc.first.job_name : "") + 80;
 		char *c = dbcron__malloc(len);
-		if (c)
-			snprintf(c, len, "%" PRId64 ".%d.%" PRId64 ".%s", pc.first.fire_at,
-				 pc.first.attempt, pc.first.id, jn);
-		next = c ? json_string(c) : NULL;
+		next = c && app_run_cursor(&pc.first, c, len) ? json_string(c) : NULL;
 		dbcron__free(c);
 	}
 	page = json_pack("{s:o,s:o?}", "runs", pc.runs, "next_cursor", next);

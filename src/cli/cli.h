@@ -115,6 +115,6 @@ void cli_print_runs_table(FILE *f, const dbcron_run *runs, size_t n,
  * it did or every error; returns the exit status.  (cmd_job.c)
  */
 int cli_apply_jobs(const char *shown, json_t *root, const cli_db *db, bool user_check,
-		   bool prune);
+		   bool prune, bool strict);
 
 #endif

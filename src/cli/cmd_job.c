@@ -219,6 +219,9 @@ static void add_usage(FILE *f)
 		"                          HOME, USER, LOGNAME, SHELL=/bin/sh, PATH, DBCRON_*\n"
 		"  --no-user-check         do not look the user and group up on this host (they\n"
 		"                          exist only where the nodes run)\n"
+		"  --strict                refuse a --handler that is not built in (by default it\n"
+		"                          is added with a warning: programs that embed a node\n"
+		"                          register their own, and only their nodes run the job)\n"
 		"  --db URL                database (default $DBCRON_DB, else sqlite:./dbcron.db)\n"
 		"  --db-file PATH          read the database URL from PATH (default $DBCRON_DB_FILE)\n"
 		"DUR: 500ms, 30s, 5m, 2h, 1d, or compound 1h30m.  Times relative to now use the\n"
@@ -230,6 +233,7 @@ static void add_usage(FILE *f)
 #define OPT_DB 1000
 #define OPT_DB_FILE 1001
 #define OPT_NO_USER_CHECK 1002
+#define OPT_STRICT 1003
 #define OPT_HELP 'h'
 
 static void add_options(struct option *out)
@@ -247,18 +251,20 @@ static void add_options(struct option *out)
 	out[n++] = (struct option){"db", required_argument, NULL, OPT_DB};
 	out[n++] = (struct option){"db-file", required_argument, NULL, OPT_DB_FILE};
 	out[n++] = (struct option){"no-user-check", no_argument, NULL, OPT_NO_USER_CHECK};
+	out[n++] = (struct option){"strict", no_argument, NULL, OPT_STRICT};
 	out[n++] = (struct option){"help", no_argument, NULL, OPT_HELP};
 	out[n] = (struct option){NULL, 0, NULL, 0};
 }
 
 static int job_add(int argc, char **argv)
 {
-	struct option longs[MODEL_JK__COUNT + 5];
+	struct option longs[MODEL_JK__COUNT + 6];
 	cliopt o = {.cmd = "job add"};
 	cli_db db = {0};
 	dbcron_err err = {0};
 	model_jobdef d;
-	bool user_check = true;
+	bool user_check = true, strict = false;
+	char warn[512] = "";
 	int c, status = CLI_EXIT_USAGE;
 
 	add_options(longs);
@@ -280,6 +286,10 @@ static int job_add(int argc, char **argv)
 		}
 		if (c == OPT_NO_USER_CHECK) {
 			user_check = false;
+			continue;
+		}
+		if (c == OPT_STRICT) {
+			strict = true;
 			continue;
 		}
 		if (c < 2000 || c >= 2000 + MODEL_JK__COUNT)
@@ -304,7 +314,8 @@ static int job_add(int argc, char **argv)
 	}
 	if (model_jobdef_set_text(&d, model_jobdef_key_of(MODEL_JK_NAME), o.pos[0], &err) ||
 	    (o.dashdash && model_jobdef_set_argv(&d, o.rest, o.nrest, &err)) ||
-	    model_jobdef_check(&d, &err) || (user_check && model_jobdef_check_host(&d, &err))) {
+	    model_jobdef_check(&d, &err) || (user_check && model_jobdef_check_host(&d, &err)) ||
+	    model_jobdef_check_handler(&d.job, strict, warn, sizeof(warn), &err)) {
 		if (err.code == DBCRON_ENOTFOUND) {
 			fprintf(stderr, "dbcron job add: %s (if it exists only where the nodes run, "
 					"add --no-user-check)\n", err.msg);
@@ -348,6 +359,8 @@ static int job_add(int argc, char **argv)
 	if (d.job.next_fire_at < 0)
 		fprintf(stderr, "dbcron job add: warning: '%s' never fires after now (%s); only job trigger runs it\n",
 			d.job.name, d.job.spec);
+	if (warn[0])
+		fprintf(stderr, "dbcron job add: warning: %s\n", warn);
 	status = CLI_EXIT_OK;
 out_close:
 	store_close(s);
@@ -366,6 +379,7 @@ typedef struct simple_args {
 	const char *name;
 	bool prune;
 	bool no_user_check;         /* job apply: users and groups not looked up */
+	bool strict;                /* job apply: a handler not built in is an error */
 	size_t max_bytes, max_jobs; /* job apply's input bounds */
 } simple_args;
 
@@ -402,6 +416,7 @@ static int parse_simple(const char *cmd, int argc, char **argv, int want_pos,
 		{"max-bytes", required_argument, NULL, 'B'},
 		{"max-jobs", required_argument, NULL, 'J'},
 		{"no-user-check", no_argument, NULL, 'U'},
+		{"strict", no_argument, NULL, 'S'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -437,6 +452,11 @@ static int parse_simple(const char *cmd, int argc, char **argv, int want_pos,
 			if (!apply)
 				return cli_usage_error(cmd, "unknown option '--no-user-check'");
 			a->no_user_check = true;
+			break;
+		case 'S':
+			if (!apply)
+				return cli_usage_error(cmd, "unknown option '--strict'");
+			a->strict = true;
 			break;
 		case 'B':
 		case 'J':
@@ -519,7 +539,8 @@ static int job_list(int argc, char **argv)
 		json_decref(arr);
 		goto out;
 	}
-	if (app_jobs_sorted(s, &jv, &err)) {
+	app_live live = {0};
+	if (app_jobs_sorted(s, &jv, &err) || app_live_load(s, &live, &err)) {
 		status = err.code == DBCRON_ENOMEM ? oom("job list") : cli_fail(&err);
 		goto out;
 	}
@@ -537,12 +558,16 @@ static int job_list(int argc, char **argv)
 	       "PAUSED", "NEXT FIRE");
 	for (size_t i = 0; i < jv.n; i++) {
 		const dbcron_job *j = &jv.v[i];
-		printf("%-*s  %-*s  %-*s  %-6s  %s\n", wn, j->name, ws,
+		char why[400];
+		const char *unrunnable = app_job_unrunnable(&live, j, why, sizeof(why));
+		printf("%-*s  %-*s  %-*s  %-6s  %s%s%s%s\n", wn, j->name, ws,
 		       model_schedule_text(j, sched, sizeof(sched)), wt,
 		       j->tz ? j->tz : "UTC", j->paused ? "yes" : "no",
 		       j->set_aside ? "set aside (see job show)"
-				    : model_time_text(j->next_fire_at, t, sizeof(t)));
+				    : model_time_text(j->next_fire_at, t, sizeof(t)),
+		       unrunnable ? " (" : "", unrunnable ? unrunnable : "", unrunnable ? ")" : "");
 	}
+	app_live_clear(&live);
 out:
 	app_job_vec_free(&jv);
 	store_close(s);
@@ -628,11 +653,15 @@ static int job_show(int argc, char **argv)
 		status = no_such_job("job show", a.name);
 		goto out;
 	}
+	app_live live = {0};
 	if (rc || (rc = store_runs_list(s, &f, cli_collect_run, &rv, &err)) ||
-	    (rc = store_now_ms(s, &now, &err))) {
+	    (rc = store_now_ms(s, &now, &err)) || (rc = app_live_load(s, &live, &err))) {
 		status = cli_fail(&err);
 		goto out;
 	}
+	char why[400];
+	const char *unrunnable = app_job_unrunnable(&live, &j, why, sizeof(why));
+	app_live_clear(&live);
 	if (rv.rc) {
 		status = oom("job show");
 		goto out;
@@ -653,6 +682,9 @@ static int job_show(int argc, char **argv)
 		       j.set_aside);
 	if (j.executor == DBCRON_EXEC_HANDLER) {
 		printf("handler:           %s\n", j.handler ? j.handler : "");
+		if (unrunnable)
+			printf("runs on:           %s: its fires wait for one (docs/library.md)\n",
+			       unrunnable);
 		if (j.arg)
 			printf("arg:               %s\n", j.arg);
 	} else {
@@ -755,7 +787,7 @@ static void apply_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: dbcron job apply FILE [--prune] [--max-bytes N] [--max-jobs N]\n"
-		"                        [--no-user-check] [--db URL | --db-file PATH]\n\n"
+		"                        [--no-user-check] [--strict] [--db URL | --db-file PATH]\n\n"
 		"Create or update jobs by name from a JSON array of objects (FILE - is stdin).\n"
 		"Keys are the long flags of `job add` (\"name\", \"every\", \"retries\", ...;\n"
 		"snake_case accepted) plus \"command\": [\"prog\", \"arg\", ...]; the keys only the\n"
@@ -768,7 +800,10 @@ static void apply_usage(FILE *f)
 		"                 a larger FILE is refused and nothing is applied\n"
 		"  --max-jobs N   at most N jobs in FILE (default 1000000)\n"
 		"  --no-user-check  do not look the jobs' \"user\" and \"group\" up on this host\n"
-		"                 (they exist only where the nodes run)\n" CLI_DB_HELP);
+		"                 (they exist only where the nodes run)\n"
+		"  --strict       refuse a \"handler\" that is not built in (by default such a\n"
+		"                 job is applied with a warning: only nodes of programs that\n"
+		"                 register the handler run it)\n" CLI_DB_HELP);
 }
 
 typedef struct apply_ctx {
@@ -787,6 +822,14 @@ static void apply_error(void *ctx, size_t idx, const char *name, const char *msg
 			name, msg);
 	else
 		fprintf(stderr, "dbcron job apply: %s: job #%zu: %s\n", ac->file, idx + 1, msg);
+}
+
+/* app_apply_opts.on_warn: an applied entry worth a word, on stderr. */
+static void apply_warning(void *ctx, size_t idx, const char *name, const char *msg)
+{
+	apply_ctx *ac = ctx;
+	fprintf(stderr, "dbcron job apply: %s: job #%zu ('%s'): warning: %s\n", ac->file, idx + 1,
+		name ? name : "", msg);
 }
 
 /* "64 MiB" for limits that are whole KiB/MiB/GiB, else "N bytes". */
@@ -929,10 +972,11 @@ out_close:
 }
 
 int cli_apply_jobs(const char *shown, json_t *root, const cli_db *db, bool user_check,
-		   bool prune)
+		   bool prune, bool strict)
 {
 	apply_ctx ac = {.file = shown};
-	app_apply_opts opts = {.prune = prune, .user_check = user_check};
+	app_apply_opts opts = {.prune = prune, .user_check = user_check, .strict = strict,
+			       .on_warn = apply_warning};
 	app_apply_result r;
 	app_batch b = {0};
 	store *s = NULL;
@@ -988,7 +1032,7 @@ static int job_apply(int argc, char **argv)
 	json_t *root = apply_load(a.name, shown, &a, &status);
 	if (!root)
 		return status;
-	return cli_apply_jobs(shown, root, &a.db, !a.no_user_check, a.prune);
+	return cli_apply_jobs(shown, root, &a.db, !a.no_user_check, a.prune, a.strict);
 }
 
 /* ------------------------------------------------------------- dispatch */

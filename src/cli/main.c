@@ -54,9 +54,6 @@ static void usage(FILE *f)
  * database URL, owned here and freed when the command returns. */
 static char *db_flag_copy, *db_file_text;
 
-/* A URL file is one line; anything this long is not one. */
-#define DB_FILE_MAX 65536
-
 void cli_db_set_url(cli_db *d, char *value)
 {
 	size_t n = strlen(value);
@@ -77,67 +74,19 @@ void cli_db_set_url(cli_db *d, char *value)
 static const char *read_db_file(const char *cmd, const char *what, const char *path,
 				int *status)
 {
-	char *buf = NULL;
-	ssize_t got = -1;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	*status = CLI_EXIT_USAGE;
-	if (fd < 0) {
-		fprintf(stderr, "dbcron %s: %s %s: %s\n", cmd, what, path, strerror(errno));
+	dbcron_err err = {0};
+	char *url;
+	int rc = store_url_file_read(path, &url, &err);
+	if (rc) {
+		fprintf(stderr, "dbcron %s: %s %s: %s\n", cmd, what, path, err.msg);
+		*status = rc == DBCRON_ENOMEM ? CLI_EXIT_FAIL : CLI_EXIT_USAGE;
 		return NULL;
 	}
-	buf = dbcron__malloc(DB_FILE_MAX + 1);
-	if (!buf) {
-		fprintf(stderr, "dbcron %s: out of memory\n", cmd);
-		*status = CLI_EXIT_FAIL;
-		goto out_close;
-	}
-	size_t n = 0;
-	while (n <= DB_FILE_MAX) {
-		got = read(fd, buf + n, DB_FILE_MAX + 1 - n);
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got <= 0)
-			break;
-		n += (size_t)got;
-	}
-	if (got < 0) {
-		fprintf(stderr, "dbcron %s: %s %s: %s\n", cmd, what, path, strerror(errno));
-		goto out_free;
-	}
-	if (n > DB_FILE_MAX) {
-		fprintf(stderr, "dbcron %s: %s %s: larger than 64 KiB, not a database URL\n", cmd,
-			what, path);
-		goto out_free;
-	}
-	size_t lo = 0, hi = n;
-	while (lo < hi && isspace((unsigned char)buf[lo]))
-		lo++;
-	while (hi > lo && isspace((unsigned char)buf[hi - 1]))
-		hi--;
-	if (lo == hi) {
-		fprintf(stderr, "dbcron %s: %s %s: empty (it should hold the database URL)\n", cmd,
-			what, path);
-		goto out_free;
-	}
-	if (memchr(buf + lo, '\0', hi - lo) || memchr(buf + lo, '\n', hi - lo)) {
-		fprintf(stderr, "dbcron %s: %s %s: more than one line (it should hold the database URL only)\n",
-			cmd, what, path);
-		goto out_free;
-	}
-	memmove(buf, buf + lo, hi - lo);
-	buf[hi - lo] = '\0';
 	dbcron__free(db_file_text);
-	db_file_text = buf;
-	close(fd);
+	db_file_text = url;
 	/* a node hands no job this file, whatever the job's env-file says */
 	runas_secret_file_add(path);
-	return buf;
-out_free:
-	dbcron__free(buf);
-out_close:
-	close(fd);
-	return NULL;
+	return url;
 }
 
 const char *cli_db_url(const char *cmd, const cli_db *d, int *status)

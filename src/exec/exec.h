@@ -99,6 +99,11 @@ void exec_shell(const exec_req *req, exec_result *res);
  * handler's errbuf text. */
 void exec_handler(const exec_req *req, exec_result *res);
 
+/* Every handler name this process can run, built-ins first: a new array
+ * of n copies, freed with exec_handler_names_free.  DBCRON_ENOMEM. */
+int exec_handler_names(char ***names, size_t *n);
+void exec_handler_names_free(char **names, size_t n);
+
 /* ---- the executor table ---- */
 
 /* What an executor can do; the scheduler and validation may ask. */

@@ -1,48 +1,20 @@
 /*
- * Lease locks over the store (public API in dbcron/lock.h).  Owns the
- * dbcron_db handle.  Validates input before any statement, so bad input
- * never half-writes a lock row; the atomicity of acquire, and the owner and
+ * Lease locks over the store (public API in dbcron/lock.h), on the store of
+ * a dbcron_db handle (src/api/ owns it).  Validates input before any
+ * statement, so bad input never half-writes a lock row; the atomicity of acquire, and the owner and
  * fence checks of renew and release, are the backends' single statements.
  */
 #include <string.h>
 
+#include "api/api.h"
 #include "core/alloc.h"
 #include "dbcron/lock.h"
 #include "lease/lease.h"
 #include "store/store.h"
 
-struct dbcron_db {
-	store *st;
-};
-
-int dbcron_db_open(const char *url, dbcron_db **out, dbcron_err *err)
-{
-	dbcron_db *db = dbcron__calloc(1, sizeof(*db));
-	if (!db)
-		return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
-	int rc = store_open(url, &db->st, err);
-	if (rc == DBCRON_OK)
-		rc = store_check_schema(db->st, err);
-	if (rc) {
-		dbcron_db_close(db);
-		return rc;
-	}
-	*out = db;
-	return DBCRON_OK;
-}
-
-void dbcron_db_close(dbcron_db *db)
-{
-	if (!db)
-		return;
-	if (db->st)
-		store_close(db->st);
-	dbcron__free(db);
-}
-
 store *lease__store(dbcron_db *db)
 {
-	return db->st;
+	return api__store(db);
 }
 
 int lease__check_name(const char *name, dbcron_err *err)
@@ -81,7 +53,7 @@ int dbcron_lock_acquire(dbcron_db *db, const char *name, const char *owner,
 		return dbcron_err_set(err, DBCRON_EINVAL, "lock ttl must be greater than zero");
 	store_lock_row h = {0};
 	int64_t fence = 0, until = 0;
-	rc = store_lock_acquire(db->st, name, owner, ttl_ms, &fence, &until, &h, err);
+	rc = store_lock_acquire(api__store(db), name, owner, ttl_ms, &fence, &until, &h, err);
 	if (rc == DBCRON_ELOCKED && holder) {
 		memset(holder, 0, sizeof(*holder));
 		copy_str(holder->name, sizeof(holder->name), name);
@@ -108,7 +80,7 @@ int dbcron_lock_renew(dbcron_db *db, dbcron_lease *lease, int64_t ttl_ms,
 	if (ttl_ms <= 0)
 		return dbcron_err_set(err, DBCRON_EINVAL, "lock ttl must be greater than zero");
 	int64_t until;
-	int rc = store_lock_renew(db->st, lease->name, lease->owner, lease->fence,
+	int rc = store_lock_renew(api__store(db), lease->name, lease->owner, lease->fence,
 					 ttl_ms, &until, err);
 	if (rc == DBCRON_OK)
 		lease->until_ms = until;
@@ -117,5 +89,5 @@ int dbcron_lock_renew(dbcron_db *db, dbcron_lease *lease, int64_t ttl_ms,
 
 int dbcron_lock_release(dbcron_db *db, const dbcron_lease *lease, dbcron_err *err)
 {
-	return store_lock_release(db->st, lease->name, lease->owner, lease->fence, err);
+	return store_lock_release(api__store(db), lease->name, lease->owner, lease->fence, err);
 }

@@ -287,9 +287,9 @@ static int set_text(model_jobdef *d, const model_jobdef_key *k, const char *v,
 			j->retry_cap_ms = ms;
 		return DBCRON_OK;
 	case MODEL_JK_HANDLER:
-		if (!dbcron_handler_exists(v))
-			return dbcron_err_set(err, DBCRON_EINVAL,
-					      "unknown handler '%s' (built in: noop, sleep)", v);
+		/* any name: whether a process knows it is model_jobdef_check_handler's */
+		if (!*v)
+			return dbcron_err_set(err, DBCRON_EINVAL, "empty handler name");
 		j->executor = DBCRON_EXEC_HANDLER;
 		return replace_str(&j->handler, v, err);
 	case MODEL_JK_ARG:
@@ -428,6 +428,25 @@ int model_jobdef_check(model_jobdef *d, dbcron_err *err)
 						     : "%s is only for 'command' (a handler runs inside the node)",
 					      model_jobdef_label(d, model_jobdef_key_of((model_jobdef_id)id),
 								 l1, sizeof(l1)));
+	return DBCRON_OK;
+}
+
+int model_jobdef_check_handler(const dbcron_job *j, bool strict, char *warn, size_t wlen,
+			       dbcron_err *err)
+{
+	if (warn && wlen)
+		warn[0] = '\0';
+	if (j->executor != DBCRON_EXEC_HANDLER || !j->handler || dbcron_handler_exists(j->handler))
+		return DBCRON_OK;
+	if (strict)
+		return dbcron_err_set(err, DBCRON_EINVAL,
+				      "unknown handler '%s' (built in: noop, sleep; not refused "
+				      "without --strict, for nodes that register it)",
+				      j->handler);
+	if (warn && wlen)
+		snprintf(warn, wlen,
+			 "handler '%s' is not built in: only nodes that register it run job '%s'",
+			 j->handler, j->name ? j->name : "");
 	return DBCRON_OK;
 }
 

@@ -116,6 +116,16 @@ int model_jobdef_check(model_jobdef *d, dbcron_err *err);
 int model_jobdef_check_host(const model_jobdef *d, dbcron_err *err);
 
 /*
+ * A handler job naming a handler this process does not know (built-ins
+ * and dbcron_handler_register'ed ones): accepted, for the nodes that
+ * register it (a claim routes the job there), with warn (wlen bytes, the
+ * caller's) saying so; with strict, DBCRON_EINVAL "unknown handler 'x'".
+ * warn is "" when there is nothing to say.
+ */
+int model_jobdef_check_handler(const dbcron_job *j, bool strict, char *warn, size_t wlen,
+			       dbcron_err *err);
+
+/*
  * Resolve against the database clock and validate (model_jobdef_check,
  * model_job_series, dbcron_job_validate, model_job_first_fire).  prev (may
  * be NULL) is the stored job of the same name: its id and creation time

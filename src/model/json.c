@@ -184,7 +184,7 @@ json_t *model_job_json_with_runs(const dbcron_job *job, const dbcron_run *runs,
 static bool read_only_key(const char *key)
 {
 	static const char *const keys[] = {"id", "next_fire_at_ms", "next_fire", "last_runs",
-					   "set_aside"};
+					   "set_aside", "unrunnable"};
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		if (strcmp(keys[i], key) == 0)
 			return true;

@@ -38,7 +38,8 @@ json_t *model_run_json(const dbcron_run *run);
 /*
  * One JSON job object into d (initialised with cli false): every key set
  * through the key table, then model_jobdef_check.  The keys only the store
- * sets ("id", "next_fire_at_ms", "next_fire", "last_runs") are read-only
+ * sets ("id", "next_fire_at_ms", "next_fire", "last_runs", "set_aside",
+ * and "unrunnable" that the verbs add) are read-only
  * and ignored, so that a listed job applies as it is.  *name is the
  * object's "name" when it is a string, else NULL; it is borrowed from obj.
  * Errors (DBCRON_EINVAL and the setters' codes) name the key.

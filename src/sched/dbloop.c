@@ -30,6 +30,7 @@
 
 #include "core/alloc.h"
 #include "core/log.h"
+#include "exec/exec.h"
 #include "model/rules.h"
 #include "sched/node_int.h"
 
@@ -335,18 +336,23 @@ static void set_clock_and_lease(dbcron_node *n, int64_t asked_mono, int64_t t0, 
 int dbloop_register(dbcron_node *n, dbcron_err *err)
 {
 	random_hex(n->incarnation, 16);
+	/* What this process can run, as registered now: a handler registered
+	 * after the node started counts from its next start. */
+	exec_handler_names_free(n->handlers, n->nhandlers);
+	if (exec_handler_names(&n->handlers, &n->nhandlers))
+		return dbcron_err_set(err, DBCRON_ENOMEM, "node: out of memory");
 	store_node_info info = {
 		.node_id = n->node_id, .incarnation = n->incarnation,
 		.host = n->host, .pid = (int)getpid(),
 		.workers = n->cfg.workers, .lease_ms = n->cfg.lease_ms,
+		.handlers = (const char *const *)n->handlers, .nhandlers = n->nhandlers,
 	};
 	/* The lease is written from the database's now inside register,
 	 * which is at least `before`: before + lease is what we may count on. */
 	int64_t t0 = dbcron__mono_ms(), before, now;
 	int rc = store_now_ms(n->st, &before, err);
-	if (rc)
-		return rc;
-	rc = store_node_register(n->st, &info, err);
+	if (!rc)
+		rc = store_node_register(n->st, &info, err);
 	if (rc)
 		return rc;
 	int64_t t1 = dbcron__mono_ms();
@@ -554,6 +560,7 @@ static long claim(dbcron_node *n, dbcron_err *err)
 		.horizon_ms_ahead = n->cfg.preread_ms, .max = (int)budget,
 		.plan = planner_plan, .plan_ctx = n->plan,
 		.lock_row = n->cfg.claim_strategy == DBCRON_CLAIM_LOCK_ROW,
+		.handlers = (const char *const *)n->handlers, .nhandlers = n->nhandlers,
 	};
 	store_claim_result res = {0};
 	int64_t t0 = dbcron__mono_ms();

@@ -26,6 +26,7 @@
 
 #include "core/alloc.h"
 #include "core/log.h"
+#include "exec/runas.h"
 #include "sched/node_int.h"
 
 void dbcron_node_config_init(dbcron_node_config *c)
@@ -52,10 +53,15 @@ void dbcron_node_config_init(dbcron_node_config *c)
 int dbcron_node_create(const dbcron_node_config *cfg, dbcron_node **out,
 		       dbcron_err *err)
 {
+	bool has_url = cfg->db_url && *cfg->db_url, has_file = cfg->db_file && *cfg->db_file;
+	if (has_url == has_file)
+		return dbcron_err_set(err, DBCRON_EINVAL, "node: give db_url or db_file, %s",
+				      has_url ? "not both" : "one of them");
 	dbcron_node *n = dbcron__calloc(1, sizeof(*n));
 	if (!n)
 		return dbcron_err_set(err, DBCRON_ENOMEM, "node: out of memory");
 	n->cfg = *cfg;
+	n->cfg.db_file = NULL;
 	n->prev_beat_db = -1;
 	dbcron_node_config def;
 	dbcron_node_config_init(&def);
@@ -73,7 +79,18 @@ int dbcron_node_create(const dbcron_node_config *cfg, dbcron_node **out,
 	char host[256] = "localhost";
 	gethostname(host, sizeof(host) - 1);
 	n->host = dbcron__strdup(host);
-	n->db_url = dbcron__strdup(cfg->db_url ? cfg->db_url : "");
+	if (has_file) {
+		dbcron_err e = {0};
+		int rc = store_url_file_read(cfg->db_file, &n->db_url, &e);
+		if (rc) {
+			dbcron_node_free(n);
+			return dbcron_err_set(err, rc, "node: %s: %s", cfg->db_file, e.msg);
+		}
+		/* no shell job of this node is handed the file */
+		runas_secret_file_add(cfg->db_file);
+	} else {
+		n->db_url = dbcron__strdup(cfg->db_url);
+	}
 	if (cfg->node_id && *cfg->node_id) {
 		n->node_id = dbcron__strdup(cfg->node_id);
 	} else {
@@ -223,6 +240,7 @@ void dbcron_node_free(dbcron_node *n)
 		if (n->jobs.slots[i])
 			discard_list(&n->jobs.slots[i]->held);
 	inflight_jobs_free(&n->jobs);
+	exec_handler_names_free(n->handlers, n->nhandlers);
 	dbcron__free(n->db_url);
 	dbcron__free(n->node_id);
 	dbcron__free(n->host);

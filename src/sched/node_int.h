@@ -38,6 +38,11 @@ struct dbcron_node {
 	dbcron_node_config cfg;
 	char *db_url, *node_id, *host;
 	char incarnation[33]; /* db thread; read by no one else */
+	/* The handlers this process could run when the node registered
+	 * (built-ins included): recorded in node_handlers and sent with every
+	 * claim, which routes handler jobs by them.  db thread only. */
+	char **handlers;
+	size_t nhandlers;
 
 	pthread_mutex_t mu;
 	pthread_cond_t timer_cv; /* the timer thread waits here */

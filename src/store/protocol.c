@@ -55,7 +55,7 @@ static const store_dialect *const dialects[] = {
 };
 
 struct store_scratch {
-	store_batch b[4];
+	store_batch b[5];
 };
 
 /* ------------------------------------------------------------------ */
@@ -1020,6 +1020,32 @@ static const store_aside *find_aside(const store_claim_result *out, int64_t job_
 static const store_bcol fire_cols[] = {BC_I64, BC_TEXT, BC_I64, BC_I64, BC_I64, BC_I64, BC_TEXT};
 static const store_bcol advance_cols[] = {BC_I64, BC_I64};
 
+/*
+ * Routing (issue 15): the handler names the claiming node can run, as the
+ * batch parameter of both claim statements, which take a handler job only
+ * when its name is in it (commands always).  Scratch slot 4, its own.
+ * NULL when out of memory.
+ */
+static const store_batch *routing(store *s, const store_claim_req *req)
+{
+	store_batch *b = scratch(s, 4, 1, names_cols);
+	for (size_t i = 0; req->handlers && i < req->nhandlers; i++)
+		store_batch_text(b, req->handlers[i]);
+	return b->oom ? NULL : b;
+}
+
+/* Whether the claiming node can run job j (the rule both claim statements
+ * apply in SQL, for the jobs they hand back). */
+static bool runs_here(const store_claim_req *req, const dbcron_job *j)
+{
+	if (!req->handlers || j->executor != DBCRON_EXEC_HANDLER)
+		return true;
+	for (size_t i = 0; i < req->nhandlers; i++)
+		if (j->handler && strcmp(req->handlers[i], j->handler) == 0)
+			return true;
+	return false;
+}
+
 /* Due jobs, locked; their fires planned and written; the jobs advanced. */
 static int plan_due_jobs(store *s, const store_claim_req *req, store_claim_result *out,
 			 size_t *runs_cap, size_t *jobs_cap, dbcron_err *err)
@@ -1028,9 +1054,12 @@ static int plan_due_jobs(store *s, const store_claim_req *req, store_claim_resul
 	int scheduled = 0, rc, row;
 	size_t nplanned = 0;
 
+	const store_batch *here = routing(s, req);
+	if (!here)
+		return oom(err, "claim");
 	store_param dp[] = {sp_i64(req->horizon_ms_ahead > 0 ? req->horizon_ms_ahead : 0),
-			    sp_i64(req->max)};
-	if ((rc = store__exec(s, ST_CLAIM_DUE_JOBS, dp, 2, err)) ||
+			    sp_i64(req->max), sp_i64(req->handlers != NULL), sp_batch(here)};
+	if ((rc = store__exec(s, ST_CLAIM_DUE_JOBS, dp, 4, err)) ||
 	    (rc = read_jobs_into(s, 1, out, jobs_cap, &now, err)))
 		return rc;
 	if (now < 0)
@@ -1059,28 +1088,45 @@ static int plan_due_jobs(store *s, const store_claim_req *req, store_claim_resul
 			j->id = -1; /* dropped below */
 			continue;
 		}
+		/* Routing: a job the node cannot run comes back only when no
+		 * live node has its handler and its next fire is past the
+		 * misfire threshold (the claim statement's "stranded" rule):
+		 * every fire due by now is recorded MISFIRED with that reason,
+		 * instead of waiting unseen; later ones wait for a node. */
+		bool stranded = !runs_here(req, j);
 		for (size_t k = 0; k < plan.nfires; k++) {
 			const store_fire *f = &plan.fires[k];
+			dbcron_run_state state = f->state;
+			const char *error = f->error;
+			if (stranded && state == DBCRON_RUN_SCHEDULED) {
+				if (f->fire_at > now) {
+					plan.next_fire_at = f->fire_at;
+					break;
+				}
+				state = DBCRON_RUN_MISFIRED;
+				/* static: the batch borrows it until the insert */
+				error = "no live node has registered the job's handler";
+			}
 			/* A claim never returns more than its bound: one job's
 			 * catch-up may owe many fires; the rest wait for the
 			 * next claim, from the first one left out. */
-			if (f->state == DBCRON_RUN_SCHEDULED && scheduled >= req->max) {
+			if (state == DBCRON_RUN_SCHEDULED && scheduled >= req->max) {
 				plan.next_fire_at = f->fire_at;
 				break;
 			}
-			if (f->state != DBCRON_RUN_SCHEDULED && f->state != DBCRON_RUN_MISFIRED &&
-			    f->state != DBCRON_RUN_SKIPPED)
+			if (state != DBCRON_RUN_SCHEDULED && state != DBCRON_RUN_MISFIRED &&
+			    state != DBCRON_RUN_SKIPPED)
 				return dbcron_err_set(err, DBCRON_EINTERNAL,
 						      "planner gave job '%s' a fire in state %d",
-						      j->name, (int)f->state);
+						      j->name, (int)state);
 			store_batch_i64(fires, j->id);
 			store_batch_text(fires, j->name);
 			store_batch_i64(fires, f->fire_at);
-			store_batch_i64(fires, f->state);
+			store_batch_i64(fires, state);
 			store_batch_i64(fires, f->due_at >= 0 ? f->due_at : f->fire_at);
 			store_batch_i64(fires, f->missed > 0 ? f->missed : 0);
-			store_batch_text(fires, f->error);
-			if (f->state == DBCRON_RUN_SCHEDULED)
+			store_batch_text(fires, error);
+			if (state == DBCRON_RUN_SCHEDULED)
 				scheduled++;
 		}
 		store_batch_i64(next, j->id);
@@ -1132,9 +1178,12 @@ static int claim_unclaimed(store *s, const store_claim_req *req, int budget,
 	int rc, row;
 
 	int64_t horizon = out->now_ms + (req->horizon_ms_ahead > 0 ? req->horizon_ms_ahead : 0);
+	const store_batch *here = routing(s, req);
+	if (!here)
+		return oom(err, "claim");
 	store_param p[] = {sp_text(req->node_id), sp_text(req->token), sp_i64(horizon),
-			   sp_i64(budget)};
-	if ((rc = store__exec(s, ST_CLAIM_RUNS, p, 4, err)))
+			   sp_i64(budget), sp_i64(req->handlers != NULL), sp_batch(here)};
+	if ((rc = store__exec(s, ST_CLAIM_RUNS, p, 6, err)))
 		return rc;
 	while ((row = store__next(s, err)) == 1)
 		if ((rc = add_claimed(s, out, runs_cap, 4, 5, 6, req))) {
@@ -1625,7 +1674,26 @@ int store_node_register(store *s, const store_node_info *n, dbcron_err *err)
 		goto out_rollback;
 	store_param p[] = {sp_text(n->node_id), sp_text(n->incarnation), sp_text(n->host),
 			   sp_i64(n->pid), sp_i64(n->workers), sp_i64(now), sp_i64(n->lease_ms)};
-	if ((rc = st_run(s, ST_NODE_UPSERT, p, 7, NULL, err)) || (rc = tx_commit(s, err)))
+	if ((rc = st_run(s, ST_NODE_UPSERT, p, 7, NULL, err)))
+		goto out_rollback;
+	/* Routing: what this process can run replaces what an earlier one
+	 * of the same node id could, in the transaction that makes it alive. */
+	store_param hp[] = {sp_text(n->node_id)};
+	if ((rc = st_run(s, ST_NODE_HANDLERS_CLEAR, hp, 1, NULL, err)))
+		goto out_rollback;
+	if (n->nhandlers) {
+		store_batch *names = scratch(s, 1, 1, names_cols);
+		for (size_t i = 0; i < n->nhandlers; i++)
+			store_batch_text(names, n->handlers[i]);
+		if (names->oom) {
+			rc = oom(err, "node register");
+			goto out_rollback;
+		}
+		store_param ap[] = {sp_text(n->node_id), sp_batch(names)};
+		if ((rc = st_run(s, ST_NODE_HANDLERS_ADD, ap, 2, NULL, err)))
+			goto out_rollback;
+	}
+	if ((rc = tx_commit(s, err)))
 		goto out_rollback;
 	return DBCRON_OK;
 out_rollback:
@@ -2179,6 +2247,25 @@ static int lock_one(store *s, void *arg, bool *stop, dbcron_err *err)
 	*stop = e->cb(e->ctx, &r) != 0;
 	store_lock_row_clear(&r);
 	return DBCRON_OK;
+}
+
+struct name_each {
+	store_name_cb cb;
+	void *ctx;
+};
+
+static int name_one(store *s, void *arg, bool *stop, dbcron_err *err)
+{
+	struct name_each *e = arg;
+	const char *name = s->d->col_text(s->c, 0);
+	*stop = name && e->cb(e->ctx, name) != 0;
+	return DBCRON_OK;
+}
+
+int store_handlers_live(store *s, store_name_cb cb, void *ctx, dbcron_err *err)
+{
+	struct name_each e = {cb, ctx};
+	return each_row(s, ST_HANDLERS_LIVE, NULL, 0, name_one, &e, err);
 }
 
 int store_lock_list(store *s, store_lock_cb cb, void *ctx, dbcron_err *err)

@@ -46,17 +46,20 @@
 	X(JOB_ID, "looking up the job", "")                                              \
 	/* (job_id, name, fire_at, now) -> id, nothing on a clash */                      \
 	X(TRIGGER_INSERT, "triggering the job", "1 no duplicate fire")                   \
-	/* (ahead_ms, limit) -> now, JOB_COLS (one row of NULL job columns when none) */  \
-	X(CLAIM_DUE_JOBS, "claim: selecting due jobs", "5 backpressure: at most limit")  \
+	/* (ahead_ms, limit, route, batch [handler]) -> now, JOB_COLS (one row of NULL  \
+	 * job columns when none); with route 1, a handler job only when its handler    \
+	 * is in the batch (what the claiming node can run), or when it is stranded:    \
+	 * past its misfire threshold with no live node having the handler */           \
+	X(CLAIM_DUE_JOBS, "claim: selecting due jobs", "5 backpressure: at most limit; routing: only what the node can run")  \
 	/* (node, token, now) batch [job_id, job_name, fire_at, state, due_at, missed,    \
 	 * error] -> id, job_id, job_name, fire_at, state, due_at, missed of the rows      \
 	 * really inserted */                                                             \
 	X(FIRES_INSERT, "claim: writing fires", "1 no duplicate fire: a fire that exists is not returned") \
 	/* batch [id, next_fire_at|NULL] */                                               \
 	X(JOBS_ADVANCE, "claim: advancing jobs", "")                                     \
-	/* (node, token, horizon, limit) -> id, job_id, job_name, fire_at, attempt,       \
-	 * due_at, missed */                                                              \
-	X(CLAIM_RUNS, "claim: taking unclaimed runs", "5 backpressure: at most limit")   \
+	/* (node, token, horizon, limit, route, batch [handler]) -> id, job_id,          \
+	 * job_name, fire_at, attempt, due_at, missed; routed as CLAIM_DUE_JOBS */        \
+	X(CLAIM_RUNS, "claim: taking unclaimed runs", "5 backpressure: at most limit; routing: only what the node can run")   \
 	/* batch [id] -> JOB_COLS */                                                      \
 	X(JOBS_BY_IDS, "reading jobs by id", "")                                         \
 	/* (node) batch [id, token, state, started, finished, has_exit, exit, error,      \
@@ -68,6 +71,12 @@
 	X(JOBS_NEXT_IF_NULL, "rescheduling after-jobs", "")                              \
 	/* (id, incarnation, host, pid, workers, now, lease_ms) */                        \
 	X(NODE_UPSERT, "registering the node", "")                                       \
+	/* (id): forget the handlers an earlier process of this node registered */        \
+	X(NODE_HANDLERS_CLEAR, "registering the node's handlers", "")                    \
+	/* (id) batch [handler] */                                                        \
+	X(NODE_HANDLERS_ADD, "registering the node's handlers", "routing: a handler job goes only where its handler is") \
+	/* () -> handler: every name some live node (alive, lease not over) registered */ \
+	X(HANDLERS_LIVE, "listing the handlers of live nodes", "")                         \
 	/* (id, incarnation, lease_ms) -> heartbeat_ms */                                 \
 	X(NODE_HEARTBEAT, "heartbeat", "3 fencing: incarnation and liveness")            \
 	/* () -> jobs_gen after +1: a pause or delete that nodes must see */             \

@@ -88,6 +88,11 @@ typedef struct store_claim_req {
 	 * whole claim, so claimers take turns (the per-row claim lets them
 	 * run side by side) */
 	bool lock_row;
+	/* Routing: with handlers not NULL, a handler job is claimed only when
+	 * its handler is one of handlers[0..nhandlers) (what this process can
+	 * run, built-ins included); commands always.  NULL: every job. */
+	const char *const *handlers;
+	size_t nhandlers;
 } store_claim_req;
 
 /* A run this node now owns, with a snapshot of its job. */
@@ -150,6 +155,10 @@ typedef struct store_node_info {
 	int pid;
 	int workers;
 	int64_t lease_ms;
+	/* the handler names this process can run (built-ins included): a
+	 * claim hands the node a handler job only when its name is here */
+	const char *const *handlers;
+	size_t nhandlers;
 } store_node_info;
 
 typedef struct store_node_row {
@@ -268,6 +277,12 @@ int store_job_set_paused(store *s, const char *name, bool paused, int64_t next_f
 int store_job_delete(store *s, const char *name, dbcron_err *err);
 int store_job_trigger(store *s, const char *name, int64_t *run_id, int64_t *fire_at, dbcron_err *err);
 int store_node_register(store *s, const store_node_info *n, dbcron_err *err);
+
+/* Every handler name some live node registered (alive, lease not over by
+ * the database's clock), sorted, each once: what a handler job needs for a
+ * node to claim it. */
+typedef int (*store_name_cb)(void *ctx, const char *name);
+int store_handlers_live(store *s, store_name_cb cb, void *ctx, dbcron_err *err);
 int store_node_heartbeat(store *s, const char *node_id, const char *incarnation, int64_t lease_ms, int64_t *db_now, dbcron_err *err);
 /* The node's heartbeat: also reports seen_gen (the jobs generation it has
  * acted on; < 0 leaves it) and reads the current one into *jobs_gen. */
@@ -324,6 +339,17 @@ const char *store_name(const store *s);
 const char *store_file(const store *s);
 
 int store_open(const char *url, store **out, dbcron_err *err);
+
+/*
+ * The database URL kept in the file at path: one line, at most 64 KiB,
+ * blanks around it dropped.  *url is a new string the caller frees (and
+ * should wipe: it may hold a password).  Errors say why without the path
+ * or any of the content ("more than one line ..."), for the caller to
+ * prefix: DBCRON_EIO (with strerror), DBCRON_EINVAL, DBCRON_ENOMEM.  The
+ * caller also adds path to the secrets a job is never handed
+ * (runas_secret_file_add).
+ */
+int store_url_file_read(const char *path, char **url, dbcron_err *err);
 void store_close(store *s);
 
 /*

@@ -162,7 +162,8 @@ bad "--at: time 'tomorrow'" job add x --at tomorrow -- true
 bad "--at: time '2026-02-30T00:00:00Z'" job add x --at 2026-02-30T00:00:00Z -- true
 bad "retry base must be > 0 and cap >= base" job add x --every 1s --retry-base 2h --retry-cap 1h -- true
 bad "already exists" job add every30 --every 1m -- true
-bad "unknown handler 'nosuch'" job add x --every 1s --handler nosuch
+bad "unknown handler 'nosuch'" job add x --every 1s --handler nosuch --strict
+bad "empty handler name" job add x --every 1s --handler ''
 bad "no command" job add x --every 1s
 bad "no command" job add x --every 1s --
 bad "empty string" job add x --every 1s -- ''
@@ -382,7 +383,7 @@ bad_apply "job #1 ('x'): key 'every': duration '5x'" "$T_DIR/bad.json"
 echo '[{"name": "x", "every": "0s", "handler": "noop"}]' >"$T_DIR/bad.json"
 bad_apply "must be greater than zero" "$T_DIR/bad.json"
 echo '[{"name": "x", "every": "1s", "handler": "nosuch"}]' >"$T_DIR/bad.json"
-bad_apply "key 'handler': unknown handler 'nosuch'" "$T_DIR/bad.json"
+bad_apply "job #1 ('x'): unknown handler 'nosuch'" "$T_DIR/bad.json" --strict
 echo '[{"name": "x", "every": "1s"}]' >"$T_DIR/bad.json"
 bad_apply "job #1 ('x'): no command" "$T_DIR/bad.json"
 echo '[{"name": "x", "handler": "noop"}]' >"$T_DIR/bad.json"

@@ -532,6 +532,120 @@ static void conf_test_job_ops(void **state)
 
 /* ---- the claim ---- */
 
+/* A claim as conf_claim, routed: handler jobs only for the names given. */
+static int conf_claim_routed(conf_ctx *c, const char *node, const char *token,
+			     const char *const *handlers, size_t nhandlers, conf_planner *p,
+			     store_claim_result *out)
+{
+	store_claim_req req = {
+		.node_id = node, .token = token, .horizon_ms_ahead = 0,
+		.max = 100, .plan = conf_plan, .plan_ctx = p,
+		.handlers = handlers, .nhandlers = nhandlers,
+	};
+	return store_claim(c->s, &req, out, &c->err);
+}
+
+/* Routing (issue 15): a node that lacks a job's handler claims neither its
+ * due fires nor its unclaimed runs; one that has it claims both; commands
+ * go to anyone. */
+static void conf_test_claim_routing(void **state)
+{
+	conf_ctx *c = *state;
+	int64_t now = conf_now(c);
+	dbcron_job jobs[2];
+	conf_job(&jobs[0], "noop-job", now - 500);
+	conf_job(&jobs[1], "cmd-job", now - 500);
+	dbcron__free(jobs[1].handler);
+	jobs[1].handler = NULL;
+	jobs[1].executor = DBCRON_EXEC_SHELL;
+	jobs[1].argv = dbcron__calloc(2, sizeof(char *));
+	assert_non_null(jobs[1].argv);
+	jobs[1].argv[0] = dbcron__strdup("true");
+	jobs[1].argc = 1;
+	CONF_OK(c, conf_upsert(c, jobs, 2));
+	for (int i = 0; i < 2; i++)
+		dbcron_job_clear(&jobs[i]);
+	int64_t run_id, fire_at;
+	CONF_OK(c, store_job_trigger(c->s, "noop-job", &run_id, &fire_at, &c->err));
+	conf_sleep_ms(5);
+
+	/* "sleep" only: the command's fire, nothing of noop-job */
+	static const char *const sleep_only[] = {"sleep"};
+	conf_planner p = {.stop = -1};
+	store_claim_result r;
+	CONF_OK(c, conf_claim_routed(c, "n-sleep", "t1", sleep_only, 1, &p, &r));
+	assert_int_equal(r.nruns, 1);
+	assert_string_equal(r.runs[0].run.job_name, "cmd-job");
+	store_claim_result_clear(&r);
+	/* an empty list: still no handler job */
+	CONF_OK(c, conf_claim_routed(c, "n-none", "t2", sleep_only, 0, &p, &r));
+	assert_int_equal(r.nruns, 0);
+	store_claim_result_clear(&r);
+
+	/* with "noop": its due fire and its triggered run */
+	static const char *const both[] = {"sleep", "noop"};
+	CONF_OK(c, conf_claim_routed(c, "n-noop", "t3", both, 2, &p, &r));
+	assert_int_equal(r.nruns, 2);
+	bool due = false, triggered = false;
+	for (size_t i = 0; i < r.nruns; i++) {
+		assert_string_equal(r.runs[i].run.job_name, "noop-job");
+		assert_string_equal(r.runs[i].run.node, "n-noop");
+		due |= r.runs[i].run.fire_at == now - 500;
+		triggered |= r.runs[i].run.id == run_id;
+	}
+	assert_true(due && triggered);
+	store_claim_result_clear(&r);
+}
+
+/* Routing's misfire: a handler job past its misfire threshold whose
+ * handler no live node registered is claimed by a node without it, which
+ * records the fire MISFIRED with the reason; with a live node that has
+ * the handler, the job waits for that node instead. */
+static void conf_test_claim_stranded(void **state)
+{
+	conf_ctx *c = *state;
+	int64_t now = conf_now(c);
+	dbcron_job j;
+	conf_job(&j, "stray", now - 5000);
+	j.misfire_threshold_ms = 1000;
+	CONF_OK(c, conf_upsert(c, &j, 1));
+	dbcron_job_clear(&j);
+
+	static const char *const sleep_only[] = {"sleep"};
+	conf_planner p = {.stop = -1};
+	store_claim_result r;
+	CONF_OK(c, conf_claim_routed(c, "n-sleep", "t1", sleep_only, 1, &p, &r));
+	assert_int_equal(r.nruns, 0);
+	assert_true(r.nterminal >= 1);
+	store_claim_result_clear(&r);
+	conf_runs rs = {0};
+	conf_list(c, "stray", 0, -1, 0, &rs);
+	assert_true(rs.n >= 1);
+	for (int i = 0; i < rs.n; i++) {
+		assert_int_equal(rs.rows[i].state, DBCRON_RUN_MISFIRED);
+		assert_string_equal(rs.rows[i].error, "no live node has registered the job's handler");
+	}
+	conf_runs_clear(&rs);
+
+	/* a live node that registered noop: the job waits for it */
+	static const char *const has_noop[] = {"noop"};
+	store_node_info ni = {.node_id = "n-noop", .incarnation = "inc", .host = "h", .pid = 1,
+			      .workers = 1, .lease_ms = 600000, .handlers = has_noop,
+			      .nhandlers = 1};
+	CONF_OK(c, store_node_register(c->s, &ni, &c->err));
+	conf_job(&j, "waits", now - 5000);
+	j.misfire_threshold_ms = 1000;
+	CONF_OK(c, conf_upsert(c, &j, 1));
+	dbcron_job_clear(&j);
+	CONF_OK(c, conf_claim_routed(c, "n-sleep", "t2", sleep_only, 1, &p, &r));
+	for (size_t i = 0; i < r.nruns; i++)
+		assert_string_not_equal(r.runs[i].run.job_name, "waits");
+	store_claim_result_clear(&r);
+	conf_list(c, "waits", 0, -1, 0, &rs);
+	assert_int_equal(rs.n, 0);
+	conf_runs_clear(&rs);
+}
+
 static void conf_test_claim(void **state)
 {
 	conf_ctx *c = *state;
@@ -1485,7 +1599,9 @@ static void conf_test_locks(void **state)
 	CONF_T(conf_test_job_ops), CONF_T(conf_test_claim),                     \
 	CONF_T(conf_test_claim_terminal_fires),                                 \
 	CONF_T(conf_test_claim_two_claimers),                                   \
-	CONF_T(conf_test_claim_statements), CONF_T(conf_test_apply),            \
+	CONF_T(conf_test_claim_statements), CONF_T(conf_test_claim_routing),    \
+	CONF_T(conf_test_claim_stranded),                                       \
+	CONF_T(conf_test_apply),                                                \
 	CONF_T(conf_test_reap), CONF_T(conf_test_node_register_resolves),       \
 	CONF_T(conf_test_reap_unwritten_starts), CONF_T(conf_test_reap_retry_budget),         \
 	CONF_T(conf_test_reap_racing_start), CONF_T(conf_test_claim_lock_row),                 \

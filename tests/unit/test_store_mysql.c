@@ -359,7 +359,7 @@ static void claimer_child(const char *url, int idx, const char *path, int64_t un
 	for (int cycle = 0;; cycle++) {
 		char token[48];
 		snprintf(token, sizeof(token), "tok-%d-%d", idx, cycle);
-		store_claim_req req = {node, token, 200, 7, plan_every, &p, cycle % 2 == 1};
+		store_claim_req req = {node, token, 200, 7, plan_every, &p, cycle % 2 == 1, NULL, 0};
 		store_claim_result res;
 		if (store_claim(s, &req, &res, &err)) {
 			/* two claimers may deadlock on the due jobs: retried */
@@ -526,7 +526,7 @@ static void test_reconnect_after_restart(void **state)
 	snprintf(cmd, sizeof(cmd), "bash '%s/scripts/mariadb-tmp.sh' restart '%s'", src, dir);
 	assert_int_equal(system(cmd), 0);
 	planner p;
-	store_claim_req req = {"n", "t", 0, 10, plan_every, &p, false};
+	store_claim_req req = {"n", "t", 0, 10, plan_every, &p, false, NULL, 0};
 	store_claim_result res;
 	int rc = store_claim(s, &req, &res, &err);
 	if (rc) {

@@ -447,7 +447,7 @@ static void claimer_child(const tdb *d, int idx, const char *path, int64_t until
 	for (int cycle = 0;; cycle++) {
 		char token[48];
 		snprintf(token, sizeof(token), "tok-%d-%d", idx, cycle);
-		store_claim_req req = {node, token, 200, 7, plan_every, &p, false};
+		store_claim_req req = {node, token, 200, 7, plan_every, &p, false, NULL, 0};
 		store_claim_result res;
 		if (store_claim(s, &req, &res, &err)) {
 			fprintf(stderr, "claim: %s\n", err.msg);
@@ -625,7 +625,7 @@ static void test_skip_locked_does_not_block(void **state)
 	signal(SIGALRM, on_alarm);
 	alarm(60);
 	planner p;
-	store_claim_req req = {"n1", "t1", 1000, 100, plan_every, &p, false};
+	store_claim_req req = {"n1", "t1", 1000, 100, plan_every, &p, false, NULL, 0};
 	store_claim_result res;
 	assert_int_equal(store_claim(s, &req, &res, &err), DBCRON_OK);
 	alarm(0);
@@ -641,7 +641,7 @@ static void test_skip_locked_does_not_block(void **state)
 
 	/* Once released, the next claim takes the rest. */
 	PQclear(PQexec(c, "COMMIT"));
-	store_claim_req req2 = {"n1", "t2", 1000, 100, plan_every, &p, false};
+	store_claim_req req2 = {"n1", "t2", 1000, 100, plan_every, &p, false, NULL, 0};
 	assert_int_equal(store_claim(s, &req2, &res, &err), DBCRON_OK);
 	assert_int_equal(res.nruns, 2);
 	store_claim_result_clear(&res);
@@ -670,13 +670,13 @@ static void test_fencing_reap_and_nodes(void **state)
 	assert_int_equal(store_job_put(s, jobs, 2, STORE_PUT_CREATE, false, NULL, NULL, NULL, &err),
 			 DBCRON_OK);
 
-	store_node_info a = {"A", "inc-1", "host", 11, 4, 60000};
-	store_node_info b = {"B", "inc-1", "host", 12, 4, 60000};
+	store_node_info a = {"A", "inc-1", "host", 11, 4, 60000, NULL, 0};
+	store_node_info b = {"B", "inc-1", "host", 12, 4, 60000, NULL, 0};
 	assert_int_equal(store_node_register(s, &a, &err), DBCRON_OK);
 	assert_int_equal(store_node_register(s, &b, &err), DBCRON_OK);
 
 	planner p;
-	store_claim_req req = {"A", "tokA", 0, 100, plan_every, &p, false};
+	store_claim_req req = {"A", "tokA", 0, 100, plan_every, &p, false, NULL, 0};
 	store_claim_result res;
 	assert_int_equal(store_claim(s, &req, &res, &err), DBCRON_OK);
 	assert_int_equal(res.nruns, 2);
@@ -733,7 +733,7 @@ static void test_fencing_reap_and_nodes(void **state)
 
 	/* B claims the retry, fails it with a retry that is out of budget
 	 * for the policy but the caller asked: a new unclaimed row. */
-	store_claim_req rb = {"B", "tokB", 0, 100, plan_every, &p, false};
+	store_claim_req rb = {"B", "tokB", 0, 100, plan_every, &p, false, NULL, 0};
 	assert_int_equal(store_claim(s, &rb, &res, &err), DBCRON_OK);
 	assert_int_equal(res.nruns, 1);
 	assert_int_equal(res.runs[0].run.attempt, 2);
@@ -759,7 +759,7 @@ static void test_fencing_reap_and_nodes(void **state)
 	assert_int_equal(q_i64(c, "SELECT count(*) FROM runs WHERE state = 1 AND node IS NOT NULL"), 0);
 
 	/* A comes back as a new incarnation: registered alive again. */
-	store_node_info a2 = {"A", "inc-2", "host", 13, 4, 60000};
+	store_node_info a2 = {"A", "inc-2", "host", 13, 4, 60000, NULL, 0};
 	assert_int_equal(store_node_register(s, &a2, &err), DBCRON_OK);
 	assert_int_equal(store_node_heartbeat(s, "A", "inc-1", 1000, &hb, &err), DBCRON_EFENCED);
 	assert_int_equal(store_node_heartbeat(s, "A", "inc-2", 1000, &hb, &err), DBCRON_OK);
@@ -901,7 +901,7 @@ static void test_reconnect_after_restart(void **state)
 	/* The first call may report the loss (DBCRON_ECONN, never another
 	 * code); by the second the handle has reconnected and re-prepared. */
 	planner p;
-	store_claim_req req = {"n", "t", 0, 10, plan_every, &p, false};
+	store_claim_req req = {"n", "t", 0, 10, plan_every, &p, false, NULL, 0};
 	store_claim_result res;
 	int rc = store_claim(s, &req, &res, &err);
 	if (rc) {
@@ -936,7 +936,7 @@ static void test_statement_counts(void **state)
 	assert_int_equal(store_job_put(s, jobs, N, STORE_PUT_CREATE, false, NULL, NULL, NULL, &err),
 			 DBCRON_OK);
 	planner p;
-	store_claim_req req = {"n", "t", 0, N, plan_every, &p, false};
+	store_claim_req req = {"n", "t", 0, N, plan_every, &p, false, NULL, 0};
 	store_claim_result res;
 	uint64_t before = s->stmt_count;
 	assert_int_equal(store_claim(s, &req, &res, &err), DBCRON_OK);

@@ -71,6 +71,21 @@ _Static_assert(STORE_NJOBCOLS == 34, "NULLS_JOB is as wide as the job columns");
 	"(SELECT v FROM JSON_TABLE(?" #n ", '$[*]' COLUMNS (v VARCHAR(320) CHARACTER " \
 	"SET utf8mb4 PATH '$')) jt)"
 
+/* Routing: job row J may run on the claiming node: a command anywhere, a
+ * handler (executor 2) when it is in the node's list parameter N, unless
+ * parameter R (route) is 0. */
+#define RUNS_HERE(J, R, N) "(?" #R " = 0 OR " J ".executor <> 2 OR " J ".handler IN " LIST_TEXT(N) ")"
+
+/* Routing: handler job J is stranded at N (now) when its next fire is past
+ * its misfire threshold and no live node registered its handler; then a
+ * node without the handler claims it too, to record the fires MISFIRED
+ * (protocol.c says why). */
+#define STRANDED(J, N)                                                           \
+	"(" J ".executor = 2 AND " J ".next_fire_at + " J ".misfire_threshold_ms < " N \
+	" AND NOT EXISTS (SELECT 1 FROM node_handlers h JOIN nodes n ON n.id = "    \
+	"h.node_id WHERE h.handler = " J ".handler AND n.state = 'alive' AND "      \
+	"n.lease_until >= " N "))"
+
 static const char *const sql[ST__COUNT] = {
 	[ST_BEGIN] = "START TRANSACTION",
 	[ST_BEGIN_WRITE] = "START TRANSACTION",
@@ -124,8 +139,8 @@ static const char *const sql[ST__COUNT] = {
 	[ST_CLAIM_DUE_JOBS] =
 		"SET @dbcron_now = " DBNOW PART
 		"SELECT @dbcron_now, " STORE_JOB_COLS " FROM jobs WHERE paused = 0 AND "
-		"next_fire_at IS NOT NULL AND next_fire_at <= @dbcron_now + ?1 ORDER BY "
-		"next_fire_at LIMIT ?2 FOR UPDATE SKIP LOCKED" PART
+		"next_fire_at IS NOT NULL AND next_fire_at <= @dbcron_now + ?1 AND ("
+		RUNS_HERE("jobs", 3, 4) " OR " STRANDED("jobs", "@dbcron_now") ") ORDER BY next_fire_at LIMIT ?2 FOR UPDATE SKIP LOCKED" PART
 		"SELECT @dbcron_now, " NULLS_JOB,
 	/* One statement per claim whatever its size: the batch is a JSON
 	 * table, and IGNORE + RETURNING hands out only rows really inserted
@@ -148,7 +163,7 @@ static const char *const sql[ST__COUNT] = {
 	[ST_CLAIM_RUNS] =
 		"UPDATE runs SET node = ?1, claim_token = CONCAT(?2, '~') WHERE state = 1 AND "
 		"node IS NULL AND due_at <= ?3 AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = "
-		"runs.job_id AND j.paused = 0) ORDER BY due_at LIMIT ?L4" PART
+		"runs.job_id AND j.paused = 0 AND " RUNS_HERE("j", 5, 6) ") ORDER BY due_at LIMIT ?L4" PART
 		"SELECT id, job_id, job_name, fire_at, attempt, due_at, missed FROM runs WHERE "
 		"node = ?1 AND state = 1 AND claim_token = CONCAT(?2, '~')" PART
 		"UPDATE runs SET claim_token = ?2 WHERE node = ?1 AND state = 1 AND "
@@ -186,6 +201,12 @@ static const char *const sql[ST__COUNT] = {
 		"VALUES(host), pid = VALUES(pid), workers = VALUES(workers), state = 'alive', "
 		"started_ms = VALUES(started_ms), heartbeat_ms = VALUES(heartbeat_ms), "
 		"lease_until = VALUES(lease_until)",
+	[ST_NODE_HANDLERS_CLEAR] = "DELETE FROM node_handlers WHERE node_id = ?1",
+	[ST_NODE_HANDLERS_ADD] = "INSERT IGNORE INTO node_handlers (node_id, handler) SELECT ?1, v "
+				 "FROM " LIST_TEXT(2) " AS l",
+	[ST_HANDLERS_LIVE] =
+		"SELECT DISTINCT h.handler FROM node_handlers h JOIN nodes n ON n.id = h.node_id "
+		"WHERE n.state = 'alive' AND n.lease_until >= " DBNOW " ORDER BY h.handler",
 	[ST_NODE_HEARTBEAT] =
 		"SET @dbcron_now = " DBNOW PART
 		"UPDATE nodes SET heartbeat_ms = @dbcron_now, lease_until = @dbcron_now + ?3, "

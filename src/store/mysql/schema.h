@@ -15,7 +15,7 @@
 #define DBCRON_STORE_MYSQL_SCHEMA_H
 
 /* Highest migration this binary knows. */
-#define DBCRON_MY_SCHEMA_VERSION 1
+#define DBCRON_MY_SCHEMA_VERSION 2
 
 #define MY_TABLE_OPTS " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
 
@@ -109,11 +109,24 @@ static const char *const my_migration_1[] = {
 	NULL,
 };
 
+/* 2: the handlers each node registered (built-ins included), so a claim
+ * gives a node only the handler jobs it can run.  Rows of a node's earlier
+ * process are replaced when it registers again; a dead node's rows stay and
+ * count for nothing (nodes.state). */
+static const char *const my_migration_2[] = {
+	"CREATE TABLE IF NOT EXISTS node_handlers ("
+	" node_id VARCHAR(320) NOT NULL,"
+	" handler VARCHAR(320) NOT NULL,"
+	" PRIMARY KEY (node_id, handler))" MY_TABLE_OPTS,
+	NULL,
+};
+
 static const struct {
 	int version;
 	const char *const *stmts;
 } my_migrations[] = {
 	{1, my_migration_1},
+	{2, my_migration_2},
 };
 
 _Static_assert(sizeof(my_migrations) / sizeof(my_migrations[0]) == DBCRON_MY_SCHEMA_VERSION,

@@ -41,6 +41,22 @@
 #define MIGRATE_LOCK_KEY "4419240577205112"
 
 
+/* Routing: job row J may run on the claiming node: a command anywhere, a
+ * handler (executor 2) when it is in the node's list L, unless R (route)
+ * is 0. */
+#define RUNS_HERE(J, R, L)                                                       \
+	"(" R " = 0 OR " J ".executor <> 2 OR " J ".handler = ANY (" L "))"
+
+/* Routing: handler job J is stranded at N (now) when its next fire is past
+ * its misfire threshold and no live node registered its handler; then a
+ * node without the handler claims it too, to record the fires MISFIRED
+ * (protocol.c says why). */
+#define STRANDED(J, N)                                                           \
+	"(" J ".executor = 2 AND " J ".next_fire_at + " J ".misfire_threshold_ms < " N \
+	" AND NOT EXISTS (SELECT 1 FROM node_handlers h JOIN nodes n ON n.id = "    \
+	"h.node_id WHERE h.handler = " J ".handler AND n.state = 'alive' AND "      \
+	"n.lease_until >= " N "))"
+
 static const char *const sql[ST__COUNT] = {
 	[ST_BEGIN] = "BEGIN",
 	[ST_BEGIN_WRITE] = "BEGIN",
@@ -106,8 +122,10 @@ static const char *const sql[ST__COUNT] = {
 	[ST_CLAIM_DUE_JOBS] =
 		"WITH c AS (SELECT " DBNOW " AS now) SELECT c.now, j.* FROM c LEFT JOIN "
 		"LATERAL (SELECT " STORE_JOB_COLS " FROM jobs WHERE NOT paused AND "
-		"next_fire_at IS NOT NULL AND next_fire_at <= c.now + $1::bigint ORDER BY "
-		"next_fire_at LIMIT $2::int FOR UPDATE SKIP LOCKED) j ON true",
+		"next_fire_at IS NOT NULL AND next_fire_at <= c.now + $1::bigint AND ("
+		RUNS_HERE("jobs", "$3::int", "$4::text[]") " OR " STRANDED("jobs", "c.now")
+		") ORDER BY next_fire_at LIMIT $2::int FOR UPDATE "
+		"OF jobs SKIP LOCKED) j ON true",
 	[ST_FIRES_INSERT] =
 		"INSERT INTO runs (job_id, job_name, fire_at, attempt, state, due_at, node, "
 		"claim_token, finished_ms, missed, error, created_ms) SELECT v.job_id, "
@@ -124,7 +142,7 @@ static const char *const sql[ST__COUNT] = {
 		"UPDATE runs SET node = $1::text, claim_token = $2::text WHERE id IN (SELECT "
 		"r.id FROM runs r WHERE r.state = 1 AND r.node IS NULL AND r.due_at <= "
 		"$3::bigint AND EXISTS (SELECT 1 FROM jobs WHERE jobs.id = r.job_id AND NOT "
-		"jobs.paused) ORDER BY "
+		"jobs.paused AND " RUNS_HERE("jobs", "$5::int", "$6::text[]") ") ORDER BY "
 		"r.due_at LIMIT $4::int FOR UPDATE OF r SKIP LOCKED) AND state = 1 AND node "
 		"IS NULL RETURNING id, job_id, job_name, fire_at, attempt, due_at, missed",
 	[ST_JOBS_BY_IDS] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE id = ANY ($1::bigint[])",
@@ -154,6 +172,12 @@ static const char *const sql[ST__COUNT] = {
 		"EXCLUDED.host, pid = EXCLUDED.pid, workers = EXCLUDED.workers, state = "
 		"'alive', started_ms = EXCLUDED.started_ms, heartbeat_ms = "
 		"EXCLUDED.heartbeat_ms, lease_until = EXCLUDED.lease_until",
+	[ST_NODE_HANDLERS_CLEAR] = "DELETE FROM node_handlers WHERE node_id = $1::text",
+	[ST_NODE_HANDLERS_ADD] = "INSERT INTO node_handlers (node_id, handler) SELECT $1::text, "
+				 "u.h FROM unnest($2::text[]) u(h) ON CONFLICT DO NOTHING",
+	[ST_HANDLERS_LIVE] =
+		"SELECT DISTINCT h.handler FROM node_handlers h JOIN nodes n ON n.id = h.node_id "
+		"WHERE n.state = 'alive' AND n.lease_until >= " DBNOW " ORDER BY h.handler",
 	[ST_NODE_HEARTBEAT] =
 		"WITH c AS (SELECT " DBNOW " AS now) UPDATE nodes SET heartbeat_ms = c.now, "
 		"lease_until = c.now + $3::bigint, seen_gen = CASE WHEN $4::bigint >= 0 THEN "

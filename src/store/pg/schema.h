@@ -7,7 +7,7 @@
 #define DBCRON_STORE_PG_SCHEMA_H
 
 /* Highest migration this binary knows. */
-#define DBCRON_PG_SCHEMA_VERSION 3
+#define DBCRON_PG_SCHEMA_VERSION 4
 
 static const char *const migration_1[] = {
 	"CREATE TABLE jobs ("
@@ -109,6 +109,18 @@ static const char *const migration_3[] = {
 	NULL,
 };
 
+/* 4: the handlers each node registered (built-ins included), so a claim
+ * gives a node only the handler jobs it can run.  Rows of a node's earlier
+ * process are replaced when it registers again; a dead node's rows stay and
+ * count for nothing (nodes.state). */
+static const char *const migration_4[] = {
+	"CREATE TABLE node_handlers ("
+	" node_id TEXT NOT NULL,"
+	" handler TEXT NOT NULL,"
+	" PRIMARY KEY (node_id, handler))",
+	NULL,
+};
+
 static const struct {
 	int version;
 	const char *const *stmts;
@@ -116,6 +128,7 @@ static const struct {
 	{1, migration_1},
 	{2, migration_2},
 	{3, migration_3},
+	{4, migration_4},
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == DBCRON_PG_SCHEMA_VERSION,

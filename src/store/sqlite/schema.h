@@ -145,6 +145,14 @@ static const char *const sqlite_migrations[] = {
 	"ALTER TABLE jobs ADD COLUMN env_file TEXT;\n"
 	"ALTER TABLE jobs ADD COLUMN umask INTEGER;\n"
 	"ALTER TABLE jobs ADD COLUMN inherit_env INTEGER NOT NULL DEFAULT 0;\n",
+	/* 5: the handlers each node registered (built-ins included), so a
+	 * claim gives a node only the handler jobs it can run.  Rows of a
+	 * node's earlier process are replaced when it registers again; a dead
+	 * node's rows stay and count for nothing (nodes.state). */
+	"CREATE TABLE node_handlers ("
+	" node_id TEXT NOT NULL,"
+	" handler TEXT NOT NULL,"
+	" PRIMARY KEY (node_id, handler));\n",
 };
 
 #define SQLITE_SCHEMA_VERSION \

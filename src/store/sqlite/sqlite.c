@@ -39,6 +39,23 @@
 /* The database clock in epoch ms ('now' is stable within one step). */
 #define NOW_SQL "CAST(round((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)"
 
+/* Routing: job row J may run on the claiming node: a command anywhere, a
+ * handler (executor 2) when it is in the node's list L, unless R (route)
+ * is 0. */
+#define RUNS_HERE(J, R, L)                                                       \
+	"(" R " = 0 OR " J ".executor <> 2 OR " J ".handler IN (SELECT value FROM "   \
+	"json_each(" L ")))"
+
+/* Routing: handler job J is stranded at N (now) when its next fire is past
+ * its misfire threshold and no live node registered its handler; then a
+ * node without the handler claims it too, to record the fires MISFIRED
+ * (protocol.c says why). */
+#define STRANDED(J, N)                                                           \
+	"(" J ".executor = 2 AND " J ".next_fire_at + " J ".misfire_threshold_ms < " N \
+	" AND NOT EXISTS (SELECT 1 FROM node_handlers h JOIN nodes n ON n.id = "    \
+	"h.node_id WHERE h.handler = " J ".handler AND n.state = 'alive' AND "      \
+	"n.lease_until >= " N "))"
+
 /* The element of a one-column batch (json_each of [x, y, ...]). */
 #define V0 "value"
 /* Cell n of the current row of a row-by-row batch; n has two digits. */
@@ -100,8 +117,8 @@ static const char *const sql[ST__COUNT] = {
 	[ST_CLAIM_DUE_JOBS] =
 		"SELECT c.now, j.* FROM (SELECT " NOW_SQL " AS now) AS c LEFT JOIN "
 		"(SELECT " STORE_JOB_COLS " FROM jobs WHERE paused = 0 AND next_fire_at "
-		"IS NOT NULL AND next_fire_at <= " NOW_SQL " + ?1 ORDER BY next_fire_at "
-		"LIMIT ?2) AS j ON true",
+		"IS NOT NULL AND next_fire_at <= " NOW_SQL " + ?1 AND (" RUNS_HERE("jobs", "?3", "?4")
+		" OR " STRANDED("jobs", NOW_SQL) ") ORDER BY next_fire_at LIMIT ?2) AS j ON true",
 	[ST_FIRES_INSERT] =
 		"INSERT INTO runs(job_id, job_name, fire_at, attempt, state, due_at, node, "
 		"claim_token, finished_ms, missed, error, created_ms) VALUES (" R(00) ", "
@@ -117,7 +134,7 @@ static const char *const sql[ST__COUNT] = {
 		"UPDATE runs SET node = ?1, claim_token = ?2 WHERE id IN (SELECT r.id FROM "
 		"runs r INDEXED BY runs_unclaimed WHERE r.state = 1 AND r.node IS NULL AND "
 		"r.due_at <= ?3 AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = r.job_id AND "
-		"j.paused = 0) "
+		"j.paused = 0 AND " RUNS_HERE("j", "?5", "?6") ") "
 		"ORDER BY r.due_at LIMIT ?4) RETURNING id, job_id, job_name, fire_at, "
 		"attempt, due_at, missed",
 	[ST_JOBS_BY_IDS] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE id IN (SELECT " V0
@@ -143,6 +160,12 @@ static const char *const sql[ST__COUNT] = {
 		"host = excluded.host, pid = excluded.pid, workers = excluded.workers, "
 		"state = 'alive', started_ms = excluded.started_ms, heartbeat_ms = "
 		"excluded.heartbeat_ms, lease_until = excluded.lease_until",
+	[ST_NODE_HANDLERS_CLEAR] = "DELETE FROM node_handlers WHERE node_id = ?1",
+	[ST_NODE_HANDLERS_ADD] = "INSERT OR IGNORE INTO node_handlers(node_id, handler) SELECT ?1, "
+				 V0 " FROM json_each(?2)",
+	[ST_HANDLERS_LIVE] =
+		"SELECT DISTINCT h.handler FROM node_handlers h JOIN nodes n ON n.id = h.node_id "
+		"WHERE n.state = 'alive' AND n.lease_until >= " NOW_SQL " ORDER BY h.handler",
 	[ST_NODE_HEARTBEAT] =
 		"UPDATE nodes SET heartbeat_ms = " NOW_SQL ", lease_until = " NOW_SQL
 		" + ?3, seen_gen = CASE WHEN ?4 >= 0 THEN ?4 ELSE seen_gen END WHERE id = ?1 "

@@ -1,0 +1,529 @@
+/*
+ * The library API of dbcron/db.h on real SQLite files, through the public
+ * headers only: every verb the CLI has, its errors and messages, what is
+ * written (read back through the API itself and never from the verb's own
+ * answer alone), and the run log's keyset iterator across pages and
+ * resumed from a cursor.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dbcron/dbcron.h"
+
+static char dir[] = "/tmp/dbcron-api.XXXXXX";
+static char url[600];
+static int seq;
+
+/* A fresh database with the schema, through DBCRON_DB_INIT. */
+static dbcron_db *fresh(void)
+{
+	dbcron_db *db = NULL;
+	dbcron_err err = {0};
+	snprintf(url, sizeof(url), "sqlite:%s/db%d.sqlite", dir, ++seq);
+	if (dbcron_db_open_ex(url, DBCRON_DB_INIT, &db, &err))
+		fail_msg("open %s: %s", url, err.msg);
+	return db;
+}
+
+static size_t njobs(dbcron_db *db)
+{
+	dbcron_job *jobs;
+	size_t n;
+	dbcron_err err = {0};
+	assert_int_equal(dbcron_job_list(db, &jobs, &n, &err), DBCRON_OK);
+	dbcron_job_list_free(jobs, n);
+	return n;
+}
+
+static void test_version(void **state)
+{
+	assert_string_equal(dbcron_version(), DBCRON_VERSION);
+	assert_int_equal(dbcron_version_number(), DBCRON_VERSION_NUMBER);
+	assert_true(DBCRON_VERSION_NUMBER >= 100);
+}
+
+static void test_open(void **state)
+{
+	dbcron_db *db = NULL;
+	dbcron_err err = {0};
+	char path[700], u[700];
+
+	/* no schema yet: refused, the handle untouched */
+	snprintf(u, sizeof(u), "sqlite:%s/noschema.sqlite", dir);
+	assert_int_equal(dbcron_db_open(u, &db, &err), DBCRON_ESCHEMA);
+	assert_null(db);
+	assert_true(err.msg[0] != '\0');
+	assert_int_equal(dbcron_db_open_ex(u, 1u << 7, &db, &err), DBCRON_EINVAL);
+
+	/* the URL from a file: blanks around it are ignored */
+	snprintf(path, sizeof(path), "%s/url", dir);
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "  %s\n\n", u);
+	fclose(f);
+	assert_int_equal(dbcron_db_open_file(path, DBCRON_DB_INIT, &db, &err), DBCRON_OK);
+	assert_int_equal(njobs(db), 0);
+	dbcron_db_close(db);
+	db = NULL;
+	assert_int_equal(dbcron_db_open(u, &db, &err), DBCRON_OK);
+	int64_t now = 0;
+	assert_int_equal(dbcron_db_now_ms(db, &now, &err), DBCRON_OK);
+	assert_true(now > 1700000000000LL);
+	dbcron_db_close(db);
+
+	/* two lines: refused, and the message shows the path, not the text */
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "%s\nsecret-second-line\n", u);
+	fclose(f);
+	db = NULL;
+	assert_int_equal(dbcron_db_open_file(path, 0, &db, &err), DBCRON_EINVAL);
+	assert_null(db);
+	assert_non_null(strstr(err.msg, path));
+	assert_null(strstr(err.msg, "secret"));
+	snprintf(path, sizeof(path), "%s/absent", dir);
+	assert_int_equal(dbcron_db_open_file(path, 0, &db, &err), DBCRON_EIO);
+	dbcron_db_close(NULL);
+}
+
+typedef struct seen {
+	size_t n;
+	size_t idx[8];
+	char msg[8][512];
+} seen;
+
+static void on_error(void *ctx, size_t idx, const char *name, const char *msg)
+{
+	seen *s = ctx;
+	if (s->n < 8) {
+		s->idx[s->n] = idx;
+		snprintf(s->msg[s->n], sizeof(s->msg[0]), "%s", msg);
+	}
+	s->n++;
+}
+
+static void test_apply_json(void **state)
+{
+	dbcron_db *db = fresh();
+	dbcron_apply_opts o;
+	dbcron_apply_result r;
+	dbcron_err err = {0};
+	seen s = {0};
+
+	dbcron_apply_opts_init(&o);
+	o.on_error = on_error;
+	o.ctx = &s;
+	/* one bad entry: nothing is written, the entry named */
+	const char *bad = "[{\"name\":\"a\",\"every\":\"30s\",\"command\":[\"true\"]},"
+			  " {\"name\":\"b\",\"every\":\"soon\",\"command\":[\"true\"]}]";
+	assert_int_equal(dbcron_apply_json(db, bad, 0, &o, &r, &err), DBCRON_EINVAL);
+	assert_int_equal(r.errors, 1);
+	assert_int_equal(s.n, 1);
+	assert_int_equal(s.idx[0], 1);
+	assert_non_null(strstr(s.msg[0], "every"));
+	assert_int_equal(njobs(db), 0);
+	dbcron_apply_result_clear(&r);
+
+	assert_int_equal(dbcron_apply_json(db, "{\"name\":\"a\"}", 0, &o, &r, &err), DBCRON_EINVAL);
+	assert_int_equal(dbcron_apply_json(db, "[{", 0, &o, &r, &err), DBCRON_EPARSE);
+
+	const char *two = "[{\"name\":\"a\",\"every\":\"30s\",\"command\":[\"true\"]},"
+			  " {\"name\":\"b\",\"cron\":\"0 0 3 * * ?\",\"handler\":\"noop\"}]";
+	assert_int_equal(dbcron_apply_json(db, two, 0, &o, &r, &err), DBCRON_OK);
+	assert_int_equal(r.created, 2);
+	assert_int_equal(r.updated, 0);
+	assert_null(r.diff_json);
+	dbcron_apply_result_clear(&r);
+	assert_int_equal(njobs(db), 2);
+
+	/* dry run with prune: says what would change, writes nothing */
+	o.prune = true;
+	o.dry_run = true;
+	const char *onlyc = "[{\"name\":\"a\",\"every\":\"1m\",\"command\":[\"true\"]},"
+			    " {\"name\":\"c\",\"every\":\"1m\",\"handler\":\"noop\"}]";
+	assert_int_equal(dbcron_apply_json(db, onlyc, 0, &o, &r, &err), DBCRON_OK);
+	assert_non_null(r.diff_json);
+	assert_non_null(strstr(r.diff_json, "\"create\":[\"c\"]"));
+	assert_non_null(strstr(r.diff_json, "\"update\":[\"a\"]"));
+	assert_non_null(strstr(r.diff_json, "\"delete\":[\"b\"]"));
+	dbcron_apply_result_clear(&r);
+	assert_int_equal(njobs(db), 2);
+	dbcron_job j;
+	dbcron_job_init(&j);
+	assert_int_equal(dbcron_job_get(db, "a", &j, &err), DBCRON_OK);
+	assert_int_equal(j.interval_ms, 30000);
+	dbcron_job_clear(&j);
+
+	/* the same for real: b deleted, a updated, c created */
+	o.dry_run = false;
+	assert_int_equal(dbcron_apply_json(db, onlyc, 0, &o, &r, &err), DBCRON_OK);
+	assert_int_equal(r.created, 1);
+	assert_int_equal(r.updated, 1);
+	assert_int_equal(r.deleted, 1);
+	dbcron_apply_result_clear(&r);
+	assert_int_equal(dbcron_job_get(db, "b", &j, &err), DBCRON_ENOTFOUND);
+	assert_string_equal(err.msg, "no job named 'b'");
+	assert_int_equal(dbcron_job_get(db, "a", &j, &err), DBCRON_OK);
+	assert_int_equal(j.interval_ms, 60000);
+	dbcron_job_clear(&j);
+	dbcron_db_close(db);
+}
+
+static void shell_job(dbcron_job *j, const char *name, const char *every)
+{
+	static char *argv[] = {"true", NULL};
+	dbcron_job_init(j);
+	j->name = (char *)name;
+	j->kind = DBCRON_SCHED_EVERY;
+	j->spec = (char *)every;
+	j->executor = DBCRON_EXEC_SHELL;
+	j->argv = argv;
+	j->argc = 1;
+}
+
+static void test_structs(void **state)
+{
+	dbcron_db *db = fresh();
+	dbcron_err err = {0};
+	dbcron_job j, got, two[2];
+
+	shell_job(&j, "s", "45s");
+	j.max_retries = 7;
+	j.tz = "Europe/Berlin";
+	dbcron_job_init(&got);
+	assert_int_equal(dbcron_job_add(db, &j, &got, &err), DBCRON_OK);
+	assert_string_equal(got.name, "s");
+	assert_int_equal(got.interval_ms, 45000);
+	assert_int_equal(got.max_retries, 7);
+	assert_string_equal(got.tz, "Europe/Berlin");
+	assert_true(got.id > 0);
+	assert_true(got.next_fire_at > 0);
+	dbcron_job_clear(&got);
+
+	assert_int_equal(dbcron_job_add(db, &j, NULL, &err), DBCRON_EEXISTS);
+	assert_string_equal(err.msg, "job 's' already exists");
+
+	/* a bad struct: the job's own message, nothing written */
+	dbcron_job bad;
+	shell_job(&bad, "t", "whenever");
+	assert_int_equal(dbcron_job_add(db, &bad, NULL, &err), DBCRON_EINVAL);
+	assert_non_null(strstr(err.msg, "every"));
+	assert_int_equal(njobs(db), 1);
+	/* a handler this process does not know: refused with strict, else
+	 * applied with a warning (for the nodes that register it) */
+	bad.executor = DBCRON_EXEC_HANDLER;
+	bad.spec = "1s";
+	bad.argv = NULL;
+	bad.argc = 0;
+	bad.handler = "nobody-registered-this";
+	dbcron_apply_opts o;
+	dbcron_apply_result ar;
+	seen warned = {0};
+	dbcron_apply_opts_init(&o);
+	o.strict = true;
+	o.on_warning = on_error;
+	o.ctx = &warned;
+	assert_int_equal(dbcron_apply(db, &bad, 1, &o, &ar, &err), DBCRON_EINVAL);
+	assert_int_equal(ar.errors, 1);
+	dbcron_apply_result_clear(&ar);
+	assert_int_equal(njobs(db), 1);
+	assert_int_equal(warned.n, 0);
+	o.strict = false;
+	assert_int_equal(dbcron_apply(db, &bad, 1, &o, &ar, &err), DBCRON_OK);
+	assert_int_equal(ar.created, 1);
+	dbcron_apply_result_clear(&ar);
+	assert_int_equal(warned.n, 1);
+	assert_non_null(strstr(warned.msg[0], "nobody-registered-this"));
+	assert_int_equal(dbcron_job_delete(db, "t", NULL, &err), DBCRON_OK);
+	assert_int_equal(njobs(db), 1);
+
+	/* update: only a stored job */
+	shell_job(&j, "u", "10s");
+	assert_int_equal(dbcron_job_update(db, &j, NULL, &err), DBCRON_ENOTFOUND);
+	assert_string_equal(err.msg, "no job named 'u'");
+	assert_int_equal(njobs(db), 1);
+	shell_job(&j, "s", "2m");
+	dbcron_job_init(&got);
+	assert_int_equal(dbcron_job_update(db, &j, &got, &err), DBCRON_OK);
+	assert_int_equal(got.interval_ms, 120000);
+	assert_int_equal(got.max_retries, 3); /* the whole definition, defaults too */
+	dbcron_job_clear(&got);
+
+	/* apply of structs: a handler job and the shell one */
+	shell_job(&two[0], "s", "2m");
+	dbcron_job_init(&two[1]);
+	two[1].name = "h";
+	two[1].kind = DBCRON_SCHED_CRON;
+	two[1].spec = "0 */5 * * * ?";
+	two[1].executor = DBCRON_EXEC_HANDLER;
+	two[1].handler = "sleep";
+	two[1].arg = "10ms";
+	dbcron_apply_result r;
+	assert_int_equal(dbcron_apply(db, two, 2, NULL, &r, &err), DBCRON_OK);
+	assert_int_equal(r.created, 1);
+	assert_int_equal(r.updated, 1);
+	dbcron_apply_result_clear(&r);
+
+	dbcron_job *jobs;
+	size_t n;
+	assert_int_equal(dbcron_job_list(db, &jobs, &n, &err), DBCRON_OK);
+	assert_int_equal(n, 2);
+	assert_string_equal(jobs[0].name, "h"); /* sorted by name */
+	assert_string_equal(jobs[0].handler, "sleep");
+	assert_string_equal(jobs[0].arg, "10ms");
+	assert_string_equal(jobs[1].name, "s");
+	dbcron_job_list_free(jobs, n);
+	dbcron_db_close(db);
+}
+
+static void test_verbs(void **state)
+{
+	dbcron_db *db = fresh();
+	dbcron_err err = {0};
+	dbcron_job j, got;
+	dbcron_job_result r;
+
+	shell_job(&j, "v", "1h");
+	assert_int_equal(dbcron_job_add(db, &j, NULL, &err), DBCRON_OK);
+	assert_int_equal(dbcron_job_pause(db, "v", &r, &err), DBCRON_OK);
+	assert_true(r.changed);
+	dbcron_job_init(&got);
+	assert_int_equal(dbcron_job_get(db, "v", &got, &err), DBCRON_OK);
+	assert_true(got.paused);
+	dbcron_job_clear(&got);
+	assert_int_equal(dbcron_job_pause(db, "v", &r, &err), DBCRON_OK);
+	assert_false(r.changed);
+	assert_int_equal(dbcron_job_resume(db, "v", &r, &err), DBCRON_OK);
+	assert_true(r.changed);
+	assert_true(r.next_fire > 0);
+	assert_int_equal(dbcron_job_get(db, "v", &got, &err), DBCRON_OK);
+	assert_false(got.paused);
+	assert_int_equal(got.next_fire_at, r.next_fire);
+	dbcron_job_clear(&got);
+
+	assert_int_equal(dbcron_job_trigger(db, "v", &r, &err), DBCRON_OK);
+	assert_true(r.run_id > 0);
+	dbcron_run run;
+	assert_int_equal(dbcron_run_get(db, r.run_id, &run, &err), DBCRON_OK);
+	assert_string_equal(run.job_name, "v");
+	assert_int_equal(run.state, DBCRON_RUN_SCHEDULED);
+	assert_int_equal(run.fire_at, r.fire_at);
+	assert_null(run.claim_token);
+	dbcron_run_clear(&run);
+	assert_int_equal(dbcron_run_get(db, r.run_id + 1000, &run, &err), DBCRON_ENOTFOUND);
+
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(dbcron_job_pause(db, "nope", NULL, &err), DBCRON_ENOTFOUND);
+		assert_string_equal(err.msg, "no job named 'nope'");
+		err.msg[0] = '\0';
+		int (*verbs[])(dbcron_db *, const char *, dbcron_job_result *, dbcron_err *) = {
+			dbcron_job_pause, dbcron_job_resume, dbcron_job_delete, dbcron_job_trigger};
+		assert_int_equal(verbs[i](db, "nope", NULL, &err), DBCRON_ENOTFOUND);
+		assert_string_equal(err.msg, "no job named 'nope'");
+	}
+	assert_int_equal(dbcron_job_delete(db, "v", &r, &err), DBCRON_OK);
+	assert_true(r.changed);
+	assert_int_equal(njobs(db), 0);
+	dbcron_db_close(db);
+}
+
+/* Every run of the walk (ids, newest first) into ids; returns how many. */
+static size_t walk(dbcron_db *db, const dbcron_run_filter *f, const char *cursor,
+		   size_t stop_after, int64_t *ids, char *cursor_out, size_t clen)
+{
+	dbcron_run_iter *it = NULL;
+	dbcron_err err = {0};
+	const dbcron_run *r;
+	size_t n = 0;
+	assert_int_equal(dbcron_runs_open(db, f, cursor, &it, &err), DBCRON_OK);
+	assert_string_equal(dbcron_runs_cursor(it), cursor ? cursor : "");
+	while (n < stop_after) {
+		assert_int_equal(dbcron_runs_next(it, &r, &err), DBCRON_OK);
+		if (!r)
+			break;
+		assert_null(r->claim_token);
+		ids[n++] = r->id;
+	}
+	if (cursor_out)
+		snprintf(cursor_out, clen, "%s", dbcron_runs_cursor(it));
+	dbcron_runs_free(it);
+	return n;
+}
+
+static void test_runs_iter(void **state)
+{
+	dbcron_db *db = fresh();
+	dbcron_err err = {0};
+	dbcron_job j;
+	dbcron_job_result r;
+	int64_t made[7], all[16], part[16], rest[16], few[16];
+	char cursor[512];
+
+	shell_job(&j, "x", "1h");
+	assert_int_equal(dbcron_job_add(db, &j, NULL, &err), DBCRON_OK);
+	shell_job(&j, "y", "1h");
+	assert_int_equal(dbcron_job_add(db, &j, NULL, &err), DBCRON_OK);
+	for (int i = 0; i < 7; i++) {
+		assert_int_equal(dbcron_job_trigger(db, i % 3 ? "x" : "y", &r, &err), DBCRON_OK);
+		made[i] = r.run_id;
+	}
+
+	/* pages of 2: every run once, newest first by (fire_at, job, ...) */
+	dbcron_run_filter f;
+	dbcron_run_filter_init(&f);
+	f.page_size = 2;
+	assert_int_equal(walk(db, &f, NULL, 16, all, NULL, 0), 7);
+	for (int i = 0; i < 7; i++) {
+		int hits = 0;
+		for (int k = 0; k < 7; k++)
+			hits += all[k] == made[i];
+		assert_int_equal(hits, 1);
+	}
+	int64_t prev_fire = INT64_MAX;
+	for (int i = 0; i < 7; i++) {
+		dbcron_run run;
+		assert_int_equal(dbcron_run_get(db, all[i], &run, &err), DBCRON_OK);
+		assert_true(run.fire_at <= prev_fire);
+		prev_fire = run.fire_at;
+		dbcron_run_clear(&run);
+	}
+	/* the same order with one page of everything */
+	f.page_size = 0;
+	assert_int_equal(walk(db, &f, NULL, 16, few, NULL, 0), 7);
+	assert_memory_equal(all, few, sizeof(int64_t) * 7);
+
+	/* stop after 3, resume from the cursor: the other 4, in order */
+	f.page_size = 2;
+	assert_int_equal(walk(db, &f, NULL, 3, part, cursor, sizeof(cursor)), 3);
+	assert_memory_equal(part, all, sizeof(int64_t) * 3);
+	assert_int_equal(walk(db, &f, cursor, 16, rest, NULL, 0), 4);
+	assert_memory_equal(rest, all + 3, sizeof(int64_t) * 4);
+
+	/* a filter: job y's runs only (triggers 0, 3, 6) */
+	f.job = "y";
+	assert_int_equal(walk(db, &f, NULL, 16, few, NULL, 0), 3);
+	f.job = NULL;
+	f.state = DBCRON_RUN_SUCCEEDED;
+	assert_int_equal(walk(db, &f, NULL, 16, few, NULL, 0), 0);
+
+	dbcron_run_iter *it = NULL;
+	assert_int_equal(dbcron_runs_open(db, &f, "not-a-cursor", &it, &err), DBCRON_EINVAL);
+	assert_null(it);
+	f.page_size = -1;
+	assert_int_equal(dbcron_runs_open(db, &f, NULL, &it, &err), DBCRON_EINVAL);
+	dbcron_db_close(db);
+}
+
+static void test_nodes_locks(void **state)
+{
+	dbcron_db *db = fresh();
+	dbcron_err err = {0};
+	dbcron_node_info *nodes;
+	dbcron_lease *locks, lease, holder;
+	size_t n;
+
+	assert_int_equal(dbcron_nodes_list(db, &nodes, &n, &err), DBCRON_OK);
+	assert_int_equal(n, 0);
+	dbcron_nodes_free(nodes, n);
+	assert_int_equal(dbcron_lock_acquire(db, "nightly", "me", 60000, &lease, &holder, &err),
+			 DBCRON_OK);
+	assert_int_equal(dbcron_locks_list(db, &locks, &n, &err), DBCRON_OK);
+	assert_int_equal(n, 1);
+	assert_string_equal(locks[0].name, "nightly");
+	assert_string_equal(locks[0].owner, "me");
+	assert_int_equal(locks[0].fence, lease.fence);
+	int64_t now;
+	assert_int_equal(dbcron_db_now_ms(db, &now, &err), DBCRON_OK);
+	assert_true(locks[0].until_ms >= now);
+	dbcron_locks_free(locks);
+	dbcron_db_close(db);
+}
+
+typedef struct node_thread {
+	dbcron_node *n;
+	int rc;
+	dbcron_err err;
+} node_thread;
+
+static void *run_node(void *arg)
+{
+	node_thread *nt = arg;
+	nt->rc = dbcron_node_run(nt->n, &nt->err);
+	return NULL;
+}
+
+/* A node configured with db_file reaches the database the file names: it
+ * shows up in the registry there. */
+static void test_node_db_file(void **state)
+{
+	dbcron_db *db = fresh();
+	dbcron_err err = {0};
+	dbcron_node_config cfg;
+	char path[700];
+	node_thread nt = {0};
+
+	dbcron_node_config_init(&cfg);
+	assert_int_equal(dbcron_node_create(&cfg, &nt.n, &err), DBCRON_EINVAL);
+	snprintf(path, sizeof(path), "%s/node-url", dir);
+	cfg.db_file = path;
+	assert_int_equal(dbcron_node_create(&cfg, &nt.n, &err), DBCRON_EIO);
+	assert_non_null(strstr(err.msg, path));
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "%s\n", url);
+	fclose(f);
+	cfg.db_url = url;
+	assert_int_equal(dbcron_node_create(&cfg, &nt.n, &err), DBCRON_EINVAL);
+	cfg.db_url = NULL;
+	cfg.node_id = "from-file";
+	assert_int_equal(dbcron_node_create(&cfg, &nt.n, &err), DBCRON_OK);
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, run_node, &nt), 0);
+	bool alive = false;
+	for (int i = 0; i < 600 && !alive; i++) { /* a minute at most */
+		dbcron_node_info *nodes;
+		size_t n;
+		assert_int_equal(dbcron_nodes_list(db, &nodes, &n, &err), DBCRON_OK);
+		for (size_t k = 0; k < n; k++)
+			alive |= strcmp(nodes[k].node_id, "from-file") == 0 &&
+				strcmp(nodes[k].state, "alive") == 0;
+		dbcron_nodes_free(nodes, n);
+		if (!alive)
+			nanosleep(&(struct timespec){.tv_nsec = 100000000}, NULL);
+	}
+	dbcron_node_stop(nt.n);
+	pthread_join(th, NULL);
+	assert_int_equal(nt.rc, DBCRON_OK);
+	assert_true(alive);
+	dbcron_node_free(nt.n);
+	dbcron_db_close(db);
+}
+
+int main(void)
+{
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_version),    cmocka_unit_test(test_open),
+		cmocka_unit_test(test_apply_json), cmocka_unit_test(test_structs),
+		cmocka_unit_test(test_verbs),      cmocka_unit_test(test_runs_iter),
+		cmocka_unit_test(test_nodes_locks), cmocka_unit_test(test_node_db_file),
+	};
+	int rc = cmocka_run_group_tests(tests, NULL, NULL);
+	char cmd[600];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", dir);
+	return rc;
+}
