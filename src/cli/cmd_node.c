@@ -2,7 +2,7 @@
  * `dbcron node`: run one scheduler node in the foreground until SIGINT or
  * SIGTERM, then stop gracefully (hand back unstarted fires, wait for
  * running jobs up to --grace, resolve the rest by policy).  With --http
- * it also serves the HTTP API, which owns its own thread and store handle
+ * it also serves the HTTP API, which owns its own threads and store handles
  * (src/http/) and is stopped before the node is freed.
  */
 #include <getopt.h>
@@ -58,8 +58,8 @@ static void help(FILE *f)
 		"  --log-runs         log every run start and end (default: only failures,\n"
 		"                     skips, misfires, takeovers and lease events)\n"
 		"  --quiet            log warnings and errors only\n"
-		"  --http ADDR:PORT   also serve the HTTP API (docs/http.md) there, on a thread and\n"
-		"                     a database connection of its own; a loopback address unless\n"
+		"  --http ADDR:PORT   also serve the HTTP API (docs/http.md) there, on threads and\n"
+		"                     database connections of its own; a loopback address unless\n"
 		"                     --api-token-file is given\n"
 		"  --api-token-file PATH  lines 'TOKEN ROLE' (ROLE read or admin; TOKEN may be\n"
 		"                     sha256:HEX); without it the API is read-only\n"

@@ -429,6 +429,39 @@ assert_eq "$before" "$(db_state)" "a read-only server wrote nothing"
 kill "$T_BG_PID"
 wait "$T_BG_PID" || true
 
+t_section "a slow request holds one thread: the others are served meanwhile"
+# The pause's wait for the nodes is stalled for a minute (the fault seam,
+# on the statement that reads the jobs generation after the pause has
+# committed): once the job shows paused in the database and the pause has
+# not been answered, that request is provably inside the server.  A server
+# answering one request at a time would answer nothing else until it ends.
+t_bg env DBCRON_TEST_FAULTS='stmt=meta_gen,kind=stall,stall=60000' \
+	"$DBCRON_BIN" serve --http 127.0.0.1:0 --api-token-file "$T_DIR/tokens" 2>"$T_DIR/serve3.log"
+SLOW_SERVE=$T_BG_PID
+wait_until 30 has_port "$T_DIR/serve3.log" || { cat "$T_DIR/serve3.log"; exit 1; }
+PORT=$(port_of "$T_DIR/serve3.log")
+: >"$T_DIR/slow.out"
+curl -s -X POST -H "Authorization: Bearer $ADMIN" --max-time 300 -o "$T_DIR/slow.out" \
+	"http://127.0.0.1:$PORT/api/v1/jobs/fresh/pause" &
+SLOW_REQ=$!
+fresh_paused() { "$DBCRON_BIN" job show fresh --format json | jq -e .paused >/dev/null; }
+wait_until 60 fresh_paused || _t_fail "the stalled pause never committed"
+in_progress() { kill -0 "$SLOW_REQ" 2>/dev/null && [ ! -s "$T_DIR/slow.out" ]; }
+assert_eq 0 "$(in_progress && echo 0 || echo 1)" "the pause is still being answered"
+for p in /healthz /metrics /api/v1/nodes "/api/v1/jobs/fresh"; do
+	H_CODE=$(curl -s -o /dev/null -w '%{http_code}' --max-time 300 \
+		-H "Authorization: Bearer $READER" "http://127.0.0.1:$PORT$p" || true)
+	assert_eq 200 "$H_CODE" "GET $p during the slow request"
+done
+assert_eq 0 "$(in_progress && echo 0 || echo 1)" \
+	"the others were answered while the pause was still in the server"
+kill "$SLOW_REQ" 2>/dev/null || true
+wait "$SLOW_REQ" 2>/dev/null || true
+# the stalled thread would hold a graceful stop for its minute
+kill -9 "$SLOW_SERVE"
+wait "$SLOW_SERVE" 2>/dev/null || true
+expect_rc 0 job resume fresh
+
 t_section "serve --metrics-max-jobs caps the per-job series"
 t_bg "$DBCRON_BIN" serve --http 127.0.0.1:0 --metrics-max-jobs 1 2>"$T_DIR/serve2.log"
 wait_until 30 has_port "$T_DIR/serve2.log" || { cat "$T_DIR/serve2.log"; exit 1; }
