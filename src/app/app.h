@@ -36,6 +36,15 @@ void app_job_vec_free(app_job_vec *jv);
 /* Every job as model_job_json, sorted by name. */
 int app_jobs_list(store *s, json_t **out, dbcron_err *err);
 
+/*
+ * A keyset page of jobs by name: at most limit (>= 1) of the jobs whose
+ * names sort after cursor (NULL or "": from the first).  *out is
+ * {"jobs": [model_job_json...], "next_cursor": the page's last name, or
+ * null when no job follows}.  A cursor that cannot be a job name is
+ * DBCRON_EINVAL.  One statement reads limit + 1 rows, whatever the total.
+ */
+int app_jobs_page(store *s, const char *cursor, long limit, json_t **out, dbcron_err *err);
+
 /* One job with its last nruns runs (model_job_json_with_runs); with
  * words also "schedule", "description" (cron in words) and "next_fires"
  * (the next five, in UTC and in the job's zone; none while paused).

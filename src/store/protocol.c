@@ -768,6 +768,16 @@ int store_job_list(store *s, store_job_cb cb, void *ctx, dbcron_err *err)
 	return each_row(s, ST_JOB_LIST, NULL, 0, job_one, &e, err);
 }
 
+int store_job_page(store *s, const char *after, long limit, store_job_cb cb, void *ctx,
+		   dbcron_err *err)
+{
+	struct job_each e = {cb, ctx};
+	if (limit < 1)
+		return dbcron_err_set(err, DBCRON_EINVAL, "job_page: limit %ld", limit);
+	store_param p[] = {sp_text(after ? after : ""), sp_i64(limit)};
+	return each_row(s, ST_JOB_PAGE, p, 2, job_one, &e, err);
+}
+
 struct brief_each {
 	store_brief_cb cb;
 	void *ctx;

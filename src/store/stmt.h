@@ -25,6 +25,8 @@
 	/* (name) -> JOB_COLS */                                                          \
 	X(JOB_GET, "reading the job", "")                                                \
 	X(JOB_LIST, "listing jobs", "")                                                  \
+	/* (after name, limit) -> JOB_COLS of the next jobs by name: a keyset page */   \
+	X(JOB_PAGE, "listing a page of jobs", "")                                        \
 	/* () -> name, next_fire_at, paused (0/1), by name: /metrics */                 \
 	X(JOB_BRIEF, "listing job names and next fires", "")                             \
 	/* batch [name] -> JOB_COLS of the jobs that exist */                            \

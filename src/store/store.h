@@ -262,6 +262,10 @@ int store_now_ms(store *s, int64_t *out, dbcron_err *err);
 int store_job_put(store *s, dbcron_job *jobs, size_t n, store_put_mode mode, bool prune, size_t *created, size_t *updated, size_t *deleted, dbcron_err *err);
 int store_job_get(store *s, const char *name, dbcron_job *out, dbcron_err *err);
 int store_job_list(store *s, store_job_cb cb, void *ctx, dbcron_err *err);
+/* At most limit (>= 1) jobs whose names sort after `after` ("" or NULL:
+ * from the first), by name in the database's order: a keyset page. */
+int store_job_page(store *s, const char *after, long limit, store_job_cb cb, void *ctx,
+		   dbcron_err *err);
 /* Every job's store_job_brief, by name. */
 int store_job_briefs(store *s, store_brief_cb cb, void *ctx, dbcron_err *err);
 int store_job_set_paused(store *s, const char *name, bool paused, int64_t next_fire_at, dbcron_err *err);

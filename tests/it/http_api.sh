@@ -472,4 +472,48 @@ assert_eq 1 "$(awk '$1 == "dbcron_metrics_jobs_omitted" {print $2}' <<<"$H_BODY"
 assert_not_contains "$H_BODY" "dbcron_runs_total" "serve has no node counters"
 kill "$T_BG_PID"
 
+t_section "GET /api/v1/jobs pages by name"
+# names that need escaping in a query string, and one that sorts first
+jq -n '[range(0; 25) | {name: ("p-\(. | tostring | if length < 2 then "0" + . else . end)"),
+	every: "1h", command: ["true"], paused: true}] +
+	[{name: "p+plus", every: "1h", command: ["true"]}, {name: "p%25&x=y", every: "1h", command: ["true"]},
+	 {name: "A-first", every: "1h", command: ["true"]}]' >"$T_DIR/many.json"
+expect_rc 0 job apply "$T_DIR/many.json"
+t_bg "$DBCRON_BIN" serve --http 127.0.0.1:0 2>"$T_DIR/serve4.log"
+wait_until 30 has_port "$T_DIR/serve4.log" || { cat "$T_DIR/serve4.log"; exit 1; }
+PORT=$(port_of "$T_DIR/serve4.log")
+expect_rc 0 job list --format json
+want=$(jq -r '.[].name' <<<"$T_OUT" | sort | tr '\n' ' ')
+assert_eq 30 "$(wc -w <<<"$want")" "thirty jobs to page through"
+got="" cursor="" pages=0 over=0
+while :; do
+	req GET "/api/v1/jobs?limit=4${cursor:+&cursor=$(jq -rn --arg c "$cursor" '$c|@uri')}"
+	[ "$H_CODE" = 200 ] || { _t_fail "jobs page $pages: $H_CODE $H_BODY"; break; }
+	[ "$(jget '.jobs | length')" -le 4 ] || over=1
+	got+="$(jget '.jobs[].name') "
+	cursor=$(jget '.next_cursor // empty')
+	pages=$((pages + 1))
+	[ -n "$cursor" ] && [ "$pages" -lt 100 ] || break
+done
+assert_eq "$want" "$(tr ' ' '\n' <<<"$got" | grep . | sort | tr '\n' ' ')" "job pages hold every job once"
+assert_eq 8 "$pages" "30 jobs in pages of 4, the last one short and with no next cursor"
+assert_eq 0 "$over" "no page is over the limit"
+expect 200 GET "/api/v1/jobs"
+assert_eq "30 null" "$(jget '"\(.jobs | length) \(.next_cursor)"')" "the default page holds 30"
+expect 200 GET "/api/v1/jobs?limit=2"
+assert_eq "A-first fresh" "$(jget '[.jobs[].name] | join(" ")')" "a page is in name order"
+assert_eq fresh "$(jget .next_cursor)" "the next cursor is the page's last name"
+expect 200 GET "/api/v1/jobs?limit=1&cursor=p-07x"
+assert_eq "p-08" "$(jget '.jobs[0].name')" "a cursor need not name a job that exists"
+expect 200 GET "/api/v1/jobs?limit=1000"
+for q in limit=0 limit=1001 limit=-1 limit=abc "limit=2&cursor=a%20b" "cursor=%01" \
+	"cursor=$(head -c 201 /dev/zero | tr '\0' a)"; do
+	expect 400 GET "/api/v1/jobs?$q"
+	assert_eq invalid "$(err_code)" "jobs?$q: the error shape"
+done
+assert_contains "$(curl -s "http://127.0.0.1:$PORT/api/v1/jobs?limit=0" | jq -r .error.message)" \
+	"limit '0': expected a whole number from 1 to 1000"
+kill "$T_BG_PID"
+wait "$T_BG_PID" || true
+
 t_done

@@ -50,6 +50,8 @@ static const char *const sql[ST__COUNT] = {
 	[ST_SCHEMA] = "-- schema_read(), migrate()",
 	[ST_JOB_GET] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name = $1::text",
 	[ST_JOB_LIST] = "SELECT " STORE_JOB_COLS " FROM jobs ORDER BY name",
+	[ST_JOB_PAGE] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name > $1::text ORDER BY name "
+			"LIMIT $2::bigint",
 	[ST_JOB_BRIEF] = "SELECT name, next_fire_at, paused::int FROM jobs ORDER BY name",
 	[ST_JOBS_BY_NAMES] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name = ANY ($1::text[])",
 	[ST_JOBS_INSERT] =
