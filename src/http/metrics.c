@@ -99,6 +99,20 @@ static void node_series(FILE *f, node_stats *st)
 	fputs("dbcron_inflight_runs{node=\"", f);
 	label(f, node);
 	fprintf(f, "\"} %lld\n", (long long)atomic_load(&st->inflight));
+	head(f, "dbcron_busy_workers", "gauge", "Pool workers running a job now, by pool.");
+	for (int i = 0; i < 2; i++) {
+		fputs("dbcron_busy_workers{node=\"", f);
+		label(f, node);
+		fprintf(f, "\",pool=\"%s\"} %lld\n", i ? "slow" : "fast",
+			(long long)atomic_load_explicit(&st->busy[i], memory_order_relaxed));
+	}
+	head(f, "dbcron_db_errors_total", "counter",
+	     "Failed statements of this node's scheduling connection, by class.");
+	for (int k = 0; k < STORE_ERR__COUNT; k++) {
+		fputs("dbcron_db_errors_total{node=\"", f);
+		label(f, node);
+		fprintf(f, "\",class=\"%s\"} %llu\n", store_err_class_name[k], ld(&st->db_errors[k]));
+	}
 	long long until = atomic_load(&st->lease_until_ms);
 	if (until >= 0) {
 		head(f, "dbcron_node_lease_until_timestamp_seconds", "gauge",

@@ -132,6 +132,7 @@ int dbcron_node_run(dbcron_node *n, dbcron_err *err)
 	int rc = store_open(n->db_url, &n->st, err);
 	if (rc)
 		return rc;
+	store_count_errors(n->st, n->stats.db_errors);
 	rc = store_check_schema(n->st, err);
 	if (rc)
 		goto out_close;

@@ -15,6 +15,7 @@
 
 #include "dbcron/job.h"
 #include "dbcron/node.h"
+#include "store/store.h"
 
 /* Upper bounds in milliseconds (Prometheus "le"), then +Inf. */
 #define NODE_HIST_BUCKETS 15
@@ -38,6 +39,8 @@ typedef struct node_stats {
 	atomic_ullong fenced;                /* writes refused: the run was no longer ours */
 	atomic_llong inflight;
 	atomic_llong lease_until_ms;         /* database time; -1 before the first beat */
+	atomic_llong busy[2];                /* pool workers running a job: [0] fast, [1] slow */
+	atomic_ullong db_errors[STORE_ERR__COUNT]; /* the db thread's failed statements */
 } node_stats;
 
 void node_hist_observe(node_hist *h, int64_t ms);

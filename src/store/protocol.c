@@ -62,21 +62,51 @@ struct store_scratch {
 /* Statements, with the fault seam                                     */
 /* ------------------------------------------------------------------ */
 
+const char *const store_err_class_name[STORE_ERR__COUNT] = {
+	[STORE_ERR_BUSY] = "busy",
+	[STORE_ERR_CONN] = "connection",
+	[STORE_ERR_CONSTRAINT] = "constraint",
+	[STORE_ERR_OTHER] = "other",
+};
+
+void store_count_errors(store *s, atomic_ullong *counts)
+{
+	s->err_counts = counts;
+}
+
+/* Every failure of a statement passes here once (an injected one too:
+ * the caller meets it as it would a real one). */
+static void count_error(store *s, int rc)
+{
+	if (!s->err_counts || rc == DBCRON_OK)
+		return;
+	store_err_class k = rc == DBCRON_EBUSY	      ? STORE_ERR_BUSY
+			    : rc == DBCRON_ECONN       ? STORE_ERR_CONN
+			    : rc == DBCRON_ECONSTRAINT ? STORE_ERR_CONSTRAINT
+						       : STORE_ERR_OTHER;
+	atomic_fetch_add_explicit(&s->err_counts[k], 1, memory_order_relaxed);
+}
+
 int store__exec(store *s, int id, const store_param *p, int np, dbcron_err *err)
 {
 	int rc;
 	s->stmt_count++;
 	if (s->faults && (rc = store__fault_before(s, id, err)))
-		return rc;
+		goto out;
 	rc = s->d->exec(s->c, id, p, np, err);
 	if (!rc && s->faults && (rc = store__fault_after(s, id, err)))
 		s->d->reset(s->c);
+out:
+	count_error(s, rc);
 	return rc;
 }
 
 int store__next(store *s, dbcron_err *err)
 {
-	return s->d->next(s->c, err);
+	int row = s->d->next(s->c, err);
+	if (row < 0)
+		count_error(s, -row);
+	return row;
 }
 
 void store__reset(store *s)

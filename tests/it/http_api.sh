@@ -94,7 +94,9 @@ expect_rc 1 serve --http 127.0.0.1:0 --api-token-file "$T_DIR/missing"
 assert_err_contains "missing: No such file"
 
 t_section "a node serving the API"
-t_bg "$DBCRON_BIN" node --node-id n1 --http 127.0.0.1:0 --api-token-file "$T_DIR/tokens" \
+# one heartbeat is refused as busy (the fault seam), for dbcron_db_errors_total
+t_bg env DBCRON_TEST_FAULTS='stmt=node_heartbeat,kind=busy,nth=3,times=1' \
+	"$DBCRON_BIN" node --node-id n1 --http 127.0.0.1:0 --api-token-file "$T_DIR/tokens" \
 	--heartbeat 200ms --lease 2s 2>"$T_DIR/node.log"
 NODE_PID=$T_BG_PID
 wait_until 30 has_port "$T_DIR/node.log" || { cat "$T_DIR/node.log"; exit 1; }
@@ -299,6 +301,15 @@ for h in run_duration start_lateness claim_duration; do
 		"$got" "$h buckets are cumulative up to the count"
 done
 assert_eq 1 "$(awk '$1 == "dbcron_job_paused{job=\"tick\"}" {print $2}' <<<"$H_BODY")" "tick is paused"
+sample() { awk -v k="$1" '$1 == k {print $2}' <<<"$H_BODY"; }
+assert_match "$(sample 'dbcron_db_errors_total{node="n1",class="busy"}')" '^[1-9][0-9]*$' \
+	"the refused heartbeat is counted as busy"
+for k in connection constraint other; do
+	assert_match "$(sample "dbcron_db_errors_total{node=\"n1\",class=\"$k\"}")" '^[0-9]+$' "db errors: $k"
+done
+# nothing runs now (tick paused, no run RUNNING): no worker is busy
+assert_eq "0 0" "$(sample 'dbcron_busy_workers{node="n1",pool="fast"}') $(sample 'dbcron_busy_workers{node="n1",pool="slow"}')" \
+	"busy workers when nothing runs"
 assert_eq 2 "$(awk '$1 == "dbcron_jobs" {print $2}' <<<"$H_BODY")"
 next_ms=$("$DBCRON_BIN" job show quiet --format json | jq .next_fire_at_ms)
 assert_eq "$next_ms" "$(awk '$1 == "dbcron_job_next_fire_timestamp_seconds{job=\"quiet\"}" {
