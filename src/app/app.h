@@ -139,7 +139,9 @@ int app_run_copy(dbcron_run *dst, const dbcron_run *src, bool with_output);
 int app_runs_page(store *s, const store_run_filter *f, const char *cursor,
 		  json_t **out, dbcron_err *err);
 
-/* One run with its captured output.  DBCRON_ENOTFOUND when absent. */
+/* One run with its captured output and "attempts": every attempt of the
+ * same fire (model_run_json each, first attempt first, at most 100; the
+ * run itself among them).  DBCRON_ENOTFOUND when absent. */
 int app_run_get(store *s, int64_t id, json_t **out, dbcron_err *err);
 
 /* ------------------------------------------------------------ cron */

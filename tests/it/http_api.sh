@@ -239,6 +239,21 @@ TICK_RUN=$(curl -s -H "Authorization: Bearer $READER" \
 expect 200 GET "/api/v1/runs/$TICK_RUN" "$READER"
 assert_eq "tick-output" "$(jget .output | tr -d '\n')" "a run's captured output"
 assert_eq tick "$(jget .job)"
+assert_eq "$TICK_RUN" "$(jget '[.attempts[].id] | join(" ")')" "one attempt, itself"
+# a fire that fails and is retried: every attempt lists the whole chain
+expect 201 PUT /api/v1/jobs/flaky "$ADMIN" "$(body '{"every":"1h","retries":2,"retry-base":"1s","retry-cap":"1s","command":["false"]}')"
+expect 201 POST /api/v1/jobs/flaky/trigger "$ADMIN"
+FLAKY_FIRE=$(jget .fire_at_ms)
+three_attempts() { [ "$("$DBCRON_BIN" runs --job flaky --state failed --format json --limit 0 |
+	jq --argjson f "$FLAKY_FIRE" '[.[] | select(.fire_at_ms == $f)] | length')" = 3 ]; }
+wait_until 60 three_attempts || _t_fail "flaky did not fail three times"
+want=$("$DBCRON_BIN" runs --job flaky --format json --limit 0 |
+	jq -r --argjson f "$FLAKY_FIRE" '[.[] | select(.fire_at_ms == $f)] | sort_by(.attempt) | map("\(.attempt):\(.id)") | join(" ")')
+for id in $("$DBCRON_BIN" runs --job flaky --format json --limit 0 | jq -r '.[].id'); do
+	expect 200 GET "/api/v1/runs/$id" "$READER"
+	assert_eq "$want" "$(jget '.attempts | map("\(.attempt):\(.id)") | join(" ")')" "run $id: its fire's attempts"
+done
+expect 200 DELETE /api/v1/jobs/flaky "$ADMIN"
 expect 404 GET /api/v1/runs/999999999 "$READER"
 expect 404 GET /api/v1/runs/abc "$READER"
 expect 400 GET "/api/v1/runs?state=bogus" "$READER"
@@ -277,13 +292,15 @@ metric() { curl -s -H "Authorization: Bearer $READER" "http://127.0.0.1:$PORT/me
 	awk -v k="$1" '$1 == k {print $2}'; }
 log_count() { "$DBCRON_BIN" runs --format csv --limit 0 | awk -F, -v s="$1" '$4 == s && $5 == "n1"' | wc -l; }
 # the counters move just after the run log does: wait for them to agree
+# (the histograms hold every run n1 ended: the succeeded and flaky's failed ones)
 metrics_agree() {
-	local n
+	local n all
 	n=$(log_count succeeded)
+	all=$((n + $(log_count failed)))
 	[ "$n" -gt 0 ] &&
 		[ "$(metric 'dbcron_runs_total{node="n1",state="succeeded"}')" = "$n" ] &&
-		[ "$(metric 'dbcron_run_duration_seconds_count{node="n1"}')" = "$n" ] &&
-		[ "$(metric 'dbcron_start_lateness_seconds_count{node="n1"}')" = "$n" ]
+		[ "$(metric 'dbcron_run_duration_seconds_count{node="n1"}')" = "$all" ] &&
+		[ "$(metric 'dbcron_start_lateness_seconds_count{node="n1"}')" = "$all" ]
 }
 if wait_until 30 metrics_agree; then _t_pass; else
 	_t_fail "metrics disagree with the run log" "log: $(log_count succeeded) succeeded" \

@@ -143,8 +143,14 @@ const views = {
   async run(id) {
     const r = await get("/runs/" + encodeURIComponent(id));
     $("#run-title").textContent = "Run " + r.id + " of " + r.job + " (attempt " + r.attempt + ")";
-    const def = Object.assign({}, r); delete def.output;
+    const def = Object.assign({}, r); delete def.output; delete def.attempts;
     $("#run-def").textContent = JSON.stringify(def, null, 2);
+    // the fire's attempt chain, each a link to its own run; this one marked
+    fill("#run-attempts", (r.attempts || []).map((a) => {
+      const tr = runRow(a, false);
+      if (a.id === r.id) { tr.setAttribute("aria-current", "true"); tr.className = "current"; }
+      return tr;
+    }));
     $("#run-output").textContent = r.output || "(no output captured)";
     return "run " + id;
   },
