@@ -10,6 +10,7 @@
  * were left out is itself a series.
  */
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,6 +147,17 @@ static int job_row(void *ctx, const store_job_brief *j)
 	return 0;
 }
 
+static int last_ok_row(void *ctx, const char *name, int64_t finished_ms)
+{
+	FILE *f = ctx;
+	if (finished_ms < 0)
+		return 0;
+	fputs("dbcron_job_last_success_timestamp_seconds{job=\"", f);
+	label(f, name);
+	fprintf(f, "\"} %.3f\n", (double)finished_ms / 1000.0);
+	return 0;
+}
+
 static int job_series(FILE *f, store *s, size_t max_jobs, dbcron_err *err)
 {
 	char *pbuf = NULL;
@@ -172,6 +184,13 @@ static int job_series(FILE *f, store *s, size_t max_jobs, dbcron_err *err)
 		head(f, "dbcron_metrics_jobs_omitted", "gauge",
 		     "Jobs left out of the per-job series by --metrics-max-jobs.");
 		fprintf(f, "dbcron_metrics_jobs_omitted %zu\n", jp.n - shown);
+	}
+	if (!rc && max_jobs > 0) {
+		/* the same first jobs by name as above, in the database's order */
+		head(f, "dbcron_job_last_success_timestamp_seconds", "gauge",
+		     "When a job's newest-fired succeeded run ended (from the database); absent when none.");
+		rc = store_job_last_success(s, max_jobs > LONG_MAX ? LONG_MAX : (long)max_jobs,
+					    last_ok_row, f, err);
 	}
 	free(pbuf);
 	return rc;

@@ -808,6 +808,27 @@ int store_job_page(store *s, const char *after, long limit, store_job_cb cb, voi
 	return each_row(s, ST_JOB_PAGE, p, 2, job_one, &e, err);
 }
 
+struct last_ok_each {
+	store_last_ok_cb cb;
+	void *ctx;
+};
+
+static int last_ok_one(store *s, void *arg, bool *stop, dbcron_err *err)
+{
+	struct last_ok_each *e = arg;
+	const char *name = s->d->col_text(s->c, 0);
+	*stop = e->cb(e->ctx, name ? name : "", col_i64n(s, 1)) != 0;
+	return DBCRON_OK;
+}
+
+int store_job_last_success(store *s, long limit, store_last_ok_cb cb, void *ctx,
+			   dbcron_err *err)
+{
+	struct last_ok_each e = {cb, ctx};
+	store_param p[] = {sp_i64(limit)};
+	return each_row(s, ST_JOB_LAST_OK, p, 1, last_ok_one, &e, err);
+}
+
 struct brief_each {
 	store_brief_cb cb;
 	void *ctx;

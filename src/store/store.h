@@ -286,6 +286,11 @@ int store_job_list(store *s, store_job_cb cb, void *ctx, dbcron_err *err);
  * from the first), by name in the database's order: a keyset page. */
 int store_job_page(store *s, const char *after, long limit, store_job_cb cb, void *ctx,
 		   dbcron_err *err);
+/* The first limit jobs by name, each with the finish time of its
+ * newest-fired succeeded run (-1: none). */
+typedef int (*store_last_ok_cb)(void *ctx, const char *name, int64_t finished_ms);
+int store_job_last_success(store *s, long limit, store_last_ok_cb cb, void *ctx,
+			   dbcron_err *err);
 /* Every job's store_job_brief, by name. */
 int store_job_briefs(store *s, store_brief_cb cb, void *ctx, dbcron_err *err);
 int store_job_set_paused(store *s, const char *name, bool paused, int64_t next_fire_at, dbcron_err *err);

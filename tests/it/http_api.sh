@@ -324,6 +324,12 @@ assert_match "$(sample 'dbcron_db_errors_total{node="n1",class="busy"}')" '^[1-9
 for k in connection constraint other; do
 	assert_match "$(sample "dbcron_db_errors_total{node=\"n1\",class=\"$k\"}")" '^[0-9]+$' "db errors: $k"
 done
+# last success, from the database: quiet's triggered run
+ok_ms=$("$DBCRON_BIN" runs --job quiet --state succeeded --format json --limit 0 |
+	jq 'max_by(.fire_at_ms * 1000 + .attempt) | .finished_ms')
+assert_match "$ok_ms" '^[0-9]+$' "quiet has a success in the log"
+assert_eq "$ok_ms" "$(awk '$1 == "dbcron_job_last_success_timestamp_seconds{job=\"quiet\"}" {
+	printf "%d", $2 * 1000 + 0.5 }' <<<"$H_BODY")" "quiet's last success, from the run log"
 # nothing runs now (tick paused, no run RUNNING): no worker is busy
 assert_eq "0 0" "$(sample 'dbcron_busy_workers{node="n1",pool="fast"}') $(sample 'dbcron_busy_workers{node="n1",pool="slow"}')" \
 	"busy workers when nothing runs"
