@@ -62,7 +62,28 @@ static void hist(FILE *f, const char *name, const char *help, const char *node,
 	fprintf(f, "\"} %llu\n", ld(&h->count));
 }
 
-static void node_series(FILE *f, node_stats *st)
+typedef struct job_runs_pass {
+	FILE *f;
+	const char *node;
+} job_runs_pass;
+
+/* Under the counters' lock: prints only (memstream), takes nothing. */
+static void job_runs_row(void *ctx, const node_job_runs *j)
+{
+	job_runs_pass *jr = ctx;
+	for (int s = 0; s < NODE_STATE_MAX; s++) {
+		if (!j->runs[s])
+			continue;
+		fputs("dbcron_job_runs_total{node=\"", jr->f);
+		label(jr->f, jr->node);
+		fputs("\",job=\"", jr->f);
+		label(jr->f, j->name);
+		fprintf(jr->f, "\",state=\"%s\"} %llu\n", dbcron_run_state_name((dbcron_run_state)s),
+			j->runs[s]);
+	}
+}
+
+static void node_series(FILE *f, node_stats *st, size_t max_jobs)
 {
 	static const dbcron_run_state finals[] = {
 		DBCRON_RUN_SUCCEEDED, DBCRON_RUN_FAILED, DBCRON_RUN_TIMED_OUT,
@@ -114,6 +135,10 @@ static void node_series(FILE *f, node_stats *st)
 		label(f, node);
 		fprintf(f, "\",class=\"%s\"} %llu\n", store_err_class_name[k], ld(&st->db_errors[k]));
 	}
+	head(f, "dbcron_job_runs_total", "counter",
+	     "Runs of a job whose final state this node wrote, by state (the first --metrics-max-jobs jobs by name; states it never wrote left out).");
+	job_runs_pass jr = {.f = f, .node = node};
+	node_stats_jobs_each(st, max_jobs, job_runs_row, &jr);
 	long long until = atomic_load(&st->lease_until_ms);
 	if (until >= 0) {
 		head(f, "dbcron_node_lease_until_timestamp_seconds", "gauge",
@@ -205,7 +230,7 @@ void http__metrics(const http_call *c, http_reply *rep)
 	if (!f)
 		return http__error(rep, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory");
 	if (c->stats)
-		node_series(f, c->stats);
+		node_series(f, c->stats, c->metrics_max_jobs);
 	int rc = job_series(f, c->st, c->metrics_max_jobs, &err);
 	if (fclose(f) || rc) {
 		free(buf);

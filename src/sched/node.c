@@ -55,6 +55,7 @@ int dbcron_node_create(const dbcron_node_config *cfg, dbcron_node **out,
 	dbcron_node *n = dbcron__calloc(1, sizeof(*n));
 	if (!n)
 		return dbcron_err_set(err, DBCRON_ENOMEM, "node: out of memory");
+	node_stats_init(&n->stats);
 	n->cfg = *cfg;
 	n->prev_beat_db = -1;
 	dbcron_node_config def;
@@ -222,6 +223,7 @@ void dbcron_node_free(dbcron_node *n)
 	pthread_mutex_destroy(&n->mu);
 	pthread_cond_destroy(&n->timer_cv);
 	pthread_cond_destroy(&n->db_cv);
+	node_stats_free(&n->stats);
 	dbcron__free(n);
 }
 

@@ -330,6 +330,18 @@ ok_ms=$("$DBCRON_BIN" runs --job quiet --state succeeded --format json --limit 0
 assert_match "$ok_ms" '^[0-9]+$' "quiet has a success in the log"
 assert_eq "$ok_ms" "$(awk '$1 == "dbcron_job_last_success_timestamp_seconds{job=\"quiet\"}" {
 	printf "%d", $2 * 1000 + 0.5 }' <<<"$H_BODY")" "quiet's last success, from the run log"
+# per job and state, against the run log (flaky is deleted: its counts stay)
+job_log() { "$DBCRON_BIN" runs --job "$1" --format csv --limit 0 | awk -F, -v s="$2" '$4 == s && $5 == "n1"' | wc -l; }
+for js in tick:succeeded quiet:succeeded; do
+	assert_eq "$(job_log "${js%%:*}" "${js#*:}")" \
+		"$(sample "dbcron_job_runs_total{node=\"n1\",job=\"${js%%:*}\",state=\"${js#*:}\"}")" "runs of $js"
+done
+assert_eq 3 "$(sample 'dbcron_job_runs_total{node="n1",job="flaky",state="failed"}')" "flaky's three failures"
+for st in succeeded failed; do
+	assert_eq "$(sample "dbcron_runs_total{node=\"n1\",state=\"$st\"}")" \
+		"$(awk -v s="state=\"$st\"}" 'index($1, "dbcron_job_runs_total{") == 1 && index($1, s) { t += $2 } END { print t + 0 }' <<<"$H_BODY")" \
+		"the per-job $st runs add up to the node's"
+done
 # nothing runs now (tick paused, no run RUNNING): no worker is busy
 assert_eq "0 0" "$(sample 'dbcron_busy_workers{node="n1",pool="fast"}') $(sample 'dbcron_busy_workers{node="n1",pool="slow"}')" \
 	"busy workers when nothing runs"
@@ -504,6 +516,7 @@ expect 200 GET /metrics
 assert_eq 1 "$(grep -c '^dbcron_job_paused{' <<<"$H_BODY")" "one job's series"
 assert_eq 1 "$(awk '$1 == "dbcron_metrics_jobs_omitted" {print $2}' <<<"$H_BODY")"
 assert_not_contains "$H_BODY" "dbcron_runs_total" "serve has no node counters"
+assert_not_contains "$H_BODY" "dbcron_job_runs_total" "nor per-job run counters"
 kill "$T_BG_PID"
 
 t_section "GET /api/v1/jobs pages by name"
