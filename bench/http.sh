@@ -6,8 +6,9 @@
 # SQLite, one node with --http: JOBS jobs (default 10000; 100 of them fire
 # every second on the noop handler, the rest hourly), a run log of RUNS rows
 # (default 1000000, inserted with SQL), then ab (apache2-utils) against
-# /api/v1/jobs, /api/v1/runs?limit=50, a deep runs page (a cursor far down the
-# log) and /metrics, REQUESTS requests each at CONC concurrent clients.  The
+# /api/v1/jobs (the first page of 100), a jobs page half-way down by its
+# cursor, the largest jobs page (1000), /api/v1/runs?limit=50, a deep runs
+# page (a cursor far down the log) and /metrics, REQUESTS requests each at CONC concurrent clients.  The
 # every-second jobs' start lateness (run log: started - due) is reported for
 # a quiet window and for the window under load.  It reports; it never fails.
 set -euo pipefail
@@ -66,9 +67,10 @@ cursor=$(curl -s "http://127.0.0.1:$PORT/api/v1/runs?limit=1000" | python3 -c '
 import json, sys; print(json.load(sys.stdin)["next_cursor"])')
 deep=$(python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$cursor")
 t2=$(ms)
-for path in /api/v1/jobs "/api/v1/runs?limit=50" "/api/v1/runs?limit=50&cursor=$deep" /metrics; do
+for path in /api/v1/jobs "/api/v1/jobs?cursor=slow-05000" "/api/v1/jobs?limit=1000" \
+	"/api/v1/runs?limit=50" "/api/v1/runs?limit=50&cursor=$deep" /metrics; do
 	n=$N
-	[ "$path" = /api/v1/jobs ] && n=$((N / 10)) # 10,000 jobs a response: fewer
+	[ "$path" = "/api/v1/jobs?limit=1000" ] && n=$((N / 10)) # 1,000 jobs a response: fewer
 	out=$(ab -q -n "$n" -c "$C" "http://127.0.0.1:$PORT$path" 2>&1)
 	rps=$(awk '/^Requests per second/ {print $4}' <<<"$out")
 	p50=$(awk '$1 == "50%" {print $2}' <<<"$out")

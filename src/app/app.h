@@ -52,6 +52,15 @@ const char *app_job_unrunnable(const app_live *l, const dbcron_job *j, char *buf
  * reason) on a handler job no live node can run. */
 int app_jobs_list(store *s, json_t **out, dbcron_err *err);
 
+/*
+ * A keyset page of jobs by name: at most limit (>= 1) of the jobs whose
+ * names sort after cursor (NULL or "": from the first).  *out is
+ * {"jobs": [model_job_json..., with "unrunnable" as app_jobs_list], "next_cursor": the page's last name, or
+ * null when no job follows}.  A cursor that cannot be a job name is
+ * DBCRON_EINVAL.  One statement reads limit + 1 rows, whatever the total.
+ */
+int app_jobs_page(store *s, const char *cursor, long limit, json_t **out, dbcron_err *err);
+
 /* One job with its last nruns runs (model_job_json_with_runs), with
  * "unrunnable" as app_jobs_list; with words also "schedule",
  * "description" (cron in words) and "next_fires" (the next five, in UTC
@@ -177,7 +186,9 @@ bool app_run_cursor(const dbcron_run *r, char *buf, size_t len);
 int app_runs_page(store *s, const store_run_filter *f, const char *cursor,
 		  json_t **out, dbcron_err *err);
 
-/* One run with its captured output.  DBCRON_ENOTFOUND when absent. */
+/* One run with its captured output and "attempts": every attempt of the
+ * same fire (model_run_json each, first attempt first, at most 100; the
+ * run itself among them).  DBCRON_ENOTFOUND when absent. */
 int app_run_get(store *s, int64_t id, json_t **out, dbcron_err *err);
 
 /* ------------------------------------------------------------ cron */

@@ -9,6 +9,7 @@
  */
 #include <inttypes.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -162,6 +163,77 @@ out_free:
 	json_decref(arr);
 	app_live_clear(&live);
 	app_job_vec_free(&jv);
+	return rc;
+}
+
+typedef struct page_ctx {
+	json_t *jobs;
+	const app_live *live;
+	long limit, n;
+	bool more, failed;
+	char last[256]; /* the page's last name: the next cursor */
+} page_ctx;
+
+static int page_job(void *ctx, const dbcron_job *job)
+{
+	page_ctx *pc = ctx;
+	if (pc->n == pc->limit) {
+		pc->more = true; /* the one row past the page: there is a next */
+		return 1;
+	}
+	if (json_array_append_new(pc->jobs, with_routing(model_job_json(job), pc->live, job))) {
+		pc->failed = true;
+		return 1;
+	}
+	snprintf(pc->last, sizeof(pc->last), "%s", job->name);
+	pc->n++;
+	return 0;
+}
+
+/* The shape of a job name (dbcron_job_validate's): 1-200 bytes, no
+ * spaces or control characters.  Anything else was not given out here. */
+static bool cursor_ok(const char *c)
+{
+	size_t n = strlen(c);
+	if (n == 0 || n > 200)
+		return false;
+	for (; *c; c++)
+		if ((unsigned char)*c < 0x21 || *c == 0x7f)
+			return false;
+	return true;
+}
+
+int app_jobs_page(store *s, const char *cursor, long limit, json_t **out, dbcron_err *err)
+{
+	app_live live = {0};
+	page_ctx pc = {.limit = limit, .live = &live};
+	int rc;
+
+	*out = NULL;
+	if (cursor && *cursor && !cursor_ok(cursor))
+		return dbcron_err_set(err, DBCRON_EINVAL, "cursor '%.64s': not one this server gave",
+				      cursor);
+	if (limit < 1 || limit == LONG_MAX)
+		return dbcron_err_set(err, DBCRON_EINVAL, "limit %ld: expected 1 or more", limit);
+	if ((rc = app_live_load(s, &live, err)))
+		return rc;
+	if (!(pc.jobs = json_array())) {
+		app_live_clear(&live);
+		return oom(err);
+	}
+	if ((rc = store_job_page(s, cursor, limit + 1, page_job, &pc, err)))
+		goto out_free;
+	if (pc.failed) {
+		rc = oom(err);
+		goto out_free;
+	}
+	*out = json_pack("{s:O,s:o}", "jobs", pc.jobs, "next_cursor",
+			 pc.more ? json_string(pc.last) : json_null());
+	if (!*out)
+		rc = oom(err);
+out_free:
+	json_decref(pc.jobs);
+	app_live_clear(&live);
 	return rc;
 }
 

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,16 +163,79 @@ out_free:
 	return rc;
 }
 
+/* At most this many attempts of one fire are listed with a run. */
+#define RUN_ATTEMPTS_MAX 100
+
+typedef struct chain_ctx {
+	json_t *arr;
+	int64_t fire_at;
+	bool failed;
+} chain_ctx;
+
+static int chain_run(void *ctx, const dbcron_run *r)
+{
+	chain_ctx *cc = ctx;
+	if (r->fire_at != cc->fire_at)
+		return 0; /* an older fire of the job */
+	if (json_array_append_new(cc->arr, model_run_json(r))) {
+		cc->failed = true;
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * Every attempt of r's fire, first attempt first: a keyset page of the
+ * job's runs just below (fire_at, job, any attempt), so the attempts are
+ * the newest rows of it and one indexed statement finds them, however
+ * long the log.
+ */
+static int attempt_chain(store *s, const dbcron_run *r, json_t **out, dbcron_err *err)
+{
+	chain_ctx cc = {.fire_at = r->fire_at};
+	store_run_filter f = {.job = r->job_name, .state = 0, .since_ms = -1,
+			      .limit = RUN_ATTEMPTS_MAX, .keyset = true,
+			      .before_fire_at = r->fire_at, .before_job = r->job_name,
+			      .before_attempt = INT_MAX, .before_id = INT64_MAX};
+	*out = NULL;
+	if (!(cc.arr = json_array()))
+		return oom(err);
+	int rc = store_runs_list(s, &f, chain_run, &cc, err);
+	if (!rc && cc.failed)
+		rc = oom(err);
+	if (rc) {
+		json_decref(cc.arr);
+		return rc;
+	}
+	*out = cc.arr;
+	return DBCRON_OK;
+}
+
 int app_run_get(store *s, int64_t id, json_t **out, dbcron_err *err)
 {
 	dbcron_run r;
+	json_t *chain = NULL;
 	memset(&r, 0, sizeof(r));
 	*out = NULL;
 	int rc = store_run_get(s, id, &r, err);
 	if (rc)
 		return rc;
-	if (!(*out = model_run_json(&r)))
+	if (r.job_name && (rc = attempt_chain(s, &r, &chain, err)))
+		goto out_clear;
+	if (!(*out = model_run_json(&r))) {
 		rc = oom(err);
+		goto out_clear;
+	}
+	if (chain && json_object_set_new(*out, "attempts", chain)) {
+		chain = NULL;
+		json_decref(*out);
+		*out = NULL;
+		rc = oom(err);
+		goto out_clear;
+	}
+	chain = NULL;
+out_clear:
+	json_decref(chain);
 	dbcron_run_clear(&r);
 	return rc;
 }

@@ -6,7 +6,7 @@
  * READY=1 once the node is registered and WATCHDOG=1 at every renewed
  * lease, so a node that cannot renew its lease for WatchdogSec is
  * restarted; outside systemd sd_notify does nothing.  With --http it also
- * serves the HTTP API, which owns its own thread and store handle
+ * serves the HTTP API, which owns its own threads and store handles
  * (src/http/) and is stopped before the node is freed.
  */
 #include <getopt.h>
@@ -79,8 +79,8 @@ static void help(FILE *f)
 		"  --log-runs         log every run start and end (default: only failures,\n"
 		"                     skips, misfires, takeovers and lease events)\n"
 		"  --quiet            log warnings and errors only\n"
-		"  --http ADDR:PORT   also serve the HTTP API (docs/http.md) there, on a thread and\n"
-		"                     a database connection of its own; a loopback address unless\n"
+		"  --http ADDR:PORT   also serve the HTTP API (docs/http.md) there, on threads and\n"
+		"                     database connections of its own; a loopback address unless\n"
 		"                     --api-token-file is given\n"
 		"  --api-token-file PATH  lines 'TOKEN ROLE' (ROLE read or admin; TOKEN may be\n"
 		"                     sha256:HEX); without it the API is read-only\n"

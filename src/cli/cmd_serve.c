@@ -2,7 +2,7 @@
  * `dbcron serve`: the HTTP API without scheduling, an operator's console
  * beside the cluster.  The main thread only waits for SIGINT or SIGTERM
  * (blocked before the server's thread starts, so that thread never takes
- * them); the server owns its thread and its store handle.
+ * them); the server owns its threads and its store handles.
  */
 #include <pthread.h>
 #include <errno.h>

@@ -21,6 +21,8 @@
 #define API "/api/v1"
 #define RUNS_PAGE_DEFAULT 50
 #define RUNS_PAGE_MAX 1000
+#define JOBS_PAGE_DEFAULT 100
+#define JOBS_PAGE_MAX 1000
 /* A job's own page shows this many of its last runs. */
 #define JOB_LAST_RUNS 10
 
@@ -258,18 +260,26 @@ static void job_verb(const http_call *c, const char *name, const char *verb, htt
 		json_object_set_new(rep->json, "warning", json_string(r.warning));
 }
 
+static bool parse_count(const char *v, long max, long *out);
+
 static void route_jobs(const http_call *c, const char *rest, http_reply *rep)
 {
 	dbcron_err err = {0};
 	json_t *j;
 	if (!*rest) {
+		long limit = JOBS_PAGE_DEFAULT;
+		const char *v;
 		if (!is(c, "GET"))
 			return method_not_allowed(rep, "GET");
 		if (!may_read(c, rep))
 			return;
-		if (app_jobs_list(c->st, &j, &err))
+		if ((v = arg(c, "limit")) && !parse_count(v, JOBS_PAGE_MAX, &limit))
+			return http__error(rep, MHD_HTTP_BAD_REQUEST, "invalid",
+					   "limit '%.40s': expected a whole number from 1 to %d", v,
+					   JOBS_PAGE_MAX);
+		if (app_jobs_page(c->st, arg(c, "cursor"), limit, &j, &err))
 			return from_err(rep, &err);
-		return ok(rep, MHD_HTTP_OK, json_pack("{s:o}", "jobs", j));
+		return ok(rep, MHD_HTTP_OK, j);
 	}
 	/* "/NAME" or "/NAME/VERB"; a name cannot hold '/' here */
 	char name[256];

@@ -1,10 +1,10 @@
 /*
  * The HTTP server of `dbcron node --http` and `dbcron serve --http`: the
  * JSON API under /api/v1 (docs/http.md), /healthz and /readyz.  It runs on
- * one thread of its own (libmicrohttpd's polling thread) with a store
- * handle of its own, so it never shares a connection, a lock or a thread
- * with a node's claim loop: a slow request delays other requests, never a
- * fire.
+ * a small pool of threads of its own (libmicrohttpd's), each request with
+ * a store handle of the server's, so it never shares a connection, a lock
+ * or a thread with a node's claim loop: a slow request holds one of its
+ * threads, never a fire, nor the other requests.
  */
 #ifndef DBCRON_HTTP_H
 #define DBCRON_HTTP_H

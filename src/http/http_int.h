@@ -1,7 +1,8 @@
 /*
  * Inside the HTTP server: what server.c (connections, limits, auth) hands
- * the router in api.c, and what the router hands back.  Everything here is
- * touched only on the server's one thread.
+ * the router in api.c, and what the router hands back.  A call and its
+ * reply belong to the one request thread answering it; call->st is that
+ * thread's store handle for the length of the call (server.c's pool).
  */
 #ifndef DBCRON_HTTP_INT_H
 #define DBCRON_HTTP_INT_H
@@ -30,7 +31,7 @@ typedef struct http_call {
 	http_role role;
 	bool tokens;                 /* a token file is configured */
 	bool bad_token;              /* a bearer token was given and is unknown */
-	store *st;                   /* the server's own store, this thread's */
+	store *st;                   /* a handle of the server's, this call's alone */
 	struct node_stats *stats;    /* the node's counters, NULL under serve */
 	size_t metrics_max_jobs;
 } http_call;

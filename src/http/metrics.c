@@ -10,6 +10,7 @@
  * were left out is itself a series.
  */
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,7 +62,28 @@ static void hist(FILE *f, const char *name, const char *help, const char *node,
 	fprintf(f, "\"} %llu\n", ld(&h->count));
 }
 
-static void node_series(FILE *f, node_stats *st)
+typedef struct job_runs_pass {
+	FILE *f;
+	const char *node;
+} job_runs_pass;
+
+/* Under the counters' lock: prints only (memstream), takes nothing. */
+static void job_runs_row(void *ctx, const node_job_runs *j)
+{
+	job_runs_pass *jr = ctx;
+	for (int s = 0; s < NODE_STATE_MAX; s++) {
+		if (!j->runs[s])
+			continue;
+		fputs("dbcron_job_runs_total{node=\"", jr->f);
+		label(jr->f, jr->node);
+		fputs("\",job=\"", jr->f);
+		label(jr->f, j->name);
+		fprintf(jr->f, "\",state=\"%s\"} %llu\n", dbcron_run_state_name((dbcron_run_state)s),
+			j->runs[s]);
+	}
+}
+
+static void node_series(FILE *f, node_stats *st, size_t max_jobs)
 {
 	static const dbcron_run_state finals[] = {
 		DBCRON_RUN_SUCCEEDED, DBCRON_RUN_FAILED, DBCRON_RUN_TIMED_OUT,
@@ -99,6 +121,24 @@ static void node_series(FILE *f, node_stats *st)
 	fputs("dbcron_inflight_runs{node=\"", f);
 	label(f, node);
 	fprintf(f, "\"} %lld\n", (long long)atomic_load(&st->inflight));
+	head(f, "dbcron_busy_workers", "gauge", "Pool workers running a job now, by pool.");
+	for (int i = 0; i < 2; i++) {
+		fputs("dbcron_busy_workers{node=\"", f);
+		label(f, node);
+		fprintf(f, "\",pool=\"%s\"} %lld\n", i ? "slow" : "fast",
+			(long long)atomic_load_explicit(&st->busy[i], memory_order_relaxed));
+	}
+	head(f, "dbcron_db_errors_total", "counter",
+	     "Failed statements of this node's scheduling connection, by class.");
+	for (int k = 0; k < STORE_ERR__COUNT; k++) {
+		fputs("dbcron_db_errors_total{node=\"", f);
+		label(f, node);
+		fprintf(f, "\",class=\"%s\"} %llu\n", store_err_class_name[k], ld(&st->db_errors[k]));
+	}
+	head(f, "dbcron_job_runs_total", "counter",
+	     "Runs of a job whose final state this node wrote, by state (the first --metrics-max-jobs jobs by name; states it never wrote left out).");
+	job_runs_pass jr = {.f = f, .node = node};
+	node_stats_jobs_each(st, max_jobs, job_runs_row, &jr);
 	long long until = atomic_load(&st->lease_until_ms);
 	if (until >= 0) {
 		head(f, "dbcron_node_lease_until_timestamp_seconds", "gauge",
@@ -132,6 +172,17 @@ static int job_row(void *ctx, const store_job_brief *j)
 	return 0;
 }
 
+static int last_ok_row(void *ctx, const char *name, int64_t finished_ms)
+{
+	FILE *f = ctx;
+	if (finished_ms < 0)
+		return 0;
+	fputs("dbcron_job_last_success_timestamp_seconds{job=\"", f);
+	label(f, name);
+	fprintf(f, "\"} %.3f\n", (double)finished_ms / 1000.0);
+	return 0;
+}
+
 static int job_series(FILE *f, store *s, size_t max_jobs, dbcron_err *err)
 {
 	char *pbuf = NULL;
@@ -159,6 +210,13 @@ static int job_series(FILE *f, store *s, size_t max_jobs, dbcron_err *err)
 		     "Jobs left out of the per-job series by --metrics-max-jobs.");
 		fprintf(f, "dbcron_metrics_jobs_omitted %zu\n", jp.n - shown);
 	}
+	if (!rc && max_jobs > 0) {
+		/* the same first jobs by name as above, in the database's order */
+		head(f, "dbcron_job_last_success_timestamp_seconds", "gauge",
+		     "When a job's newest-fired succeeded run ended (from the database); absent when none.");
+		rc = store_job_last_success(s, max_jobs > LONG_MAX ? LONG_MAX : (long)max_jobs,
+					    last_ok_row, f, err);
+	}
 	free(pbuf);
 	return rc;
 }
@@ -172,7 +230,7 @@ void http__metrics(const http_call *c, http_reply *rep)
 	if (!f)
 		return http__error(rep, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory");
 	if (c->stats)
-		node_series(f, c->stats);
+		node_series(f, c->stats, c->metrics_max_jobs);
 	int rc = job_series(f, c->st, c->metrics_max_jobs, &err);
 	if (fclose(f) || rc) {
 		free(buf);

@@ -1,8 +1,20 @@
 /*
- * The HTTP server's connections: the libmicrohttpd daemon on its own
- * polling thread (every request callback runs there, so the one store
- * handle it owns is never shared), the limits (body size, connections,
- * idle timeout, header memory) and who is asking (bearer tokens).
+ * The HTTP server's connections: the libmicrohttpd daemon with a pool of
+ * HTTP_THREADS polling threads, so one slow request (a big answer, a
+ * statement waiting on a lock) holds one thread and the others go on
+ * serving /healthz, /metrics and the rest.  The limits (body size,
+ * connections, idle timeout, header memory) and who is asking (bearer
+ * tokens) are here too.
+ *
+ * Store handles: one per pool thread, all opened at start (so a database
+ * that cannot be reached is said at start, and a client library's
+ * one-time set-up runs on one thread).  A request takes a free handle
+ * from the pool under pool_mu and gives it back when answered; a thread
+ * runs one request at a time, so with as many handles as threads one is
+ * always free and the wait is only a guard.  No handle is ever used by
+ * two threads at once, and none is the claim loop's.  The tokens, the
+ * limits and the node's counters (atomics) are read-only here after
+ * start, so the threads share nothing else.
  *
  * Auth: a token file holds lines "TOKEN ROLE" (ROLE read or admin; TOKEN
  * may be "sha256:HEX", so the file need hold no secret).  Only the
@@ -18,6 +30,7 @@
 #include <errno.h>
 #include <glib.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +42,9 @@
 #include "http/http_int.h"
 
 #define SHA256_HEX 64
+/* Request threads (and store handles).  Four keeps a slow request or two
+ * from stalling the rest without many database connections per node. */
+#define HTTP_THREADS 4
 
 typedef struct http_token {
 	char hex[SHA256_HEX + 1]; /* lower-case SHA-256 of the token */
@@ -37,7 +53,11 @@ typedef struct http_token {
 
 struct http_server {
 	struct MHD_Daemon *d;
-	store *st; /* used only on the daemon's thread */
+	pthread_mutex_t pool_mu; /* guards nfree and the free half of pool */
+	pthread_cond_t pool_cv;  /* a handle was given back */
+	bool pool_init;          /* pool_mu and pool_cv exist */
+	store *pool[HTTP_THREADS]; /* pool[0..nfree) are free */
+	size_t npool, nfree;
 	http_token *tokens;
 	size_t ntokens, tokcap;
 	size_t max_body;
@@ -232,6 +252,26 @@ static enum MHD_Result send_reply(struct MHD_Connection *c, http_reply *rep)
 	return ok;
 }
 
+/* ------------------------------------------------------ store handles */
+
+static store *handle_take(http_server *h)
+{
+	pthread_mutex_lock(&h->pool_mu);
+	while (h->nfree == 0)
+		pthread_cond_wait(&h->pool_cv, &h->pool_mu);
+	store *st = h->pool[--h->nfree];
+	pthread_mutex_unlock(&h->pool_mu);
+	return st;
+}
+
+static void handle_give(http_server *h, store *st)
+{
+	pthread_mutex_lock(&h->pool_mu);
+	h->pool[h->nfree++] = st;
+	pthread_cond_signal(&h->pool_cv);
+	pthread_mutex_unlock(&h->pool_mu);
+}
+
 /* ---------------------------------------------------------- requests */
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
@@ -280,7 +320,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
 	http_call call = {.conn = c, .method = method, .path = url,
 			  .body = up->buf ? up->buf : "", .body_len = up->len,
-			  .st = h->st, .tokens = h->ntokens > 0, .stats = h->stats,
+			  .st = NULL, .tokens = h->ntokens > 0, .stats = h->stats,
 			  .metrics_max_jobs = h->metrics_max_jobs};
 	const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 						       MHD_HTTP_HEADER_AUTHORIZATION);
@@ -295,7 +335,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	} else if (auth) {
 		call.bad_token = true;
 	}
+	call.st = handle_take(h);
 	http__route(&call, &rep);
+	handle_give(h, call.st);
 	if (!rep.json && !rep.text && !rep.owned_text)
 		http__error(&rep, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory");
 	return send_reply(c, &rep);
@@ -398,6 +440,19 @@ bad:
 			      "--http '%s': expected ADDR:PORT (127.0.0.1:8080, [::1]:8080)", s);
 }
 
+/* After the daemon is stopped (no request thread left): the handles. */
+static void free_server(http_server *h)
+{
+	for (size_t i = 0; i < h->npool; i++)
+		store_close(h->pool[i]);
+	if (h->pool_init) {
+		pthread_cond_destroy(&h->pool_cv);
+		pthread_mutex_destroy(&h->pool_mu);
+	}
+	dbcron__free(h->tokens);
+	dbcron__free(h);
+}
+
 int http_server_start(const http_config *c, http_server **out, dbcron_err *err)
 {
 	struct sockaddr_storage ss;
@@ -418,13 +473,28 @@ int http_server_start(const http_config *c, http_server **out, dbcron_err *err)
 	h->metrics_max_jobs = c->metrics_max_jobs;
 	if (c->token_file && (rc = read_tokens(h, c->token_file, err)))
 		goto out_free;
-	if ((rc = store_open(c->db_url, &h->st, err)) || (rc = store_check_schema(h->st, err)))
+	if (pthread_mutex_init(&h->pool_mu, NULL)) {
+		rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
+		goto out_free;
+	}
+	if (pthread_cond_init(&h->pool_cv, NULL)) {
+		pthread_mutex_destroy(&h->pool_mu);
+		rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
+		goto out_free;
+	}
+	h->pool_init = true;
+	for (; h->npool < HTTP_THREADS; h->npool++)
+		if ((rc = store_open(c->db_url, &h->pool[h->npool], err)))
+			goto out_free;
+	h->nfree = h->npool;
+	if ((rc = store_check_schema(h->pool[0], err)))
 		goto out_free;
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO;
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	h->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h,
 				MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+				MHD_OPTION_THREAD_POOL_SIZE, (unsigned)HTTP_THREADS,
 				MHD_OPTION_CONNECTION_LIMIT, c->max_conns,
 				MHD_OPTION_CONNECTION_TIMEOUT, c->timeout_s,
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)65536,
@@ -444,9 +514,7 @@ int http_server_start(const http_config *c, http_server **out, dbcron_err *err)
 	*out = h;
 	return DBCRON_OK;
 out_free:
-	store_close(h->st);
-	dbcron__free(h->tokens);
-	dbcron__free(h);
+	free_server(h);
 	return rc;
 }
 
@@ -460,7 +528,5 @@ void http_server_stop(http_server *h)
 	if (!h)
 		return;
 	MHD_stop_daemon(h->d);
-	store_close(h->st);
-	dbcron__free(h->tokens);
-	dbcron__free(h);
+	free_server(h);
 }

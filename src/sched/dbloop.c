@@ -156,6 +156,10 @@ static int flush(dbcron_node *n, dbcron_err *err)
 
 	int rc = store_apply(n->st, n->node_id, ups, k, err);
 	bool *ours = rc ? NULL : dbcron__calloc(k, sizeof(*ours));
+	/* the per-job counts, taken after mu is let go (no two locks) */
+	char **ended = rc ? NULL : dbcron__calloc(k, sizeof(*ended));
+	int *ended_state = rc ? NULL : dbcron__calloc(k, sizeof(*ended_state));
+	size_t nended = 0;
 	for (size_t i = 0; ours && i < k; i++)
 		if (!ups[i].applied && batch[i]->write_doubt && batch[i]->phase == FIRE_WRITING)
 			ours[i] = final_write_landed(n, &ups[i]);
@@ -209,6 +213,9 @@ static int flush(dbcron_node *n, dbcron_err *err)
 			if ((int)ups[i].state >= 0 && ups[i].state < NODE_STATE_MAX)
 				atomic_fetch_add_explicit(&n->stats.runs[ups[i].state], 1,
 							  memory_order_relaxed);
+			if (ended && ended_state && f->run.job_name &&
+			    (ended[nended] = dbcron__strdup(f->run.job_name)))
+				ended_state[nended++] = (int)ups[i].state;
 			if (ups[i].started_ms >= 0)
 				node_hist_observe(&n->stats.run_ms,
 						  ups[i].finished_ms - ups[i].started_ms);
@@ -224,6 +231,12 @@ static int flush(dbcron_node *n, dbcron_err *err)
 out_unlock:
 	atomic_store_explicit(&n->stats.inflight, (long long)n->inflight, memory_order_relaxed);
 	pthread_mutex_unlock(&n->mu);
+	for (size_t i = 0; i < nended; i++) {
+		node_stats_job_ended(&n->stats, ended[i], ended_state[i]);
+		dbcron__free(ended[i]);
+	}
+	dbcron__free(ended);
+	dbcron__free(ended_state);
 	dbcron__free(ours);
 	dbcron__free(ups);
 	dbcron__free(batch);

@@ -209,10 +209,21 @@ static bool start_or_hold(dbcron_node *n, fire *f, int64_t now_db)
 
 static void worker_main(void *arg);
 
+/* The busy gauge around a run; n and the pool are read before the run,
+ * which may end with f freed by the db thread. */
+static void worker_busy(void *arg)
+{
+	fire *f = arg;
+	atomic_llong *busy = &f->node->stats.busy[f->slow ? 1 : 0];
+	atomic_fetch_add_explicit(busy, 1, memory_order_relaxed);
+	worker_main(f);
+	atomic_fetch_sub_explicit(busy, 1, memory_order_relaxed);
+}
+
 void dispatch_submit(dbcron_node *n, fire *f)
 {
 	pool *p = f->slow ? n->slow : n->fast;
-	if (pool_submit(p, worker_main, f) == DBCRON_OK)
+	if (pool_submit(p, worker_busy, f) == DBCRON_OK)
 		return;
 	/* Full despite backpressure (e.g. a burst of held fires): try again
 	 * in a millisecond; the fire stays ours and its start unwritten. */

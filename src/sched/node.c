@@ -60,6 +60,7 @@ int dbcron_node_create(const dbcron_node_config *cfg, dbcron_node **out,
 	dbcron_node *n = dbcron__calloc(1, sizeof(*n));
 	if (!n)
 		return dbcron_err_set(err, DBCRON_ENOMEM, "node: out of memory");
+	node_stats_init(&n->stats);
 	n->cfg = *cfg;
 	n->cfg.db_file = NULL;
 	n->prev_beat_db = -1;
@@ -155,6 +156,7 @@ int dbcron_node_run(dbcron_node *n, dbcron_err *err)
 	int rc = store_open(n->db_url, &n->st, err);
 	if (rc)
 		return rc;
+	store_count_errors(n->st, n->stats.db_errors);
 	rc = store_check_schema(n->st, err);
 	if (rc)
 		goto out_close;
@@ -247,6 +249,7 @@ void dbcron_node_free(dbcron_node *n)
 	pthread_mutex_destroy(&n->mu);
 	pthread_cond_destroy(&n->timer_cv);
 	pthread_cond_destroy(&n->db_cv);
+	node_stats_free(&n->stats);
 	dbcron__free(n);
 }
 

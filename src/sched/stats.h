@@ -10,11 +10,14 @@
 #ifndef DBCRON_SCHED_STATS_H
 #define DBCRON_SCHED_STATS_H
 
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "dbcron/job.h"
 #include "dbcron/node.h"
+#include "store/store.h"
 
 /* Upper bounds in milliseconds (Prometheus "le"), then +Inf. */
 #define NODE_HIST_BUCKETS 15
@@ -38,7 +41,31 @@ typedef struct node_stats {
 	atomic_ullong fenced;                /* writes refused: the run was no longer ours */
 	atomic_llong inflight;
 	atomic_llong lease_until_ms;         /* database time; -1 before the first beat */
+	atomic_llong busy[2];                /* pool workers running a job: [0] fast, [1] slow */
+	atomic_ullong db_errors[STORE_ERR__COUNT]; /* the db thread's failed statements */
+	/* Final states written, per job: an array sorted by name under jobs_mu
+	 * (a leaf lock: nothing else is taken while it is held).  A name stays
+	 * once seen, so it grows with the jobs this node ran, deleted ones
+	 * included, until the process ends. */
+	pthread_mutex_t jobs_mu;
+	struct node_job_runs *jobs;
+	size_t njobs, jobcap;
 } node_stats;
+
+typedef struct node_job_runs {
+	char *name;
+	unsigned long long runs[NODE_STATE_MAX];
+} node_job_runs;
+
+void node_stats_init(node_stats *st);
+void node_stats_free(node_stats *st);
+/* The db thread wrote a final state of a run of job (copied when new).
+ * DBCRON_ENOMEM: not counted. */
+int node_stats_job_ended(node_stats *st, const char *job, int state);
+/* The first max jobs by name (strcmp), under jobs_mu: cb must not block
+ * or take a lock. */
+void node_stats_jobs_each(node_stats *st, size_t max,
+			  void (*cb)(void *ctx, const node_job_runs *j), void *ctx);
 
 void node_hist_observe(node_hist *h, int64_t ms);
 

@@ -62,21 +62,51 @@ struct store_scratch {
 /* Statements, with the fault seam                                     */
 /* ------------------------------------------------------------------ */
 
+const char *const store_err_class_name[STORE_ERR__COUNT] = {
+	[STORE_ERR_BUSY] = "busy",
+	[STORE_ERR_CONN] = "connection",
+	[STORE_ERR_CONSTRAINT] = "constraint",
+	[STORE_ERR_OTHER] = "other",
+};
+
+void store_count_errors(store *s, atomic_ullong *counts)
+{
+	s->err_counts = counts;
+}
+
+/* Every failure of a statement passes here once (an injected one too:
+ * the caller meets it as it would a real one). */
+static void count_error(store *s, int rc)
+{
+	if (!s->err_counts || rc == DBCRON_OK)
+		return;
+	store_err_class k = rc == DBCRON_EBUSY	      ? STORE_ERR_BUSY
+			    : rc == DBCRON_ECONN       ? STORE_ERR_CONN
+			    : rc == DBCRON_ECONSTRAINT ? STORE_ERR_CONSTRAINT
+						       : STORE_ERR_OTHER;
+	atomic_fetch_add_explicit(&s->err_counts[k], 1, memory_order_relaxed);
+}
+
 int store__exec(store *s, int id, const store_param *p, int np, dbcron_err *err)
 {
 	int rc;
 	s->stmt_count++;
 	if (s->faults && (rc = store__fault_before(s, id, err)))
-		return rc;
+		goto out;
 	rc = s->d->exec(s->c, id, p, np, err);
 	if (!rc && s->faults && (rc = store__fault_after(s, id, err)))
 		s->d->reset(s->c);
+out:
+	count_error(s, rc);
 	return rc;
 }
 
 int store__next(store *s, dbcron_err *err)
 {
-	return s->d->next(s->c, err);
+	int row = s->d->next(s->c, err);
+	if (row < 0)
+		count_error(s, -row);
+	return row;
 }
 
 void store__reset(store *s)
@@ -766,6 +796,37 @@ int store_job_list(store *s, store_job_cb cb, void *ctx, dbcron_err *err)
 {
 	struct job_each e = {cb, ctx};
 	return each_row(s, ST_JOB_LIST, NULL, 0, job_one, &e, err);
+}
+
+int store_job_page(store *s, const char *after, long limit, store_job_cb cb, void *ctx,
+		   dbcron_err *err)
+{
+	struct job_each e = {cb, ctx};
+	if (limit < 1)
+		return dbcron_err_set(err, DBCRON_EINVAL, "job_page: limit %ld", limit);
+	store_param p[] = {sp_text(after ? after : ""), sp_i64(limit)};
+	return each_row(s, ST_JOB_PAGE, p, 2, job_one, &e, err);
+}
+
+struct last_ok_each {
+	store_last_ok_cb cb;
+	void *ctx;
+};
+
+static int last_ok_one(store *s, void *arg, bool *stop, dbcron_err *err)
+{
+	struct last_ok_each *e = arg;
+	const char *name = s->d->col_text(s->c, 0);
+	*stop = e->cb(e->ctx, name ? name : "", col_i64n(s, 1)) != 0;
+	return DBCRON_OK;
+}
+
+int store_job_last_success(store *s, long limit, store_last_ok_cb cb, void *ctx,
+			   dbcron_err *err)
+{
+	struct last_ok_each e = {cb, ctx};
+	store_param p[] = {sp_i64(limit)};
+	return each_row(s, ST_JOB_LAST_OK, p, 1, last_ok_one, &e, err);
 }
 
 struct brief_each {

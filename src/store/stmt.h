@@ -25,8 +25,14 @@
 	/* (name) -> JOB_COLS */                                                          \
 	X(JOB_GET, "reading the job", "")                                                \
 	X(JOB_LIST, "listing jobs", "")                                                  \
+	/* (after name, limit) -> JOB_COLS of the next jobs by name: a keyset page */   \
+	X(JOB_PAGE, "listing a page of jobs", "")                                        \
 	/* () -> name, next_fire_at, paused (0/1), by name: /metrics */                 \
 	X(JOB_BRIEF, "listing job names and next fires", "")                             \
+	/* (limit) -> name, finished_ms of its newest-fired SUCCEEDED run (NULL none), by  \
+	 * name, the first limit jobs: /metrics.  Walks UNIQUE(job_id, fire_at, attempt)   \
+	 * backwards from each job's newest fire to its first success. */                 \
+	X(JOB_LAST_OK, "reading the jobs' last successes", "")                           \
 	/* batch [name] -> JOB_COLS of the jobs that exist */                            \
 	X(JOBS_BY_NAMES, "reading jobs by name", "")                                     \
 	/* (now) batch [JOB_PUT_COLS] -> id, name */                                     \

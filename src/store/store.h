@@ -24,6 +24,7 @@
 #ifndef DBCRON_STORE_H
 #define DBCRON_STORE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -32,6 +33,18 @@
 #include "dbcron/job.h"
 
 typedef struct store store;
+
+/* What kind of database error a statement met, for counting
+ * (store_count_errors): the error codes a dialect's classify() yields. */
+typedef enum store_err_class {
+	STORE_ERR_BUSY = 0,   /* DBCRON_EBUSY: locked, a deadlock, a serialization failure */
+	STORE_ERR_CONN,       /* DBCRON_ECONN: the connection was lost or refused */
+	STORE_ERR_CONSTRAINT, /* DBCRON_ECONSTRAINT */
+	STORE_ERR_OTHER,      /* anything else a statement returned */
+	STORE_ERR__COUNT
+} store_err_class;
+extern const char *const store_err_class_name[STORE_ERR__COUNT];
+
 struct store_dialect;
 struct store_conn;
 struct store_faults;
@@ -46,7 +59,14 @@ struct store {
 	uint64_t stmt_count;
 	struct store_faults *faults; /* NULL: no fault injected */
 	struct store_scratch *scratch; /* reused batch buffers */
+	/* NULL, or where every failed statement of this handle is counted by
+	 * class (borrowed; relaxed adds, read by another thread) */
+	atomic_ullong *err_counts;
 };
+
+/* Count this handle's failed statements into counts[STORE_ERR__COUNT]
+ * (borrowed: must outlive the handle's use; NULL stops counting). */
+void store_count_errors(store *s, atomic_ullong *counts);
 
 /* One fire the planner wants written while a job is claimed. */
 typedef struct store_fire {
@@ -271,6 +291,15 @@ int store_now_ms(store *s, int64_t *out, dbcron_err *err);
 int store_job_put(store *s, dbcron_job *jobs, size_t n, store_put_mode mode, bool prune, size_t *created, size_t *updated, size_t *deleted, dbcron_err *err);
 int store_job_get(store *s, const char *name, dbcron_job *out, dbcron_err *err);
 int store_job_list(store *s, store_job_cb cb, void *ctx, dbcron_err *err);
+/* At most limit (>= 1) jobs whose names sort after `after` ("" or NULL:
+ * from the first), by name in the database's order: a keyset page. */
+int store_job_page(store *s, const char *after, long limit, store_job_cb cb, void *ctx,
+		   dbcron_err *err);
+/* The first limit jobs by name, each with the finish time of its
+ * newest-fired succeeded run (-1: none). */
+typedef int (*store_last_ok_cb)(void *ctx, const char *name, int64_t finished_ms);
+int store_job_last_success(store *s, long limit, store_last_ok_cb cb, void *ctx,
+			   dbcron_err *err);
 /* Every job's store_job_brief, by name. */
 int store_job_briefs(store *s, store_brief_cb cb, void *ctx, dbcron_err *err);
 int store_job_set_paused(store *s, const char *name, bool paused, int64_t next_fire_at, dbcron_err *err);

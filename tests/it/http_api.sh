@@ -94,7 +94,9 @@ expect_rc 1 serve --http 127.0.0.1:0 --api-token-file "$T_DIR/missing"
 assert_err_contains "missing: No such file"
 
 t_section "a node serving the API"
-t_bg "$DBCRON_BIN" node --node-id n1 --http 127.0.0.1:0 --api-token-file "$T_DIR/tokens" \
+# one heartbeat is refused as busy (the fault seam), for dbcron_db_errors_total
+t_bg env DBCRON_TEST_FAULTS='stmt=node_heartbeat,kind=busy,nth=3,times=1' \
+	"$DBCRON_BIN" node --node-id n1 --http 127.0.0.1:0 --api-token-file "$T_DIR/tokens" \
 	--heartbeat 200ms --lease 2s 2>"$T_DIR/node.log"
 NODE_PID=$T_BG_PID
 wait_until 30 has_port "$T_DIR/node.log" || { cat "$T_DIR/node.log"; exit 1; }
@@ -237,6 +239,21 @@ TICK_RUN=$(curl -s -H "Authorization: Bearer $READER" \
 expect 200 GET "/api/v1/runs/$TICK_RUN" "$READER"
 assert_eq "tick-output" "$(jget .output | tr -d '\n')" "a run's captured output"
 assert_eq tick "$(jget .job)"
+assert_eq "$TICK_RUN" "$(jget '[.attempts[].id] | join(" ")')" "one attempt, itself"
+# a fire that fails and is retried: every attempt lists the whole chain
+expect 201 PUT /api/v1/jobs/flaky "$ADMIN" "$(body '{"every":"1h","retries":2,"retry-base":"1s","retry-cap":"1s","command":["false"]}')"
+expect 201 POST /api/v1/jobs/flaky/trigger "$ADMIN"
+FLAKY_FIRE=$(jget .fire_at_ms)
+three_attempts() { [ "$("$DBCRON_BIN" runs --job flaky --state failed --format json --limit 0 |
+	jq --argjson f "$FLAKY_FIRE" '[.[] | select(.fire_at_ms == $f)] | length')" = 3 ]; }
+wait_until 60 three_attempts || _t_fail "flaky did not fail three times"
+want=$("$DBCRON_BIN" runs --job flaky --format json --limit 0 |
+	jq -r --argjson f "$FLAKY_FIRE" '[.[] | select(.fire_at_ms == $f)] | sort_by(.attempt) | map("\(.attempt):\(.id)") | join(" ")')
+for id in $("$DBCRON_BIN" runs --job flaky --format json --limit 0 | jq -r '.[].id'); do
+	expect 200 GET "/api/v1/runs/$id" "$READER"
+	assert_eq "$want" "$(jget '.attempts | map("\(.attempt):\(.id)") | join(" ")')" "run $id: its fire's attempts"
+done
+expect 200 DELETE /api/v1/jobs/flaky "$ADMIN"
 expect 404 GET /api/v1/runs/999999999 "$READER"
 expect 404 GET /api/v1/runs/abc "$READER"
 expect 400 GET "/api/v1/runs?state=bogus" "$READER"
@@ -275,13 +292,15 @@ metric() { curl -s -H "Authorization: Bearer $READER" "http://127.0.0.1:$PORT/me
 	awk -v k="$1" '$1 == k {print $2}'; }
 log_count() { "$DBCRON_BIN" runs --format csv --limit 0 | awk -F, -v s="$1" '$4 == s && $5 == "n1"' | wc -l; }
 # the counters move just after the run log does: wait for them to agree
+# (the histograms hold every run n1 ended: the succeeded and flaky's failed ones)
 metrics_agree() {
-	local n
+	local n all
 	n=$(log_count succeeded)
+	all=$((n + $(log_count failed)))
 	[ "$n" -gt 0 ] &&
 		[ "$(metric 'dbcron_runs_total{node="n1",state="succeeded"}')" = "$n" ] &&
-		[ "$(metric 'dbcron_run_duration_seconds_count{node="n1"}')" = "$n" ] &&
-		[ "$(metric 'dbcron_start_lateness_seconds_count{node="n1"}')" = "$n" ]
+		[ "$(metric 'dbcron_run_duration_seconds_count{node="n1"}')" = "$all" ] &&
+		[ "$(metric 'dbcron_start_lateness_seconds_count{node="n1"}')" = "$all" ]
 }
 if wait_until 30 metrics_agree; then _t_pass; else
 	_t_fail "metrics disagree with the run log" "log: $(log_count succeeded) succeeded" \
@@ -299,6 +318,33 @@ for h in run_duration start_lateness claim_duration; do
 		"$got" "$h buckets are cumulative up to the count"
 done
 assert_eq 1 "$(awk '$1 == "dbcron_job_paused{job=\"tick\"}" {print $2}' <<<"$H_BODY")" "tick is paused"
+sample() { awk -v k="$1" '$1 == k {print $2}' <<<"$H_BODY"; }
+assert_match "$(sample 'dbcron_db_errors_total{node="n1",class="busy"}')" '^[1-9][0-9]*$' \
+	"the refused heartbeat is counted as busy"
+for k in connection constraint other; do
+	assert_match "$(sample "dbcron_db_errors_total{node=\"n1\",class=\"$k\"}")" '^[0-9]+$' "db errors: $k"
+done
+# last success, from the database: quiet's triggered run
+ok_ms=$("$DBCRON_BIN" runs --job quiet --state succeeded --format json --limit 0 |
+	jq 'max_by(.fire_at_ms * 1000 + .attempt) | .finished_ms')
+assert_match "$ok_ms" '^[0-9]+$' "quiet has a success in the log"
+assert_eq "$ok_ms" "$(awk '$1 == "dbcron_job_last_success_timestamp_seconds{job=\"quiet\"}" {
+	printf "%d", $2 * 1000 + 0.5 }' <<<"$H_BODY")" "quiet's last success, from the run log"
+# per job and state, against the run log (flaky is deleted: its counts stay)
+job_log() { "$DBCRON_BIN" runs --job "$1" --format csv --limit 0 | awk -F, -v s="$2" '$4 == s && $5 == "n1"' | wc -l; }
+for js in tick:succeeded quiet:succeeded; do
+	assert_eq "$(job_log "${js%%:*}" "${js#*:}")" \
+		"$(sample "dbcron_job_runs_total{node=\"n1\",job=\"${js%%:*}\",state=\"${js#*:}\"}")" "runs of $js"
+done
+assert_eq 3 "$(sample 'dbcron_job_runs_total{node="n1",job="flaky",state="failed"}')" "flaky's three failures"
+for st in succeeded failed; do
+	assert_eq "$(sample "dbcron_runs_total{node=\"n1\",state=\"$st\"}")" \
+		"$(awk -v s="state=\"$st\"}" 'index($1, "dbcron_job_runs_total{") == 1 && index($1, s) { t += $2 } END { print t + 0 }' <<<"$H_BODY")" \
+		"the per-job $st runs add up to the node's"
+done
+# nothing runs now (tick paused, no run RUNNING): no worker is busy
+assert_eq "0 0" "$(sample 'dbcron_busy_workers{node="n1",pool="fast"}') $(sample 'dbcron_busy_workers{node="n1",pool="slow"}')" \
+	"busy workers when nothing runs"
 assert_eq 2 "$(awk '$1 == "dbcron_jobs" {print $2}' <<<"$H_BODY")"
 next_ms=$("$DBCRON_BIN" job show quiet --format json | jq .next_fire_at_ms)
 assert_eq "$next_ms" "$(awk '$1 == "dbcron_job_next_fire_timestamp_seconds{job=\"quiet\"}" {
@@ -429,6 +475,39 @@ assert_eq "$before" "$(db_state)" "a read-only server wrote nothing"
 kill "$T_BG_PID"
 wait "$T_BG_PID" || true
 
+t_section "a slow request holds one thread: the others are served meanwhile"
+# The pause's wait for the nodes is stalled for a minute (the fault seam,
+# on the statement that reads the jobs generation after the pause has
+# committed): once the job shows paused in the database and the pause has
+# not been answered, that request is provably inside the server.  A server
+# answering one request at a time would answer nothing else until it ends.
+t_bg env DBCRON_TEST_FAULTS='stmt=meta_gen,kind=stall,stall=60000' \
+	"$DBCRON_BIN" serve --http 127.0.0.1:0 --api-token-file "$T_DIR/tokens" 2>"$T_DIR/serve3.log"
+SLOW_SERVE=$T_BG_PID
+wait_until 30 has_port "$T_DIR/serve3.log" || { cat "$T_DIR/serve3.log"; exit 1; }
+PORT=$(port_of "$T_DIR/serve3.log")
+: >"$T_DIR/slow.out"
+curl -s -X POST -H "Authorization: Bearer $ADMIN" --max-time 300 -o "$T_DIR/slow.out" \
+	"http://127.0.0.1:$PORT/api/v1/jobs/fresh/pause" &
+SLOW_REQ=$!
+fresh_paused() { "$DBCRON_BIN" job show fresh --format json | jq -e .paused >/dev/null; }
+wait_until 60 fresh_paused || _t_fail "the stalled pause never committed"
+in_progress() { kill -0 "$SLOW_REQ" 2>/dev/null && [ ! -s "$T_DIR/slow.out" ]; }
+assert_eq 0 "$(in_progress && echo 0 || echo 1)" "the pause is still being answered"
+for p in /healthz /metrics /api/v1/nodes "/api/v1/jobs/fresh"; do
+	H_CODE=$(curl -s -o /dev/null -w '%{http_code}' --max-time 300 \
+		-H "Authorization: Bearer $READER" "http://127.0.0.1:$PORT$p" || true)
+	assert_eq 200 "$H_CODE" "GET $p during the slow request"
+done
+assert_eq 0 "$(in_progress && echo 0 || echo 1)" \
+	"the others were answered while the pause was still in the server"
+kill "$SLOW_REQ" 2>/dev/null || true
+wait "$SLOW_REQ" 2>/dev/null || true
+# the stalled thread would hold a graceful stop for its minute
+kill -9 "$SLOW_SERVE"
+wait "$SLOW_SERVE" 2>/dev/null || true
+expect_rc 0 job resume fresh
+
 t_section "serve --metrics-max-jobs caps the per-job series"
 t_bg "$DBCRON_BIN" serve --http 127.0.0.1:0 --metrics-max-jobs 1 2>"$T_DIR/serve2.log"
 wait_until 30 has_port "$T_DIR/serve2.log" || { cat "$T_DIR/serve2.log"; exit 1; }
@@ -437,6 +516,51 @@ expect 200 GET /metrics
 assert_eq 1 "$(grep -c '^dbcron_job_paused{' <<<"$H_BODY")" "one job's series"
 assert_eq 1 "$(awk '$1 == "dbcron_metrics_jobs_omitted" {print $2}' <<<"$H_BODY")"
 assert_not_contains "$H_BODY" "dbcron_runs_total" "serve has no node counters"
+assert_not_contains "$H_BODY" "dbcron_job_runs_total" "nor per-job run counters"
 kill "$T_BG_PID"
+
+t_section "GET /api/v1/jobs pages by name"
+# names that need escaping in a query string, and one that sorts first
+jq -n '[range(0; 25) | {name: ("p-\(. | tostring | if length < 2 then "0" + . else . end)"),
+	every: "1h", command: ["true"], paused: true}] +
+	[{name: "p+plus", every: "1h", command: ["true"]}, {name: "p%25&x=y", every: "1h", command: ["true"]},
+	 {name: "A-first", every: "1h", command: ["true"]}]' >"$T_DIR/many.json"
+expect_rc 0 job apply "$T_DIR/many.json"
+t_bg "$DBCRON_BIN" serve --http 127.0.0.1:0 2>"$T_DIR/serve4.log"
+wait_until 30 has_port "$T_DIR/serve4.log" || { cat "$T_DIR/serve4.log"; exit 1; }
+PORT=$(port_of "$T_DIR/serve4.log")
+expect_rc 0 job list --format json
+want=$(jq -r '.[].name' <<<"$T_OUT" | sort | tr '\n' ' ')
+assert_eq 30 "$(wc -w <<<"$want")" "thirty jobs to page through"
+got="" cursor="" pages=0 over=0
+while :; do
+	req GET "/api/v1/jobs?limit=4${cursor:+&cursor=$(jq -rn --arg c "$cursor" '$c|@uri')}"
+	[ "$H_CODE" = 200 ] || { _t_fail "jobs page $pages: $H_CODE $H_BODY"; break; }
+	[ "$(jget '.jobs | length')" -le 4 ] || over=1
+	got+="$(jget '.jobs[].name') "
+	cursor=$(jget '.next_cursor // empty')
+	pages=$((pages + 1))
+	[ -n "$cursor" ] && [ "$pages" -lt 100 ] || break
+done
+assert_eq "$want" "$(tr ' ' '\n' <<<"$got" | grep . | sort | tr '\n' ' ')" "job pages hold every job once"
+assert_eq 8 "$pages" "30 jobs in pages of 4, the last one short and with no next cursor"
+assert_eq 0 "$over" "no page is over the limit"
+expect 200 GET "/api/v1/jobs"
+assert_eq "30 null" "$(jget '"\(.jobs | length) \(.next_cursor)"')" "the default page holds 30"
+expect 200 GET "/api/v1/jobs?limit=2"
+assert_eq "A-first fresh" "$(jget '[.jobs[].name] | join(" ")')" "a page is in name order"
+assert_eq fresh "$(jget .next_cursor)" "the next cursor is the page's last name"
+expect 200 GET "/api/v1/jobs?limit=1&cursor=p-07x"
+assert_eq "p-08" "$(jget '.jobs[0].name')" "a cursor need not name a job that exists"
+expect 200 GET "/api/v1/jobs?limit=1000"
+for q in limit=0 limit=1001 limit=-1 limit=abc "limit=2&cursor=a%20b" "cursor=%01" \
+	"cursor=$(head -c 201 /dev/zero | tr '\0' a)"; do
+	expect 400 GET "/api/v1/jobs?$q"
+	assert_eq invalid "$(err_code)" "jobs?$q: the error shape"
+done
+assert_contains "$(curl -s "http://127.0.0.1:$PORT/api/v1/jobs?limit=0" | jq -r .error.message)" \
+	"limit '0': expected a whole number from 1 to 1000"
+kill "$T_BG_PID"
+wait "$T_BG_PID" || true
 
 t_done

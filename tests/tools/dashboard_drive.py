@@ -173,6 +173,13 @@ def main():
         cdp.js("location.hash = '#runs'")
         cdp.wait("!!document.querySelector('#runs tbody tr[data-run=\"%s\"]')" % run,
                  "run %s in the runs view" % run)
+        # the run's own view: its attempt chain holds it, marked as this one
+        cdp.js("location.hash = '#run/%s'" % run)
+        cdp.wait("!!document.querySelector('#run-attempts tbody tr[data-run=\"%s\"][aria-current]')" % run,
+                 "run %s in its own attempt chain" % run)
+        cdp.js("location.hash = '#runs'")
+        cdp.wait("!!document.querySelector('#runs tbody tr[data-run=\"%s\"]')" % run,
+                 "run %s in the runs view again" % run)
         shot_png = base64.b64decode(cdp.call("Page.captureScreenshot", format="png")["data"])
         with open(shot, "wb") as f:
             f.write(shot_png)

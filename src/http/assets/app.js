@@ -8,6 +8,8 @@ const api = "/api/v1";
 let token = sessionStorage.getItem("dbcron-token") || "";
 let runCursors = [];      // cursors of the pages shown, for "Older"
 let runNext = null;
+let jobCursors = [];      // the same for the jobs pages (a cursor is a name)
+let jobNext = null;
 let current = "jobs";
 let currentArg = null;
 
@@ -94,7 +96,14 @@ function button(text, fn) {
 
 const views = {
   async jobs() {
-    const j = await get("/jobs");
+    // one page from the server at a time, so 10,000 jobs cost what 100 do
+    const q = new URLSearchParams({ limit: "100" });
+    const c = jobCursors[jobCursors.length - 1];
+    if (c) q.set("cursor", c);
+    const j = await get("/jobs?" + q);
+    jobNext = j.next_cursor;
+    $("#jobs-next").disabled = !jobNext;
+    $("#jobs-first").disabled = jobCursors.length === 0;
     fill("#jobs", j.jobs.map((job) => {
       const tr = document.createElement("tr");
       tr.dataset.job = job.name;
@@ -107,7 +116,7 @@ const views = {
                 td(job.tz), td(when(job.next_fire_at_ms, job.tz)), td(job.paused ? "yes" : "no"), acts);
       return tr;
     }));
-    return j.jobs.length + " jobs";
+    return j.jobs.length + " jobs" + (jobCursors.length || jobNext ? " (page " + (jobCursors.length + 1) + ")" : "");
   },
   async job(name) {
     const j = await get("/jobs/" + encodeURIComponent(name));
@@ -134,8 +143,14 @@ const views = {
   async run(id) {
     const r = await get("/runs/" + encodeURIComponent(id));
     $("#run-title").textContent = "Run " + r.id + " of " + r.job + " (attempt " + r.attempt + ")";
-    const def = Object.assign({}, r); delete def.output;
+    const def = Object.assign({}, r); delete def.output; delete def.attempts;
     $("#run-def").textContent = JSON.stringify(def, null, 2);
+    // the fire's attempt chain, each a link to its own run; this one marked
+    fill("#run-attempts", (r.attempts || []).map((a) => {
+      const tr = runRow(a, false);
+      if (a.id === r.id) { tr.setAttribute("aria-current", "true"); tr.className = "current"; }
+      return tr;
+    }));
     $("#run-output").textContent = r.output || "(no output captured)";
     return "run " + id;
   },
@@ -186,6 +201,8 @@ $("#auth").onsubmit = (e) => {
 $("#run-filter").onsubmit = (e) => { e.preventDefault(); runCursors = []; refresh(); };
 $("#runs-older").onclick = () => { if (runNext) { runCursors.push(runNext); refresh(); } };
 $("#runs-newest").onclick = () => { runCursors = []; refresh(); };
+$("#jobs-next").onclick = () => { if (jobNext) { jobCursors.push(jobNext); refresh(); } };
+$("#jobs-first").onclick = () => { jobCursors = []; refresh(); };
 window.onhashchange = route;
 route();
 // live: poll every 2 s while the page is visible (only the newest runs page)

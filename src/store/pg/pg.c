@@ -66,7 +66,13 @@ static const char *const sql[ST__COUNT] = {
 	[ST_SCHEMA] = "-- schema_read(), migrate()",
 	[ST_JOB_GET] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name = $1::text",
 	[ST_JOB_LIST] = "SELECT " STORE_JOB_COLS " FROM jobs ORDER BY name",
+	[ST_JOB_PAGE] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name > $1::text ORDER BY name "
+			"LIMIT $2::bigint",
 	[ST_JOB_BRIEF] = "SELECT name, next_fire_at, paused::int FROM jobs ORDER BY name",
+	[ST_JOB_LAST_OK] =
+		"SELECT j.name, (SELECT r.finished_ms FROM runs r WHERE r.job_id = j.id AND "
+		"r.state = 3 ORDER BY r.fire_at DESC, r.attempt DESC LIMIT 1) FROM jobs j "
+		"ORDER BY j.name LIMIT $1::bigint",
 	[ST_JOBS_BY_NAMES] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name = ANY ($1::text[])",
 	[ST_JOBS_INSERT] =
 		"INSERT INTO jobs (" STORE_JOB_PUT_COLS ", created_ms, updated_ms) "
