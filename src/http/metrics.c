@@ -136,7 +136,7 @@ static void node_series(FILE *f, node_stats *st, size_t max_jobs)
 		fprintf(f, "\",class=\"%s\"} %llu\n", store_err_class_name[k], ld(&st->db_errors[k]));
 	}
 	head(f, "dbcron_job_runs_total", "counter",
-	     "Runs of a job whose final state this node wrote, by state (the first --metrics-max-jobs jobs by name; states it never wrote left out).");
+	     "Runs of a job whose final state this node wrote, by state (the first --metrics-max-jobs jobs this node ran; states it never wrote left out).");
 	job_runs_pass jr = {.f = f, .node = node};
 	node_stats_jobs_each(st, max_jobs, job_runs_row, &jr);
 	long long until = atomic_load(&st->lease_until_ms);

@@ -40,6 +40,7 @@
 #include "core/alloc.h"
 #include "core/log.h"
 #include "http/http_int.h"
+#include "sched/stats.h"
 
 #define SHA256_HEX 64
 /* Request threads (and store handles).  Four keeps a slow request or two
@@ -470,6 +471,10 @@ int http_server_start(const http_config *c, http_server **out, dbcron_err *err)
 		return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
 	h->max_body = c->max_body;
 	h->stats = c->stats;
+	/* the node keeps per-job run counters for as many jobs as /metrics
+	 * shows, and none without a server */
+	if (h->stats)
+		atomic_store(&h->stats->jobs_max, c->metrics_max_jobs);
 	h->metrics_max_jobs = c->metrics_max_jobs;
 	if (c->token_file && (rc = read_tokens(h, c->token_file, err)))
 		goto out_free;

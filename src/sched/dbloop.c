@@ -156,9 +156,11 @@ static int flush(dbcron_node *n, dbcron_err *err)
 
 	int rc = store_apply(n->st, n->node_id, ups, k, err);
 	bool *ours = rc ? NULL : dbcron__calloc(k, sizeof(*ours));
-	/* the per-job counts, taken after mu is let go (no two locks) */
-	char **ended = rc ? NULL : dbcron__calloc(k, sizeof(*ended));
-	int *ended_state = rc ? NULL : dbcron__calloc(k, sizeof(*ended_state));
+	/* the per-job counts, taken after mu is let go (no two locks), and
+	 * only when an HTTP server asked for them */
+	bool per_job = !rc && atomic_load_explicit(&n->stats.jobs_max, memory_order_relaxed) > 0;
+	char **ended = per_job ? dbcron__calloc(k, sizeof(*ended)) : NULL;
+	int *ended_state = per_job ? dbcron__calloc(k, sizeof(*ended_state)) : NULL;
 	size_t nended = 0;
 	for (size_t i = 0; ours && i < k; i++)
 		if (!ups[i].applied && batch[i]->write_doubt && batch[i]->phase == FIRE_WRITING)

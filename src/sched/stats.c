@@ -4,11 +4,12 @@
  * without a per-series configuration.  Observing is a few relaxed atomic
  * adds, cheap enough for the db thread's write path.
  *
- * And the per-job run counters: a name-sorted array under jobs_mu, which
- * the db thread takes once per finished run (a binary search; an insert
- * only for a name not seen before) and a scrape takes while it prints the
- * first N, so both stay short.  jobs_mu is a leaf: the db thread counts
- * after it let go of the node's mu.
+ * And the per-job run counters: a name-sorted array of at most jobs_max
+ * names under jobs_mu, which the db thread takes once per finished run (a
+ * binary search; an insert only for a name not seen before, while there
+ * is room) and a scrape takes while it prints them, so both stay short
+ * and the memory bounded.  jobs_mu is a leaf: the db thread counts after
+ * it let go of the node's mu.
  */
 #include <string.h>
 
@@ -17,6 +18,7 @@
 
 void node_stats_init(node_stats *st)
 {
+	atomic_init(&st->jobs_max, 0);
 	pthread_mutex_init(&st->jobs_mu, NULL);
 }
 
@@ -49,6 +51,8 @@ int node_stats_job_ended(node_stats *st, const char *job, int state)
 		else
 			hi = mid;
 	}
+	if (st->njobs >= atomic_load_explicit(&st->jobs_max, memory_order_relaxed))
+		goto out_unlock; /* full: this job is in the node's totals only */
 	char *name = dbcron__strdup(job);
 	if (!name || dbcron__grow((void **)&st->jobs, &st->jobcap, st->njobs + 1,
 				  sizeof(*st->jobs))) {

@@ -45,8 +45,12 @@ typedef struct node_stats {
 	atomic_ullong db_errors[STORE_ERR__COUNT]; /* the db thread's failed statements */
 	/* Final states written, per job: an array sorted by name under jobs_mu
 	 * (a leaf lock: nothing else is taken while it is held).  A name stays
-	 * once seen, so it grows with the jobs this node ran, deleted ones
-	 * included, until the process ends. */
+	 * once seen, deleted jobs included, so the array holds at most
+	 * jobs_max names: the first jobs_max this node ran.  0 (no HTTP server
+	 * asked for them) keeps none, and the db thread copies no names: a
+	 * node draining a million one-shot jobs pays nothing and keeps nothing
+	 * per job. */
+	atomic_size_t jobs_max;
 	pthread_mutex_t jobs_mu;
 	struct node_job_runs *jobs;
 	size_t njobs, jobcap;
