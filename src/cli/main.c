@@ -39,7 +39,7 @@ static const struct {
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: dbcron [--version] [--help] COMMAND [ARGS...]\n\n"
-		   "A distributed job scheduler on SQLite or PostgreSQL.\n\ncommands:\n");
+		   "A distributed job scheduler on SQLite, PostgreSQL or MySQL/MariaDB.\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  %-7s %s\n", commands[i].name, commands[i].help);
 	fprintf(f, "\nEvery database command takes --db URL (sqlite:PATH, postgresql://... or a\n"
