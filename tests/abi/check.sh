@@ -56,6 +56,9 @@ pass "every public header compiles alone as C11${cxx:+ and C++11}"
 } > "$t/every.c"
 libdir=$(dirname "$lib")
 link=(-L"$libdir" -Wl,-rpath,"$libdir" -Wl,--allow-shlib-undefined -l:"$(basename "$lib")")
+# a sanitizer build's library needs its runtime in the program too
+# shellcheck disable=SC2206
+[ -n "${DBCRON_SANFLAGS:-}" ] && link+=($DBCRON_SANFLAGS)
 "$cc" -std=c11 -I"$src/include" -Wall -Werror -o "$t/every_c" "$t/every.c" "${link[@]}" ||
   fail "a C program naming every listed symbol does not build against $lib"
 "$t/every_c" || fail "the C program did not run"

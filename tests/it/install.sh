@@ -61,7 +61,8 @@ export PKG_CONFIG_PATH=$P/$lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$ROOT
 assert_eq "0.1.0" "$(pkg-config --modversion dbcron)" "pkg-config knows dbcron"
 rc=0
 # shellcheck disable=SC2046
-cc -std=c11 -Wall -Werror -o "$T_DIR/prog" "$T_DIR/prog.c" $(pkg-config --cflags --libs dbcron) \
+# (a sanitizer build's library needs its runtime in the program too)
+cc -std=c11 -Wall -Werror ${DBCRON_SANFLAGS:-} -o "$T_DIR/prog" "$T_DIR/prog.c" $(pkg-config --cflags --libs dbcron) \
 	2>"$T_DIR/cc.log" || rc=$?
 assert_eq 0 "$rc" "compiles and links against the installed library: $(head -5 "$T_DIR/cc.log")"
 want=$("$DBCRON_BIN" cron next '0 30 2 * * ?' --from 1767323045 --format epoch)
