@@ -34,7 +34,7 @@ _dbcron()
 		;;
 	esac
 	if [ "$COMP_CWORD" -eq 1 ]; then
-		COMPREPLY=($(compgen -W "cron init job node runs nodes lock locks --help --version" -- "$cur"))
+		COMPREPLY=($(compgen -W "cron init job node runs nodes lock locks serve --help --version" -- "$cur"))
 		return
 	fi
 	local db="--db --db-file --help"
@@ -45,9 +45,9 @@ _dbcron()
 			return
 		fi
 		case $sub in
-		add) opts="--cron --every --after --at --tz --misfire --max-catchup --misfire-threshold --overlap --node-loss --retries --retry-base --retry-cap --jitter --timeout --paused --handler --arg --user --group --cwd --env --env-file --umask --inherit-env --no-user-check" ;;
+		add) opts="--cron --every --after --at --tz --misfire --max-catchup --misfire-threshold --overlap --node-loss --retries --retry-base --retry-cap --jitter --timeout --paused --handler --arg --user --group --cwd --env --env-file --umask --inherit-env --no-user-check --strict" ;;
 		list|show) opts="--format" ;;
-		apply) opts="--prune --max-bytes --max-jobs --no-user-check" ;;
+		apply) opts="--prune --max-bytes --max-jobs --no-user-check --strict" ;;
 		import-crontab) opts="--system --user --apply --partial --no-user-check" ;;
 		esac
 		if [ "$sub" = apply ] || [ "$sub" = import-crontab ]; then
@@ -63,7 +63,8 @@ _dbcron()
 		opts="--tz --from --count --format"
 		;;
 	init) opts="--group" ;;
-	node) opts="--node-id --workers --slow-workers --claim-batch --max-inflight --preread --claim-strategy --lease --heartbeat --grace --retention --log-runs --quiet" ;;
+	node) opts="--node-id --workers --slow-workers --claim-batch --max-inflight --preread --claim-strategy --lease --heartbeat --grace --retention --log-runs --quiet --http --api-token-file --metrics-max-jobs" ;;
+	serve) opts="--http --api-token-file --metrics-max-jobs" ;;
 	runs) opts="--job --state --since --limit --format" ;;
 	nodes) opts="--format --prune" ;;
 	lock) opts="--ttl --owner --wait --kill-grace --held-exit" ;;
