@@ -183,7 +183,8 @@ typedef struct app_job_set_result {
 
 /*
  * Change the fields over gives (over->seen; a model_jobdef the caller
- * filled as `job add` does, with no name) of the stored job name; the
+ * filled as `job add` does, with no name and no paused: job pause and
+ * job resume do that) of the stored job name; the
  * others keep their stored values.  Giving one key of a group replaces the
  * group: a schedule key the schedule, --handler the command and what it
  * runs as, a command the handler and its arg; --env the whole list.  The

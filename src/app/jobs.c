@@ -523,9 +523,11 @@ static bool changed_keys(const dbcron_job *prev, const dbcron_job *job, json_t *
 	json_t *a = model_job_def_json(prev), *b = model_job_def_json(job);
 	bool ok = a && b;
 	*n = 0;
-	/* in the key table's order, so a diff reads the same every time */
+	/* in the key table's order, so a diff reads the same every time;
+	 * "paused" is not compared: a stored job keeps its own (store_job_put) */
 	for (const model_jobdef_key *k = model_jobdef_keys; ok && k->name; k++) {
-		if (json_equal(json_object_get(a, k->name), json_object_get(b, k->name)) ||
+		if (k->id == MODEL_JK_PAUSED ||
+		    json_equal(json_object_get(a, k->name), json_object_get(b, k->name)) ||
 		    (!json_object_get(a, k->name) && !json_object_get(b, k->name)))
 			continue;
 		(*n)++;
@@ -734,8 +736,12 @@ int app_job_set(store *s, const char *name, model_jobdef *over, const app_job_se
 	memset(r, 0, sizeof(*r));
 	r->next_fire = -1;
 	dbcron_job_init(&prev);
-	if (over->seen[MODEL_JK_NAME]) {
-		rc = dbcron_err_set(err, DBCRON_EINVAL, "the name is not a field to set: use job rename");
+	if (over->seen[MODEL_JK_NAME] || over->seen[MODEL_JK_PAUSED]) {
+		/* the store keeps a stored job's paused state (store_job_put):
+		 * pausing has its own verbs, which wait for the nodes */
+		rc = dbcron_err_set(err, DBCRON_EINVAL, over->seen[MODEL_JK_NAME]
+				    ? "the name is not a field to set: use job rename"
+				    : "paused is not a field to set: use job pause or job resume");
 		goto out_clear;
 	}
 	if ((rc = app_job_find(s, name, &prev, err)))
