@@ -145,22 +145,21 @@ static int job_set(int argc, char **argv)
 	for (int i = 0; i < MODEL_JK__COUNT; i++)
 		any |= d.seen[i];
 	if (!any) {
-		cli_usage_error("job set", "nothing to change: give at least one field (dbcron job set --help)");
+		cli_usage_error("job set", "nothing to change: give at least one field");
 		goto out_clear;
 	}
 	if ((status = cli_open_store("job set", &db, &s)))
 		goto out_clear;
 	int rc = app_job_set(s, o.pos[0], &d, &so, &r, &err);
 	if (rc) {
-		if (err.code == DBCRON_ENOTFOUND && strstr(err.msg, "no such"))
+		/* a user or group this host lacks, not the job (as job add says) */
+		if (rc == DBCRON_ENOTFOUND && (d.seen[MODEL_JK_USER] || d.seen[MODEL_JK_GROUP]) &&
+		    !strstr(err.msg, "no job named"))
 			fprintf(stderr, "dbcron job set: %s (if it exists only where the nodes run, "
 					"add --no-user-check)\n", err.msg);
 		else
 			fail_in("job set", &err);
-		status = rc == DBCRON_ENOTFOUND || rc == DBCRON_EINVAL || rc == DBCRON_EPARSE ||
-				 rc == DBCRON_ETZ
-			 ? CLI_EXIT_USAGE
-			 : cli_status_for(rc);
+		status = cli_status_for(rc);
 		goto out_close;
 	}
 	char t[64];
@@ -253,8 +252,6 @@ static int job_rename(int argc, char **argv)
 		printf("renamed job '%s' to '%s'\n", o.pos[0], o.pos[1]);
 	else
 		status = fail_in("job rename", &err);
-	if (rc == DBCRON_ENOTFOUND || rc == DBCRON_EEXISTS)
-		status = CLI_EXIT_USAGE;
 	store_close(s);
 	return status;
 }
