@@ -409,7 +409,9 @@ static int follow_new(void *ctx, const dbcron_run *r)
 		ff->max_id = r->id;
 	if (!dbcron_run_state_terminal(r->state))
 		ff->rc = add_pending(fw, r->id);
-	else if (r->finished_ms >= fw->start_ms && follow_match(fw, r))
+	/* a new row that ended without a finish time is shown rather than
+	 * lost: it cannot be told from one that ended before the start */
+	else if ((r->finished_ms >= fw->start_ms || r->finished_ms < 0) && follow_match(fw, r))
 		ff->rc = found_add(ff, r);
 	return ff->rc != DBCRON_OK;
 }
