@@ -534,6 +534,12 @@ static bool changed_keys(const dbcron_job *prev, const dbcron_job *job, json_t *
 		if (fields && json_array_append_new(fields, json_string(k->name)))
 			ok = false;
 	}
+	/* a set-aside job given again is planned afresh (store_job_put) */
+	if (ok && prev->set_aside) {
+		(*n)++;
+		if (fields && json_array_append_new(fields, json_string("set_aside")))
+			ok = false;
+	}
 	json_decref(a);
 	json_decref(b);
 	return ok;
