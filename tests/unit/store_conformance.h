@@ -623,7 +623,7 @@ static void conf_test_claim_stranded(void **state)
 	assert_true(rs.n >= 1);
 	for (int i = 0; i < rs.n; i++) {
 		assert_int_equal(rs.rows[i].state, DBCRON_RUN_MISFIRED);
-		assert_string_equal(rs.rows[i].error, "no live node has registered the job's handler");
+		assert_string_equal(rs.rows[i].error, "no live node has registered handler 'noop'");
 	}
 	conf_runs_clear(&rs);
 
@@ -644,6 +644,124 @@ static void conf_test_claim_stranded(void **state)
 	conf_list(c, "waits", 0, -1, 0, &rs);
 	assert_int_equal(rs.n, 0);
 	conf_runs_clear(&rs);
+}
+
+/* Routing's misfire for runs: a triggered run and a retry of a handler job
+ * that no live node can run wait unclaimed until they are due past the
+ * job's misfire threshold; then the first claim of any node takes them and
+ * ends them MISFIRED with the reason under its own token, once (a second
+ * node finds nothing); an AFTER job's series goes on from there.  With a
+ * live node that has the handler, they wait for it. */
+static void conf_test_claim_stranded_runs(void **state)
+{
+	conf_ctx *c = *state;
+	int64_t now = conf_now(c);
+	dbcron_job jobs[2];
+	conf_job(&jobs[0], "lost", now + 3600000);
+	conf_job(&jobs[1], "lost-after", -1);
+	jobs[1].kind = DBCRON_SCHED_AFTER;
+	for (int i = 0; i < 2; i++) {
+		dbcron__free(jobs[i].handler);
+		jobs[i].handler = dbcron__strdup("x-none");
+		jobs[i].misfire_threshold_ms = 300;
+	}
+	CONF_OK(c, conf_upsert(c, jobs, 2));
+	for (int i = 0; i < 2; i++)
+		dbcron_job_clear(&jobs[i]);
+
+	/* attempt 1 of a triggered run fails where x-none was, and is owed a
+	 * retry due now: attempt 2, unclaimed */
+	int64_t id, fire_at;
+	CONF_OK(c, store_job_trigger(c->s, "lost", &id, &fire_at, &c->err));
+	conf_sleep_ms(5);
+	static const char *const has_x[] = {"x-none"};
+	conf_planner p = {.stop = -1};
+	store_claim_result r;
+	CONF_OK(c, conf_claim_routed(c, "n-x", "t0", has_x, 1, &p, &r));
+	assert_int_equal(r.nruns, 1);
+	store_update u = conf_update(&r.runs[0], DBCRON_RUN_FAILED);
+	u.finished_ms = r.now_ms;
+	u.retry_due_at = r.now_ms;
+	CONF_OK(c, store_apply(c->s, "n-x", &u, 1, &c->err));
+	store_claim_result_clear(&r);
+	/* and a second trigger, plus one of the AFTER job */
+	CONF_OK(c, store_job_trigger(c->s, "lost", &id, &fire_at, &c->err));
+	CONF_OK(c, store_job_trigger(c->s, "lost-after", &id, &fire_at, &c->err));
+	conf_sleep_ms(5);
+
+	/* within the threshold they wait */
+	static const char *const sleep_only[] = {"sleep"};
+	CONF_OK(c, conf_claim_routed(c, "n-a", "ta1", sleep_only, 1, &p, &r));
+	assert_int_equal(r.nruns, 0);
+	assert_int_equal(r.nterminal, 0);
+	store_claim_result_clear(&r);
+	conf_runs rs = {0};
+	conf_list(c, "lost", DBCRON_RUN_SCHEDULED, -1, 0, &rs);
+	assert_int_equal(rs.n, 2);
+	for (int i = 0; i < rs.n; i++)
+		assert_null(rs.rows[i].node);
+
+	/* past it: n-a takes all three and ends them; n-b finds nothing */
+	conf_sleep_ms(400);
+	CONF_OK(c, conf_claim_routed(c, "n-a", "ta2", sleep_only, 1, &p, &r));
+	assert_int_equal(r.nruns, 0);
+	assert_int_equal(r.nterminal, 3);
+	int64_t ended_at = r.now_ms;
+	store_claim_result_clear(&r);
+	store *other;
+	assert_int_equal(conf_open(c, &other), DBCRON_OK);
+	store_claim_req req = {.node_id = "n-b", .token = "tb", .max = 100, .plan = conf_plan,
+			       .plan_ctx = &p, .handlers = sleep_only, .nhandlers = 1};
+	CONF_OK(c, store_claim(other, &req, &r, &c->err));
+	assert_int_equal(r.nruns, 0);
+	assert_int_equal(r.nterminal, 0);
+	store_claim_result_clear(&r);
+	store_close(other);
+	const char *lost_job[] = {"lost", "lost-after"};
+	int misfired = 0;
+	for (int k = 0; k < 2; k++) {
+		conf_list(c, lost_job[k], 0, -1, 0, &rs);
+		for (int i = 0; i < rs.n; i++) {
+			if (rs.rows[i].state == DBCRON_RUN_FAILED) {
+				assert_int_equal(rs.rows[i].attempt, 1);
+				continue;
+			}
+			assert_int_equal(rs.rows[i].state, DBCRON_RUN_MISFIRED);
+			assert_string_equal(rs.rows[i].error,
+					    "no live node has registered handler 'x-none'");
+			assert_string_equal(rs.rows[i].node, "n-a");
+			assert_string_equal(rs.rows[i].claim_token, "ta2");
+			assert_int_equal(rs.rows[i].finished_ms, ended_at);
+			misfired++;
+		}
+	}
+	assert_int_equal(misfired, 3);
+	conf_list(c, "lost", DBCRON_RUN_MISFIRED, -1, 0, &rs);
+	bool retry = false;
+	for (int i = 0; i < rs.n; i++)
+		retry |= rs.rows[i].attempt == 2;
+	assert_true(retry);
+	conf_runs_clear(&rs);
+	dbcron_job got;
+	CONF_OK(c, store_job_get(c->s, "lost-after", &got, &c->err));
+	assert_int_equal(got.next_fire_at, ended_at + 1000);
+	dbcron_job_clear(&got);
+
+	/* a live node that registered x-none: a stranded-looking run waits */
+	store_node_info ni = {.node_id = "n-x", .incarnation = "inc", .host = "h", .pid = 1,
+			      .workers = 1, .lease_ms = 600000, .handlers = has_x, .nhandlers = 1};
+	CONF_OK(c, store_node_register(c->s, &ni, &c->err));
+	CONF_OK(c, store_job_trigger(c->s, "lost", &id, &fire_at, &c->err));
+	conf_sleep_ms(400);
+	CONF_OK(c, conf_claim_routed(c, "n-a", "ta3", sleep_only, 1, &p, &r));
+	assert_int_equal(r.nruns, 0);
+	assert_int_equal(r.nterminal, 0);
+	store_claim_result_clear(&r);
+	dbcron_run run;
+	CONF_OK(c, store_run_get(c->s, id, &run, &c->err));
+	assert_int_equal(run.state, DBCRON_RUN_SCHEDULED);
+	assert_null(run.node);
+	dbcron_run_clear(&run);
 }
 
 static void conf_test_claim(void **state)
@@ -1601,6 +1719,7 @@ static void conf_test_locks(void **state)
 	CONF_T(conf_test_claim_two_claimers),                                   \
 	CONF_T(conf_test_claim_statements), CONF_T(conf_test_claim_routing),    \
 	CONF_T(conf_test_claim_stranded),                                       \
+	CONF_T(conf_test_claim_stranded_runs),                                  \
 	CONF_T(conf_test_apply),                                                \
 	CONF_T(conf_test_reap), CONF_T(conf_test_node_register_resolves),       \
 	CONF_T(conf_test_reap_unwritten_starts), CONF_T(conf_test_reap_retry_budget),         \
