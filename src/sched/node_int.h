@@ -38,11 +38,13 @@ struct dbcron_node {
 	dbcron_node_config cfg;
 	char *db_url, *node_id, *host;
 	char incarnation[33]; /* db thread; read by no one else */
-	/* The handlers this process could run when the node registered
-	 * (built-ins included): recorded in node_handlers and sent with every
-	 * claim, which routes handler jobs by them.  db thread only. */
+	/* The handlers this process can run (built-ins included), as of
+	 * registry generation handlers_gen: recorded in node_handlers and sent
+	 * with every claim, which routes handler jobs by them; re-read at a
+	 * heartbeat that finds the registry moved.  db thread only. */
 	char **handlers;
 	size_t nhandlers;
+	uint64_t handlers_gen;
 
 	pthread_mutex_t mu;
 	pthread_cond_t timer_cv; /* the timer thread waits here */

@@ -1942,6 +1942,37 @@ int store_node_beat(store *s, const char *node_id, const char *incarnation, int6
 	return DBCRON_OK;
 }
 
+int store_node_handlers_add(store *s, const char *node_id, const char *incarnation,
+			    int64_t lease_ms, const char *const *handlers, size_t n,
+			    int64_t *db_now_out, dbcron_err *err)
+{
+	int rc;
+
+	if (!node_id || !incarnation || lease_ms <= 0 || (n && !handlers))
+		return dbcron_err_set(err, DBCRON_EINVAL,
+				      "node handlers: node id, incarnation and a lease are required");
+	store_batch *names = scratch(s, 1, 1, names_cols);
+	for (size_t i = 0; i < n; i++)
+		store_batch_text(names, handlers[i]);
+	if (names->oom)
+		return oom(err, "node handlers");
+	if ((rc = tx_begin(s, err)))
+		return rc;
+	/* the beat first: it is the fence (and, where rows lock, it holds
+	 * the node's row until the names are in) */
+	if ((rc = store_node_beat(s, node_id, incarnation, lease_ms, -1, db_now_out, NULL, err)))
+		goto out_rollback;
+	store_param ap[] = {sp_text(node_id), sp_batch(names)};
+	if (n && (rc = st_run(s, ST_NODE_HANDLERS_ADD, ap, 2, NULL, err)))
+		goto out_rollback;
+	if ((rc = tx_commit(s, err)))
+		goto out_rollback;
+	return DBCRON_OK;
+out_rollback:
+	tx_rollback(s);
+	return rc;
+}
+
 struct jobs_state_each {
 	store_job_state_cb cb;
 	void *ctx;

@@ -764,6 +764,38 @@ static void conf_test_claim_stranded_runs(void **state)
 	dbcron_run_clear(&run);
 }
 
+static int conf_name_add(void *ctx, const char *name)
+{
+	char *buf = ctx;
+	size_t l = strlen(buf);
+	snprintf(buf + l, 256 - l, "%s ", name);
+	return 0;
+}
+
+/* A handler registered after its node: added with a heartbeat, only under
+ * the node's own incarnation; the names it had stay. */
+static void conf_test_node_handlers_add(void **state)
+{
+	conf_ctx *c = *state;
+	static const char *const first[] = {"sleep"};
+	static const char *const later[] = {"sleep", "late"};
+	store_node_info ni = {.node_id = "n1", .incarnation = "inc-a", .host = "h", .pid = 1,
+			      .workers = 1, .lease_ms = 600000, .handlers = first, .nhandlers = 1};
+	CONF_OK(c, store_node_register(c->s, &ni, &c->err));
+	int64_t now = -1;
+	assert_int_equal(store_node_handlers_add(c->s, "n1", "inc-old", 600000, later, 2, &now,
+						 &c->err),
+			 DBCRON_EFENCED);
+	char live[256] = "";
+	CONF_OK(c, store_handlers_live(c->s, conf_name_add, live, &c->err));
+	assert_string_equal(live, "sleep ");
+	CONF_OK(c, store_node_handlers_add(c->s, "n1", "inc-a", 600000, later, 2, &now, &c->err));
+	assert_true(now > 0);
+	live[0] = '\0';
+	CONF_OK(c, store_handlers_live(c->s, conf_name_add, live, &c->err));
+	assert_string_equal(live, "late sleep ");
+}
+
 static void conf_test_claim(void **state)
 {
 	conf_ctx *c = *state;
@@ -1720,6 +1752,7 @@ static void conf_test_locks(void **state)
 	CONF_T(conf_test_claim_statements), CONF_T(conf_test_claim_routing),    \
 	CONF_T(conf_test_claim_stranded),                                       \
 	CONF_T(conf_test_claim_stranded_runs),                                  \
+	CONF_T(conf_test_node_handlers_add),                                    \
 	CONF_T(conf_test_apply),                                                \
 	CONF_T(conf_test_reap), CONF_T(conf_test_node_register_resolves),       \
 	CONF_T(conf_test_reap_unwritten_starts), CONF_T(conf_test_reap_retry_budget),         \

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -508,6 +509,77 @@ static void test_node_db_file(void **state)
 	dbcron_db_close(db);
 }
 
+static atomic_int late_calls;
+
+static int late_handler(const dbcron_handler_ctx *ctx, void *user, char *errbuf, size_t errlen)
+{
+	(void)ctx, (void)user, (void)errbuf, (void)errlen;
+	atomic_fetch_add(&late_calls, 1);
+	return 0;
+}
+
+/* A handler registered while the node runs counts without a restart: the
+ * node's next heartbeat records it and its claims take the job's triggered
+ * run (before, they would leave it unclaimed: no node had the handler). */
+static void test_node_late_handler(void **state)
+{
+	dbcron_db *db = fresh();
+	dbcron_err err = {0};
+	dbcron_node_config cfg;
+	node_thread nt = {0};
+	char name[64];
+
+	dbcron_node_config_init(&cfg);
+	cfg.db_url = url;
+	cfg.node_id = "late";
+	cfg.heartbeat_ms = 200;
+	cfg.lease_ms = 1000;
+	assert_int_equal(dbcron_node_create(&cfg, &nt.n, &err), DBCRON_OK);
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, run_node, &nt), 0);
+	bool alive = false;
+	for (int i = 0; i < 600 && !alive; i++) {
+		dbcron_node_info *nodes;
+		size_t n;
+		assert_int_equal(dbcron_nodes_list(db, &nodes, &n, &err), DBCRON_OK);
+		alive = n == 1 && strcmp(nodes[0].state, "alive") == 0;
+		dbcron_nodes_free(nodes, n);
+		if (!alive)
+			nanosleep(&(struct timespec){.tv_nsec = 100000000}, NULL);
+	}
+	assert_true(alive);
+
+	snprintf(name, sizeof(name), "late-%d", (int)getpid());
+	assert_int_equal(dbcron_handler_register(name, late_handler, NULL), DBCRON_OK);
+	dbcron_job j;
+	dbcron_job_init(&j);
+	j.name = "late-job";
+	j.kind = DBCRON_SCHED_EVERY;
+	j.spec = "1h";
+	j.executor = DBCRON_EXEC_HANDLER;
+	j.handler = name;
+	j.misfire_threshold_ms = 3600000;
+	assert_int_equal(dbcron_job_add(db, &j, NULL, &err), DBCRON_OK);
+	dbcron_job_result jr;
+	assert_int_equal(dbcron_job_trigger(db, "late-job", &jr, &err), DBCRON_OK);
+	int rs = 0;
+	for (int i = 0; i < 150 && rs != DBCRON_RUN_SUCCEEDED; i++) { /* 15 s at most */
+		dbcron_run run;
+		assert_int_equal(dbcron_run_get(db, jr.run_id, &run, &err), DBCRON_OK);
+		rs = run.state;
+		dbcron_run_clear(&run);
+		if (rs != DBCRON_RUN_SUCCEEDED)
+			nanosleep(&(struct timespec){.tv_nsec = 100000000}, NULL);
+	}
+	dbcron_node_stop(nt.n);
+	pthread_join(th, NULL);
+	assert_int_equal(nt.rc, DBCRON_OK);
+	assert_int_equal(rs, DBCRON_RUN_SUCCEEDED);
+	assert_int_equal(atomic_load(&late_calls), 1);
+	dbcron_node_free(nt.n);
+	dbcron_db_close(db);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir)) {
@@ -519,6 +591,7 @@ int main(void)
 		cmocka_unit_test(test_apply_json), cmocka_unit_test(test_structs),
 		cmocka_unit_test(test_verbs),      cmocka_unit_test(test_runs_iter),
 		cmocka_unit_test(test_nodes_locks), cmocka_unit_test(test_node_db_file),
+		cmocka_unit_test(test_node_late_handler),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	char cmd[600];
