@@ -580,6 +580,112 @@ static void test_node_late_handler(void **state)
 	dbcron_db_close(db);
 }
 
+typedef struct locked_ctx {
+	const char *url; /* a second handle's database */
+	int64_t hold_ms;
+	bool steal;     /* take the lease over from another owner meanwhile */
+	bool saw_lost;
+	int64_t fence;
+	char name[256];
+	int64_t until_during;
+} locked_ctx;
+
+static void sleep_ms(int64_t ms)
+{
+	nanosleep(&(struct timespec){.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L}, NULL);
+}
+
+/* Holds the lock hold_ms, reading the lease row through its own handle;
+ * with steal, expires it and lets another owner take it first. */
+static int locked_fn(const dbcron_lock_guard *g, void *arg)
+{
+	locked_ctx *c = arg;
+	const dbcron_lease *l = dbcron_lock_guard_lease(g);
+	dbcron_db *db2;
+	dbcron_err err = {0};
+	snprintf(c->name, sizeof(c->name), "%s", l->name);
+	c->fence = l->fence;
+	if (dbcron_db_open(c->url, &db2, &err))
+		return 99;
+	if (c->steal) {
+		/* a frozen holder's lease ends; someone else takes it */
+		char sql[700];
+		snprintf(sql, sizeof(sql), "sqlite3 '%s' \"update locks set until_ms = 0 where name = '%s'\"",
+			 c->url + 7, l->name);
+		if (system(sql) != 0)
+			return 98;
+		dbcron_lease mine, holder;
+		if (dbcron_lock_acquire(db2, l->name, "thief", 60000, &mine, &holder, &err))
+			return 97;
+	}
+	int64_t end_ms = 0, now = 0;
+	dbcron_db_now_ms(db2, &now, &err);
+	end_ms = now + c->hold_ms;
+	while (now < end_ms && !(c->saw_lost = dbcron_lock_lost(g))) {
+		sleep_ms(50);
+		dbcron_db_now_ms(db2, &now, &err);
+	}
+	dbcron_lease *locks;
+	size_t n;
+	if (!dbcron_locks_list(db2, &locks, &n, &err)) {
+		for (size_t i = 0; i < n; i++)
+			if (strcmp(locks[i].name, l->name) == 0 && strcmp(locks[i].owner, l->owner) == 0)
+				c->until_during = locks[i].until_ms;
+		dbcron_locks_free(locks);
+	}
+	dbcron_db_close(db2);
+	return 7;
+}
+
+/* dbcron_lock_run: the lease is renewed while fn runs past its ttl, then
+ * released; a held lock refuses without running fn; a lease taken over
+ * meanwhile is reported to fn and to the caller. */
+static void test_lock_run(void **state)
+{
+	dbcron_db *db = fresh(), *db2;
+	dbcron_err err = {0};
+	int fn_rc = -1;
+	locked_ctx c = {.url = url, .hold_ms = 1200};
+	int64_t t0;
+
+	assert_int_equal(dbcron_lock_run(db, "", NULL, 300, locked_fn, &c, &fn_rc, &err), DBCRON_EINVAL);
+	assert_int_equal(fn_rc, 0);
+	assert_int_equal(dbcron_db_now_ms(db, &t0, &err), DBCRON_OK);
+	/* 1.2 s under a 300 ms ttl: only renewals keep it */
+	assert_int_equal(dbcron_lock_run(db, "nightly", "me", 300, locked_fn, &c, &fn_rc, &err),
+			 DBCRON_OK);
+	assert_int_equal(fn_rc, 7);
+	assert_false(c.saw_lost);
+	assert_string_equal(c.name, "nightly");
+	assert_true(c.until_during >= t0 + 1200);
+	assert_int_equal(dbcron_db_open(url, &db2, &err), DBCRON_OK);
+	dbcron_lease got, holder;
+	/* released: another owner gets it at once, with a greater fence */
+	assert_int_equal(dbcron_lock_acquire(db2, "nightly", "other", 60000, &got, &holder, &err),
+			 DBCRON_OK);
+	assert_true(got.fence > c.fence);
+	/* held by other: fn does not run */
+	fn_rc = -1;
+	memset(&c, 0, sizeof(c));
+	c.url = url;
+	assert_int_equal(dbcron_lock_run(db, "nightly", "me", 300, locked_fn, &c, &fn_rc, &err),
+			 DBCRON_ELOCKED);
+	assert_int_equal(fn_rc, 0);
+	assert_string_equal(c.name, "");
+	assert_non_null(strstr(err.msg, "held by other"));
+	assert_int_equal(dbcron_lock_release(db2, &got, &err), DBCRON_OK);
+	/* taken over while fn runs: fn sees it, the caller gets EFENCED */
+	c.hold_ms = 3000;
+	c.steal = true;
+	assert_int_equal(dbcron_lock_run(db, "nightly", "me", 300, locked_fn, &c, &fn_rc, &err),
+			 DBCRON_EFENCED);
+	assert_int_equal(fn_rc, 7);
+	assert_true(c.saw_lost);
+	assert_non_null(strstr(err.msg, "lease lost"));
+	dbcron_db_close(db2);
+	dbcron_db_close(db);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir)) {
@@ -591,7 +697,7 @@ int main(void)
 		cmocka_unit_test(test_apply_json), cmocka_unit_test(test_structs),
 		cmocka_unit_test(test_verbs),      cmocka_unit_test(test_runs_iter),
 		cmocka_unit_test(test_nodes_locks), cmocka_unit_test(test_node_db_file),
-		cmocka_unit_test(test_node_late_handler),
+		cmocka_unit_test(test_node_late_handler), cmocka_unit_test(test_lock_run),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	char cmd[600];
