@@ -5,7 +5,7 @@
  * Owns the registry (process-global).  Built-ins live in a const table
  * looked up without any lock, so "noop" costs two clock reads and a few
  * string compares.  Registered handlers sit in a growable array behind a
- * read-write lock: registration (rare, before nodes start) takes it for
+ * read-write lock: registration (rare; also while nodes run) takes it for
  * writing, lookups from worker threads for reading.  The callback itself
  * is always called with no lock held.
  *

@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "core/log.h"
 #include "core/timeutil.h"
 #include "dbcron/node.h"
 #include "exec/exec.h"
@@ -36,6 +37,7 @@
 struct dbcron_node {
 	/* set up by dbcron_node_create, read-only afterwards */
 	dbcron_node_config cfg;
+	dbcron__log_sink log; /* bound on each of the node's threads */
 	char *db_url, *node_id, *host;
 	char incarnation[33]; /* db thread; read by no one else */
 	/* The handlers this process can run (built-ins included), as of

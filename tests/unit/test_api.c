@@ -686,6 +686,81 @@ static void test_lock_run(void **state)
 	dbcron_db_close(db);
 }
 
+typedef struct log_capture {
+	pthread_mutex_t mu;
+	char buf[16384];
+	size_t len;
+	int lines;
+} log_capture;
+
+static void capture_line(void *ctx, int level, const char *line, size_t len)
+{
+	log_capture *c = ctx;
+	(void)level;
+	pthread_mutex_lock(&c->mu);
+	if (c->len + len < sizeof(c->buf)) {
+		memcpy(c->buf + c->len, line, len);
+		c->len += len;
+		c->buf[c->len] = '\0';
+	}
+	c->lines++;
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* The log level and sink are the node's: two nodes of one process, each
+ * with its own callback and level, get only their own lines. */
+static void test_node_log_sink(void **state)
+{
+	dbcron_db *db = fresh();
+	dbcron_err err = {0};
+	static log_capture info = {.mu = PTHREAD_MUTEX_INITIALIZER};
+	static log_capture warn = {.mu = PTHREAD_MUTEX_INITIALIZER};
+	dbcron_node_config cfg;
+	node_thread a = {0}, b = {0};
+
+	dbcron_node_config_init(&cfg);
+	assert_int_equal(cfg.log_level, DBCRON_LOG_DEFAULT);
+	cfg.db_url = url;
+	cfg.log_level = 9;
+	assert_int_equal(dbcron_node_create(&cfg, &a.n, &err), DBCRON_EINVAL);
+	assert_non_null(strstr(err.msg, "log_level 9"));
+	cfg.node_id = "log-info";
+	cfg.log_level = DBCRON_LOG_INFO;
+	cfg.log = capture_line;
+	cfg.log_ctx = &info;
+	assert_int_equal(dbcron_node_create(&cfg, &a.n, &err), DBCRON_OK);
+	cfg.node_id = "log-warn";
+	cfg.log_level = DBCRON_LOG_WARN;
+	cfg.log_ctx = &warn;
+	assert_int_equal(dbcron_node_create(&cfg, &b.n, &err), DBCRON_OK);
+	pthread_t ta, tb;
+	assert_int_equal(pthread_create(&ta, NULL, run_node, &a), 0);
+	assert_int_equal(pthread_create(&tb, NULL, run_node, &b), 0);
+	for (int i = 0; i < 600; i++) {
+		pthread_mutex_lock(&info.mu);
+		bool started = strstr(info.buf, "event=node.start") != NULL;
+		pthread_mutex_unlock(&info.mu);
+		if (started)
+			break;
+		sleep_ms(100);
+	}
+	sleep_ms(300);
+	dbcron_node_stop(a.n);
+	dbcron_node_stop(b.n);
+	pthread_join(ta, NULL);
+	pthread_join(tb, NULL);
+	assert_int_equal(a.rc, DBCRON_OK);
+	assert_int_equal(b.rc, DBCRON_OK);
+	assert_non_null(strstr(info.buf, "level=info event=node.start node=log-info "));
+	assert_non_null(strstr(info.buf, "event=node.stop node=log-info "));
+	assert_null(strstr(info.buf, "log-warn"));
+	/* warn and above only: the start and stop lines are info */
+	assert_int_equal(warn.lines, 0);
+	dbcron_node_free(a.n);
+	dbcron_node_free(b.n);
+	dbcron_db_close(db);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir)) {
@@ -698,6 +773,7 @@ int main(void)
 		cmocka_unit_test(test_verbs),      cmocka_unit_test(test_runs_iter),
 		cmocka_unit_test(test_nodes_locks), cmocka_unit_test(test_node_db_file),
 		cmocka_unit_test(test_node_late_handler), cmocka_unit_test(test_lock_run),
+		cmocka_unit_test(test_node_log_sink),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	char cmd[600];
