@@ -764,6 +764,86 @@ static void conf_test_claim_stranded_runs(void **state)
 	dbcron_run_clear(&run);
 }
 
+typedef struct conf_stranded_claimer {
+	conf_ctx *c;
+	const char *node;
+	store *s;
+	size_t ended; /* MISFIRED rows its claims wrote */
+	int rc;
+	dbcron_err err;
+} conf_stranded_claimer;
+
+/* Claims of at most 3 until three in a row end nothing. */
+static void *conf_stranded_claim_loop(void *arg)
+{
+	conf_stranded_claimer *k = arg;
+	static const char *const sleep_only[] = {"sleep"};
+	conf_planner p = {.stop = -1};
+	char token[64];
+	for (int i = 0, idle = 0; idle < 3 && i < 1000; i++) {
+		snprintf(token, sizeof(token), "%s-%d", k->node, i);
+		store_claim_req req = {.node_id = k->node, .token = token, .max = 3,
+				       .plan = conf_plan, .plan_ctx = &p, .handlers = sleep_only,
+				       .nhandlers = 1};
+		store_claim_result r;
+		if ((k->rc = store_claim(k->s, &req, &r, &k->err)))
+			return NULL;
+		k->ended += r.nterminal;
+		idle = r.nterminal ? 0 : idle + 1;
+		if (r.nruns)
+			k->rc = DBCRON_EINTERNAL; /* a stranded run handed out */
+		store_claim_result_clear(&r);
+		if (k->rc)
+			return NULL;
+	}
+	return NULL;
+}
+
+/* Stranded runs claimed by two nodes at once: each ends MISFIRED exactly
+ * once, by the one claim that took it. */
+static void conf_test_claim_stranded_race(void **state)
+{
+	conf_ctx *c = *state;
+	int64_t now = conf_now(c);
+	dbcron_job j;
+	conf_job(&j, "lost", now + 3600000);
+	dbcron__free(j.handler);
+	j.handler = dbcron__strdup("x-none");
+	j.misfire_threshold_ms = 100;
+	CONF_OK(c, conf_upsert(c, &j, 1));
+	dbcron_job_clear(&j);
+	for (int i = 0; i < 20; i++) {
+		int64_t id, fire_at;
+		CONF_OK(c, store_job_trigger(c->s, "lost", &id, &fire_at, &c->err));
+	}
+	conf_sleep_ms(300);
+	conf_stranded_claimer k[2] = {{.c = c, .node = "n-a"}, {.c = c, .node = "n-b"}};
+	pthread_t th[2];
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(conf_open(c, &k[i].s), 0);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, conf_stranded_claim_loop, &k[i]), 0);
+	for (int i = 0; i < 2; i++) {
+		pthread_join(th[i], NULL);
+		store_close(k[i].s);
+		if (k[i].rc)
+			fail_msg("%s: %d %s", k[i].node, k[i].rc, k[i].err.msg);
+	}
+	assert_int_equal(k[0].ended + k[1].ended, 20);
+	conf_runs rs = {0};
+	conf_list(c, "lost", 0, -1, 0, &rs);
+	assert_int_equal(rs.n, 20);
+	for (int i = 0; i < rs.n; i++) {
+		assert_int_equal(rs.rows[i].state, DBCRON_RUN_MISFIRED);
+		assert_non_null(rs.rows[i].node);
+		assert_non_null(rs.rows[i].claim_token);
+		/* the token is one of that node's claims */
+		assert_int_equal(strncmp(rs.rows[i].claim_token, rs.rows[i].node,
+					 strlen(rs.rows[i].node)), 0);
+	}
+	conf_runs_clear(&rs);
+}
+
 static int conf_name_add(void *ctx, const char *name)
 {
 	char *buf = ctx;
@@ -1752,6 +1832,7 @@ static void conf_test_locks(void **state)
 	CONF_T(conf_test_claim_statements), CONF_T(conf_test_claim_routing),    \
 	CONF_T(conf_test_claim_stranded),                                       \
 	CONF_T(conf_test_claim_stranded_runs),                                  \
+	CONF_T(conf_test_claim_stranded_race),                                  \
 	CONF_T(conf_test_node_handlers_add),                                    \
 	CONF_T(conf_test_apply),                                                \
 	CONF_T(conf_test_reap), CONF_T(conf_test_node_register_resolves),       \
