@@ -17,7 +17,8 @@
  * are not serialised for you); open one handle per thread.  Different
  * handles are independent and may be used concurrently.  No call keeps
  * global state, except that applying a job checks handler names against the
- * process's handler registry (dbcron/handler.h).
+ * process's handler registry (dbcron/handler.h) and dbcron_db_open_file
+ * adds to the process's secret files (below).
  */
 #ifndef DBCRON_DB_H
 #define DBCRON_DB_H
@@ -60,6 +61,14 @@ DBCRON_API int dbcron_db_open_ex(const char *url, unsigned flags, dbcron_db **ou
  * environment.  The file is also added to the secrets no shell job of this
  * process is handed (docs/security.md).  Messages name the path, never its
  * content.
+ *
+ * That list of secret files is process-wide on purpose, the library's one
+ * piece of global state besides the handler registry: the URL is a secret
+ * of the process, not of one handle or node, and every shell job any node
+ * of the process starts is a child of the process that could open the file
+ * (same user, same file system), so every node must refuse it.  A list per
+ * node would let node B hand a job the file node A's handle read.  Entries
+ * are (device, inode) pairs, never removed; a few are kept.
  */
 DBCRON_API int dbcron_db_open_file(const char *path, unsigned flags, dbcron_db **out,
 				   dbcron_err *err);

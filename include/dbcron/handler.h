@@ -39,13 +39,16 @@ typedef int (*dbcron_handler_fn)(const dbcron_handler_ctx *ctx, void *user,
 
 /*
  * Register fn under name for every node of this process (the registry is
- * the library's one piece of global state).  name is copied; user is
- * borrowed and must stay valid for as long as any node may run the
- * handler.  Entries are never removed.  DBCRON_EEXISTS for a name already
- * registered (built-ins included), DBCRON_EINVAL for an empty name or NULL
- * fn, DBCRON_ENOMEM.  Safe to call from any thread, also while nodes run;
- * register before applying a job that names the handler (applying checks
- * the name) and before starting the node that should run it.
+ * global by design: a handler is code in this process; the only other
+ * global is the list of secret files, dbcron/db.h says why).  name is
+ * copied; user is borrowed and must stay valid for as long as any node may
+ * run the handler.  Entries are never removed.  DBCRON_EEXISTS for a name
+ * already registered (built-ins included), DBCRON_EINVAL for an empty name
+ * or NULL fn, DBCRON_ENOMEM.  Safe to call from any thread, also while
+ * nodes run: a running node records the new name at its next heartbeat
+ * (about heartbeat_ms) and claims the handler's jobs from then on.
+ * Register before applying a job that names the handler (applying checks
+ * the name).
  */
 DBCRON_API int dbcron_handler_register(const char *name, dbcron_handler_fn fn,
 				       void *user);

@@ -8,6 +8,7 @@
 #ifndef DBCRON_LOCK_H
 #define DBCRON_LOCK_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "dbcron/db.h"
@@ -45,6 +46,35 @@ DBCRON_API int dbcron_lock_renew(dbcron_db *db, dbcron_lease *lease,
 /* Release; DBCRON_EFENCED (nothing changed) when it is no longer ours. */
 DBCRON_API int dbcron_lock_release(dbcron_db *db, const dbcron_lease *lease,
 				   dbcron_err *err);
+
+/*
+ * Run fn(guard, ctx) under the lease lock name, as `dbcron lock NAME --
+ * CMD` runs a command: acquire for ttl_ms (owner NULL: "<host>-<pid>"),
+ * renew on a thread of the library's own every ttl_ms/3 while fn runs on
+ * the calling thread, release after it returns.  The lease is lost when a
+ * renewal is refused (another owner holds it) or none succeeded for a whole
+ * ttl_ms; from then on dbcron_lock_lost(guard) is true, and fn, which
+ * cannot be stopped from outside, should return soon.
+ *
+ * While fn runs the renewal thread uses db: fn must not use that handle
+ * (open another).  fn's return value goes to *fn_rc (may be NULL; 0 when
+ * fn did not run).  Returns DBCRON_OK when fn ran with the lease held
+ * throughout and it was released; DBCRON_ELOCKED, fn not run, when another
+ * owner holds it (the message names the holder and its expiry);
+ * DBCRON_EFENCED after fn ran when the lease was lost meanwhile or taken
+ * over before the release; DBCRON_EINVAL, DBCRON_ENOMEM and the database's
+ * codes otherwise.  Unlike `dbcron lock`, nothing is written to the run log.
+ */
+typedef struct dbcron_lock_guard dbcron_lock_guard;
+typedef int (*dbcron_lock_fn)(const dbcron_lock_guard *guard, void *ctx);
+DBCRON_API int dbcron_lock_run(dbcron_db *db, const char *name, const char *owner,
+			       int64_t ttl_ms, dbcron_lock_fn fn, void *ctx, int *fn_rc,
+			       dbcron_err *err);
+/* True once the lease fn runs under was lost; safe from any thread during
+ * fn.  guard is the one fn was called with, valid during that call only. */
+DBCRON_API bool dbcron_lock_lost(const dbcron_lock_guard *guard);
+/* The lease fn runs under (name, owner, fence); valid during fn. */
+DBCRON_API const dbcron_lease *dbcron_lock_guard_lease(const dbcron_lock_guard *guard);
 
 #ifdef __cplusplus
 }

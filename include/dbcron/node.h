@@ -51,11 +51,34 @@ typedef struct dbcron_node_config {
 	void *alive_ctx;
 	/* Instead of db_url: the file that holds the URL, read once by
 	 * dbcron_node_create as dbcron_db_open_file reads it (and never handed
-	 * to a shell job).  NULL: none. */
+	 * to a shell job of any node of this process: the list is
+	 * process-wide, dbcron/db.h says why).  NULL: none. */
 	const char *db_file;
+	/* The node's log lines (logfmt: "ts=... level=... event=... k=v"),
+	 * from its database loop, timer and workers.  Lines below log_level
+	 * are dropped; DBCRON_LOG_DEFAULT (the default) keeps the process's
+	 * level: info, or warn under `dbcron node --quiet`.  log NULL: each
+	 * line goes to stderr in one write; else log(log_ctx, level, line,
+	 * len) gets each one whole (ending in '\n', not NUL-terminated), from
+	 * any of the node's threads and several at once: it must be
+	 * thread-safe, must not block for long, and must not call into the
+	 * node.  Per node: two nodes of one process keep their own. */
+	int log_level;
+	void (*log)(void *ctx, int level, const char *line, size_t len);
+	void *log_ctx;
 } dbcron_node_config;
 
 enum { DBCRON_CLAIM_PER_ROW = 0, DBCRON_CLAIM_LOCK_ROW = 1 };
+
+/* Log levels (dbcron_node_config.log_level and the log callback's level). */
+enum {
+	DBCRON_LOG_DEFAULT = -1,
+	DBCRON_LOG_DEBUG = 0,
+	DBCRON_LOG_INFO = 1,
+	DBCRON_LOG_WARN = 2,
+	DBCRON_LOG_ERROR = 3,
+	DBCRON_LOG_OFF = 4, /* log_level only: no lines at all */
+};
 
 typedef struct dbcron_node dbcron_node;
 

@@ -119,8 +119,7 @@ const char *app_job_unrunnable(const app_live *l, const dbcron_job *j, char *buf
 	for (size_t i = 0; i < l->n; i++)
 		if (strcmp(l->names[i], j->handler) == 0)
 			return NULL;
-	snprintf(buf, len, "no live node has registered handler '%s'", j->handler);
-	return buf;
+	return model_unrunnable_why(j->handler, buf, len);
 }
 
 /* o (a job's JSON, consumed) with "unrunnable" when no live node can run

@@ -6,10 +6,12 @@
  *
  * The command runs through the process module (exec/proc.h) in a process
  * group of its own, so that whatever it starts can be stopped with it.
- * The lease is renewed every ttl/3 while it runs.  When renewal is refused
- * (someone else holds the lock now) or has not succeeded for a whole ttl
- * by our monotonic clock, the group gets SIGTERM and, --kill-grace later,
- * SIGKILL; the run is recorded FAILED "lease lost" and we exit 76.
+ * The lease is kept by the library's renew rule (lease/keeper.c, which
+ * dbcron_lock_run shares): renewed every ttl/3 while it runs.  When renewal
+ * is refused (someone else holds the lock now) or has not succeeded for a
+ * whole ttl by our monotonic clock, the group gets SIGTERM and,
+ * --kill-grace later, SIGKILL; the run is recorded FAILED "lease lost" and
+ * we exit 76.
  *
  * Invariants: the command never outlives a lost lease, nor this process
  * (kill -9 included: its guard, see exec/proc.c, stops the group), by
@@ -324,35 +326,25 @@ int cli_lock(int argc, char **argv)
 	bool lost = false;
 	char gr[32];
 	dbcron__format_duration(grace, gr, sizeof(gr));
-	int64_t renew_every = ttl / 3 > 0 ? ttl / 3 : 1;
-	int64_t valid_until = dbcron__mono_ms() + ttl;
-	int64_t next_renew = dbcron__mono_ms() + renew_every;
+	/* the renew rule is the library's (lease/keeper.c): we only wake for it */
+	lease_keeper keeper;
+	lease_keeper_init(&keeper, db, &lease, ttl, dbcron__mono_ms());
 	for (;;) {
-		int64_t wake = dbcron__mono_ms() + PROC_TICK_MS;
-		if (!lost)
-			wake = min64(wake, min64(next_renew, valid_until));
+		int64_t wake = min64(dbcron__mono_ms() + PROC_TICK_MS, lease_keeper_due(&keeper));
 		if (proc_wait_until(&child, wake))
 			break;
 		forward_signals(&child, grace);
-		int64_t now = dbcron__mono_ms();
-		if (!lost && now >= next_renew) {
-			int64_t asked = now;
-			rc = dbcron_lock_renew(db, &lease, ttl, &err);
-			if (rc == DBCRON_OK) {
-				valid_until = asked + ttl;
-			} else if (rc == DBCRON_EFENCED || now >= valid_until) {
-				fprintf(stderr, "dbcron lock: lease '%s' lost (%s); sending SIGTERM to the "
-					"command's process group (SIGKILL after %s)\n",
-					name, rc == DBCRON_EFENCED ? "another owner holds it now" : err.msg, gr);
-				lost = true;
-				proc_stop(&child, grace);
-			}
-			next_renew = now + (rc == DBCRON_OK ? renew_every : 200);
-		}
-		if (!lost && now >= valid_until) {
+		if (lost)
+			continue;
+		lease_keep_state ks = lease_keeper_tick(&keeper, dbcron__mono_ms());
+		if (ks == LEASE_LOST)
+			fprintf(stderr, "dbcron lock: lease '%s' lost (%s); sending SIGTERM to the "
+				"command's process group (SIGKILL after %s)\n", name, keeper.why, gr);
+		else if (ks == LEASE_EXPIRED)
 			fprintf(stderr, "dbcron lock: lease '%s' expired before it could be renewed; "
 				"sending SIGTERM to the command's process group (SIGKILL after %s)\n",
 				name, gr);
+		if (ks != LEASE_KEPT) {
 			lost = true;
 			proc_stop(&child, grace);
 		}

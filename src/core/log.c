@@ -1,6 +1,8 @@
 /*
- * Structured logging.  Owns the level and the line format; every line is
- * formatted into one buffer and written with a single write(2).
+ * Structured logging.  Owns the line format, the process level, and the
+ * per-thread binding to a sink (a node's level and callback); every line is
+ * formatted into one buffer and handed over whole: one write(2) to stderr,
+ * or one call of the sink's callback.
  *
  * Invariant: whatever the values hold, one call writes exactly one line of
  * "key=value" fields in which every value is one token (bare or quoted,
@@ -19,6 +21,8 @@
 #include "core/timeutil.h"
 
 static atomic_int min_level = LOG_INFO;
+/* The sink of the calling thread's node, if any (dbcron__log_bind). */
+static _Thread_local const dbcron__log_sink *bound;
 static const char *const level_names[] = {"debug", "info", "warn", "error"};
 
 /* Room kept at the end of every line for the truncation mark. */
@@ -28,6 +32,13 @@ static const char trunc_mark[] = " truncated=true";
 void dbcron__log_set_level(int level)
 {
 	atomic_store(&min_level, level);
+}
+
+const dbcron__log_sink *dbcron__log_bind(const dbcron__log_sink *sink)
+{
+	const dbcron__log_sink *prev = bound;
+	bound = sink;
+	return prev;
 }
 
 typedef struct lbuf {
@@ -228,10 +239,15 @@ size_t dbcron__log_format(char *buf, size_t cap, int64_t ts_ms, int level, const
 
 void dbcron__log_fields(int level, const char *event, const dbcron__log_field *f, size_t n)
 {
-	if (level < atomic_load(&min_level))
+	const dbcron__log_sink *k = bound;
+	if (level < (k && k->level >= 0 ? k->level : atomic_load(&min_level)))
 		return;
 	char line[DBCRON_LOG_LINE_MAX];
 	size_t len = dbcron__log_format(line, sizeof(line), dbcron__wall_ms(), level, event, f, n);
+	if (k && k->fn) {
+		k->fn(k->ctx, level, line, len);
+		return;
+	}
 	ssize_t w = write(STDERR_FILENO, line, len);
 	(void)w;
 }

@@ -59,7 +59,27 @@ typedef struct dbcron__log_field {
 				   sizeof(dbcron__log_field))
 
 void dbcron__log_fields(int level, const char *event, const dbcron__log_field *f, size_t n);
+/* The level of lines logged on threads bound to no sink (the `dbcron`
+ * program's: --quiet), and of sinks whose level is < 0. */
 void dbcron__log_set_level(int level);
+
+/*
+ * Where the lines of one thread go: a node binds its own sink (from its
+ * dbcron_node_config) on each of its threads, so that two nodes of one
+ * process, or a node and its embedding program, keep their own levels and
+ * callbacks.  level < 0: the process level above.  fn NULL: stderr.
+ * fn gets one whole line (ending in '\n', not NUL-terminated) per call,
+ * from any thread bound to the sink.
+ */
+typedef struct dbcron__log_sink {
+	int level;
+	void (*fn)(void *ctx, int level, const char *line, size_t len);
+	void *ctx;
+} dbcron__log_sink;
+
+/* Bind sink (borrowed; NULL: none) to the calling thread; returns the
+ * binding it replaces, for the caller to restore. */
+const dbcron__log_sink *dbcron__log_bind(const dbcron__log_sink *sink);
 
 /*
  * The line dbcron__log would write, into buf (cap >= 64; at most

@@ -100,8 +100,12 @@ void exec_shell(const exec_req *req, exec_result *res);
 void exec_handler(const exec_req *req, exec_result *res);
 
 /* Every handler name this process can run, built-ins first: a new array
- * of n copies, freed with exec_handler_names_free.  DBCRON_ENOMEM. */
-int exec_handler_names(char ***names, size_t *n);
+ * of n copies, freed with exec_handler_names_free, and *gen (may be NULL)
+ * the registry's generation they are.  DBCRON_ENOMEM. */
+int exec_handler_names(char ***names, size_t *n, uint64_t *gen);
+/* The registry's generation: grows with every registration, so a node
+ * compares it with the one its recorded names are of (lock-free). */
+uint64_t exec_handler_gen(void);
 void exec_handler_names_free(char **names, size_t n);
 
 /* ---- the executor table ---- */

@@ -5,12 +5,14 @@
  * Owns the registry (process-global).  Built-ins live in a const table
  * looked up without any lock, so "noop" costs two clock reads and a few
  * string compares.  Registered handlers sit in a growable array behind a
- * read-write lock: registration (rare, before nodes start) takes it for
+ * read-write lock: registration (rare; also while nodes run) takes it for
  * writing, lookups from worker threads for reading.  The callback itself
  * is always called with no lock held.
  *
  * Invariants: a name is registered at most once (built-ins included);
- * entries are never removed, so a looked-up (fn, user) stays valid.
+ * entries are never removed, so a looked-up (fn, user) stays valid; the
+ * generation grows with each entry, so names read with generation g are
+ * every name registered up to g (a node re-reads them when it moved).
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -44,6 +46,9 @@ static const struct {
 static pthread_rwlock_t reg_lock = PTHREAD_RWLOCK_INITIALIZER;
 static struct handler_entry *reg;
 static size_t reg_len, reg_cap;
+/* +1 per registration, written under reg_lock; atomic so that a node's
+ * db thread can poll it every heartbeat without the lock. */
+static atomic_uint_fast64_t reg_gen;
 
 /* ---- built-ins ---- */
 
@@ -154,6 +159,7 @@ int dbcron_handler_register(const char *name, dbcron_handler_fn fn, void *user)
 	reg[reg_len].fn = fn;
 	reg[reg_len].user = user;
 	reg_len++;
+	atomic_fetch_add(&reg_gen, 1);
 	copy = NULL;
 	rc = DBCRON_OK;
 out_unlock:
@@ -170,7 +176,12 @@ bool dbcron_handler_exists(const char *name)
 	return name && handler_lookup(name, &fn, &user);
 }
 
-int exec_handler_names(char ***names, size_t *n)
+uint64_t exec_handler_gen(void)
+{
+	return atomic_load(&reg_gen);
+}
+
+int exec_handler_names(char ***names, size_t *n, uint64_t *gen)
 {
 	const size_t nb = sizeof(builtins) / sizeof(builtins[0]);
 	int rc = DBCRON_ENOMEM;
@@ -190,6 +201,8 @@ int exec_handler_names(char ***names, size_t *n)
 			goto out_unlock;
 	*names = v;
 	*n = k;
+	if (gen)
+		*gen = atomic_load(&reg_gen);
 	v = NULL;
 	rc = DBCRON_OK;
 out_unlock:

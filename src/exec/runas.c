@@ -5,7 +5,9 @@
  *
  * Owns the list of files this process keeps secrets in (a few dev/inode
  * pairs behind a mutex, filled by runas_secret_file_add), and nothing else
- * beyond what each call returns.
+ * beyond what each call returns.  The list is process-wide, not per node:
+ * a job of any node is a child of this process and could open any of them
+ * (include/dbcron/db.h, dbcron_db_open_file).
  *
  * Invariants:
  *  - nothing of the node's environment reaches a job unless the job asks

@@ -5,6 +5,7 @@
  * here.  The resume and first-fire rules came from the CLI (cmd_job.c and
  * jobdef.c), so that every front end places a job in its series alike.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,6 +46,12 @@ int64_t model_backoff_ms(const dbcron_job *job, int attempt)
 bool model_retry_on_node_loss(const dbcron_job *job, int attempt)
 {
 	return job->node_loss == DBCRON_NODE_LOSS_RETRY && attempt <= job->max_retries;
+}
+
+const char *model_unrunnable_why(const char *handler, char *buf, size_t len)
+{
+	snprintf(buf, len, "no live node has registered handler '%s'", handler ? handler : "");
+	return buf;
 }
 
 model_followup model_run_followup(const dbcron_job *job, int attempt,

@@ -8,6 +8,7 @@
 #define DBCRON_MODEL_RULES_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "dbcron/job.h"
@@ -26,6 +27,13 @@ int64_t model_backoff_ms(const dbcron_job *job, int attempt);
 /* A run of job with this attempt that ended ABANDONED because its node was
  * lost gets a new attempt: policy retry and attempts left. */
 bool model_retry_on_node_loss(const dbcron_job *job, int attempt);
+
+/*
+ * Routing's reason, once for the views and the claim: why no live node can
+ * run a job whose handler is `handler` ("no live node has registered
+ * handler 'x'"), into buf (len bytes, cut to fit); returns buf.
+ */
+const char *model_unrunnable_why(const char *handler, char *buf, size_t len);
 
 /* What the end of one run asks of the store. */
 typedef struct model_followup {

@@ -351,10 +351,12 @@ static void set_clock_and_lease(dbcron_node *n, int64_t asked_mono, int64_t t0, 
 int dbloop_register(dbcron_node *n, dbcron_err *err)
 {
 	random_hex(n->incarnation, 16);
-	/* What this process can run, as registered now: a handler registered
-	 * after the node started counts from its next start. */
+	/* What this process can run, as registered now (later ones are
+	 * added by heartbeat(): handlers_catch_up). */
 	exec_handler_names_free(n->handlers, n->nhandlers);
-	if (exec_handler_names(&n->handlers, &n->nhandlers))
+	n->handlers = NULL;
+	n->nhandlers = 0;
+	if (exec_handler_names(&n->handlers, &n->nhandlers, &n->handlers_gen))
 		return dbcron_err_set(err, DBCRON_ENOMEM, "node: out of memory");
 	store_node_info info = {
 		.node_id = n->node_id, .incarnation = n->incarnation,
@@ -454,6 +456,41 @@ out:
 	return rc;
 }
 
+/*
+ * Handlers registered since the node's names were read (from any thread,
+ * dbcron_handler_register): written to node_handlers with a lease renewal,
+ * then sent with the claims.  In that order, so that no node records a
+ * fire of the job MISFIRED "no live node has registered handler" while
+ * this one already runs it, and the rows never name a handler the claims
+ * do not take.  A fenced write leaves it to the re-registration.
+ */
+static int handlers_catch_up(dbcron_node *n, dbcron_err *err)
+{
+	if (exec_handler_gen() == n->handlers_gen)
+		return DBCRON_OK;
+	char **names = NULL;
+	size_t nn = 0;
+	uint64_t gen = 0;
+	if (exec_handler_names(&names, &nn, &gen))
+		return dbcron_err_set(err, DBCRON_ENOMEM, "node: out of memory reading handlers");
+	int64_t t0 = dbcron__mono_ms(), now;
+	int rc = store_node_handlers_add(n->st, n->node_id, n->incarnation, n->cfg.lease_ms,
+					 (const char *const *)names, nn, &now, err);
+	if (rc) {
+		exec_handler_names_free(names, nn);
+		return rc == DBCRON_EFENCED ? DBCRON_OK : rc;
+	}
+	set_clock_and_lease(n, t0, t0, dbcron__mono_ms(), now, now + n->cfg.lease_ms, false);
+	size_t before = n->nhandlers;
+	exec_handler_names_free(n->handlers, n->nhandlers);
+	n->handlers = names;
+	n->nhandlers = nn;
+	n->handlers_gen = gen;
+	dbcron__log(LOG_INFO, "node.handlers", LOG_STR("node", n->node_id),
+		    LOG_UINT("added", nn > before ? nn - before : 0), LOG_UINT("handlers", nn));
+	return DBCRON_OK;
+}
+
 static int heartbeat(dbcron_node *n, dbcron_err *err)
 {
 	int64_t t0 = dbcron__mono_ms(), now, gen = -1;
@@ -489,7 +526,7 @@ static int heartbeat(dbcron_node *n, dbcron_err *err)
 		rc = store_node_beat(n->st, n->node_id, n->incarnation, n->cfg.lease_ms,
 				     n->jobs_gen, &now, &gen, err);
 	}
-	if (rc)
+	if (rc || (rc = handlers_catch_up(n, err)))
 		return rc;
 	/* leases that ended before our previous beat, not just before now */
 	int64_t before = n->prev_beat_db;

@@ -215,9 +215,13 @@ static void worker_busy(void *arg)
 {
 	fire *f = arg;
 	atomic_llong *busy = &f->node->stats.busy[f->slow ? 1 : 0];
+	/* pool threads serve this node only; bound per run all the same, as
+	 * cheap as a store to a thread-local */
+	const dbcron__log_sink *prev = dbcron__log_bind(&f->node->log);
 	atomic_fetch_add_explicit(busy, 1, memory_order_relaxed);
 	worker_main(f);
 	atomic_fetch_sub_explicit(busy, 1, memory_order_relaxed);
+	dbcron__log_bind(prev);
 }
 
 void dispatch_submit(dbcron_node *n, fire *f)
@@ -440,6 +444,7 @@ static void *timer_main(void *arg)
 	dbcron_node *n = arg;
 	fire *batch[256];
 
+	dbcron__log_bind(&n->log);
 	pthread_mutex_lock(&n->mu);
 	while (!n->stopping) {
 		timer_node *top = timer_peek(&n->heap);

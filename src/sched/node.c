@@ -46,7 +46,13 @@ void dbcron_node_config_init(dbcron_node_config *c)
 	c->retention_ms = 30LL * 86400 * 1000;
 	c->maintenance_ms = 60000;
 	c->claim_strategy = DBCRON_CLAIM_PER_ROW;
+	c->log_level = DBCRON_LOG_DEFAULT;
 }
+
+_Static_assert((int)DBCRON_LOG_DEBUG == (int)LOG_DEBUG && (int)DBCRON_LOG_INFO == (int)LOG_INFO &&
+		       (int)DBCRON_LOG_WARN == (int)LOG_WARN &&
+		       (int)DBCRON_LOG_ERROR == (int)LOG_ERROR,
+	       "the public log levels are the logger's");
 
 /* ---- public API ----------------------------------------------------- */
 
@@ -57,6 +63,10 @@ int dbcron_node_create(const dbcron_node_config *cfg, dbcron_node **out,
 	if (has_url == has_file)
 		return dbcron_err_set(err, DBCRON_EINVAL, "node: give db_url or db_file, %s",
 				      has_url ? "not both" : "one of them");
+	if (cfg->log_level < DBCRON_LOG_DEFAULT || cfg->log_level > DBCRON_LOG_OFF)
+		return dbcron_err_set(err, DBCRON_EINVAL,
+				      "node: log_level %d is not one of DBCRON_LOG_DEFAULT (-1) to "
+				      "DBCRON_LOG_OFF (4)", cfg->log_level);
 	dbcron_node *n = dbcron__calloc(1, sizeof(*n));
 	if (!n)
 		return dbcron_err_set(err, DBCRON_ENOMEM, "node: out of memory");
@@ -64,6 +74,7 @@ int dbcron_node_create(const dbcron_node_config *cfg, dbcron_node **out,
 	n->cfg = *cfg;
 	n->cfg.db_file = NULL;
 	n->prev_beat_db = -1;
+	n->log = (dbcron__log_sink){.level = cfg->log_level, .fn = cfg->log, .ctx = cfg->log_ctx};
 	dbcron_node_config def;
 	dbcron_node_config_init(&def);
 	/* the schedule lock is taken once per claim, so a claim reads ahead
@@ -151,7 +162,19 @@ static void graceful_stop(dbcron_node *n)
 		    LOG_INT("claim_ms_max", n->claim_ms_max), LOG_UINT("job_states", n->jobs.used));
 }
 
+static int node_run(dbcron_node *n, dbcron_err *err);
+
+/* The caller's thread is the node's db thread while it runs: its lines go
+ * to the node's sink until the node returns. */
 int dbcron_node_run(dbcron_node *n, dbcron_err *err)
+{
+	const dbcron__log_sink *prev = dbcron__log_bind(&n->log);
+	int rc = node_run(n, err);
+	dbcron__log_bind(prev);
+	return rc;
+}
+
+static int node_run(dbcron_node *n, dbcron_err *err)
 {
 	int rc = store_open(n->db_url, &n->st, err);
 	if (rc)

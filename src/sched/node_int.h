@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "core/log.h"
 #include "core/timeutil.h"
 #include "dbcron/node.h"
 #include "exec/exec.h"
@@ -36,13 +37,16 @@
 struct dbcron_node {
 	/* set up by dbcron_node_create, read-only afterwards */
 	dbcron_node_config cfg;
+	dbcron__log_sink log; /* bound on each of the node's threads */
 	char *db_url, *node_id, *host;
 	char incarnation[33]; /* db thread; read by no one else */
-	/* The handlers this process could run when the node registered
-	 * (built-ins included): recorded in node_handlers and sent with every
-	 * claim, which routes handler jobs by them.  db thread only. */
+	/* The handlers this process can run (built-ins included), as of
+	 * registry generation handlers_gen: recorded in node_handlers and sent
+	 * with every claim, which routes handler jobs by them; re-read at a
+	 * heartbeat that finds the registry moved.  db thread only. */
 	char **handlers;
 	size_t nhandlers;
+	uint64_t handlers_gen;
 
 	pthread_mutex_t mu;
 	pthread_cond_t timer_cv; /* the timer thread waits here */

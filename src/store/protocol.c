@@ -1154,9 +1154,41 @@ static bool runs_here(const store_claim_req *req, const dbcron_job *j)
 	return false;
 }
 
+/* Texts a batch borrows until its statement ran (routing's reasons, one
+ * per stranded job); freed together. */
+typedef struct claim_texts {
+	char **v;
+	size_t n, cap;
+} claim_texts;
+
+static const char *claim_text_keep(claim_texts *t, const char *text)
+{
+	char *copy = dbcron__strdup(text);
+	if (!copy || dbcron__grow((void **)&t->v, &t->cap, t->n + 1, sizeof(*t->v))) {
+		dbcron__free(copy);
+		return NULL;
+	}
+	return t->v[t->n++] = copy;
+}
+
+static void claim_texts_free(claim_texts *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		dbcron__free(t->v[i]);
+	dbcron__free(t->v);
+	memset(t, 0, sizeof(*t));
+}
+
+/* Routing's MISFIRED reason for job j, kept in t; NULL when out of memory. */
+static const char *stranded_why(claim_texts *t, const dbcron_job *j)
+{
+	char why[400];
+	return claim_text_keep(t, model_unrunnable_why(j->handler, why, sizeof(why)));
+}
+
 /* Due jobs, locked; their fires planned and written; the jobs advanced. */
 static int plan_due_jobs(store *s, const store_claim_req *req, store_claim_result *out,
-			 size_t *runs_cap, size_t *jobs_cap, dbcron_err *err)
+			 size_t *runs_cap, size_t *jobs_cap, claim_texts *texts, dbcron_err *err)
 {
 	int64_t now = -1;
 	int scheduled = 0, rc, row;
@@ -1202,6 +1234,7 @@ static int plan_due_jobs(store *s, const store_claim_req *req, store_claim_resul
 		 * every fire due by now is recorded MISFIRED with that reason,
 		 * instead of waiting unseen; later ones wait for a node. */
 		bool stranded = !runs_here(req, j);
+		const char *why = NULL;
 		for (size_t k = 0; k < plan.nfires; k++) {
 			const store_fire *f = &plan.fires[k];
 			dbcron_run_state state = f->state;
@@ -1212,8 +1245,9 @@ static int plan_due_jobs(store *s, const store_claim_req *req, store_claim_resul
 					break;
 				}
 				state = DBCRON_RUN_MISFIRED;
-				/* static: the batch borrows it until the insert */
-				error = "no live node has registered the job's handler";
+				if (!why && !(why = stranded_why(texts, j)))
+					return oom(err, "claim");
+				error = why;
 			}
 			/* A claim never returns more than its bound: one job's
 			 * catch-up may owe many fires; the rest wait for the
@@ -1290,8 +1324,9 @@ static int claim_unclaimed(store *s, const store_claim_req *req, int budget,
 	if (!here)
 		return oom(err, "claim");
 	store_param p[] = {sp_text(req->node_id), sp_text(req->token), sp_i64(horizon),
-			   sp_i64(budget), sp_i64(req->handlers != NULL), sp_batch(here)};
-	if ((rc = store__exec(s, ST_CLAIM_RUNS, p, 6, err)))
+			   sp_i64(budget), sp_i64(req->handlers != NULL), sp_batch(here),
+			   sp_i64(out->now_ms)};
+	if ((rc = store__exec(s, ST_CLAIM_RUNS, p, 7, err)))
 		return rc;
 	while ((row = store__next(s, err)) == 1)
 		if ((rc = add_claimed(s, out, runs_cap, 4, 5, 6, req))) {
@@ -1374,6 +1409,71 @@ static int close_jobless(store *s, const char *node_id, store_claim_result *out,
 	return DBCRON_OK;
 }
 
+/*
+ * Routing: an unclaimed run (a trigger, a retry, a hand-back) of a handler
+ * job that this node cannot run comes back from the claim statement only
+ * when it is stranded: due past the job's misfire threshold with no live
+ * node having the handler.  It ends MISFIRED with the reason under our
+ * token, in the claim's transaction, and is not handed out: the claim is
+ * how the run changed hands, so two nodes can never both end it, and the
+ * fenced update is the only write.  An AFTER job then fires next as its
+ * run's end says (model_run_followup), so its series does not stop here.
+ */
+static int close_stranded(store *s, const store_claim_req *req, store_claim_result *out,
+			  claim_texts *texts, dbcron_err *err)
+{
+	static const store_bcol cols[] = {BC_I64, BC_TEXT, BC_I64, BC_I64, BC_I64,
+					  BC_BOOL, BC_I64, BC_TEXT_CLEAN, BC_TEXT_CLEAN};
+	store_batch *b = scratch(s, 0, 9, cols);
+	store_batch *next = scratch(s, 1, 2, advance_cols);
+	size_t nclosed = 0;
+	for (size_t i = 0; i < out->nruns; i++) {
+		store_claimed *c = &out->runs[i];
+		if (runs_here(req, c->job))
+			continue;
+		const char *why = stranded_why(texts, c->job);
+		if (!why)
+			return oom(err, "claim");
+		store_batch_i64(b, c->run.id);
+		store_batch_text(b, c->run.claim_token);
+		store_batch_i64(b, DBCRON_RUN_MISFIRED);
+		store_batch_i64n(b, -1);
+		store_batch_i64(b, out->now_ms);
+		store_batch_bool(b, false);
+		store_batch_i64(b, 0);
+		store_batch_text(b, why);
+		store_batch_text(b, NULL);
+		model_followup f = model_run_followup(c->job, c->run.attempt, DBCRON_RUN_MISFIRED,
+						      true, out->now_ms);
+		if (f.job_next_fire_at >= 0) {
+			store_batch_i64(next, c->job->id);
+			store_batch_i64(next, f.job_next_fire_at);
+		}
+		nclosed++;
+	}
+	if (!nclosed)
+		return DBCRON_OK;
+	if (b->oom || next->oom)
+		return oom(err, "claim");
+	store_param p[] = {sp_text(req->node_id), sp_batch(b)};
+	int rc = st_run(s, ST_RUNS_APPLY, p, 2, NULL, err);
+	store_param np[] = {sp_batch(next)};
+	if (!rc && store_batch_rows(next))
+		rc = st_run(s, ST_JOBS_NEXT_IF_NULL, np, 1, NULL, err);
+	if (rc)
+		return rc;
+	size_t k = 0;
+	for (size_t i = 0; i < out->nruns; i++) {
+		if (runs_here(req, out->runs[i].job))
+			out->runs[k++] = out->runs[i];
+		else
+			dbcron_run_clear(&out->runs[i].run);
+	}
+	out->nruns = k;
+	out->nterminal += nclosed;
+	return DBCRON_OK;
+}
+
 /* Hold the schedule lock row until this transaction ends (made on first
  * use: a database from before the strategy has no such row). */
 static int schedule_lock(store *s, dbcron_err *err)
@@ -1395,6 +1495,7 @@ int store_claim(store *s, const store_claim_req *req, store_claim_result *out,
 		dbcron_err *err)
 {
 	size_t runs_cap = 0, jobs_cap = 0;
+	claim_texts texts = {0};
 	int rc;
 
 	memset(out, 0, sizeof(*out));
@@ -1406,7 +1507,7 @@ int store_claim(store *s, const store_claim_req *req, store_claim_result *out,
 	if (req->lock_row && (rc = schedule_lock(s, err)))
 		goto out_rollback;
 	if (req->max > 0) {
-		if ((rc = plan_due_jobs(s, req, out, &runs_cap, &jobs_cap, err)))
+		if ((rc = plan_due_jobs(s, req, out, &runs_cap, &jobs_cap, &texts, err)))
 			goto out_rollback;
 	} else if ((rc = db_now(s, &out->now_ms, err))) {
 		goto out_rollback;
@@ -1417,14 +1518,16 @@ int store_claim(store *s, const store_claim_req *req, store_claim_result *out,
 		goto out_rollback;
 	dbcron__sort(out->jobs, out->njobs, sizeof(*out->jobs), job_id_cmp);
 	if ((rc = write_aside(s, out, err)) || (rc = close_jobless(s, req->node_id, out, err)) ||
-	    (rc = tx_commit(s, err)))
+	    (rc = close_stranded(s, req, out, &texts, err)) || (rc = tx_commit(s, err)))
 		goto out_rollback;
+	claim_texts_free(&texts);
 	dbcron__sort(out->runs, out->nruns, sizeof(*out->runs), claimed_cmp);
 	for (size_t i = 0; i < out->nruns; i++)
 		out->runs[i].job = find_job(out, out->runs[i].run.job_id);
 	return DBCRON_OK;
 out_rollback:
 	tx_rollback(s);
+	claim_texts_free(&texts);
 	store_claim_result_clear(out);
 	return rc;
 }
@@ -1837,6 +1940,37 @@ int store_node_beat(store *s, const char *node_id, const char *incarnation, int6
 		*jobs_gen = col_i64(s, 1);
 	store__reset(s);
 	return DBCRON_OK;
+}
+
+int store_node_handlers_add(store *s, const char *node_id, const char *incarnation,
+			    int64_t lease_ms, const char *const *handlers, size_t n,
+			    int64_t *db_now_out, dbcron_err *err)
+{
+	int rc;
+
+	if (!node_id || !incarnation || lease_ms <= 0 || (n && !handlers))
+		return dbcron_err_set(err, DBCRON_EINVAL,
+				      "node handlers: node id, incarnation and a lease are required");
+	store_batch *names = scratch(s, 1, 1, names_cols);
+	for (size_t i = 0; i < n; i++)
+		store_batch_text(names, handlers[i]);
+	if (names->oom)
+		return oom(err, "node handlers");
+	if ((rc = tx_begin(s, err)))
+		return rc;
+	/* the beat first: it is the fence (and, where rows lock, it holds
+	 * the node's row until the names are in) */
+	if ((rc = store_node_beat(s, node_id, incarnation, lease_ms, -1, db_now_out, NULL, err)))
+		goto out_rollback;
+	store_param ap[] = {sp_text(node_id), sp_batch(names)};
+	if (n && (rc = st_run(s, ST_NODE_HANDLERS_ADD, ap, 2, NULL, err)))
+		goto out_rollback;
+	if ((rc = tx_commit(s, err)))
+		goto out_rollback;
+	return DBCRON_OK;
+out_rollback:
+	tx_rollback(s);
+	return rc;
 }
 
 struct jobs_state_each {

@@ -67,8 +67,9 @@
 	X(FIRES_INSERT, "claim: writing fires", "1 no duplicate fire: a fire that exists is not returned") \
 	/* batch [id, next_fire_at|NULL] */                                               \
 	X(JOBS_ADVANCE, "claim: advancing jobs", "")                                     \
-	/* (node, token, horizon, limit, route, batch [handler]) -> id, job_id,          \
-	 * job_name, fire_at, attempt, due_at, missed; routed as CLAIM_DUE_JOBS */        \
+	/* (node, token, horizon, limit, route, batch [handler], now) -> id, job_id,     \
+	 * job_name, fire_at, attempt, due_at, missed; routed as CLAIM_DUE_JOBS, a       \
+	 * stranded run being one due past its job's misfire threshold at now */         \
 	X(CLAIM_RUNS, "claim: taking unclaimed runs", "5 backpressure: at most limit; routing: only what the node can run")   \
 	/* batch [id] -> JOB_COLS */                                                      \
 	X(JOBS_BY_IDS, "reading jobs by id", "")                                         \

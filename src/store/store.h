@@ -320,6 +320,13 @@ int store_node_heartbeat(store *s, const char *node_id, const char *incarnation,
 /* The node's heartbeat: also reports seen_gen (the jobs generation it has
  * acted on; < 0 leaves it) and reads the current one into *jobs_gen. */
 int store_node_beat(store *s, const char *node_id, const char *incarnation, int64_t lease_ms, int64_t seen_gen, int64_t *db_now, int64_t *jobs_gen, dbcron_err *err);
+/* Routing: handlers registered after the node did, added to its
+ * node_handlers rows (names it has are kept) in one transaction with a
+ * heartbeat, so they are written only while this incarnation holds the
+ * lease: DBCRON_EFENCED, nothing written, when it does not. */
+int store_node_handlers_add(store *s, const char *node_id, const char *incarnation,
+			    int64_t lease_ms, const char *const *handlers, size_t n,
+			    int64_t *db_now, dbcron_err *err);
 /* (id, paused) of each of ids that still exists. */
 typedef int (*store_job_state_cb)(void *ctx, int64_t job_id, bool paused);
 int store_jobs_state(store *s, const int64_t *ids, size_t n, store_job_state_cb cb, void *ctx, dbcron_err *err);

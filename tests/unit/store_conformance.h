@@ -623,7 +623,7 @@ static void conf_test_claim_stranded(void **state)
 	assert_true(rs.n >= 1);
 	for (int i = 0; i < rs.n; i++) {
 		assert_int_equal(rs.rows[i].state, DBCRON_RUN_MISFIRED);
-		assert_string_equal(rs.rows[i].error, "no live node has registered the job's handler");
+		assert_string_equal(rs.rows[i].error, "no live node has registered handler 'noop'");
 	}
 	conf_runs_clear(&rs);
 
@@ -644,6 +644,236 @@ static void conf_test_claim_stranded(void **state)
 	conf_list(c, "waits", 0, -1, 0, &rs);
 	assert_int_equal(rs.n, 0);
 	conf_runs_clear(&rs);
+}
+
+/* Routing's misfire for runs: a triggered run and a retry of a handler job
+ * that no live node can run wait unclaimed until they are due past the
+ * job's misfire threshold; then the first claim of any node takes them and
+ * ends them MISFIRED with the reason under its own token, once (a second
+ * node finds nothing); an AFTER job's series goes on from there.  With a
+ * live node that has the handler, they wait for it. */
+static void conf_test_claim_stranded_runs(void **state)
+{
+	conf_ctx *c = *state;
+	int64_t now = conf_now(c);
+	dbcron_job jobs[2];
+	conf_job(&jobs[0], "lost", now + 3600000);
+	conf_job(&jobs[1], "lost-after", -1);
+	jobs[1].kind = DBCRON_SCHED_AFTER;
+	for (int i = 0; i < 2; i++) {
+		dbcron__free(jobs[i].handler);
+		jobs[i].handler = dbcron__strdup("x-none");
+		jobs[i].misfire_threshold_ms = 300;
+	}
+	CONF_OK(c, conf_upsert(c, jobs, 2));
+	for (int i = 0; i < 2; i++)
+		dbcron_job_clear(&jobs[i]);
+
+	/* attempt 1 of a triggered run fails where x-none was, and is owed a
+	 * retry due now: attempt 2, unclaimed */
+	int64_t id, fire_at;
+	CONF_OK(c, store_job_trigger(c->s, "lost", &id, &fire_at, &c->err));
+	conf_sleep_ms(5);
+	static const char *const has_x[] = {"x-none"};
+	conf_planner p = {.stop = -1};
+	store_claim_result r;
+	CONF_OK(c, conf_claim_routed(c, "n-x", "t0", has_x, 1, &p, &r));
+	assert_int_equal(r.nruns, 1);
+	store_update u = conf_update(&r.runs[0], DBCRON_RUN_FAILED);
+	u.finished_ms = r.now_ms;
+	u.retry_due_at = r.now_ms;
+	CONF_OK(c, store_apply(c->s, "n-x", &u, 1, &c->err));
+	store_claim_result_clear(&r);
+	/* and a second trigger, plus one of the AFTER job */
+	CONF_OK(c, store_job_trigger(c->s, "lost", &id, &fire_at, &c->err));
+	CONF_OK(c, store_job_trigger(c->s, "lost-after", &id, &fire_at, &c->err));
+	conf_sleep_ms(5);
+
+	/* within the threshold they wait */
+	static const char *const sleep_only[] = {"sleep"};
+	CONF_OK(c, conf_claim_routed(c, "n-a", "ta1", sleep_only, 1, &p, &r));
+	assert_int_equal(r.nruns, 0);
+	assert_int_equal(r.nterminal, 0);
+	store_claim_result_clear(&r);
+	conf_runs rs = {0};
+	conf_list(c, "lost", DBCRON_RUN_SCHEDULED, -1, 0, &rs);
+	assert_int_equal(rs.n, 2);
+	for (int i = 0; i < rs.n; i++)
+		assert_null(rs.rows[i].node);
+
+	/* past it: n-a takes all three and ends them; n-b finds nothing */
+	conf_sleep_ms(400);
+	CONF_OK(c, conf_claim_routed(c, "n-a", "ta2", sleep_only, 1, &p, &r));
+	assert_int_equal(r.nruns, 0);
+	assert_int_equal(r.nterminal, 3);
+	int64_t ended_at = r.now_ms;
+	store_claim_result_clear(&r);
+	store *other;
+	assert_int_equal(conf_open(c, &other), DBCRON_OK);
+	store_claim_req req = {.node_id = "n-b", .token = "tb", .max = 100, .plan = conf_plan,
+			       .plan_ctx = &p, .handlers = sleep_only, .nhandlers = 1};
+	CONF_OK(c, store_claim(other, &req, &r, &c->err));
+	assert_int_equal(r.nruns, 0);
+	assert_int_equal(r.nterminal, 0);
+	store_claim_result_clear(&r);
+	store_close(other);
+	const char *lost_job[] = {"lost", "lost-after"};
+	int misfired = 0;
+	for (int k = 0; k < 2; k++) {
+		conf_list(c, lost_job[k], 0, -1, 0, &rs);
+		for (int i = 0; i < rs.n; i++) {
+			if (rs.rows[i].state == DBCRON_RUN_FAILED) {
+				assert_int_equal(rs.rows[i].attempt, 1);
+				continue;
+			}
+			assert_int_equal(rs.rows[i].state, DBCRON_RUN_MISFIRED);
+			assert_string_equal(rs.rows[i].error,
+					    "no live node has registered handler 'x-none'");
+			assert_string_equal(rs.rows[i].node, "n-a");
+			assert_string_equal(rs.rows[i].claim_token, "ta2");
+			assert_int_equal(rs.rows[i].finished_ms, ended_at);
+			misfired++;
+		}
+	}
+	assert_int_equal(misfired, 3);
+	conf_list(c, "lost", DBCRON_RUN_MISFIRED, -1, 0, &rs);
+	bool retry = false;
+	for (int i = 0; i < rs.n; i++)
+		retry |= rs.rows[i].attempt == 2;
+	assert_true(retry);
+	conf_runs_clear(&rs);
+	dbcron_job got;
+	CONF_OK(c, store_job_get(c->s, "lost-after", &got, &c->err));
+	assert_int_equal(got.next_fire_at, ended_at + 1000);
+	dbcron_job_clear(&got);
+
+	/* a live node that registered x-none: a stranded-looking run waits */
+	store_node_info ni = {.node_id = "n-x", .incarnation = "inc", .host = "h", .pid = 1,
+			      .workers = 1, .lease_ms = 600000, .handlers = has_x, .nhandlers = 1};
+	CONF_OK(c, store_node_register(c->s, &ni, &c->err));
+	CONF_OK(c, store_job_trigger(c->s, "lost", &id, &fire_at, &c->err));
+	conf_sleep_ms(400);
+	CONF_OK(c, conf_claim_routed(c, "n-a", "ta3", sleep_only, 1, &p, &r));
+	assert_int_equal(r.nruns, 0);
+	assert_int_equal(r.nterminal, 0);
+	store_claim_result_clear(&r);
+	dbcron_run run;
+	CONF_OK(c, store_run_get(c->s, id, &run, &c->err));
+	assert_int_equal(run.state, DBCRON_RUN_SCHEDULED);
+	assert_null(run.node);
+	dbcron_run_clear(&run);
+}
+
+typedef struct conf_stranded_claimer {
+	conf_ctx *c;
+	const char *node;
+	store *s;
+	size_t ended; /* MISFIRED rows its claims wrote */
+	int rc;
+	dbcron_err err;
+} conf_stranded_claimer;
+
+/* Claims of at most 3 until three in a row end nothing. */
+static void *conf_stranded_claim_loop(void *arg)
+{
+	conf_stranded_claimer *k = arg;
+	static const char *const sleep_only[] = {"sleep"};
+	conf_planner p = {.stop = -1};
+	char token[64];
+	for (int i = 0, idle = 0; idle < 3 && i < 1000; i++) {
+		snprintf(token, sizeof(token), "%s-%d", k->node, i);
+		store_claim_req req = {.node_id = k->node, .token = token, .max = 3,
+				       .plan = conf_plan, .plan_ctx = &p, .handlers = sleep_only,
+				       .nhandlers = 1};
+		store_claim_result r;
+		if ((k->rc = store_claim(k->s, &req, &r, &k->err)))
+			return NULL;
+		k->ended += r.nterminal;
+		idle = r.nterminal ? 0 : idle + 1;
+		if (r.nruns)
+			k->rc = DBCRON_EINTERNAL; /* a stranded run handed out */
+		store_claim_result_clear(&r);
+		if (k->rc)
+			return NULL;
+	}
+	return NULL;
+}
+
+/* Stranded runs claimed by two nodes at once: each ends MISFIRED exactly
+ * once, by the one claim that took it. */
+static void conf_test_claim_stranded_race(void **state)
+{
+	conf_ctx *c = *state;
+	int64_t now = conf_now(c);
+	dbcron_job j;
+	conf_job(&j, "lost", now + 3600000);
+	dbcron__free(j.handler);
+	j.handler = dbcron__strdup("x-none");
+	j.misfire_threshold_ms = 100;
+	CONF_OK(c, conf_upsert(c, &j, 1));
+	dbcron_job_clear(&j);
+	for (int i = 0; i < 20; i++) {
+		int64_t id, fire_at;
+		CONF_OK(c, store_job_trigger(c->s, "lost", &id, &fire_at, &c->err));
+	}
+	conf_sleep_ms(300);
+	conf_stranded_claimer k[2] = {{.c = c, .node = "n-a"}, {.c = c, .node = "n-b"}};
+	pthread_t th[2];
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(conf_open(c, &k[i].s), 0);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, conf_stranded_claim_loop, &k[i]), 0);
+	for (int i = 0; i < 2; i++) {
+		pthread_join(th[i], NULL);
+		store_close(k[i].s);
+		if (k[i].rc)
+			fail_msg("%s: %d %s", k[i].node, k[i].rc, k[i].err.msg);
+	}
+	assert_int_equal(k[0].ended + k[1].ended, 20);
+	conf_runs rs = {0};
+	conf_list(c, "lost", 0, -1, 0, &rs);
+	assert_int_equal(rs.n, 20);
+	for (int i = 0; i < rs.n; i++) {
+		assert_int_equal(rs.rows[i].state, DBCRON_RUN_MISFIRED);
+		assert_non_null(rs.rows[i].node);
+		assert_non_null(rs.rows[i].claim_token);
+		/* the token is one of that node's claims */
+		assert_int_equal(strncmp(rs.rows[i].claim_token, rs.rows[i].node,
+					 strlen(rs.rows[i].node)), 0);
+	}
+	conf_runs_clear(&rs);
+}
+
+static int conf_name_add(void *ctx, const char *name)
+{
+	char *buf = ctx;
+	size_t l = strlen(buf);
+	snprintf(buf + l, 256 - l, "%s ", name);
+	return 0;
+}
+
+/* A handler registered after its node: added with a heartbeat, only under
+ * the node's own incarnation; the names it had stay. */
+static void conf_test_node_handlers_add(void **state)
+{
+	conf_ctx *c = *state;
+	static const char *const first[] = {"sleep"};
+	static const char *const later[] = {"sleep", "late"};
+	store_node_info ni = {.node_id = "n1", .incarnation = "inc-a", .host = "h", .pid = 1,
+			      .workers = 1, .lease_ms = 600000, .handlers = first, .nhandlers = 1};
+	CONF_OK(c, store_node_register(c->s, &ni, &c->err));
+	int64_t now = -1;
+	assert_int_equal(store_node_handlers_add(c->s, "n1", "inc-old", 600000, later, 2, &now,
+						 &c->err),
+			 DBCRON_EFENCED);
+	char live[256] = "";
+	CONF_OK(c, store_handlers_live(c->s, conf_name_add, live, &c->err));
+	assert_string_equal(live, "sleep ");
+	CONF_OK(c, store_node_handlers_add(c->s, "n1", "inc-a", 600000, later, 2, &now, &c->err));
+	assert_true(now > 0);
+	live[0] = '\0';
+	CONF_OK(c, store_handlers_live(c->s, conf_name_add, live, &c->err));
+	assert_string_equal(live, "late sleep ");
 }
 
 static void conf_test_claim(void **state)
@@ -1601,6 +1831,9 @@ static void conf_test_locks(void **state)
 	CONF_T(conf_test_claim_two_claimers),                                   \
 	CONF_T(conf_test_claim_statements), CONF_T(conf_test_claim_routing),    \
 	CONF_T(conf_test_claim_stranded),                                       \
+	CONF_T(conf_test_claim_stranded_runs),                                  \
+	CONF_T(conf_test_claim_stranded_race),                                  \
+	CONF_T(conf_test_node_handlers_add),                                    \
 	CONF_T(conf_test_apply),                                                \
 	CONF_T(conf_test_reap), CONF_T(conf_test_node_register_resolves),       \
 	CONF_T(conf_test_reap_unwritten_starts), CONF_T(conf_test_reap_retry_budget),         \

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -508,6 +509,258 @@ static void test_node_db_file(void **state)
 	dbcron_db_close(db);
 }
 
+static atomic_int late_calls;
+
+static int late_handler(const dbcron_handler_ctx *ctx, void *user, char *errbuf, size_t errlen)
+{
+	(void)ctx, (void)user, (void)errbuf, (void)errlen;
+	atomic_fetch_add(&late_calls, 1);
+	return 0;
+}
+
+/* A handler registered while the node runs counts without a restart: the
+ * node's next heartbeat records it and its claims take the job's triggered
+ * run (before, they would leave it unclaimed: no node had the handler). */
+static void test_node_late_handler(void **state)
+{
+	dbcron_db *db = fresh();
+	dbcron_err err = {0};
+	dbcron_node_config cfg;
+	node_thread nt = {0};
+	char name[64];
+
+	dbcron_node_config_init(&cfg);
+	cfg.db_url = url;
+	cfg.node_id = "late";
+	cfg.heartbeat_ms = 200;
+	cfg.lease_ms = 1000;
+	assert_int_equal(dbcron_node_create(&cfg, &nt.n, &err), DBCRON_OK);
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, run_node, &nt), 0);
+	bool alive = false;
+	for (int i = 0; i < 600 && !alive; i++) {
+		dbcron_node_info *nodes;
+		size_t n;
+		assert_int_equal(dbcron_nodes_list(db, &nodes, &n, &err), DBCRON_OK);
+		alive = n == 1 && strcmp(nodes[0].state, "alive") == 0;
+		dbcron_nodes_free(nodes, n);
+		if (!alive)
+			nanosleep(&(struct timespec){.tv_nsec = 100000000}, NULL);
+	}
+	assert_true(alive);
+
+	snprintf(name, sizeof(name), "late-%d", (int)getpid());
+	assert_int_equal(dbcron_handler_register(name, late_handler, NULL), DBCRON_OK);
+	dbcron_job j;
+	dbcron_job_init(&j);
+	j.name = "late-job";
+	j.kind = DBCRON_SCHED_EVERY;
+	j.spec = "1h";
+	j.executor = DBCRON_EXEC_HANDLER;
+	j.handler = name;
+	j.misfire_threshold_ms = 3600000;
+	assert_int_equal(dbcron_job_add(db, &j, NULL, &err), DBCRON_OK);
+	dbcron_job_result jr;
+	assert_int_equal(dbcron_job_trigger(db, "late-job", &jr, &err), DBCRON_OK);
+	int rs = 0;
+	for (int i = 0; i < 150 && rs != DBCRON_RUN_SUCCEEDED; i++) { /* 15 s at most */
+		dbcron_run run;
+		assert_int_equal(dbcron_run_get(db, jr.run_id, &run, &err), DBCRON_OK);
+		rs = run.state;
+		dbcron_run_clear(&run);
+		if (rs != DBCRON_RUN_SUCCEEDED)
+			nanosleep(&(struct timespec){.tv_nsec = 100000000}, NULL);
+	}
+	dbcron_node_stop(nt.n);
+	pthread_join(th, NULL);
+	assert_int_equal(nt.rc, DBCRON_OK);
+	assert_int_equal(rs, DBCRON_RUN_SUCCEEDED);
+	assert_int_equal(atomic_load(&late_calls), 1);
+	dbcron_node_free(nt.n);
+	dbcron_db_close(db);
+}
+
+typedef struct locked_ctx {
+	const char *url; /* a second handle's database */
+	int64_t hold_ms;
+	bool steal;     /* take the lease over from another owner meanwhile */
+	bool saw_lost;
+	int64_t fence;
+	char name[256];
+	int64_t until_during;
+} locked_ctx;
+
+static void sleep_ms(int64_t ms)
+{
+	nanosleep(&(struct timespec){.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L}, NULL);
+}
+
+/* Holds the lock hold_ms, reading the lease row through its own handle;
+ * with steal, expires it and lets another owner take it first. */
+static int locked_fn(const dbcron_lock_guard *g, void *arg)
+{
+	locked_ctx *c = arg;
+	const dbcron_lease *l = dbcron_lock_guard_lease(g);
+	dbcron_db *db2;
+	dbcron_err err = {0};
+	snprintf(c->name, sizeof(c->name), "%s", l->name);
+	c->fence = l->fence;
+	if (dbcron_db_open(c->url, &db2, &err))
+		return 99;
+	if (c->steal) {
+		/* a frozen holder's lease ends; someone else takes it */
+		char sql[700];
+		snprintf(sql, sizeof(sql), "sqlite3 '%s' \"update locks set until_ms = 0 where name = '%s'\"",
+			 c->url + 7, l->name);
+		if (system(sql) != 0)
+			return 98;
+		dbcron_lease mine, holder;
+		if (dbcron_lock_acquire(db2, l->name, "thief", 60000, &mine, &holder, &err))
+			return 97;
+	}
+	int64_t end_ms = 0, now = 0;
+	dbcron_db_now_ms(db2, &now, &err);
+	end_ms = now + c->hold_ms;
+	while (now < end_ms && !(c->saw_lost = dbcron_lock_lost(g))) {
+		sleep_ms(50);
+		dbcron_db_now_ms(db2, &now, &err);
+	}
+	dbcron_lease *locks;
+	size_t n;
+	if (!dbcron_locks_list(db2, &locks, &n, &err)) {
+		for (size_t i = 0; i < n; i++)
+			if (strcmp(locks[i].name, l->name) == 0 && strcmp(locks[i].owner, l->owner) == 0)
+				c->until_during = locks[i].until_ms;
+		dbcron_locks_free(locks);
+	}
+	dbcron_db_close(db2);
+	return 7;
+}
+
+/* dbcron_lock_run: the lease is renewed while fn runs past its ttl, then
+ * released; a held lock refuses without running fn; a lease taken over
+ * meanwhile is reported to fn and to the caller. */
+static void test_lock_run(void **state)
+{
+	dbcron_db *db = fresh(), *db2;
+	dbcron_err err = {0};
+	int fn_rc = -1;
+	locked_ctx c = {.url = url, .hold_ms = 1200};
+	int64_t t0;
+
+	assert_int_equal(dbcron_lock_run(db, "", NULL, 300, locked_fn, &c, &fn_rc, &err), DBCRON_EINVAL);
+	assert_int_equal(fn_rc, 0);
+	assert_int_equal(dbcron_db_now_ms(db, &t0, &err), DBCRON_OK);
+	/* 1.2 s under a 300 ms ttl: only renewals keep it */
+	assert_int_equal(dbcron_lock_run(db, "nightly", "me", 300, locked_fn, &c, &fn_rc, &err),
+			 DBCRON_OK);
+	assert_int_equal(fn_rc, 7);
+	assert_false(c.saw_lost);
+	assert_string_equal(c.name, "nightly");
+	assert_true(c.until_during >= t0 + 1200);
+	assert_int_equal(dbcron_db_open(url, &db2, &err), DBCRON_OK);
+	dbcron_lease got, holder;
+	/* released: another owner gets it at once, with a greater fence */
+	assert_int_equal(dbcron_lock_acquire(db2, "nightly", "other", 60000, &got, &holder, &err),
+			 DBCRON_OK);
+	assert_true(got.fence > c.fence);
+	/* held by other: fn does not run */
+	fn_rc = -1;
+	memset(&c, 0, sizeof(c));
+	c.url = url;
+	assert_int_equal(dbcron_lock_run(db, "nightly", "me", 300, locked_fn, &c, &fn_rc, &err),
+			 DBCRON_ELOCKED);
+	assert_int_equal(fn_rc, 0);
+	assert_string_equal(c.name, "");
+	assert_non_null(strstr(err.msg, "held by other"));
+	assert_int_equal(dbcron_lock_release(db2, &got, &err), DBCRON_OK);
+	/* taken over while fn runs: fn sees it, the caller gets EFENCED */
+	c.hold_ms = 3000;
+	c.steal = true;
+	assert_int_equal(dbcron_lock_run(db, "nightly", "me", 300, locked_fn, &c, &fn_rc, &err),
+			 DBCRON_EFENCED);
+	assert_int_equal(fn_rc, 7);
+	assert_true(c.saw_lost);
+	assert_non_null(strstr(err.msg, "lease lost"));
+	dbcron_db_close(db2);
+	dbcron_db_close(db);
+}
+
+typedef struct log_capture {
+	pthread_mutex_t mu;
+	char buf[16384];
+	size_t len;
+	int lines;
+} log_capture;
+
+static void capture_line(void *ctx, int level, const char *line, size_t len)
+{
+	log_capture *c = ctx;
+	(void)level;
+	pthread_mutex_lock(&c->mu);
+	if (c->len + len < sizeof(c->buf)) {
+		memcpy(c->buf + c->len, line, len);
+		c->len += len;
+		c->buf[c->len] = '\0';
+	}
+	c->lines++;
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* The log level and sink are the node's: two nodes of one process, each
+ * with its own callback and level, get only their own lines. */
+static void test_node_log_sink(void **state)
+{
+	dbcron_db *db = fresh();
+	dbcron_err err = {0};
+	static log_capture info = {.mu = PTHREAD_MUTEX_INITIALIZER};
+	static log_capture warn = {.mu = PTHREAD_MUTEX_INITIALIZER};
+	dbcron_node_config cfg;
+	node_thread a = {0}, b = {0};
+
+	dbcron_node_config_init(&cfg);
+	assert_int_equal(cfg.log_level, DBCRON_LOG_DEFAULT);
+	cfg.db_url = url;
+	cfg.log_level = 9;
+	assert_int_equal(dbcron_node_create(&cfg, &a.n, &err), DBCRON_EINVAL);
+	assert_non_null(strstr(err.msg, "log_level 9"));
+	cfg.node_id = "log-info";
+	cfg.log_level = DBCRON_LOG_INFO;
+	cfg.log = capture_line;
+	cfg.log_ctx = &info;
+	assert_int_equal(dbcron_node_create(&cfg, &a.n, &err), DBCRON_OK);
+	cfg.node_id = "log-warn";
+	cfg.log_level = DBCRON_LOG_WARN;
+	cfg.log_ctx = &warn;
+	assert_int_equal(dbcron_node_create(&cfg, &b.n, &err), DBCRON_OK);
+	pthread_t ta, tb;
+	assert_int_equal(pthread_create(&ta, NULL, run_node, &a), 0);
+	assert_int_equal(pthread_create(&tb, NULL, run_node, &b), 0);
+	for (int i = 0; i < 600; i++) {
+		pthread_mutex_lock(&info.mu);
+		bool started = strstr(info.buf, "event=node.start") != NULL;
+		pthread_mutex_unlock(&info.mu);
+		if (started)
+			break;
+		sleep_ms(100);
+	}
+	sleep_ms(300);
+	dbcron_node_stop(a.n);
+	dbcron_node_stop(b.n);
+	pthread_join(ta, NULL);
+	pthread_join(tb, NULL);
+	assert_int_equal(a.rc, DBCRON_OK);
+	assert_int_equal(b.rc, DBCRON_OK);
+	assert_non_null(strstr(info.buf, "level=info event=node.start node=log-info "));
+	assert_non_null(strstr(info.buf, "event=node.stop node=log-info "));
+	assert_null(strstr(info.buf, "log-warn"));
+	/* warn and above only: the start and stop lines are info */
+	assert_int_equal(warn.lines, 0);
+	dbcron_node_free(a.n);
+	dbcron_node_free(b.n);
+	dbcron_db_close(db);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir)) {
@@ -519,6 +772,8 @@ int main(void)
 		cmocka_unit_test(test_apply_json), cmocka_unit_test(test_structs),
 		cmocka_unit_test(test_verbs),      cmocka_unit_test(test_runs_iter),
 		cmocka_unit_test(test_nodes_locks), cmocka_unit_test(test_node_db_file),
+		cmocka_unit_test(test_node_late_handler), cmocka_unit_test(test_lock_run),
+		cmocka_unit_test(test_node_log_sink),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	char cmd[600];

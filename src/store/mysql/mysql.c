@@ -76,12 +76,12 @@ _Static_assert(STORE_NJOBCOLS == 34, "NULLS_JOB is as wide as the job columns");
  * parameter R (route) is 0. */
 #define RUNS_HERE(J, R, N) "(?" #R " = 0 OR " J ".executor <> 2 OR " J ".handler IN " LIST_TEXT(N) ")"
 
-/* Routing: handler job J is stranded at N (now) when its next fire is past
- * its misfire threshold and no live node registered its handler; then a
- * node without the handler claims it too, to record the fires MISFIRED
- * (protocol.c says why). */
-#define STRANDED(J, N)                                                           \
-	"(" J ".executor = 2 AND " J ".next_fire_at + " J ".misfire_threshold_ms < " N \
+/* Routing: handler job J is stranded at N (now) for what is due at AT (its
+ * next fire, or an unclaimed run's due_at) when AT is past its misfire
+ * threshold and no live node registered its handler; then a node without
+ * the handler claims it too, to record it MISFIRED (protocol.c says why). */
+#define STRANDED(J, AT, N)                                                       \
+	"(" J ".executor = 2 AND " AT " + " J ".misfire_threshold_ms < " N          \
 	" AND NOT EXISTS (SELECT 1 FROM node_handlers h JOIN nodes n ON n.id = "    \
 	"h.node_id WHERE h.handler = " J ".handler AND n.state = 'alive' AND "      \
 	"n.lease_until >= " N "))"
@@ -147,7 +147,7 @@ static const char *const sql[ST__COUNT] = {
 		"SET @dbcron_now = " DBNOW PART
 		"SELECT @dbcron_now, " STORE_JOB_COLS " FROM jobs WHERE paused = 0 AND "
 		"next_fire_at IS NOT NULL AND next_fire_at <= @dbcron_now + ?1 AND ("
-		RUNS_HERE("jobs", 3, 4) " OR " STRANDED("jobs", "@dbcron_now") ") ORDER BY next_fire_at LIMIT ?2 FOR UPDATE SKIP LOCKED" PART
+		RUNS_HERE("jobs", 3, 4) " OR " STRANDED("jobs", "jobs.next_fire_at", "@dbcron_now") ") ORDER BY next_fire_at LIMIT ?2 FOR UPDATE SKIP LOCKED" PART
 		"SELECT @dbcron_now, " NULLS_JOB,
 	/* One statement per claim whatever its size: the batch is a JSON
 	 * table, and IGNORE + RETURNING hands out only rows really inserted
@@ -170,7 +170,8 @@ static const char *const sql[ST__COUNT] = {
 	[ST_CLAIM_RUNS] =
 		"UPDATE runs SET node = ?1, claim_token = CONCAT(?2, '~') WHERE state = 1 AND "
 		"node IS NULL AND due_at <= ?3 AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = "
-		"runs.job_id AND j.paused = 0 AND " RUNS_HERE("j", 5, 6) ") ORDER BY due_at LIMIT ?L4" PART
+		"runs.job_id AND j.paused = 0 AND (" RUNS_HERE("j", 5, 6) " OR " STRANDED("j", "runs.due_at", "?7")
+		")) ORDER BY due_at LIMIT ?L4" PART
 		"SELECT id, job_id, job_name, fire_at, attempt, due_at, missed FROM runs WHERE "
 		"node = ?1 AND state = 1 AND claim_token = CONCAT(?2, '~')" PART
 		"UPDATE runs SET claim_token = ?2 WHERE node = ?1 AND state = 1 AND "

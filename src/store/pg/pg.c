@@ -47,12 +47,12 @@
 #define RUNS_HERE(J, R, L)                                                       \
 	"(" R " = 0 OR " J ".executor <> 2 OR " J ".handler = ANY (" L "))"
 
-/* Routing: handler job J is stranded at N (now) when its next fire is past
- * its misfire threshold and no live node registered its handler; then a
- * node without the handler claims it too, to record the fires MISFIRED
- * (protocol.c says why). */
-#define STRANDED(J, N)                                                           \
-	"(" J ".executor = 2 AND " J ".next_fire_at + " J ".misfire_threshold_ms < " N \
+/* Routing: handler job J is stranded at N (now) for what is due at AT (its
+ * next fire, or an unclaimed run's due_at) when AT is past its misfire
+ * threshold and no live node registered its handler; then a node without
+ * the handler claims it too, to record it MISFIRED (protocol.c says why). */
+#define STRANDED(J, AT, N)                                                       \
+	"(" J ".executor = 2 AND " AT " + " J ".misfire_threshold_ms < " N          \
 	" AND NOT EXISTS (SELECT 1 FROM node_handlers h JOIN nodes n ON n.id = "    \
 	"h.node_id WHERE h.handler = " J ".handler AND n.state = 'alive' AND "      \
 	"n.lease_until >= " N "))"
@@ -131,7 +131,7 @@ static const char *const sql[ST__COUNT] = {
 		"WITH c AS (SELECT " DBNOW " AS now) SELECT c.now, j.* FROM c LEFT JOIN "
 		"LATERAL (SELECT " STORE_JOB_COLS " FROM jobs WHERE NOT paused AND "
 		"next_fire_at IS NOT NULL AND next_fire_at <= c.now + $1::bigint AND ("
-		RUNS_HERE("jobs", "$3::int", "$4::text[]") " OR " STRANDED("jobs", "c.now")
+		RUNS_HERE("jobs", "$3::int", "$4::text[]") " OR " STRANDED("jobs", "jobs.next_fire_at", "c.now")
 		") ORDER BY next_fire_at LIMIT $2::int FOR UPDATE "
 		"OF jobs SKIP LOCKED) j ON true",
 	[ST_FIRES_INSERT] =
@@ -150,7 +150,8 @@ static const char *const sql[ST__COUNT] = {
 		"UPDATE runs SET node = $1::text, claim_token = $2::text WHERE id IN (SELECT "
 		"r.id FROM runs r WHERE r.state = 1 AND r.node IS NULL AND r.due_at <= "
 		"$3::bigint AND EXISTS (SELECT 1 FROM jobs WHERE jobs.id = r.job_id AND NOT "
-		"jobs.paused AND " RUNS_HERE("jobs", "$5::int", "$6::text[]") ") ORDER BY "
+		"jobs.paused AND (" RUNS_HERE("jobs", "$5::int", "$6::text[]") " OR "
+		STRANDED("jobs", "r.due_at", "$7::bigint") ")) ORDER BY "
 		"r.due_at LIMIT $4::int FOR UPDATE OF r SKIP LOCKED) AND state = 1 AND node "
 		"IS NULL RETURNING id, job_id, job_name, fire_at, attempt, due_at, missed",
 	[ST_JOBS_BY_IDS] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE id = ANY ($1::bigint[])",

@@ -46,12 +46,12 @@
 	"(" R " = 0 OR " J ".executor <> 2 OR " J ".handler IN (SELECT value FROM "   \
 	"json_each(" L ")))"
 
-/* Routing: handler job J is stranded at N (now) when its next fire is past
- * its misfire threshold and no live node registered its handler; then a
- * node without the handler claims it too, to record the fires MISFIRED
- * (protocol.c says why). */
-#define STRANDED(J, N)                                                           \
-	"(" J ".executor = 2 AND " J ".next_fire_at + " J ".misfire_threshold_ms < " N \
+/* Routing: handler job J is stranded at N (now) for what is due at AT (its
+ * next fire, or an unclaimed run's due_at) when AT is past its misfire
+ * threshold and no live node registered its handler; then a node without
+ * the handler claims it too, to record it MISFIRED (protocol.c says why). */
+#define STRANDED(J, AT, N)                                                       \
+	"(" J ".executor = 2 AND " AT " + " J ".misfire_threshold_ms < " N          \
 	" AND NOT EXISTS (SELECT 1 FROM node_handlers h JOIN nodes n ON n.id = "    \
 	"h.node_id WHERE h.handler = " J ".handler AND n.state = 'alive' AND "      \
 	"n.lease_until >= " N "))"
@@ -125,7 +125,7 @@ static const char *const sql[ST__COUNT] = {
 		"SELECT c.now, j.* FROM (SELECT " NOW_SQL " AS now) AS c LEFT JOIN "
 		"(SELECT " STORE_JOB_COLS " FROM jobs WHERE paused = 0 AND next_fire_at "
 		"IS NOT NULL AND next_fire_at <= " NOW_SQL " + ?1 AND (" RUNS_HERE("jobs", "?3", "?4")
-		" OR " STRANDED("jobs", NOW_SQL) ") ORDER BY next_fire_at LIMIT ?2) AS j ON true",
+		" OR " STRANDED("jobs", "jobs.next_fire_at", NOW_SQL) ") ORDER BY next_fire_at LIMIT ?2) AS j ON true",
 	[ST_FIRES_INSERT] =
 		"INSERT INTO runs(job_id, job_name, fire_at, attempt, state, due_at, node, "
 		"claim_token, finished_ms, missed, error, created_ms) VALUES (" R(00) ", "
@@ -141,7 +141,7 @@ static const char *const sql[ST__COUNT] = {
 		"UPDATE runs SET node = ?1, claim_token = ?2 WHERE id IN (SELECT r.id FROM "
 		"runs r INDEXED BY runs_unclaimed WHERE r.state = 1 AND r.node IS NULL AND "
 		"r.due_at <= ?3 AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = r.job_id AND "
-		"j.paused = 0 AND " RUNS_HERE("j", "?5", "?6") ") "
+		"j.paused = 0 AND (" RUNS_HERE("j", "?5", "?6") " OR " STRANDED("j", "r.due_at", "?7") ")) "
 		"ORDER BY r.due_at LIMIT ?4) RETURNING id, job_id, job_name, fire_at, "
 		"attempt, due_at, missed",
 	[ST_JOBS_BY_IDS] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE id IN (SELECT " V0
