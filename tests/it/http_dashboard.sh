@@ -3,7 +3,8 @@
 # loads the page a node serves, is given an admin token through the form,
 # shows the jobs and their runs, a click on Trigger makes a run that the
 # runs view then shows and the run log holds, and the page fetched nothing
-# from any other origin.  The screenshot is kept as build/dashboard.png.
+# from any other origin.  The screenshots are kept as build/dashboard.png
+# (the runs view) and build/dashboard-jobs.png (the jobs view).
 # The jobs view says a cron job's schedule in words, its next fire in its
 # zone and from now, and a job's last run.  Then 10,000 jobs: the first
 # page renders and Next shows the second (the times are reported, not

@@ -11,7 +11,8 @@ asked nothing of any other origin, and saves a screenshot.  Prints the new
 run's id on stdout; exits 1 with the reason on stderr when a step fails.
 On the way the jobs view must show the job "noon" (cron 0 0 12 1 1 ?, zone
 Europe/Berlin) in words, its next fire at +01:00 and from now ("in 30d"),
-and tick's last run as succeeded and how long ago.
+and tick's last run as succeeded and how long ago; that view is saved
+beside SCREENSHOT as NAME-jobs.png.
 
 With --paging: loads URL, waits for a full first page of jobs whose first
 row is FIRST, clicks Next, waits for the page whose first row is SECOND,
@@ -217,10 +218,15 @@ def main():
         # against the database's clock (now_ms), not the browser's: with the
         # database an hour ahead, an instant 5.5 s after its now is "in 5s"
         rel = cdp.js("(() => { const e = document.querySelector('tr[data-job=\"noon\"] span.rel');"
-                     " skew += 3600000; e.dataset.at = String(Date.now() + skew + 5500); tickRelative();"
-                     " const t = e.textContent; skew -= 3600000; return t; })()")
+                     " const was = e.dataset.at; skew += 3600000;"
+                     " e.dataset.at = String(Date.now() + skew + 5500); tickRelative();"
+                     " const t = e.textContent; skew -= 3600000; e.dataset.at = was; tickRelative();"
+                     " return t; })()")
         if rel != "in 5s":
             fail("the relative next fire, 5.5 s ahead, reads %r" % rel)
+        # the jobs view too, beside the screenshot of the runs view
+        with open(re.sub(r"\.png$", "", shot) + "-jobs.png", "wb") as f:
+            f.write(base64.b64decode(cdp.call("Page.captureScreenshot", format="png")["data"]))
         cdp.js("location.hash = '#runs'")
         cdp.wait("[...document.querySelectorAll('#runs tbody tr')].some(r => r.children[1].textContent === 'tick')",
                  "runs of tick")
