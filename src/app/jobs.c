@@ -270,7 +270,8 @@ static int page_last_run(void *ctx, const store_last_run *r)
 	if (!at)
 		return 0;
 	char t[64];
-	json_t *lr = json_pack("{s:I,s:s,s:o,s:o}", "id", (json_int_t)r->run_id, "state",
+	/* a state this binary does not know reads as null, not as out of memory */
+	json_t *lr = json_pack("{s:I,s:s?,s:o,s:o}", "id", (json_int_t)r->run_id, "state",
 			       dbcron_run_state_name((dbcron_run_state)r->state), "finished_at_ms",
 			       r->finished_ms >= 0 ? json_integer(r->finished_ms) : json_null(),
 			       "finished_at",
