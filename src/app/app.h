@@ -50,10 +50,6 @@ void app_live_clear(app_live *l);
  * routed: a command runs on any node. */
 const char *app_job_unrunnable(const app_live *l, const dbcron_job *j, char *buf, size_t len);
 
-/* Every job as model_job_json, sorted by name, with "unrunnable" (the
- * reason) on a handler job no live node can run. */
-int app_jobs_list(store *s, json_t **out, dbcron_err *err);
-
 /*
  * The jobs listing, one page of it, for every front end (GET /api/v1/jobs,
  * the dashboard, `dbcron job list`): at most limit (1 to
@@ -62,7 +58,8 @@ int app_jobs_list(store *s, json_t **out, dbcron_err *err);
  * {"jobs": [...], "next_cursor": the page's last name, or null when no job
  * follows, "now_ms": the database's clock}.  Each job is model_job_json
  * (the apply-able definition, with "paused", "command" or "handler"),
- * "unrunnable" as app_jobs_list, and the listing's keys: "schedule" (kind
+ * "unrunnable" (app_job_unrunnable's reason, on a handler job no live
+ * node can run), and the listing's keys: "schedule" (kind
  * and text), "description" (app_schedule_words), "next_fire_local" (the
  * stored next fire as RFC 3339 in the job's zone, or null) and "last_run"
  * ({"id", "state", "finished_at_ms", "finished_at"} of the newest run that
@@ -92,8 +89,8 @@ const char *app_local_time(const dbcron_job *j, int64_t ms, char *buf, size_t le
 void app_job_add_words(json_t *o, const dbcron_job *j);
 
 /* One job with its last nruns runs (model_job_json_with_runs), with
- * "unrunnable" as app_jobs_list; with words also app_job_add_words'.  DBCRON_ENOTFOUND "no job
- * named 'x'". */
+ * "unrunnable" as app_jobs_page; with words also app_job_add_words's keys.
+ * DBCRON_ENOTFOUND "no job named 'x'". */
 int app_job_get(store *s, const char *name, size_t nruns, bool words, json_t **out,
 		dbcron_err *err);
 

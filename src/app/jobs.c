@@ -136,36 +136,6 @@ static json_t *with_routing(json_t *o, const app_live *l, const dbcron_job *j)
 	return o;
 }
 
-int app_jobs_list(store *s, json_t **out, dbcron_err *err)
-{
-	job_vec jv = {0};
-	app_live live = {0};
-	json_t *arr = NULL;
-	int rc;
-
-	*out = NULL;
-	if ((rc = app_jobs_sorted(s, &jv, err)) || (rc = app_live_load(s, &live, err)))
-		goto out_free;
-	rc = DBCRON_ENOMEM;
-	if (!(arr = json_array()))
-		goto out_oom;
-	for (size_t i = 0; i < jv.n; i++)
-		if (json_array_append_new(arr, with_routing(model_job_json(&jv.v[i]), &live,
-							      &jv.v[i])))
-			goto out_oom;
-	*out = arr;
-	arr = NULL;
-	rc = DBCRON_OK;
-	goto out_free;
-out_oom:
-	oom(err);
-out_free:
-	json_decref(arr);
-	app_live_clear(&live);
-	app_job_vec_free(&jv);
-	return rc;
-}
-
 /*
  * What a listing adds to a job's definition (model_job_json, unchanged, so
  * that a listed job can be applied back): its schedule in words, its next
