@@ -50,24 +50,47 @@ void app_live_clear(app_live *l);
  * routed: a command runs on any node. */
 const char *app_job_unrunnable(const app_live *l, const dbcron_job *j, char *buf, size_t len);
 
-/* Every job as model_job_json, sorted by name, with "unrunnable" (the
- * reason) on a handler job no live node can run. */
-int app_jobs_list(store *s, json_t **out, dbcron_err *err);
-
 /*
- * A keyset page of jobs by name: at most limit (>= 1) of the jobs whose
- * names sort after cursor (NULL or "": from the first).  *out is
- * {"jobs": [model_job_json..., with "unrunnable" as app_jobs_list], "next_cursor": the page's last name, or
- * null when no job follows}.  A cursor that cannot be a job name is
- * DBCRON_EINVAL.  One statement reads limit + 1 rows, whatever the total.
+ * The jobs listing, one page of it, for every front end (GET /api/v1/jobs,
+ * the dashboard, `dbcron job list`): at most limit (1 to
+ * APP_JOBS_PAGE_MAX) of the jobs whose names sort after cursor (NULL or
+ * "": from the first), by name in the database's order.  *out is
+ * {"jobs": [...], "next_cursor": the page's last name, or null when no job
+ * follows, "now_ms": the database's clock}.  Each job is model_job_json
+ * (the apply-able definition, with "paused", "command" or "handler"),
+ * "unrunnable" (app_job_unrunnable's reason, on a handler job no live
+ * node can run), and the listing's keys: "schedule" (kind
+ * and text), "description" (app_schedule_words), "next_fire_local" (the
+ * stored next fire as RFC 3339 in the job's zone, or null) and "last_run"
+ * ({"id", "state", "finished_at_ms", "finished_at"} of the newest run that
+ * is not SCHEDULED, store_jobs_last_run; null when none).  Times are
+ * absolute: relative ones ("in 4m") are the front end's, against now_ms.
+ * A cursor that cannot be a job name is DBCRON_EINVAL.  Three statements
+ * whatever the total: the clock, limit + 1 jobs, their last runs.
  */
+#define APP_JOBS_PAGE_MAX 1000
 int app_jobs_page(store *s, const char *cursor, long limit, json_t **out, dbcron_err *err);
 
+/* A job's schedule in words: a cron expression as `dbcron cron check`
+ * describes it, any other schedule as model_schedule_text ("every 30s"),
+ * into buf (len bytes); returns buf. */
+const char *app_schedule_words(const dbcron_job *j, char *buf, size_t len);
+
+/* ms (epoch, >= 0) in j's zone as RFC 3339 with the zone's offset then
+ * ("2026-12-02T12:00:00+01:00", milliseconds only when there are some):
+ * the listing's "next_fire_local".  NULL when ms < 0 or the zone is not
+ * known here. */
+const char *app_local_time(const dbcron_job *j, int64_t ms, char *buf, size_t len);
+
+/* Into o: "schedule", "description" (app_schedule_words) and
+ * "next_fires" (the next five from the stored next fire, each as at_ms,
+ * utc and local, the job's zone; none while paused).  Keys that cannot be
+ * made are left out: the definition is already in o. */
+void app_job_add_words(json_t *o, const dbcron_job *j);
+
 /* One job with its last nruns runs (model_job_json_with_runs), with
- * "unrunnable" as app_jobs_list; with words also "schedule",
- * "description" (cron in words) and "next_fires" (the next five, in UTC
- * and in the job's zone; none while paused).  DBCRON_ENOTFOUND "no job
- * named 'x'". */
+ * "unrunnable" as app_jobs_page; with words also app_job_add_words's keys.
+ * DBCRON_ENOTFOUND "no job named 'x'". */
 int app_job_get(store *s, const char *name, size_t nruns, bool words, json_t **out,
 		dbcron_err *err);
 

@@ -135,43 +135,74 @@ static json_t *with_routing(json_t *o, const app_live *l, const dbcron_job *j)
 	return o;
 }
 
-int app_jobs_list(store *s, json_t **out, dbcron_err *err)
-{
-	job_vec jv = {0};
-	app_live live = {0};
-	json_t *arr = NULL;
-	int rc;
-
-	*out = NULL;
-	if ((rc = app_jobs_sorted(s, &jv, err)) || (rc = app_live_load(s, &live, err)))
-		goto out_free;
-	rc = DBCRON_ENOMEM;
-	if (!(arr = json_array()))
-		goto out_oom;
-	for (size_t i = 0; i < jv.n; i++)
-		if (json_array_append_new(arr, with_routing(model_job_json(&jv.v[i]), &live,
-							      &jv.v[i])))
-			goto out_oom;
-	*out = arr;
-	arr = NULL;
-	rc = DBCRON_OK;
-	goto out_free;
-out_oom:
-	oom(err);
-out_free:
-	json_decref(arr);
-	app_live_clear(&live);
-	app_job_vec_free(&jv);
-	return rc;
-}
-
+/*
+ * What a listing adds to a job's definition (model_job_json, unchanged, so
+ * that a listed job can be applied back): its schedule in words, its next
+ * fire in its own zone, and its last run.  Times stay absolute; a front
+ * end says "in 4m" against the page's now_ms (the database's clock).
+ */
 typedef struct page_ctx {
 	json_t *jobs;
 	const app_live *live;
 	long limit, n;
 	bool more, failed;
 	char last[256]; /* the page's last name: the next cursor */
+	/* (job id, index in jobs) of the page, sorted by id for the last runs */
+	struct page_id {
+		int64_t id;
+		size_t idx;
+	} *ids;
 } page_ctx;
+
+const char *app_schedule_words(const dbcron_job *j, char *buf, size_t len)
+{
+	if (j->kind == DBCRON_SCHED_CRON) {
+		dbcron_cron *c = NULL;
+		dbcron_err e = {0};
+		if (!dbcron_cron_parse(j->spec, &c, &e)) {
+			dbcron_cron_describe(c, buf, len);
+			dbcron_cron_free(c);
+			return buf;
+		}
+	}
+	return model_schedule_text(j, buf, len);
+}
+
+const char *app_local_time(const dbcron_job *j, int64_t ms, char *buf, size_t len)
+{
+	dbcron_tz *tz = NULL;
+	dbcron_err e = {0};
+	if (ms < 0 || dbcron_tz_open(j->tz, &tz, &e))
+		return NULL;
+	dbcron__format_rfc3339(ms, dbcron_tz_offset(tz, ms / 1000), ms % 1000 != 0, buf, len);
+	dbcron_tz_free(tz);
+	return buf;
+}
+
+static json_t *local_time_json(const dbcron_job *j, int64_t ms)
+{
+	char t[64];
+	const char *l = app_local_time(j, ms, t, sizeof(t));
+	return l ? json_string(l) : json_null();
+}
+
+/* o (consumed) with the listing's keys; NULL when out of memory. */
+static json_t *with_listing(json_t *o, const dbcron_job *j)
+{
+	char buf[512];
+	if (!o)
+		return NULL;
+	if (json_object_set_new(o, "schedule",
+				json_string(model_schedule_text(j, buf, sizeof(buf)))) ||
+	    json_object_set_new(o, "description",
+				json_string(app_schedule_words(j, buf, sizeof(buf)))) ||
+	    json_object_set_new(o, "next_fire_local", local_time_json(j, j->next_fire_at)) ||
+	    json_object_set_new(o, "last_run", json_null())) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
 
 static int page_job(void *ctx, const dbcron_job *job)
 {
@@ -180,13 +211,63 @@ static int page_job(void *ctx, const dbcron_job *job)
 		pc->more = true; /* the one row past the page: there is a next */
 		return 1;
 	}
-	if (json_array_append_new(pc->jobs, with_routing(model_job_json(job), pc->live, job))) {
+	if (json_array_append_new(pc->jobs, with_listing(with_routing(model_job_json(job),
+								       pc->live, job),
+							  job))) {
 		pc->failed = true;
 		return 1;
 	}
+	pc->ids[pc->n].id = job->id;
+	pc->ids[pc->n].idx = (size_t)pc->n;
 	snprintf(pc->last, sizeof(pc->last), "%s", job->name);
 	pc->n++;
 	return 0;
+}
+
+static int cmp_page_id(const void *a, const void *b)
+{
+	const struct page_id *x = a, *y = b;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int page_last_run(void *ctx, const store_last_run *r)
+{
+	page_ctx *pc = ctx;
+	struct page_id key = {.id = r->job_id};
+	const struct page_id *at = bsearch(&key, pc->ids, (size_t)pc->n, sizeof(*pc->ids),
+					   cmp_page_id);
+	if (!at)
+		return 0;
+	char t[64];
+	/* a state this binary does not know reads as null, not as out of memory */
+	json_t *lr = json_pack("{s:I,s:s?,s:o,s:o}", "id", (json_int_t)r->run_id, "state",
+			       dbcron_run_state_name((dbcron_run_state)r->state), "finished_at_ms",
+			       r->finished_ms >= 0 ? json_integer(r->finished_ms) : json_null(),
+			       "finished_at",
+			       r->finished_ms >= 0
+				       ? json_string(model_time_text(r->finished_ms, t, sizeof(t)))
+				       : json_null());
+	if (!lr || json_object_set_new(json_array_get(pc->jobs, at->idx), "last_run", lr)) {
+		pc->failed = true;
+		return 1;
+	}
+	return 0;
+}
+
+/* The last run of every job of the page, in one statement. */
+static int page_last_runs(store *s, page_ctx *pc, dbcron_err *err)
+{
+	int64_t *ids = dbcron__calloc(pc->n ? (size_t)pc->n : 1, sizeof(*ids));
+	if (!ids)
+		return oom(err);
+	for (long i = 0; i < pc->n; i++)
+		ids[i] = pc->ids[i].id;
+	dbcron__sort(pc->ids, (size_t)pc->n, sizeof(*pc->ids), cmp_page_id);
+	int rc = store_jobs_last_run(s, ids, (size_t)pc->n, page_last_run, pc, err);
+	dbcron__free(ids);
+	if (!rc && pc->failed)
+		rc = oom(err);
+	return rc;
 }
 
 /* The shape of a job name (dbcron_job_validate's): 1-200 bytes, no
@@ -206,19 +287,21 @@ int app_jobs_page(store *s, const char *cursor, long limit, json_t **out, dbcron
 {
 	app_live live = {0};
 	page_ctx pc = {.limit = limit, .live = &live};
+	int64_t now;
 	int rc;
 
 	*out = NULL;
 	if (cursor && *cursor && !cursor_ok(cursor))
 		return dbcron_err_set(err, DBCRON_EINVAL, "cursor '%.64s': not one this server gave",
 				      cursor);
-	if (limit < 1 || limit == LONG_MAX)
-		return dbcron_err_set(err, DBCRON_EINVAL, "limit %ld: expected 1 or more", limit);
-	if ((rc = app_live_load(s, &live, err)))
+	if (limit < 1 || limit > APP_JOBS_PAGE_MAX)
+		return dbcron_err_set(err, DBCRON_EINVAL, "limit %ld: expected 1 to %d", limit,
+				      APP_JOBS_PAGE_MAX);
+	if ((rc = store_now_ms(s, &now, err)) || (rc = app_live_load(s, &live, err)))
 		return rc;
-	if (!(pc.jobs = json_array())) {
-		app_live_clear(&live);
-		return oom(err);
+	if (!(pc.jobs = json_array()) || !(pc.ids = dbcron__calloc((size_t)limit, sizeof(*pc.ids)))) {
+		rc = oom(err);
+		goto out_free;
 	}
 	if ((rc = store_job_page(s, cursor, limit + 1, page_job, &pc, err)))
 		goto out_free;
@@ -226,12 +309,15 @@ int app_jobs_page(store *s, const char *cursor, long limit, json_t **out, dbcron
 		rc = oom(err);
 		goto out_free;
 	}
-	*out = json_pack("{s:O,s:o}", "jobs", pc.jobs, "next_cursor",
-			 pc.more ? json_string(pc.last) : json_null());
+	if ((rc = page_last_runs(s, &pc, err)))
+		goto out_free;
+	*out = json_pack("{s:O,s:o,s:I}", "jobs", pc.jobs, "next_cursor",
+			 pc.more ? json_string(pc.last) : json_null(), "now_ms", (json_int_t)now);
 	if (!*out)
 		rc = oom(err);
 out_free:
 	json_decref(pc.jobs);
+	dbcron__free(pc.ids);
 	app_live_clear(&live);
 	return rc;
 }
@@ -263,19 +349,11 @@ static int collect_run(void *ctx, const dbcron_run *run)
  * itself is already in the object.
  */
 #define APP_NEXT_FIRES 5
-static void add_schedule_words(json_t *o, const dbcron_job *j)
+void app_job_add_words(json_t *o, const dbcron_job *j)
 {
 	char buf[512];
 	json_object_set_new(o, "schedule", json_string(model_schedule_text(j, buf, sizeof(buf))));
-	if (j->kind == DBCRON_SCHED_CRON) {
-		dbcron_cron *c = NULL;
-		dbcron_err e = {0};
-		if (!dbcron_cron_parse(j->spec, &c, &e)) {
-			dbcron_cron_describe(c, buf, sizeof(buf));
-			json_object_set_new(o, "description", json_string(buf));
-			dbcron_cron_free(c);
-		}
-	}
+	json_object_set_new(o, "description", json_string(app_schedule_words(j, buf, sizeof(buf))));
 	dbcron_tz *tz = NULL;
 	dbcron_err e = {0};
 	json_t *arr = json_array();
@@ -320,7 +398,7 @@ int app_job_get(store *s, const char *name, size_t nruns, bool words, json_t **o
 	if (rv.rc || !(*out = with_routing(model_job_json_with_runs(&j, rv.v, rv.n), &live, &j)))
 		rc = oom(err);
 	else if (words)
-		add_schedule_words(*out, &j);
+		app_job_add_words(*out, &j);
 out_clear:
 	app_live_clear(&live);
 	for (size_t i = 0; i < rv.n; i++)

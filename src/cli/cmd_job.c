@@ -485,8 +485,6 @@ static int parse_simple(const char *cmd, int argc, char **argv, int want_pos,
 	return -1;
 }
 
-typedef app_job_vec job_vec;
-
 /* Print a JSON value on one line; false on failure (OOM, EPIPE). */
 static bool print_json(json_t *v)
 {
@@ -495,78 +493,6 @@ static bool print_json(json_t *v)
 	int rc = json_dumpf(v, stdout, JSON_COMPACT | JSON_ENSURE_ASCII);
 	json_decref(v);
 	return rc == 0;
-}
-
-static void list_usage(FILE *f)
-{
-	fprintf(f, "usage: dbcron job list [--format table|json] [--db URL | --db-file PATH]\n\n"
-		   "All jobs by name: schedule, zone, paused, next fire (UTC).\n\n" CLI_DB_HELP);
-}
-
-static int job_list(int argc, char **argv)
-{
-	simple_args a;
-	int status = parse_simple("job list", argc, argv, 0, true, false, list_usage, &a);
-	if (status >= 0)
-		return status;
-	store *s = NULL;
-	if ((status = cli_open_store("job list", &a.db, &s)))
-		return status;
-	job_vec jv = {0};
-	dbcron_err err = {0};
-	if (a.format && strcmp(a.format, "json") == 0) {
-		json_t *arr;
-		if (app_jobs_list(s, &arr, &err)) {
-			status = err.code == DBCRON_ENOMEM ? oom("job list") : cli_fail(&err);
-			goto out;
-		}
-		/* one job a line, as before the API shared this form */
-		fputc('[', stdout);
-		for (size_t i = 0; i < json_array_size(arr); i++) {
-			fputs(i ? ",\n" : "\n", stdout);
-			if (!print_json(json_incref(json_array_get(arr, i)))) {
-				json_decref(arr);
-				status = oom("job list");
-				goto out;
-			}
-		}
-		fputs(json_array_size(arr) ? "\n]\n" : "]\n", stdout);
-		json_decref(arr);
-		goto out;
-	}
-	app_live live = {0};
-	if (app_jobs_sorted(s, &jv, &err) || app_live_load(s, &live, &err)) {
-		status = err.code == DBCRON_ENOMEM ? oom("job list") : cli_fail(&err);
-		goto out;
-	}
-	int wn = 4, ws = 8, wt = 2;
-	char sched[256], t[64];
-	for (size_t i = 0; i < jv.n; i++) {
-		int l = (int)strlen(jv.v[i].name);
-		wn = l > wn ? l : wn;
-		l = (int)strlen(model_schedule_text(&jv.v[i], sched, sizeof(sched)));
-		ws = l > ws ? l : ws;
-		l = jv.v[i].tz ? (int)strlen(jv.v[i].tz) : 3;
-		wt = l > wt ? l : wt;
-	}
-	printf("%-*s  %-*s  %-*s  %-6s  %s\n", wn, "NAME", ws, "SCHEDULE", wt, "TZ",
-	       "PAUSED", "NEXT FIRE");
-	for (size_t i = 0; i < jv.n; i++) {
-		const dbcron_job *j = &jv.v[i];
-		char why[400];
-		const char *unrunnable = app_job_unrunnable(&live, j, why, sizeof(why));
-		printf("%-*s  %-*s  %-*s  %-6s  %s%s%s%s\n", wn, j->name, ws,
-		       model_schedule_text(j, sched, sizeof(sched)), wt,
-		       j->tz ? j->tz : "UTC", j->paused ? "yes" : "no",
-		       j->set_aside ? "set aside (see job show)"
-				    : model_time_text(j->next_fire_at, t, sizeof(t)),
-		       unrunnable ? " (" : "", unrunnable ? unrunnable : "", unrunnable ? ")" : "");
-	}
-	app_live_clear(&live);
-out:
-	app_job_vec_free(&jv);
-	store_close(s);
-	return status;
 }
 
 /* One shell word, quoted only when it needs to be. */
@@ -585,6 +511,212 @@ static void print_word(FILE *f, const char *w)
 			fputc(*p, f);
 	}
 	fputc('\'', f);
+}
+
+static void list_usage(FILE *f)
+{
+	fprintf(f, "usage: dbcron job list [--format table|json] [--db URL | --db-file PATH]\n\n"
+		   "All jobs by name: schedule, zone, paused, next fire (in the job's zone and\n"
+		   "from now), the last run's state and when it ended, and what it runs.\n"
+		   "\"Now\" is the database's clock.  --format json: one job a line, as\n"
+		   "GET /api/v1/jobs gives them (docs/http.md).\n\n" CLI_DB_HELP);
+}
+
+/* "in 4m", "3h ago", "now": ms against now, in its largest whole unit
+ * (up to 2 h in minutes, up to 2 days in hours). */
+static const char *relative_text(int64_t ms, int64_t now, char *buf, size_t len)
+{
+	static const struct {
+		int64_t from, per;
+		char unit;
+	} units[] = {{2 * 86400, 86400, 'd'}, {2 * 3600, 3600, 'h'}, {60, 60, 'm'}, {1, 1, 's'}};
+	int64_t d = ms - now, a = (d < 0 ? -d : d) / 1000;
+	size_t u = 0;
+	if (a == 0) {
+		snprintf(buf, len, "now");
+		return buf;
+	}
+	while (a < units[u].from)
+		u++;
+	snprintf(buf, len, "%s%" PRId64 "%c%s", d > 0 ? "in " : "", a / units[u].per,
+		 units[u].unit, d > 0 ? "" : " ago");
+	return buf;
+}
+
+static const char *jstr(const json_t *o, const char *key)
+{
+	const char *v = json_string_value(json_object_get(o, key));
+	return v ? v : "";
+}
+
+/* What a listed job runs: "handler NAME" or its command as shell words. */
+static char *command_text(const json_t *job)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	if (!f)
+		return NULL;
+	const json_t *cmd = json_object_get(job, "command");
+	if (json_is_array(cmd)) {
+		for (size_t i = 0; i < json_array_size(cmd); i++) {
+			if (i)
+				fputc(' ', f);
+			const char *w = json_string_value(json_array_get(cmd, i));
+			print_word(f, w ? w : "");
+		}
+	} else {
+		fprintf(f, "handler %s", jstr(job, "handler"));
+	}
+	if (fclose(f)) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+/* One row of the table, each cell its own text. */
+typedef struct list_row {
+	const char *name, *sched, *tz, *paused, *unrunnable;
+	char next[160], last[96];
+	char *cmd; /* open_memstream's: free() */
+} list_row;
+
+static void list_row_fill(list_row *r, const json_t *job, int64_t now)
+{
+	char rel[48];
+	r->name = jstr(job, "name");
+	r->sched = jstr(job, "schedule");
+	r->tz = jstr(job, "tz");
+	r->paused = json_is_true(json_object_get(job, "paused")) ? "yes" : "no";
+	r->unrunnable = json_string_value(json_object_get(job, "unrunnable"));
+	const json_t *nf = json_object_get(job, "next_fire_at_ms");
+	if (json_object_get(job, "set_aside"))
+		snprintf(r->next, sizeof(r->next), "set aside (see job show)");
+	else if (json_is_integer(nf))
+		snprintf(r->next, sizeof(r->next), "%s (%s)", jstr(job, "next_fire_local"),
+			 relative_text(json_integer_value(nf), now, rel, sizeof(rel)));
+	else
+		snprintf(r->next, sizeof(r->next), "-");
+	const json_t *lr = json_object_get(job, "last_run");
+	const json_t *fin = json_object_get(lr, "finished_at_ms");
+	if (!json_is_object(lr))
+		snprintf(r->last, sizeof(r->last), "-");
+	else if (json_is_integer(fin))
+		snprintf(r->last, sizeof(r->last), "%s %s", jstr(lr, "state"),
+			 relative_text(json_integer_value(fin), now, rel, sizeof(rel)));
+	else
+		snprintf(r->last, sizeof(r->last), "%s", jstr(lr, "state"));
+	r->cmd = command_text(job);
+}
+
+static int width(int w, const char *s)
+{
+	int l = (int)strlen(s);
+	return l > w ? l : w;
+}
+
+/* The listing as a table: every page first, for the column widths. */
+static bool print_list_table(const json_t *jobs, int64_t now)
+{
+	size_t n = json_array_size(jobs);
+	list_row *rows = dbcron__calloc(n ? n : 1, sizeof(*rows));
+	bool ok = rows != NULL;
+	int wn = 4, ws = 8, wt = 2, wx = 9, wl = 8;
+	for (size_t i = 0; ok && i < n; i++) {
+		list_row *r = &rows[i];
+		list_row_fill(r, json_array_get(jobs, i), now);
+		ok = r->cmd != NULL;
+		wn = width(wn, r->name);
+		ws = width(ws, r->sched);
+		wt = width(wt, r->tz);
+		wx = width(wx, r->next);
+		wl = width(wl, r->last);
+	}
+	if (ok)
+		printf("%-*s  %-*s  %-*s  %-6s  %-*s  %-*s  %s\n", wn, "NAME", ws, "SCHEDULE", wt,
+		       "TZ", "PAUSED", wx, "NEXT FIRE", wl, "LAST RUN", "COMMAND");
+	for (size_t i = 0; ok && i < n; i++) {
+		const list_row *r = &rows[i];
+		printf("%-*s  %-*s  %-*s  %-6s  %-*s  %-*s  %s%s%s%s\n", wn, r->name, ws, r->sched, wt,
+		       r->tz, r->paused, wx, r->next, wl, r->last, r->cmd,
+		       r->unrunnable ? " (" : "", r->unrunnable ? r->unrunnable : "",
+		       r->unrunnable ? ")" : "");
+	}
+	for (size_t i = 0; rows && i < n; i++)
+		free(rows[i].cmd);
+	dbcron__free(rows);
+	return ok;
+}
+
+/* Every page of app_jobs_page into one array; *now is the first page's. */
+static int list_all(store *s, json_t **out, int64_t *now, dbcron_err *err)
+{
+	json_t *all = json_array(), *page = NULL;
+	char cursor[256] = "";
+	int rc = DBCRON_OK;
+	*out = NULL;
+	if (!all)
+		return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
+	for (bool first = true;; first = false) {
+		if ((rc = app_jobs_page(s, cursor, APP_JOBS_PAGE_MAX, &page, err)))
+			break;
+		if (first)
+			*now = json_integer_value(json_object_get(page, "now_ms"));
+		const char *next = json_string_value(json_object_get(page, "next_cursor"));
+		if (json_array_extend(all, json_object_get(page, "jobs"))) {
+			rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
+			break;
+		}
+		if (!next)
+			break;
+		snprintf(cursor, sizeof(cursor), "%s", next);
+		json_decref(page);
+		page = NULL;
+	}
+	json_decref(page);
+	if (rc)
+		json_decref(all);
+	else
+		*out = all;
+	return rc;
+}
+
+static int job_list(int argc, char **argv)
+{
+	simple_args a;
+	int status = parse_simple("job list", argc, argv, 0, true, false, list_usage, &a);
+	if (status >= 0)
+		return status;
+	store *s = NULL;
+	if ((status = cli_open_store("job list", &a.db, &s)))
+		return status;
+	dbcron_err err = {0};
+	json_t *arr = NULL;
+	int64_t now = 0;
+	if (list_all(s, &arr, &now, &err)) {
+		status = err.code == DBCRON_ENOMEM ? oom("job list") : cli_fail(&err);
+		goto out;
+	}
+	if (!a.format || strcmp(a.format, "json")) {
+		if (!print_list_table(arr, now))
+			status = oom("job list");
+		goto out;
+	}
+	/* one job a line, as before the API shared this form */
+	fputc('[', stdout);
+	for (size_t i = 0; i < json_array_size(arr); i++) {
+		fputs(i ? ",\n" : "\n", stdout);
+		if (!print_json(json_incref(json_array_get(arr, i)))) {
+			status = oom("job list");
+			goto out;
+		}
+	}
+	fputs(json_array_size(arr) ? "\n]\n" : "]\n", stdout);
+out:
+	json_decref(arr);
+	store_close(s);
+	return status;
 }
 
 /* What a command runs as, in job show's table. */
@@ -610,7 +742,8 @@ static void show_runas(const dbcron_job *j)
 static void show_usage(FILE *f)
 {
 	fprintf(f, "usage: dbcron job show NAME [--format table|json] [--db URL | --db-file PATH]\n\n"
-		   "Every field of the job and its last 5 runs.\n\n" CLI_DB_HELP);
+		   "Every field of the job, its schedule in words (as `dbcron cron check`\n"
+		   "says it), its next five fires in its zone and its last 5 runs.\n\n" CLI_DB_HELP);
 }
 
 static int job_show(int argc, char **argv)
@@ -632,7 +765,7 @@ static int job_show(int argc, char **argv)
 	dbcron_job_init(&j);
 	if (json) {
 		json_t *o;
-		int rc = app_job_get(s, a.name, 5, false, &o, &err);
+		int rc = app_job_get(s, a.name, 5, true, &o, &err);
 		if (rc == DBCRON_ENOTFOUND)
 			status = no_such_job("job show", a.name);
 		else if (rc == DBCRON_ENOMEM || (!rc && !print_json(o)))
@@ -661,7 +794,7 @@ static int job_show(int argc, char **argv)
 		status = oom("job show");
 		goto out;
 	}
-	char t[64], b1[256], b2[64], b3[64];
+	char t[64], b1[256];
 	printf("name:              %s\n", j.name);
 	printf("id:                %" PRId64 "\n", j.id);
 	printf("schedule:          %s", model_schedule_text(&j, b1, sizeof(b1)));
@@ -669,9 +802,25 @@ static int job_show(int argc, char **argv)
 		printf(" (series from %s)", model_time_text(j.anchor_ms, t, sizeof(t)));
 	if (j.kind == DBCRON_SCHED_AT && j.spec && strcmp(j.spec, b1 + 3))
 		printf(" (given as %s)", j.spec);
-	printf("\ntz:                %s\n", j.tz ? j.tz : "UTC");
+	char b2[64], b3[64];
+	json_t *words = json_object();
+	if (!words) {
+		status = oom("job show");
+		goto out;
+	}
+	app_job_add_words(words, &j);
+	printf("\nin words:          %s\n", jstr(words, "description"));
+	printf("tz:                %s\n", j.tz ? j.tz : "UTC");
 	printf("paused:            %s\n", j.paused ? "yes" : "no");
 	printf("next fire:         %s\n", model_time_text(j.next_fire_at, t, sizeof(t)));
+	/* in the job's zone, as `dbcron cron next --tz` prints them */
+	const json_t *nf = json_object_get(words, "next_fires");
+	for (size_t i = 0; i < json_array_size(nf); i++) {
+		json_int_t at = json_integer_value(json_object_get(json_array_get(nf, i), "at_ms"));
+		const char *l = app_local_time(&j, at, b2, sizeof(b2));
+		printf("%s%s\n", i ? "                   " : "next fires:        ", l ? l : "-");
+	}
+	json_decref(words);
 	if (j.set_aside)
 		printf("set aside:         %s (fix it with job apply/add, or job resume)\n",
 		       j.set_aside);

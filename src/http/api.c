@@ -22,7 +22,6 @@
 #define RUNS_PAGE_DEFAULT 50
 #define RUNS_PAGE_MAX 1000
 #define JOBS_PAGE_DEFAULT 100
-#define JOBS_PAGE_MAX 1000
 /* A job's own page shows this many of its last runs. */
 #define JOB_LAST_RUNS 10
 
@@ -274,10 +273,10 @@ static void route_jobs(const http_call *c, const char *rest, http_reply *rep)
 			return method_not_allowed(rep, "GET");
 		if (!may_read(c, rep))
 			return;
-		if ((v = arg(c, "limit")) && !parse_count(v, JOBS_PAGE_MAX, &limit))
+		if ((v = arg(c, "limit")) && !parse_count(v, APP_JOBS_PAGE_MAX, &limit))
 			return http__error(rep, MHD_HTTP_BAD_REQUEST, "invalid",
 					   "limit '%.40s': expected a whole number from 1 to %d", v,
-					   JOBS_PAGE_MAX);
+					   APP_JOBS_PAGE_MAX);
 		if (app_jobs_page(c->st, arg(c, "cursor"), limit, &j, &err))
 			return from_err(rep, &err);
 		return ok(rep, MHD_HTTP_OK, j);

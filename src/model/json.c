@@ -196,8 +196,11 @@ json_t *model_job_json_with_runs(const dbcron_job *job, const dbcron_run *runs,
 /* What the store sets; a listed job carries them, a definition ignores them. */
 static bool read_only_key(const char *key)
 {
-	static const char *const keys[] = {"id", "next_fire_at_ms", "next_fire", "last_runs",
-					   "set_aside", "unrunnable"};
+	static const char *const keys[] = {"id",       "next_fire_at_ms", "next_fire",
+					   "last_runs", "set_aside",       "unrunnable",
+					   /* the listing's (app_jobs_page) and job show's */
+					   "schedule", "description", "next_fire_local",
+					   "last_run", "next_fires"};
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		if (strcmp(keys[i], key) == 0)
 			return true;

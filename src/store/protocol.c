@@ -829,6 +829,39 @@ int store_job_last_success(store *s, long limit, store_last_ok_cb cb, void *ctx,
 	return each_row(s, ST_JOB_LAST_OK, p, 1, last_ok_one, &e, err);
 }
 
+struct last_run_each {
+	store_last_run_cb cb;
+	void *ctx;
+};
+
+static int last_run_one(store *s, void *arg, bool *stop, dbcron_err *err)
+{
+	struct last_run_each *e = arg;
+	(void)err;
+	store_last_run r = {.job_id = col_i64(s, 0), .run_id = col_i64(s, 1),
+			    .state = (int)col_i64(s, 2), .finished_ms = col_i64n(s, 3)};
+	*stop = e->cb(e->ctx, &r) != 0;
+	return DBCRON_OK;
+}
+
+int store_jobs_last_run(store *s, const int64_t *ids, size_t n, store_last_run_cb cb,
+			void *ctx, dbcron_err *err)
+{
+	if (n == 0)
+		return DBCRON_OK;
+	if (!ids || !cb)
+		return dbcron_err_set(err, DBCRON_EINVAL,
+				      "jobs_last_run: ids and a callback are required");
+	store_batch *b = scratch(s, 0, 1, ids_cols);
+	for (size_t i = 0; i < n; i++)
+		store_batch_i64(b, ids[i]);
+	if (b->oom)
+		return oom(err, "jobs' last runs");
+	store_param p[] = {sp_batch(b)};
+	struct last_run_each e = {cb, ctx};
+	return each_row(s, ST_JOBS_LAST_RUN, p, 1, last_run_one, &e, err);
+}
+
 struct brief_each {
 	store_brief_cb cb;
 	void *ctx;

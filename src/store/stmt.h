@@ -33,6 +33,11 @@
 	 * name, the first limit jobs: /metrics.  Walks UNIQUE(job_id, fire_at, attempt)   \
 	 * backwards from each job's newest fire to its first success. */                 \
 	X(JOB_LAST_OK, "reading the jobs' last successes", "")                           \
+	/* batch [job_id] -> job_id, id, state, finished_ms of each job's newest run    \
+	 * (by fire_at, attempt) that is not SCHEDULED, for a page of jobs in one       \
+	 * statement: one backward probe of UNIQUE(job_id, fire_at, attempt) per job,   \
+	 * however long the log.  A job with no such run has no row. */                 \
+	X(JOBS_LAST_RUN, "reading the jobs' last runs", "")                              \
 	/* batch [name] -> JOB_COLS of the jobs that exist */                            \
 	X(JOBS_BY_NAMES, "reading jobs by name", "")                                     \
 	/* (now) batch [JOB_PUT_COLS] -> id, name */                                     \

@@ -300,6 +300,21 @@ int store_job_page(store *s, const char *after, long limit, store_job_cb cb, voi
 typedef int (*store_last_ok_cb)(void *ctx, const char *name, int64_t finished_ms);
 int store_job_last_success(store *s, long limit, store_last_ok_cb cb, void *ctx,
 			   dbcron_err *err);
+/* A job's newest run by (fire_at, attempt) that is not SCHEDULED: what a
+ * listing shows as its last run (a fire claimed ahead of its instant does
+ * not hide the outcome of the one before). */
+typedef struct store_last_run {
+	int64_t job_id;
+	int64_t run_id;
+	int state;          /* dbcron_run_state */
+	int64_t finished_ms; /* -1 while running */
+} store_last_run;
+typedef int (*store_last_run_cb)(void *ctx, const store_last_run *r);
+/* The last run of each of the n jobs ids (a page of a listing), in one
+ * statement whatever n; a job without one gets no call, the order is the
+ * database's. */
+int store_jobs_last_run(store *s, const int64_t *ids, size_t n, store_last_run_cb cb,
+			void *ctx, dbcron_err *err);
 /* Every job's store_job_brief, by name. */
 int store_job_briefs(store *s, store_brief_cb cb, void *ctx, dbcron_err *err);
 int store_job_set_paused(store *s, const char *name, bool paused, int64_t next_fire_at, dbcron_err *err);

@@ -25,11 +25,12 @@ mysql)
 	;;
 esac
 # What a write would change while the node goes on ticking: every job's
-# definition (not its next fire, which the node moves) and every run of
-# the jobs other than "tick".
+# definition (not its next fire, which the node moves, nor its last run)
+# and every run of the jobs other than "tick".
 db_state() {
 	{
-		"$DBCRON_BIN" job list --format json | jq -c '[.[] | del(.next_fire_at_ms, .next_fire)]'
+		"$DBCRON_BIN" job list --format json |
+			jq -c '[.[] | del(.next_fire_at_ms, .next_fire, .next_fire_local, .last_run)]'
 		"$DBCRON_BIN" runs --format csv --limit 0 | grep -v '^tick,' || true
 	} | sha256sum | cut -d' ' -f1
 }
@@ -137,8 +138,9 @@ assert_eq "quiet tick" "$(jget '[.jobs[].name] | join(" ")')"
 assert_eq "1s" "$(jget '.jobs[] | select(.name == "tick") | .every')"
 # the API's job form is the CLI's
 expect_rc 0 job list --format json
-assert_eq "$(jq -c '[.[] | del(.next_fire_at_ms, .next_fire)]' <<<"$T_OUT")" \
-	"$(jget '[.jobs[] | del(.next_fire_at_ms, .next_fire)] | tostring')" "same JSON as job list"
+MOVING='.next_fire_at_ms, .next_fire, .next_fire_local, .last_run'
+assert_eq "$(jq -c "[.[] | del($MOVING)]" <<<"$T_OUT")" \
+	"$(jget "[.jobs[] | del($MOVING)] | tostring")" "same JSON as job list"
 wait_until 30 bash -c "[ \$(curl -s -H 'Authorization: Bearer $READER' \
 	'http://127.0.0.1:$PORT/api/v1/runs?job=tick&state=succeeded' | jq '.runs | length') -ge 2 ]"
 expect 200 GET /api/v1/jobs/tick "$READER"
@@ -186,10 +188,27 @@ assert_eq "cron 0 0 12 * * ?" "$(jget .schedule)"
 assert_match "$(jget .description)" '12'
 assert_eq 5 "$(jget '.next_fires | length')"
 assert_eq "$(jget .next_fire_at_ms)" "$(jget '.next_fires[0].at_ms')" "the first is the stored next fire"
+NOON=$H_BODY
 assert_eq true "$(jget '[.next_fires[].at_ms] | . == (sort | unique)')" "increasing"
 assert_eq "" "$(jget '.next_fires[].local' | grep -Ev 'T12:00:00(\.000)?\+0[12]:00$' || true)" \
 	"noon in Berlin, with Berlin's offset"
 assert_eq "" "$(jget '.next_fires[].utc' | grep -Ev 'T1[01]:00:00(\.000)?Z$' || true)" "and in UTC"
+# the listing says the same, with the last run, for every job of the page
+expect 200 GET /api/v1/jobs "$READER"
+noon() { jget ".jobs[] | select(.name == \"noon\") | $1"; }
+assert_eq "$(noon .description)" "$(jq -r .description <<<"$NOON")" "words as the job's own page"
+assert_eq "$(noon .next_fire_local)" "$(jq -r '.next_fires[0].local | sub("\\.000"; "")' <<<"$NOON")" \
+	"next fire in Berlin, as the job's page says it"
+assert_eq "cron 0 0 12 * * ?" "$(noon .schedule)"
+assert_eq null "$(noon .last_run)" "no run yet"
+assert_eq '["true"]' "$(noon '.command | tojson')"
+assert_eq false "$(noon .paused)"
+assert_match "$(jget .now_ms)" '^[0-9]{13}$' "the database's now, for relative times"
+assert_eq succeeded "$(jget '.jobs[] | select(.name == "tick") | .last_run.state')"
+assert_match "$(jget '.jobs[] | select(.name == "tick") | .last_run.finished_at')" 'Z$'
+TICK_LAST=$(jget '.jobs[] | select(.name == "tick") | .last_run.id')
+expect 200 GET "/api/v1/runs/$TICK_LAST" "$READER"
+assert_eq tick "$(jget .job)" "last_run.id is a run of tick"
 expect 200 DELETE /api/v1/jobs/noon "$ADMIN"
 
 t_section "cron next and check: the CLI's answers"

@@ -188,7 +188,7 @@ bad "--tz" job add x --cron '0 0 * * *' --tz Nowhere -- true
 # ---------------------------------------------------------------------
 t_section "job list / show"
 expect_rc 0 job list
-assert_match "$T_OUT" '^NAME +SCHEDULE +TZ +PAUSED +NEXT FIRE$'
+assert_match "$T_OUT" '^NAME +SCHEDULE +TZ +PAUSED +NEXT FIRE +LAST RUN +COMMAND$'
 assert_match "$T_OUT" '^every30 +every 30s +UTC +no +[0-9]{4}-'
 assert_match "$T_OUT" '^full +every 1h30m +UTC +yes '
 expect_rc 0 job list --format json

@@ -2,12 +2,22 @@
 """Drive the dashboard in a real headless Chromium over the DevTools protocol.
 
   dashboard_drive.py CHROMIUM URL TOKEN SCREENSHOT PROFILE_DIR
+  dashboard_drive.py --paging CHROMIUM URL PROFILE_DIR FIRST SECOND
 
 Loads URL, types TOKEN into the token form, waits for the jobs "tick" and
 "quiet" and for runs of "tick", clicks quiet's Trigger button with real mouse
 events, waits for the new run to show in the runs view, checks that the page
 asked nothing of any other origin, and saves a screenshot.  Prints the new
-run's id on stdout; exits 1 with the reason on stderr when a step fails.  The
+run's id on stdout; exits 1 with the reason on stderr when a step fails.
+On the way the jobs view must show the job "noon" (cron 0 0 12 1 1 ?, zone
+Europe/Berlin) in words, its next fire at +01:00 and from now ("in 30d"),
+and tick's last run as succeeded and how long ago; that view is saved
+beside SCREENSHOT as NAME-jobs.png.
+
+With --paging: loads URL, waits for a full first page of jobs whose first
+row is FIRST, clicks Next, waits for the page whose first row is SECOND,
+and prints the milliseconds each took (from navigation, from the click):
+what a 10,000-job dashboard costs, reported, never asserted.  The
 waits are hang guards (60 s), not timing checks.  Only the standard library:
 the WebSocket client is the few lines the protocol needs.
 """
@@ -128,9 +138,8 @@ class CDP:
                       clickCount=1)
 
 
-def main():
-    chromium, url, token, shot, profile = sys.argv[1:6]
-    origin = "{0.scheme}://{0.netloc}".format(urllib.parse.urlparse(url))
+def start(chromium, profile):
+    """Chromium and a DevTools session on its page: (process, CDP)."""
     proc = subprocess.Popen([chromium, "--headless", "--no-sandbox", "--disable-gpu",
                              "--no-first-run", "--disable-extensions", "--user-data-dir=" + profile,
                              "--remote-debugging-port=0", "--window-size=1200,900", "about:blank"],
@@ -149,7 +158,43 @@ def main():
             fail("chromium did not say where devtools listens")
         pages = json.load(urllib.request.urlopen("http://127.0.0.1:%d/json/list" % port))
         page = next(p for p in pages if p.get("type") == "page")
-        cdp = CDP(WS(page["webSocketDebuggerUrl"]))
+        return proc, CDP(WS(page["webSocketDebuggerUrl"]))
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+
+
+def paging(chromium, url, profile, first, second):
+    proc, cdp = start(chromium, profile)
+    try:
+        rows = "document.querySelectorAll('#jobs tbody tr')"
+        t0 = time.monotonic()
+        cdp.call("Page.navigate", url=url)
+        cdp.wait("(r => r.length === 100 && r[0].dataset.job === %s)(%s)" % (json.dumps(first), rows),
+                 "a first page of 100 jobs from " + first)
+        t1 = time.monotonic()
+        if cdp.js("document.querySelector('#jobs-next').disabled"):
+            fail("Next is disabled on the first of many pages")
+        cdp.click("#jobs-next")
+        cdp.wait("(r => r.length === 100 && r[0].dataset.job === %s)(%s)" % (json.dumps(second), rows),
+                 "the second page from " + second)
+        t2 = time.monotonic()
+        if not cdp.js("/page 2/.test(document.querySelector('#status').textContent)"):
+            fail("the status line does not say page 2")
+        print("%d %d" % ((t1 - t0) * 1000, (t2 - t1) * 1000))
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def main():
+    if sys.argv[1] == "--paging":
+        return paging(*sys.argv[2:7])
+    chromium, url, token, shot, profile = sys.argv[1:6]
+    origin = "{0.scheme}://{0.netloc}".format(urllib.parse.urlparse(url))
+    proc, cdp = start(chromium, profile)
+    try:
         cdp.call("Network.enable")
         cdp.call("Page.enable")
         cdp.call("Page.navigate", url=url)
@@ -160,6 +205,28 @@ def main():
         cdp.click("#auth button")
         cdp.wait("!!document.querySelector('tr[data-job=\"tick\"]') && "
                  "!!document.querySelector('tr[data-job=\"quiet\"]')", "the jobs tick and quiet")
+        # the listing's words, zone and relative times (app_jobs_page)
+        cells = "[...document.querySelectorAll('tr[data-job=\"%s\"] td')].map(c => c.textContent)"
+        noon = cdp.wait("(c => c.length && c[1] === 'at 12:00:00, on day 1 of the month, in January'"
+                        " && /^\\d{4}-01-01T12:00:00\\+01:00 in \\d+d$/.test(c[3]) ? c : null)(%s)"
+                        % (cells % "noon"), "noon in words, at +01:00 and from now")
+        tick = cdp.wait("(c => c.length && /^succeeded (\\d+[smh] ago|now)$/.test(c[4]) ? c : null)(%s)"
+                        % (cells % "tick"), "tick's last run, succeeded, and when")
+        if noon[6] != "echo noon" or tick[5] != "no":
+            fail("command or paused column: %r %r" % (noon, tick))
+        # between two fetches the relative text is said again each second,
+        # against the database's clock (now_ms), not the browser's: with the
+        # database an hour ahead, an instant 5.5 s after its now is "in 5s"
+        rel = cdp.js("(() => { const e = document.querySelector('tr[data-job=\"noon\"] span.rel');"
+                     " const was = e.dataset.at; skew += 3600000;"
+                     " e.dataset.at = String(Date.now() + skew + 5500); tickRelative();"
+                     " const t = e.textContent; skew -= 3600000; e.dataset.at = was; tickRelative();"
+                     " return t; })()")
+        if rel != "in 5s":
+            fail("the relative next fire, 5.5 s ahead, reads %r" % rel)
+        # the jobs view too, beside the screenshot of the runs view
+        with open(re.sub(r"\.png$", "", shot) + "-jobs.png", "wb") as f:
+            f.write(base64.b64decode(cdp.call("Page.captureScreenshot", format="png")["data"]))
         cdp.js("location.hash = '#runs'")
         cdp.wait("[...document.querySelectorAll('#runs tbody tr')].some(r => r.children[1].textContent === 'tick')",
                  "runs of tick")

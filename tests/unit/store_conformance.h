@@ -1727,6 +1727,88 @@ static void conf_test_runs_list(void **state)
 	conf_runs_clear(&rs);
 }
 
+/* store_jobs_last_run: each job's newest run by (fire_at, attempt) that is
+ * not SCHEDULED, for a whole page of jobs in one statement. */
+typedef struct conf_last {
+	int64_t run_id[4]; /* by job index; 0: no call */
+	int state[4];
+	int64_t finished[4];
+	int64_t ids[4];
+	int calls;
+} conf_last;
+
+static int conf_last_one(void *ctx, const store_last_run *r)
+{
+	conf_last *l = ctx;
+	l->calls++;
+	for (int i = 0; i < 4; i++)
+		if (l->ids[i] == r->job_id) {
+			assert_int_equal(l->run_id[i], 0); /* once per job */
+			l->run_id[i] = r->run_id;
+			l->state[i] = r->state;
+			l->finished[i] = r->finished_ms;
+		}
+	return 0;
+}
+
+static int64_t conf_log(conf_ctx *c, int64_t job_id, int64_t fire_at, int attempt, int state,
+			int64_t finished)
+{
+	dbcron_run run;
+	memset(&run, 0, sizeof(run));
+	run.job_name = "last";
+	run.job_id = job_id;
+	run.fire_at = fire_at;
+	run.attempt = attempt;
+	run.state = state;
+	run.started_ms = fire_at;
+	run.finished_ms = finished;
+	CONF_OK(c, store_log_run(c->s, &run, &c->err));
+	conf_runs rs = {0};
+	conf_list(c, "last", 0, -1, 0, &rs);
+	int64_t id = 0;
+	for (int i = 0; i < rs.n; i++)
+		if (rs.rows[i].job_id == job_id && rs.rows[i].fire_at == fire_at &&
+		    rs.rows[i].attempt == attempt)
+			id = rs.rows[i].id;
+	conf_runs_clear(&rs);
+	assert_true(id > 0);
+	return id;
+}
+
+static void conf_test_jobs_last_run(void **state)
+{
+	conf_ctx *c = *state;
+	conf_last l = {.ids = {70, 71, 72, 73}};
+	/* 70: a failed fire, then a fire whose second attempt succeeded */
+	conf_log(c, 70, 1000, 1, DBCRON_RUN_FAILED, 1010);
+	conf_log(c, 70, 2000, 1, DBCRON_RUN_FAILED, 2010);
+	int64_t want70 = conf_log(c, 70, 2000, 2, DBCRON_RUN_SUCCEEDED, 2500);
+	/* 71: a success, then a fire claimed ahead of its instant */
+	int64_t want71 = conf_log(c, 71, 1000, 1, DBCRON_RUN_SUCCEEDED, 1010);
+	conf_log(c, 71, 3000, 1, DBCRON_RUN_SCHEDULED, 3000);
+	/* 72: none; 73: an older job's row of another id must not count */
+	conf_log(c, 99, 9000, 1, DBCRON_RUN_SUCCEEDED, 9010);
+	uint64_t before = c->s->stmt_count;
+	CONF_OK(c, store_jobs_last_run(c->s, l.ids, 4, conf_last_one, &l, &c->err));
+	uint64_t used = c->s->stmt_count - before;
+	print_message("last runs of 4 jobs: %llu statements\n", (unsigned long long)used);
+	assert_int_equal(used, 1); /* one statement for the page, whatever its size */
+	assert_int_equal(l.calls, 2);
+	assert_int_equal(l.run_id[0], want70);
+	assert_int_equal(l.state[0], DBCRON_RUN_SUCCEEDED);
+	assert_int_equal(l.finished[0], 2500);
+	assert_int_equal(l.run_id[1], want71);
+	assert_int_equal(l.state[1], DBCRON_RUN_SUCCEEDED);
+	assert_int_equal(l.finished[1], 1010);
+	assert_int_equal(l.run_id[2], 0);
+	assert_int_equal(l.run_id[3], 0);
+	/* an empty page asks nothing */
+	before = c->s->stmt_count;
+	CONF_OK(c, store_jobs_last_run(c->s, l.ids, 0, conf_last_one, &l, &c->err));
+	assert_int_equal(c->s->stmt_count, before);
+}
+
 /* ---- lease locks ---- */
 
 /*
@@ -1839,6 +1921,6 @@ static void conf_test_locks(void **state)
 	CONF_T(conf_test_reap_unwritten_starts), CONF_T(conf_test_reap_retry_budget),         \
 	CONF_T(conf_test_reap_racing_start), CONF_T(conf_test_claim_lock_row),                 \
 	CONF_T(conf_test_node_stop_release), CONF_T(conf_test_runs_list),                      \
-	CONF_T(conf_test_locks)
+	CONF_T(conf_test_jobs_last_run), CONF_T(conf_test_locks)
 
 #endif

@@ -59,14 +59,36 @@ function schedule(j) {
   for (const k of ["cron", "every", "after", "at"]) if (j[k]) return k + " " + j[k];
   return "-";
 }
-function when(ms, tz) {
-  if (ms === null || ms === undefined) return "-";
-  const d = new Date(ms);
-  let s;
-  try { s = d.toLocaleString(undefined, { timeZone: tz || "UTC", timeZoneName: "short" }); }
-  catch (e) { s = d.toISOString(); }
-  const rel = Math.round((ms - Date.now()) / 1000);
-  return s + (rel >= 0 ? " (in " + rel + "s)" : " (" + -rel + "s ago)");
+// The database's clock minus this browser's, from the last jobs page's
+// now_ms: "in 4m" is said against the clock the scheduler fires by.
+let skew = 0;
+// "in 4m", "3h ago", "now": the largest whole unit (minutes up to 2 h,
+// hours up to 2 days), as `dbcron job list` says it.
+function relative(ms) {
+  const d = ms - (Date.now() + skew), a = Math.floor(Math.abs(d) / 1000);
+  if (a === 0) return "now";
+  const [per, unit] = a >= 172800 ? [86400, "d"] : a >= 7200 ? [3600, "h"] : a >= 60 ? [60, "m"] : [1, "s"];
+  const t = Math.floor(a / per) + unit;
+  return d > 0 ? "in " + t : t + " ago";
+}
+// A cell with an absolute time and its relative form, which ticks
+// (tickRelative) between two fetches of the page.
+function timeCell(ms, text, prefix) {
+  const c = document.createElement("td");
+  if (ms === null || ms === undefined) { c.textContent = prefix || "-"; return c; }
+  const rel = document.createElement("span");
+  rel.className = "rel"; rel.dataset.at = ms;
+  rel.textContent = relative(ms);
+  c.append((prefix ? prefix + " " : ""), rel);
+  if (text) c.title = text;
+  return c;
+}
+function tickRelative() {
+  for (const e of document.querySelectorAll("span.rel[data-at]")) e.textContent = relative(Number(e.dataset.at));
+}
+function commandText(j) {
+  if (j.handler !== undefined) return "handler " + j.handler;
+  return (j.command || []).map((w) => /^[A-Za-z0-9_./=:,+@%-]+$/.test(w) ? w : "'" + w.replace(/'/g, "'\\''") + "'").join(" ");
 }
 function took(r) {
   return r.started_ms !== null && r.finished_ms !== null ? (r.finished_ms - r.started_ms) + " ms" : "-";
@@ -101,6 +123,7 @@ const views = {
     const c = jobCursors[jobCursors.length - 1];
     if (c) q.set("cursor", c);
     const j = await get("/jobs?" + q);
+    if (typeof j.now_ms === "number") skew = j.now_ms - Date.now();
     jobNext = j.next_cursor;
     $("#jobs-next").disabled = !jobNext;
     $("#jobs-first").disabled = jobCursors.length === 0;
@@ -112,8 +135,23 @@ const views = {
       t.dataset.action = "trigger";
       acts.append(t, job.paused ? button("Resume", () => act(job.name, "resume"))
                                 : button("Pause", () => act(job.name, "pause")));
-      tr.append(link(job.name, "#job/" + encodeURIComponent(job.name)), td(schedule(job)),
-                td(job.tz), td(when(job.next_fire_at_ms, job.tz)), td(job.paused ? "yes" : "no"), acts);
+      const words = td(job.description || schedule(job), "words");
+      words.title = job.schedule || schedule(job);
+      let next;
+      if (job.set_aside) next = td("set aside: " + job.set_aside, "err");
+      else if (job.paused) next = td("paused", "mute");
+      else next = timeCell(job.next_fire_at_ms, job.next_fire_local);
+      if (!job.set_aside && job.next_fire_local) {
+        const local = document.createElement("span");
+        local.className = "local"; local.textContent = job.next_fire_local + " ";
+        next.prepend(local);
+      }
+      const lr = job.last_run;
+      const last = !lr ? td("-") : timeCell(lr.finished_at_ms, lr.finished_at, lr.state);
+      if (lr) { last.className = "st-" + lr.state; last.dataset.state = lr.state; }
+      const cmd = td(commandText(job) + (job.unrunnable ? " (" + job.unrunnable + ")" : ""), "cmd");
+      tr.append(link(job.name, "#job/" + encodeURIComponent(job.name)), words,
+                td(job.tz), next, last, td(job.paused ? "yes" : "no"), cmd, acts);
       return tr;
     }));
     return j.jobs.length + " jobs" + (jobCursors.length || jobNext ? " (page " + (jobCursors.length + 1) + ")" : "");
@@ -207,3 +245,4 @@ window.onhashchange = route;
 route();
 // live: poll every 2 s while the page is visible (only the newest runs page)
 setInterval(() => { if (!document.hidden && !(current === "runs" && runCursors.length)) refresh(); }, 2000);
+setInterval(() => { if (!document.hidden) tickRelative(); }, 1000);

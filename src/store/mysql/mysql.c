@@ -101,6 +101,13 @@ static const char *const sql[ST__COUNT] = {
 		"SELECT j.name, (SELECT r.finished_ms FROM runs r WHERE r.job_id = j.id AND "
 		"r.state = 3 ORDER BY r.fire_at DESC, r.attempt DESC LIMIT 1) FROM jobs j "
 		"ORDER BY j.name LIMIT ?1",
+	/* no LATERAL in MariaDB: a scalar subquery per job (a backward probe of
+	 * runs_fire) picks the run, the join reads it */
+	[ST_JOBS_LAST_RUN] =
+		"SELECT r.job_id, r.id, r.state, r.finished_ms FROM (SELECT (SELECT x.id FROM "
+		"runs x WHERE x.job_id = jt.v AND x.state <> 1 ORDER BY x.fire_at DESC, "
+		"x.attempt DESC LIMIT 1) AS rid FROM JSON_TABLE(?1, '$[*]' COLUMNS (v BIGINT "
+		"PATH '$')) jt) w JOIN runs r ON r.id = w.rid",
 	[ST_JOBS_BY_NAMES] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name IN " LIST_TEXT(1),
 	[ST_JOBS_INSERT] =
 		"INSERT INTO jobs (" STORE_JOB_PUT_COLS ", created_ms, updated_ms) VALUES ("

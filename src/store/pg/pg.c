@@ -73,6 +73,12 @@ static const char *const sql[ST__COUNT] = {
 		"SELECT j.name, (SELECT r.finished_ms FROM runs r WHERE r.job_id = j.id AND "
 		"r.state = 3 ORDER BY r.fire_at DESC, r.attempt DESC LIMIT 1) FROM jobs j "
 		"ORDER BY j.name LIMIT $1::bigint",
+	/* one LATERAL probe of runs' UNIQUE index, backwards, per job */
+	[ST_JOBS_LAST_RUN] =
+		"SELECT v.id, r.id, r.state, r.finished_ms FROM unnest($1::bigint[]) v(id) "
+		"CROSS JOIN LATERAL (SELECT x.id, x.state, x.finished_ms FROM runs x WHERE "
+		"x.job_id = v.id AND x.state <> 1 ORDER BY x.fire_at DESC, x.attempt DESC "
+		"LIMIT 1) r",
 	[ST_JOBS_BY_NAMES] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name = ANY ($1::text[])",
 	[ST_JOBS_INSERT] =
 		"INSERT INTO jobs (" STORE_JOB_PUT_COLS ", created_ms, updated_ms) "

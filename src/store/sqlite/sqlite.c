@@ -77,6 +77,12 @@ static const char *const sql[ST__COUNT] = {
 		"SELECT j.name, (SELECT r.finished_ms FROM runs r WHERE r.job_id = j.id AND "
 		"r.state = 3 ORDER BY r.fire_at DESC, r.attempt DESC LIMIT 1) FROM jobs j "
 		"ORDER BY j.name LIMIT ?1",
+	/* the scalar subquery walks runs' UNIQUE index backwards per job */
+	[ST_JOBS_LAST_RUN] =
+		"SELECT r.job_id, r.id, r.state, r.finished_ms FROM (SELECT (SELECT x.id FROM "
+		"runs x WHERE x.job_id = j." V0 " AND x.state <> 1 ORDER BY x.fire_at DESC, "
+		"x.attempt DESC LIMIT 1) AS rid FROM json_each(?1) j) w JOIN runs r ON r.id = "
+		"w.rid",
 	[ST_JOBS_BY_NAMES] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name IN "
 			     "(SELECT " V0 " FROM json_each(?1))",
 	[ST_JOBS_INSERT] =
