@@ -15,6 +15,10 @@
 #include "dbcron/error.h"
 #include "store/store.h"
 
+struct conf_value;
+struct dbcron_node_config;
+struct http_config;
+
 #define CLI_EXIT_OK 0
 #define CLI_EXIT_FAIL 1
 #define CLI_EXIT_USAGE 2
@@ -31,6 +35,7 @@ int cli_node(int argc, char **argv);  /* cmd_node.c */
 int cli_lock(int argc, char **argv);  /* cmd_lock.c */
 int cli_locks(int argc, char **argv); /* cmd_lock.c */
 int cli_serve(int argc, char **argv); /* cmd_serve.c */
+int cli_config(int argc, char **argv); /* cmd_config.c */
 /* job import-crontab (cmd_crontab.c); argv[0] is "import-crontab". */
 int cli_job_import_crontab(int argc, char **argv);
 
@@ -62,9 +67,22 @@ void cli_db_set_url(cli_db *d, char *value);
  * status in *status; the text lives until the command returns to main.
  */
 const char *cli_db_url(const char *cmd, const cli_db *d, int *status);
+/* cli_db_url, also telling where the URL came from: *from is db's or
+ * db-file's value (text NULL for the built-in default). */
+const char *cli_db_url_from(const char *cmd, const cli_db *d, struct conf_value *from,
+			    int *status);
 /* cli_db_url, then open the store and check its schema; prints the error
  * and returns the exit status on failure (0 on success). */
 int cli_open_store(const char *cmd, const cli_db *d, store **out);
+/*
+ * The settings of `dbcron node` (and of its HTTP server) and of `dbcron
+ * serve`'s server from their flags (conf_set_flag), the configuration
+ * file or the defaults already in cfg and hc, checked as the node checks
+ * them; messages name the flag or FILE:LINE: key.  0 or the exit status.
+ * (cmd_node.c)
+ */
+int cli_node_settings(const char *cmd, struct dbcron_node_config *cfg, struct http_config *hc);
+int cli_http_settings(const char *cmd, struct http_config *hc);
 /* Print "dbcron: <msg>" to stderr; returns the exit status for code. */
 int cli_fail(const dbcron_err *err);
 int cli_usage_error(const char *cmd, const char *fmt, ...) DBCRON_PRINTF(2, 3);
