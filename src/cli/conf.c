@@ -5,9 +5,10 @@
  *
  * Owns the file's text and the labels of its values from the first
  * conf_get that needs the file until conf_free.  The file is read at most
- * once per command, and only when a key is not given by a flag or the
- * environment, so `dbcron --db URL job list` works for a user who cannot
- * read /etc/dbcron/dbcron.conf.  Every line of it is checked when it is
+ * once per command: a named one (--config, $DBCRON_CONFIG) before the
+ * command runs, the default one only when a key is not given by a flag or
+ * the environment, so `dbcron --db URL job list` works for a user who
+ * cannot read /etc/dbcron/dbcron.conf.  Every line of it is checked when it is
  * read (syntax, known key, no key twice), whichever key was asked for;
  * values are checked by the command that uses them, under the label
  * "FILE:LINE: key".  The db value is never quoted (it may hold a
@@ -240,6 +241,11 @@ static int load(const char *cmd)
 out_oom:
 	fprintf(stderr, "dbcron %s: out of memory reading %s\n", cmd, path);
 	return CLI_EXIT_FAIL;
+}
+
+int conf_load_named(const char *cmd)
+{
+	return flag_path || getenv("DBCRON_CONFIG") ? load(cmd) : 0;
 }
 
 int conf_file(const char *cmd, const char **path, const char **why)

@@ -84,6 +84,10 @@ int conf_get_either(const char *cmd, conf_key a, conf_key b, conf_value *out, co
  * set; prints an error naming v's label and returns 2 when it is neither. */
 int conf_bool(const char *cmd, const conf_value *v, bool *out);
 
+/* Reads a file named by --config or $DBCRON_CONFIG now (main, before the
+ * command), so that a missing or bad one is an error whatever the command
+ * asks for; 0 when none is named.  0 or the exit status, as conf_get. */
+int conf_load_named(const char *cmd);
 /* Which file conf_get read ("" when none was found) and whether it was
  * named (--config, $DBCRON_CONFIG) or the default; loads it first.  0 or
  * the exit status, as conf_get. */

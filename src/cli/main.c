@@ -315,7 +315,9 @@ int main(int argc, char **argv)
 	}
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (strcmp(name, commands[i].name) == 0) {
-			int status = commands[i].fn(argc - first, argv + first);
+			int status = conf_load_named(name);
+			if (!status)
+				status = commands[i].fn(argc - first, argv + first);
 			dbcron__free(db_flag_copy);
 			dbcron__free(db_file_text);
 			conf_free();
