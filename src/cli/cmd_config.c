@@ -19,13 +19,13 @@
 static void help(FILE *f)
 {
 	fprintf(f,
-		"usage: dbcron [--config FILE] config show [--db URL | --db-file PATH]\n\n"
+		"usage: dbcron config show [--config FILE] [--db URL | --db-file PATH]\n\n"
 		"Print every setting of the database, `dbcron node` and the HTTP server with its\n"
 		"effective value and where it came from: flag, env VAR, FILE:LINE or default.\n"
 		"A password in the database URL is masked.  Precedence: a flag, else the\n"
 		"environment (DBCRON_DB, DBCRON_DB_FILE), else the configuration file, else the\n"
 		"built-in default.\n\n"
-		"The configuration file is --config FILE (before the command), else\n"
+		"The configuration file is --config FILE (here or before the command), else\n"
 		"$DBCRON_CONFIG, else /etc/dbcron/dbcron.conf when it exists (a named file that is\n"
 		"missing is an error).  Lines 'key = value'; blank lines and lines starting with #\n"
 		"are skipped (a # after a value is part of it); keys:\n"
@@ -35,6 +35,7 @@ static void help(FILE *f)
 		"  log-runs, quiet                true or false\n"
 		"  http, api-token-file, metrics-max-jobs   the HTTP server (node and serve)\n"
 		"An unknown key, a key given twice or a bad value is an error naming FILE:LINE.\n"
+		"  --config FILE    the configuration file to read\n"
 		CLI_DB_HELP);
 }
 
@@ -155,6 +156,7 @@ int cli_config(int argc, char **argv)
 	static const struct option longs[] = {
 		{"db", required_argument, NULL, 'd'},
 		{"db-file", required_argument, NULL, 'F'},
+		{"config", required_argument, NULL, 'C'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -166,6 +168,7 @@ int cli_config(int argc, char **argv)
 		switch (c) {
 		case 'd': cli_db_set_url(&db, optarg); break;
 		case 'F': db.file = optarg; break;
+		case 'C': conf_set_path(optarg); break;
 		case 'h': help(stdout); return CLI_EXIT_OK;
 		default: return CLI_EXIT_USAGE;
 		}
