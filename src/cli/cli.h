@@ -54,14 +54,17 @@ typedef struct cli_db {
 #define CLI_DB_HELP                                                                        \
 	"  --db URL         database: sqlite:PATH, postgresql://... or key=value conninfo\n"   \
 	"  --db-file PATH   read the database URL from PATH (one line), so it is not on the\n"  \
-	"                   command line; default $DBCRON_DB, else $DBCRON_DB_FILE, else\n"     \
+	"                   command line; default $DBCRON_DB, else $DBCRON_DB_FILE, else db\n"  \
+	"                   or db-file of the configuration file (dbcron config --help), else\n" \
 	"                   sqlite:./dbcron.db\n"
 
 /* --db VALUE: copies VALUE and overwrites it in argv with "***". */
 void cli_db_set_url(cli_db *d, char *value);
 /*
- * The URL: --db, else --db-file, else $DBCRON_DB, else $DBCRON_DB_FILE,
- * else sqlite:./dbcron.db.  Giving both of a pair is an error.  A file
+ * The URL: --db or --db-file (the command's, else before the command),
+ * else $DBCRON_DB or $DBCRON_DB_FILE, else the configuration file's db or
+ * db-file (conf.h), else sqlite:./dbcron.db.  Both of a pair on one level,
+ * or an empty value, is an error.  A file
  * holds the URL on one line (surrounding white space ignored) and is never
  * quoted in messages.  NULL after printing "dbcron CMD: ..." with the exit
  * status in *status; the text lives until the command returns to main.
