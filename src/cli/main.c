@@ -69,6 +69,7 @@ void cli_db_set_url(cli_db *d, char *value)
 	/* out of memory: keep pointing at argv rather than lose the URL */
 	if (!copy) {
 		d->url = value;
+		conf_set_flag(CONF_DB, value);
 		return;
 	}
 	dbcron__free(db_flag_copy);
