@@ -8,7 +8,7 @@ pkgs=(build-essential cmake pkg-config git python3
       libmariadb-dev mariadb-server mariadb-client
       libglib2.0-dev libjansson-dev libcmocka-dev libsystemd-dev libmicrohttpd-dev
       curl jq apache2-utils chromium
-      clang libclang-rt-14-dev procps util-linux faketime)
+      clang libclang-rt-14-dev procps util-linux faketime zsh)
 if [ "${1:-}" = "--with-quartz" ]; then
   pkgs+=(default-jdk-headless libquartz2-java)
 fi

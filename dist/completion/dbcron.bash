@@ -41,13 +41,14 @@ _dbcron()
 	case $cmd in
 	job)
 		if [ "$COMP_CWORD" -eq 2 ]; then
-			COMPREPLY=($(compgen -W "add list show pause resume delete trigger apply import-crontab --help" -- "$cur"))
+			COMPREPLY=($(compgen -W "add list show pause resume delete trigger set rename apply export import-crontab --help" -- "$cur"))
 			return
 		fi
 		case $sub in
-		add) opts="--cron --every --after --at --tz --misfire --max-catchup --misfire-threshold --overlap --node-loss --retries --retry-base --retry-cap --jitter --timeout --paused --handler --arg --user --group --cwd --env --env-file --umask --inherit-env --no-user-check" ;;
-		list|show) opts="--format" ;;
-		apply) opts="--prune --max-bytes --max-jobs --no-user-check" ;;
+		add) opts="--cron --every --after --at --tz --misfire --max-catchup --misfire-threshold --overlap --node-loss --retries --retry-base --retry-cap --jitter --timeout --paused --handler --arg --user --group --cwd --env --env-file --umask --inherit-env --no-user-check --strict" ;;
+		set) opts="--cron --every --after --at --tz --misfire --max-catchup --misfire-threshold --overlap --node-loss --retries --retry-base --retry-cap --jitter --no-jitter --timeout --handler --arg --user --group --cwd --env --env-file --umask --inherit-env --no-inherit-env --no-user-check --strict" ;;
+		list|show|export) opts="--format" ;;
+		apply) opts="--prune --dry-run --max-bytes --max-jobs --no-user-check --strict" ;;
 		import-crontab) opts="--system --user --apply --partial --no-user-check" ;;
 		esac
 		if [ "$sub" = apply ] || [ "$sub" = import-crontab ]; then
@@ -71,7 +72,12 @@ _dbcron()
 			return
 		fi
 		;;
-	runs) opts="--job --state --since --limit --format" ;;
+	runs)
+		if [ "$COMP_CWORD" -eq 2 ] && [[ $cur != -* ]]; then
+			COMPREPLY=($(compgen -W "show" -- "$cur"))
+			return
+		fi
+		opts="--job --state --since --limit --format --output --follow --interval" ;;
 	nodes) opts="--format --prune" ;;
 	lock) opts="--ttl --owner --wait --kill-grace --held-exit" ;;
 	locks) opts="--format" ;;

@@ -93,8 +93,11 @@ typedef struct dbcron_apply_opts {
 typedef struct dbcron_apply_result {
 	size_t created, updated, deleted;
 	size_t errors; /* entries refused; then nothing was written */
-	/* dry run: {"create": [names], "update": [...], "delete": [...]}, a
-	 * string the result owns (dbcron_apply_result_clear); else NULL */
+	/* dry run: {"create": [names], "update": [the stored ones that
+	 * change], "delete": [...], "unchanged": [...], "fields": {name: [the
+	 * keys that change]}}, a string the result owns
+	 * (dbcron_apply_result_clear); else NULL.  updated counts every
+	 * stored name given, changed or not. */
 	char *diff_json;
 	/* a prune that deleted jobs waits (at most 10 s) for every live node
 	 * to see it; when one did not confirm, which, else "" */

@@ -88,7 +88,8 @@ static int apply_entries(dbcron_db *db, json_t *entries, const dbcron_apply_opts
 		rc = app_apply_write(api__store(db), &b, &ao, on_entry, &ec, &ar, r->warning,
 				     sizeof(r->warning), err);
 	r->created = ar.created;
-	r->updated = ar.updated;
+	/* the library's "updated" has always counted every stored name given */
+	r->updated = ar.updated + ar.unchanged;
 	r->deleted = ar.deleted;
 	r->errors = ar.nerr;
 	if (!rc && ar.diff)

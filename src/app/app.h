@@ -20,6 +20,8 @@
 #include "dbcron/error.h"
 #include "store/store.h"
 
+struct model_jobdef;
+
 /* ------------------------------------------------------------ jobs */
 
 /* Stored jobs, copies the vector owns (app_job_vec_free). */
@@ -116,9 +118,13 @@ typedef void (*app_entry_err_fn)(void *ctx, size_t idx, const char *name,
 				 const char *msg);
 
 typedef struct app_apply_result {
-	size_t created, updated, deleted;
+	/* updated: stored jobs whose definition changed; unchanged: stored
+	 * jobs the batch gave again as they were (model_job_def_json equal) */
+	size_t created, updated, unchanged, deleted;
 	size_t nerr; /* entries refused (then nothing was written) */
-	/* dry run: {"create": [names], "update": [...], "delete": [...]} */
+	/* dry run: {"create": [names], "update": [names that change],
+	 * "delete": [...], "unchanged": [names], "fields": {name: [the
+	 * definition keys that change]}} */
 	json_t *diff;
 } app_apply_result;
 
@@ -155,6 +161,45 @@ int app_apply_write(store *s, app_batch *b, const app_apply_opts *o,
 		    char *warning, size_t wlen, dbcron_err *err);
 void app_batch_clear(app_batch *b);
 
+/* ------------------------------------------------- export and edit */
+
+/*
+ * Every job as a definition (model_job_def_json), sorted by name (strcmp,
+ * whatever the database's collation): what `job export` writes and `job
+ * apply` reads back to the same jobs.
+ */
+int app_jobs_export(store *s, json_t **out, dbcron_err *err);
+
+typedef struct app_job_set_opts {
+	bool user_check; /* model_jobdef_check_host, as job add */
+	bool strict;     /* a handler no local process knows is an error */
+} app_job_set_opts;
+
+typedef struct app_job_set_result {
+	bool changed;      /* false when the fields given were as stored */
+	int64_t next_fire; /* after the change (-1 none) */
+	char warning[512]; /* model_jobdef_check_handler's, or "" */
+} app_job_set_result;
+
+/*
+ * Change the fields over gives (over->seen; a model_jobdef the caller
+ * filled as `job add` does, with no name and no paused: job pause and
+ * job resume do that) of the stored job name; the
+ * others keep their stored values.  Giving one key of a group replaces the
+ * group: a schedule key the schedule, --handler the command and what it
+ * runs as, a command the handler and its arg; --env the whole list.  The
+ * result is checked as `job add` checks and written as `job apply` writes
+ * (one transaction, an unchanged schedule keeps its next fire, a changed
+ * one is placed as a new one).  over is consumed (left initialised).
+ * DBCRON_ENOTFOUND "no job named 'x'"; nothing is written on any error.
+ */
+int app_job_set(store *s, const char *name, struct model_jobdef *over, const app_job_set_opts *o,
+		app_job_set_result *r, dbcron_err *err);
+
+/* Rename a job (store_job_rename): to is checked as any job name.
+ * DBCRON_ENOTFOUND for from, DBCRON_EEXISTS when to is taken. */
+int app_job_rename(store *s, const char *from, const char *to, dbcron_err *err);
+
 /* ------------------------------------------------------------ runs */
 
 /* A deep copy of src into dst (the caller's: dbcron_run_clear), without
@@ -190,6 +235,34 @@ int app_runs_page(store *s, const store_run_filter *f, const char *cursor,
  * same fire (model_run_json each, first attempt first, at most 100; the
  * run itself among them).  DBCRON_ENOTFOUND when absent. */
 int app_run_get(store *s, int64_t id, json_t **out, dbcron_err *err);
+
+/*
+ * Following the run log (`runs --follow`): each poll hands out the runs
+ * that ended since the last one, in the order they ended (finished_ms,
+ * then id), each once.  A poll re-reads only the runs it watches (seen
+ * while not yet ended, each by its primary key) and reads the rows
+ * created since by id, so its cost does not grow with the log.  Start
+ * (reads every run not yet ended, once), then app_follow_seen each run the
+ * front end already showed, then poll.  A run that ended before the start
+ * is never handed out.
+ */
+typedef struct app_follow {
+	const char *job; /* borrowed from the filter; NULL: every job */
+	int state;       /* 0 or an end state: only runs that end so */
+	int64_t since_ms; /* -1, or only runs fired at or after */
+	int64_t start_ms; /* database now at the start */
+	int64_t last_id;  /* the newest run id read */
+	int64_t *pending; /* runs read before they ended */
+	size_t npending, cap;
+} app_follow;
+
+/* DBCRON_EINVAL when f->state is not an end state (such a run never ends
+ * in it).  fw is the caller's (app_follow_clear). */
+int app_follow_start(store *s, app_follow *fw, const store_run_filter *f, dbcron_err *err);
+/* r was shown: it is not handed out again, unless it had not ended. */
+int app_follow_seen(app_follow *fw, const dbcron_run *r);
+int app_follow_poll(store *s, app_follow *fw, store_run_cb cb, void *ctx, dbcron_err *err);
+void app_follow_clear(app_follow *fw);
 
 /* ------------------------------------------------------------ cron */
 

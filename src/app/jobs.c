@@ -511,19 +511,90 @@ static const dbcron_job *find_prev(const job_vec *jv, const char *name)
 	return jv->n ? bsearch(&key, jv->v, jv->n, sizeof(*jv->v), cmp_job_name) : NULL;
 }
 
-/* {"create": [...], "update": [...], "delete": [...]} of a checked and
+/*
+ * The definition keys in which job differs from prev (both as
+ * model_job_def_json, so an AT job compares instants, not texts) appended
+ * to fields when it is not NULL; *n counts them.  False when out of
+ * memory.
+ */
+static bool changed_keys(const dbcron_job *prev, const dbcron_job *job, json_t *fields,
+			 size_t *n)
+{
+	json_t *a = model_job_def_json(prev), *b = model_job_def_json(job);
+	bool ok = a && b;
+	*n = 0;
+	/* in the key table's order, so a diff reads the same every time;
+	 * "paused" is not compared: a stored job keeps its own (store_job_put) */
+	for (const model_jobdef_key *k = model_jobdef_keys; ok && k->name; k++) {
+		if (k->id == MODEL_JK_PAUSED ||
+		    json_equal(json_object_get(a, k->name), json_object_get(b, k->name)) ||
+		    (!json_object_get(a, k->name) && !json_object_get(b, k->name)))
+			continue;
+		(*n)++;
+		if (fields && json_array_append_new(fields, json_string(k->name)))
+			ok = false;
+	}
+	/* a set-aside job given again is planned afresh (store_job_put) */
+	if (ok && prev->set_aside) {
+		(*n)++;
+		if (fields && json_array_append_new(fields, json_string("set_aside")))
+			ok = false;
+	}
+	json_decref(a);
+	json_decref(b);
+	return ok;
+}
+
+/* How many entries of a resolved batch change nothing stored; false when
+ * out of memory. */
+static bool count_unchanged(const app_batch *b, const job_vec *jv, size_t *unchanged)
+{
+	*unchanged = 0;
+	for (size_t i = 0; i < b->n; i++) {
+		const dbcron_job *prev = find_prev(jv, b->defs[i].job.name);
+		size_t n;
+		if (prev && !changed_keys(prev, &b->defs[i].job, NULL, &n))
+			return false;
+		if (prev && n == 0)
+			(*unchanged)++;
+	}
+	return true;
+}
+
+/* {"create": [names], "update": [names], "delete": [names], "unchanged":
+ * [names], "fields": {name: [keys that change]}} of a checked and
  * resolved batch against the stored jobs jv (sorted). */
 static json_t *apply_diff(const app_batch *b, const job_vec *jv, bool prune)
 {
-	json_t *d = json_pack("{s:[],s:[],s:[]}", "create", "update", "delete");
+	json_t *d = json_pack("{s:[],s:[],s:[],s:[],s:{}}", "create", "update", "delete",
+			      "unchanged", "fields");
 	if (!d)
 		return NULL;
 	json_t *cr = json_object_get(d, "create"), *up = json_object_get(d, "update");
-	json_t *del = json_object_get(d, "delete");
+	json_t *del = json_object_get(d, "delete"), *same = json_object_get(d, "unchanged");
+	json_t *fields = json_object_get(d, "fields");
 	for (size_t i = 0; i < b->n; i++) {
 		const char *name = b->defs[i].job.name;
-		if (json_array_append_new(find_prev(jv, name) ? up : cr, json_string(name)))
+		const dbcron_job *prev = find_prev(jv, name);
+		json_t *keys = NULL;
+		size_t n = 0;
+		if (!prev) {
+			if (json_array_append_new(cr, json_string(name)))
+				goto out_oom;
+			continue;
+		}
+		if (!(keys = json_array()) || !changed_keys(prev, &b->defs[i].job, keys, &n)) {
+			json_decref(keys);
 			goto out_oom;
+		}
+		if (n == 0) {
+			json_decref(keys);
+			if (json_array_append_new(same, json_string(name)))
+				goto out_oom;
+		} else if (json_object_set_new(fields, name, keys) ||
+			   json_array_append_new(up, json_string(name))) {
+			goto out_oom;
+		}
 	}
 	for (size_t i = 0; prune && i < jv->n; i++) {
 		bool kept = false;
@@ -571,6 +642,11 @@ int app_apply_write(store *s, app_batch *b, const app_apply_opts *o,
 			rc = oom(err);
 		goto out_free;
 	}
+	size_t unchanged;
+	if (!count_unchanged(b, &jv, &unchanged)) {
+		rc = oom(err);
+		goto out_free;
+	}
 	/* 4: one transaction */
 	if (!(jobs = dbcron__calloc(b->n ? b->n : 1, sizeof(*jobs)))) {
 		rc = oom(err);
@@ -585,10 +661,164 @@ int app_apply_write(store *s, app_batch *b, const app_apply_opts *o,
 			   o->prune, &r->created, &r->updated, &r->deleted, err);
 	for (size_t i = 0; i < b->n; i++)
 		dbcron_job_clear(&jobs[i]);
+	/* an unchanged job is written again (prune needs every name) but
+	 * counted as what it is */
+	r->unchanged = rc ? 0 : unchanged < r->updated ? unchanged : r->updated;
+	r->updated -= r->unchanged;
 	if (!rc && r->deleted && warning)
 		wait_nodes(s, warning, wlen);
 out_free:
 	dbcron__free(jobs);
 	app_job_vec_free(&jv);
+	return rc;
+}
+
+/* ---------------------------------------------------- export and edit */
+
+int app_jobs_export(store *s, json_t **out, dbcron_err *err)
+{
+	job_vec jv = {0};
+	json_t *arr = NULL;
+	int rc;
+
+	*out = NULL;
+	/* sorted by strcmp here, not by the database's collation, so every
+	 * backend exports the same bytes */
+	if ((rc = app_jobs_sorted(s, &jv, err)))
+		goto out_free;
+	rc = DBCRON_ENOMEM;
+	if (!(arr = json_array()))
+		goto out_oom;
+	for (size_t i = 0; i < jv.n; i++)
+		if (json_array_append_new(arr, model_job_def_json(&jv.v[i])))
+			goto out_oom;
+	*out = arr;
+	arr = NULL;
+	rc = DBCRON_OK;
+	goto out_free;
+out_oom:
+	oom(err);
+out_free:
+	json_decref(arr);
+	app_job_vec_free(&jv);
+	return rc;
+}
+
+/* The keys that stand for one thing: giving one of a group replaces the
+ * stored job's whole group (a new schedule drops the old one; a handler
+ * drops the command and what it runs as, a command drops the handler). */
+static bool same_group(model_jobdef_id given, model_jobdef_id stored)
+{
+	bool sched_g = given >= MODEL_JK_CRON && given <= MODEL_JK_AT;
+	bool sched_s = stored >= MODEL_JK_CRON && stored <= MODEL_JK_AT;
+	if (sched_g || sched_s)
+		return sched_g && sched_s;
+	if (given == MODEL_JK_HANDLER)
+		return stored == MODEL_JK_ARG || stored == MODEL_JK_COMMAND ||
+		       (stored >= MODEL_JK_USER && stored <= MODEL_JK_INHERIT_ENV);
+	if (given == MODEL_JK_COMMAND)
+		return stored == MODEL_JK_HANDLER || stored == MODEL_JK_ARG;
+	return false;
+}
+
+/* app_entry_err_fn: the one entry's message into ctx (a dbcron_err). */
+static void entry_to_err(void *ctx, size_t idx, const char *name, const char *msg)
+{
+	(void)idx;
+	(void)name;
+	dbcron_err_set(ctx, DBCRON_EINVAL, "%s", msg);
+}
+
+int app_job_set(store *s, const char *name, model_jobdef *over, const app_job_set_opts *o,
+		app_job_set_result *r, dbcron_err *err)
+{
+	dbcron_job prev;
+	json_t *base = NULL;
+	app_batch b = {0};
+	app_apply_opts ao = {.mode = APP_APPLY_UPDATE};
+	app_apply_result ar;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	r->next_fire = -1;
+	dbcron_job_init(&prev);
+	if (over->seen[MODEL_JK_NAME] || over->seen[MODEL_JK_PAUSED]) {
+		/* the store keeps a stored job's paused state (store_job_put):
+		 * pausing has its own verbs, which wait for the nodes */
+		rc = dbcron_err_set(err, DBCRON_EINVAL, over->seen[MODEL_JK_NAME]
+				    ? "the name is not a field to set: use job rename"
+				    : "paused is not a field to set: use job pause or job resume");
+		goto out_clear;
+	}
+	if ((rc = app_job_find(s, name, &prev, err)))
+		goto out_clear;
+	/* the stored definition, less every key the caller gives (and the
+	 * rest of its group), read into over: what was not given stays */
+	if (!(base = model_job_def_json(&prev))) {
+		rc = oom(err);
+		goto out_clear;
+	}
+	for (const model_jobdef_key *k = model_jobdef_keys; k->name; k++)
+		for (int g = 0; g < MODEL_JK__COUNT; g++)
+			if (over->seen[g] && (g == (int)k->id || same_group((model_jobdef_id)g, k->id)))
+				json_object_del(base, k->name);
+	const char *jname;
+	if ((rc = model_jobdef_from_json(over, base, &jname, err)) ||
+	    (o->user_check && (rc = model_jobdef_check_host(over, err))) ||
+	    (rc = model_jobdef_check_handler(&over->job, o->strict, r->warning,
+					     sizeof(r->warning), err)))
+		goto out_clear;
+	/* the stored job is the one apply resolves against: an unchanged
+	 * schedule keeps its next fire (model_job_first_fire) */
+	if (!(b.defs = dbcron__calloc(1, sizeof(*b.defs)))) {
+		rc = oom(err);
+		goto out_clear;
+	}
+	b.defs[0] = *over;
+	b.n = 1;
+	model_jobdef_init(over, over->cli);
+	memset(&ar, 0, sizeof(ar));
+	dbcron_err why = {0};
+	rc = app_apply_write(s, &b, &ao, entry_to_err, &why, &ar, NULL, 0, err);
+	if (rc == DBCRON_EINVAL && ar.nerr)
+		dbcron_err_set(err, rc, "job '%s': %s; nothing changed", name, why.msg);
+	if (rc)
+		goto out_clear;
+	r->changed = ar.updated > 0;
+	dbcron_job_clear(&prev);
+	dbcron_job_init(&prev);
+	if (!(rc = app_job_find(s, name, &prev, err)))
+		r->next_fire = prev.next_fire_at;
+out_clear:
+	app_batch_clear(&b);
+	json_decref(base);
+	dbcron_job_clear(&prev);
+	return rc;
+}
+
+int app_job_rename(store *s, const char *from, const char *to, dbcron_err *err)
+{
+	dbcron_job j;
+	int rc;
+
+	dbcron_job_init(&j);
+	/* the new name by the rule every job name meets */
+	if ((rc = app_job_find(s, from, &j, err)))
+		goto out_clear;
+	dbcron__free(j.name);
+	if (!(j.name = dbcron__strdup(to))) {
+		rc = oom(err);
+		goto out_clear;
+	}
+	dbcron_err e = {0};
+	if ((rc = dbcron_job_validate(&j, &e))) {
+		dbcron_err_set(err, DBCRON_EINVAL, "new name '%s': %s", to, e.msg);
+		goto out_clear;
+	}
+	rc = store_job_rename(s, from, to, err);
+	if (rc == DBCRON_ENOTFOUND)
+		no_such_job(err, from);
+out_clear:
+	dbcron_job_clear(&j);
 	return rc;
 }

@@ -16,6 +16,7 @@
 
 #include "app/app.h"
 #include "core/alloc.h"
+#include "core/sort.h"
 #include "model/jobdef.h"
 #include "model/json.h"
 
@@ -343,4 +344,177 @@ int app_nodes_list(store *s, json_t **out, dbcron_err *err)
 int app_locks_list(store *s, json_t **out, dbcron_err *err)
 {
 	return list_of(s, false, out, err);
+}
+
+/* ---------------------------------------------------------- follow */
+
+/* At most this many new rows are read by one statement of a poll. */
+#define FOLLOW_BATCH 500
+
+static int run_key_cmp(const dbcron_run *a, const dbcron_run *b)
+{
+	if (a->finished_ms != b->finished_ms)
+		return a->finished_ms < b->finished_ms ? -1 : 1;
+	return a->id < b->id ? -1 : a->id > b->id;
+}
+
+static int cmp_finished(const void *a, const void *b)
+{
+	return run_key_cmp(a, b);
+}
+
+static bool follow_match(const app_follow *fw, const dbcron_run *r)
+{
+	return (!fw->state || (int)r->state == fw->state) &&
+	       (fw->since_ms < 0 || r->fire_at >= fw->since_ms);
+}
+
+static int add_pending(app_follow *fw, int64_t id)
+{
+	for (size_t i = 0; i < fw->npending; i++)
+		if (fw->pending[i] == id)
+			return DBCRON_OK;
+	if (dbcron__grow((void **)&fw->pending, &fw->cap, fw->npending + 1, sizeof(*fw->pending)))
+		return DBCRON_ENOMEM;
+	fw->pending[fw->npending++] = id;
+	return DBCRON_OK;
+}
+
+/* What one poll found: the runs to hand out, copied, sorted at the end. */
+typedef struct follow_found {
+	app_follow *fw;
+	dbcron_run *v;
+	size_t n, cap, read;
+	int64_t max_id;
+	int rc;
+} follow_found;
+
+static int found_add(follow_found *ff, const dbcron_run *r)
+{
+	if (dbcron__grow((void **)&ff->v, &ff->cap, ff->n + 1, sizeof(*ff->v)) ||
+	    app_run_copy(&ff->v[ff->n], r, true))
+		return DBCRON_ENOMEM;
+	ff->n++;
+	return DBCRON_OK;
+}
+
+/* A row seen for the first time: handed out when it has ended (and ended
+ * since the follower started), else watched until it does. */
+static int follow_new(void *ctx, const dbcron_run *r)
+{
+	follow_found *ff = ctx;
+	app_follow *fw = ff->fw;
+	ff->read++;
+	if (r->id > ff->max_id)
+		ff->max_id = r->id;
+	if (!dbcron_run_state_terminal(r->state))
+		ff->rc = add_pending(fw, r->id);
+	/* a new row that ended without a finish time is shown rather than
+	 * lost: it cannot be told from one that ended before the start */
+	else if ((r->finished_ms >= fw->start_ms || r->finished_ms < 0) && follow_match(fw, r))
+		ff->rc = found_add(ff, r);
+	return ff->rc != DBCRON_OK;
+}
+
+int app_follow_start(store *s, app_follow *fw, const store_run_filter *f, dbcron_err *err)
+{
+	int rc;
+	memset(fw, 0, sizeof(*fw));
+	fw->job = f->job;
+	fw->state = f->state;
+	fw->since_ms = f->since_ms;
+	if (fw->state && !dbcron_run_state_terminal(fw->state))
+		return dbcron_err_set(err, DBCRON_EINVAL,
+				      "--state %s: a follower prints runs as they end; give an end state",
+				      dbcron_run_state_name(fw->state));
+	if ((rc = store_now_ms(s, &fw->start_ms, err)))
+		return rc;
+	/* the runs that have yet to end: the only old rows a poll re-reads */
+	follow_found ff = {.fw = fw};
+	for (int st = DBCRON_RUN_SCHEDULED; st <= DBCRON_RUN_RUNNING; st++) {
+		store_run_filter pf = {.job = f->job, .state = st, .since_ms = -1, .limit = 0};
+		if ((rc = store_runs_list(s, &pf, follow_new, &ff, err)))
+			goto out_free;
+		if (ff.rc) {
+			rc = oom(err);
+			goto out_free;
+		}
+	}
+	if (ff.max_id > fw->last_id)
+		fw->last_id = ff.max_id;
+out_free:
+	for (size_t i = 0; i < ff.n; i++)
+		dbcron_run_clear(&ff.v[i]);
+	dbcron__free(ff.v);
+	if (rc)
+		app_follow_clear(fw);
+	return rc;
+}
+
+int app_follow_poll(store *s, app_follow *fw, store_run_cb cb, void *ctx, dbcron_err *err)
+{
+	follow_found ff = {.fw = fw, .max_id = fw->last_id};
+	int rc = DBCRON_OK;
+
+	/* 1: the watched runs that have ended since the last poll */
+	for (size_t i = 0; i < fw->npending;) {
+		dbcron_run r;
+		memset(&r, 0, sizeof(r));
+		rc = store_run_get(s, fw->pending[i], &r, err);
+		if (rc == DBCRON_ENOTFOUND) {
+			rc = DBCRON_OK; /* pruned meanwhile */
+		} else if (rc) {
+			goto out_free;
+		} else if (!dbcron_run_state_terminal(r.state)) {
+			dbcron_run_clear(&r);
+			i++;
+			continue;
+		} else if (follow_match(fw, &r) && (rc = found_add(&ff, &r))) {
+			dbcron_run_clear(&r);
+			rc = oom(err);
+			goto out_free;
+		}
+		dbcron_run_clear(&r);
+		fw->pending[i] = fw->pending[--fw->npending];
+	}
+	/* 2: the rows created since, by id (the primary key) */
+	do {
+		ff.read = 0;
+		if ((rc = store_runs_after_id(s, ff.max_id, fw->job, FOLLOW_BATCH, follow_new, &ff,
+					      err)))
+			goto out_free;
+		if (ff.rc) {
+			rc = oom(err);
+			goto out_free;
+		}
+	} while (ff.read == FOLLOW_BATCH);
+	fw->last_id = ff.max_id;
+	/* in the order they ended */
+	dbcron__sort(ff.v, ff.n, sizeof(*ff.v), cmp_finished);
+	for (size_t i = 0; i < ff.n; i++)
+		if (cb(ctx, &ff.v[i]))
+			break;
+out_free:
+	for (size_t i = 0; i < ff.n; i++)
+		dbcron_run_clear(&ff.v[i]);
+	dbcron__free(ff.v);
+	return rc;
+}
+
+int app_follow_seen(app_follow *fw, const dbcron_run *r)
+{
+	if (r->id > fw->last_id)
+		fw->last_id = r->id;
+	if (!dbcron_run_state_terminal(r->state))
+		return add_pending(fw, r->id);
+	for (size_t i = 0; i < fw->npending; i++)
+		if (fw->pending[i] == r->id)
+			fw->pending[i] = fw->pending[--fw->npending];
+	return DBCRON_OK;
+}
+
+void app_follow_clear(app_follow *fw)
+{
+	dbcron__free(fw->pending);
+	memset(fw, 0, sizeof(*fw));
 }

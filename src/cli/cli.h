@@ -36,6 +36,25 @@ int cli_lock(int argc, char **argv);  /* cmd_lock.c */
 int cli_locks(int argc, char **argv); /* cmd_lock.c */
 int cli_serve(int argc, char **argv); /* cmd_serve.c */
 int cli_config(int argc, char **argv); /* cmd_config.c */
+/* job set, rename and export (cmd_jobedit.c); argv[0] is sub.  -1 when
+ * sub is none of them. */
+int cli_job_edit(const char *sub, int argc, char **argv);
+
+/*
+ * The long options of the definition keys (cmd_jobedit.c), shared by job
+ * add and job set: one per key of model_jobdef_keys but the name and the
+ * command (which goes after --), value CLI_OPT_KEY + the key id; with
+ * negations also --no-KEY for each true/false key, value CLI_OPT_NOKEY +
+ * id.  Writes into out (room for 2 * MODEL_JK__COUNT) and returns how
+ * many.  cli_jobdef_opt sets the key of such a value c in d (*handled
+ * false when c is not one of them).
+ */
+#define CLI_OPT_KEY 2000
+#define CLI_OPT_NOKEY 3000
+struct model_jobdef;
+size_t cli_jobdef_longopts(struct option *out, bool negations);
+int cli_jobdef_opt(struct model_jobdef *d, int c, const char *arg, bool *handled,
+		   dbcron_err *err);
 /* job import-crontab (cmd_crontab.c); argv[0] is "import-crontab". */
 int cli_job_import_crontab(int argc, char **argv);
 
@@ -133,9 +152,11 @@ void cli_print_runs_table(FILE *f, const dbcron_run *runs, size_t n,
 /*
  * job apply's checks and its one transaction over root, a JSON array of
  * job objects (stolen); shown names the input in messages.  Prints what
- * it did or every error; returns the exit status.  (cmd_job.c)
+ * it did or every error; returns the exit status.  dry_run prints what
+ * would change (created, changed with its fields, deleted) and writes
+ * nothing.  (cmd_job.c)
  */
 int cli_apply_jobs(const char *shown, json_t *root, const cli_db *db, bool user_check,
-		   bool prune, bool strict);
+		   bool prune, bool strict, bool dry_run);
 
 #endif

@@ -202,7 +202,7 @@ int cli_job_import_crontab(int argc, char **argv)
 		status = CLI_EXIT_USAGE;
 		goto out;
 	}
-	status = cli_apply_jobs(rc.shown, jobs, &db, user_check, false, false);
+	status = cli_apply_jobs(rc.shown, jobs, &db, user_check, false, false, false);
 	jobs = NULL;
 	if (status == CLI_EXIT_OK && refused)
 		status = CLI_EXIT_USAGE;

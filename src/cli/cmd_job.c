@@ -228,8 +228,8 @@ static void add_usage(FILE *f)
 		"database's clock.\n");
 }
 
-/* Long options of `job add`: one per key of the table, plus --db and --help.
- * The option value is 2000 + the key id. */
+/* Long options of `job add`: one per key of the table (cli_jobdef_longopts),
+ * plus --db and --help. */
 #define OPT_DB 1000
 #define OPT_DB_FILE 1001
 #define OPT_NO_USER_CHECK 1002
@@ -238,16 +238,7 @@ static void add_usage(FILE *f)
 
 static void add_options(struct option *out)
 {
-	size_t n = 0;
-	for (const model_jobdef_key *k = model_jobdef_keys; k->name; k++) {
-		if (k->type == MODEL_JD_ARGV || k->id == MODEL_JK_NAME)
-			continue;
-		out[n].name = k->name;
-		out[n].has_arg = k->type == MODEL_JD_BOOL ? no_argument : required_argument;
-		out[n].flag = NULL;
-		out[n].val = 2000 + (int)k->id;
-		n++;
-	}
+	size_t n = cli_jobdef_longopts(out, false);
 	out[n++] = (struct option){"db", required_argument, NULL, OPT_DB};
 	out[n++] = (struct option){"db-file", required_argument, NULL, OPT_DB_FILE};
 	out[n++] = (struct option){"no-user-check", no_argument, NULL, OPT_NO_USER_CHECK};
@@ -292,16 +283,13 @@ static int job_add(int argc, char **argv)
 			strict = true;
 			continue;
 		}
-		if (c < 2000 || c >= 2000 + MODEL_JK__COUNT)
-			goto out_clear;
-		const model_jobdef_key *k = model_jobdef_key_of((model_jobdef_id)(c - 2000));
-		int rc = k->type == MODEL_JD_BOOL
-				 ? model_jobdef_set_bool(&d, k, true, &err)
-				 : model_jobdef_set_text(&d, k, optarg, &err);
-		if (rc) {
+		bool handled;
+		if (cli_jobdef_opt(&d, c, optarg, &handled, &err)) {
 			status = fail_in("job add", &err);
 			goto out_clear;
 		}
+		if (!handled)
+			goto out_clear;
 	}
 	if (o.npos == 0) {
 		cli_usage_error("job add", "missing the job NAME");
@@ -380,6 +368,7 @@ typedef struct simple_args {
 	bool prune;
 	bool no_user_check;         /* job apply: users and groups not looked up */
 	bool strict;                /* job apply: a handler not built in is an error */
+	bool dry_run;               /* job apply: print the diff, write nothing */
 	size_t max_bytes, max_jobs; /* job apply's input bounds */
 } simple_args;
 
@@ -417,6 +406,7 @@ static int parse_simple(const char *cmd, int argc, char **argv, int want_pos,
 		{"max-jobs", required_argument, NULL, 'J'},
 		{"no-user-check", no_argument, NULL, 'U'},
 		{"strict", no_argument, NULL, 'S'},
+		{"dry-run", no_argument, NULL, 'n'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -457,6 +447,11 @@ static int parse_simple(const char *cmd, int argc, char **argv, int want_pos,
 			if (!apply)
 				return cli_usage_error(cmd, "unknown option '--strict'");
 			a->strict = true;
+			break;
+		case 'n':
+			if (!apply)
+				return cli_usage_error(cmd, "unknown option '--dry-run'");
+			a->dry_run = true;
 			break;
 		case 'B':
 		case 'J':
@@ -786,7 +781,7 @@ static int job_by_name(const char *sub, int argc, char **argv)
 static void apply_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: dbcron job apply FILE [--prune] [--max-bytes N] [--max-jobs N]\n"
+		"usage: dbcron job apply FILE [--prune] [--dry-run] [--max-bytes N] [--max-jobs N]\n"
 		"                        [--no-user-check] [--strict] [--db URL | --db-file PATH]\n\n"
 		"Create or update jobs by name from a JSON array of objects (FILE - is stdin).\n"
 		"Keys are the long flags of `job add` (\"name\", \"every\", \"retries\", ...;\n"
@@ -796,6 +791,11 @@ static void apply_usage(FILE *f)
 		"written in one transaction, or nothing.\n"
 		"An unchanged schedule keeps its next fire; a job whose entry has no \"paused\"\n"
 		"key keeps its paused state.  --prune deletes jobs that are not in FILE.\n"
+		"A job given as it is stored counts as unchanged (`job export` output applied\n"
+		"to its own database changes nothing).\n"
+		"  --dry-run      check everything, print what would change (create NAME,\n"
+		"                 change NAME: the fields, delete NAME, unchanged NAME) and\n"
+		"                 write nothing\n"
 		"  --max-bytes N  read at most N bytes of FILE (default 64M; K, M, G suffixes);\n"
 		"                 a larger FILE is refused and nothing is applied\n"
 		"  --max-jobs N   at most N jobs in FILE (default 1000000)\n"
@@ -971,12 +971,39 @@ out_close:
 	return NULL;
 }
 
+/* One line per name of a dry run's diff list: "create  NAME". */
+static void print_names(const char *verb, json_t *names, json_t *fields)
+{
+	for (size_t i = 0; i < json_array_size(names); i++) {
+		const char *name = json_string_value(json_array_get(names, i));
+		json_t *keys = json_object_get(fields, name);
+		printf("%-9s %s", verb, name);
+		for (size_t k = 0; k < json_array_size(keys); k++)
+			printf("%s%s", k ? ", " : ": ", json_string_value(json_array_get(keys, k)));
+		fputc('\n', stdout);
+	}
+}
+
+static void print_diff(json_t *d)
+{
+	json_t *f = json_object_get(d, "fields");
+	print_names("create", json_object_get(d, "create"), NULL);
+	print_names("change", json_object_get(d, "update"), f);
+	print_names("delete", json_object_get(d, "delete"), NULL);
+	print_names("unchanged", json_object_get(d, "unchanged"), NULL);
+	printf("dry run: %zu to create, %zu to change, %zu to delete, %zu unchanged; nothing written\n",
+	       json_array_size(json_object_get(d, "create")),
+	       json_array_size(json_object_get(d, "update")),
+	       json_array_size(json_object_get(d, "delete")),
+	       json_array_size(json_object_get(d, "unchanged")));
+}
+
 int cli_apply_jobs(const char *shown, json_t *root, const cli_db *db, bool user_check,
-		   bool prune, bool strict)
+		   bool prune, bool strict, bool dry_run)
 {
 	apply_ctx ac = {.file = shown};
 	app_apply_opts opts = {.prune = prune, .user_check = user_check, .strict = strict,
-			       .on_warn = apply_warning};
+			       .dry_run = dry_run, .on_warn = apply_warning};
 	app_apply_result r;
 	app_batch b = {0};
 	store *s = NULL;
@@ -1002,10 +1029,18 @@ int cli_apply_jobs(const char *shown, json_t *root, const cli_db *db, bool user_
 		status = err.code == DBCRON_ENOMEM ? oom("job apply") : fail_in("job apply", &err);
 		goto out_free;
 	}
+	if (dry_run) {
+		print_diff(r.diff);
+		json_decref(r.diff);
+		status = CLI_EXIT_OK;
+		goto out_free;
+	}
 	if (warning[0])
 		fprintf(stderr, "dbcron job apply: warning: %s\n", warning);
-	printf("applied: %zu created, %zu updated, %zu deleted\n", r.created, r.updated,
-	       r.deleted);
+	printf("applied: %zu created, %zu updated, %zu deleted", r.created, r.updated, r.deleted);
+	if (r.unchanged)
+		printf("; %zu unchanged", r.unchanged);
+	fputc('\n', stdout);
 	status = CLI_EXIT_OK;
 	goto out_free;
 
@@ -1032,7 +1067,8 @@ static int job_apply(int argc, char **argv)
 	json_t *root = apply_load(a.name, shown, &a, &status);
 	if (!root)
 		return status;
-	return cli_apply_jobs(shown, root, &a.db, !a.no_user_check, a.prune, a.strict);
+	return cli_apply_jobs(shown, root, &a.db, !a.no_user_check, a.prune, a.strict,
+			      a.dry_run);
 }
 
 /* ------------------------------------------------------------- dispatch */
@@ -1047,7 +1083,10 @@ static void job_usage(FILE *f)
 		   "  resume NAME         fire again from now\n"
 		   "  delete NAME         remove (its runs stay)\n"
 		   "  trigger NAME        run once now\n"
-		   "  apply FILE          create/update jobs from a JSON file\n"
+		   "  set NAME FLAGS...   change some fields of a job (as job add's flags)\n"
+		   "  rename OLD NEW      give a job a new name (its runs follow)\n"
+		   "  apply FILE          create/update jobs from a JSON file (--dry-run: diff)\n"
+		   "  export              every job as a file job apply reads back\n"
 		   "  import-crontab FILE crontab lines as job apply JSON (or --apply them)\n"
 		   "Each takes --db URL (or --db-file PATH) and --help.\n");
 }
@@ -1071,6 +1110,9 @@ int cli_job(int argc, char **argv)
 		return job_show(argc - 1, argv + 1);
 	if (!strcmp(sub, "apply"))
 		return job_apply(argc - 1, argv + 1);
+	int edit = cli_job_edit(sub, argc - 1, argv + 1);
+	if (edit >= 0)
+		return edit;
 	if (!strcmp(sub, "import-crontab"))
 		return cli_job_import_crontab(argc - 1, argv + 1);
 	if (!strcmp(sub, "pause") || !strcmp(sub, "resume") || !strcmp(sub, "delete") ||

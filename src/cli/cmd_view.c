@@ -12,9 +12,11 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "app/app.h"
 #include "cli/cli.h"
@@ -84,47 +86,94 @@ static void run_duration(const dbcron_run *r, char *buf, size_t len)
 		snprintf(buf, len, "-");
 }
 
+/* The first line of a run's output, for a table cell. */
+static void first_line(char *buf, size_t len, const char *out, size_t max)
+{
+	char line[256];
+	size_t n = 0;
+	for (; out && *out && *out != '\n' && n + 1 < sizeof(line); out++)
+		line[n++] = *out;
+	line[n] = '\0';
+	cell(buf, len, line, max);
+}
+
+/* Column widths and what a table shows; output adds OUTPUT (the first
+ * line of the captured output, cut). */
+typedef struct runs_layout {
+	bool with_job, output;
+	int wj, wn;
+} runs_layout;
+
+static void print_runs_header(FILE *f, const runs_layout *l)
+{
+	if (l->with_job)
+		fprintf(f, "%-8s  %-*s  ", "RUN", l->wj, "JOB");
+	else
+		fprintf(f, "  %-8s  ", "RUN");
+	fprintf(f, "%-24s  %3s  %-9s  %-*s  %-24s  %-8s  %4s  %s%s\n", "FIRE AT", "TRY",
+		"STATE", l->wn, "NODE", "STARTED", "TOOK", "EXIT", l->output ? "OUTPUT  " : "",
+		"ERROR");
+}
+
+static void print_run_row(FILE *f, const runs_layout *l, const dbcron_run *r)
+{
+	char fire[64], start[64], took[32], code[16], error[96], out[80] = "";
+	model_time_text(r->fire_at, fire, sizeof(fire));
+	model_time_text(r->started_ms, start, sizeof(start));
+	run_duration(r, took, sizeof(took));
+	if (r->has_exit_code)
+		snprintf(code, sizeof(code), "%d", r->exit_code);
+	else
+		snprintf(code, sizeof(code), "-");
+	cell(error, sizeof(error), r->error, 80);
+	if (r->missed > 0) {
+		size_t len = strlen(error);
+		snprintf(error + len, sizeof(error) - len, "%s(%" PRId64 " missed)", len ? " " : "",
+			 r->missed);
+	}
+	if (l->with_job)
+		fprintf(f, "%-8" PRId64 "  %-*s  ", r->id, l->wj, r->job_name ? r->job_name : "");
+	else
+		fprintf(f, "  %-8" PRId64 "  ", r->id);
+	fprintf(f, "%-24s  %3d  %-9s  %-*s  %-24s  %-8s  %4s  ", fire, r->attempt,
+		dbcron_run_state_name(r->state), l->wn, r->node ? r->node : "-", start, took,
+		code);
+	if (l->output) {
+		first_line(out, sizeof(out), r->output, 40);
+		fprintf(f, "%-40s  ", out[0] ? out : "-");
+	}
+	fprintf(f, "%s\n", error);
+}
+
+/* Widen l's columns to fit runs[0..n). */
+static void fit_layout(runs_layout *l, const dbcron_run *runs, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		int len = runs[i].job_name ? (int)strlen(runs[i].job_name) : 0;
+		l->wj = len > l->wj ? len : l->wj;
+		len = runs[i].node ? (int)strlen(runs[i].node) : 1;
+		l->wn = len > l->wn ? len : l->wn;
+	}
+}
+
+static void print_runs_with(FILE *f, runs_layout *l, const dbcron_run *runs, size_t n)
+{
+	fit_layout(l, runs, n);
+	print_runs_header(f, l);
+	for (size_t i = 0; i < n; i++)
+		print_run_row(f, l, &runs[i]);
+}
+
+static void print_runs(FILE *f, const dbcron_run *runs, size_t n, bool with_job, bool output)
+{
+	runs_layout l = {.with_job = with_job, .output = output, .wj = 3, .wn = 4};
+	print_runs_with(f, &l, runs, n);
+}
+
 void cli_print_runs_table(FILE *f, const dbcron_run *runs, size_t n,
 			  bool with_job)
 {
-	int wj = 3, wn = 4;
-	for (size_t i = 0; i < n; i++) {
-		int l = runs[i].job_name ? (int)strlen(runs[i].job_name) : 0;
-		wj = l > wj ? l : wj;
-		l = runs[i].node ? (int)strlen(runs[i].node) : 1;
-		wn = l > wn ? l : wn;
-	}
-	if (with_job)
-		fprintf(f, "%-8s  %-*s  ", "RUN", wj, "JOB");
-	else
-		fprintf(f, "  %-8s  ", "RUN");
-	fprintf(f, "%-24s  %3s  %-9s  %-*s  %-24s  %-8s  %4s  %s\n", "FIRE AT", "TRY",
-		"STATE", wn, "NODE", "STARTED", "TOOK", "EXIT", "ERROR");
-	for (size_t i = 0; i < n; i++) {
-		const dbcron_run *r = &runs[i];
-		char fire[64], start[64], took[32], code[16], error[96];
-		model_time_text(r->fire_at, fire, sizeof(fire));
-		model_time_text(r->started_ms, start, sizeof(start));
-		run_duration(r, took, sizeof(took));
-		if (r->has_exit_code)
-			snprintf(code, sizeof(code), "%d", r->exit_code);
-		else
-			snprintf(code, sizeof(code), "-");
-		cell(error, sizeof(error), r->error, 80);
-		if (r->missed > 0) {
-			size_t l = strlen(error);
-			snprintf(error + l, sizeof(error) - l, "%s(%" PRId64 " missed)",
-				 l ? " " : "", r->missed);
-		}
-		if (with_job)
-			fprintf(f, "%-8" PRId64 "  %-*s  ", r->id, wj,
-				r->job_name ? r->job_name : "");
-		else
-			fprintf(f, "  %-8" PRId64 "  ", r->id);
-		fprintf(f, "%-24s  %3d  %-9s  %-*s  %-24s  %-8s  %4s  %s\n", fire, r->attempt,
-			dbcron_run_state_name(r->state), wn, r->node ? r->node : "-", start,
-			took, code, error);
-	}
+	print_runs(f, runs, n, with_job, false);
 }
 
 /* ------------------------------------------------------------- csv */
@@ -182,18 +231,36 @@ static void csv_run(FILE *f, const dbcron_run *r)
 static void runs_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: dbcron runs [--job NAME] [--state S] [--since TIME] [--limit N]\n"
-		"                   [--format table|csv|json] [--db URL | --db-file PATH]\n\n"
-		"The run log, newest first.  --state: scheduled, running, succeeded, failed,\n"
-		"timed_out, skipped, misfired, abandoned.  --since: runs whose fire time is at\n"
-		"or after TIME (RFC 3339, epoch seconds, now, now+DUR; now is the database's).\n"
-		"--limit N (default 50; 0 = all).  csv columns: %s\n"
-		"(times in UTC epoch milliseconds, empty when unset).\n\n" CLI_DB_HELP,
+		"usage: dbcron runs [--job NAME] [--state S] [--since TIME] [--limit N] [--output]\n"
+		"                   [--follow [--interval DUR]] [--format table|csv|json]\n"
+		"                   [--db URL | --db-file PATH]\n"
+		"       dbcron runs show ID [--format table|json] [--db URL | --db-file PATH]\n\n"
+		"The run log: the newest --limit N runs (default 50; 0 = all) by fire time,\n"
+		"oldest first, so the newest is at the bottom, as journalctl and tail show a\n"
+		"log; runs of one instant by job name, then attempt.  --state: scheduled,\n"
+		"running, succeeded, failed, timed_out, skipped, misfired, abandoned.  --since:\n"
+		"runs whose fire time is at or after TIME (RFC 3339, epoch seconds, now,\n"
+		"now+DUR; now is the database's).  --output adds OUTPUT to the table: the first\n"
+		"line of the captured output, cut to 40 characters (json carries it whole, csv\n"
+		"not: a record a line; runs show ID prints all of it).\n"
+		"--follow: after the listing, print each run as it ends, in the order runs\n"
+		"end, until SIGINT or SIGTERM (exit status 0); the same filters apply (--state\n"
+		"then names an end state).  The database is read every --interval (default 1s,\n"
+		"at least 100ms).  With --format json a follower prints one object a line.\n"
+		"csv columns: %s\n"
+		"(times in UTC epoch milliseconds, empty when unset).\n"
+		"runs show ID: everything about one run (job, state, times, node, attempt,\n"
+		"exit code, error, missed fires), its attempt chain (every attempt of the\n"
+		"same fire, the run marked *) and its captured output.\n\n" CLI_DB_HELP,
 		runs_csv_header);
 }
 
 typedef struct stream_ctx {
 	enum view_format fmt;
+	bool lines; /* json: one object a line, no array (a follower) */
+	bool output;
+	runs_layout layout;
+	app_follow *fw; /* the rows shown are the follower's seen */
 	size_t n;
 	bool failed;
 } stream_ctx;
@@ -201,17 +268,26 @@ typedef struct stream_ctx {
 static int stream_run(void *ctx, const dbcron_run *r)
 {
 	stream_ctx *sc = ctx;
+	if (sc->fw && app_follow_seen(sc->fw, r)) {
+		sc->failed = true;
+		return 1;
+	}
 	if (sc->fmt == FMT_CSV) {
 		csv_run(stdout, r);
+	} else if (sc->fmt == FMT_TABLE) {
+		print_run_row(stdout, &sc->layout, r);
 	} else {
 		json_t *o = model_run_json(r);
 		if (!o) {
 			sc->failed = true;
 			return 1;
 		}
-		fputs(sc->n ? ",\n" : "\n", stdout);
+		if (!sc->lines)
+			fputs(sc->n ? ",\n" : "\n", stdout);
 		int rc = json_dumpf(o, stdout, JSON_COMPACT | JSON_ENSURE_ASCII);
 		json_decref(o);
+		if (sc->lines)
+			fputc('\n', stdout);
 		if (rc) {
 			sc->failed = true;
 			return 1;
@@ -220,6 +296,65 @@ static int stream_run(void *ctx, const dbcron_run *r)
 	sc->n++;
 	return 0;
 }
+
+/* store_run_cb: a deep copy with the output, for the table's OUTPUT. */
+static int collect_with_output(void *ctx, const dbcron_run *run)
+{
+	cli_run_vec *rv = ctx;
+	if (dbcron__grow((void **)&rv->v, &rv->cap, rv->n + 1, sizeof(dbcron_run)) ||
+	    app_run_copy(&rv->v[rv->n], run, true)) {
+		rv->rc = DBCRON_ENOMEM;
+		return 1;
+	}
+	rv->n++;
+	return 0;
+}
+
+/* Set by SIGINT and SIGTERM: a follower stops at its next wake-up. */
+static volatile sig_atomic_t follow_stop;
+
+static void on_stop_signal(int sig)
+{
+	(void)sig;
+	follow_stop = 1;
+}
+
+/* Poll until a signal: what ended since each wake-up goes to sc.  The
+ * handlers have no SA_RESTART, so a signal cuts the sleep short. */
+static int follow(store *s, app_follow *fw, stream_ctx *sc, int64_t interval_ms,
+		  dbcron_err *err)
+{
+	struct sigaction sa, old_int, old_term;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_stop_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+	int rc = DBCRON_OK;
+	while (!follow_stop) {
+		if (fflush(stdout) || ferror(stdout)) {
+			rc = dbcron_err_set(err, DBCRON_EIO, "writing output: %s", strerror(errno));
+			break;
+		}
+		struct timespec ts = {.tv_sec = interval_ms / 1000,
+				      .tv_nsec = (long)(interval_ms % 1000) * 1000000L};
+		nanosleep(&ts, NULL);
+		if (follow_stop)
+			break;
+		sc->fw = NULL; /* a poll's runs are marked seen by the poll */
+		if ((rc = app_follow_poll(s, fw, stream_run, sc, err)))
+			break;
+		if (sc->failed) {
+			rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory writing JSON");
+			break;
+		}
+	}
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	return rc;
+}
+
+static int runs_show(int argc, char **argv);
 
 int cli_runs(int argc, char **argv)
 {
@@ -231,16 +366,23 @@ int cli_runs(int argc, char **argv)
 		{"since", required_argument, NULL, 'S'},
 		{"limit", required_argument, NULL, 'l'},
 		{"format", required_argument, NULL, 'f'},
+		{"output", no_argument, NULL, 'o'},
+		{"follow", no_argument, NULL, 'w'},
+		{"interval", required_argument, NULL, 'i'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	cliopt o = {.cmd = "runs"};
-	const char *since = NULL;
+	const char *since = NULL, *interval = NULL;
 	cli_db db = {0};
 	store_run_filter flt = {.job = NULL, .state = 0, .since_ms = -1, .limit = 50};
 	enum view_format fmt = FMT_TABLE;
+	bool output = false, follow_on = false;
+	int64_t interval_ms = 1000;
 	int c, status;
 
+	if (argc > 1 && !strcmp(argv[1], "show"))
+		return runs_show(argc - 1, argv + 1);
 	cliopt_reset();
 	while ((c = cliopt_next(&o, argc, argv, "+:h", longs)) != -1) {
 		switch (c) {
@@ -283,6 +425,15 @@ int cli_runs(int argc, char **argv)
 			if ((status = parse_format("runs", optarg, &fmt)))
 				return status;
 			break;
+		case 'o':
+			output = true;
+			break;
+		case 'w':
+			follow_on = true;
+			break;
+		case 'i':
+			interval = optarg;
+			break;
 		case 'h':
 			runs_usage(stdout);
 			return CLI_EXIT_OK;
@@ -298,12 +449,24 @@ int cli_runs(int argc, char **argv)
 	/* the syntax before the database, so a typo costs no connection */
 	if (since && dbcron__parse_time(since, 0, &ms, &err))
 		return cli_usage_error("runs", "--since: %s", err.msg);
+	if (output && fmt != FMT_TABLE)
+		return cli_usage_error("runs", "--output is for the table (json always carries the output; csv keeps one line a run)");
+	if (interval && !follow_on)
+		return cli_usage_error("runs", "--interval is for --follow");
+	if (interval && (dbcron__parse_duration(interval, 1, &interval_ms, &err) ||
+			 interval_ms < 100))
+		return cli_usage_error("runs", "--interval '%s': expected a duration of at least 100ms%s%s",
+				       interval, err.msg[0] ? ": " : "", err.msg);
+	if (follow_on && flt.state && !dbcron_run_state_terminal(flt.state))
+		return cli_usage_error("runs", "--state %s with --follow: a follower prints runs as they end; give an end state",
+				       dbcron_run_state_name(flt.state));
 
 	store *s = NULL;
 	if ((status = cli_open_store(o.cmd, &db, &s)))
 		return status;
 	int64_t now;
 	int rc = DBCRON_OK;
+	app_follow fw = {0};
 	if (since) {
 		rc = store_now_ms(s, &now, &err);
 		if (!rc)
@@ -311,36 +474,209 @@ int cli_runs(int argc, char **argv)
 		if (rc)
 			goto out_rc;
 	}
+	/* before the listing, so that a run that ends while it is read is
+	 * handed out by the first poll rather than lost between the two */
+	if (follow_on && (rc = app_follow_start(s, &fw, &flt, &err)))
+		goto out_rc;
+	stream_ctx sc = {.fmt = fmt, .lines = follow_on, .output = output,
+			 .layout = {.with_job = true, .output = output, .wj = 16, .wn = 12},
+			 .fw = follow_on ? &fw : NULL};
 	if (fmt == FMT_TABLE) {
 		cli_run_vec rv = {0};
-		rc = store_runs_list(s, &flt, cli_collect_run, &rv, &err);
+		rc = store_runs_list(s, &flt, output ? collect_with_output : cli_collect_run, &rv,
+				     &err);
 		if (!rc && rv.rc)
 			rc = dbcron_err_set(&err, rv.rc, "out of memory");
+		for (size_t i = 0; !rc && follow_on && i < rv.n; i++)
+			if (app_follow_seen(&fw, &rv.v[i]))
+				rc = dbcron_err_set(&err, DBCRON_ENOMEM, "out of memory");
 		if (!rc) {
-			if (rv.n)
-				cli_print_runs_table(stdout, rv.v, rv.n, true);
+			/* a follower's later rows line up with these */
+			if (follow_on)
+				print_runs_with(stdout, &sc.layout, rv.v, rv.n);
+			else if (rv.n)
+				print_runs(stdout, rv.v, rv.n, true, output);
 			else
 				printf("no runs\n");
 		}
 		cli_run_vec_free(&rv);
-		goto out_rc;
+		if (rc || !follow_on)
+			goto out_rc;
+	} else {
+		if (fmt == FMT_CSV)
+			printf("%s\n", runs_csv_header);
+		else if (!follow_on)
+			fputc('[', stdout);
+		rc = store_runs_list(s, &flt, stream_run, &sc, &err);
+		if (!rc && sc.failed)
+			rc = dbcron_err_set(&err, DBCRON_ENOMEM, "out of memory writing JSON");
+		if (fmt == FMT_JSON && !follow_on)
+			fputs(sc.n ? "\n]\n" : "]\n", stdout);
+		if (rc || !follow_on)
+			goto out_rc;
 	}
-	stream_ctx sc = {.fmt = fmt};
-	if (fmt == FMT_CSV)
-		printf("%s\n", runs_csv_header);
-	else
-		fputc('[', stdout);
-	rc = store_runs_list(s, &flt, stream_run, &sc, &err);
-	if (!rc && sc.failed)
-		rc = dbcron_err_set(&err, DBCRON_ENOMEM, "out of memory writing JSON");
-	if (fmt == FMT_JSON)
-		fputs(sc.n ? "\n]\n" : "]\n", stdout);
+	rc = follow(s, &fw, &sc, interval_ms, &err);
 out_rc:
+	app_follow_clear(&fw);
 	if (rc)
 		status = cli_fail(&err);
 	store_close(s);
 	if (!status && (fflush(stdout) || ferror(stdout))) {
 		fprintf(stderr, "dbcron runs: writing output: %s\n", strerror(errno));
+		status = CLI_EXIT_FAIL;
+	}
+	return status;
+}
+
+/* ---------------------------------------------------------- runs show */
+
+static void show_usage(FILE *f)
+{
+	runs_usage(f);
+}
+
+static const char *jstr(json_t *o, const char *key)
+{
+	const char *v = json_string_value(json_object_get(o, key));
+	return v ? v : "-";
+}
+
+static void show_time(const char *label, json_t *o, const char *key)
+{
+	char t[64];
+	json_t *v = json_object_get(o, key);
+	printf("%-10s %s\n", label,
+	       model_time_text(json_is_integer(v) ? json_integer_value(v) : -1, t, sizeof(t)));
+}
+
+/* One run from app_run_get's JSON, as people read it. */
+static void print_run_show(json_t *o)
+{
+	json_t *v;
+	char took[32];
+	int64_t id = json_integer_value(json_object_get(o, "id"));
+	printf("run:       %" PRId64 "\n", id);
+	printf("job:       %s\n", jstr(o, "job"));
+	printf("state:     %s\n", jstr(o, "state"));
+	printf("attempt:   %" PRId64 "\n", (int64_t)json_integer_value(json_object_get(o, "attempt")));
+	show_time("fire at:", o, "fire_at_ms");
+	show_time("due at:", o, "due_at_ms");
+	show_time("started:", o, "started_ms");
+	show_time("finished:", o, "finished_ms");
+	json_t *st = json_object_get(o, "started_ms"), *fi = json_object_get(o, "finished_ms");
+	if (json_is_integer(st) && json_is_integer(fi) &&
+	    json_integer_value(fi) >= json_integer_value(st)) {
+		dbcron__format_duration(json_integer_value(fi) - json_integer_value(st), took,
+					sizeof(took));
+		printf("took:      %s\n", took);
+	}
+	printf("node:      %s\n", jstr(o, "node"));
+	v = json_object_get(o, "exit_code");
+	if (json_is_integer(v))
+		printf("exit code: %" PRId64 "\n", (int64_t)json_integer_value(v));
+	else
+		printf("exit code: -\n");
+	printf("error:     %s\n", jstr(o, "error"));
+	if (json_integer_value(json_object_get(o, "missed")) > 0)
+		printf("missed:    %" PRId64 " fires\n",
+		       (int64_t)json_integer_value(json_object_get(o, "missed")));
+	json_t *chain = json_object_get(o, "attempts");
+	printf("attempts:  %zu of this fire\n", json_array_size(chain));
+	for (size_t i = 0; i < json_array_size(chain); i++) {
+		json_t *a = json_array_get(chain, i);
+		int64_t aid = json_integer_value(json_object_get(a, "id"));
+		char t[64];
+		json_t *af = json_object_get(a, "finished_ms");
+		printf("  %s %-8" PRId64 "  try %-3" PRId64 "  %-9s  finished %s\n",
+		       aid == id ? "*" : " ", aid,
+		       (int64_t)json_integer_value(json_object_get(a, "attempt")), jstr(a, "state"),
+		       model_time_text(json_is_integer(af) ? json_integer_value(af) : -1, t,
+				       sizeof(t)));
+	}
+	const char *out = json_string_value(json_object_get(o, "output"));
+	if (!out || !*out) {
+		printf("output:    none captured\n");
+		return;
+	}
+	printf("output:\n");
+	/* indented, so that the output cannot pass for a field above */
+	for (const char *p = out; *p;) {
+		const char *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t)(nl - p) : strlen(p);
+		printf("  %.*s\n", (int)len, p);
+		p += len + (nl ? 1 : 0);
+	}
+}
+
+static int runs_show(int argc, char **argv)
+{
+	static const struct option longs[] = {
+		{"db", required_argument, NULL, 'd'},
+		{"db-file", required_argument, NULL, 'F'},
+		{"format", required_argument, NULL, 'f'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	cliopt o = {.cmd = "runs show"};
+	cli_db db = {0};
+	enum view_format fmt = FMT_TABLE;
+	int c, status;
+
+	cliopt_reset();
+	while ((c = cliopt_next(&o, argc, argv, "+:h", longs)) != -1) {
+		switch (c) {
+		case 'd':
+			cli_db_set_url(&db, optarg);
+			break;
+		case 'F':
+			db.file = optarg;
+			break;
+		case 'f':
+			if ((status = parse_format("runs show", optarg, &fmt)))
+				return status;
+			if (fmt == FMT_CSV)
+				return cli_usage_error("runs show", "--format csv: expected table or json");
+			break;
+		case 'h':
+			show_usage(stdout);
+			return CLI_EXIT_OK;
+		default:
+			return CLI_EXIT_USAGE;
+		}
+	}
+	if (o.npos == 0)
+		return cli_usage_error("runs show", "missing the run ID");
+	if (o.npos > 1 || o.dashdash)
+		return cli_usage_error("runs show", "unexpected argument '%s'",
+				       o.npos > 1 ? o.pos[1] : "--");
+	char *end;
+	errno = 0;
+	long long id = o.pos[0][0] >= '0' && o.pos[0][0] <= '9' ? strtoll(o.pos[0], &end, 10) : -1;
+	if (id < 1 || errno || *end)
+		return cli_usage_error("runs show", "'%s': expected a run id (a whole number >= 1)",
+				       o.pos[0]);
+	store *s = NULL;
+	if ((status = cli_open_store(o.cmd, &db, &s)))
+		return status;
+	dbcron_err err = {0};
+	json_t *run = NULL;
+	int rc = app_run_get(s, (int64_t)id, &run, &err);
+	if (rc == DBCRON_ENOTFOUND) {
+		fprintf(stderr, "dbcron runs show: no run with id %lld\n", id);
+		status = CLI_EXIT_USAGE;
+	} else if (rc) {
+		status = cli_fail(&err);
+	} else if (fmt == FMT_JSON) {
+		if (json_dumpf(run, stdout, JSON_COMPACT | JSON_ENSURE_ASCII))
+			status = CLI_EXIT_FAIL;
+		fputc('\n', stdout);
+	} else {
+		print_run_show(run);
+	}
+	json_decref(run);
+	store_close(s);
+	if (!status && (fflush(stdout) || ferror(stdout))) {
+		fprintf(stderr, "dbcron runs show: writing output: %s\n", strerror(errno));
 		status = CLI_EXIT_FAIL;
 	}
 	return status;

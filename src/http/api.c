@@ -175,8 +175,9 @@ static void apply(const http_call *c, json_t *entries, const app_apply_opts *o, 
 		r.diff = NULL;
 	} else {
 		ok(rep, single && r.created ? MHD_HTTP_CREATED : MHD_HTTP_OK,
-		   json_pack("{s:I,s:I,s:I}", "created", (json_int_t)r.created, "updated",
-			     (json_int_t)r.updated, "deleted", (json_int_t)r.deleted));
+		   json_pack("{s:I,s:I,s:I,s:I}", "created", (json_int_t)r.created, "updated",
+			     (json_int_t)r.updated, "deleted", (json_int_t)r.deleted, "unchanged",
+			     (json_int_t)r.unchanged));
 		if (warning[0] && rep->json)
 			json_object_set_new(rep->json, "warning", json_string(warning));
 	}

@@ -135,6 +135,19 @@ json_t *model_job_json(const dbcron_job *j)
 	return finished(o, bad);
 }
 
+json_t *model_job_def_json(const dbcron_job *j)
+{
+	static const char *const store_keys[] = {"id", "next_fire_at_ms", "next_fire",
+						 "set_aside"};
+	json_t *o = model_job_json(j);
+	bool bad = !o;
+	for (size_t i = 0; o && i < sizeof(store_keys) / sizeof(store_keys[0]); i++)
+		json_object_del(o, store_keys[i]);
+	if (o && j->kind == DBCRON_SCHED_AT && j->at_ms >= 0)
+		put_key(o, MODEL_JK_AT, time_json(j->at_ms), &bad);
+	return finished(o, bad);
+}
+
 json_t *model_run_json(const dbcron_run *r)
 {
 	json_t *o = json_object();

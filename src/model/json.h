@@ -22,6 +22,17 @@
  */
 json_t *model_job_json(const dbcron_job *job);
 
+/*
+ * A job as a definition only: model_job_json without what the store sets
+ * (no "id", no next fire), with an AT job's "at" as its absolute instant
+ * (RFC 3339, UTC) rather than the text it was given ("now+5m" would name
+ * another instant when read back).  What `job export` writes and what
+ * apply compares to tell a changed job from an unchanged one: two jobs
+ * with equal objects are the same definition.  New reference, the
+ * caller's; NULL when out of memory.
+ */
+json_t *model_job_def_json(const dbcron_job *job);
+
 /* model_job_json plus "last_runs": runs[0..n) as model_run_json.  New
  * reference, the caller's; NULL when out of memory. */
 json_t *model_job_json_with_runs(const dbcron_job *job, const dbcron_run *runs,

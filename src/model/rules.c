@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/timeutil.h"
 #include "model/rules.h"
 
@@ -103,10 +104,23 @@ int model_job_series(dbcron_job *job, int64_t now_ms, const dbcron_job *prev,
 {
 	bool keep = prev && model_same_schedule(job, prev);
 	if (job->kind == DBCRON_SCHED_AT) {
-		if (keep)
+		if (keep) {
 			job->at_ms = prev->at_ms;
-		else
-			return dbcron__parse_time(job->spec, now_ms, &job->at_ms, err);
+			return DBCRON_OK;
+		}
+		int rc = dbcron__parse_time(job->spec, now_ms, &job->at_ms, err);
+		if (rc || !prev || prev->kind != DBCRON_SCHED_AT || prev->at_ms != job->at_ms ||
+		    !same_text(model_zone_norm(job->tz), model_zone_norm(prev->tz)))
+			return rc;
+		/* the stored instant written another way (an export's RFC 3339
+		 * for a stored "now+5m"): the same schedule, so the stored text
+		 * stays and nothing downstream re-arms a one-shot that fired */
+		char *spec = dbcron__strdup(prev->spec ? prev->spec : "");
+		if (!spec)
+			return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
+		dbcron__free(job->spec);
+		job->spec = spec;
+		return DBCRON_OK;
 	}
 	if (job->kind == DBCRON_SCHED_EVERY)
 		job->anchor_ms = keep ? prev->anchor_ms : now_ms;

@@ -71,7 +71,10 @@ int model_resume_next_fire(const dbcron_job *job, int64_t now_ms,
  * (may be NULL) is the stored job of the same name; when
  * model_same_schedule(job, prev), its instant and anchor are kept instead,
  * so that re-applying a definition moves nothing and a one-shot that
- * already fired is not re-armed.  An error is always about the AT text.
+ * already fired is not re-armed.  An AT text that resolves to prev's very
+ * instant (an export's RFC 3339 for a stored "now+5m") is the same
+ * schedule: job->spec becomes prev's text.  An error is always about the
+ * AT text (or DBCRON_ENOMEM).
  */
 int model_job_series(dbcron_job *job, int64_t now_ms, const dbcron_job *prev,
 		     dbcron_err *err);

@@ -906,6 +906,53 @@ out_rollback:
 	return rc;
 }
 
+int store_job_rename(store *s, const char *from, const char *to, dbcron_err *err)
+{
+	int64_t now, id, n = 0;
+	int rc, row;
+	if (!from || !to)
+		return dbcron_err_set(err, DBCRON_EINVAL, "job_rename: no name");
+	if ((rc = tx_begin(s, err)))
+		return rc;
+	if ((rc = db_now(s, &now, err)))
+		goto out_rollback;
+	store_param pt[] = {sp_text(to)};
+	row = st_row(s, ST_JOB_ID, pt, 1, err);
+	if (row < 0) {
+		rc = -row;
+		goto out_rollback;
+	}
+	store__reset(s);
+	if (row > 0) {
+		rc = dbcron_err_set(err, DBCRON_EEXISTS, "job '%s' already exists", to);
+		goto out_rollback;
+	}
+	store_param pf[] = {sp_text(from)};
+	row = st_row(s, ST_JOB_ID, pf, 1, err);
+	if (row <= 0) {
+		rc = row < 0 ? -row : dbcron_err_set(err, DBCRON_ENOTFOUND, "no job named '%s'", from);
+		goto out_rollback;
+	}
+	id = col_i64(s, 0);
+	store__reset(s);
+	store_param pr[] = {sp_text(from), sp_text(to), sp_i64(now)};
+	store_param pj[] = {sp_i64(id), sp_text(to)};
+	if ((rc = st_run(s, ST_JOB_RENAME, pr, 3, &n, err)))
+		goto out_rollback;
+	if (n != 1) {
+		rc = dbcron_err_set(err, DBCRON_ENOTFOUND, "no job named '%s'", from);
+		goto out_rollback;
+	}
+	/* nodes holding the job by id see the new name at their next read */
+	if ((rc = st_run(s, ST_RUNS_RENAME, pj, 2, NULL, err)) ||
+	    (rc = st_run(s, ST_GEN_BUMP, NULL, 0, NULL, err)) || (rc = tx_commit(s, err)))
+		goto out_rollback;
+	return DBCRON_OK;
+out_rollback:
+	tx_rollback(s);
+	return rc;
+}
+
 int store_job_trigger(store *s, const char *name, int64_t *run_id, int64_t *fire_at,
 		      dbcron_err *err)
 {
@@ -2120,6 +2167,14 @@ int store_runs_list(store *s, const store_run_filter *f, store_run_cb cb, void *
 			   sp_i64(f ? f->before_id : 0)};
 	struct run_each e = {cb, ctx};
 	return each_row(s, ST_RUNS_LIST, p, 8, run_one, &e, err);
+}
+
+int store_runs_after_id(store *s, int64_t after_id, const char *job, long limit,
+			store_run_cb cb, void *ctx, dbcron_err *err)
+{
+	store_param p[] = {sp_i64(after_id), sp_text(job), sp_i64(limit > 0 ? limit : 1)};
+	struct run_each e = {cb, ctx};
+	return each_row(s, ST_RUNS_AFTER_ID, p, 3, run_one, &e, err);
 }
 
 int store_run_get(store *s, int64_t id, dbcron_run *run, dbcron_err *err)

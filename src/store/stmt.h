@@ -50,6 +50,10 @@
 	X(JOB_DELETE, "deleting the job", "")                                            \
 	/* (name) -> id */                                                                \
 	X(JOB_ID, "looking up the job", "")                                              \
+	/* (name, new name, now) */                                                       \
+	X(JOB_RENAME, "renaming the job", "")                                            \
+	/* (job_id, new name): the run log follows the job it belongs to */              \
+	X(RUNS_RENAME, "renaming the job's runs", "")                                    \
 	/* (job_id, name, fire_at, now) -> id, nothing on a clash */                      \
 	X(TRIGGER_INSERT, "triggering the job", "1 no duplicate fire")                   \
 	/* (ahead_ms, limit, route, batch [handler]) -> now, JOB_COLS (one row of NULL  \
@@ -122,6 +126,9 @@
 	X(JOB_RUNNING, "checking running runs", "")                                      \
 	/* (job|NULL, state|0, since|-1, limit|-1) -> RUN_COLS */                         \
 	X(RUNS_LIST, "listing runs", "")                                                 \
+	/* (after_id, job|NULL, limit) -> RUN_COLS of the runs created after after_id, \
+	 * by id: the primary key, so a follower's poll costs what is new */            \
+	X(RUNS_AFTER_ID, "listing new runs", "")                                         \
 	/* () -> a row once this transaction holds the schedule lock row; none  \
 	 * when the row does not exist yet (SCHEDULE_LOCK_INIT makes it) */      \
 	X(SCHEDULE_LOCK, "taking the schedule lock", "XXL-JOB's lock row: claimers take turns") \

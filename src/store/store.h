@@ -305,6 +305,10 @@ int store_job_briefs(store *s, store_brief_cb cb, void *ctx, dbcron_err *err);
 int store_job_set_paused(store *s, const char *name, bool paused, int64_t next_fire_at, dbcron_err *err);
 int store_job_delete(store *s, const char *name, dbcron_err *err);
 int store_job_trigger(store *s, const char *name, int64_t *run_id, int64_t *fire_at, dbcron_err *err);
+/* One transaction: the job from is named to, and its runs with it (the
+ * run log keeps pointing at the job).  DBCRON_ENOTFOUND for from,
+ * DBCRON_EEXISTS when to is taken.  Touches every run row of the job. */
+int store_job_rename(store *s, const char *from, const char *to, dbcron_err *err);
 int store_node_register(store *s, const store_node_info *n, dbcron_err *err);
 
 /* Every handler name some live node registered (alive, lease not over by
@@ -341,6 +345,10 @@ int store_job_running(store *s, int64_t job_id, int64_t except_run_id, bool *run
 int store_runs_list(store *s, const store_run_filter *f, store_run_cb cb, void *ctx, dbcron_err *err);
 /* One run by id into *run (owned by the caller: dbcron_run_clear);
  * DBCRON_ENOTFOUND when there is none. */
+/* At most limit (>= 1) runs with id > after_id (of job, NULL: any), by id:
+ * the rows created since a follower last looked. */
+int store_runs_after_id(store *s, int64_t after_id, const char *job, long limit,
+			store_run_cb cb, void *ctx, dbcron_err *err);
 int store_run_get(store *s, int64_t id, dbcron_run *run, dbcron_err *err);
 int store_nodes_list(store *s, store_node_cb cb, void *ctx, dbcron_err *err);
 /*

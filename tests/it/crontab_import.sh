@@ -72,7 +72,7 @@ dbc_in "$T_DIR/good.cron" job import-crontab -
 assert_eq 0 "$T_RC" "exit status from stdin"
 assert_eq "$want" "$(names <<<"$T_OUT")" "same crontab, same names"
 expect_rc 0 job import-crontab "$T_DIR/good.cron" --apply
-assert_contains "$T_OUT" "applied: 0 created, 3 updated, 0 deleted"
+assert_contains "$T_OUT" "applied: 0 created, 0 updated, 0 deleted; 3 unchanged"
 assert_eq "$want" "$(db_names)" "--apply: still the same three jobs"
 
 t_section "cron's behaviour carried over"

@@ -354,11 +354,13 @@ assert_eq "" "$(grep -v '^#' <<<"$H_BODY" | grep -Ev '^[a-z_]+(\{[^}]*\})? [0-9.
 
 t_section "apply"
 expect 200 GET /api/v1/jobs "$READER"
-jq '.jobs + [{"name":"fresh","every":"1h","command":["true"]}] | map(select(.name != "quiet"))' \
+jq '.jobs + [{"name":"fresh","every":"1h","command":["true"]}] | map(select(.name != "quiet"))
+	| map(if .name == "tick" then .retries = 7 else . end)' \
 	<<<"$H_BODY" >"$T_DIR/apply.json"
 before=$(db_state)
 expect 200 POST "/api/v1/apply?prune=1&dry_run=1" "$ADMIN" "$T_DIR/apply.json"
-assert_eq '{"create":["fresh"],"update":["tick"],"delete":["quiet"]}' "$(jget '.diff | tostring')"
+assert_eq '{"create":["fresh"],"update":["tick"],"delete":["quiet"],"unchanged":[],"fields":{"tick":["retries"]}}' \
+	"$(jget '.diff | tostring')" "the diff names the fields that change"
 assert_eq "$before" "$(db_state)" "a dry run writes nothing"
 printf '[{"name":"a","every":"1h","command":["true"]},{"name":"a","every":"2h","command":["true"]},{"name":"b","every":"never"}]' \
 	>"$T_DIR/bad_apply.json"
@@ -369,7 +371,7 @@ expect 400 POST /api/v1/apply "$ADMIN" "$(body '{"name":"x"}')"
 assert_contains "$(jget .error.message)" "expected a JSON array"
 assert_eq "$before" "$(db_state)" "refused applies wrote nothing"
 expect 200 POST "/api/v1/apply?prune=1" "$ADMIN" "$T_DIR/apply.json"
-assert_eq "1 1 1" "$(jget '"\(.created) \(.updated) \(.deleted)"')"
+assert_eq "1 1 1 0" "$(jget '"\(.created) \(.updated) \(.deleted) \(.unchanged)"')"
 expect_rc 0 job list --format json
 assert_eq "fresh tick" "$(jq -r '[.[].name] | join(" ")' <<<"$T_OUT")"
 assert_eq true "$(jq -r '.[] | select(.name == "tick") | .paused' <<<"$T_OUT")" "apply keeps the paused state"

@@ -21,7 +21,7 @@ DESTDIR=$ROOT cmake --install "$BUILD" --prefix "$PREFIX" >"$T_DIR/install.log" 
 assert_eq 0 "$rc" "cmake --install: $(tail -3 "$T_DIR/install.log")"
 libdir=$(sed -n 's/^libdir=//p' "$(find "$P" -name dbcron.pc)")
 lib=${libdir#"$PREFIX"/}
-for f in bin/dbcron bin/dbcron-guard "$lib/libdbcron.so.0" "$lib/libdbcron_static.a" \
+for f in bin/dbcron bin/dbcron-guard "$lib/libdbcron.so.0" "$lib/libdbcron.a" \
 	include/dbcron/dbcron.h include/dbcron/node.h "$lib/pkgconfig/dbcron.pc" \
 	share/man/man1/dbcron.1 share/bash-completion/completions/dbcron \
 	share/zsh/vendor-completions/_dbcron lib/systemd/system/dbcron-node.service \
@@ -80,8 +80,22 @@ assert_eq "$want" "$got" "the program's next fire is dbcron's"
 assert_contains "$(LD_LIBRARY_PATH=$P/$lib ldd "$T_DIR/prog")" "$P/$lib/libdbcron.so.0" \
 	"the program uses the installed shared library"
 
-assert_contains "$(nm -g --defined-only "$P/$lib/libdbcron_static.a" 2>/dev/null)" " T dbcron_cron_parse" \
+assert_contains "$(nm -g --defined-only "$P/$lib/libdbcron.a" 2>/dev/null)" " T dbcron_cron_parse" \
 	"the static archive holds the API"
+# The archive linked whole: libdbcron from libdbcron.a, and the libraries
+# dbcron.pc names as Requires.private shared (Debian ships no static libpq
+# dependencies such as libpgcommon, so `pkg-config --static` cannot link).
+# It then runs with no LD_LIBRARY_PATH, so no libdbcron.so can answer.
+rc=0
+# shellcheck disable=SC2046
+cc -std=c11 -Wall -Werror ${DBCRON_SANFLAGS:-} -o "$T_DIR/prog-static" "$T_DIR/prog.c" $(pkg-config --cflags dbcron) \
+	$(pkg-config --libs-only-L dbcron) -Wl,-Bstatic -ldbcron -Wl,-Bdynamic \
+	$(pkg-config --libs $(pkg-config --print-requires-private dbcron)) -lpthread -lm \
+	2>"$T_DIR/cc-static.log" || rc=$?
+assert_eq 0 "$rc" "links the static archive with what dbcron.pc requires: $(head -5 "$T_DIR/cc-static.log")"
+got=$("$T_DIR/prog-static" '0 30 2 * * ?' 1767323045 || true)
+assert_eq "$want" "$got" "the statically linked program's next fire is dbcron's"
+assert_not_contains "$(ldd "$T_DIR/prog-static")" "libdbcron" "the static program needs no libdbcron.so"
 
 t_section "the man page renders without warnings"
 for page in "$P"/share/man/man*/*; do

@@ -273,7 +273,7 @@ snap_every=$(dbq "select anchor_ms, next_fire_at from jobs where name = 'ap-ever
 snap_at=$(dbq "select at_ms, next_fire_at from jobs where name = 'ap-at'")
 sleep 1.1
 expect_rc 0 job apply "$T_DIR/a.json"
-assert_match "$T_OUT" '^applied: 0 created, [0-9]+ updated, 0 deleted$'
+assert_eq "applied: 0 created, 0 updated, 0 deleted; 3 unchanged" "$T_OUT" "a re-apply changes nothing"
 assert_eq "$snap_every" "$(dbq "select anchor_ms, next_fire_at from jobs where name = 'ap-every'")" "re-apply keeps anchor and next_fire_at"
 assert_eq "$snap_at" "$(dbq "select at_ms, next_fire_at from jobs where name = 'ap-at'")" "re-apply keeps a resolved now+10m"
 
@@ -283,7 +283,7 @@ assert_eq "1" "$(job_col ap-every 'case when paused then 1 else 0 end')" "no \"p
 
 sed 's/"every": "10s"/"every": "20s"/' "$T_DIR/a.json" >"$T_DIR/b.json"
 expect_rc 0 job apply "$T_DIR/b.json"
-assert_match "$T_OUT" '^applied: 0 created, [1-9][0-9]* updated, 0 deleted$'
+assert_eq "applied: 0 created, 1 updated, 0 deleted; 2 unchanged" "$T_OUT"
 assert_eq "20000" "$(job_col ap-every interval_ms)" "a changed schedule is updated"
 next=$(job_col ap-every next_fire_at)
 anchor=$(job_col ap-every anchor_ms)
@@ -312,7 +312,7 @@ assert_eq "applied: 1 created, 0 updated, 0 deleted" "$T_OUT"
 t_section "job apply --prune"
 total=$(dbq "select count(*) from jobs")
 expect_rc 0 job apply "$T_DIR/a.json" --prune
-assert_match "$T_OUT" "^applied: 0 created, [0-9]+ updated, $((total - 3)) deleted$"
+assert_match "$T_OUT" "^applied: 0 created, [0-9]+ updated, $((total - 3)) deleted(; [0-9]+ unchanged)?$"
 assert_eq "ap-at ap-every ap-snake" "$(dbq "select name from jobs order by name" | tr '\n' ' ' | sed 's/ $//')"
 assert_match "$(dbq "select count(*) from runs where job_name = 'every30'")" '^[1-9]' "runs of a deleted job are kept"
 expect_rc 0 job add keep-me --every 1m --handler noop
@@ -332,12 +332,12 @@ print(json.dumps(d))' <<<"$T_OUT" >"$T_DIR/roundtrip.json"
 snap=$(dbq "select name, anchor_ms, at_ms, next_fire_at, case when paused then 1 else 0 end, max_retries, timeout_ms from jobs order by name")
 n=$(dbq "select count(*) from jobs")
 expect_rc 0 job apply "$T_DIR/roundtrip.json"
-assert_eq "applied: 0 created, $n updated, 0 deleted" "$T_OUT"
+assert_eq "applied: 0 created, 0 updated, 0 deleted; $n unchanged" "$T_OUT"
 assert_eq "$snap" "$(dbq "select name, anchor_ms, at_ms, next_fire_at, case when paused then 1 else 0 end, max_retries, timeout_ms from jobs order by name")" "a listed definition re-applied moves nothing"
 expect_rc 0 job list --format json
 printf '%s\n' "$T_OUT" >"$T_DIR/listed.json"
 expect_rc 0 job apply "$T_DIR/listed.json"
-assert_eq "applied: 0 created, $n updated, 0 deleted" "$T_OUT" "the listing applies as it is (its store keys are read-only)"
+assert_eq "applied: 0 created, 0 updated, 0 deleted; $n unchanged" "$T_OUT" "the listing applies as it is (its store keys are read-only)"
 assert_eq "$snap" "$(dbq "select name, anchor_ms, at_ms, next_fire_at, case when paused then 1 else 0 end, max_retries, timeout_ms from jobs order by name")" "an unedited listing re-applied moves nothing"
 
 t_section "job apply: bad files"

@@ -57,9 +57,13 @@ contend 2 two
 contend 10 ten
 
 # --- held: clear message, exit 75 ---------------------------------------
-"$DBCRON_BIN" lock busy --ttl 20s --owner holder -- sleep 3 >/dev/null 2>&1 &
+# Each holder below is waited for in `locks` (or in what its command
+# wrote) before it is contended, so a slow start cannot turn into a
+# contender that simply wins.
+"$DBCRON_BIN" lock busy --ttl 20s --owner holder -- sleep 4 >/dev/null 2>&1 &
 hp=$!
-sleep 1
+wait_for 60 sh -c "'$DBCRON_BIN' locks --format csv | grep -q '^busy,holder,.*,held\$'" ||
+  fail "holder never took the lock: $(dbc locks --format csv)"
 rc=0; msg=$(dbc lock busy --owner other -- true 2>&1) || rc=$?
 assert_eq "$rc" 75 "held lock: exit 75"
 case "$msg" in *"held by holder until"*) pass "held lock: says who holds it and until when" ;;
@@ -87,8 +91,9 @@ expect_usage held2 --held-exit x -- true
 kill "$hp"; wait "$hp" 2>/dev/null || true
 
 # --- a command longer than the ttl keeps its lease ----------------------
-"$DBCRON_BIN" lock long --ttl 1s --owner long -- sleep 4 >/dev/null 2>&1 &
+"$DBCRON_BIN" lock long --ttl 1s --owner long -- sh -c 'touch '"$T/long-in"'; sleep 6' >/dev/null 2>&1 &
 lp=$!
+wait_for 60 test -e "$T/long-in" || fail "long holder never started its command"
 sleep 2.5
 rc=0; dbc lock long --owner late -- true >/dev/null 2>&1 || rc=$?
 assert_eq "$rc" 75 "lease renewed while a command runs past its ttl"
@@ -99,12 +104,12 @@ wait $lp || fail "long holder failed"
 "$DBCRON_BIN" lock fz --ttl 2s --owner A -- sh -c 'echo "A $DBCRON_LOCK_FENCE" >> '"$T/frozen"'; sleep 8; echo A-end >> '"$T/frozen" \
   >"$T/A.out" 2>&1 &
 ap=$!
-sleep 0.7
+wait_for 60 grep -q "^A " "$T/frozen" || fail "holder A never started its command"
 kill -STOP $ap
 sleep 3
 "$DBCRON_BIN" lock fz --ttl 20s --owner B -- sh -c 'echo "B $DBCRON_LOCK_FENCE" >> '"$T/frozen"'; sleep 5' >/dev/null 2>&1 &
 bp=$!
-sleep 1
+wait_for 60 grep -q "^B " "$T/frozen" || fail "holder B never took the expired lock"
 kill -CONT $ap
 rc=0; wait $ap || rc=$?
 assert_eq "$rc" 76 "frozen holder: exit 76 (lease lost)"

@@ -76,6 +76,38 @@ static void test_job_round_trip(void **state)
 	}
 }
 
+/* The export form: definition keys only, an AT job's instant, and read
+ * back (an hour later, on a fresh database and on its own) the same
+ * document. */
+static void test_job_def_json(void **state)
+{
+	(void)state;
+	model_jobdef d, fresh, same;
+	define(&d, "{\"name\": \"c\", \"at\": \"now+5m\", \"handler\": \"noop\"}", NULL, NOW);
+	d.job.id = 7;
+	json_t *o = model_job_def_json(&d.job);
+	assert_non_null(o);
+	assert_string_equal(json_string_value(json_object_get(o, "at")), "2026-01-02T03:09:05Z");
+	assert_null(json_object_get(o, "id"));
+	assert_null(json_object_get(o, "next_fire"));
+	assert_null(json_object_get(o, "next_fire_at_ms"));
+	char *text = json_dumps(o, JSON_COMPACT);
+	assert_non_null(text);
+	define(&fresh, text, NULL, NOW + 3600000);
+	assert_int_equal(fresh.job.next_fire_at, NOW + 300000);
+	define(&same, text, &d.job, NOW + 3600000);
+	assert_string_equal(same.job.spec, "now+5m");
+	json_t *a = model_job_def_json(&fresh.job), *b = model_job_def_json(&same.job);
+	assert_true(json_equal(o, a) && json_equal(o, b));
+	json_decref(a);
+	json_decref(b);
+	json_decref(o);
+	free(text);
+	model_jobdef_clear(&same);
+	model_jobdef_clear(&fresh);
+	model_jobdef_clear(&d);
+}
+
 static void test_job_json_fields(void **state)
 {
 	(void)state;
@@ -201,6 +233,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_job_round_trip),
+		cmocka_unit_test(test_job_def_json),
 		cmocka_unit_test(test_job_json_fields),
 		cmocka_unit_test(test_run_json),
 	};

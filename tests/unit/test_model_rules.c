@@ -8,6 +8,7 @@
 #include <cmocka.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "model/rules.h"
 
 /* 2026-01-02T03:04:05Z */
@@ -135,6 +136,37 @@ static void test_series_and_first_fire(void **state)
 	assert_int_equal(j.next_fire_at, NOW - 1000);
 }
 
+/* An AT text naming the stored instant (a `job export` file's RFC 3339 for
+ * a stored "now+90s") is the same schedule: the stored text stays, so the
+ * store keeps the next fire and a one-shot that fired is not re-armed. */
+static void test_at_same_instant(void **state)
+{
+	(void)state;
+	dbcron_err err = {0};
+	dbcron_job prev = job_of(DBCRON_SCHED_AT, "now+90s", 0);
+	prev.at_ms = NOW + 90000;
+	prev.next_fire_at = -1; /* it fired */
+
+	dbcron_job j = job_of(DBCRON_SCHED_AT, NULL, 0);
+	j.spec = dbcron__strdup("2026-01-02T03:05:35Z");
+	assert_non_null(j.spec);
+	assert_int_equal(model_job_series(&j, NOW + 5000, &prev, &err), DBCRON_OK);
+	assert_string_equal(j.spec, "now+90s");
+	assert_true(model_same_schedule(&j, &prev));
+	assert_int_equal(model_job_first_fire(&j, NOW + 5000, &prev, &err), DBCRON_OK);
+	assert_int_equal(j.next_fire_at, -1);
+	dbcron__free(j.spec);
+
+	/* another instant is another schedule */
+	j = job_of(DBCRON_SCHED_AT, NULL, 0);
+	j.spec = dbcron__strdup("2026-01-02T03:05:36Z");
+	assert_non_null(j.spec);
+	assert_int_equal(model_job_series(&j, NOW, &prev, &err), DBCRON_OK);
+	assert_string_equal(j.spec, "2026-01-02T03:05:36Z");
+	assert_false(model_same_schedule(&j, &prev));
+	dbcron__free(j.spec);
+}
+
 static void test_followup(void **state)
 {
 	(void)state;
@@ -196,6 +228,7 @@ int main(void)
 		cmocka_unit_test(test_same_schedule),
 		cmocka_unit_test(test_resume_next_fire),
 		cmocka_unit_test(test_series_and_first_fire),
+		cmocka_unit_test(test_at_same_instant),
 		cmocka_unit_test(test_followup),
 		cmocka_unit_test(test_lost_followup),
 	};

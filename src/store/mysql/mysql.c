@@ -136,6 +136,8 @@ static const char *const sql[ST__COUNT] = {
 			      "WHERE id = " R(00),
 	[ST_JOB_DELETE] = "DELETE FROM jobs WHERE name = ?1",
 	[ST_JOB_ID] = "SELECT id FROM jobs WHERE name = ?1",
+	[ST_JOB_RENAME] = "UPDATE jobs SET name = ?2, updated_ms = ?3 WHERE name = ?1",
+	[ST_RUNS_RENAME] = "UPDATE runs SET job_name = ?2 WHERE job_id = ?1",
 	[ST_TRIGGER_INSERT] =
 		"INSERT IGNORE INTO runs (job_id, job_name, fire_at, attempt, state, due_at, "
 		"created_ms) VALUES (?1, ?2, ?3, 1, 1, ?3, ?4) RETURNING id",
@@ -265,6 +267,8 @@ static const char *const sql[ST__COUNT] = {
 	[ST_SCHEDULE_LOCK_INIT] = "INSERT IGNORE INTO locks (name, owner, since_ms, until_ms, fence) "
 				  "VALUES ('dbcron:schedule', '', 0, 0, 0)",
 	[ST_RUN_GET] = "SELECT " STORE_RUN_COLS " FROM runs WHERE id = ?1",
+	[ST_RUNS_AFTER_ID] = "SELECT " STORE_RUN_COLS " FROM runs WHERE id > ?1 AND (?2 IS NULL OR "
+		"job_name = ?2) ORDER BY id LIMIT ?L3",
 	[ST_RUNS_LIST] =
 		"SELECT * FROM (SELECT " STORE_RUN_COLS " FROM runs WHERE (?1 IS NULL OR "
 		"job_name = ?1) AND (?2 = 0 OR state = ?2) AND (?3 < 0 OR fire_at >= ?3) "

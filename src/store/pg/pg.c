@@ -119,6 +119,8 @@ static const char *const sql[ST__COUNT] = {
 		"$1::bigint[], $2::text[]) v(id, why) WHERE jobs.id = v.id",
 	[ST_JOB_DELETE] = "DELETE FROM jobs WHERE name = $1::text",
 	[ST_JOB_ID] = "SELECT id FROM jobs WHERE name = $1::text",
+	[ST_JOB_RENAME] = "UPDATE jobs SET name = $2::text, updated_ms = $3::bigint WHERE name = $1::text",
+	[ST_RUNS_RENAME] = "UPDATE runs SET job_name = $2::text WHERE job_id = $1::bigint",
 	[ST_TRIGGER_INSERT] =
 		"INSERT INTO runs (job_id, job_name, fire_at, attempt, state, due_at, missed, "
 		"created_ms) VALUES ($1::bigint, $2::text, $3::bigint, 1, 1, $3::bigint, 0, "
@@ -241,6 +243,8 @@ static const char *const sql[ST__COUNT] = {
 	[ST_SCHEDULE_LOCK_INIT] = "INSERT INTO locks (name, owner, since_ms, until_ms, fence) VALUES "
 				  "('dbcron:schedule', '', 0, 0, 0) ON CONFLICT DO NOTHING",
 	[ST_RUN_GET] = "SELECT " STORE_RUN_COLS " FROM runs WHERE id = $1::bigint",
+	[ST_RUNS_AFTER_ID] = "SELECT " STORE_RUN_COLS " FROM runs WHERE id > $1::bigint AND "
+		"($2::text IS NULL OR job_name = $2::text) ORDER BY id LIMIT $3::bigint",
 	[ST_RUNS_LIST] =
 		"SELECT * FROM (SELECT " STORE_RUN_COLS " FROM runs WHERE ($1::text IS NULL "
 		"OR job_name = $1::text) AND ($2::int = 0 OR state = $2::int) AND "
