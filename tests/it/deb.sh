@@ -40,7 +40,8 @@ has dbcron usr/bin/dbcron usr/bin/dbcron-guard usr/share/man/man1/dbcron.1.gz \
 	etc/dbcron/dbcron.conf.example usr/share/doc/dbcron/cli.md.gz \
 	usr/share/bash-completion/completions/dbcron usr/share/doc/dbcron/copyright
 has libdbcron0 'usr/lib/[^/]*/libdbcron\.so\.0\.[0-9.]*'
-has libdbcron-dev usr/include/dbcron/dbcron.h 'usr/lib/[^/]*/libdbcron_static\.a' \
+assert_match "$(dpkg-deb -f "$T_DIR/deb/libdbcron-dev_${v}_$a.deb" Depends)" "libmicrohttpd-dev" "the -dev package brings what dbcron.pc requires"
+has libdbcron-dev usr/include/dbcron/dbcron.h 'usr/lib/[^/]*/libdbcron\.a' \
 	'usr/lib/[^/]*/pkgconfig/dbcron\.pc'
 ctl=$T_DIR/ctl
 mkdir -p "$ctl"
