@@ -5,7 +5,7 @@ BUILD   ?= build
 CMAKE   ?= cmake
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps build install run test asan asan-test tsan tsan-test fuzz fuzz-smoke bench mutate mutate-ci clean
+.PHONY: all deps build install deb run test asan asan-test tsan tsan-test fuzz fuzz-smoke bench mutate mutate-ci clean
 
 all: build
 
@@ -22,6 +22,12 @@ build: deps
 PREFIX ?= /usr/local
 install: build
 	@DESTDIR=$(DESTDIR) $(CMAKE) --install $(BUILD) --prefix $(PREFIX)
+
+# The Debian packages (debian/) in $(BUILD)/deb: dbcron, libdbcron0,
+# libdbcron-dev.  docs/testing.md says how to check them.
+deb: deps
+	@bash scripts/deps.sh --with-deb
+	@nice bash scripts/deb.sh $(BUILD)/deb
 
 run: build
 	@bash scripts/run-demo.sh $(BUILD)/bin/dbcron

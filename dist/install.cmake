@@ -1,13 +1,18 @@
 # Run by `cmake --install` (CMakeLists.txt sets DBCRON_* before it): the
 # files that name installed paths, written for the prefix being installed
 # to.  file(INSTALL) adds $DESTDIR itself.
-foreach(d LIBDIR INCLUDEDIR BINDIR MANDIR)
+foreach(d LIBDIR INCLUDEDIR BINDIR MANDIR SYSCONFDIR)
   if(IS_ABSOLUTE "${DBCRON_${d}}")
     set(FULL_${d} "${DBCRON_${d}}")
   else()
     set(FULL_${d} "${CMAKE_INSTALL_PREFIX}/${DBCRON_${d}}")
   endif()
 endforeach()
+# /etc for PREFIX=/usr, as GNUInstallDirs has it (a packager's
+# -DCMAKE_INSTALL_SYSCONFDIR=/etc is absolute and kept above)
+if(CMAKE_INSTALL_PREFIX STREQUAL "/usr" AND NOT IS_ABSOLUTE "${DBCRON_SYSCONFDIR}")
+  set(FULL_SYSCONFDIR "/etc")
+endif()
 # what the templates name
 set(DBCRON_PC_LIBDIR "${FULL_LIBDIR}")
 set(DBCRON_PC_INCLUDEDIR "${FULL_INCLUDEDIR}")
@@ -20,3 +25,6 @@ file(INSTALL ${DBCRON_OUT}/dbcron.1 DESTINATION "${FULL_MANDIR}/man1")
 # systemd's place under the prefix: /usr/lib/systemd/system for PREFIX=/usr,
 # /usr/local/lib/systemd/system (which systemd reads too) for the default
 file(INSTALL ${DBCRON_OUT}/dbcron-node.service DESTINATION "${CMAKE_INSTALL_PREFIX}/lib/systemd/system")
+# a commented example, never the live file: an operator's
+# /etc/dbcron/dbcron.conf is not overwritten by an upgrade
+file(INSTALL ${DBCRON_SRC}/dist/dbcron.conf.example DESTINATION "${FULL_SYSCONFDIR}/dbcron")

@@ -12,6 +12,10 @@ pkgs=(build-essential cmake pkg-config git python3
 if [ "${1:-}" = "--with-quartz" ]; then
   pkgs+=(default-jdk-headless libquartz2-java)
 fi
+# `make deb` only (scripts/deb.sh): the Debian packaging tools
+if [ "${1:-}" = "--with-deb" ]; then
+  pkgs+=(debhelper dpkg-dev)
+fi
 
 missing=()
 for p in "${pkgs[@]}"; do

@@ -8,7 +8,7 @@ _dbcron()
 	cmd=${COMP_WORDS[1]:-}
 	sub=${COMP_WORDS[2]:-}
 	case $prev in
-	--db-file|--env-file|--cwd)
+	--db-file|--env-file|--cwd|--config|--api-token-file)
 		COMPREPLY=($(compgen -f -- "$cur"))
 		return
 		;;
@@ -34,7 +34,7 @@ _dbcron()
 		;;
 	esac
 	if [ "$COMP_CWORD" -eq 1 ]; then
-		COMPREPLY=($(compgen -W "cron init job node runs nodes lock locks serve --help --version" -- "$cur"))
+		COMPREPLY=($(compgen -W "cron init job node runs nodes lock locks serve config --config --db --db-file --help --version" -- "$cur"))
 		return
 	fi
 	local db="--db --db-file --help"
@@ -66,6 +66,12 @@ _dbcron()
 	init) opts="--group" ;;
 	node) opts="--node-id --workers --slow-workers --claim-batch --max-inflight --preread --claim-strategy --lease --heartbeat --grace --retention --log-runs --quiet --http --api-token-file --metrics-max-jobs" ;;
 	serve) opts="--http --api-token-file --metrics-max-jobs" ;;
+	config)
+		if [ "$COMP_CWORD" -eq 2 ]; then
+			COMPREPLY=($(compgen -W "show --help" -- "$cur"))
+			return
+		fi
+		;;
 	runs)
 		if [ "$COMP_CWORD" -eq 2 ] && [[ $cur != -* ]]; then
 			COMPREPLY=($(compgen -W "show" -- "$cur"))

@@ -15,6 +15,10 @@
 #include "dbcron/error.h"
 #include "store/store.h"
 
+struct conf_value;
+struct dbcron_node_config;
+struct http_config;
+
 #define CLI_EXIT_OK 0
 #define CLI_EXIT_FAIL 1
 #define CLI_EXIT_USAGE 2
@@ -31,6 +35,7 @@ int cli_node(int argc, char **argv);  /* cmd_node.c */
 int cli_lock(int argc, char **argv);  /* cmd_lock.c */
 int cli_locks(int argc, char **argv); /* cmd_lock.c */
 int cli_serve(int argc, char **argv); /* cmd_serve.c */
+int cli_config(int argc, char **argv); /* cmd_config.c */
 /* job set, rename and export (cmd_jobedit.c); argv[0] is sub.  -1 when
  * sub is none of them. */
 int cli_job_edit(const char *sub, int argc, char **argv);
@@ -68,22 +73,38 @@ typedef struct cli_db {
 #define CLI_DB_HELP                                                                        \
 	"  --db URL         database: sqlite:PATH, postgresql://... or key=value conninfo\n"   \
 	"  --db-file PATH   read the database URL from PATH (one line), so it is not on the\n"  \
-	"                   command line; default $DBCRON_DB, else $DBCRON_DB_FILE, else\n"     \
+	"                   command line; default $DBCRON_DB, else $DBCRON_DB_FILE, else db\n"  \
+	"                   or db-file of the configuration file (dbcron config --help), else\n" \
 	"                   sqlite:./dbcron.db\n"
 
 /* --db VALUE: copies VALUE and overwrites it in argv with "***". */
 void cli_db_set_url(cli_db *d, char *value);
 /*
- * The URL: --db, else --db-file, else $DBCRON_DB, else $DBCRON_DB_FILE,
- * else sqlite:./dbcron.db.  Giving both of a pair is an error.  A file
+ * The URL: --db or --db-file (the command's, else before the command),
+ * else $DBCRON_DB or $DBCRON_DB_FILE, else the configuration file's db or
+ * db-file (conf.h), else sqlite:./dbcron.db.  Both of a pair on one level,
+ * or an empty value, is an error.  A file
  * holds the URL on one line (surrounding white space ignored) and is never
  * quoted in messages.  NULL after printing "dbcron CMD: ..." with the exit
  * status in *status; the text lives until the command returns to main.
  */
 const char *cli_db_url(const char *cmd, const cli_db *d, int *status);
+/* cli_db_url, also telling where the URL came from: *from is db's or
+ * db-file's value (text NULL for the built-in default). */
+const char *cli_db_url_from(const char *cmd, const cli_db *d, struct conf_value *from,
+			    int *status);
 /* cli_db_url, then open the store and check its schema; prints the error
  * and returns the exit status on failure (0 on success). */
 int cli_open_store(const char *cmd, const cli_db *d, store **out);
+/*
+ * The settings of `dbcron node` (and of its HTTP server) and of `dbcron
+ * serve`'s server from their flags (conf_set_flag), the configuration
+ * file or the defaults already in cfg and hc, checked as the node checks
+ * them; messages name the flag or FILE:LINE: key.  0 or the exit status.
+ * (cmd_node.c)
+ */
+int cli_node_settings(const char *cmd, struct dbcron_node_config *cfg, struct http_config *hc);
+int cli_http_settings(const char *cmd, struct http_config *hc);
 /* Print "dbcron: <msg>" to stderr; returns the exit status for code. */
 int cli_fail(const dbcron_err *err);
 int cli_usage_error(const char *cmd, const char *fmt, ...) DBCRON_PRINTF(2, 3);

@@ -9,6 +9,7 @@
  * serves the HTTP API, which owns its own threads and store handles
  * (src/http/) and is stopped before the node is freed.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -20,6 +21,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "cli/cli.h"
+#include "cli/conf.h"
 #include "core/log.h"
 #include "core/timeutil.h"
 #include "dbcron/node.h"
@@ -76,8 +78,10 @@ static void help(FILE *f)
 		"  --grace DUR        on stop, wait this long for running jobs (default 10s)\n"
 		"  --retention DUR    prune finished runs older than DUR (default 30d), one node at a\n"
 		"                     time under the lease lock dbcron:maintenance; 'forever' keeps all\n"
-		"  --log-runs         log every run start and end (default: only failures,\n"
-		"                     skips, misfires, takeovers and lease events)\n"
+		"  --log-runs         also log every run start and end and overlap skips (default:\n"
+		"                     failures, timeouts, fires this node starts too late\n"
+		"                     (misfired), takeovers and lease events; the misfires a\n"
+		"                     claim records are in the run log only)\n"
 		"  --quiet            log warnings and errors only\n"
 		"  --http ADDR:PORT   also serve the HTTP API (docs/http.md) there, on threads and\n"
 		"                     database connections of its own; a loopback address unless\n"
@@ -96,118 +100,148 @@ static void help(FILE *f)
 		"the node's argv once read (others may see it in the moment before).\n");
 }
 
-static int parse_int(const char *flag, const char *v, int min, int *out)
+static int parse_int(const char *cmd, const conf_value *v, int min, int *out)
 {
 	char *end;
-	long x = strtol(v, &end, 10);
-	if (!*v || *end || x < min || x > INT_MAX)
-		return cli_usage_error("node", "%s: '%s' is not an integer >= %d", flag, v, min);
+	errno = 0;
+	long x = strtol(v->text, &end, 10);
+	if (!*v->text || *end || errno || x < min || x > INT_MAX)
+		return cli_usage_error(cmd, "%s: '%s' is not an integer >= %d", v->label, v->text, min);
 	*out = (int)x;
 	return 0;
 }
 
-static int parse_dur(const char *flag, const char *v, int64_t *out)
+static int parse_dur(const char *cmd, const conf_value *v, int64_t *out)
 {
 	dbcron_err err = {0};
-	if (dbcron__parse_duration(v, 0, out, &err))
-		return cli_usage_error("node", "%s: %s", flag, err.msg);
+	if (dbcron__parse_duration(v->text, 0, out, &err))
+		return cli_usage_error(cmd, "%s: %s", v->label, err.msg);
+	return 0;
+}
+
+/* One key's value into its field; 0 when unset (the default stays). */
+static int node_key(const char *cmd, conf_key k, dbcron_node_config *cfg, http_config *hc)
+{
+	conf_value v;
+	int rc = conf_get(cmd, k, &v);
+	bool on = false;
+	if (rc || !v.text)
+		return rc;
+	switch (k) {
+	case CONF_NODE_ID: cfg->node_id = v.text; return 0;
+	case CONF_WORKERS: return parse_int(cmd, &v, 1, &cfg->workers);
+	case CONF_SLOW_WORKERS: return parse_int(cmd, &v, 1, &cfg->slow_workers);
+	case CONF_CLAIM_BATCH: return parse_int(cmd, &v, 1, &cfg->claim_batch);
+	case CONF_MAX_INFLIGHT: return parse_int(cmd, &v, 1, &cfg->max_inflight);
+	case CONF_PREREAD: return parse_dur(cmd, &v, &cfg->preread_ms);
+	case CONF_CLAIM_STRATEGY:
+		if (strcmp(v.text, "per-row") == 0)
+			cfg->claim_strategy = DBCRON_CLAIM_PER_ROW;
+		else if (strcmp(v.text, "lock-row") == 0)
+			cfg->claim_strategy = DBCRON_CLAIM_LOCK_ROW;
+		else
+			return cli_usage_error(cmd, "%s: '%s' is not per-row or lock-row", v.label, v.text);
+		return 0;
+	case CONF_LEASE: return parse_dur(cmd, &v, &cfg->lease_ms);
+	case CONF_HEARTBEAT: return parse_dur(cmd, &v, &cfg->heartbeat_ms);
+	case CONF_GRACE: return parse_dur(cmd, &v, &cfg->grace_ms);
+	case CONF_RETENTION:
+		if (strcmp(v.text, "forever") == 0) {
+			cfg->retention_ms = -1;
+			return 0;
+		}
+		return parse_dur(cmd, &v, &cfg->retention_ms);
+	case CONF_LOG_RUNS: return conf_bool(cmd, &v, &cfg->log_runs);
+	case CONF_QUIET:
+		if (!(rc = conf_bool(cmd, &v, &on)) && on)
+			dbcron__log_set_level(LOG_WARN);
+		return rc;
+	case CONF_HTTP: hc->listen = v.text; return 0;
+	case CONF_API_TOKEN_FILE: hc->token_file = v.text; return 0;
+	case CONF_METRICS_MAX_JOBS: {
+		int n = 0;
+		if (!(rc = parse_int(cmd, &v, 0, &n)))
+			hc->metrics_max_jobs = (size_t)n;
+		return rc;
+	}
+	default: return 0; /* db and db-file: cli_db_url */
+	}
+}
+
+int cli_http_settings(const char *cmd, http_config *hc)
+{
+	int rc = 0;
+	for (conf_key k = CONF_HTTP; k <= CONF_METRICS_MAX_JOBS && !rc; k++)
+		rc = node_key(cmd, k, NULL, hc);
+	return rc;
+}
+
+int cli_node_settings(const char *cmd, dbcron_node_config *cfg, http_config *hc)
+{
+	int rc = 0;
+	conf_value preread;
+	for (conf_key k = CONF_NODE_ID; k <= CONF_METRICS_MAX_JOBS && !rc; k++)
+		rc = node_key(cmd, k, cfg, hc);
+	if (rc || (rc = conf_get(cmd, CONF_PREREAD, &preread)))
+		return rc;
+	if (cfg->claim_strategy == DBCRON_CLAIM_LOCK_ROW && !preread.text)
+		cfg->preread_ms = 0; /* the node's lock-row default */
+	if (cfg->heartbeat_ms * 2 > cfg->lease_ms)
+		return cli_usage_error(cmd, "--lease must be at least twice --heartbeat");
+	if (hc->token_file && !hc->listen)
+		return cli_usage_error(cmd, "--api-token-file needs --http");
 	return 0;
 }
 
 int cli_node(int argc, char **argv)
 {
-	enum { O_DB = 256, O_DB_FILE, O_ID, O_WORKERS, O_SLOW, O_BATCH, O_INFLIGHT, O_PREREAD, O_STRATEGY,
-	       O_LEASE, O_HB, O_GRACE, O_LOGRUNS, O_QUIET, O_RETENTION, O_HTTP, O_TOKENS, O_MAXJOBS };
 	static const struct option opts[] = {
-		{"db", required_argument, NULL, O_DB},
-		{"db-file", required_argument, NULL, O_DB_FILE},
-		{"node-id", required_argument, NULL, O_ID},
-		{"workers", required_argument, NULL, O_WORKERS},
-		{"slow-workers", required_argument, NULL, O_SLOW},
-		{"claim-batch", required_argument, NULL, O_BATCH},
-		{"max-inflight", required_argument, NULL, O_INFLIGHT},
-		{"preread", required_argument, NULL, O_PREREAD},
-		{"claim-strategy", required_argument, NULL, O_STRATEGY},
-		{"lease", required_argument, NULL, O_LEASE},
-		{"heartbeat", required_argument, NULL, O_HB},
-		{"grace", required_argument, NULL, O_GRACE},
-		{"log-runs", no_argument, NULL, O_LOGRUNS},
-		{"retention", required_argument, NULL, O_RETENTION},
-		{"quiet", no_argument, NULL, O_QUIET},
-		{"http", required_argument, NULL, O_HTTP},
-		{"api-token-file", required_argument, NULL, O_TOKENS},
-		{"metrics-max-jobs", required_argument, NULL, O_MAXJOBS},
+		{"db", required_argument, NULL, CONF_OPT(CONF_DB)},
+		{"db-file", required_argument, NULL, CONF_OPT(CONF_DB_FILE)},
+		{"node-id", required_argument, NULL, CONF_OPT(CONF_NODE_ID)},
+		{"workers", required_argument, NULL, CONF_OPT(CONF_WORKERS)},
+		{"slow-workers", required_argument, NULL, CONF_OPT(CONF_SLOW_WORKERS)},
+		{"claim-batch", required_argument, NULL, CONF_OPT(CONF_CLAIM_BATCH)},
+		{"max-inflight", required_argument, NULL, CONF_OPT(CONF_MAX_INFLIGHT)},
+		{"preread", required_argument, NULL, CONF_OPT(CONF_PREREAD)},
+		{"claim-strategy", required_argument, NULL, CONF_OPT(CONF_CLAIM_STRATEGY)},
+		{"lease", required_argument, NULL, CONF_OPT(CONF_LEASE)},
+		{"heartbeat", required_argument, NULL, CONF_OPT(CONF_HEARTBEAT)},
+		{"grace", required_argument, NULL, CONF_OPT(CONF_GRACE)},
+		{"log-runs", no_argument, NULL, CONF_OPT(CONF_LOG_RUNS)},
+		{"retention", required_argument, NULL, CONF_OPT(CONF_RETENTION)},
+		{"quiet", no_argument, NULL, CONF_OPT(CONF_QUIET)},
+		{"http", required_argument, NULL, CONF_OPT(CONF_HTTP)},
+		{"api-token-file", required_argument, NULL, CONF_OPT(CONF_API_TOKEN_FILE)},
+		{"metrics-max-jobs", required_argument, NULL, CONF_OPT(CONF_METRICS_MAX_JOBS)},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	dbcron_node_config cfg;
 	dbcron_node_config_init(&cfg);
 	cli_db db = {0};
-	bool preread_set = false;
 	http_config hc;
 	http_config_init(&hc);
 	int c, rc;
 	optind = 0;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
-		rc = 0;
-		switch (c) {
-		case O_DB: cli_db_set_url(&db, optarg); break;
-		case O_DB_FILE: db.file = optarg; break;
-		case O_ID: cfg.node_id = optarg; break;
-		case O_WORKERS: rc = parse_int("--workers", optarg, 1, &cfg.workers); break;
-		case O_SLOW: rc = parse_int("--slow-workers", optarg, 1, &cfg.slow_workers); break;
-		case O_BATCH: rc = parse_int("--claim-batch", optarg, 1, &cfg.claim_batch); break;
-		case O_INFLIGHT: rc = parse_int("--max-inflight", optarg, 1, &cfg.max_inflight); break;
-		case O_PREREAD:
-			rc = parse_dur("--preread", optarg, &cfg.preread_ms);
-			preread_set = true;
-			break;
-		case O_STRATEGY:
-			if (strcmp(optarg, "per-row") == 0)
-				cfg.claim_strategy = DBCRON_CLAIM_PER_ROW;
-			else if (strcmp(optarg, "lock-row") == 0)
-				cfg.claim_strategy = DBCRON_CLAIM_LOCK_ROW;
-			else
-				return cli_usage_error("node", "--claim-strategy: '%s' is not per-row or lock-row",
-						       optarg);
-			break;
-		case O_LEASE: rc = parse_dur("--lease", optarg, &cfg.lease_ms); break;
-		case O_HB: rc = parse_dur("--heartbeat", optarg, &cfg.heartbeat_ms); break;
-		case O_GRACE: rc = parse_dur("--grace", optarg, &cfg.grace_ms); break;
-		case O_LOGRUNS: cfg.log_runs = true; break;
-		case O_RETENTION:
-			if (strcmp(optarg, "forever") == 0) {
-				cfg.retention_ms = -1;
-				break;
-			}
-			rc = parse_dur("--retention", optarg, &cfg.retention_ms);
-			break;
-		case O_QUIET: dbcron__log_set_level(LOG_WARN); break;
-		case O_HTTP: hc.listen = optarg; break;
-		case O_TOKENS: hc.token_file = optarg; break;
-		case O_MAXJOBS: {
-			int v = 0;
-			rc = parse_int("--metrics-max-jobs", optarg, 0, &v);
-			if (!rc)
-				hc.metrics_max_jobs = (size_t)v;
-			break;
-		}
-		case 'h': help(stdout); return 0;
-		default:
+		int k = CONF_OPT_KEY(c);
+		if (k == CONF_DB)
+			cli_db_set_url(&db, optarg);
+		else if (k >= 0)
+			conf_set_flag((conf_key)k, optarg ? optarg : "true");
+		else if (c == 'h') {
+			help(stdout);
+			return 0;
+		} else {
 			return cli_usage_error("node", "unknown or incomplete option '%s'", argv[optind - 1]);
 		}
-		if (rc)
-			return rc;
 	}
 	if (optind < argc)
 		return cli_usage_error("node", "unexpected argument '%s'", argv[optind]);
-	if (cfg.claim_strategy == DBCRON_CLAIM_LOCK_ROW && !preread_set)
-		cfg.preread_ms = 0; /* the node's lock-row default */
-	if (cfg.heartbeat_ms * 2 > cfg.lease_ms)
-		return cli_usage_error("node", "--lease must be at least twice --heartbeat");
-	if (hc.token_file && !hc.listen)
-		return cli_usage_error("node", "--api-token-file needs --http");
+	if ((rc = cli_node_settings("node", &cfg, &hc)))
+		return rc;
 	cfg.db_url = cli_db_url("node", &db, &rc);
 	if (!cfg.db_url)
 		return rc;

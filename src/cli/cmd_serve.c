@@ -5,13 +5,13 @@
  * them); the server owns its threads and its store handles.
  */
 #include <pthread.h>
-#include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/conf.h"
 #include "http/http.h"
 
 static void help(FILE *f)
@@ -33,11 +33,11 @@ static void help(FILE *f)
 int cli_serve(int argc, char **argv)
 {
 	static const struct option longs[] = {
-		{"db", required_argument, NULL, 'd'},
-		{"db-file", required_argument, NULL, 'F'},
-		{"http", required_argument, NULL, 'H'},
-		{"api-token-file", required_argument, NULL, 'T'},
-		{"metrics-max-jobs", required_argument, NULL, 'M'},
+		{"db", required_argument, NULL, CONF_OPT(CONF_DB)},
+		{"db-file", required_argument, NULL, CONF_OPT(CONF_DB_FILE)},
+		{"http", required_argument, NULL, CONF_OPT(CONF_HTTP)},
+		{"api-token-file", required_argument, NULL, CONF_OPT(CONF_API_TOKEN_FILE)},
+		{"metrics-max-jobs", required_argument, NULL, CONF_OPT(CONF_METRICS_MAX_JOBS)},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -49,43 +49,33 @@ int cli_serve(int argc, char **argv)
 	http_config_init(&hc);
 	cliopt_reset();
 	while ((c = cliopt_next(&o, argc, argv, "+:h", longs)) != -1) {
-		switch (c) {
-		case 'd':
+		int k = CONF_OPT_KEY(c);
+		if (k == CONF_DB) {
 			cli_db_set_url(&db, optarg);
-			break;
-		case 'F':
-			db.file = optarg;
-			break;
-		case 'H':
-			hc.listen = optarg;
-			break;
-		case 'T':
-			hc.token_file = optarg;
-			break;
-		case 'M': {
-			char *end;
-			errno = 0;
-			long v = strtol(optarg, &end, 10);
-			if (!*optarg || *end || errno || v < 0)
-				return cli_usage_error("serve", "--metrics-max-jobs '%s': expected a whole number >= 0",
-						       optarg);
-			hc.metrics_max_jobs = (size_t)v;
-			break;
-		}
-		case 'h':
+		} else if (k >= 0) {
+			conf_set_flag((conf_key)k, optarg);
+		} else if (c == 'h') {
 			help(stdout);
 			return CLI_EXIT_OK;
-		default:
+		} else {
 			return CLI_EXIT_USAGE;
 		}
 	}
 	if (o.npos || o.dashdash)
 		return cli_usage_error("serve", "unexpected argument '%s'", o.npos ? o.pos[0] : "--");
+	if ((status = cli_http_settings("serve", &hc)))
+		return status;
 	if (!hc.listen)
 		return cli_usage_error("serve", "missing --http ADDR:PORT");
 	hc.db_url = cli_db_url("serve", &db, &status);
 	if (!hc.db_url)
 		return status;
+	/* read-only: a database that is not there (or has no schema) is
+	 * refused here rather than made empty by the server's own open */
+	store *probe = NULL;
+	if ((status = cli_open_store("serve", &db, &probe)))
+		return status;
+	store_close(probe);
 
 	sigset_t set;
 	sigemptyset(&set);

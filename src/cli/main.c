@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/conf.h"
 #include "core/alloc.h"
 #include "dbcron/dbcron.h"
 #include "exec/runas.h"
@@ -27,18 +28,20 @@ static const struct {
 } commands[] = {
 	{"cron", cli_cron, "cron next|check: compute and explain cron expressions"},
 	{"init", cli_init, "create or upgrade the database schema"},
-	{"job", cli_job, "job add|list|show|pause|resume|delete|trigger|apply|import-crontab"},
+	{"job", cli_job, "job add|list|show|set|rename|pause|resume|delete|trigger|apply|export|import-crontab"},
 	{"node", cli_node, "run a scheduler node until SIGINT/SIGTERM"},
 	{"runs", cli_runs, "show the run log"},
 	{"nodes", cli_nodes, "show scheduler nodes and their heartbeats"},
 	{"lock", cli_lock, "run a command under a cluster-wide lease lock"},
 	{"locks", cli_locks, "show lease locks"},
 	{"serve", cli_serve, "serve the HTTP API without scheduling"},
+	{"config", cli_config, "config show: the effective settings and where each came from"},
 };
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: dbcron [--version] [--help] COMMAND [ARGS...]\n\n"
+	fprintf(f, "usage: dbcron [--version] [--help] [--config FILE] [--db URL | --db-file PATH]\n"
+		   "              COMMAND [ARGS...]\n\n"
 		   "A distributed job scheduler on SQLite, PostgreSQL or MySQL/MariaDB.\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  %-7s %s\n", commands[i].name, commands[i].help);
@@ -47,7 +50,12 @@ static void usage(FILE *f)
 		   "on the command line); default $DBCRON_DB, else the file named by $DBCRON_DB_FILE,\n"
 		   "else sqlite:./dbcron.db.  A --db value is blanked in the process's argv once read.\n"
 		   "PostgreSQL passwords can also come from libpq's password file ($PGPASSFILE,\n"
-		   "default ~/.pgpass).  `dbcron COMMAND --help` for more.\n");
+		   "default ~/.pgpass).\n\n"
+		   "--db, --db-file and --config FILE may also come before COMMAND.  Settings not\n"
+		   "given as flags or in the environment come from the configuration file: --config\n"
+		   "FILE, else $DBCRON_CONFIG, else /etc/dbcron/dbcron.conf if it exists ('key = value'\n"
+		   "lines named as the long flags: db, db-file, node-id, workers, http, ...; see\n"
+		   "`dbcron config show`).  `dbcron COMMAND --help` for more.\n");
 }
 
 /* The copy of --db's value and the text of a URL file: the command's
@@ -61,11 +69,13 @@ void cli_db_set_url(cli_db *d, char *value)
 	/* out of memory: keep pointing at argv rather than lose the URL */
 	if (!copy) {
 		d->url = value;
+		conf_set_flag(CONF_DB, value);
 		return;
 	}
 	dbcron__free(db_flag_copy);
 	db_flag_copy = copy;
 	d->url = copy;
+	conf_set_flag(CONF_DB, copy);
 	memset(value, 0, n);
 	memcpy(value, "***", n < 3 ? n : 3);
 }
@@ -89,29 +99,33 @@ static const char *read_db_file(const char *cmd, const char *what, const char *p
 	return url;
 }
 
+const char *cli_db_url_from(const char *cmd, const cli_db *d, conf_value *from, int *status)
+{
+	conf_key which;
+	*status = CLI_EXIT_OK;
+	if (d && d->url)
+		conf_set_flag(CONF_DB, d->url);
+	if (d && d->file)
+		conf_set_flag(CONF_DB_FILE, d->file);
+	if ((*status = conf_get_either(cmd, CONF_DB, CONF_DB_FILE, from, &which)))
+		return NULL;
+	if (!from->text)
+		return "sqlite:./dbcron.db";
+	/* only a flag can be empty here; it is no reason to fall back */
+	if (!*from->text) {
+		*status = cli_usage_error(cmd, "%s: empty %s", from->label,
+					  which == CONF_DB ? "database URL" : "file name");
+		return NULL;
+	}
+	if (which == CONF_DB)
+		return from->text;
+	return read_db_file(cmd, from->label, from->text, status);
+}
+
 const char *cli_db_url(const char *cmd, const cli_db *d, int *status)
 {
-	*status = CLI_EXIT_OK;
-	if (d && d->url && d->file) {
-		*status = cli_usage_error(cmd, "give --db or --db-file, not both");
-		return NULL;
-	}
-	if (d && d->url && *d->url)
-		return d->url;
-	if (d && d->file)
-		return read_db_file(cmd, "--db-file", d->file, status);
-	const char *env = getenv("DBCRON_DB"), *file = getenv("DBCRON_DB_FILE");
-	if (env && *env && file && *file) {
-		fprintf(stderr, "dbcron %s: DBCRON_DB and DBCRON_DB_FILE are both set; unset one\n",
-			cmd);
-		*status = CLI_EXIT_USAGE;
-		return NULL;
-	}
-	if (env && *env)
-		return env;
-	if (file && *file)
-		return read_db_file(cmd, "DBCRON_DB_FILE", file, status);
-	return "sqlite:./dbcron.db";
+	conf_value from;
+	return cli_db_url_from(cmd, d, &from, status);
 }
 
 int cli_status_for(int code)
@@ -152,6 +166,19 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 	return CLI_EXIT_USAGE;
 }
 
+/* The commands that may create a SQLite database file (init, node and
+ * lock open theirs elsewhere): the ones that add jobs.  Any other, above
+ * all a read-only one, fails on a file that is not there instead of
+ * leaving an empty one behind. */
+static bool may_create(const char *cmd)
+{
+	static const char *const creators[] = {"job add", "job apply", "job import-crontab"};
+	for (size_t i = 0; i < sizeof(creators) / sizeof(creators[0]); i++)
+		if (strcmp(cmd, creators[i]) == 0)
+			return true;
+	return false;
+}
+
 int cli_open_store(const char *cmd, const cli_db *d, store **out)
 {
 	dbcron_err err = {0};
@@ -160,7 +187,7 @@ int cli_open_store(const char *cmd, const cli_db *d, store **out)
 	*out = NULL;
 	if (!url)
 		return status;
-	int rc = store_open(url, out, &err);
+	int rc = store_open_flags(url, may_create(cmd) ? 0 : STORE_OPEN_NOCREATE, out, &err);
 	if (rc == DBCRON_OK) {
 		rc = store_check_schema(*out, &err);
 		if (rc) {
@@ -218,29 +245,86 @@ int cliopt_next(cliopt *o, int argc, char **argv, const char *optstring,
 	}
 }
 
+/* "--NAME VALUE" or "--NAME=VALUE" at argv[*i]: the value, or NULL when
+ * argv[*i] is not that option; *i moves past what was used. */
+static char *opt_value(int argc, char **argv, int *i, const char *name, bool *missing)
+{
+	size_t n = strlen(name);
+	const char *a = argv[*i];
+	*missing = false;
+	if (strncmp(a, name, n) != 0)
+		return NULL;
+	if (a[n] == '=')
+		return argv[(*i)++] + n + 1;
+	if (a[n])
+		return NULL;
+	if (*i + 1 >= argc) {
+		*missing = true;
+		return NULL;
+	}
+	*i += 2;
+	return argv[*i - 1];
+}
+
+/* --db, --db-file and --config before the command; the index of the
+ * command's name, or -1 after printing a usage error. */
+static int global_options(int argc, char **argv)
+{
+	static cli_db global;
+	int i = 1;
+	while (i < argc && strncmp(argv[i], "--", 2) == 0 && argv[i][2]) {
+		bool missing = false;
+		char *v;
+		if ((v = opt_value(argc, argv, &i, "--db-file", &missing)))
+			conf_set_flag(CONF_DB_FILE, v);
+		else if (!missing && (v = opt_value(argc, argv, &i, "--db", &missing)))
+			cli_db_set_url(&global, v);
+		else if (!missing && (v = opt_value(argc, argv, &i, "--config", &missing)))
+			conf_set_path(v);
+		else if (missing) {
+			fprintf(stderr, "dbcron: option '%s' needs a value\n", argv[i]);
+			return -1;
+		} else {
+			return i;
+		}
+	}
+	return i;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
 		usage(stderr);
 		return CLI_EXIT_USAGE;
 	}
-	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+	int first = global_options(argc, argv);
+	if (first < 0)
+		return CLI_EXIT_USAGE;
+	if (first >= argc) {
+		fprintf(stderr, "dbcron: no command after the options\n\n");
+		usage(stderr);
+		return CLI_EXIT_USAGE;
+	}
+	const char *name = argv[first];
+	if (strcmp(name, "--version") == 0 || strcmp(name, "version") == 0) {
 		printf("dbcron %s\n", DBCRON_VERSION);
 		return 0;
 	}
-	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
-	    strcmp(argv[1], "help") == 0) {
+	if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 || strcmp(name, "help") == 0) {
 		usage(stdout);
 		return 0;
 	}
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		if (strcmp(argv[1], commands[i].name) == 0) {
-			int status = commands[i].fn(argc - 1, argv + 1);
+		if (strcmp(name, commands[i].name) == 0) {
+			int status = conf_load_named(name);
+			if (!status)
+				status = commands[i].fn(argc - first, argv + first);
 			dbcron__free(db_flag_copy);
 			dbcron__free(db_file_text);
+			conf_free();
 			return status;
 		}
-	fprintf(stderr, "dbcron: unknown command '%s'\n\n", argv[1]);
+	fprintf(stderr, "dbcron: unknown %s '%s'\n\n", name[0] == '-' ? "option" : "command", name);
 	usage(stderr);
 	return CLI_EXIT_USAGE;
 }

@@ -107,8 +107,9 @@ typedef struct store_dialect {
 	bool (*accepts)(const char *url);
 	/* Connects; never creates the schema.  The URL is the user's: the
 	 * dialect keeps no password outside its driver and shows the URL only
-	 * through display(). */
-	int (*open)(const char *url, store_conn **out, dbcron_err *err);
+	 * through display().  flags: STORE_OPEN_* (store.h); a server
+	 * database ignores STORE_OPEN_NOCREATE, it never makes one. */
+	int (*open)(const char *url, unsigned flags, store_conn **out, dbcron_err *err);
 	void (*close)(store_conn *c);
 	/* The URL with every password masked, for messages. */
 	const char *(*display)(const store_conn *c);

@@ -255,6 +255,11 @@ static int oom(dbcron_err *err, const char *where)
 
 int store_open(const char *url, store **out, dbcron_err *err)
 {
+	return store_open_flags(url, 0, out, err);
+}
+
+int store_open_flags(const char *url, unsigned flags, store **out, dbcron_err *err)
+{
 	char shown[256];
 	const store_dialect *d = NULL;
 	store *s = NULL;
@@ -284,7 +289,7 @@ int store_open(const char *url, store **out, dbcron_err *err)
 		goto out_close;
 	}
 	s->d = d;
-	if ((rc = d->open(url, &s->c, err)))
+	if ((rc = d->open(url, flags, &s->c, err)))
 		goto out_close;
 	const char *spec = getenv("DBCRON_TEST_FAULTS");
 	if (spec && *spec && (rc = store_fault_add_spec(s, spec, err)))

@@ -398,6 +398,10 @@ const char *store_name(const store *s);
 const char *store_file(const store *s);
 
 int store_open(const char *url, store **out, dbcron_err *err);
+/* store_open's flags. */
+#define STORE_OPEN_NOCREATE 1u /* a SQLite file that is not there is an error, not made */
+/* store_open with flags (STORE_OPEN_*); store_open is flags 0. */
+int store_open_flags(const char *url, unsigned flags, store **out, dbcron_err *err);
 
 /*
  * The database URL kept in the file at path: one line, at most 64 KiB,

@@ -25,7 +25,7 @@ for f in bin/dbcron bin/dbcron-guard "$lib/libdbcron.so.0" "$lib/libdbcron.a" \
 	include/dbcron/dbcron.h include/dbcron/node.h "$lib/pkgconfig/dbcron.pc" \
 	share/man/man1/dbcron.1 share/bash-completion/completions/dbcron \
 	share/zsh/vendor-completions/_dbcron lib/systemd/system/dbcron-node.service \
-	lib/sysusers.d/dbcron.conf share/doc/dbcron/cli.md; do
+	lib/sysusers.d/dbcron.conf share/doc/dbcron/cli.md etc/dbcron/dbcron.conf.example; do
 	test -e "$P/$f" && assert_eq 0 0 || assert_eq "$f" "missing" "installed: $f"
 done
 nothing_outside=$(cd "$ROOT" && find . -type f ! -path "./${PREFIX#/}/*" | head -3)
@@ -33,6 +33,15 @@ assert_eq "" "$nothing_outside" "every file under the prefix"
 assert_match "$(cat "$P/lib/systemd/system/dbcron-node.service")" "^ExecStart=$PREFIX/bin/dbcron node "
 assert_contains "$(cat "$P/$lib/pkgconfig/dbcron.pc")" "prefix=$PREFIX"
 assert_eq "dbcron 0.1.0" "$("$P/bin/dbcron" --version)" "the installed binary runs"
+
+t_section "the example configuration file is valid, commented and uncommented"
+ex=$P/etc/dbcron/dbcron.conf.example
+expect_rc 0 --config "$ex" config show
+# every setting uncommented, but one of db and db-file
+sed -E -e 's/^#([a-z-]+ = )/\1/' -e '/^db-file = /d' "$ex" >"$T_DIR/all.conf"
+assert_contains "$(cat "$T_DIR/all.conf")" "api-token-file = " "the example was uncommented"
+expect_rc 0 --config "$T_DIR/all.conf" config show
+assert_contains "$T_OUT" "all.conf:" "config show reads the uncommented example"
 
 t_section "a C program through pkg-config"
 cat >"$T_DIR/prog.c" <<'EOF'

@@ -1174,7 +1174,7 @@ static void my_close(store_conn *q)
 	dbcron__free(q);
 }
 
-static int my_open(const char *url, store_conn **out, dbcron_err *err)
+static int my_open(const char *url, unsigned flags, store_conn **out, dbcron_err *err)
 {
 	*out = NULL;
 	store_conn *q = dbcron__calloc(1, sizeof(*q));

@@ -692,7 +692,7 @@ static void pg_close(store_conn *s)
 	dbcron__free(s);
 }
 
-static int pg_open(const char *url, store_conn **out, dbcron_err *err)
+static int pg_open(const char *url, unsigned flags, store_conn **out, dbcron_err *err)
 {
 	char *perr = NULL;
 	int rc;

@@ -34,6 +34,7 @@
 #include "core/alloc.h"
 #include "store/dialect.h"
 #include "store/sqlite/schema.h"
+#include "store/store.h"
 #include "store/stmt.h"
 
 /* The database clock in epoch ms ('now' is stable within one step). */
@@ -572,7 +573,7 @@ static void sq_close(store_conn *q)
 	dbcron__free(q);
 }
 
-static int sq_open(const char *url, store_conn **out, dbcron_err *err)
+static int sq_open(const char *url, unsigned flags, store_conn **out, dbcron_err *err)
 {
 	int rc;
 	*out = NULL;
@@ -587,9 +588,18 @@ static int sq_open(const char *url, store_conn **out, dbcron_err *err)
 		goto out_close;
 	}
 	const char *path = url + 7;
-	create_private(path);
+	bool create = !(flags & STORE_OPEN_NOCREATE);
+	if (create)
+		create_private(path);
 	int sr = sqlite3_open_v2(path, &q->db,
-				 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+				 SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) |
+					 SQLITE_OPEN_NOMUTEX,
+				 NULL);
+	if (sr != SQLITE_OK && !create && access(path, F_OK) != 0) {
+		rc = dbcron_err_set(err, DBCRON_EIO,
+				    "SQLite database '%s' does not exist (dbcron init creates it)", path);
+		goto out_close;
+	}
 	if (sr != SQLITE_OK) {
 		rc = dbcron_err_set(err, DBCRON_EIO, "cannot open SQLite database '%s': %s", path,
 				    q->db ? sqlite3_errmsg(q->db) : sqlite3_errstr(sr));
