@@ -71,7 +71,7 @@ _dbcron()
 			COMPREPLY=($(compgen -W "show --help" -- "$cur"))
 			return
 		fi
-		;;
+		opts="--config" ;;
 	runs)
 		if [ "$COMP_CWORD" -eq 2 ] && [[ $cur != -* ]]; then
 			COMPREPLY=($(compgen -W "show" -- "$cur"))

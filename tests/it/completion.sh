@@ -83,6 +83,7 @@ for c in $commands; do
 	case $c in
 	job) for s in $jobsubs; do lines+=("job $s"); done ;;
 	cron) lines+=("cron next" "cron check") ;;
+	config) lines+=("config show") ;;
 	*) lines+=("$c") ;;
 	esac
 done
