@@ -939,35 +939,41 @@ out_rollback:
 	return rc;
 }
 
+/* The id of the job called name, inside the caller's transaction; *found
+ * false (and *id untouched) when there is none. */
+static int job_id_of(store *s, const char *name, int64_t *id, bool *found, dbcron_err *err)
+{
+	store_param p[] = {sp_text(name)};
+	int row = st_row(s, ST_JOB_ID, p, 1, err);
+	if (row < 0)
+		return -row;
+	if ((*found = row > 0))
+		*id = col_i64(s, 0);
+	store__reset(s);
+	return DBCRON_OK;
+}
+
 int store_job_rename(store *s, const char *from, const char *to, dbcron_err *err)
 {
-	int64_t now, id, n = 0;
-	int rc, row;
+	int64_t now, id = 0, n = 0;
+	bool found;
+	int rc;
 	if (!from || !to)
 		return dbcron_err_set(err, DBCRON_EINVAL, "job_rename: no name");
 	if ((rc = tx_begin(s, err)))
 		return rc;
-	if ((rc = db_now(s, &now, err)))
+	if ((rc = db_now(s, &now, err)) || (rc = job_id_of(s, to, &id, &found, err)))
 		goto out_rollback;
-	store_param pt[] = {sp_text(to)};
-	row = st_row(s, ST_JOB_ID, pt, 1, err);
-	if (row < 0) {
-		rc = -row;
-		goto out_rollback;
-	}
-	store__reset(s);
-	if (row > 0) {
+	if (found) {
 		rc = dbcron_err_set(err, DBCRON_EEXISTS, "job '%s' already exists", to);
 		goto out_rollback;
 	}
-	store_param pf[] = {sp_text(from)};
-	row = st_row(s, ST_JOB_ID, pf, 1, err);
-	if (row <= 0) {
-		rc = row < 0 ? -row : dbcron_err_set(err, DBCRON_ENOTFOUND, "no job named '%s'", from);
+	if ((rc = job_id_of(s, from, &id, &found, err)))
+		goto out_rollback;
+	if (!found) {
+		rc = dbcron_err_set(err, DBCRON_ENOTFOUND, "no job named '%s'", from);
 		goto out_rollback;
 	}
-	id = col_i64(s, 0);
-	store__reset(s);
 	store_param pr[] = {sp_text(from), sp_text(to), sp_i64(now)};
 	store_param pj[] = {sp_i64(id), sp_text(to)};
 	if ((rc = st_run(s, ST_JOB_RENAME, pr, 3, &n, err)))
@@ -989,22 +995,19 @@ out_rollback:
 int store_job_trigger(store *s, const char *name, int64_t *run_id, int64_t *fire_at,
 		      dbcron_err *err)
 {
-	int64_t now, job_id, rid = 0;
-	int rc, row;
+	int64_t now, job_id = 0, rid = 0;
+	bool found;
+	int rc;
 	if (!name)
 		return dbcron_err_set(err, DBCRON_EINVAL, "job_trigger: no name");
 	if ((rc = tx_begin(s, err)))
 		return rc;
-	if ((rc = db_now(s, &now, err)))
+	if ((rc = db_now(s, &now, err)) || (rc = job_id_of(s, name, &job_id, &found, err)))
 		goto out_rollback;
-	store_param p[] = {sp_text(name)};
-	row = st_row(s, ST_JOB_ID, p, 1, err);
-	if (row <= 0) {
-		rc = row < 0 ? -row : dbcron_err_set(err, DBCRON_ENOTFOUND, "no job named '%s'", name);
+	if (!found) {
+		rc = dbcron_err_set(err, DBCRON_ENOTFOUND, "no job named '%s'", name);
 		goto out_rollback;
 	}
-	job_id = col_i64(s, 0);
-	store__reset(s);
 	int64_t at = now;
 	store_param ip[] = {sp_i64(job_id), sp_text(name), sp_i64(at), sp_i64(now)};
 	if ((rc = insert_bumped(s, ST_TRIGGER_INSERT, ip, 4, 2, -1, &at, &rid, err)) ||
