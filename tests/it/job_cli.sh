@@ -8,38 +8,8 @@ set -euo pipefail
 source "$DBCRON_TESTLIB"
 
 BACKEND=${JOB_CLI_BACKEND:-sqlite}
-case "$BACKEND" in
-sqlite)
-	DBF=$T_DIR/t.db
-	URL=sqlite:$DBF
-	dbq() { sq "$DBF" "$1"; }
-	db_state() { sq_hash "$DBF"; }
-	;;
-pg)
-	# scripts/test.sh always starts a server: a missing one is a failure
-	[ -n "${DBCRON_TEST_PG:-}" ] || { echo "DBCRON_TEST_PG (a libpq conninfo) is required" >&2; exit 1; }
-	URL=$(t_pg_fresh_db dbcron_jobcli)
-	dbq() { pgq "$URL" "$1"; }
-	db_state() {
-		local t
-		for t in jobs runs nodes locks; do
-			pgq "$URL" "select md5(coalesce(string_agg(x::text, '|' order by x::text), '')) from $t x"
-		done | sha256sum | cut -d' ' -f1
-	}
-	;;
-mysql)
-	[ -n "${DBCRON_TEST_MYSQL:-}" ] || { echo "DBCRON_TEST_MYSQL (a mysql:// URL) is required" >&2; exit 1; }
-	URL=$(t_my_fresh_db dbcron_jobcli)
-	MY_NAME=${URL##*/}
-	# || concatenates, as on the other dialects
-	dbq() { myq "$MY_NAME" "SET SESSION sql_mode = CONCAT(@@sql_mode, ',PIPES_AS_CONCAT'); $1" | sed 's/\bNULL\b//g'; }
-	db_state() { myq "$MY_NAME" "CHECKSUM TABLE jobs, runs, nodes, locks" | sha256sum | cut -d' ' -f1; }
-	;;
-*)
-	echo "unknown JOB_CLI_BACKEND $BACKEND" >&2
-	exit 1
-	;;
-esac
+URL=$(t_fresh_url "$BACKEND" dbcron_jobcli)
+t_use_db "$BACKEND" "$URL"
 export DBCRON_DB=$URL
 
 # bad NEEDLE ARGS...: exit status 2, NEEDLE on stderr, nothing written.

@@ -11,38 +11,9 @@ set -euo pipefail
 source "$DBCRON_TESTLIB"
 
 BACKEND=${JOB_EDIT_BACKEND:-sqlite}
-case "$BACKEND" in
-sqlite)
-	URL=sqlite:$T_DIR/t.db
-	URL2=sqlite:$T_DIR/fresh.db
-	dbq() { sq "$T_DIR/t.db" "$1"; }
-	db_state() { sq_hash "$T_DIR/t.db"; }
-	;;
-pg)
-	[ -n "${DBCRON_TEST_PG:-}" ] || { echo "DBCRON_TEST_PG (a libpq conninfo) is required" >&2; exit 1; }
-	URL=$(t_pg_fresh_db dbcron_jobedit)
-	URL2=$(t_pg_fresh_db dbcron_jobedit2)
-	dbq() { pgq "$URL" "$1"; }
-	db_state() {
-		local t
-		for t in jobs runs nodes locks; do
-			pgq "$URL" "select md5(coalesce(string_agg(x::text, '|' order by x::text), '')) from $t x"
-		done | sha256sum | cut -d' ' -f1
-	}
-	;;
-mysql)
-	[ -n "${DBCRON_TEST_MYSQL:-}" ] || { echo "DBCRON_TEST_MYSQL (a mysql:// URL) is required" >&2; exit 1; }
-	URL=$(t_my_fresh_db dbcron_jobedit)
-	URL2=$(t_my_fresh_db dbcron_jobedit2)
-	MY_NAME=${URL##*/}
-	dbq() { myq "$MY_NAME" "$1" | sed 's/\bNULL\b//g'; }
-	db_state() { myq "$MY_NAME" "CHECKSUM TABLE jobs, runs, nodes, locks" | sha256sum | cut -d' ' -f1; }
-	;;
-*)
-	echo "unknown JOB_EDIT_BACKEND $BACKEND" >&2
-	exit 1
-	;;
-esac
+URL=$(t_fresh_url "$BACKEND" dbcron_jobedit)
+URL2=$(t_fresh_url "$BACKEND" dbcron_jobedit2)
+t_use_db "$BACKEND" "$URL"
 export DBCRON_DB=$URL
 
 # bad NEEDLE ARGS...: exit status 2, NEEDLE on stderr, nothing written.

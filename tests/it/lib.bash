@@ -229,6 +229,51 @@ t_pg_fresh_db() {
 	echo "$DBCRON_TEST_PG dbname=$name"
 }
 
+# t_fresh_url BACKEND NAME: the URL of a new, empty database on BACKEND
+# (sqlite: the file $T_DIR/NAME.db; pg and mysql: on the server
+# scripts/test.sh started, whose absence is a failure, not a skip).
+t_fresh_url() {
+	case "$1" in
+	sqlite) echo "sqlite:$T_DIR/$2.db" ;;
+	pg)
+		[ -n "${DBCRON_TEST_PG:-}" ] || { echo "DBCRON_TEST_PG (a libpq conninfo) is required" >&2; return 1; }
+		t_pg_fresh_db "$2" ;;
+	mysql)
+		[ -n "${DBCRON_TEST_MYSQL:-}" ] || { echo "DBCRON_TEST_MYSQL (a mysql:// URL) is required" >&2; return 1; }
+		t_my_fresh_db "$2" ;;
+	*) echo "unknown backend '$1' (sqlite, pg or mysql)" >&2; return 1 ;;
+	esac
+}
+
+# t_use_db BACKEND URL: defines `dbq SQL` (rows '|'-separated, NULL as
+# empty, || concatenating on every dialect) and `db_state` (one hash of
+# the jobs, runs, nodes and locks tables, to show nothing was written).
+t_use_db() {
+	T_DB_BACKEND=$1 T_DB_URL=$2
+	case "$1" in
+	sqlite)
+		dbq() { sq "${T_DB_URL#sqlite:}" "$1"; }
+		db_state() { sq_hash "${T_DB_URL#sqlite:}"; }
+		;;
+	pg)
+		dbq() { pgq "$T_DB_URL" "$1"; }
+		db_state() {
+			local t
+			for t in jobs runs nodes locks; do
+				pgq "$T_DB_URL" "select md5(coalesce(string_agg(x::text, '|' order by x::text), '')) from $t x"
+			done | sha256sum | cut -d' ' -f1
+		}
+		;;
+	mysql)
+		dbq() {
+			myq "${T_DB_URL##*/}" "SET SESSION sql_mode = CONCAT(@@sql_mode, ',PIPES_AS_CONCAT'); $1" |
+				sed 's/\bNULL\b//g'
+		}
+		db_state() { myq "${T_DB_URL##*/}" "CHECKSUM TABLE jobs, runs, nodes, locks" | sha256sum | cut -d' ' -f1; }
+		;;
+	esac
+}
+
 t_bg() {
 	"$@" &
 	T_BG_PID=$!
