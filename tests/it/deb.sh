@@ -6,12 +6,14 @@
 # the library and its development files.  The unpacked dbcron runs, and a
 # C program builds against the unpacked development package.  Nothing is
 # installed on this host (docs/testing.md says how to try dpkg -i by hand).
-# Skipped (77) without debhelper: `bash scripts/deps.sh --with-deb`.
+# Skipped (77) without debhelper: `bash scripts/deps.sh --with-deb`;
+# under DBCRON_REQUIRE_DEB=1 (what .ci/run sets) that is a failure instead.
 set -euo pipefail
 source "$DBCRON_TESTLIB"
 : "${DBCRON_SRC:?DBCRON_SRC must point at the source tree}"
 if ! command -v dh >/dev/null || ! command -v dpkg-buildpackage >/dev/null; then
 	echo "# deb: skipped: debhelper or dpkg-dev missing (bash scripts/deps.sh --with-deb)"
+	[ "${DBCRON_REQUIRE_DEB:-0}" = 1 ] && exit 1
 	exit 77
 fi
 
