@@ -12,16 +12,8 @@ URL=$(t_fresh_url "$BACKEND" dbcron_jobcli)
 t_use_db "$BACKEND" "$URL"
 export DBCRON_DB=$URL
 
-# bad NEEDLE ARGS...: exit status 2, NEEDLE on stderr, nothing written.
-bad() {
-	local needle=$1
-	shift
-	local before
-	before=$(db_state)
-	expect_rc 2 "$@"
-	assert_err_contains "$needle" "stderr of: dbcron $*"
-	assert_eq "$before" "$(db_state)" "database unchanged after: dbcron $*"
-}
+# bad NEEDLE ARGS...: refused as bad input, nothing written (t_refused).
+bad() { t_refused "$@"; }
 
 # bad_apply NEEDLE FILE [ARGS...]
 bad_apply() {

@@ -16,16 +16,8 @@ URL2=$(t_fresh_url "$BACKEND" dbcron_jobedit2)
 t_use_db "$BACKEND" "$URL"
 export DBCRON_DB=$URL
 
-# bad NEEDLE ARGS...: exit status 2, NEEDLE on stderr, nothing written.
-bad() {
-	local needle=$1
-	shift
-	local before
-	before=$(db_state)
-	expect_rc 2 "$@"
-	assert_err_contains "$needle" "stderr of: dbcron $*"
-	assert_eq "$before" "$(db_state)" "database unchanged after: dbcron $*"
-}
+# bad NEEDLE ARGS...: refused as bad input, nothing written (t_refused).
+bad() { t_refused "$@"; }
 
 job_col() { dbq "select $2 from jobs where name = '$1'"; }
 job_id() { job_col "$1" id; }

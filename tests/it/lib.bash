@@ -274,6 +274,18 @@ t_use_db() {
 	esac
 }
 
+# t_refused NEEDLE ARGS...: dbcron ARGS exits 2 with NEEDLE on stderr and
+# the database of t_use_db is exactly as it was (db_state before, after).
+t_refused() {
+	local needle=$1
+	shift
+	local before
+	before=$(db_state)
+	expect_rc 2 "$@"
+	assert_err_contains "$needle" "stderr of: dbcron $*"
+	assert_eq "$before" "$(db_state)" "database unchanged after: dbcron $*"
+}
+
 t_bg() {
 	"$@" &
 	T_BG_PID=$!
