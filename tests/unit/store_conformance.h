@@ -17,6 +17,10 @@
 #define DBCRON_TEST_STORE_CONFORMANCE_H
 
 #include <pthread.h>
+#include <stdlib.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -1016,6 +1020,197 @@ static void conf_test_claim_two_claimers(void **state)
 	store_close(s2);
 }
 
+/* ---- concurrent claimers, in separate processes ---- */
+
+/* A child of conf_test_concurrent_claimers: claims in batches of 7, every
+ * other claim through the schedule lock row, starts and finishes each run
+ * it got in one apply, and writes (run id, its index) pairs to fd.  Stops
+ * when a claim comes back empty twice: the last child standing drains what
+ * the others left, so the work, not a time window, decides the end. */
+static int conf_claimer_child(const char *url, int idx, int fd, int64_t stop)
+{
+	store *s = NULL;
+	dbcron_err err = {0};
+	char node[32], tok[48];
+	int empty = 0, rc = 0;
+	if (store_open(url, &s, &err)) {
+		fprintf(stderr, "child %d: open: %s\n", idx, err.msg);
+		return 2;
+	}
+	snprintf(node, sizeof(node), "node-%d", idx);
+	conf_planner p = {.stop = stop};
+	for (int cycle = 0; empty < 2; cycle++) {
+		store_claim_result r;
+		snprintf(tok, sizeof(tok), "tok-%d-%d", idx, cycle);
+		store_claim_req req = {.node_id = node, .token = tok, .max = 7,
+				       .plan = conf_plan, .plan_ctx = &p,
+				       .lock_row = cycle % 2 == 1};
+		if (store_claim(s, &req, &r, &err)) {
+			/* two claimers may deadlock or find the file locked: again */
+			if (err.code == DBCRON_EBUSY)
+				continue;
+			fprintf(stderr, "child %d: claim: %s\n", idx, err.msg);
+			rc = 3;
+			break;
+		}
+		empty = r.nruns ? 0 : empty + 1;
+		/* backpressure: never more than asked for */
+		if (r.nruns > 7) {
+			fprintf(stderr, "child %d: a claim of at most 7 got %zu\n", idx, r.nruns);
+			rc = 7;
+		}
+		store_update ups[14];
+		size_t n = 0;
+		for (size_t i = 0; !rc && i < r.nruns; i++) {
+			const store_claimed *cl = &r.runs[i];
+			int64_t pair[2] = {cl->run.id, idx};
+			if (strcmp(cl->run.node, node) || strcmp(cl->run.claim_token, tok) ||
+			    cl->job->id != cl->run.job_id ||
+			    write(fd, pair, sizeof(pair)) != (ssize_t)sizeof(pair)) {
+				rc = 4;
+				break;
+			}
+			store_update a = conf_update(cl, DBCRON_RUN_RUNNING);
+			a.started_ms = r.now_ms;
+			store_update b = conf_update(cl, DBCRON_RUN_SUCCEEDED);
+			b.finished_ms = r.now_ms;
+			b.has_exit_code = true;
+			ups[n++] = a;
+			ups[n++] = b;
+		}
+		if (!rc && n && store_apply(s, node, ups, n, &err)) {
+			fprintf(stderr, "child %d: apply: %s\n", idx, err.msg);
+			rc = 5;
+		}
+		for (size_t i = 0; !rc && i < n; i++)
+			if (!ups[i].applied)
+				rc = 6;
+		store_claim_result_clear(&r);
+		if (rc)
+			break;
+	}
+	store_close(s);
+	return rc;
+}
+
+typedef struct conf_cc_check {
+	const int64_t (*pairs)[2]; /* (run id, child) sorted by run id */
+	size_t npairs;
+	size_t rows, wrong_owner, trig_done;
+	int64_t first[100], last[100];
+	int count[100];
+} conf_cc_check;
+
+static int conf_cc_row(void *ctx, const dbcron_run *r)
+{
+	conf_cc_check *k = ctx;
+	size_t lo = 0, hi = k->npairs;
+	k->rows++;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (k->pairs[mid][0] < r->id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	char want[32] = "";
+	if (lo < k->npairs && k->pairs[lo][0] == r->id)
+		snprintf(want, sizeof(want), "node-%d", (int)k->pairs[lo][1]);
+	/* claimed by one child, SUCCEEDED by that child */
+	if (!*want || r->state != DBCRON_RUN_SUCCEEDED || !r->node || strcmp(r->node, want))
+		k->wrong_owner++;
+	if (strcmp(r->job_name, "trig") == 0) {
+		k->trig_done += r->state == DBCRON_RUN_SUCCEEDED;
+		return 0;
+	}
+	int j = atoi(r->job_name + 2);
+	if (j < 0 || j >= 100)
+		return 1;
+	if (!k->count[j]++ || r->fire_at < k->first[j])
+		k->first[j] = r->fire_at;
+	if (r->fire_at > k->last[j])
+		k->last[j] = r->fire_at;
+	return 0;
+}
+
+static int conf_cmp_pair(const void *a, const void *b)
+{
+	const int64_t *x = a, *y = b;
+	return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+/* Four processes claim 100 jobs with 10 fires each due, and five triggered
+ * runs waiting like retries, every other claim through the schedule lock
+ * row: every fire is claimed once, by one process, and finished by it;
+ * nothing is left behind; no series has a gap. */
+static void conf_test_concurrent_claimers(void **state)
+{
+	conf_ctx *c = *state;
+	enum { NKIDS = 4, NJOBS = 100, NFIRES = 10, NTRIG = 5 };
+	int64_t now = conf_now(c);
+	int64_t first = now - NFIRES * 1000;
+	conf_put(c, NJOBS, "cc", first);
+	dbcron_job trig;
+	conf_job(&trig, "trig", now + 3600000);
+	CONF_OK(c, conf_upsert(c, &trig, 1));
+	dbcron_job_clear(&trig);
+	int64_t id;
+	for (int i = 0; i < NTRIG; i++)
+		CONF_OK(c, store_job_trigger(c->s, "trig", &id, NULL, &c->err));
+
+	FILE *out[NKIDS];
+	pid_t kids[NKIDS];
+	for (int i = 0; i < NKIDS; i++) {
+		out[i] = tmpfile();
+		assert_non_null(out[i]);
+		fflush(NULL);
+		kids[i] = fork();
+		assert_true(kids[i] >= 0);
+		if (kids[i] == 0)
+			_exit(conf_claimer_child(c->url, i, fileno(out[i]),
+						 first + (NFIRES - 1) * 1000));
+	}
+	for (int i = 0; i < NKIDS; i++) {
+		int st = 0;
+		assert_int_equal(waitpid(kids[i], &st, 0), kids[i]);
+		assert_true(WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), 0);
+	}
+	enum { CAP = NJOBS * NFIRES + NTRIG + 64 };
+	int64_t(*pairs)[2] = test_calloc(CAP, sizeof(*pairs));
+	size_t total = 0;
+	for (int i = 0; i < NKIDS; i++) {
+		rewind(out[i]);
+		size_t got = fread(pairs + total, sizeof(*pairs), CAP - total, out[i]);
+		print_message("claimer %d: %zu runs\n", i, got);
+		total += got;
+		fclose(out[i]);
+	}
+	/* every fire and every triggered run claimed, each exactly once */
+	assert_int_equal(total, NJOBS * NFIRES + NTRIG);
+	qsort(pairs, total, sizeof(*pairs), conf_cmp_pair);
+	for (size_t i = 1; i < total; i++)
+		assert_true(pairs[i][0] != pairs[i - 1][0]);
+
+	/* The run log agrees: one row for each, SUCCEEDED by its claimer, no
+	 * row nobody claimed, every series whole. */
+	conf_cc_check *k = test_calloc(1, sizeof(*k));
+	k->pairs = (const int64_t(*)[2])pairs;
+	k->npairs = total;
+	store_run_filter f = {.since_ms = -1};
+	CONF_OK(c, store_runs_list(c->s, &f, conf_cc_row, k, &c->err));
+	assert_int_equal(k->rows, total);
+	assert_int_equal(k->wrong_owner, 0);
+	assert_int_equal(k->trig_done, NTRIG);
+	for (int j = 0; j < NJOBS; j++) {
+		assert_int_equal(k->count[j], NFIRES);
+		assert_int_equal(k->first[j], first);
+		assert_int_equal(k->last[j], first + (NFIRES - 1) * 1000);
+	}
+	test_free(k);
+	test_free(pairs);
+}
+
 static void conf_test_claim_statements(void **state)
 {
 	conf_ctx *c = *state;
@@ -1236,7 +1431,9 @@ static void conf_test_reap(void **state)
 	assert_int_equal(conf_open(c, &sb), 0);
 
 	store_node_info na, nb;
-	conf_node(&na, "A", "inc-a", 200);
+	/* A's lease is long while the first reap must leave it be, however
+	 * slow the machine; then a heartbeat makes it end a moment later. */
+	conf_node(&na, "A", "inc-a", 60000);
 	conf_node(&nb, "B", "inc-b", 60000);
 	CONF_OK(c, store_node_register(c->s, &na, &c->err));
 	CONF_OK(c, store_node_register(sb, &nb, &c->err));
@@ -1265,7 +1462,9 @@ static void conf_test_reap(void **state)
 	size_t reaped = 99;
 	CONF_OK(c, store_reap(sb, &reaped, &c->err));
 	assert_int_equal(reaped, 0); /* A's lease still runs */
-	conf_sleep_ms(450);
+	int64_t dbnow;
+	CONF_OK(c, store_node_heartbeat(c->s, "A", "inc-a", 1, &dbnow, &c->err));
+	conf_sleep_ms(20);
 	CONF_OK(c, store_reap(sb, &reaped, &c->err));
 	assert_int_equal(reaped, 2);
 
@@ -1284,7 +1483,6 @@ static void conf_test_reap(void **state)
 	conf_assert_unwritten_retried(c, r.runs[1].run.job_name);
 
 	/* A wakes up: its heartbeat and its writes are fenced. */
-	int64_t dbnow;
 	assert_int_equal(store_node_heartbeat(c->s, "A", "inc-a", 200, &dbnow, &c->err),
 			 DBCRON_EFENCED);
 	store_update late[2] = {conf_update(&r.runs[0], DBCRON_RUN_SUCCEEDED),
@@ -1911,6 +2109,7 @@ static void conf_test_locks(void **state)
 	CONF_T(conf_test_job_ops), CONF_T(conf_test_claim),                     \
 	CONF_T(conf_test_claim_terminal_fires),                                 \
 	CONF_T(conf_test_claim_two_claimers),                                   \
+	CONF_T(conf_test_concurrent_claimers),                                  \
 	CONF_T(conf_test_claim_statements), CONF_T(conf_test_claim_routing),    \
 	CONF_T(conf_test_claim_stranded),                                       \
 	CONF_T(conf_test_claim_stranded_runs),                                  \

@@ -3,8 +3,8 @@
  * libpq conninfo of a server where we may CREATE DATABASE).  Every test gets
  * a fresh database dbcron_t_<pid>_<n>, dropped at the end.
  *
- * PG-only properties: concurrent claimers in separate processes never
- * claim a run twice and together claim every fire; SKIP LOCKED does not
+ * PG-only properties (concurrent claimers are the conformance suite's
+ * conf_test_concurrent_claimers, on every backend): SKIP LOCKED does not
  * wait for a row another transaction holds; passwords never reach error
  * text; the handle reconnects after a server restart (needs
  * DBCRON_TEST_PGDIR, the scripts/pg-tmp.sh directory of that server).
@@ -433,156 +433,6 @@ static void test_job_put_and_views(void **state)
 	tdb_drop(&d);
 }
 
-/* Children claim and complete; each writes the run ids it claimed. */
-static void claimer_child(const tdb *d, int idx, const char *path, int64_t until_ms)
-{
-	store *s = NULL;
-	dbcron_err err = {0};
-	char node[32];
-	FILE *f = fopen(path, "w");
-	if (!f || store_open(d->url, &s, &err))
-		_exit(10);
-	snprintf(node, sizeof(node), "node-%d", idx);
-	planner p;
-	for (int cycle = 0;; cycle++) {
-		char token[48];
-		snprintf(token, sizeof(token), "tok-%d-%d", idx, cycle);
-		store_claim_req req = {node, token, 200, 7, plan_every, &p, false, NULL, 0};
-		store_claim_result res;
-		if (store_claim(s, &req, &res, &err)) {
-			fprintf(stderr, "claim: %s\n", err.msg);
-			_exit(11);
-		}
-		int64_t now = res.now_ms;
-		store_update *ups = dbcron__calloc(2 * res.nruns + 1, sizeof(*ups));
-		size_t n = 0;
-		if (!ups)
-			_exit(13);
-		for (size_t i = 0; i < res.nruns; i++) {
-			const dbcron_run *r = &res.runs[i].run;
-			if (strcmp(r->node, node) || strcmp(r->claim_token, token) ||
-			    res.runs[i].job->id != r->job_id)
-				_exit(12);
-			fprintf(f, "%" PRId64 "\n", r->id);
-			/* start and finish in one batch: two rounds */
-			store_update a = {.run_id = r->id, .job_id = r->job_id,
-					  .fire_at = r->fire_at, .attempt = r->attempt,
-					  .token = token, .state = DBCRON_RUN_RUNNING,
-					  .started_ms = now, .finished_ms = -1,
-					  .retry_due_at = -1, .job_next_fire_at = -1};
-			store_update b = a;
-			b.state = DBCRON_RUN_SUCCEEDED;
-			b.started_ms = -1;
-			b.finished_ms = now;
-			b.has_exit_code = true;
-			b.exit_code = 0;
-			ups[n++] = a;
-			ups[n++] = b;
-		}
-		if (store_apply(s, node, ups, n, &err)) {
-			fprintf(stderr, "apply: %s\n", err.msg);
-			_exit(14);
-		}
-		for (size_t i = 0; i < n; i++)
-			if (!ups[i].applied)
-				_exit(15);
-		dbcron__free(ups);
-		store_claim_result_clear(&res);
-		if (now > until_ms)
-			break;
-		struct timespec ts = {0, 5 * 1000000};
-		nanosleep(&ts, NULL);
-	}
-	fclose(f);
-	store_close(s);
-	_exit(0);
-}
-
-static void test_concurrent_claimers(void **state)
-{
-	(void)state;
-	tdb d;
-	tdb_create(&d);
-	store *s = open_migrated(&d);
-	dbcron_err err = {0};
-	enum { NJOBS = 40, NKIDS = 4 };
-	int64_t now = db_now(s);
-	dbcron_job jobs[NJOBS + 1];
-	for (int i = 0; i < NJOBS; i++) {
-		char name[16];
-		snprintf(name, sizeof(name), "c%02d", i);
-		every_job(&jobs[i], name, 50, now + i);
-	}
-	/* Not due itself; its triggers leave unclaimed runs, as retries do. */
-	every_job(&jobs[NJOBS], "trig", 3600000, now + 3600000);
-	assert_int_equal(store_job_put(s, jobs, NJOBS + 1, STORE_PUT_CREATE, false, NULL, NULL,
-					 NULL, &err),
-			 DBCRON_OK);
-	int64_t id;
-	for (int i = 0; i < 5; i++)
-		assert_int_equal(store_job_trigger(s, "trig", &id, NULL, &err), DBCRON_OK);
-
-	int64_t until = now + 2500;
-	pid_t kids[NKIDS];
-	char paths[NKIDS][64];
-	for (int i = 0; i < NKIDS; i++) {
-		snprintf(paths[i], sizeof(paths[i]), "/tmp/dbcron_claim_%d_%d", (int)getpid(), i);
-		kids[i] = fork();
-		assert_true(kids[i] >= 0);
-		if (kids[i] == 0)
-			claimer_child(&d, i, paths[i], until);
-	}
-	for (int i = 0; i < NKIDS; i++) {
-		int st;
-		assert_int_equal(waitpid(kids[i], &st, 0), kids[i]);
-		assert_true(WIFEXITED(st));
-		assert_int_equal(WEXITSTATUS(st), 0);
-	}
-	/* Every claimed id once across all children. */
-	PGconn *c = raw(&d);
-	PQclear(PQexec(c, "CREATE TABLE claimed (id BIGINT, kid INT)"));
-	long total = 0;
-	int kids_with_work = 0;
-	for (int i = 0; i < NKIDS; i++) {
-		FILE *f = fopen(paths[i], "r");
-		assert_non_null(f);
-		char line[64];
-		long mine = 0;
-		while (fgets(line, sizeof(line), f)) {
-			char sql[128];
-			snprintf(sql, sizeof(sql), "INSERT INTO claimed VALUES (%lld, %d)",
-				 strtoll(line, NULL, 10), i);
-			PQclear(PQexec(c, sql));
-			mine++;
-		}
-		fclose(f);
-		unlink(paths[i]);
-		total += mine;
-		kids_with_work += mine > 0;
-	}
-	print_message("claimed %ld runs across %d processes (%d did work)\n", total, NKIDS,
-		      kids_with_work);
-	assert_true(total > NJOBS * 20);
-	assert_int_equal(q_i64(c, "SELECT count(*) - count(DISTINCT id) FROM claimed"), 0);
-	/* Each claimed run is one row, SUCCEEDED by the node that claimed it. */
-	assert_int_equal(q_i64(c, "SELECT count(*) FROM claimed c JOIN runs r ON r.id = c.id"
-				  " WHERE r.state = 3 AND r.node = 'node-' || c.kid"), total);
-	/* Nothing left behind: every run written was claimed. */
-	assert_int_equal(q_i64(c, "SELECT count(*) FROM runs WHERE id NOT IN (SELECT id FROM claimed)"), 0);
-	/* No gap in any series: fires are anchor + k * interval, k = 0..K. */
-	assert_int_equal(q_i64(c, "SELECT count(*) FROM (SELECT job_id, count(*) AS n,"
-				  " (max(fire_at) - min(fire_at)) / 50 + 1 AS want FROM runs"
-				  " WHERE job_name <> 'trig' GROUP BY job_id) x WHERE n <> want"), 0);
-	assert_int_equal(q_i64(c, "SELECT count(DISTINCT job_id) FROM runs WHERE job_name <> 'trig'"),
-			 NJOBS);
-	assert_int_equal(q_i64(c, "SELECT count(*) FROM runs WHERE job_name = 'trig' AND state = 3"), 5);
-	PQfinish(c);
-	for (int i = 0; i <= NJOBS; i++)
-		dbcron_job_clear(&jobs[i]);
-	store_close(s);
-	tdb_drop(&d);
-}
-
 static void on_alarm(int sig)
 {
 	(void)sig;
@@ -986,7 +836,6 @@ int main(void)
 		cmocka_unit_test(test_password_never_in_errors),
 		cmocka_unit_test(test_schema_check_and_concurrent_init),
 		cmocka_unit_test(test_job_put_and_views),
-		cmocka_unit_test(test_concurrent_claimers),
 		cmocka_unit_test(test_skip_locked_does_not_block),
 		cmocka_unit_test(test_fencing_reap_and_nodes),
 		cmocka_unit_test(test_lease_locks),

@@ -1,7 +1,8 @@
 /*
- * The SQLite backend: the store conformance suite on fresh temporary files,
- * plus what only a shared file shows: several processes claiming at once
- * never get the same run, and together they claim every fire.
+ * The SQLite backend: the store conformance suite on fresh temporary files
+ * (conf_test_concurrent_claimers: several processes claiming one file never
+ * get the same run, and together they claim every fire), plus bulk loads,
+ * schema versions and URLs.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -33,116 +34,6 @@ static void sqlite_release_url(const char *url)
 		snprintf(path, sizeof(path), "%s%s", url + 7, sfx[i]);
 		unlink(path);
 	}
-}
-
-/* A child: claim in small batches until a claim comes back empty twice,
- * writing each claimed run id to fd. */
-static int claimer(const char *url, int idx, int fd, int64_t stop)
-{
-	store *s;
-	dbcron_err err = {0};
-	char node[32], tok[64];
-	int empty = 0, batches = 0;
-	if (store_open(url, &s, &err)) {
-		fprintf(stderr, "child %d: %s\n", idx, err.msg);
-		return 2;
-	}
-	snprintf(node, sizeof(node), "node%d", idx);
-	conf_planner p = {.stop = stop};
-	while (empty < 2) {
-		store_claim_result r;
-		snprintf(tok, sizeof(tok), "n%d-c%d", idx, batches++);
-		store_claim_req req = {.node_id = node, .token = tok, .max = 7,
-				       .plan = conf_plan, .plan_ctx = &p};
-		int rc = store_claim(s, &req, &r, &err);
-		if (rc) {
-			fprintf(stderr, "child %d: claim: %s\n", idx, err.msg);
-			store_close(s);
-			return 3;
-		}
-		empty = r.nruns ? 0 : empty + 1;
-		for (size_t i = 0; i < r.nruns; i++) {
-			int64_t id = r.runs[i].run.id;
-			if (write(fd, &id, sizeof(id)) != (ssize_t)sizeof(id)) {
-				store_claim_result_clear(&r);
-				store_close(s);
-				return 4;
-			}
-		}
-		store_claim_result_clear(&r);
-	}
-	store_close(s);
-	return 0;
-}
-
-static int cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
-static int count_claimed(void *ctx, const dbcron_run *r)
-{
-	size_t *cnt = ctx;
-	cnt[0]++;
-	if (r->node && r->claim_token && r->state == DBCRON_RUN_SCHEDULED)
-		cnt[1]++;
-	return 0;
-}
-
-/* Three processes on one file, 200 jobs with 10 fires each in the past. */
-static void test_sqlite_concurrent_claimers(void **state)
-{
-	conf_ctx *c = *state;
-	enum { NPROC = 3, NJOBS = 200, NFIRES = 10 };
-	int64_t now = conf_now(c);
-	int64_t first = now - NFIRES * 1000;
-	conf_put(c, NJOBS, "cc", first);
-	int64_t stop = first + (NFIRES - 1) * 1000;
-
-	char path[NPROC][600];
-	pid_t pids[NPROC];
-	for (int i = 0; i < NPROC; i++) {
-		snprintf(path[i], sizeof(path[i]), "%s/claims%d.bin", conf_dir, i);
-		int fd = open(path[i], O_CREAT | O_TRUNC | O_WRONLY, 0600);
-		assert_true(fd >= 0);
-		pids[i] = fork();
-		assert_true(pids[i] >= 0);
-		if (pids[i] == 0)
-			_exit(claimer(c->url, i, fd, stop));
-		close(fd);
-	}
-	for (int i = 0; i < NPROC; i++) {
-		int st = 0;
-		assert_int_equal(waitpid(pids[i], &st, 0), pids[i]);
-		assert_true(WIFEXITED(st));
-		assert_int_equal(WEXITSTATUS(st), 0);
-	}
-
-	size_t total = 0, cap = NJOBS * NFIRES * 2;
-	int64_t *ids = test_calloc(cap, sizeof(*ids));
-	for (int i = 0; i < NPROC; i++) {
-		FILE *f = fopen(path[i], "rb");
-		assert_non_null(f);
-		size_t got = fread(ids + total, sizeof(*ids), cap - total, f);
-		print_message("claimer %d: %zu runs\n", i, got);
-		total += got;
-		fclose(f);
-		unlink(path[i]);
-	}
-	/* Every fire claimed exactly once. */
-	assert_int_equal(total, NJOBS * NFIRES);
-	qsort(ids, total, sizeof(*ids), cmp_i64);
-	for (size_t i = 1; i < total; i++)
-		assert_true(ids[i] != ids[i - 1]);
-	test_free(ids);
-
-	/* The run log agrees: one row per (job, fire), all claimed. */
-	size_t cnt[2] = {0, 0};
-	store_run_filter f = {.since_ms = -1};
-	CONF_OK(c, store_runs_list(c->s, &f, count_claimed, cnt, &c->err));
-	assert_int_equal(cnt[0], NJOBS * NFIRES);
-	assert_int_equal(cnt[1], NJOBS * NFIRES);
 }
 
 /*
@@ -283,7 +174,6 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		STORE_CONFORMANCE_TESTS,
 		STORE_CONFORMANCE_FAULT_TESTS,
-		CONF_T(test_sqlite_concurrent_claimers),
 		CONF_T(test_sqlite_bulk_put),
 		CONF_T(test_sqlite_schema_newer),
 		cmocka_unit_test(test_sqlite_bad_urls),

@@ -152,14 +152,21 @@ static const char *const sql[ST__COUNT] = {
 		"fire_at, state, due_at, missed",
 	[ST_JOBS_ADVANCE] = "UPDATE jobs SET next_fire_at = v.n FROM unnest($1::bigint[], "
 			    "$2::bigint[]) v(id, n) WHERE jobs.id = v.id",
+	/* Backpressure: at most $4 runs.  The pick is a MATERIALIZED CTE, run
+	 * once: as "WHERE id IN (SELECT ... LIMIT n FOR UPDATE SKIP LOCKED)"
+	 * the planner may rescan the subquery for each row of runs, and each
+	 * rescan skips the rows the last one locked, so one claim could take
+	 * every unclaimed run (conf_test_concurrent_claimers saw 11 of 7). */
 	[ST_CLAIM_RUNS] =
-		"UPDATE runs SET node = $1::text, claim_token = $2::text WHERE id IN (SELECT "
-		"r.id FROM runs r WHERE r.state = 1 AND r.node IS NULL AND r.due_at <= "
-		"$3::bigint AND EXISTS (SELECT 1 FROM jobs WHERE jobs.id = r.job_id AND NOT "
-		"jobs.paused AND (" RUNS_HERE("jobs", "$5::int", "$6::text[]") " OR "
+		"WITH c AS MATERIALIZED (SELECT r.id FROM runs r WHERE r.state = 1 AND "
+		"r.node IS NULL AND r.due_at <= $3::bigint AND EXISTS (SELECT 1 FROM jobs "
+		"WHERE jobs.id = r.job_id AND NOT jobs.paused AND ("
+		RUNS_HERE("jobs", "$5::int", "$6::text[]") " OR "
 		STRANDED("jobs", "r.due_at", "$7::bigint") ")) ORDER BY "
-		"r.due_at LIMIT $4::int FOR UPDATE OF r SKIP LOCKED) AND state = 1 AND node "
-		"IS NULL RETURNING id, job_id, job_name, fire_at, attempt, due_at, missed",
+		"r.due_at LIMIT $4::int FOR UPDATE OF r SKIP LOCKED) UPDATE runs SET node = "
+		"$1::text, claim_token = $2::text FROM c WHERE runs.id = c.id AND "
+		"runs.state = 1 AND runs.node IS NULL RETURNING runs.id, runs.job_id, "
+		"runs.job_name, runs.fire_at, runs.attempt, runs.due_at, runs.missed",
 	[ST_JOBS_BY_IDS] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE id = ANY ($1::bigint[])",
 	[ST_RUNS_APPLY] =
 		"UPDATE runs SET state = v.state, started_ms = coalesce(v.started, "
