@@ -37,7 +37,7 @@ nodes_locked() {
 if [ "$1" = pg ]; then
   sql "BEGIN; LOCK TABLE nodes IN EXCLUSIVE MODE; SELECT pg_sleep(2); COMMIT;" >/dev/null &
   locker=$!
-  wait_for 10 nodes_locked || fail "could not lock the nodes table"
+  wait_until 10 nodes_locked || fail "could not lock the nodes table"
 fi
 kill -CONT "$(pid_of n2)"
 t_cont=$(date +%s%3N)
@@ -53,7 +53,7 @@ echo "runs: $(wc -l < "$T/runs.csv") rows, executions recorded by jobs: $(wc -l 
 
 # Invariant 1, from the database: at most one row per (job, fire, attempt)
 dups=$(cut -d, -f1-3 "$T/runs.csv" | sort | uniq -d | wc -l)
-assert_eq "$dups" 0 "no duplicate (job, fire_at, attempt) rows"
+assert_eq 0 "$dups" "no duplicate (job, fire_at, attempt) rows"
 
 # Duplicate executions, from what the jobs recorded.
 check_no_dup_exec "$T/runs.csv"
@@ -80,7 +80,7 @@ for line in open(sys.argv[2]):
 print(bad)
 PY
 )
-assert_eq "$stale" 0 "no node started a run it no longer owned (the continued one included)"
+assert_eq 0 "$stale" "no node started a run it no longer owned (the continued one included)"
 
 # Invariant 2: every fire instant of every rec job from its first fire to
 # 3 s before the end is in the run log, and every succeeded run really ran.
@@ -88,7 +88,7 @@ check_no_loss "$T/runs.csv" rec $J "$end_ms"
 awk -F, '$4 == "succeeded" && $1 ~ /^rec-/ { print $1 " " $2 }' "$T/runs.csv" | sort -u > "$T/succ"
 awk '{ print $1 " " $2 }' "$T/exec.log" | sort -u > "$T/ran"
 missing=$(comm -23 "$T/succ" "$T/ran" | wc -l)
-assert_eq "$missing" 0 "every succeeded run was really executed"
+assert_eq 0 "$missing" "every succeeded run was really executed"
 
 # The killed node is declared dead; its running long job was resolved.
 dbc nodes --format csv | grep -q "^n1,.*dead" || fail "n1 not marked dead: $(dbc nodes --format csv)"
@@ -101,5 +101,5 @@ assert_ge "$after_kill" 20 "fires kept running on the survivors after the kill"
 after_cont=$(awk -F, -v t="$t_cont" '$2 > t + 1000 && $4 == "succeeded"' "$T/runs.csv" | wc -l)
 assert_ge "$after_cont" 20 "fires ran after the frozen node was continued"
 left=$(awk -F, '$4 == "running"' "$T/runs.csv" | wc -l)
-assert_eq "$left" 0 "no run left RUNNING after the survivors stopped"
+assert_eq 0 "$left" "no run left RUNNING after the survivors stopped"
 echo "cluster ($1): all checks passed"

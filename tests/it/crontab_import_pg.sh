@@ -4,6 +4,6 @@
 set -euo pipefail
 if [ -z "${DBCRON_TEST_PG:-}" ]; then
 	echo "# crontab_import_pg: skipped: DBCRON_TEST_PG not set (scripts/test.sh starts a server)"
-	exit 0
+	exit 77
 fi
 CRONTAB_BACKEND=pg exec bash "$(dirname "$0")/crontab_import.sh"

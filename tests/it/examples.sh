@@ -24,23 +24,23 @@ run_example() {
   "$bindir/$prog" "$DBCRON_DB" "$out" > "$T/node-$prog.log" 2>&1 &
   local pid=$!
   NODE_PIDS+=("$pid")
-  wait_for 120 enough || fail "$prog: after 120 s, tick wrote $(lines tick) lines, cron-tick $(lines cron-tick)"
+  wait_until 120 enough || fail "$prog: after 120 s, tick wrote $(lines tick) lines, cron-tick $(lines cron-tick)"
   kill -TERM "$pid"
   local rc=0
   wait "$pid" || rc=$?
-  assert_eq "$rc" 0 "$prog exits 0 after SIGTERM"
+  assert_eq 0 "$rc" "$prog exits 0 after SIGTERM"
   grep -q "^libdbcron 0" "$T/node-$prog.log" || fail "$prog: no version line"
   grep -q "$expect_stdout" "$T/node-$prog.log" || fail "$prog: no '$expect_stdout' after the stop"
   pass "$prog: reported after the stop ('$expect_stdout')"
 
   # each fire once: no fire_at twice for a job
-  assert_eq "$(awk '{print $1, $2}' "$out" | sort | uniq -d | wc -l)" 0 "$prog: no fire written twice"
+  assert_eq 0 "$(awk '{print $1, $2}' "$out" | sort | uniq -d | wc -l)" "$prog: no fire written twice"
   # on schedule: cron-tick on even seconds, tick one anchored series
-  assert_eq "$(awk '$1 == "cron-tick" && $2 % 2000 != 0' "$out" | wc -l)" 0 \
+  assert_eq 0 "$(awk '$1 == "cron-tick" && $2 % 2000 != 0' "$out" | wc -l)" \
     "$prog: cron-tick fires on even seconds"
-  assert_eq "$(awk '$1 == "tick" {print $2 % 1000}' "$out" | sort -u | wc -l)" 1 \
+  assert_eq 1 "$(awk '$1 == "tick" {print $2 % 1000}' "$out" | sort -u | wc -l)" \
     "$prog: tick fires one second apart on its anchor"
-  assert_eq "$(awk '$1 == "tick" && $4 != "'"$arg"'"' "$out" | wc -l)" 0 "$prog: the job's arg ('$arg ...') reached the handler"
+  assert_eq 0 "$(awk '$1 == "tick" && $4 != "'"$arg"'"' "$out" | wc -l)" "$prog: the job's arg ('$arg ...') reached the handler"
 
   # every line is a SUCCEEDED run in the database, and no run succeeded
   # without its line
@@ -48,7 +48,7 @@ run_example() {
   for job in tick cron-tick; do
     local db
     db=$(dbc runs --job "$job" --format csv | awk -F, 'NR > 1 && $4 == "succeeded"' | wc -l)
-    assert_eq "$db" "$(lines "$job")" "$prog: $job's succeeded runs in the run log = its lines"
+    assert_eq "$(lines "$job")" "$db" "$prog: $job's succeeded runs in the run log = its lines"
   done
 }
 

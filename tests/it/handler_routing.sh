@@ -28,9 +28,10 @@ dbc job add sh --every 1s -- sh -c 'echo "$DBCRON_FIRE_AT_MS $DBCRON_NODE" >> '"
 
 lines() { [ -f "$1" ] && wc -l < "$1" || echo 0; }
 start_node plain
-wait_for 60 sh -c "[ \$(wc -l < '$shlog' 2>/dev/null || echo 0) -ge 3 ]" || fail "plain ran no shell job"
-assert_eq "$(sql "select handler from node_handlers where node_id = 'plain' order by handler" | tr '\n' ' ')" \
-  "noop sleep " "plain registered its handlers: the built-ins"
+wait_until 60 sh -c "[ \$(wc -l < '$shlog' 2>/dev/null || echo 0) -ge 3 ]" || fail "plain ran no shell job"
+assert_eq "noop sleep " \
+  "$(sql "select handler from node_handlers where node_id = 'plain' order by handler" | tr '\n' ' ')" \
+  "plain registered its handlers: the built-ins"
 run_id=$(dbc job trigger mine | sed -E 's/.* run ([0-9]+) at .*/\1/')
 orphan_run=$(dbc job trigger orphan | sed -E 's/.* run ([0-9]+) at .*/\1/')
 [ -n "$orphan_run" ] || fail "job trigger orphan gave no run id"
@@ -40,13 +41,13 @@ orphan_lit="'$(printf %s "$orphan_why" | sed "s/'/''/g")'" # as an SQL literal
 orphan_done() {
   [ "$(sql "select count(*) from runs where id = $orphan_run and state = 7 and node = 'plain' and error = $orphan_lit")" = 1 ]
 }
-wait_for 60 orphan_done ||
+wait_until 60 orphan_done ||
   fail "triggered run $orphan_run of orphan: $(sql "select state, node, error from runs where id = $orphan_run")"
 pass "a triggered run of a job no live node can run ends MISFIRED with the reason past its threshold"
 # plain goes on claiming: three more shell fires after the trigger
 n0=$(lines "$shlog")
-wait_for 60 sh -c "[ \$(wc -l < '$shlog') -ge $((n0 + 3)) ]" || fail "plain stopped claiming"
-assert_eq "$(runs_csv --job mine | awk -F, '{print $4 "/" $5}' | tr '\n' ' ')" "scheduled/ " \
+wait_until 60 sh -c "[ \$(wc -l < '$shlog') -ge $((n0 + 3)) ]" || fail "plain stopped claiming"
+assert_eq "scheduled/ " "$(runs_csv --job mine | awk -F, '{print $4 "/" $5}' | tr '\n' ' ')" \
   "while only plain runs, mine has just its triggered run, unclaimed"
 [ -f "$out" ] && fail "something ran append-line without the example"
 why="no live node has registered handler 'append-line'"
@@ -61,30 +62,30 @@ pass "job list, job show and the JSON say that no live node can run mine"
 ex=$!
 NODE_PIDS+=("$ex")
 done_run() { runs_csv --job mine | awk -F, -v id="$run_id" '$11 == id && $4 == "succeeded"' | grep -q .; }
-wait_for 120 sh -c "[ \$(awk '\$1 == \"mine\"' '$out' 2>/dev/null | wc -l) -ge 3 ]" ||
+wait_until 120 sh -c "[ \$(awk '\$1 == \"mine\"' '$out' 2>/dev/null | wc -l) -ge 3 ]" ||
   fail "the example ran mine $(awk '$1 == "mine"' "$out" 2>/dev/null | wc -l) times in 120 s"
-wait_for 60 done_run || fail "the triggered run $run_id did not succeed"
+wait_until 60 done_run || fail "the triggered run $run_id did not succeed"
 pass "the node with the handler runs mine, its triggered run included"
 dbc job list | grep "^mine " | grep -q "no live node" && fail "job list still says no live node runs mine"
 pass "with the example alive, job list has nothing to say about mine"
 kill -TERM "$ex"
 rc=0
 wait "$ex" || rc=$?
-assert_eq "$rc" 0 "the example stops cleanly"
+assert_eq 0 "$rc" "the example stops cleanly"
 stop_node plain
 
 ex_node=$(runs_csv --job mine | awk -F, -v id="$run_id" '$11 == id {print $5}')
 [ -n "$ex_node" ] && [ "$ex_node" != plain ] || fail "the triggered run ran on '$ex_node'"
-assert_eq "$(runs_csv | awk -F, '$5 == "plain" && $1 != "sh" && $4 != "misfired"' | wc -l)" 0 \
+assert_eq 0 "$(runs_csv | awk -F, '$5 == "plain" && $1 != "sh" && $4 != "misfired"' | wc -l)" \
   "plain claimed no run of a handler job it lacks (mine, tick, cron-tick), but to end it MISFIRED"
 # (a fire claimed just before the stop is handed back: unclaimed, no node)
-assert_eq "$(runs_csv --job mine | awk -F, -v n="$ex_node" '$5 != "" && $5 != n' | wc -l)" 0 \
+assert_eq 0 "$(runs_csv --job mine | awk -F, -v n="$ex_node" '$5 != "" && $5 != n' | wc -l)" \
   "every run of mine is the example's"
-assert_eq "$(runs_csv --job mine | awk -F, '$4 == "failed"' | wc -l)" 0 "no run of mine failed"
-assert_eq "$(runs_where mine succeeded | wc -l)" "$(awk '$1 == "mine"' "$out" | wc -l)" \
+assert_eq 0 "$(runs_csv --job mine | awk -F, '$4 == "failed"' | wc -l)" "no run of mine failed"
+assert_eq "$(awk '$1 == "mine"' "$out" | wc -l)" "$(runs_where mine succeeded | wc -l)" \
   "mine's succeeded runs = the lines its handler wrote"
 assert_ge "$(runs_csv --job sh | awk -F, '$5 == "plain"' | wc -l)" 3 "plain ran the shell job"
 assert_ge "$(runs_where orphan misfired | wc -l)" 1 "orphan's fires past its threshold end MISFIRED"
-assert_eq "$(runs_csv --job orphan | awk -F, '$4 != "misfired"' | wc -l)" 0 "and nothing else"
-assert_eq "$(sql "select count(*) from runs r join jobs j on j.id = r.job_id where j.name = 'orphan' and (r.state <> 7 or r.error <> $orphan_lit)")" 0 \
+assert_eq 0 "$(runs_csv --job orphan | awk -F, '$4 != "misfired"' | wc -l)" "and nothing else"
+assert_eq 0 "$(sql "select count(*) from runs r join jobs j on j.id = r.job_id where j.name = 'orphan' and (r.state <> 7 or r.error <> $orphan_lit)")" \
   "each with the reason, naming the handler"

@@ -5,6 +5,6 @@
 set -euo pipefail
 if [ -z "${DBCRON_TEST_PG:-}" ]; then
 	echo "# job_cli_pg: skipped: DBCRON_TEST_PG not set (scripts/test.sh starts a server)"
-	exit 0
+	exit 77
 fi
 JOB_CLI_BACKEND=pg exec bash "$(dirname "$0")/job_cli.sh"

@@ -35,7 +35,7 @@ v = rows[0][sys.argv[1]] if rows else None
 print("" if v is None else v, end="")' "$field"
 }
 finished() { [ -n "$(json_run "$1" state "${@:2}")" ]; }
-wait_run() { wait_for 30 finished "$@" || fail "$1: no finished run within 30 s"; }
+wait_run() { wait_until 30 finished "$@" || fail "$1: no finished run within 30 s"; }
 
 # ---- what `job add` refuses at once (nothing is written) --------------
 expect_add_error() { # WHAT MESSAGE ARGS...
@@ -67,7 +67,7 @@ out=$(dbc job apply "$T/bad.json" 2>&1) && fail "job apply took a malformed env"
 [[ "$out" == *"key 'env': expected KEY=VALUE"* ]] || fail "job apply: '$out'"
 [[ "$out" != *"$SECRET"* ]] || fail "a message quoted an env value"
 pass "job apply refuses a malformed env, and no message quotes a value"
-assert_eq "$(dbc job list --format json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" 0 \
+assert_eq 0 "$(dbc job list --format json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')" \
   "nothing of the refused jobs was written"
 
 # ---- the node: secrets in its environment, its URL in a file ----------
@@ -131,7 +131,7 @@ if [ "$BACKEND" = sqlite ]; then
   db=${DBCRON_DB#sqlite:}
   for f in "$db" "$db-wal" "$db-shm"; do
     [ -e "$f" ] || fail "$f does not exist while the node runs"
-    assert_eq "$(stat -c %a "$f")" 600 "$(basename "$f") is 0600"
+    assert_eq 600 "$(stat -c %a "$f")" "$(basename "$f") is 0600"
   done
 else
   echo "# PostgreSQL: no database file of ours to check"
@@ -141,14 +141,14 @@ fi
 keys() { cut -d= -f1 "$1" | LC_ALL=C sort | tr '\n' ' '; }
 want="DBCRON_ATTEMPT DBCRON_FIRE_AT_MS DBCRON_JOB DBCRON_NODE DBCRON_RUN_ID HOME LOGNAME PATH PWD SHELL USER "
 # (PWD is sh's own, from the directory it starts in)
-assert_eq "$(keys "$T/pub/clean.env")" "$want" "a job's environment is the documented set"
+assert_eq "$want" "$(keys "$T/pub/clean.env")" "a job's environment is the documented set"
 grep -qx "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" "$T/pub/clean.env" ||
   fail "the default PATH is not the documented one"
 grep -qx "SHELL=/bin/sh" "$T/pub/clean.env" || fail "SHELL is not /bin/sh"
 home=$(getent passwd "$(id -un)" | cut -d: -f6)
 grep -qx "HOME=$home" "$T/pub/clean.env" || fail "HOME is not the user's"
 [ -d "$home" ] || home=/ # a home that is not there: "/"
-assert_eq "$(cat "$T/pub/clean.pwd")" "$home" "a job starts in its user's home"
+assert_eq "$home" "$(cat "$T/pub/clean.pwd")" "a job starts in its user's home"
 pass "PATH, SHELL and HOME are the documented ones"
 grep -qx "OWN=from-env" "$T/pub/ownenv.env" && grep -qx "PATH=/usr/bin:/bin" "$T/pub/ownenv.env" ||
   fail "--env did not win over the env-file and the default PATH"
@@ -160,7 +160,7 @@ for v in DBCRON_DB DBCRON_DB_FILE DBCRON_DB_FILE_UNUSED PGPASSWORD PGPASSFILE MY
   if grep -q "^$v=" "$T/pub/inherit.env"; then fail "--inherit-env passed the node's $v"; fi
 done
 pass "--inherit-env passes the node's variables, none of its DBCRON_* or password variables"
-assert_eq "$(cat "$T/pub/inherit.umask")" 0027 "--umask reaches the job"
+assert_eq 0027 "$(cat "$T/pub/inherit.umask")" "--umask reaches the job"
 
 # ---- the URL and the password: in no environment, in no argv -----------
 jobs_seen=(clean inherit ownenv)
@@ -178,16 +178,16 @@ pass "the database URL and password are in no job's environment and in no argv a
 # ---- as nobody ---------------------------------------------------------
 if [ "$ROOT" = 1 ]; then
   nb=$(id -u nobody)
-  assert_eq "$(cat "$T/pub/asnobody.uid")" "$nb" "--user nobody runs as nobody"
-  assert_eq "$(stat -c %U "$T/pub/asnobody.made")" nobody "a file the job makes is owned by nobody"
-  assert_eq "$(cat "$T/pub/asnobody.pwd")" "$T/pub" "--cwd is where it starts"
+  assert_eq "$nb" "$(cat "$T/pub/asnobody.uid")" "--user nobody runs as nobody"
+  assert_eq nobody "$(stat -c %U "$T/pub/asnobody.made")" "a file the job makes is owned by nobody"
+  assert_eq "$T/pub" "$(cat "$T/pub/asnobody.pwd")" "--cwd is where it starts"
   grep -qx "USER=nobody" "$T/pub/asnobody.env" && grep -qx "LOGNAME=nobody" "$T/pub/asnobody.env" &&
     grep -qx "HOME=$(getent passwd nobody | cut -d: -f6)" "$T/pub/asnobody.env" ||
     fail "USER, LOGNAME, HOME are not nobody's"
   pass "USER, LOGNAME and HOME are the job's user's"
-  assert_eq "$(stat -c %G "$T/pub/nbhome.made")" daemon "--group: a file the job makes has that group"
-  assert_eq "$(cat "$T/pub/nbhome.pwd")" / "a user whose home is not there starts in /"
-  assert_eq "$(json_run stealroot state)" failed "an env-file the job's user may not read: the run fails"
+  assert_eq daemon "$(stat -c %G "$T/pub/nbhome.made")" "--group: a file the job makes has that group"
+  assert_eq / "$(cat "$T/pub/nbhome.pwd")" "a user whose home is not there starts in /"
+  assert_eq failed "$(json_run stealroot state)" "an env-file the job's user may not read: the run fails"
   e=$(json_run stealroot error)
   [[ "$e" == *"env-file '$T/rootonly.env': user 'nobody' may not read it"* ]] || fail "stealroot: '$e'"
   [[ "$e" != *"$SECRET"* ]] || fail "stealroot: the error shows the file's content"
@@ -198,7 +198,7 @@ fi
 
 # ---- what only the node can judge: the run's error --------------------
 expect_run_error() { # JOB MESSAGE
-  assert_eq "$(json_run "$1" state)" failed "$1: the run failed"
+  assert_eq failed "$(json_run "$1" state)" "$1: the run failed"
   local e
   e=$(json_run "$1" error)
   [[ "$e" == *"$2"* ]] || fail "$1: error '$e' lacks '$2'"
@@ -213,7 +213,7 @@ expect_run_error stealurl "env-file '$T/url': the node keeps its own database se
 
 # ---- and the node went on ----------------------------------------------
 before=$(count_runs --job steady --state succeeded)
-wait_for 30 sh -c "[ \$(\"$DBCRON_BIN\" runs --job steady --state succeeded --format csv --limit 0 | tail -n +2 | grep -c .) -ge $((before + 2)) ]" ||
+wait_until 30 sh -c "[ \$(\"$DBCRON_BIN\" runs --job steady --state succeeded --format csv --limit 0 | tail -n +2 | grep -c .) -ge $((before + 2)) ]" ||
   fail "the steady job stopped running"
 pass "the other job kept running"
 stop_node n1
@@ -230,12 +230,12 @@ if [ "$BACKEND" = sqlite ]; then
   grp=daemon
   [ "$ROOT" = 1 ] || grp=$(id -gn) # only root gives a file to another group
   dbc init --db "sqlite:$T/old.db" --group "$grp" >/dev/null
-  assert_eq "$(stat -c '%a %G' "$T/old.db")" "640 $grp" "init --group makes the file 0640 and the group's"
+  assert_eq "640 $grp" "$(stat -c '%a %G' "$T/old.db")" "init --group makes the file 0640 and the group's"
   out=$(dbc init --db "sqlite:$T/old.db" 2>&1)
   [[ "$out" != *warning* ]] || fail "init still warns: $out"
   pass "no warning for a 0640 file"
   dbc init --db "sqlite:$T/new.db" >/dev/null
-  assert_eq "$(stat -c %a "$T/new.db")" 600 "a new database file is 0600 whatever the umask ($(umask))"
+  assert_eq 600 "$(stat -c %a "$T/new.db")" "a new database file is 0600 whatever the umask ($(umask))"
 fi
 
 # ---- a node as a user of its own, with only what switching needs -------
@@ -267,11 +267,11 @@ elif [ "$ROOT" = 1 ] && [ "$BACKEND" = sqlite ]; then
   for j in capjob capself captmo; do wait_run "$j" --db "$cdb"; done
   kill -TERM "$cpid"
   wait "$cpid" || fail "the node as daemon did not stop cleanly"
-  assert_eq "$(cat "$T/pub/capjob.uid")" "$(id -u nobody)" "a node as daemon with CAP_SETUID runs a job as nobody"
-  assert_eq "$(cat "$T/pub/capjob.caps")" 0000000000000000 "the job as nobody has no capability of the node's"
-  assert_eq "$(cat "$T/pub/capself.user")" daemon "a job without --user runs as the node's user"
-  assert_eq "$(cat "$T/pub/capself.caps")" 0000000000000000 "and has no capability either"
-  assert_eq "$(json_run captmo state --db "$cdb")" timed_out "the node stops a job of another user at its timeout"
+  assert_eq "$(id -u nobody)" "$(cat "$T/pub/capjob.uid")" "a node as daemon with CAP_SETUID runs a job as nobody"
+  assert_eq 0000000000000000 "$(cat "$T/pub/capjob.caps")" "the job as nobody has no capability of the node's"
+  assert_eq daemon "$(cat "$T/pub/capself.user")" "a job without --user runs as the node's user"
+  assert_eq 0000000000000000 "$(cat "$T/pub/capself.caps")" "and has no capability either"
+  assert_eq timed_out "$(json_run captmo state --db "$cdb")" "the node stops a job of another user at its timeout"
   if kill -0 "$(cat "$T/pub/captmo.pid")" 2>/dev/null; then fail "the timed-out job as nobody is still running"; fi
   pass "the timed-out job as nobody is gone"
 fi

@@ -22,11 +22,23 @@
 #   t_pg_fresh_db PREFIX    create a new database on $DBCRON_TEST_PG and
 #                           print a conninfo for it (dropped at exit)
 #   t_bg CMD...             start in the background; killed at exit; sets T_BG_PID
-#   wait_until SECS CMD...  poll CMD until it succeeds (hang guard only)
-#   t_skip REASON           end the test as passed-with-skip
+#   wait_until SECS CMD...  poll CMD until it succeeds; SECS is a hang guard,
+#                           never a speed requirement: give it generously
+#   assert_ge N MIN [MSG] / assert_le N MAX [MSG]   integers
+#   pass MSG / fail MSG     a passed check, printed; a failed one that stops
+#                           the test at once (for "nothing after this means
+#                           anything")
+#   t_on_exit FN            FN RC runs first at exit (nodelib.bash kills its
+#                           nodes and prints their logs there)
+#   t_reference_backend B   true when B is the backend whose run covers the
+#                           dialect-independent parts of a test (sqlite);
+#                           twins skip those parts (docs/testing.md)
+#   t_skip REASON           end the test as skipped (exit 77, ctest's skip)
 #   t_done                  print the summary; exit 1 if any check failed
 # Failed checks do not stop the script: they are counted, and the exit trap
 # makes the test fail.  A command failing outside a check stops it (set -e).
+# This is the one shell library of the integration tests: nodelib.bash adds
+# the node helpers on top of it, and every assert takes WANT before GOT.
 
 : "${DBCRON_BIN:?DBCRON_BIN must point at the dbcron binary}"
 
@@ -39,10 +51,16 @@ T_PIDS=()
 T_PG_DBS=()
 T_MY_DBS=()
 T_DONE=0
+T_EXIT_FNS=()
+
+t_on_exit() { T_EXIT_FNS+=("$1"); }
 
 _t_cleanup() {
 	local rc=$?
-	local pid
+	local pid fn
+	for fn in "${T_EXIT_FNS[@]}"; do
+		"$fn" "$rc" || true
+	done
 	for pid in "${T_PIDS[@]}"; do
 		kill "$pid" 2>/dev/null || true
 	done
@@ -67,7 +85,7 @@ _t_cleanup() {
 		echo "# $T_NAME: $T_FAILS of $T_CHECKS checks FAILED" >&2
 		exit 1
 	fi
-	if [ "$rc" -ne 0 ]; then
+	if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ]; then
 		echo "# $T_NAME: stopped with status $rc (section: ${T_SECTION:-none}) after $T_CHECKS checks" >&2
 	fi
 	exit "$rc"
@@ -79,7 +97,10 @@ t_section() {
 	echo "## $*"
 }
 
-_t_pass() { T_CHECKS=$((T_CHECKS + 1)); }
+_t_pass() {
+	T_CHECKS=$((T_CHECKS + 1))
+	[ -z "${1:-}" ] || echo "ok - $1"
+}
 _t_fail() {
 	T_CHECKS=$((T_CHECKS + 1))
 	T_FAILS=$((T_FAILS + 1))
@@ -98,8 +119,17 @@ _t_fail() {
 	} >&2
 }
 
-# Run dbcron without letting set -e stop the script.
-dbc() {
+pass() { _t_pass "$1"; }
+
+fail() {
+	_t_fail "$1"
+	exit 1
+}
+
+# Run dbcron without letting set -e stop the script.  nodelib.bash
+# redefines dbc (output on stdout); expect_rc and t_refused keep this one.
+dbc() { _t_dbc "$@"; }
+_t_dbc() {
 	local out="$T_DIR/.out" err="$T_DIR/.err"
 	T_LAST_CMD="dbcron $*"
 	T_RC=0
@@ -123,7 +153,7 @@ dbc_in() {
 expect_rc() {
 	local want=$1
 	shift
-	dbc "$@"
+	_t_dbc "$@"
 	if [ "$T_RC" = "$want" ]; then
 		_t_pass
 	else
@@ -133,7 +163,7 @@ expect_rc() {
 
 assert_eq() {
 	if [ "$1" == "$2" ]; then
-		_t_pass
+		_t_pass "${3:-}"
 	else
 		_t_fail "${3:-values differ}" "want: $1" "got:  $2"
 	fi
@@ -160,6 +190,22 @@ assert_not_contains() {
 		_t_pass
 	else
 		_t_fail "${3:-text contains what it should not}" "unwanted: $2" "in text:  $1"
+	fi
+}
+
+assert_ge() {
+	if [ "$1" -ge "$2" ]; then
+		_t_pass "${3:+$3 ($1 >= $2)}"
+	else
+		_t_fail "${3:-value too small}" "want: >= $2" "got:  $1"
+	fi
+}
+
+assert_le() {
+	if [ "$1" -le "$2" ]; then
+		_t_pass "${3:+$3 ($1 <= $2)}"
+	else
+		_t_fail "${3:-value too large}" "want: <= $2" "got:  $1"
 	fi
 }
 
@@ -257,11 +303,13 @@ t_use_db() {
 		;;
 	pg)
 		dbq() { pgq "$T_DB_URL" "$1"; }
+		# one psql for the four tables: it runs around every refused command
 		db_state() {
-			local t
+			local t q=()
 			for t in jobs runs nodes locks; do
-				pgq "$T_DB_URL" "select md5(coalesce(string_agg(x::text, '|' order by x::text), '')) from $t x"
-			done | sha256sum | cut -d' ' -f1
+				q+=(-c "select md5(coalesce(string_agg(x::text, '|' order by x::text), '')) from $t x")
+			done
+			psql "$T_DB_URL" -XAtq -v ON_ERROR_STOP=1 "${q[@]}" | sha256sum | cut -d' ' -f1
 		}
 		;;
 	mysql)
@@ -306,7 +354,15 @@ wait_until() {
 
 t_skip() {
 	echo "# $T_NAME: skipped: $*"
-	exit 0
+	exit 77
+}
+
+# The parts of a test whose behaviour does not depend on the SQL dialect
+# (argument parsing, output formats, process handling) run on the reference
+# backend only; its PostgreSQL and MariaDB twins run the rest.
+# DBCRON_TEST_ALL_PARTS=1 runs every part on every backend.
+t_reference_backend() {
+	[ "$1" = sqlite ] || [ "${DBCRON_TEST_ALL_PARTS:-0}" = 1 ]
 }
 
 t_done() {

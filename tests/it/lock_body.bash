@@ -22,13 +22,13 @@ expect_usage L --
 expect_usage L --bogus -- true
 expect_usage L --kill-grace 0s -- true
 expect_usage L --kill-grace soon -- true
-assert_eq "$(dbc locks --format csv | tail -n +2 | wc -l)" 0 "bad input wrote no lock row"
+assert_eq 0 "$(dbc locks --format csv | tail -n +2 | wc -l)" "bad input wrote no lock row"
 
 # --- exit status passes through; env has name and fence -----------------
 rc=0; dbc lock st -- sh -c 'echo "$DBCRON_LOCK $DBCRON_LOCK_FENCE" > '"$T/env"'; exit 7' || rc=$?
-assert_eq "$rc" 7 "command's exit status passes through"
+assert_eq 7 "$rc" "command's exit status passes through"
 read -r lname lfence < "$T/env"
-assert_eq "$lname" st "DBCRON_LOCK in the environment"
+assert_eq st "$lname" "DBCRON_LOCK in the environment"
 [ "$lfence" -ge 1 ] || fail "DBCRON_LOCK_FENCE: $lfence"
 pass "DBCRON_LOCK_FENCE in the environment ($lfence)"
 
@@ -47,11 +47,11 @@ contend() {
     rc=0; wait "$p" || rc=$?
     case $rc in 0) ok=$((ok + 1)) ;; 75) held=$((held + 1)) ;; *) other=$((other + 1)) ;; esac
   done
-  assert_eq "$(wc -l < "$T/ran-$name")" 1 "$n contenders: the command ran exactly once"
-  assert_eq "$ok:$held:$other" "1:$((n - 1)):0" "$n contenders: one exit 0, the rest exit 75"
+  assert_eq 1 "$(wc -l < "$T/ran-$name")" "$n contenders: the command ran exactly once"
+  assert_eq "1:$((n - 1)):0" "$ok:$held:$other" "$n contenders: one exit 0, the rest exit 75"
   local skipped
   skipped=$(runs_csv --job "lock:$name" | awk -F, '$4 == "skipped"' | wc -l)
-  assert_eq "$skipped" "$((n - 1))" "$n contenders: every refused attempt is a SKIPPED run"
+  assert_eq "$((n - 1))" "$skipped" "$n contenders: every refused attempt is a SKIPPED run"
 }
 contend 2 two
 contend 10 ten
@@ -62,29 +62,29 @@ contend 10 ten
 # contender that simply wins.
 "$DBCRON_BIN" lock busy --ttl 20s --owner holder -- sleep 4 >/dev/null 2>&1 &
 hp=$!
-wait_for 60 sh -c "'$DBCRON_BIN' locks --format csv | grep -q '^busy,holder,.*,held\$'" ||
+wait_until 60 sh -c "'$DBCRON_BIN' locks --format csv | grep -q '^busy,holder,.*,held\$'" ||
   fail "holder never took the lock: $(dbc locks --format csv)"
 rc=0; msg=$(dbc lock busy --owner other -- true 2>&1) || rc=$?
-assert_eq "$rc" 75 "held lock: exit 75"
+assert_eq 75 "$rc" "held lock: exit 75"
 case "$msg" in *"held by holder until"*) pass "held lock: says who holds it and until when" ;;
 *) fail "held lock message: $msg" ;; esac
 # --wait: gets it once the holder is done
 rc=0; dbc lock busy --owner waiter --wait 10s -- true || rc=$?
-assert_eq "$rc" 0 "--wait acquires after the holder releases"
+assert_eq 0 "$rc" "--wait acquires after the holder releases"
 wait $hp
 
 # --- --held-exit N: the status a held lock gives, for scripts -----------
 "$DBCRON_BIN" lock held2 --ttl 60s --owner holder2 -- sleep 300 >/dev/null 2>&1 &
 hp=$!
-wait_for 60 sh -c "'$DBCRON_BIN' locks --format csv | grep -q '^held2,holder2,.*,held\$'" ||
+wait_until 60 sh -c "'$DBCRON_BIN' locks --format csv | grep -q '^held2,holder2,.*,held\$'" ||
   fail "holder2 never took the lock: $(dbc locks --format csv)"
 rc=0; dbc lock held2 --owner other --held-exit 0 -- true 2>/dev/null || rc=$?
-assert_eq "$rc" 0 "--held-exit 0: a held lock exits 0"
+assert_eq 0 "$rc" "--held-exit 0: a held lock exits 0"
 rc=0; dbc lock held2 --owner other --held-exit 201 -- true 2>/dev/null || rc=$?
-assert_eq "$rc" 201 "--held-exit 201: a held lock exits 201"
+assert_eq 201 "$rc" "--held-exit 201: a held lock exits 201"
 # a command's own 75 is not the held lock's status once --held-exit says so
 rc=0; dbc lock free2 --held-exit 201 -- sh -c 'exit 75' || rc=$?
-assert_eq "$rc" 75 "the command's own 75 passes through"
+assert_eq 75 "$rc" "the command's own 75 passes through"
 expect_usage held2 --held-exit 256 -- true
 expect_usage held2 --held-exit -1 -- true
 expect_usage held2 --held-exit x -- true
@@ -93,10 +93,10 @@ kill "$hp"; wait "$hp" 2>/dev/null || true
 # --- a command longer than the ttl keeps its lease ----------------------
 "$DBCRON_BIN" lock long --ttl 1s --owner long -- sh -c 'touch '"$T/long-in"'; sleep 6' >/dev/null 2>&1 &
 lp=$!
-wait_for 60 test -e "$T/long-in" || fail "long holder never started its command"
+wait_until 60 test -e "$T/long-in" || fail "long holder never started its command"
 sleep 2.5
 rc=0; dbc lock long --owner late -- true >/dev/null 2>&1 || rc=$?
-assert_eq "$rc" 75 "lease renewed while a command runs past its ttl"
+assert_eq 75 "$rc" "lease renewed while a command runs past its ttl"
 wait $lp || fail "long holder failed"
 
 # --- a holder frozen past its ttl ---------------------------------------
@@ -104,21 +104,21 @@ wait $lp || fail "long holder failed"
 "$DBCRON_BIN" lock fz --ttl 2s --owner A -- sh -c 'echo "A $DBCRON_LOCK_FENCE" >> '"$T/frozen"'; sleep 8; echo A-end >> '"$T/frozen" \
   >"$T/A.out" 2>&1 &
 ap=$!
-wait_for 60 grep -q "^A " "$T/frozen" || fail "holder A never started its command"
+wait_until 60 grep -q "^A " "$T/frozen" || fail "holder A never started its command"
 kill -STOP $ap
 sleep 3
 "$DBCRON_BIN" lock fz --ttl 20s --owner B -- sh -c 'echo "B $DBCRON_LOCK_FENCE" >> '"$T/frozen"'; sleep 5' >/dev/null 2>&1 &
 bp=$!
-wait_for 60 grep -q "^B " "$T/frozen" || fail "holder B never took the expired lock"
+wait_until 60 grep -q "^B " "$T/frozen" || fail "holder B never took the expired lock"
 kill -CONT $ap
 rc=0; wait $ap || rc=$?
-assert_eq "$rc" 76 "frozen holder: exit 76 (lease lost)"
+assert_eq 76 "$rc" "frozen holder: exit 76 (lease lost)"
 grep -q "^A-end" "$T/frozen" && fail "frozen holder's command was not stopped"
 pass "frozen holder's command got SIGTERM"
 owner=$(dbc locks --format csv | awk -F, '$1 == "fz" { print $2 }')
-assert_eq "$owner" B "resumed holder did not release the new holder's lock"
+assert_eq B "$owner" "resumed holder did not release the new holder's lock"
 rc=0; wait $bp || rc=$?
-assert_eq "$rc" 0 "new holder finished normally"
+assert_eq 0 "$rc" "new holder finished normally"
 fa=$(awk '$1 == "A" { print $2 }' "$T/frozen"); fb=$(awk '$1 == "B" { print $2 }' "$T/frozen")
 [ "$fb" -gt "$fa" ] || fail "fence did not grow: A=$fa B=$fb"
 pass "fencing token grew ($fa -> $fb)"
@@ -174,7 +174,7 @@ sleep 0.5
 kill -CONT $tp
 wait_gone $tp 20
 rc=0; wait $tp || rc=$?
-assert_eq "$rc" 76 "tree: lease lost, exit 76"
+assert_eq 76 "$rc" "tree: lease lost, exit 76"
 grep -q "SIGKILL after 1s" "$T/tree.out" || fail "tree: no word of the SIGKILL to come: $(cat "$T/tree.out")"
 # dbcron lock reaped the leader before exiting; the rest died of the same
 # SIGKILL and only await their reaper.
@@ -187,7 +187,7 @@ pass "tree: leader, child and grandchild (all ignoring SIGTERM) are gone"
 runs_csv --job lock:tree | grep -q "lease lost" || fail "tree: lost lease not recorded"
 pass "tree: lost lease recorded in the run log"
 rc=0; wait $bp || rc=$?
-assert_eq "$rc" 0 "tree: the new holder finished normally"
+assert_eq 0 "$rc" "tree: the new holder finished normally"
 
 # SIGTERM to dbcron lock reaches the whole group (the background sleep of a
 # non-interactive sh would not get it otherwise); the status is the
@@ -201,7 +201,7 @@ mapfile -t sig < "$T/sig"
 kill -TERM $sp
 wait_gone $sp 20
 rc=0; wait $sp || rc=$?
-assert_eq "$rc" 143 "SIGTERM to dbcron lock: the command's status, 128+15"
+assert_eq 143 "$rc" "SIGTERM to dbcron lock: the command's status, 128+15"
 i=0
 until none_alive "${sig[@]}"; do
   sleep 0.1; i=$((i + 1)); [ $i -lt 50 ] || fail "SIGTERM: the group survived dbcron lock"
@@ -219,17 +219,18 @@ wait_lines "$T/int" 1
 kill -INT $ip
 wait_gone $ip 20
 rc=0; wait $ip || rc=$?
-assert_eq "$rc" 130 "SIGINT to dbcron lock: the command's status, 128+2"
+assert_eq 130 "$rc" "SIGINT to dbcron lock: the command's status, 128+2"
 
 # --- a holder killed with SIGKILL: free after the ttl -------------------
-"$DBCRON_BIN" lock kk --ttl 2s --owner K -- sleep 37 >/dev/null 2>&1 &
+"$DBCRON_BIN" lock kk --ttl 2s --owner K -- sh -c 'echo $$ > "$1"; exec sleep 37' sh "$T/kk.pid" >/dev/null 2>&1 &
 kp=$!
-sleep 1
+wait_until 30 test -s "$T/kk.pid" || fail "killed holder: the command never started"
 kill -KILL $kp
-pkill -KILL -f "sleep 37" 2>/dev/null || true
+# its command only, not another test's: tests run side by side
+kill -KILL "$(cat "$T/kk.pid")" 2>/dev/null || true
 rc=0; dbc lock kk --owner L -- true >/dev/null 2>&1 || rc=$?
-assert_eq "$rc" 75 "killed holder: still held until the ttl lapses"
+assert_eq 75 "$rc" "killed holder: still held until the ttl lapses"
 sleep 2.2
 rc=0; dbc lock kk --owner L -- true || rc=$?
-assert_eq "$rc" 0 "killed holder: lock free after the ttl"
+assert_eq 0 "$rc" "killed holder: lock free after the ttl"
 echo "lock ($1): all checks passed"

@@ -10,19 +10,19 @@ use_backend "${1:-sqlite}"
 
 start_node c1 --workers 1
 start_node c2 --workers 1
-wait_for 30 sh -c "[ \$(\"\$DBCRON_BIN\" nodes 2>/dev/null | grep -c alive) -ge 2 ]" || fail "nodes did not start"
+wait_until 30 sh -c "[ \$(\"\$DBCRON_BIN\" nodes 2>/dev/null | grep -c alive) -ge 2 ]" || fail "nodes did not start"
 
 at=$(( $(date +%s) + 4 ))
 for i in 1 2 3 4 5 6; do
   dbc job add "long$i" --at "$at" -- sh -c "$RECORD; sleep 2" >/dev/null
 done
-wait_for 60 sh -c "[ \$(wc -l 2>/dev/null < '$T/exec.log' || echo 0) -ge 6 ]" || fail "the six jobs did not all run"
+wait_until 60 sh -c "[ \$(wc -l 2>/dev/null < '$T/exec.log' || echo 0) -ge 6 ]" || fail "the six jobs did not all run"
 stop_node c1
 stop_node c2
 
 c1=$(awk '$4 == "c1"' "$T/exec.log" | wc -l)
 c2=$(awk '$4 == "c2"' "$T/exec.log" | wc -l)
-assert_eq "$((c1 + c2))" 6 "each of the six ran once"
+assert_eq 6 "$((c1 + c2))" "each of the six ran once"
 assert_ge "$c1" 2 "node c1 ran its share (c1=$c1 c2=$c2)"
 assert_ge "$c2" 2 "node c2 ran its share (c1=$c1 c2=$c2)"
 runs_csv > "$T/runs.csv"

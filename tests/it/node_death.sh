@@ -152,16 +152,16 @@ cases() {
     c=$(tr '\0' ' ' < "$f" 2>/dev/null) || continue
     [[ "$c" == *"$IT_SECRET"* ]] && leaked="$leaked ${f#/proc/}"
   done
-  assert_eq "$leaked" "" "$m: the job's environment is in no process's command line"
+  assert_eq "" "$leaked" "$m: the job's environment is in no process's command line"
   tr '\0' '\n' < "/proc/$(head -n 1 "$T/tree-a-$m.1")/environ" | grep -qx "IT_SECRET=$IT_SECRET" ||
     fail "$m: the job's --env is not in its environment (the check above proves nothing)"
   soft_eq "$(guard_kind "$(head -n 1 "$T/tree-a-$m.1")")" "$m" "$m: the job's guard is the one this mode uses"
   kill -KILL "$(pid_of "$victim")"
   check_gone "$m: node killed with SIGKILL" "$T/tree-a-$m.1" || true
   # The survivor takes the run over once the victim's lease lapses.
-  wait_for "$HANG_GUARD" test -s "$T/retry-$m" || fail "$m: attempt 2 never started on $survivor"
+  wait_until "$HANG_GUARD" test -s "$T/retry-$m" || fail "$m: attempt 2 never started on $survivor"
   soft_eq "$(cat "$T/retry-$m")" clean "$m: nothing of attempt 1 was running when attempt 2 started"
-  assert_eq "$(cat "$T/tree-a-$m.2.node")" "$survivor" "$m: attempt 2 ran on the surviving node"
+  assert_eq "$survivor" "$(cat "$T/tree-a-$m.2.node")" "$m: attempt 2 ran on the surviving node"
   wait_lines "$T/tree-a-$m.2" 4
   stop_node "$survivor"
   check_gone "$m: graceful stop of the survivor" "$T/tree-a-$m.2" || true

@@ -24,19 +24,19 @@ rec() { echo 'echo "$DBCRON_JOB $DBCRON_FIRE_AT_MS $DBCRON_ATTEMPT $DBCRON_NODE"
 # --- 1. a start write busy six times (about 6 s of backoff) ------------
 dbc job add amo --every 1s --node-loss abandon --misfire skip -- sh -c "$(rec amo)" >/dev/null
 DBCRON_TEST_FAULTS="stmt=runs_apply,kind=busy,nth=1,times=6" start_node f1
-wait_for 45 sh -c "[ \$(wc -l 2>/dev/null < '$T/amo.log' || echo 0) -ge 4 ]" ||
+wait_until 45 sh -c "[ \$(wc -l 2>/dev/null < '$T/amo.log' || echo 0) -ge 4 ]" ||
   fail "the at-most-once job did not run after the write faults"
 sleep 3
 now=$(( $(date +%s%3N) ))
 stranded=$(runs_csv --job amo | awk -F, -v now="$now" '$4 == "scheduled" && $5 != "" && $2 < now - 3000' | wc -l)
-assert_eq "$stranded" 0 "no fire left SCHEDULED under the live node after failed start writes"
+assert_eq 0 "$stranded" "no fire left SCHEDULED under the live node after failed start writes"
 stop_node f1
 # A fire due while the previous one still waits for its fenced start is
 # held, not skipped as "still running": nothing was running.
-assert_eq "$(runs_csv --job amo | grep -c 'previous run still running' || true)" 0 \
+assert_eq 0 "$(runs_csv --job amo | grep -c 'previous run still running' || true)" \
   "no fire skipped for a previous run that had not started"
 dups=$(awk '{ print $1 "," $2 }' "$T/amo.log" | sort | uniq -d | wc -l)
-assert_eq "$dups" 0 "at-most-once: no fire ran twice"
+assert_eq 0 "$dups" "at-most-once: no fire ran twice"
 runs_where amo succeeded | cut -d, -f2 | sort > "$T/amo.db"
 awk '{ print $2 }' "$T/amo.log" | sort > "$T/amo.ran"
 cmp -s "$T/amo.db" "$T/amo.ran" || fail "at-most-once: what ran differs from the run log"
@@ -47,17 +47,17 @@ dbc job delete amo >/dev/null
 dbc job add once --every 1s --node-loss abandon --misfire skip -- sh -c "$(rec once)" >/dev/null
 dbc job add least --every 1s --misfire skip -- sh -c "$(rec least)" >/dev/null
 DBCRON_TEST_FAULTS="stmt=runs_apply,kind=conn,nth=1,times=0" start_node f2 --lease 2s
-wait_for 30 test -s "$T/least.log" || fail "f2 ran nothing"
+wait_until 30 test -s "$T/least.log" || fail "f2 ran nothing"
 sleep 2
 kill -KILL "$(pid_of f2)"
 ran_by_f2=$(wc -l < "$T/least.log")
 start_node f3 --lease 2s
-wait_for 30 grep -q " f3$" "$T/least.log" || fail "f3 took nothing over"
+wait_until 30 grep -q " f3$" "$T/least.log" || fail "f3 took nothing over"
 sleep 4
 stop_node f3
 
 [ -s "$T/once.log" ] && o=$(awk '{ print $1 "," $2 }' "$T/once.log" | sort | uniq -d | wc -l) || o=0
-assert_eq "$o" 0 "at-most-once: no fire ran twice after its node died with the start unwritten"
+assert_eq 0 "$o" "at-most-once: no fire ran twice after its node died with the start unwritten"
 runs_csv > "$T/runs.csv"
 awk -F, '$1 == "least" && $4 == "abandoned"' "$T/runs.csv" > "$T/ab.csv"
 assert_ge "$(wc -l < "$T/ab.csv")" 1 "the runs f2 held are ended ABANDONED"
@@ -82,10 +82,10 @@ stop_node f4
 grep -q 'reply was lost' "$T/node-f4.log" || fail "no reply was lost (the faults did not fire)"
 runs_csv > "$T/runs.csv"
 stranded=$(awk -F, -v t1="$t1" '$1 ~ /^lost-/ && $4 == "scheduled" && $2 < t1 - 3000' "$T/runs.csv" | wc -l)
-assert_eq "$stranded" 0 "no fire left SCHEDULED under the live node after lost COMMIT replies"
+assert_eq 0 "$stranded" "no fire left SCHEDULED under the live node after lost COMMIT replies"
 # every instant from the first fire to 3 s before the stop has a run
 check_no_loss "$T/runs.csv" lost 3 "$t1"
-assert_eq "$(grep -c 'event=run.fenced' "$T/node-f4.log" || true)" 0 \
+assert_eq 0 "$(grep -c 'event=run.fenced' "$T/node-f4.log" || true)" \
   "a final write that had landed is not reported as fenced"
 cp "$T/lost.log" "$T/exec.log"
 check_no_dup_exec "$T/runs.csv"

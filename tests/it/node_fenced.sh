@@ -14,12 +14,12 @@ dbc job add blocker --every 2s --misfire skip --overlap allow -- sh -c "$rec; sl
 dbc job add q --every 1s --misfire skip --overlap allow -- sh -c "$rec" >/dev/null
 
 start_node a --workers 1 --lease 3s
-wait_for 30 sh -c "grep -q '^q .* a ' '$T/exec.log' 2>/dev/null" || fail "a ran nothing"
+wait_until 30 sh -c "grep -q '^q .* a ' '$T/exec.log' 2>/dev/null" || fail "a ran nothing"
 sleep 3
 kill -STOP "$(pid_of a)"
 pass "froze a"
 start_node b --lease 3s
-wait_for 30 sh -c "grep -q ' b [0-9]*$' '$T/exec.log' 2>/dev/null" || fail "b took nothing over"
+wait_until 30 sh -c "grep -q ' b [0-9]*$' '$T/exec.log' 2>/dev/null" || fail "b took nothing over"
 sleep 4
 cont_at=$(date +%s%3N)
 kill -CONT "$(pid_of a)"
@@ -31,7 +31,7 @@ stop_node b
 # On a after it was continued: only fires claimed after its rejoin, whose
 # instants are at or after the moment it was continued.
 stale=$(awk -v c="$cont_at" '$4 == "a" && $5 >= c && $2 < c - 1000' "$T/exec.log" | wc -l)
-assert_eq "$stale" 0 "a started none of the fires it had claimed before it was fenced"
+assert_eq 0 "$stale" "a started none of the fires it had claimed before it was fenced"
 runs_csv > "$T/runs.csv"
 check_no_dup_exec "$T/runs.csv"
 echo "node_fenced: all checks passed"

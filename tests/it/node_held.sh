@@ -37,14 +37,14 @@ claimed() { [ -n "$(runs_csv --job "$1" | awk -F, -v n="$2" '$4 == "scheduled" &
 dbc job add tick --every 1s --overlap skip --misfire skip --misfire-threshold 30s \
   -- sh -c "$rec" >/dev/null
 start_node h1 --lease 3s --preread 6s
-wait_for 30 sh -c "grep -q '^tick ' '$T/exec.log' 2>/dev/null" || fail "h1 ran nothing"
+wait_until 30 sh -c "grep -q '^tick ' '$T/exec.log' 2>/dev/null" || fail "h1 ran nothing"
 dbc job add late --at now+5s --misfire skip --misfire-threshold 1s -- sh -c "$rec" >/dev/null
-wait_for 10 claimed late h1 || fail "h1 did not claim the fire of 'late'"
+wait_until 10 claimed late h1 || fail "h1 did not claim the fire of 'late'"
 lock_from=$(now_ms)
 hold_lock 7
 lock_to=$(now_ms)
 pass "held the write lock for 7 s (lease 3 s), 'late' claimed and due in it"
-wait_for 30 sh -c "'$DBCRON_BIN' runs --job late --format csv | grep -Eq ',(misfired|succeeded|failed),'" ||
+wait_until 30 sh -c "'$DBCRON_BIN' runs --job late --format csv | grep -Eq ',(misfired|succeeded|failed),'" ||
   fail "'late' did not end: $(dbc runs --job late --format csv)"
 sleep 2
 stop_node h1
@@ -64,9 +64,9 @@ resume=$(runs_csv | awk -F, -v t="$lock_to" '$6 != "" && $6 >= t { print $6 }' |
 held=$(runs_csv --job tick | awk -F, -v a="$lock_from" -v r="$resume" '$2 > a + 3000 && $2 < r' | wc -l)
 assert_ge "$held" 2 "2: tick fires were held through the lock"
 skipped=$(runs_csv --job tick | awk -F, -v r="$resume" '$4 == "skipped" && $2 < r' | wc -l)
-assert_eq "$skipped" 0 "2: no held tick fire was SKIPPED (they waited for each other)"
+assert_eq 0 "$skipped" "2: no held tick fire was SKIPPED (they waited for each other)"
 ran=$(runs_csv --job tick | awk -F, -v a="$lock_from" -v r="$resume" '$2 > a + 3000 && $2 < r && $4 == "succeeded"' | wc -l)
-assert_eq "$ran" "$held" "2: every held tick fire ran"
+assert_eq "$held" "$ran" "2: every held tick fire ran"
 
 dbc job delete tick >/dev/null
 dbc job delete late >/dev/null
@@ -78,10 +78,10 @@ dbc job delete late >/dev/null
 dbc job add owe --every 2s --overlap skip --misfire catch_up --misfire-threshold 1s \
   -- sh -c "$rec; [ -e '$T/owe.long' ] || { touch '$T/owe.long'; sleep 12; }" >/dev/null
 start_node h2 --lease 3s
-wait_for 30 test -e "$T/owe.long" || fail "h2 did not start 'owe'"
+wait_until 30 test -e "$T/owe.long" || fail "h2 did not start 'owe'"
 hold_lock 5
 pass "held the write lock for 5 s during the long run of 'owe'"
-wait_for 60 sh -c "'$DBCRON_BIN' runs --job owe --format csv | awk -F, '\$12 > \$2 && (\$4 == \"succeeded\" || \$4 == \"skipped\")' | grep -q ." ||
+wait_until 60 sh -c "'$DBCRON_BIN' runs --job owe --format csv | awk -F, '\$12 > \$2 && (\$4 == \"succeeded\" || \$4 == \"skipped\")' | grep -q ." ||
   fail "3: no catch-up fire of 'owe' ended: $(dbc runs --job owe --format csv --limit 0)"
 sleep 1
 stop_node h2
@@ -91,10 +91,10 @@ long_end=$(awk -F, '$4 == "succeeded" && $6 != "" && $7 - $6 >= 10000 { print $7
 [ -n "$long_end" ] || fail "3: the long run of 'owe' is not in the run log: $(cat "$T/owe.csv")"
 owed=$(awk -F, -v e="$long_end" '$3 == 1 && $12 > $2 && $2 < e' "$T/owe.csv" | wc -l)
 assert_ge "$owed" 1 "3: catch-up fires were planned while the long run was going"
-assert_eq "$(awk -F, '$12 > $2 && $4 == "skipped"' "$T/owe.csv" | wc -l)" 0 \
+assert_eq 0 "$(awk -F, '$12 > $2 && $4 == "skipped"' "$T/owe.csv" | wc -l)" \
   "3: no catch-up fire was SKIPPED behind the running run"
 early=$(awk -F, -v e="$long_end" '$12 > $2 && $4 == "succeeded" && $6 < e' "$T/owe.csv" | wc -l)
-assert_eq "$early" 0 "3: the catch-up fires started after the long run ended (never two at once)"
+assert_eq 0 "$early" "3: the catch-up fires started after the long run ended (never two at once)"
 runs_csv > "$T/runs.csv"
 check_no_dup_exec "$T/runs.csv"
 echo "node_held: all checks passed"

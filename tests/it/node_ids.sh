@@ -11,8 +11,8 @@ use_backend "${1:-sqlite}"
 dbc job add tick --every 1s --misfire skip -- sh -c "$RECORD" >/dev/null
 
 start_node same --lease 2s
-wait_for 20 grep -q "event=node.start" "$T/node-same.log" || fail "the first node did not start"
-wait_for 20 test -s "$T/exec.log" || fail "the first node ran nothing"
+wait_until 20 grep -q "event=node.start" "$T/node-same.log" || fail "the first node did not start"
+wait_until 20 test -s "$T/exec.log" || fail "the first node ran nothing"
 
 # The second process under the same id: refused, non-zero, says why.
 rc=0
@@ -23,7 +23,7 @@ grep -q "node id 'same' is in use by a live node" "$T/node-second.log" ||
 pass "a second process under a live node id is refused (exit $rc)"
 
 sleep 2
-assert_eq "$(runs_csv | awk -F, '$4 == "abandoned"' | wc -l)" 0 "the first node lost no run to the second"
+assert_eq 0 "$(runs_csv | awk -F, '$4 == "abandoned"' | wc -l)" "the first node lost no run to the second"
 kill -0 "$(pid_of same)" || fail "the first node died"
 pass "the first node keeps running"
 
@@ -32,7 +32,7 @@ pass "the first node keeps running"
 kill -KILL "$(pid_of same)"
 before=$(wc -l < "$T/exec.log")
 start_node same --lease 2s
-wait_for 30 sh -c "[ \$(wc -l < '$T/exec.log') -gt $((before + 2)) ]" ||
+wait_until 30 sh -c "[ \$(wc -l < '$T/exec.log') -gt $((before + 2)) ]" ||
   fail "the restarted node under the same id ran nothing"
 pass "a restart under the id of a killed node takes over once its lease lapsed"
 stop_node same

@@ -12,7 +12,7 @@ J=20
 every_jobs lr $J 1s "" "$RECORD" > "$T/jobs.json"
 dbc job apply "$T/jobs.json" >/dev/null
 for n in l1 l2 l3; do start_node "$n" --claim-strategy lock-row; done
-wait_for 30 sh -c "[ \$(wc -l 2>/dev/null < '$T/exec.log' || echo 0) -ge 40 ]" || fail "the jobs did not run"
+wait_until 30 sh -c "[ \$(wc -l 2>/dev/null < '$T/exec.log' || echo 0) -ge 40 ]" || fail "the jobs did not run"
 kill -KILL "$(pid_of l2)"
 sleep 10
 end_ms=$(date +%s%3N)
@@ -24,5 +24,5 @@ check_no_dup_exec "$T/runs.csv"
 assert_ge "$(awk '$4 == "l1" || $4 == "l3"' "$T/exec.log" | wc -l)" 100 "the other nodes ran the jobs"
 # SQLite's BEGIN IMMEDIATE already makes claimers take turns: no row there
 [ "$BACKEND" = sqlite ] ||
-  assert_eq "$(sql "SELECT count(*) FROM locks WHERE name = 'dbcron:schedule'")" 1 "the schedule lock row exists"
+  assert_eq 1 "$(sql "SELECT count(*) FROM locks WHERE name = 'dbcron:schedule'")" "the schedule lock row exists"
 echo "node_lockrow: all checks passed"

@@ -16,7 +16,7 @@ for i in 1 2 3; do
 done
 start_node a --lease 3s
 start_node b --lease 3s
-wait_for 30 grep -qs '^slow ' "$T/exec.log" ||
+wait_until 30 grep -qs '^slow ' "$T/exec.log" ||
   fail "the slow job did not start"
 sleep 1
 before=$(sql "SELECT id || ':' || incarnation FROM nodes ORDER BY id" | tr '\n' ' ')
@@ -38,10 +38,10 @@ pass "held the write lock for 5 s (lease 3 s)"
 sleep 5
 
 after=$(sql "SELECT id || ':' || incarnation FROM nodes ORDER BY id" | tr '\n' ' ')
-assert_eq "$after" "$before" "no node was declared dead and rejoined"
-assert_eq "$(sql "SELECT count(*) FROM runs WHERE error LIKE 'node lost%'")" 0 \
+assert_eq "$before" "$after" "no node was declared dead and rejoined"
+assert_eq 0 "$(sql "SELECT count(*) FROM runs WHERE error LIKE 'node lost%'")" \
   "no run was abandoned as node lost"
-assert_eq "$(sql "SELECT count(*) FROM nodes WHERE state <> 'alive'")" 0 "both nodes are alive"
+assert_eq 0 "$(sql "SELECT count(*) FROM nodes WHERE state <> 'alive'")" "both nodes are alive"
 stop_node a
 stop_node b
 runs_csv > "$T/runs.csv"

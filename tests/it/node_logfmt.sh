@@ -12,7 +12,7 @@ dbc job add 'k=v' --at now+1s --retries 0 -- true >/dev/null
 dbc job add nl --at now+1s --retries 0 -- "$forged" 'arg with "quotes"' >/dev/null
 
 start_node n1 --log-runs
-wait_for 20 bash -c '[ "$("$DBCRON_BIN" runs --format csv --limit 0 | grep -Ec ",(succeeded|failed),")" -ge 3 ]' ||
+wait_until 20 bash -c '[ "$("$DBCRON_BIN" runs --format csv --limit 0 | grep -Ec ",(succeeded|failed),")" -ge 3 ]' ||
   fail "the three runs did not finish"
 stop_node n1
 log=$T/node-n1.log
@@ -30,11 +30,11 @@ if [ "$bad" != 0 ]; then
 fi
 pass "every log line is well-formed ($(wc -l <"$log") lines)"
 
-assert_eq "$(grep -c 'forged' "$log" | tr -d ' ')" 1 "the fake line is inside one value, not a line of its own"
-assert_eq "$(grep -c '^ts=2020' "$log" || true)" 0 "no line starts with the forged timestamp"
-assert_eq "$(grep -c 'event=forged' "$log" || true)" 1 "event=forged only as escaped text"
+assert_eq 1 "$(grep -c 'forged' "$log" | tr -d ' ')" "the fake line is inside one value, not a line of its own"
+assert_eq 0 "$(grep -c '^ts=2020' "$log" || true)" "no line starts with the forged timestamp"
+assert_eq 1 "$(grep -c 'event=forged' "$log" || true)" "event=forged only as escaped text"
 end_nl=$(grep -c '^ts=[^ ]* level=warn event=run.end job=nl ' "$log" || true)
-assert_eq "$end_nl" 1 "one run.end line for the job whose command holds a newline"
+assert_eq 1 "$end_nl" "one run.end line for the job whose command holds a newline"
 grep -q '^ts=[^ ]* level=warn event=run.end job=nl .* error="[^"]*/nonexistent/dbcron-x\\nts=2020-01-01T00:00:00Z level=error event=forged job=evil' "$log" ||
   fail "the error keeps the newline as \\n inside its quoted value: $(grep 'job=nl' "$log")"
 pass "the newline is escaped inside the quoted error"
@@ -44,5 +44,5 @@ grep -q 'event=run.end job="k=v" fire_at=' "$log" || fail "the job name with '='
 pass "a job name with '=' cannot pose as a key"
 # the fields of each run.end line are exactly the keys the code logs
 keys=$(grep 'event=run.end job="q' "$log" | sed -E 's/"([^"\\]|\\.)*"/V/g; s/=[^ ]*//g')
-assert_eq "$keys" "ts level event job fire_at attempt run state took_ms error" "run.end carries only its own keys"
+assert_eq "ts level event job fire_at attempt run state took_ms error" "$keys" "run.end carries only its own keys"
 echo "node_logfmt: all checks passed"

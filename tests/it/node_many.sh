@@ -19,7 +19,7 @@ end_ms=$(date +%s%3N)
 stop_node many
 runs_csv > "$T/runs.csv"
 check_no_loss "$T/runs.csv" m $J "$end_ms"
-assert_eq "$(cut -d, -f1-3 "$T/runs.csv" | sort | uniq -d | wc -l)" 0 "no duplicate fire"
+assert_eq 0 "$(cut -d, -f1-3 "$T/runs.csv" | sort | uniq -d | wc -l)" "no duplicate fire"
 ok=$(awk -F, '$4 == "succeeded"' "$T/runs.csv" | wc -l)
 assert_ge "$ok" $((J * 4)) "fires of all $J jobs ran"
 echo "node_many: all checks passed"

@@ -21,10 +21,10 @@ for k in 5 4 3 2 1; do
        VALUES ($jid, 'q', $((base + k * 1000)), 2, 1, $due, 0, $due)" >/dev/null
 done
 start_node o1
-wait_for 30 sh -c "[ \$(wc -l 2>/dev/null < '$T/exec.log' || echo 0) -ge 5 ]" || fail "the five runs did not run"
+wait_until 30 sh -c "[ \$(wc -l 2>/dev/null < '$T/exec.log' || echo 0) -ge 5 ]" || fail "the five runs did not run"
 stop_node o1
 
 order=$(awk '{ print $2 - '"$base"' }' "$T/exec.log" | tr '\n' ' ')
-assert_eq "$order" "1000 2000 3000 4000 5000 " "the runs due at one instant ran oldest fire first"
+assert_eq "1000 2000 3000 4000 5000 " "$order" "the runs due at one instant ran oldest fire first"
 runs_csv > "$T/runs.csv"
 check_no_dup_exec "$T/runs.csv"

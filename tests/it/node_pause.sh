@@ -14,7 +14,7 @@ dbc job add d --every 1s --misfire skip -- sh -c "$(rec d)" >/dev/null
 dbc job add steady --every 1s --misfire skip -- sh -c "$(rec steady)" >/dev/null
 
 start_node n1 --preread 4s
-wait_for 30 sh -c "[ \$(wc -l 2>/dev/null < '$T/p.log' || echo 0) -ge 2 ]" || fail "p did not run"
+wait_until 30 sh -c "[ \$(wc -l 2>/dev/null < '$T/p.log' || echo 0) -ge 2 ]" || fail "p did not run"
 
 dbc job pause p >/dev/null
 paused_at=$(date +%s%3N)
@@ -23,13 +23,13 @@ deleted_at=$(date +%s%3N)
 sleep 6
 
 late_p=$(awk -v t="$paused_at" '$2 > t' "$T/p.log" | wc -l)
-assert_eq "$late_p" 0 "no fire of a paused job after the pause returned was executed"
+assert_eq 0 "$late_p" "no fire of a paused job after the pause returned was executed"
 late_d=$(awk -v t="$deleted_at" '$2 > t' "$T/d.log" | wc -l)
-assert_eq "$late_d" 0 "no fire of a deleted job after the delete returned was executed"
+assert_eq 0 "$late_d" "no fire of a deleted job after the delete returned was executed"
 assert_ge "$(awk -v t="$deleted_at" '$2 > t' "$T/steady.log" | wc -l)" 3 "the other job kept running"
 
 runs_csv > "$T/runs.csv"
-assert_eq "$(awk -F, '$4 == "scheduled" && ($1 == "p" || $1 == "d")' "$T/runs.csv" | wc -l)" 0 \
+assert_eq 0 "$(awk -F, '$4 == "scheduled" && ($1 == "p" || $1 == "d")' "$T/runs.csv" | wc -l)" \
   "no run of the paused or deleted job is left SCHEDULED"
 assert_ge "$(awk -F, '$1 == "p" && $4 == "skipped"' "$T/runs.csv" | wc -l)" 1 \
   "fires claimed before the pause are recorded SKIPPED"
@@ -40,7 +40,7 @@ grep -q '^d,.*job deleted' "$T/runs.csv" || fail "the abandoned fires do not say
 
 before=$(wc -l < "$T/p.log")
 dbc job resume p >/dev/null
-wait_for 20 sh -c "[ \$(wc -l < '$T/p.log') -gt $before ]" || fail "the resumed job does not run"
+wait_until 20 sh -c "[ \$(wc -l < '$T/p.log') -gt $before ]" || fail "the resumed job does not run"
 pass "a resumed job runs again"
 stop_node n1
 echo "node_pause: all checks passed"

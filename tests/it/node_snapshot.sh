@@ -34,5 +34,5 @@ assert_ge "$(grep -c '^v2 ' "$T/edit.log")" 2 "edit: the edited version ran"
 sort -k2n "$T/edit.log" | awk '$1 == "v2" { seen = 1 } $1 == "v1" && seen { exit 1 }' ||
   fail "edit: a fire after the edited version ran the old command: $(sort -k2n "$T/edit.log" | tr '\n' ' ')"
 pass "edit: versions in fire order, old then new"
-assert_eq "$(runs_csv --job edit | awk -F, '$4 != "succeeded" && $4 != "scheduled"' | wc -l)" 0 "edit: every run that started succeeded"
+assert_eq 0 "$(runs_csv --job edit | awk -F, '$4 != "succeeded" && $4 != "scheduled"' | wc -l)" "edit: every run that started succeeded"
 echo "node_snapshot: all checks passed"

@@ -1,84 +1,59 @@
-# Helpers for the node integration tests (sourced).  Everything a check
-# counts comes from the database (`dbcron runs --format csv`) or from files
-# the jobs themselves write, never from dbcron's logs.
+# Helpers for the node integration tests (sourced), on top of lib.bash:
+# nodes started, frozen and killed, the run log read as csv.  Everything a
+# check counts comes from the database (`dbcron runs --format csv`) or from
+# files the jobs themselves write, never from dbcron's logs.
 set -euo pipefail
 
 : "${DBCRON_BIN:?DBCRON_BIN must point at the dbcron binary}"
-T=$(mktemp -d /tmp/dbcron-it.XXXXXX)
+source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
+T=$T_DIR
 NODE_PIDS=()
-PGDB=""
-MYDB=""
 
-cleanup() {
-  local rc=$?
+# At exit, before lib.bash's cleanup: no node outlives its test (a frozen
+# one is continued first so that SIGKILL reaches it at once), and a failed
+# test shows the tail of each node's log.
+_node_exit() {
+  local rc=$1 p f
   for p in "${NODE_PIDS[@]:-}"; do
     [ -n "$p" ] && kill -CONT "$p" 2>/dev/null || true
     [ -n "$p" ] && kill -KILL "$p" 2>/dev/null || true
   done
   wait 2>/dev/null || true
-  if [ -n "$PGDB" ]; then
-    psql "$DBCRON_TEST_PG" -qAt -c "drop database if exists $PGDB with (force)" >/dev/null 2>&1 || true
-  fi
-  if [ -n "$MYDB" ]; then
-    my_client -e "drop database if exists $MYDB" >/dev/null 2>&1 || true
-  fi
-  if [ $rc -ne 0 ] && [ $rc -ne 77 ]; then # 77: skipped, said why
+  if { [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ]; } || [ "$T_FAILS" -gt 0 ]; then
     echo "--- FAILED (rc=$rc); node logs:" >&2
     for f in "$T"/node*.log; do [ -f "$f" ] && { echo "== $f" >&2; tail -n 40 "$f" >&2; }; done
   fi
-  rm -rf "$T"
-  exit $rc
 }
-trap cleanup EXIT
+t_on_exit _node_exit
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
-pass() { echo "ok - $*"; }
-assert_eq() { [ "$1" = "$2" ] || fail "$3: expected '$2', got '$1'"; pass "$3"; }
-assert_ge() { [ "$1" -ge "$2" ] || fail "$3: expected >= $2, got $1"; pass "$3 ($1 >= $2)"; }
-assert_le() { [ "$1" -le "$2" ] || fail "$3: expected <= $2, got $1"; pass "$3 ($1 <= $2)"; }
-
-# The MySQL/MariaDB client on the test server (DBCRON_TEST_MYSQL, a dbcron
-# URL mysql://user@host:port/db as scripts/mariadb-tmp.sh prints).
 my_client() {
   local u=${DBCRON_TEST_MYSQL#*://} user host port
   user=${u%%@*}; u=${u#*@}; host=${u%%/*}; port=${host##*:}; host=${host%:*}
   mariadb --no-defaults -u"$user" -h"$host" -P"$port" "$@"
 }
 
-# use_backend sqlite|pg|mysql: sets DBCRON_DB to a fresh database.
+# use_backend sqlite|pg|mysql: sets DBCRON_DB to a fresh database (dropped
+# at exit), BACKEND, and PGDB or MYDB to the database's name.
 use_backend() {
   BACKEND=$1
+  DBCRON_DB=$(t_fresh_url "$1" dbcron_it) || fail "no database for backend $1"
+  export DBCRON_DB
+  # the database's own name, for the server's client
   case "$1" in
-  sqlite) export DBCRON_DB="sqlite:$T/dbcron.db" ;;
-  pg)
-    : "${DBCRON_TEST_PG:?DBCRON_TEST_PG (a libpq conninfo) is required for PostgreSQL tests}"
-    PGDB="dbcron_it_$$_$RANDOM"
-    psql "$DBCRON_TEST_PG" -qAt -c "create database $PGDB" >/dev/null
-    export DBCRON_DB="${DBCRON_TEST_PG/dbname=postgres/dbname=$PGDB}"
-    ;;
-  mysql)
-    : "${DBCRON_TEST_MYSQL:?DBCRON_TEST_MYSQL (a mysql:// URL) is required for MySQL/MariaDB tests}"
-    MYDB="dbcron_it_$$_$RANDOM"
-    my_client -e "create database $MYDB"
-    export DBCRON_DB="${DBCRON_TEST_MYSQL%/*}/$MYDB"
-    ;;
-  *) fail "unknown backend $1" ;;
+  pg) PGDB=${DBCRON_DB##*dbname=} ;;
+  mysql) MYDB=${DBCRON_DB##*/} ;;
   esac
+  t_use_db "$1" "$DBCRON_DB"
   "$DBCRON_BIN" init >/dev/null
 }
 
+# Node tests print what dbcron prints: dbc runs the binary, output on stdout.
 dbc() { "$DBCRON_BIN" "$@"; }
 
-# sql QUERY: run it on the test database (sqlite3, psql or mariadb), rows on
-# stdout.
-# For setting up states no command can make, and for reading what none shows.
-sql() {
-  case "$BACKEND" in
-  sqlite) sqlite3 "${DBCRON_DB#sqlite:}" "$1" ;;
-  pg) psql "$DBCRON_DB" -qAt -c "$1" ;;
-  mysql) my_client -N -B "$MYDB" -e "SET SESSION sql_mode = CONCAT(@@sql_mode, ',PIPES_AS_CONCAT'); $1" ;;
-  esac
-}
+# sql QUERY: run it on the test database, rows on stdout ('|' between
+# columns). For setting up states no command can make, and for reading what
+# none shows.
+sql() { dbq "$1"; }
 
 # start_node NAME [flags...]: a node in the background, log in $T/node-NAME.log
 start_node() {
@@ -109,16 +84,6 @@ runs_csv() { dbc runs --format csv --limit 0 "$@" | tail -n +2; }
 count_runs() { runs_csv "$@" | grep -c . || true; }
 # sql-free field access: column N of the runs csv for job J
 runs_where() { local job=$1 state=$2; runs_csv --job "$job" | awk -F, -v s="$state" '$4 == s' ; }
-
-# wait_for SECONDS CMD...: poll until CMD succeeds
-wait_for() {
-  local secs=$1; shift
-  local end=$(( $(date +%s) + secs ))
-  until "$@"; do
-    [ "$(date +%s)" -lt "$end" ] || return 1
-    sleep 0.2
-  done
-}
 
 # every_jobs PREFIX N EVERY KEYS SCRIPT: a JSON array of N jobs PREFIX-1..N
 # running `sh -c SCRIPT` on an `every` schedule; KEYS is extra JSON

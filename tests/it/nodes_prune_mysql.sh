@@ -4,6 +4,6 @@
 set -euo pipefail
 if [ -z "${DBCRON_TEST_MYSQL:-}" ]; then
 	echo "# nodes_prune_mysql: skipped: DBCRON_TEST_MYSQL not set (scripts/test.sh starts a server)"
-	exit 0
+	exit 77
 fi
 NODES_BACKEND=mysql exec bash "$(dirname "$0")/nodes_prune.sh"

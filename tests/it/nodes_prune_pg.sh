@@ -4,6 +4,6 @@
 set -euo pipefail
 if [ -z "${DBCRON_TEST_PG:-}" ]; then
 	echo "# nodes_prune_pg: skipped: DBCRON_TEST_PG not set (scripts/test.sh starts a server)"
-	exit 0
+	exit 77
 fi
 NODES_BACKEND=pg exec bash "$(dirname "$0")/nodes_prune.sh"

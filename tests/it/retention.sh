@@ -21,12 +21,12 @@ before=$(old_left)
 # pass comes 2 s after its start, must leave the old runs alone.
 dbc lock dbcron:maintenance --ttl 30s --owner operator -- sleep 8 >/dev/null 2>&1 &
 holder=$!
-wait_for 10 sh -c "'$DBCRON_BIN' locks --format csv | grep -q '^dbcron:maintenance,operator,.*,held$'" ||
+wait_until 10 sh -c "'$DBCRON_BIN' locks --format csv | grep -q '^dbcron:maintenance,operator,.*,held$'" ||
   fail "the operator did not get the maintenance lease: $(dbc locks --format csv)"
 start_node r2 --retention 2s
 sleep 5
 stop_node r2
-assert_eq "$(old_left)" "$before" "no run pruned while another owner held dbcron:maintenance"
+assert_eq "$before" "$(old_left)" "no run pruned while another owner held dbcron:maintenance"
 wait "$holder" || fail "dbcron lock exited with status $?"
 
 # Two nodes with a 2 s retention, the lease free: the old runs go.
@@ -35,7 +35,7 @@ start_node r3 --retention 2s
 sleep 5
 stop_node r2
 stop_node r3
-assert_eq "$(old_left)" 0 "finished runs older than the retention were pruned"
+assert_eq 0 "$(old_left)" "finished runs older than the retention were pruned"
 new=$(runs_csv --job tick | awk -F, -v t="$t_cut" '$4 == "succeeded" && $7 >= t' | wc -l)
 assert_ge "$new" 1 "recent runs were kept"
 dbc locks --format csv | grep -q '^dbcron:maintenance,r[23],' || fail "no maintenance lease taken: $(dbc locks --format csv)"

@@ -112,5 +112,5 @@ echo "torture: faults:$summary; executions $(wc -l < "$T/exec.log"), at-most-onc
 check_no_loss "$T/runs.csv" t $J "$end_ms"
 check_no_dup_exec "$T/runs.csv"
 [ -s "$T/amo.log" ] && d=$(awk '{ print $1 "," $2 }' "$T/amo.log" | sort | uniq -d | wc -l) || d=0
-assert_eq "$d" 0 "the at-most-once job never executed a fire twice"
+assert_eq 0 "$d" "the at-most-once job never executed a fire twice"
 echo "torture: all checks passed"
