@@ -23,12 +23,15 @@ run_server() {
   local port
   port=$(cat "$dir/port")
   "$server" --no-defaults --datadir="$dir/data" --socket="$dir/sock" --port="$port" \
-    --bind-address=127.0.0.1 --pid-file="$dir/pid" --log-error="$dir/server.log" \
+    --bind-address=127.0.0.1 --pid-file="$dir/pid" --log-error="$dir/server.log" --tmpdir="$dir/tmp" \
     --skip-name-resolve --innodb-flush-log-at-trx-commit=0 --sync-binlog=0 \
     --innodb-buffer-pool-size=256M --max-connections=300 --character-set-server=utf8mb4 \
     --collation-server=utf8mb4_bin "${as_user[@]}" >/dev/null 2>&1 &
+  local spid=$!
   for _ in $(seq 1 600); do
     [ -S "$dir/sock" ] && mariadb --no-defaults -uroot --socket="$dir/sock" -e 'SELECT 1' >/dev/null 2>&1 && return 0
+    # gone already (its port taken by another server started at the same time)
+    kill -0 "$spid" 2>/dev/null || break
     sleep 0.1
   done
   cat "$dir/server.log" >&2
@@ -50,10 +53,17 @@ case "$cmd" in
 start)
   mkdir -p "$dir"
   echo $(( 20000 + (RANDOM % 20000) )) > "$dir/port"
-  [ "$(id -u)" -eq 0 ] && chown mysql: "$dir"
-  "$install_db" --no-defaults --datadir="$dir/data" --auth-root-authentication-method=normal \
+  # a temp dir of its own: two servers set up at once in one /tmp clash
+  mkdir -p "$dir/tmp"
+  [ "$(id -u)" -eq 0 ] && chown mysql: "$dir" "$dir/tmp"
+  TMPDIR=$dir/tmp "$install_db" --no-defaults --datadir="$dir/data" --auth-root-authentication-method=normal \
     --skip-test-db "${as_user[@]}" >"$dir/install.log" 2>&1 || { cat "$dir/install.log" >&2; exit 1; }
-  run_server
+  # a random private port; another one if it was taken
+  for try in 1 2 3 4 5; do
+    run_server 2>"$dir/start.err" && break
+    [ "$try" -lt 5 ] || { cat "$dir/start.err" >&2; exit 1; }
+    echo $(( 20000 + (RANDOM % 20000) )) > "$dir/port"
+  done
   echo "mysql://root@127.0.0.1:$(cat "$dir/port")/mysql"
   ;;
 restart)

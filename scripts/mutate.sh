@@ -125,11 +125,9 @@ elif cmd == "apply":  # apply LIST ROOT ID: replace the one occurrence in place
 PY
 
 scratch=""
-pgdir=""
-mydir=""
+source "$src/scripts/servers.bash"
 cleanup() {
-  [ -n "$pgdir" ] && bash "$src/scripts/pg-tmp.sh" stop "$pgdir"
-  [ -n "$mydir" ] && bash "$src/scripts/mariadb-tmp.sh" stop "$mydir"
+  servers_stop
   rm -f "$tool"
   if [ -n "$scratch" ]; then
     if [ "$keep" -eq 1 ]; then echo "mutate: scratch tree kept in $scratch" >&2; else rm -rf "$scratch"; fi
@@ -178,18 +176,7 @@ ctest_names() { (cd "$build" && ctest -N -R "$1" | sed -n 's/^ *Test *#[0-9]*: /
 union=$(cut -f4 <<<"$sel" | sort -u | while IFS= read -r re; do ctest_names "$re"; done |
   sort -u | paste -sd'|')
 union="^($union)\$"
-if [ "$(ctest_count -L pg -R "$union")" -gt 0 ]; then
-  pgdir=$(mktemp -d /tmp/dbcron-pg.XXXXXX)
-  DBCRON_TEST_PG=$(bash "$src/scripts/pg-tmp.sh" start "$pgdir")
-  export DBCRON_TEST_PG DBCRON_TEST_PGDIR=$pgdir
-  echo "mutate: PostgreSQL at $DBCRON_TEST_PG" >&2
-fi
-if [ "$(ctest_count -L mysql -R "$union")" -gt 0 ]; then
-  mydir=$(mktemp -d /tmp/dbcron-my.XXXXXX)
-  DBCRON_TEST_MYSQL=$(bash "$src/scripts/mariadb-tmp.sh" start "$mydir")
-  export DBCRON_TEST_MYSQL DBCRON_TEST_MYSQLDIR=$mydir
-  echo "mutate: MariaDB at $DBCRON_TEST_MYSQL" >&2
-fi
+servers_start "$build" 0 -R "$union"
 
 # run_tests REGEX LOG: the named tests, stopping at the first failure.
 run_tests() {

@@ -33,8 +33,14 @@ full_page_writes = off
 shared_buffers = 256MB
 shared_preload_libraries = 'pg_stat_statements'
 CONF
-  as_pg "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null ||
-    { cat "$dir/server.log" >&2; exit 1; }
+  # a random private port; another one if it was taken (servers started
+  # side by side)
+  for try in 1 2 3 4 5; do
+    as_pg "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null && break
+    [ "$try" -lt 5 ] || { cat "$dir/server.log" >&2; exit 1; }
+    old=$port port=$(( 20000 + (RANDOM % 20000) ))
+    sed -i "s/^port = $old\$/port = $port/" "$dir/data/postgresql.conf"
+  done
   echo "host=$dir port=$port user=postgres dbname=postgres"
   ;;
 restart)

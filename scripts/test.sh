@@ -1,19 +1,33 @@
 #!/usr/bin/env bash
-# Run every test of one build directory: starts a private PostgreSQL server
-# for the tests labelled pg and a private MariaDB server for those labelled
-# mysql, runs ctest, and stops both on any exit.
+# Run the tests of one build directory side by side: starts the private
+# PostgreSQL and MariaDB servers the selected tests need (none for a
+# selection that needs none, e.g. -L threads), runs ctest -j, stops the
+# servers on any exit, and prints the 15 slowest tests.
 #   scripts/test.sh BUILD_DIR [ctest args...]
+# DBCRON_TEST_JOBS (default 4) is ctest's -j: the tests mostly wait on
+# nodes, servers and child processes, so more run at once than there are
+# cores; the ones that keep both cores busy count as two (PROCESSORS in
+# tests/CMakeLists.txt).  docs/testing.md gives the time budget.
 set -euo pipefail
 build=$1; shift
 src=$(cd "$(dirname "$0")/.." && pwd)
-pgdir=$(mktemp -d /tmp/dbcron-pg.XXXXXX)
-mydir=$(mktemp -d /tmp/dbcron-my.XXXXXX)
-trap 'bash "$src/scripts/pg-tmp.sh" stop "$pgdir"; bash "$src/scripts/mariadb-tmp.sh" stop "$mydir"' EXIT
-DBCRON_TEST_PG=$(bash "$src/scripts/pg-tmp.sh" start "$pgdir")
-export DBCRON_TEST_PG DBCRON_TEST_PGDIR=$pgdir
-echo "test: PostgreSQL at $DBCRON_TEST_PG" >&2
-DBCRON_TEST_MYSQL=$(bash "$src/scripts/mariadb-tmp.sh" start "$mydir")
-export DBCRON_TEST_MYSQL DBCRON_TEST_MYSQLDIR=$mydir
-echo "test: MariaDB at $DBCRON_TEST_MYSQL" >&2
+source "$src/scripts/servers.bash"
+trap servers_stop EXIT
+servers_start "$build" 1 "$@"
 cd "$build"
-ctest --output-on-failure -j2 "$@"
+# The durations of an earlier run let ctest start the longest tests first;
+# a fresh build dir starts from the kept ones (tests/ctest-costs.txt).
+costs=Testing/Temporary/CTestCostData.txt
+if [ ! -s "$costs" ] && [ -f "$src/tests/ctest-costs.txt" ]; then
+  mkdir -p Testing/Temporary && cp "$src/tests/ctest-costs.txt" "$costs"
+fi
+rc=0
+ctest --output-on-failure -j"${DBCRON_TEST_JOBS:-4}" "$@" || rc=$?
+# The 15 slowest of this run (LastTest.log names each test, then its time).
+if [ -f Testing/Temporary/LastTest.log ]; then
+  echo "The 15 slowest tests of this run (seconds):"
+  awk '/^[0-9]+\/[0-9]+ Test: / { name = $3 }
+       /^Test time = / { printf "%8.1f  %s\n", $4, name }' Testing/Temporary/LastTest.log |
+    sort -rn | head -n 15
+fi
+exit "$rc"
