@@ -101,6 +101,11 @@ static bool may_write(const http_call *c, http_reply *rep)
 	return false;
 }
 
+bool http__may_write(const http_call *c, http_reply *rep)
+{
+	return may_write(c, rep);
+}
+
 static void method_not_allowed(http_reply *rep, const char *allow)
 {
 	http__error(rep, MHD_HTTP_METHOD_NOT_ALLOWED, "method_not_allowed",
