@@ -30,10 +30,18 @@
  *  - past the queue, a request without an admin token carries no body
  *    (refused on its headers, below), so it holds its slot only while it
  *    is answered.
- * The cost: a kept-alive connection that sits idle while slow clients
- * arrive may be closed early; clients reconnect.  Waiting in a queue
+ * A kept-alive connection whose last request showed a token of the file
+ * is not queued again: an authenticated client keeps its connection
+ * among slow clients (only the idle timeout closes it), and holding slots
+ * that way needs a token.  The cost: another kept-alive connection that
+ * sits idle while slow clients arrive may be closed early; clients
+ * reconnect.  Waiting in a queue
  * takes no thread: libmicrohttpd reads header bytes as they come on its
- * polling threads, and only a complete request reaches a request thread.
+ * polling threads, and only a complete request reaches a request thread
+ * (a thread per connection would make each slow client cost a thread and
+ * still leave the slots to run out).  Each connection's memory is bounded
+ * by MHD_OPTION_CONNECTION_MEMORY_LIMIT (64 KiB of headers and buffers),
+ * so the 256 connections cost at most 16 MiB however slow they are.
  *
  * The queue's entries (http_conn) are made and freed by libmicrohttpd's
  * connection notices on the polling threads, and the queue is guarded by
@@ -699,6 +707,10 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
 {
 	http_server *h = cls;
 	http_upload *up = *con_cls;
+	/* a connection that has shown a token of the file is an authenticated
+	 * client's: it never goes back to the queue, so slow clients cannot
+	 * push it out (the idle timeout still closes it) */
+	bool authenticated = up && h->ntokens > 0 && up->role >= HTTP_ROLE_READ;
 	if (up) {
 		dbcron__free(up->buf);
 		dbcron__free(up);
@@ -706,7 +718,8 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
 	}
 	/* answered: a kept-alive connection waits for its next request (one
 	 * that closes now leaves the queue again with its CLOSED notice) */
-	conn_set_waiting(h, c, true);
+	if (!authenticated)
+		conn_set_waiting(h, c, true);
 }
 
 /* ------------------------------------------------------------ daemon */

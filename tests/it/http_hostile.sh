@@ -178,6 +178,50 @@ DRIP1=$T_BG_PID
 wait_until 30 drip_ready "$T_DIR/drip1" || _t_fail "the 64 slow clients did not start"
 all_served "while 64 slow clients are connected"
 assert_eq 0 "$(drip_closed "$T_DIR/drip1")" "64 slow clients are not many: none was closed"
+# An authenticated client's kept-alive connection, asking every 5 s (under
+# the 15 s idle timeout), must not be among those closed below.
+cat >"$T_DIR/keepalive.py" <<'EOF'
+import os, socket, sys, time
+port, token, status, stop = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+s = socket.create_connection(("127.0.0.1", port))
+s.settimeout(30)
+req = ("GET /api/v1/jobs/quiet HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+       "Authorization: Bearer %s\r\n\r\n" % token).encode()
+answered = 0
+def say(what):
+    with open(status + ".tmp", "w") as f:
+        f.write(what + "\n")
+    os.replace(status + ".tmp", status)
+while True:
+    try:
+        s.sendall(req)
+        data = b""
+        while b"\r\n\r\n" not in data:
+            got = s.recv(65536)
+            if not got:
+                raise OSError("closed by the server")
+            data += got
+        head, _, rest = data.partition(b"\r\n\r\n")
+        n = [int(l.split(b":")[1]) for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")][0]
+        while len(rest) < n:
+            got = s.recv(65536)
+            if not got:
+                raise OSError("closed by the server")
+            rest += got
+        if not head.startswith(b"HTTP/1.1 200"):
+            raise OSError(head.split(b"\r\n")[0].decode())
+        answered += 1
+    except OSError as e:
+        say("lost after %d answers: %s" % (answered, e))
+        sys.exit(1)
+    say("answered %d" % answered)
+    if os.path.exists(stop):
+        sys.exit(0)
+    time.sleep(5)
+EOF
+t_bg python3 "$T_DIR/keepalive.py" "$PORT" "$READER" "$T_DIR/keepalive" "$T_DIR/keepalive.stop"
+KEEP=$T_BG_PID
+wait_until 30 drip_ready "$T_DIR/keepalive" || _t_fail "the kept-alive client did not start"
 # 300 more: more than may wait at once (half the 256 connections), so the
 # oldest waiting ones are closed as new ones come
 t_bg python3 "$T_DIR/drip.py" "$PORT" 300 "$T_DIR/drip2"
@@ -190,6 +234,10 @@ all_served "while 364 slow clients keep connecting and sending"
 # the slow clients that are left are still connected and sending
 assert_eq 1 "$([ "$(drip_closed "$T_DIR/drip2")" -lt 300 ] && echo 1 || echo 0)" \
 	"some slow clients are still connected (the checks ran among them)"
+touch "$T_DIR/keepalive.stop"
+wait "$KEEP" 2>/dev/null || true
+assert_match "$(cat "$T_DIR/keepalive")" "^answered [0-9]+$" \
+	"an authenticated client's kept-alive connection is never pushed out by slow clients"
 kill "$DRIP1" "$DRIP2"
 wait "$DRIP1" "$DRIP2" 2>/dev/null || true
 wait_until 30 curl -sf -o /dev/null --max-time 5 "http://127.0.0.1:$PORT/healthz" ||
