@@ -64,8 +64,8 @@ _dbcron()
 		opts="--tz --from --count --format"
 		;;
 	init) opts="--group" ;;
-	node) opts="--node-id --workers --slow-workers --claim-batch --max-inflight --preread --claim-strategy --lease --heartbeat --grace --retention --log-runs --quiet --http --api-token-file --metrics-max-jobs" ;;
-	serve) opts="--http --api-token-file --metrics-max-jobs" ;;
+	node) opts="--node-id --workers --slow-workers --claim-batch --max-inflight --preread --claim-strategy --lease --heartbeat --grace --retention --log-runs --quiet --http --api-token-file --http-host --metrics-max-jobs" ;;
+	serve) opts="--http --api-token-file --http-host --metrics-max-jobs" ;;
 	config)
 		if [ "$COMP_CWORD" -eq 2 ]; then
 			COMPREPLY=($(compgen -W "show --help" -- "$cur"))

@@ -100,6 +100,7 @@ typedef struct app_job_result {
 	int64_t next_fire; /* resume: the new next fire (-1 none) */
 	int64_t run_id;    /* trigger: the new run */
 	int64_t fire_at;   /* trigger: its fire time */
+	bool paused;       /* trigger: the job is paused, so the run waits for resume */
 	/* pause and delete wait (at most 10 s) for every live node to see the
 	 * change; when one did not confirm, why, else "" */
 	char warning[512];

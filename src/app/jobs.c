@@ -481,6 +481,18 @@ int app_job_trigger(store *s, const char *name, app_job_result *r, dbcron_err *e
 	if (rc == DBCRON_ENOTFOUND)
 		return no_such_job(err, name);
 	r->changed = rc == DBCRON_OK;
+	if (rc)
+		return rc;
+	/* No node claims a run of a paused job, so the caller must be told the
+	 * run waits for a resume.  Read after the trigger committed: a pause
+	 * or resume in between is the state the run will meet.  The run is
+	 * written whatever this read says, so its failure is only not said. */
+	dbcron_job j;
+	dbcron_err ignored = {0};
+	dbcron_job_init(&j);
+	if (store_job_get(s, name, &j, &ignored) == DBCRON_OK)
+		r->paused = j.paused;
+	dbcron_job_clear(&j);
 	return rc;
 }
 

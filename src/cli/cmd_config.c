@@ -102,6 +102,7 @@ static int value_text(conf_key k, const dbcron_node_config *cfg, const http_conf
 	case CONF_API_TOKEN_FILE:
 		snprintf(buf, len, "%s", hc->token_file ? hc->token_file : "(none)");
 		break;
+	case CONF_HTTP_HOST: snprintf(buf, len, "%s", hc->hosts ? hc->hosts : "(none)"); break;
 	case CONF_METRICS_MAX_JOBS: snprintf(buf, len, "%zu", hc->metrics_max_jobs); break;
 	default: buf[0] = '\0'; break;
 	}

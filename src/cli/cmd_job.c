@@ -873,7 +873,8 @@ static void name_usage(FILE *f)
 		   "  pause    stop firing (a running run goes on)\n"
 		   "  resume   fire again; the next fire is computed from the database's now\n"
 		   "  delete   remove the job; its runs stay in the run log\n"
-		   "  trigger  one run now, besides the schedule; prints the run id\n\n" CLI_DB_HELP);
+		   "  trigger  one run now, besides the schedule; prints the run id (a paused job's\n"
+		   "           run waits until the job is resumed, and it says so)\n\n" CLI_DB_HELP);
 }
 
 /* pause, resume, delete, trigger: one job by name (app/jobs.c).  A pause
@@ -902,8 +903,10 @@ static int job_by_name(const char *sub, int argc, char **argv)
 	} else if (strcmp(sub, "trigger") == 0) {
 		rc = app_job_trigger(s, a.name, &r, &err);
 		if (!rc)
-			printf("triggered job '%s': run %" PRId64 " at %s\n", a.name, r.run_id,
-			       model_time_text(r.fire_at, t, sizeof(t)));
+			printf("triggered job '%s': run %" PRId64 " at %s%s\n", a.name, r.run_id,
+			       model_time_text(r.fire_at, t, sizeof(t)),
+			       r.paused ? "; the job is paused: the run waits until it is resumed"
+					: "");
 	} else {
 		bool pause = strcmp(sub, "pause") == 0;
 		rc = pause ? app_job_pause(s, a.name, &r, &err) : app_job_resume(s, a.name, &r, &err);

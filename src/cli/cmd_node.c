@@ -59,7 +59,7 @@ static void help(FILE *f)
 		"                   [--claim-strategy per-row|lock-row]\n"
 		"                   [--lease DUR] [--heartbeat DUR] [--grace DUR] [--retention DUR|forever]\n"
 		"                   [--log-runs] [--quiet] [--http ADDR:PORT [--api-token-file PATH]\n"
-		"                   [--metrics-max-jobs N]]\n\n"
+		"                   [--http-host NAME]... [--metrics-max-jobs N]]\n\n"
 		"Run a scheduler node until SIGINT or SIGTERM (a second one stops running jobs at\n"
 		"once instead of after --grace).  Under systemd (Type=notify) it sends READY=1 once\n"
 		"registered and WATCHDOG=1 at every renewed lease.\n\n"
@@ -88,6 +88,9 @@ static void help(FILE *f)
 		"                     --api-token-file is given\n"
 		"  --api-token-file PATH  lines 'TOKEN ROLE' (ROLE read or admin; TOKEN may be\n"
 		"                     sha256:HEX); without it the API is read-only\n"
+		"  --http-host NAME   a name the server answers to besides its addresses and\n"
+		"                     localhost (a request whose Host is another name is 403:\n"
+		"                     DNS rebinding); repeat it or give NAME,NAME\n"
 		"  --metrics-max-jobs N  per-job series in /metrics for at most N jobs (default 1000)\n"
 		CLI_DB_HELP
 		"Jobs get a clean environment (HOME, USER, LOGNAME, SHELL, PATH, DBCRON_* run facts\n"
@@ -158,6 +161,13 @@ static int node_key(const char *cmd, conf_key k, dbcron_node_config *cfg, http_c
 		return rc;
 	case CONF_HTTP: hc->listen = v.text; return 0;
 	case CONF_API_TOKEN_FILE: hc->token_file = v.text; return 0;
+	case CONF_HTTP_HOST: {
+		dbcron_err e = {0};
+		if (http_hosts_check(v.text, &e))
+			return cli_usage_error(cmd, "%s: %s", v.label, e.msg);
+		hc->hosts = v.text;
+		return 0;
+	}
 	case CONF_METRICS_MAX_JOBS: {
 		int n = 0;
 		if (!(rc = parse_int(cmd, &v, 0, &n)))
@@ -190,6 +200,8 @@ int cli_node_settings(const char *cmd, dbcron_node_config *cfg, http_config *hc)
 		return cli_usage_error(cmd, "--lease must be at least twice --heartbeat");
 	if (hc->token_file && !hc->listen)
 		return cli_usage_error(cmd, "--api-token-file needs --http");
+	if (hc->hosts && !hc->listen)
+		return cli_usage_error(cmd, "--http-host needs --http");
 	return 0;
 }
 
@@ -213,6 +225,7 @@ int cli_node(int argc, char **argv)
 		{"quiet", no_argument, NULL, CONF_OPT(CONF_QUIET)},
 		{"http", required_argument, NULL, CONF_OPT(CONF_HTTP)},
 		{"api-token-file", required_argument, NULL, CONF_OPT(CONF_API_TOKEN_FILE)},
+		{"http-host", required_argument, NULL, CONF_OPT(CONF_HTTP_HOST)},
 		{"metrics-max-jobs", required_argument, NULL, CONF_OPT(CONF_METRICS_MAX_JOBS)},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},

@@ -17,8 +17,8 @@
 static void help(FILE *f)
 {
 	fprintf(f,
-		"usage: dbcron serve --http ADDR:PORT [--api-token-file PATH] [--metrics-max-jobs N]\n"
-		"                    [--db URL | --db-file PATH]\n\n"
+		"usage: dbcron serve --http ADDR:PORT [--api-token-file PATH] [--http-host NAME]...\n"
+		"                    [--metrics-max-jobs N] [--db URL | --db-file PATH]\n\n"
 		"Serve the HTTP API (docs/http.md) until SIGINT or SIGTERM, without scheduling.\n\n"
 		"  --http ADDR:PORT       where to listen: 127.0.0.1:8080, [::1]:8080; an address\n"
 		"                         that is not loopback needs --api-token-file\n"
@@ -26,6 +26,9 @@ static void help(FILE *f)
 		"                         sha256:HEX, its SHA-256); requests then need\n"
 		"                         'Authorization: Bearer TOKEN'.  Without it every read is\n"
 		"                         open and every write is refused (403)\n"
+		"  --http-host NAME       a name the server answers to besides its addresses and\n"
+		"                         localhost (a request whose Host is another name is 403:\n"
+		"                         DNS rebinding); repeat it or give NAME,NAME\n"
 		"  --metrics-max-jobs N   per-job series in /metrics for at most N jobs (default 1000)\n"
 		CLI_DB_HELP);
 }
@@ -37,6 +40,7 @@ int cli_serve(int argc, char **argv)
 		{"db-file", required_argument, NULL, CONF_OPT(CONF_DB_FILE)},
 		{"http", required_argument, NULL, CONF_OPT(CONF_HTTP)},
 		{"api-token-file", required_argument, NULL, CONF_OPT(CONF_API_TOKEN_FILE)},
+		{"http-host", required_argument, NULL, CONF_OPT(CONF_HTTP_HOST)},
 		{"metrics-max-jobs", required_argument, NULL, CONF_OPT(CONF_METRICS_MAX_JOBS)},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},

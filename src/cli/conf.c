@@ -57,13 +57,38 @@ static char flag_label[CONF__COUNT][40];
 const char *conf_key_name(conf_key k) { return keys[k].key; }
 const char *conf_key_env(conf_key k) { return keys[k].env; }
 
-void conf_set_flag(conf_key k, const char *text) { flags[k] = text; }
+/* A list key's flags joined with commas (owned; freed by conf_free). */
+static char *flag_list[CONF__COUNT];
+
+void conf_set_flag(conf_key k, const char *text)
+{
+	/* http-host may be given again: each one adds names */
+	if (k != CONF_HTTP_HOST || !flags[k]) {
+		flags[k] = text;
+		return;
+	}
+	size_t a = strlen(flags[k]), b = strlen(text);
+	char *joined = dbcron__malloc(a + b + 2);
+	if (!joined)
+		return; /* out of memory: the earlier names stay */
+	memcpy(joined, flags[k], a);
+	joined[a] = ',';
+	memcpy(joined + a + 1, text, b + 1);
+	dbcron__free(flag_list[k]);
+	flag_list[k] = joined;
+	flags[k] = joined;
+}
 void conf_set_path(const char *path) { flag_path = path; }
 
 void conf_free(void)
 {
-	for (int k = 0; k < CONF__COUNT; k++)
+	for (int k = 0; k < CONF__COUNT; k++) {
 		dbcron__free(file.label[k]);
+		if (flag_list[k] && flags[k] == flag_list[k])
+			flags[k] = NULL;
+		dbcron__free(flag_list[k]);
+		flag_list[k] = NULL;
+	}
 	if (file.text)
 		explicit_bzero(file.text, strlen(file.text));
 	dbcron__free(file.text);

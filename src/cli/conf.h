@@ -28,6 +28,7 @@
 	X(QUIET, "quiet", NULL)                        \
 	X(HTTP, "http", NULL)                          \
 	X(API_TOKEN_FILE, "api-token-file", NULL)      \
+	X(HTTP_HOST, "http-host", NULL)                \
 	X(METRICS_MAX_JOBS, "metrics-max-jobs", NULL)
 
 typedef enum conf_key {
@@ -62,8 +63,10 @@ const char *conf_key_name(conf_key k);
 /* The key's environment variable, NULL when it has none. */
 const char *conf_key_env(conf_key k);
 
-/* A flag's value (a later one replaces an earlier one); text is borrowed
- * and must outlive the command ("true" for a flag without a value). */
+/* A flag's value (a later one replaces an earlier one, except for a list
+ * key, http-host, where each adds to a comma-separated list); text is
+ * borrowed and must outlive the command ("true" for a flag without a
+ * value). */
 void conf_set_flag(conf_key k, const char *text);
 /* --config FILE given before the subcommand (borrowed). */
 void conf_set_path(const char *path);

@@ -4,7 +4,8 @@
  * and its environment.
  *
  * Owns the list of files this process keeps secrets in (a few dev/inode
- * pairs behind a mutex, filled by runas_secret_file_add), and nothing else
+ * pairs behind a mutex, filled by runas_secret_file_add: the database URL
+ * file, the HTTP API's token file), and nothing else
  * beyond what each call returns.  The list is process-wide, not per node:
  * a job of any node is a child of this process and could open any of them
  * (include/dbcron/db.h, dbcron_db_open_file).
@@ -204,21 +205,30 @@ static pthread_mutex_t secret_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
 	dev_t dev;
 	ino_t ino;
+	const char *what; /* static text for the refusal: "database secret" */
 } secret_files[SECRET_FILES];
 static size_t n_secret_files;
 
-void runas_secret_file_add(const char *path)
+void runas_secret_file_add_as(const char *path, const char *what)
 {
 	struct stat st;
 	if (!path || stat(path, &st) != 0)
 		return;
+	dev_t dev = st.st_dev;
+	ino_t ino = st.st_ino;
 	pthread_mutex_lock(&secret_lock);
 	if (n_secret_files < SECRET_FILES) {
-		secret_files[n_secret_files].dev = st.st_dev;
-		secret_files[n_secret_files].ino = st.st_ino;
-		n_secret_files++;
+		size_t i = n_secret_files++;
+		secret_files[i].dev = dev;
+		secret_files[i].ino = ino;
+		secret_files[i].what = what;
 	}
 	pthread_mutex_unlock(&secret_lock);
+}
+
+void runas_secret_file_add(const char *path)
+{
+	runas_secret_file_add_as(path, "database secret");
 }
 
 static bool same_file(const struct stat *st, const char *dir, const char *name)
@@ -230,26 +240,28 @@ static bool same_file(const struct stat *st, const char *dir, const char *name)
 	       o.st_dev == st->st_dev && o.st_ino == st->st_ino;
 }
 
-bool runas_secret_file(const struct stat *st)
+const char *runas_secret_file(const struct stat *st)
 {
-	bool hit = false;
+	const char *hit = NULL;
 	pthread_mutex_lock(&secret_lock);
 	for (size_t i = 0; i < n_secret_files && !hit; i++)
-		hit = secret_files[i].dev == st->st_dev && secret_files[i].ino == st->st_ino;
+		if (secret_files[i].dev == st->st_dev && secret_files[i].ino == st->st_ino)
+			hit = secret_files[i].what;
 	pthread_mutex_unlock(&secret_lock);
 	if (hit)
-		return true;
+		return hit;
 	/* libpq's password file, where libpq would look for it */
 	const char *pgpass = getenv("PGPASSFILE"), *home = getenv("HOME");
 	if (pgpass && *pgpass)
-		return same_file(st, pgpass, NULL);
+		return same_file(st, pgpass, NULL) ? "database secret" : NULL;
 	if (home && *home && same_file(st, home, ".pgpass"))
-		return true;
+		return "database secret";
 	struct passwd pw, *pp = NULL;
 	char buf[4096];
-	if (getpwuid_r(geteuid(), &pw, buf, sizeof(buf), &pp) == 0 && pp && pp->pw_dir)
-		return same_file(st, pp->pw_dir, ".pgpass");
-	return false;
+	if (getpwuid_r(geteuid(), &pw, buf, sizeof(buf), &pp) == 0 && pp && pp->pw_dir &&
+	    same_file(st, pp->pw_dir, ".pgpass"))
+		return "database secret";
+	return NULL;
 }
 
 /* ---- users and groups ---- */
@@ -447,10 +459,11 @@ int runas_env_file_read(const char *path, const runas_ident *id, char **text,
 		rc = dbcron_err_set(err, DBCRON_EINVAL, "env-file '%s': not a regular file", path);
 		goto out_close;
 	}
-	if (runas_secret_file(&st)) {
+	const char *secret = runas_secret_file(&st);
+	if (secret) {
 		rc = dbcron_err_set(err, DBCRON_EINVAL,
-				    "env-file '%s': the node keeps its own database secret there; "
-				    "no job gets it", path);
+				    "env-file '%s': the node keeps its own %s there; no job gets it",
+				    path, secret);
 		goto out_close;
 	}
 	if (id->switch_ids && !may_read(&st, id)) {

@@ -64,9 +64,13 @@ bool runas_secret_var(const char *kv);
  * file).  A job's env-file that is the same file is refused.  Safe from
  * any thread; a few entries are kept, later ones are dropped. */
 void runas_secret_file_add(const char *path);
+/* The same for another kind of secret (the HTTP API's token file):
+ * what (static text, "API tokens") names it in the refusal. */
+void runas_secret_file_add_as(const char *path, const char *what);
 /* Is st (an open env-file) one of the remembered files, or libpq's
- * password file of this process ($PGPASSFILE, else ~/.pgpass)? */
-bool runas_secret_file(const struct stat *st);
+ * password file of this process ($PGPASSFILE, else ~/.pgpass)?  What the
+ * file holds ("database secret", "API tokens"), NULL when it is neither. */
+const char *runas_secret_file(const struct stat *st);
 
 /* ---- look-ups on this host ---- */
 

@@ -101,6 +101,11 @@ static bool may_write(const http_call *c, http_reply *rep)
 	return false;
 }
 
+bool http__may_write(const http_call *c, http_reply *rep)
+{
+	return may_write(c, rep);
+}
+
 static void method_not_allowed(http_reply *rep, const char *allow)
 {
 	http__error(rep, MHD_HTTP_METHOD_NOT_ALLOWED, "method_not_allowed",
@@ -248,10 +253,18 @@ static void job_verb(const http_call *c, const char *name, const char *verb, htt
 		rc = app_job_resume(c->st, name, &r, &err);
 	if (rc)
 		return from_err(rep, &err);
-	if (!strcmp(verb, "trigger"))
-		return ok(rep, MHD_HTTP_CREATED,
-			  json_pack("{s:s,s:I,s:I}", "job", name, "run_id", (json_int_t)r.run_id,
-				    "fire_at_ms", (json_int_t)r.fire_at));
+	if (!strcmp(verb, "trigger")) {
+		ok(rep, MHD_HTTP_CREATED,
+		   json_pack("{s:s,s:I,s:I,s:b}", "job", name, "run_id", (json_int_t)r.run_id,
+			     "fire_at_ms", (json_int_t)r.fire_at, "paused", r.paused));
+		/* 201 all the same: the run exists, it only waits */
+		if (r.paused && rep->json)
+			json_object_set_new(rep->json, "warning",
+					    json_sprintf("job '%s' is paused: run %" PRId64
+							 " waits until it is resumed",
+							 name, r.run_id));
+		return;
+	}
 	ok(rep, MHD_HTTP_OK,
 	   json_pack("{s:s,s:b,s:b,s:o}", "job", name, "paused", !strcmp(verb, "pause"),
 		     "changed", r.changed, "next_fire_at_ms",

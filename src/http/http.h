@@ -18,15 +18,23 @@ typedef struct http_config {
 	const char *db_url;     /* the server opens its own store on it */
 	const char *token_file; /* NULL: read-only, and loopback only */
 	size_t max_body;        /* bytes; a larger request body is 413 */
-	unsigned max_conns;     /* connections at once; more are refused */
+	unsigned max_conns;     /* connections at once; at most half of them wait
+				   for a request (server.c) */
 	unsigned timeout_s;     /* an idle connection is closed after this */
 	struct node_stats *stats; /* a node's counters for /metrics (borrowed;
 				     outlives the server), NULL under serve */
 	size_t metrics_max_jobs;  /* per-job series in /metrics (default 1000) */
+	const char *hosts;        /* --http-host: names Host may be besides an
+				     address and localhost, comma-separated;
+				     NULL: none */
 } http_config;
 
-/* Defaults for the limits: 8 MiB, 64, 15 s, 1000 jobs. */
+/* Defaults for the limits: 8 MiB, 256, 15 s, 1000 jobs. */
 void http_config_init(http_config *c);
+
+/* Is list ("a.example, b.example") a valid --http-host value?  EINVAL
+ * naming the bad name. */
+int http_hosts_check(const char *list, dbcron_err *err);
 
 typedef struct http_server http_server;
 

@@ -50,6 +50,10 @@ typedef struct http_reply {
 	bool csp;      /* a dashboard file: Content-Security-Policy, nothing from elsewhere */
 } http_reply;
 
+/* Does the call have the admin role?  When not, answers 401 or 403 as a
+ * write route would (api.c); server.c uses it to refuse a body unread. */
+bool http__may_write(const http_call *c, http_reply *rep);
+
 /* GET /metrics (metrics.c). */
 void http__metrics(const http_call *call, http_reply *rep);
 

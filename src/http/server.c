@@ -3,8 +3,64 @@
  * HTTP_THREADS polling threads, so one slow request (a big answer, a
  * statement waiting on a lock) holds one thread and the others go on
  * serving /healthz, /metrics and the rest.  The limits (body size,
- * connections, idle timeout, header memory) and who is asking (bearer
- * tokens) are here too.
+ * connections, idle timeout, header memory), which names it answers to
+ * (Host) and who is asking (bearer tokens) are here too.
+ *
+ * Slow clients (slowloris).  A connection costs a slot (max_conns of them,
+ * default 256) from its accept until it closes, and a client that sends
+ * its request one header line every few seconds is never idle, so the
+ * idle timeout never frees its slot: with every slot held that way,
+ * libmicrohttpd stops accepting and nobody is served, /healthz included.
+ * A per-address limit does not help when the slow clients and the
+ * monitor share an address (a proxy, the same host), and a deadline on
+ * the headers only frees slots for slow clients that reconnect at once.
+ * So the server keeps the connections that are waiting for a request
+ * (accepted, or kept alive after an answer, and no complete header block
+ * yet) in one queue, oldest first, and lets at most max_conns / 2 of them
+ * wait: a connection accepted past that closes the one that has waited
+ * longest (shutdown() of its socket; libmicrohttpd then sees the end of
+ * the stream and frees it on its own thread).  What this guarantees:
+ *  - any number of slow clients hold at most max_conns / 2 slots, so the
+ *    daemon never reaches its limit through them and keeps accepting;
+ *  - a client that sends its request headers promptly (in one packet, as
+ *    every HTTP client does) is past the queue before the waiting ones
+ *    it joined can push it out: only max_conns / 2 newer connections
+ *    arriving in between could, which is a flood (a volume attack for a
+ *    firewall or a proxy), not a slow client;
+ *  - past the queue, a request without an admin token carries no body
+ *    (refused on its headers, below), so it holds its slot only while it
+ *    is answered.
+ * A kept-alive connection whose last request showed a token of the file
+ * is not queued again: an authenticated client keeps its connection
+ * among slow clients (only the idle timeout closes it), and holding slots
+ * that way needs a token.  The cost: another kept-alive connection that
+ * sits idle while slow clients arrive may be closed early; clients
+ * reconnect.  Waiting in a queue
+ * takes no thread: libmicrohttpd reads header bytes as they come on its
+ * polling threads, and only a complete request reaches a request thread
+ * (a thread per connection would make each slow client cost a thread and
+ * still leave the slots to run out).  Each connection's memory is bounded
+ * by MHD_OPTION_CONNECTION_MEMORY_LIMIT (64 KiB of headers and buffers),
+ * so the 256 connections cost at most 16 MiB however slow they are.
+ *
+ * The queue's entries (http_conn) are made and freed by libmicrohttpd's
+ * connection notices on the polling threads, and the queue is guarded by
+ * conn_mu.  An entry's socket is closed by libmicrohttpd only after the
+ * CLOSED notice has taken the entry out under conn_mu, so a shutdown()
+ * under conn_mu never hits a socket number that was reused.
+ *
+ * Names (DNS rebinding).  A page of another site whose name the attacker
+ * points at 127.0.0.1 would be same-origin with this server in the
+ * browser, and could read a token-less server's jobs.  Every request's
+ * Host must be an IP address (an address is not a name a rebinding DNS
+ * can answer for), localhost or a name under .localhost (browsers
+ * resolve those to loopback themselves), or a name given with
+ * --http-host; anything else is 403 before the request is looked at.
+ *
+ * Bodies.  Only admin requests use a body, so the role is decided on the
+ * headers and a request with a body (Content-Length above 0, or chunked)
+ * from anyone else is refused (401 or 403) before a byte of it is read:
+ * no body is buffered for a client that has not shown an admin token.
  *
  * Store handles: one per pool thread, all opened at start (so a database
  * that cannot be reached is said at start, and a client library's
@@ -13,8 +69,8 @@
  * runs one request at a time, so with as many handles as threads one is
  * always free and the wait is only a guard.  No handle is ever used by
  * two threads at once, and none is the claim loop's.  The tokens, the
- * limits and the node's counters (atomics) are read-only here after
- * start, so the threads share nothing else.
+ * limits, the names and the node's counters (atomics) are read-only here
+ * after start, so the threads share nothing else but the waiting queue.
  *
  * Auth: a token file holds lines "TOKEN ROLE" (ROLE read or admin; TOKEN
  * may be "sha256:HEX", so the file need hold no secret).  Only the
@@ -23,7 +79,8 @@
  * its position leaks through timing.  Only "Authorization: Bearer" counts:
  * no cookies, so a browser cannot be made to send a credential (no CSRF).
  * Without a token file the server is read-only and must listen on a
- * loopback address.
+ * loopback address.  The token file is a secret of this process, as the
+ * database URL file is: no job's env-file may be it (exec/runas.c).
  */
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -36,9 +93,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <strings.h>
 
 #include "core/alloc.h"
 #include "core/log.h"
+#include "exec/runas.h"
 #include "http/http_int.h"
 #include "sched/stats.h"
 
@@ -46,6 +105,18 @@
 /* Request threads (and store handles).  Four keeps a slow request or two
  * from stalling the rest without many database connections per node. */
 #define HTTP_THREADS 4
+
+/* A name in Host, at most (DNS: 253, and a port). */
+#define HOST_NAME_MAX_LEN 253
+
+/* One connection, from its accept to its close (libmicrohttpd's socket
+ * context).  While waiting is set it is in the server's queue of
+ * connections waiting for a request, oldest at the head. */
+typedef struct http_conn {
+	struct http_conn *prev, *next;
+	bool waiting;
+	int fd; /* libmicrohttpd's socket, open until after the CLOSED notice */
+} http_conn;
 
 typedef struct http_token {
 	char hex[SHA256_HEX + 1]; /* lower-case SHA-256 of the token */
@@ -65,6 +136,12 @@ struct http_server {
 	unsigned port;
 	struct node_stats *stats;
 	size_t metrics_max_jobs;
+	char **hosts; /* --http-host names: lower case, no trailing dot */
+	size_t nhosts;
+	pthread_mutex_t conn_mu;  /* guards the waiting queue */
+	bool conn_init;           /* conn_mu exists */
+	http_conn *wait_head, *wait_tail;
+	size_t nwaiting, max_waiting;
 };
 
 /* One request's upload, owned by the connection (freed in on_done). */
@@ -72,14 +149,15 @@ typedef struct http_upload {
 	char *buf;
 	size_t len, cap;
 	bool too_big;
-	bool seen; /* the first call (headers only) has happened */
+	http_role role; /* decided on the headers */
+	bool bad_token; /* a bearer token was given and is unknown */
 } http_upload;
 
 void http_config_init(http_config *c)
 {
 	memset(c, 0, sizeof(*c));
 	c->max_body = (size_t)8 << 20;
-	c->max_conns = 64;
+	c->max_conns = 256;
 	c->timeout_s = 15;
 	c->metrics_max_jobs = 1000;
 }
@@ -190,6 +268,237 @@ static http_role token_role(const http_server *h, const char *token)
 	return role;
 }
 
+/* -------------------------------------------------------------- names */
+
+/* A host name as --http-host takes it: letters, digits, '-', '_' and
+ * non-empty dot-separated labels (one trailing dot allowed). */
+static bool is_host_name(const char *s, size_t len)
+{
+	if (len && s[len - 1] == '.')
+		len--;
+	if (len == 0 || len > HOST_NAME_MAX_LEN)
+		return false;
+	size_t label = 0;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		if (ch == '.') {
+			if (label == 0)
+				return false;
+			label = 0;
+		} else if (isalnum(ch) || ch == '-' || ch == '_') {
+			if (++label > 63)
+				return false;
+		} else {
+			return false;
+		}
+	}
+	return label > 0;
+}
+
+int http_hosts_check(const char *list, dbcron_err *err)
+{
+	const char *p = list;
+	for (;;) {
+		size_t n = strcspn(p, ",");
+		const char *b = p, *e = p + n;
+		while (b < e && isspace((unsigned char)*b))
+			b++;
+		while (e > b && isspace((unsigned char)e[-1]))
+			e--;
+		if (!is_host_name(b, (size_t)(e - b)))
+			return dbcron_err_set(err, DBCRON_EINVAL,
+					      "'%.*s' is not a host name (letters, digits, '-' and '.'; "
+					      "a comma between names)",
+					      (int)((size_t)(e - b) > 80 ? 80 : (size_t)(e - b)), b);
+		if (!p[n])
+			return DBCRON_OK;
+		p += n + 1;
+	}
+}
+
+/* The names of the list into h->hosts, lower case, without a trailing dot. */
+static int read_hosts(http_server *h, const char *list, dbcron_err *err)
+{
+	size_t cap = 0;
+	dbcron_err bad = {0};
+	int rc = http_hosts_check(list, &bad);
+	if (rc)
+		return dbcron_err_set(err, rc, "--http-host: %s", bad.msg);
+	for (const char *p = list;;) {
+		size_t n = strcspn(p, ",");
+		const char *b = p, *e = p + n;
+		while (b < e && isspace((unsigned char)*b))
+			b++;
+		while (e > b && isspace((unsigned char)e[-1]))
+			e--;
+		if (e[-1] == '.')
+			e--;
+		char *name = dbcron__malloc((size_t)(e - b) + 1);
+		if (!name || dbcron__grow((void **)&h->hosts, &cap, h->nhosts + 1,
+					  sizeof(*h->hosts))) {
+			dbcron__free(name);
+			return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
+		}
+		for (size_t i = 0; i < (size_t)(e - b); i++)
+			name[i] = (char)tolower((unsigned char)b[i]);
+		name[e - b] = '\0';
+		h->hosts[h->nhosts++] = name;
+		if (!p[n])
+			return DBCRON_OK;
+		p += n + 1;
+	}
+}
+
+/* ":PORT" after a Host name: empty or up to five digits. */
+static bool host_port_ok(const char *s)
+{
+	if (!*s)
+		return true;
+	if (*s++ != ':')
+		return false;
+	size_t n = strspn(s, "0123456789");
+	return n >= 1 && n <= 5 && !s[n];
+}
+
+/*
+ * May a request with this Host header be answered?  An address (v4, or v6
+ * in brackets), localhost and *.localhost, and the --http-host names; the
+ * port is not looked at (a rebinding page's port is ours anyway).  No
+ * Host at all is an HTTP/1.0 client, never a browser.
+ */
+static bool host_allowed(const http_server *h, const char *host)
+{
+	char name[HOST_NAME_MAX_LEN + 2];
+	struct in_addr a4;
+	struct in6_addr a6;
+	size_t n;
+
+	if (!host)
+		return true;
+	if (host[0] == '[') {
+		const char *e = strchr(host, ']');
+		n = e ? (size_t)(e - host - 1) : 0;
+		if (!e || n == 0 || n >= sizeof(name) || !host_port_ok(e + 1))
+			return false;
+		memcpy(name, host + 1, n);
+		name[n] = '\0';
+		return inet_pton(AF_INET6, name, &a6) == 1;
+	}
+	n = strcspn(host, ":");
+	if (n == 0 || n >= sizeof(name) || !host_port_ok(host + n))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		name[i] = (char)tolower((unsigned char)host[i]);
+	name[n] = '\0';
+	if (name[n - 1] == '.')
+		name[--n] = '\0';
+	if (n == 0)
+		return false;
+	if (inet_pton(AF_INET, name, &a4) == 1)
+		return true;
+	if (!strcmp(name, "localhost") ||
+	    (n > 10 && !strcmp(name + n - 10, ".localhost")))
+		return true;
+	for (size_t i = 0; i < h->nhosts; i++)
+		if (!strcmp(name, h->hosts[i]))
+			return true;
+	return false;
+}
+
+/* ------------------------------------------------- connections waiting */
+
+/* conn_mu held. */
+static void wait_unlink(http_server *h, http_conn *hc)
+{
+	if (!hc->waiting)
+		return;
+	if (hc->prev)
+		hc->prev->next = hc->next;
+	else
+		h->wait_head = hc->next;
+	if (hc->next)
+		hc->next->prev = hc->prev;
+	else
+		h->wait_tail = hc->prev;
+	hc->prev = hc->next = NULL;
+	hc->waiting = false;
+	h->nwaiting--;
+}
+
+/* conn_mu held: hc to the tail (the newest), then close the oldest while
+ * too many wait.  shutdown() leaves the socket open (libmicrohttpd closes
+ * it after the CLOSED notice) and wakes its polling thread with the end
+ * of the stream. */
+static void wait_push(http_server *h, http_conn *hc)
+{
+	if (hc->waiting)
+		return;
+	hc->prev = h->wait_tail;
+	hc->next = NULL;
+	if (h->wait_tail)
+		h->wait_tail->next = hc;
+	else
+		h->wait_head = hc;
+	h->wait_tail = hc;
+	hc->waiting = true;
+	h->nwaiting++;
+	while (h->nwaiting > h->max_waiting && h->wait_head != hc) {
+		http_conn *old = h->wait_head;
+		wait_unlink(h, old);
+		if (old->fd >= 0)
+			shutdown(old->fd, SHUT_RDWR);
+	}
+}
+
+static http_conn *conn_of(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	return ci ? ci->socket_context : NULL;
+}
+
+/* A complete request arrived (busy) or was answered (waiting again). */
+static void conn_set_waiting(http_server *h, struct MHD_Connection *c, bool waiting)
+{
+	http_conn *hc = conn_of(c);
+	if (!hc)
+		return;
+	pthread_mutex_lock(&h->conn_mu);
+	if (waiting)
+		wait_push(h, hc);
+	else
+		wait_unlink(h, hc);
+	pthread_mutex_unlock(&h->conn_mu);
+}
+
+/* libmicrohttpd's connection notices, on the connection's polling thread. */
+static void on_conn(void *cls, struct MHD_Connection *c, void **socket_context,
+		    enum MHD_ConnectionNotificationCode code)
+{
+	http_server *h = cls;
+	http_conn *hc = *socket_context;
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		/* out of memory: the connection is served, only never queued */
+		if (!(hc = dbcron__calloc(1, sizeof(*hc))))
+			return;
+		const union MHD_ConnectionInfo *ci =
+			MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		hc->fd = ci ? ci->connect_fd : -1;
+		*socket_context = hc;
+		pthread_mutex_lock(&h->conn_mu);
+		wait_push(h, hc);
+		pthread_mutex_unlock(&h->conn_mu);
+		return;
+	}
+	if (!hc)
+		return;
+	pthread_mutex_lock(&h->conn_mu);
+	wait_unlink(h, hc);
+	pthread_mutex_unlock(&h->conn_mu);
+	dbcron__free(hc);
+	*socket_context = NULL;
+}
+
 /* ------------------------------------------------------------ replies */
 
 void http__error(http_reply *rep, unsigned status, const char *code, const char *fmt, ...)
@@ -275,6 +584,73 @@ static void handle_give(http_server *h, store *st)
 
 /* ---------------------------------------------------------- requests */
 
+/* The caller's role from the Authorization header. */
+static http_role caller_role(const http_server *h, struct MHD_Connection *c, bool *bad_token)
+{
+	const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+						       MHD_HTTP_HEADER_AUTHORIZATION);
+	*bad_token = false;
+	if (h->ntokens == 0)
+		return HTTP_ROLE_READ;
+	if (auth && !strncasecmp(auth, "Bearer ", 7)) {
+		const char *t = auth + 7;
+		while (*t == ' ')
+			t++;
+		http_role role = token_role(h, t);
+		*bad_token = role == HTTP_ROLE_NONE;
+		return role;
+	}
+	*bad_token = auth != NULL;
+	return HTTP_ROLE_NONE;
+}
+
+/* Does the request announce a body?  (A chunked one has no length.) */
+static bool has_body(struct MHD_Connection *c)
+{
+	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+						     MHD_HTTP_HEADER_CONTENT_LENGTH);
+	return (cl && strtoull(cl, NULL, 10) > 0) ||
+	       MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+					   MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL;
+}
+
+/*
+ * The first call of a request, with its headers only: everything that can
+ * refuse it without its body does so here, before a byte of the body is
+ * read (libmicrohttpd then answers without "100 Continue" and closes).
+ */
+static enum MHD_Result on_headers(http_server *h, struct MHD_Connection *c,
+				  const char *method, http_upload *up)
+{
+	http_reply rep = {0};
+	const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+
+	if (!host_allowed(h, host)) {
+		http__error(&rep, MHD_HTTP_FORBIDDEN, "forbidden",
+			    "Host '%.100s' is not a name of this server (an address, localhost, or a "
+			    "name given with --http-host)", host);
+		return send_reply(c, &rep);
+	}
+	up->role = caller_role(h, c, &up->bad_token);
+	if (has_body(c) && up->role < HTTP_ROLE_ADMIN) {
+		/* only writes take a body, and they need admin: say why as the
+		 * route would, without reading the body first */
+		http_call call = {.conn = c, .method = method, .role = up->role,
+				  .tokens = h->ntokens > 0, .bad_token = up->bad_token};
+		http__may_write(&call, &rep);
+		return send_reply(c, &rep);
+	}
+	/* a declared length over the limit is refused before any of it */
+	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+						     MHD_HTTP_HEADER_CONTENT_LENGTH);
+	if (cl && strtoull(cl, NULL, 10) > h->max_body) {
+		http__error(&rep, MHD_HTTP_CONTENT_TOO_LARGE, "too_large",
+			    "request body larger than the limit of %zu bytes", h->max_body);
+		return send_reply(c, &rep);
+	}
+	return MHD_YES;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
 				  const char *method, const char *version,
 				  const char *data, size_t *data_size, void **con_cls)
@@ -284,19 +660,13 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	http_reply rep = {0};
 
 	if (!up) {
+		/* a complete header block: no longer waiting for a request */
+		conn_set_waiting(h, c, false);
 		up = dbcron__calloc(1, sizeof(*up));
 		if (!up)
 			return MHD_NO;
 		*con_cls = up;
-		/* a declared length over the limit is refused before any of it */
-		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-							     MHD_HTTP_HEADER_CONTENT_LENGTH);
-		if (cl && strtoull(cl, NULL, 10) > h->max_body) {
-			http__error(&rep, MHD_HTTP_CONTENT_TOO_LARGE, "too_large",
-				    "request body larger than the limit of %zu bytes", h->max_body);
-			return send_reply(c, &rep);
-		}
-		return MHD_YES;
+		return on_headers(h, c, method, up);
 	}
 	if (*data_size) {
 		size_t n = *data_size;
@@ -322,20 +692,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	http_call call = {.conn = c, .method = method, .path = url,
 			  .body = up->buf ? up->buf : "", .body_len = up->len,
 			  .st = NULL, .tokens = h->ntokens > 0, .stats = h->stats,
-			  .metrics_max_jobs = h->metrics_max_jobs};
-	const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-						       MHD_HTTP_HEADER_AUTHORIZATION);
-	if (!call.tokens) {
-		call.role = HTTP_ROLE_READ;
-	} else if (auth && !strncasecmp(auth, "Bearer ", 7)) {
-		const char *t = auth + 7;
-		while (*t == ' ')
-			t++;
-		call.role = token_role(h, t);
-		call.bad_token = call.role == HTTP_ROLE_NONE;
-	} else if (auth) {
-		call.bad_token = true;
-	}
+			  .metrics_max_jobs = h->metrics_max_jobs,
+			  .role = up->role, .bad_token = up->bad_token};
 	call.st = handle_take(h);
 	http__route(&call, &rep);
 	handle_give(h, call.st);
@@ -347,12 +705,21 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
 		    enum MHD_RequestTerminationCode why)
 {
+	http_server *h = cls;
 	http_upload *up = *con_cls;
+	/* a connection that has shown a token of the file is an authenticated
+	 * client's: it never goes back to the queue, so slow clients cannot
+	 * push it out (the idle timeout still closes it) */
+	bool authenticated = up && h->ntokens > 0 && up->role >= HTTP_ROLE_READ;
 	if (up) {
 		dbcron__free(up->buf);
 		dbcron__free(up);
 		*con_cls = NULL;
 	}
+	/* answered: a kept-alive connection waits for its next request (one
+	 * that closes now leaves the queue again with its CLOSED notice) */
+	if (!authenticated)
+		conn_set_waiting(h, c, true);
 }
 
 /* ------------------------------------------------------------ daemon */
@@ -450,6 +817,11 @@ static void free_server(http_server *h)
 		pthread_cond_destroy(&h->pool_cv);
 		pthread_mutex_destroy(&h->pool_mu);
 	}
+	if (h->conn_init)
+		pthread_mutex_destroy(&h->conn_mu);
+	for (size_t i = 0; i < h->nhosts; i++)
+		dbcron__free(h->hosts[i]);
+	dbcron__free(h->hosts);
 	dbcron__free(h->tokens);
 	dbcron__free(h);
 }
@@ -478,6 +850,18 @@ int http_server_start(const http_config *c, http_server **out, dbcron_err *err)
 	h->metrics_max_jobs = c->metrics_max_jobs;
 	if (c->token_file && (rc = read_tokens(h, c->token_file, err)))
 		goto out_free;
+	/* a secret of this process from now on: no job's env-file may be it */
+	if (c->token_file)
+		runas_secret_file_add_as(c->token_file, "API tokens");
+	if (c->hosts && (rc = read_hosts(h, c->hosts, err)))
+		goto out_free;
+	/* half the slots at most wait for a request (see the top) */
+	h->max_waiting = c->max_conns / 2 ? c->max_conns / 2 : 1;
+	if (pthread_mutex_init(&h->conn_mu, NULL)) {
+		rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
+		goto out_free;
+	}
+	h->conn_init = true;
 	if (pthread_mutex_init(&h->pool_mu, NULL)) {
 		rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
 		goto out_free;
@@ -504,6 +888,7 @@ int http_server_start(const http_config *c, http_server **out, dbcron_err *err)
 				MHD_OPTION_CONNECTION_TIMEOUT, c->timeout_s,
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)65536,
 				MHD_OPTION_NOTIFY_COMPLETED, on_done, h,
+				MHD_OPTION_NOTIFY_CONNECTION, on_conn, h,
 				MHD_OPTION_UNESCAPE_CALLBACK, unescape, h,
 				MHD_OPTION_END);
 	if (!h->d) {
