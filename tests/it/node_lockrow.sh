@@ -14,7 +14,12 @@ dbc job apply "$T/jobs.json" >/dev/null
 for n in l1 l2 l3; do start_node "$n" --claim-strategy lock-row; done
 wait_until 30 sh -c "[ \$(wc -l 2>/dev/null < '$T/exec.log' || echo 0) -ge 40 ]" || fail "the jobs did not run"
 kill -KILL "$(pid_of l2)"
-sleep 10
+# until l2 was found dead and its fires taken over, and the others ran on
+l2_dead() { [ "$(sql "SELECT state FROM nodes WHERE id = 'l2'")" = dead ]; }
+others_ran() { [ "$(awk '$4 == "l1" || $4 == "l3"' "$T/exec.log" | wc -l)" -ge 100 ]; }
+wait_until 120 l2_dead || fail "l2 was never found dead"
+wait_until 120 others_ran || true
+sleep 3 # the last fires check_no_loss counts
 end_ms=$(date +%s%3N)
 stop_node l1
 stop_node l3

@@ -7,7 +7,8 @@ use_backend sqlite
 
 dbc job add tick --every 1s --handler noop >/dev/null
 start_node r1 --retention forever
-sleep 5
+three_ran() { [ "$(runs_csv --job tick | awk -F, '$4 == "succeeded"' | wc -l)" -ge 3 ]; }
+wait_until 60 three_ran || true
 stop_node r1
 old=$(runs_csv --job tick | awk -F, '$4 == "succeeded"' | wc -l)
 assert_ge "$old" 3 "first node produced runs"
@@ -32,7 +33,8 @@ wait "$holder" || fail "dbcron lock exited with status $?"
 # Two nodes with a 2 s retention, the lease free: the old runs go.
 start_node r2 --retention 2s
 start_node r3 --retention 2s
-sleep 5
+pruned() { [ "$(old_left)" = 0 ]; }
+wait_until 60 pruned || true
 stop_node r2
 stop_node r3
 assert_eq 0 "$(old_left)" "finished runs older than the retention were pruned"
