@@ -1276,6 +1276,7 @@ static int plan_due_jobs(store *s, const store_claim_req *req, store_claim_resul
 		 * instead of waiting unseen; later ones wait for a node. */
 		bool stranded = !runs_here(req, j);
 		const char *why = NULL;
+		bool ran_none = true; /* every fire written ended unrun */
 		for (size_t k = 0; k < plan.nfires; k++) {
 			const store_fire *f = &plan.fires[k];
 			dbcron_run_state state = f->state;
@@ -1311,7 +1312,14 @@ static int plan_due_jobs(store *s, const store_claim_req *req, store_claim_resul
 			store_batch_text(fires, error);
 			if (state == DBCRON_RUN_SCHEDULED)
 				scheduled++;
+			ran_none = state != DBCRON_RUN_SCHEDULED;
 		}
+		/* An AFTER job fires next from its run's end: a fire routing
+		 * ended MISFIRED is that end (as close_stranded says for runs),
+		 * or its series would stop here for good. */
+		if (why && ran_none && plan.next_fire_at < 0)
+			plan.next_fire_at = model_run_followup(j, 1, DBCRON_RUN_MISFIRED, true,
+							       now).job_next_fire_at;
 		store_batch_i64(next, j->id);
 		store_batch_i64n(next, plan.next_fire_at);
 		j->next_fire_at = plan.next_fire_at;

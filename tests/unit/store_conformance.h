@@ -646,6 +646,41 @@ static void conf_test_claim_stranded(void **state)
 	conf_runs_clear(&rs);
 }
 
+/* Routing's misfire of an AFTER job's own fire: the MISFIRED record is the
+ * end its next fire counts from, so the series goes on (issue 23 item 3:
+ * next_fire_at stayed NULL for good, even after a node with the handler
+ * joined). */
+static void conf_test_claim_stranded_after(void **state)
+{
+	conf_ctx *c = *state;
+	int64_t now = conf_now(c);
+	dbcron_job j;
+	conf_job(&j, "after-stray", now - 5000);
+	j.kind = DBCRON_SCHED_AFTER;
+	j.misfire_threshold_ms = 1000;
+	CONF_OK(c, conf_upsert(c, &j, 1));
+	dbcron_job_clear(&j);
+
+	static const char *const sleep_only[] = {"sleep"};
+	/* as the real planner plans an AFTER job: one fire, then none */
+	conf_planner p = {.stop = 0};
+	store_claim_result r;
+	CONF_OK(c, conf_claim_routed(c, "n-sleep", "t1", sleep_only, 1, &p, &r));
+	assert_int_equal(r.nruns, 0);
+	assert_int_equal(r.nterminal, 1);
+	int64_t ended_at = r.now_ms;
+	store_claim_result_clear(&r);
+	conf_runs rs = {0};
+	conf_list(c, "after-stray", 0, -1, 0, &rs);
+	assert_int_equal(rs.n, 1);
+	assert_int_equal(rs.rows[0].state, DBCRON_RUN_MISFIRED);
+	conf_runs_clear(&rs);
+	dbcron_job got;
+	CONF_OK(c, store_job_get(c->s, "after-stray", &got, &c->err));
+	assert_int_equal(got.next_fire_at, ended_at + 1000);
+	dbcron_job_clear(&got);
+}
+
 /* Routing's misfire for runs: a triggered run and a retry of a handler job
  * that no live node can run wait unclaimed until they are due past the
  * job's misfire threshold; then the first claim of any node takes them and
@@ -1912,7 +1947,7 @@ static void conf_test_locks(void **state)
 	CONF_T(conf_test_claim_terminal_fires),                                 \
 	CONF_T(conf_test_claim_two_claimers),                                   \
 	CONF_T(conf_test_claim_statements), CONF_T(conf_test_claim_routing),    \
-	CONF_T(conf_test_claim_stranded),                                       \
+	CONF_T(conf_test_claim_stranded), CONF_T(conf_test_claim_stranded_after), \
 	CONF_T(conf_test_claim_stranded_runs),                                  \
 	CONF_T(conf_test_claim_stranded_race),                                  \
 	CONF_T(conf_test_node_handlers_add),                                    \
