@@ -62,7 +62,7 @@ model_followup model_run_followup(const dbcron_job *job, int attempt,
 	bool failed = end == DBCRON_RUN_FAILED || end == DBCRON_RUN_TIMED_OUT;
 	if (failed && !no_retry && attempt <= job->max_retries)
 		f.retry_due_at = finished_ms + model_backoff_ms(job, attempt);
-	else if (end == DBCRON_RUN_ABANDONED && model_retry_on_node_loss(job, attempt))
+	else if (end == DBCRON_RUN_ABANDONED && !no_retry && model_retry_on_node_loss(job, attempt))
 		f.retry_due_at = finished_ms;
 	if (job->kind == DBCRON_SCHED_AFTER && f.retry_due_at < 0)
 		f.job_next_fire_at = finished_ms + job->interval_ms;

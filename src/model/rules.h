@@ -44,7 +44,8 @@ typedef struct model_followup {
 /*
  * The end of a run in state `end` at finished_ms: failures and time-outs
  * retry with backoff while attempts remain (unless no_retry: a replaced
- * run), a node-lost ABANDONED run by model_retry_on_node_loss, and an AFTER
+ * run), a node-lost ABANDONED run by model_retry_on_node_loss (unless
+ * no_retry: a fire that never started, of a paused or deleted job), and an AFTER
  * job with no new attempt fires next at finished_ms + interval.
  */
 model_followup model_run_followup(const dbcron_job *job, int attempt,

@@ -274,6 +274,10 @@ static const fire_cancel cancel_lease_lost = {
 static const fire_cancel cancel_lease_doubt = {
 	DBCRON_RUN_ABANDONED, "not started: the node stopped while its lease was in doubt", false};
 static const fire_cancel cancel_paused = {DBCRON_RUN_SKIPPED, "job paused", true};
+/* The run state machine lets a RUNNING run only end: a paused fire whose
+ * RUNNING write went out (or may have) ends ABANDONED, not SKIPPED. */
+static const fire_cancel cancel_paused_queued = {
+	DBCRON_RUN_ABANDONED, "not started: job paused while the run waited for a worker", true};
 static const fire_cancel cancel_deleted = {DBCRON_RUN_ABANDONED, "job deleted", true};
 
 /*
@@ -317,6 +321,10 @@ static void skip_start(dbcron_node *n, fire *f)
 	pthread_mutex_lock(&n->mu);
 	inflight_running_remove(f->js, f);
 	n->running--;
+	/* STARTED without a doubtful try: RUNNING is not in the database */
+	if (f->cancel_why == &cancel_paused && (f->phase != FIRE_STARTED || f->write_doubt))
+		f->cancel_why = &cancel_paused_queued;
+	atomic_store(&f->started_db, -1); /* it never started: no start time */
 	f->end_state = f->cancel_why->state;
 	f->end_why = f->cancel_why->why;
 	f->no_retry = f->cancel_why->no_retry;

@@ -1412,6 +1412,23 @@ static int claim_unclaimed(store *s, const store_claim_req *req, int budget,
 	return read_jobs_into(s, 0, out, jobs_cap, NULL, err);
 }
 
+/* ST_RUNS_APPLY's row: the run, its fence, what it becomes, and `live`,
+ * the last live state (SCHEDULED 1, RUNNING 2) it may be found in, so that
+ * the run state machine holds in the database too: a write that a RUNNING
+ * row may not take (SKIPPED, MISFIRED) applies only to a SCHEDULED row. */
+static const store_bcol apply_cols[] = {BC_I64, BC_TEXT, BC_I64, BC_I64, BC_I64,
+					BC_BOOL, BC_I64, BC_TEXT_CLEAN, BC_TEXT_CLEAN, BC_I64};
+#define APPLY_NCOLS ((int)(sizeof(apply_cols) / sizeof(apply_cols[0])))
+
+/* The `live` cell for a write of state `to` (RUNNING again is the retry of
+ * a start write that may have landed). */
+static int64_t apply_live(dbcron_run_state to)
+{
+	return to == DBCRON_RUN_RUNNING || dbcron_run_transition_ok(DBCRON_RUN_RUNNING, to)
+		       ? DBCRON_RUN_RUNNING
+		       : DBCRON_RUN_SCHEDULED;
+}
+
 /*
  * A run whose job was deleted after the run was claimed (a concurrent
  * delete between our two statements, on a multi-writer database) cannot
@@ -1421,9 +1438,7 @@ static int claim_unclaimed(store *s, const store_claim_req *req, int budget,
 static int close_jobless(store *s, const char *node_id, store_claim_result *out,
 			 dbcron_err *err)
 {
-	static const store_bcol cols[] = {BC_I64, BC_TEXT, BC_I64, BC_I64, BC_I64,
-					  BC_BOOL, BC_I64, BC_TEXT_CLEAN, BC_TEXT_CLEAN};
-	store_batch *b = scratch(s, 0, 9, cols);
+	store_batch *b = scratch(s, 0, APPLY_NCOLS, apply_cols);
 	for (size_t i = 0; i < out->nruns; i++) {
 		store_claimed *c = &out->runs[i];
 		if ((c->job = find_job(out, c->run.job_id)))
@@ -1438,6 +1453,7 @@ static int close_jobless(store *s, const char *node_id, store_claim_result *out,
 		const store_aside *a = find_aside(out, c->run.job_id);
 		store_batch_text(b, a ? a->why : "job deleted");
 		store_batch_text(b, NULL);
+		store_batch_i64(b, apply_live(DBCRON_RUN_ABANDONED));
 	}
 	if (!store_batch_rows(b))
 		return DBCRON_OK;
@@ -1471,9 +1487,7 @@ static int close_jobless(store *s, const char *node_id, store_claim_result *out,
 static int close_stranded(store *s, const store_claim_req *req, store_claim_result *out,
 			  claim_texts *texts, dbcron_err *err)
 {
-	static const store_bcol cols[] = {BC_I64, BC_TEXT, BC_I64, BC_I64, BC_I64,
-					  BC_BOOL, BC_I64, BC_TEXT_CLEAN, BC_TEXT_CLEAN};
-	store_batch *b = scratch(s, 0, 9, cols);
+	store_batch *b = scratch(s, 0, APPLY_NCOLS, apply_cols);
 	store_batch *next = scratch(s, 1, 2, advance_cols);
 	size_t nclosed = 0;
 	for (size_t i = 0; i < out->nruns; i++) {
@@ -1492,6 +1506,7 @@ static int close_stranded(store *s, const store_claim_req *req, store_claim_resu
 		store_batch_i64(b, 0);
 		store_batch_text(b, why);
 		store_batch_text(b, NULL);
+		store_batch_i64(b, apply_live(DBCRON_RUN_MISFIRED));
 		model_followup f = model_run_followup(c->job, c->run.attempt, DBCRON_RUN_MISFIRED,
 						      true, out->now_ms);
 		if (f.job_next_fire_at >= 0) {
@@ -1598,9 +1613,6 @@ static int apply_slot_cmp(const void *a, const void *b)
 	return x->pos < y->pos ? -1 : x->pos > y->pos;
 }
 
-static const store_bcol apply_cols[] = {BC_I64, BC_TEXT, BC_I64, BC_I64, BC_I64,
-					BC_BOOL, BC_I64, BC_TEXT_CLEAN, BC_TEXT_CLEAN};
-
 /* The retries and next fires the applied updates ask for, then commit. */
 static int apply_followups(store *s, store_update *ups, size_t n, dbcron_err *err)
 {
@@ -1677,7 +1689,7 @@ int store_apply(store *s, const char *node_id, store_update *ups, size_t n, dbcr
 	}
 	dbcron__sort(slots, n, sizeof(*slots), apply_slot_cmp);
 
-	store_batch *b = scratch(s, 0, 9, apply_cols);
+	store_batch *b = scratch(s, 0, APPLY_NCOLS, apply_cols);
 	for (size_t i = 0; i < n;) {
 		size_t j = i;
 		const store_update *u = &ups[slots[i].pos];
@@ -1721,6 +1733,7 @@ int store_apply(store *s, const char *node_id, store_update *ups, size_t n, dbcr
 		store_batch_i64(b, xc);
 		store_batch_text(b, er);
 		store_batch_text(b, ou);
+		store_batch_i64(b, apply_live(stt));
 		i = j;
 	}
 	if (b->oom) {

@@ -1087,6 +1087,52 @@ static void conf_test_claim_statements(void **state)
 
 /* ---- apply ---- */
 
+/* The run state machine in the database: a RUNNING run only ends (issue
+ * 23 item 15: a paused fire was written RUNNING -> SKIPPED, with a start
+ * time).  SKIPPED and MISFIRED apply to a SCHEDULED run only; a RUNNING
+ * run takes ABANDONED, and RUNNING again (a start write tried twice). */
+static void conf_test_apply_state_machine(void **state)
+{
+	conf_ctx *c = *state;
+	int64_t now = conf_now(c);
+	conf_put(c, 2, "sm", now - 100);
+	conf_planner p = {.stop = -1};
+	store_claim_result r;
+	CONF_OK(c, conf_claim(c, c->s, "n1", "tok", 10, &p, &r));
+	assert_int_equal(r.nruns, 2);
+	store_update u = conf_update(&r.runs[0], DBCRON_RUN_RUNNING);
+	u.started_ms = now;
+	CONF_OK(c, store_apply(c->s, "n1", &u, 1, &c->err));
+	assert_true(u.applied);
+	CONF_OK(c, store_apply(c->s, "n1", &u, 1, &c->err));
+	assert_true(u.applied);
+	const dbcron_run_state refused[] = {DBCRON_RUN_SKIPPED, DBCRON_RUN_MISFIRED};
+	for (size_t i = 0; i < 2; i++) {
+		u = conf_update(&r.runs[0], refused[i]);
+		u.finished_ms = now + 1;
+		CONF_OK(c, store_apply(c->s, "n1", &u, 1, &c->err));
+		assert_false(u.applied);
+	}
+	dbcron_run run;
+	CONF_OK(c, store_run_get(c->s, r.runs[0].run.id, &run, &c->err));
+	assert_int_equal(run.state, DBCRON_RUN_RUNNING);
+	dbcron_run_clear(&run);
+	u = conf_update(&r.runs[0], DBCRON_RUN_ABANDONED);
+	u.finished_ms = now + 2;
+	CONF_OK(c, store_apply(c->s, "n1", &u, 1, &c->err));
+	assert_true(u.applied);
+	/* a SCHEDULED run may be SKIPPED, and gets no start time */
+	u = conf_update(&r.runs[1], DBCRON_RUN_SKIPPED);
+	u.finished_ms = now + 3;
+	CONF_OK(c, store_apply(c->s, "n1", &u, 1, &c->err));
+	assert_true(u.applied);
+	CONF_OK(c, store_run_get(c->s, r.runs[1].run.id, &run, &c->err));
+	assert_int_equal(run.state, DBCRON_RUN_SKIPPED);
+	assert_true(run.started_ms < 0);
+	dbcron_run_clear(&run);
+	store_claim_result_clear(&r);
+}
+
 static void conf_test_apply(void **state)
 {
 	conf_ctx *c = *state;
@@ -1951,7 +1997,7 @@ static void conf_test_locks(void **state)
 	CONF_T(conf_test_claim_stranded_runs),                                  \
 	CONF_T(conf_test_claim_stranded_race),                                  \
 	CONF_T(conf_test_node_handlers_add),                                    \
-	CONF_T(conf_test_apply),                                                \
+	CONF_T(conf_test_apply), CONF_T(conf_test_apply_state_machine),         \
 	CONF_T(conf_test_reap), CONF_T(conf_test_node_register_resolves),       \
 	CONF_T(conf_test_reap_unwritten_starts), CONF_T(conf_test_reap_retry_budget),         \
 	CONF_T(conf_test_reap_racing_start), CONF_T(conf_test_claim_lock_row),                 \

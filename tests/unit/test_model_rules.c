@@ -189,6 +189,9 @@ static void test_followup(void **state)
 	assert_false(model_retry_on_node_loss(&j, 3));
 	f = model_run_followup(&j, 1, DBCRON_RUN_ABANDONED, false, NOW);
 	assert_int_equal(f.retry_due_at, NOW);
+	/* a fire that never started, of a paused or deleted job: no retry */
+	f = model_run_followup(&j, 1, DBCRON_RUN_ABANDONED, true, NOW);
+	assert_int_equal(f.retry_due_at, -1);
 	j.node_loss = DBCRON_NODE_LOSS_ABANDON;
 	assert_false(model_retry_on_node_loss(&j, 1));
 	/* AFTER: the next fire follows the end of the run, not a retry */
