@@ -1798,6 +1798,21 @@ int store_job_running(store *s, int64_t job_id, int64_t except_run_id, bool *run
 /* Nodes                                                               */
 /* ------------------------------------------------------------------ */
 
+/*
+ * Unclaimed SCHEDULED runs of deleted jobs end ABANDONED "job deleted" at
+ * now: no claim can take them (it needs the job), so a run handed back to
+ * the pool after its job was deleted (a lost node's pre-claimed fires, a
+ * graceful stop or a hand-back racing the delete) would otherwise wait
+ * SCHEDULED forever.  Fenced by `node IS NULL`: a run some node holds is
+ * left to that node (it ends it itself) or to its reap.  In the caller's
+ * transaction; *closed (may be NULL) counts them.
+ */
+static int close_deleted(store *s, int64_t now, int64_t *closed, dbcron_err *err)
+{
+	store_param p[] = {sp_i64(now)};
+	return st_run(s, ST_RUNS_CLOSE_ORPHANS, p, 1, closed, err);
+}
+
 struct abandoned {
 	int64_t run_id, job_id;
 	int attempt;
@@ -1843,8 +1858,10 @@ static int resolve_lost(store *s, const store_batch *nodes, int64_t now, size_t 
 	if (rc)
 		goto out_free;
 	store_param up[] = {sp_batch(nodes)};
-	/* (the abandon ran first, so what is left SCHEDULED is unstarted) */
-	if ((rc = st_run(s, ST_RUNS_UNCLAIM_LOST, up, 1, &unclaimed, err)))
+	/* (the abandon ran first, so what is left SCHEDULED is unstarted);
+	 * those of jobs deleted meanwhile cannot be claimed again */
+	if ((rc = st_run(s, ST_RUNS_UNCLAIM_LOST, up, 1, &unclaimed, err)) ||
+	    (unclaimed && (rc = close_deleted(s, now, NULL, err))))
 		goto out_free;
 	if (nab) {
 		store_batch *ids = scratch(s, 1, 1, ids_cols);
@@ -2146,7 +2163,10 @@ int store_node_stop(store *s, const char *node_id, const char *incarnation, dbcr
 				    node_id);
 		goto out_rollback;
 	}
-	if ((rc = st_run(s, ST_RUNS_UNCLAIM_NODE, p, 1, NULL, err)) || (rc = tx_commit(s, err)))
+	int64_t now, unclaimed = 0;
+	if ((rc = st_run(s, ST_RUNS_UNCLAIM_NODE, p, 1, &unclaimed, err)) ||
+	    (unclaimed && ((rc = db_now(s, &now, err)) || (rc = close_deleted(s, now, NULL, err)))) ||
+	    (rc = tx_commit(s, err)))
 		goto out_rollback;
 	return DBCRON_OK;
 out_rollback:
@@ -2170,10 +2190,11 @@ int store_runs_release(store *s, const char *node_id, const int64_t *ids,
 	if (b->oom)
 		return oom(err, "release");
 	store_param p[] = {sp_text(node_id), sp_batch(b)};
-	if (!(s->d->caps & STORE_CAP_ROW_BATCH))
-		return st_run(s, ST_RUNS_RELEASE, p, 2, NULL, err);
+	int64_t now, released = 0;
 	int rc;
-	if ((rc = tx_begin(s, err)) || (rc = st_run(s, ST_RUNS_RELEASE, p, 2, NULL, err)) ||
+	/* a run of a job deleted since it was claimed ends here */
+	if ((rc = tx_begin(s, err)) || (rc = st_run(s, ST_RUNS_RELEASE, p, 2, &released, err)) ||
+	    (released && ((rc = db_now(s, &now, err)) || (rc = close_deleted(s, now, NULL, err)))) ||
 	    (rc = tx_commit(s, err)))
 		tx_rollback(s);
 	return rc;
@@ -2185,10 +2206,17 @@ int store_runs_release_claim(store *s, const char *node_id, const char *token, s
 	if (!node_id || !token)
 		return dbcron_err_set(err, DBCRON_EINVAL, "release: node and token are required");
 	store_param p[] = {sp_text(node_id), sp_text(token)};
-	int64_t ch = 0;
-	int rc = st_run(s, ST_RUNS_RELEASE_CLAIM, p, 2, &ch, err);
+	int64_t ch = 0, now;
+	int rc;
+	/* a run of a job deleted since it was claimed ends here */
+	if ((rc = tx_begin(s, err)) || (rc = st_run(s, ST_RUNS_RELEASE_CLAIM, p, 2, &ch, err)) ||
+	    (ch && ((rc = db_now(s, &now, err)) || (rc = close_deleted(s, now, NULL, err)))) ||
+	    (rc = tx_commit(s, err))) {
+		tx_rollback(s);
+		ch = 0;
+	}
 	if (released)
-		*released = rc ? 0 : (size_t)ch;
+		*released = (size_t)ch;
 	return rc;
 }
 
@@ -2252,20 +2280,27 @@ static int resolve_listed(store *s, int64_t now, size_t *touched, dbcron_err *er
 /*
  * The safety net of reap: live runs held by nodes that are not alive (a
  * stop or a reap that happened before this rule, a row edited by hand)
- * are resolved as a lost node's are, with that node's lease_until.
+ * are resolved as a lost node's are, with that node's lease_until; and
+ * unclaimed runs of deleted jobs, however they got there, end ABANDONED
+ * "job deleted" (close_deleted).
  */
 int store_reap_orphans(store *s, size_t *resolved, dbcron_err *err)
 {
-	int64_t now;
+	int64_t now, closed = 0;
+	size_t n = 0;
 	int rc;
 	if (resolved)
 		*resolved = 0;
 	if ((rc = tx_begin(s, err)))
 		return rc;
-	if ((rc = db_now(s, &now, err)) || (rc = store__exec(s, ST_NODES_ORPHANED, NULL, 0, err)))
+	if ((rc = db_now(s, &now, err)) || (rc = close_deleted(s, now, &closed, err)) ||
+	    (rc = store__exec(s, ST_NODES_ORPHANED, NULL, 0, err)))
 		goto out_rollback;
-	if ((rc = resolve_listed(s, now, resolved, err)) == DBCRON_OK)
+	if ((rc = resolve_listed(s, now, &n, err)) == DBCRON_OK) {
+		if (resolved)
+			*resolved = n + (size_t)closed;
 		return DBCRON_OK;
+	}
 out_rollback:
 	tx_rollback(s);
 	if (resolved)

@@ -1687,6 +1687,94 @@ static void conf_test_claim_lock_row(void **state)
 	store_close(a.s);
 }
 
+/* A pre-claimed fire of `name` (due in 30 s) held by node `id`. */
+static void conf_preclaim(conf_ctx *c, const char *id, const char *name, int64_t *run_id,
+			  char *token, size_t toklen)
+{
+	int64_t now = conf_now(c);
+	dbcron_job j;
+	conf_job(&j, name, now + 30000);
+	CONF_OK(c, conf_upsert(c, &j, 1));
+	dbcron_job_clear(&j);
+	conf_planner p = {.stop = -1};
+	snprintf(token, toklen, "tok-%s", id);
+	store_claim_req req = {.node_id = id, .token = token, .horizon_ms_ahead = 60000,
+			       .max = 10, .plan = conf_plan, .plan_ctx = &p};
+	store_claim_result r;
+	CONF_OK(c, store_claim(c->s, &req, &r, &c->err));
+	assert_int_equal(r.nruns, 1);
+	*run_id = r.runs[0].run.id;
+	store_claim_result_clear(&r);
+}
+
+static void conf_assert_closed_deleted(conf_ctx *c, int64_t run_id, const char *how)
+{
+	dbcron_run run;
+	CONF_OK(c, store_run_get(c->s, run_id, &run, &c->err));
+	if (run.state != DBCRON_RUN_ABANDONED || !run.error || strcmp(run.error, "job deleted"))
+		fail_msg("%s: run %lld is %s (%s), want abandoned (job deleted)", how,
+			 (long long)run_id, dbcron_run_state_name(run.state),
+			 run.error ? run.error : "no error");
+	dbcron_run_clear(&run);
+}
+
+/* A job deleted while a node held its pre-claimed fires (issue 23 item 4):
+ * whatever hands them back (the reap of the dead node, the node id
+ * registered again, a graceful stop, a hand-back) ends them ABANDONED "job
+ * deleted" instead of leaving them SCHEDULED for a claim that cannot take
+ * them; maintenance closes any left so by other paths. */
+static void conf_test_deleted_job_preclaimed(void **state)
+{
+	conf_ctx *c = *state;
+	store_node_info ni;
+	int64_t run_id;
+	char tok[64];
+
+	/* 1. the holder dies: reaped after its lease */
+	conf_node(&ni, "dead", "inc-1", 200);
+	CONF_OK(c, store_node_register(c->s, &ni, &c->err));
+	conf_preclaim(c, "dead", "del-reap", &run_id, tok, sizeof(tok));
+	CONF_OK(c, store_job_delete(c->s, "del-reap", &c->err));
+	conf_sleep_ms(400);
+	size_t reaped = 0;
+	CONF_OK(c, store_reap(c->s, &reaped, &c->err));
+	assert_true(reaped >= 1);
+	conf_assert_closed_deleted(c, run_id, "reap");
+
+	/* 2. the holder's id registers again after its lease lapsed */
+	conf_node(&ni, "again", "inc-1", 200);
+	CONF_OK(c, store_node_register(c->s, &ni, &c->err));
+	conf_preclaim(c, "again", "del-rereg", &run_id, tok, sizeof(tok));
+	CONF_OK(c, store_job_delete(c->s, "del-rereg", &c->err));
+	conf_sleep_ms(400);
+	conf_node(&ni, "again", "inc-2", 60000);
+	CONF_OK(c, store_node_register(c->s, &ni, &c->err));
+	conf_assert_closed_deleted(c, run_id, "register again");
+
+	/* 3. a graceful stop racing the delete */
+	conf_node(&ni, "stopper", "inc-1", 60000);
+	CONF_OK(c, store_node_register(c->s, &ni, &c->err));
+	conf_preclaim(c, "stopper", "del-stop", &run_id, tok, sizeof(tok));
+	CONF_OK(c, store_job_delete(c->s, "del-stop", &c->err));
+	CONF_OK(c, store_node_stop(c->s, "stopper", "inc-1", &c->err));
+	conf_assert_closed_deleted(c, run_id, "node stop");
+
+	/* 4. a hand-back of the runs, and of a claim in doubt */
+	conf_node(&ni, "hb", "inc-1", 60000);
+	CONF_OK(c, store_node_register(c->s, &ni, &c->err));
+	conf_preclaim(c, "hb", "del-back", &run_id, tok, sizeof(tok));
+	CONF_OK(c, store_job_delete(c->s, "del-back", &c->err));
+	const char *toks[] = {tok};
+	CONF_OK(c, store_runs_release(c->s, "hb", &run_id, toks, 1, &c->err));
+	conf_assert_closed_deleted(c, run_id, "hand-back");
+	conf_preclaim(c, "hb", "del-doubt", &run_id, tok, sizeof(tok));
+	CONF_OK(c, store_job_delete(c->s, "del-doubt", &c->err));
+	size_t released = 0;
+	CONF_OK(c, store_runs_release_claim(c->s, "hb", tok, &released, &c->err));
+	assert_int_equal(released, 1);
+	conf_assert_closed_deleted(c, run_id, "claim in doubt released");
+}
+
 static void conf_test_node_stop_release(void **state)
 {
 	conf_ctx *c = *state;
@@ -2001,7 +2089,8 @@ static void conf_test_locks(void **state)
 	CONF_T(conf_test_reap), CONF_T(conf_test_node_register_resolves),       \
 	CONF_T(conf_test_reap_unwritten_starts), CONF_T(conf_test_reap_retry_budget),         \
 	CONF_T(conf_test_reap_racing_start), CONF_T(conf_test_claim_lock_row),                 \
-	CONF_T(conf_test_node_stop_release), CONF_T(conf_test_runs_list),                      \
+	CONF_T(conf_test_node_stop_release), CONF_T(conf_test_deleted_job_preclaimed),          \
+	CONF_T(conf_test_runs_list),                                                           \
 	CONF_T(conf_test_jobs_last_run), CONF_T(conf_test_locks)
 
 #endif
