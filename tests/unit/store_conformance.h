@@ -879,6 +879,62 @@ static void conf_test_claim_stranded_race(void **state)
 	conf_runs_clear(&rs);
 }
 
+/* Runs of a paused job wait, whoever made them (issue 23 item 19): a
+ * retry, a triggered run and a run handed back to the pool are not
+ * claimed while the job is paused, and are once it is resumed. */
+static void conf_test_claim_runs_paused(void **state)
+{
+	conf_ctx *c = *state;
+	int64_t now = conf_now(c);
+	dbcron_job j;
+	conf_job(&j, "pz", now + 3600000);
+	CONF_OK(c, conf_upsert(c, &j, 1));
+	dbcron_job_clear(&j);
+	conf_planner p = {.stop = -1};
+	store_claim_result r;
+	int64_t id, fire_at;
+
+	/* a retry: attempt 1 failed, attempt 2 due now, unclaimed */
+	CONF_OK(c, store_job_trigger(c->s, "pz", &id, &fire_at, &c->err));
+	conf_sleep_ms(5);
+	CONF_OK(c, conf_claim(c, c->s, "n1", "t1", 10, &p, &r));
+	assert_int_equal(r.nruns, 1);
+	store_update u = conf_update(&r.runs[0], DBCRON_RUN_FAILED);
+	u.finished_ms = r.now_ms;
+	u.retry_due_at = r.now_ms;
+	CONF_OK(c, store_apply(c->s, "n1", &u, 1, &c->err));
+	assert_true(u.applied);
+	store_claim_result_clear(&r);
+	/* a hand-back: claimed, then released */
+	CONF_OK(c, store_job_trigger(c->s, "pz", &id, &fire_at, &c->err));
+	conf_sleep_ms(5);
+	CONF_OK(c, conf_claim(c, c->s, "n1", "t2", 10, &p, &r));
+	assert_int_equal(r.nruns, 2); /* the retry and the trigger */
+	int64_t ids[2] = {r.runs[0].run.id, r.runs[1].run.id};
+	const char *toks[2] = {"t2", "t2"};
+	CONF_OK(c, store_runs_release(c->s, "n1", ids, toks, 2, &c->err));
+	store_claim_result_clear(&r);
+	/* a trigger never claimed */
+	CONF_OK(c, store_job_trigger(c->s, "pz", &id, &fire_at, &c->err));
+	conf_sleep_ms(5);
+
+	CONF_OK(c, store_job_set_paused(c->s, "pz", true, -1, &c->err));
+	CONF_OK(c, conf_claim(c, c->s, "n2", "t3", 10, &p, &r));
+	assert_int_equal(r.nruns, 0);
+	store_claim_result_clear(&r);
+	conf_runs rs = {0};
+	conf_list(c, "pz", DBCRON_RUN_SCHEDULED, -1, 0, &rs);
+	assert_int_equal(rs.n, 3);
+	for (int i = 0; i < rs.n; i++)
+		assert_null(rs.rows[i].node);
+	conf_runs_clear(&rs);
+
+	CONF_OK(c, store_job_set_paused(c->s, "pz", false, now + 3600000, &c->err));
+	CONF_OK(c, conf_claim(c, c->s, "n2", "t4", 10, &p, &r));
+	assert_int_equal(r.nruns, 3);
+	store_claim_result_clear(&r);
+}
+
 static int conf_name_add(void *ctx, const char *name)
 {
 	char *buf = ctx;
@@ -2083,7 +2139,7 @@ static void conf_test_locks(void **state)
 	CONF_T(conf_test_claim_statements), CONF_T(conf_test_claim_routing),    \
 	CONF_T(conf_test_claim_stranded), CONF_T(conf_test_claim_stranded_after), \
 	CONF_T(conf_test_claim_stranded_runs),                                  \
-	CONF_T(conf_test_claim_stranded_race),                                  \
+	CONF_T(conf_test_claim_stranded_race), CONF_T(conf_test_claim_runs_paused), \
 	CONF_T(conf_test_node_handlers_add),                                    \
 	CONF_T(conf_test_apply), CONF_T(conf_test_apply_state_machine),         \
 	CONF_T(conf_test_reap), CONF_T(conf_test_node_register_resolves),       \
