@@ -1521,14 +1521,18 @@ static void conf_test_reap_unwritten_starts(void **state)
 	conf_ctx *c = *state;
 	store *sb;
 	int64_t now = conf_now(c);
-	dbcron_job j[3];
+	dbcron_job j[4];
 	conf_job(&j[0], "ua", now - 100);
-	j[0].max_retries = 0;
+	j[0].max_retries = 1;
 	conf_job(&j[1], "ub", now - 100);
 	j[1].node_loss = DBCRON_NODE_LOSS_ABANDON;
 	conf_job(&j[2], "uc", now + 3000);
-	CONF_OK(c, conf_upsert(c, j, 3));
-	for (int i = 0; i < 3; i++)
+	/* the budget holds for an unwritten start too (issue 23: a handler
+	 * that crashed its node at once was retried whatever its limit) */
+	conf_job(&j[3], "ud", now - 100);
+	j[3].max_retries = 0;
+	CONF_OK(c, conf_upsert(c, j, 4));
+	for (int i = 0; i < 4; i++)
 		dbcron_job_clear(&j[i]);
 	assert_int_equal(conf_open(c, &sb), 0);
 	store_node_info nl;
@@ -1539,15 +1543,19 @@ static void conf_test_reap_unwritten_starts(void **state)
 			       .max = 10, .plan = conf_plan, .plan_ctx = &p};
 	store_claim_result r;
 	CONF_OK(c, store_claim(c->s, &req, &r, &c->err));
-	assert_int_equal(r.nruns, 3);
+	assert_int_equal(r.nruns, 4);
 	store_claim_result_clear(&r);
 
 	conf_sleep_ms(450);
 	size_t reaped = 0;
 	CONF_OK(c, store_reap(sb, &reaped, &c->err));
-	assert_int_equal(reaped, 3);
+	assert_int_equal(reaped, 4);
 	conf_assert_unwritten_retried(c, "ua");
 	conf_runs rs = {0};
+	conf_list(c, "ud", 0, -1, 0, &rs);
+	assert_int_equal(rs.n, 1);
+	assert_int_equal(rs.rows[0].state, DBCRON_RUN_ABANDONED);
+	assert_string_equal(rs.rows[0].error, "node lost before its start was written");
 	conf_list(c, "ub", 0, -1, 0, &rs);
 	assert_int_equal(rs.n, 1);
 	assert_int_equal(rs.rows[0].state, DBCRON_RUN_ABANDONED);

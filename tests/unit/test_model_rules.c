@@ -213,12 +213,19 @@ static void test_lost_followup(void **state)
 	model_followup f = model_lost_followup(&j, 1, true, NOW);
 	assert_int_equal(f.retry_due_at, -1);
 	assert_int_equal(f.job_next_fire_at, NOW + 60000);
+	/* the budget holds for a start never written too (issue 23: a
+	 * handler crashing its node was retried forever) */
 	f = model_lost_followup(&j, 1, false, NOW);
-	assert_int_equal(f.retry_due_at, NOW);
-	assert_int_equal(f.job_next_fire_at, -1);
+	assert_int_equal(f.retry_due_at, -1);
+	assert_int_equal(f.job_next_fire_at, NOW + 60000);
 	j.max_retries = 2;
 	f = model_lost_followup(&j, 1, true, NOW);
 	assert_int_equal(f.retry_due_at, NOW);
+	f = model_lost_followup(&j, 2, false, NOW);
+	assert_int_equal(f.retry_due_at, NOW);
+	assert_int_equal(f.job_next_fire_at, -1);
+	f = model_lost_followup(&j, 3, false, NOW);
+	assert_int_equal(f.retry_due_at, -1);
 	j.node_loss = DBCRON_NODE_LOSS_ABANDON;
 	f = model_lost_followup(&j, 1, false, NOW);
 	assert_int_equal(f.retry_due_at, -1);
