@@ -296,6 +296,9 @@ static int sync_starts(dbcron_node *n, dbcron_err *err)
 		int rc = store_apply(n->st, n->node_id, &u, 1, err);
 		pthread_mutex_lock(&n->mu);
 		if (rc) {
+			/* a lost reply: RUNNING may be written (end_blocked) */
+			if (rc == DBCRON_ECONN)
+				f->write_doubt = true;
 			fire_list_push(&n->sync, f);
 			failed = rc;
 			pthread_mutex_unlock(&n->mu);

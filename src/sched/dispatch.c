@@ -93,13 +93,21 @@ void dispatch_unhold(dbcron_node *n, job_state *js)
 	pthread_cond_signal(&n->timer_cv);
 }
 
-/* A fire of a job paused or deleted since it was claimed (mu held). */
+/* A fire of a job paused or deleted since it was claimed (mu held).  An
+ * at-most-once fire waiting for its fenced start write (STARTING) whose
+ * earlier try lost its reply may be RUNNING: RUNNING may only end, so it ends
+ * ABANDONED (no retry: at-most-once), never SKIPPED, and with no start. */
 static void end_blocked(dbcron_node *n, fire *f)
 {
-	if (f->js->blocked == JOB_DELETED)
+	if (f->js->blocked == JOB_DELETED) {
 		finish_unstarted(n, f, DBCRON_RUN_ABANDONED, "job deleted");
-	else
+	} else if (f->phase == FIRE_STARTING && f->write_doubt) {
+		atomic_store(&f->started_db, -1);
+		finish_unstarted(n, f, DBCRON_RUN_ABANDONED,
+				 "not started: job paused while its start was being written");
+	} else {
 		finish_unstarted(n, f, DBCRON_RUN_SKIPPED, "job paused");
+	}
 }
 
 void dispatch_block_jobs(dbcron_node *n)
