@@ -272,8 +272,15 @@ int cli_lock(int argc, char **argv)
 	dbcron_lease lease, holder;
 	int64_t started = db_now(db);
 	int64_t give_up = dbcron__mono_ms() + wait;
+	/* The lease runs from the database's clock inside the acquire, which
+	 * is no earlier than when we asked: counted from then (by our
+	 * monotonic clock), our view of it ends no later than the database's,
+	 * however slow the reply, the clock read and the spawn after it. */
+	int64_t asked;
+	lease_keeper keeper;
 	int rc;
 	for (;;) {
+		asked = dbcron__mono_ms();
 		rc = dbcron_lock_acquire(db, name, owner, ttl, &lease, &holder, &err);
 		if (rc != DBCRON_ELOCKED || dbcron__mono_ms() >= give_up)
 			break;
@@ -296,6 +303,9 @@ int cli_lock(int argc, char **argv)
 		goto out_close;
 	}
 
+	/* the renew rule is the library's (lease/keeper.c): we only wake for it */
+	lease_keeper_init(&keeper, db, &lease, ttl, asked);
+
 	char **env = child_env(&lease);
 	if (!env) {
 		dbcron_lock_release(db, &lease, NULL);
@@ -313,6 +323,21 @@ int cli_lock(int argc, char **argv)
 	proc_opts po = {.argv = cmd, .envp = env, .inherit_signals = true, .death_grace_ms = grace};
 	proc child;
 	int64_t t_start = db_now(db);
+	/* Still ours?  A lease that ran out before the command could start
+	 * (a slow reply or clock read) must not start it: another owner may
+	 * hold it now.  A renewal due by now is tried first. */
+	if (lease_keeper_tick(&keeper, dbcron__mono_ms()) != LEASE_KEPT) {
+		free_env(env);
+		fprintf(stderr, "dbcron lock: lease '%s' %s before the command started; not started\n",
+			name, keeper.state == LEASE_LOST ? "lost" : "expired");
+		dbcron_lock_release(db, &lease, NULL);
+		char why[600];
+		snprintf(why, sizeof(why), "lease %s before the command started (%s)",
+			 keeper.state == LEASE_LOST ? "lost" : "expired", keeper.why);
+		record(db, name, owner, t_start, db_now(db), DBCRON_RUN_FAILED, false, 0, why);
+		status = CLI_EXIT_LOST;
+		goto out_close;
+	}
 	int serr = proc_spawn(&child, &po, &err);
 	free_env(env);
 	if (serr) {
@@ -326,9 +351,6 @@ int cli_lock(int argc, char **argv)
 	bool lost = false;
 	char gr[32];
 	dbcron__format_duration(grace, gr, sizeof(gr));
-	/* the renew rule is the library's (lease/keeper.c): we only wake for it */
-	lease_keeper keeper;
-	lease_keeper_init(&keeper, db, &lease, ttl, dbcron__mono_ms());
 	for (;;) {
 		int64_t wake = min64(dbcron__mono_ms() + PROC_TICK_MS, lease_keeper_due(&keeper));
 		if (proc_wait_until(&child, wake))

@@ -16,6 +16,11 @@ void dbcron__alloc_fail_at(long nth)
 	atomic_store(&fail_countdown, nth);
 }
 
+long dbcron__alloc_fail_at_pending(void)
+{
+	return atomic_load(&fail_countdown);
+}
+
 static int should_fail(void)
 {
 	long v = atomic_load_explicit(&fail_countdown, memory_order_relaxed);

@@ -19,5 +19,8 @@ void dbcron__free(void *p);
 
 /* Test hook: the nth allocation from now (1-based) fails; 0 disables. */
 void dbcron__alloc_fail_at(long nth);
+/* Test hook: allocations left before the armed failure; 0 once it has
+ * happened (or when none is armed). */
+long dbcron__alloc_fail_at_pending(void);
 
 #endif

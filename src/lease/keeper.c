@@ -150,6 +150,9 @@ int dbcron_lock_run(dbcron_db *db, const char *name, const char *owner, int64_t 
 	if (!g)
 		return dbcron_err_set(err, DBCRON_ENOMEM, "lock run '%s': out of memory",
 				      name ? name : "");
+	/* counted from before the acquire: the database's lease starts no
+	 * earlier, so ours never outlasts it (cmd_lock.c says the same) */
+	int64_t asked = dbcron__mono_ms();
 	rc = dbcron_lock_acquire(db, name, owner, ttl_ms, &g->lease, &holder, err);
 	if (rc == DBCRON_ELOCKED) {
 		char until[64];
@@ -159,7 +162,7 @@ int dbcron_lock_run(dbcron_db *db, const char *name, const char *owner, int64_t 
 	}
 	if (rc)
 		goto out_free;
-	lease_keeper_init(&g->k, db, &g->lease, ttl_ms, dbcron__mono_ms());
+	lease_keeper_init(&g->k, db, &g->lease, ttl_ms, asked);
 	if (pthread_mutex_init(&g->mu, NULL)) {
 		rc = dbcron_err_set(err, DBCRON_ENOMEM, "lock run '%s': cannot make a mutex", name);
 		goto out_release;

@@ -62,7 +62,7 @@ model_followup model_run_followup(const dbcron_job *job, int attempt,
 	bool failed = end == DBCRON_RUN_FAILED || end == DBCRON_RUN_TIMED_OUT;
 	if (failed && !no_retry && attempt <= job->max_retries)
 		f.retry_due_at = finished_ms + model_backoff_ms(job, attempt);
-	else if (end == DBCRON_RUN_ABANDONED && model_retry_on_node_loss(job, attempt))
+	else if (end == DBCRON_RUN_ABANDONED && !no_retry && model_retry_on_node_loss(job, attempt))
 		f.retry_due_at = finished_ms;
 	if (job->kind == DBCRON_SCHED_AFTER && f.retry_due_at < 0)
 		f.job_next_fire_at = finished_ms + job->interval_ms;
@@ -72,12 +72,11 @@ model_followup model_run_followup(const dbcron_job *job, int attempt,
 model_followup model_lost_followup(const dbcron_job *job, int attempt, bool start_written,
 				   int64_t now_ms)
 {
-	model_followup f = model_run_followup(job, attempt, DBCRON_RUN_ABANDONED, false, now_ms);
-	if (!start_written && job->node_loss == DBCRON_NODE_LOSS_RETRY && f.retry_due_at < 0) {
-		f.retry_due_at = now_ms;
-		f.job_next_fire_at = -1;
-	}
-	return f;
+	/* The budget holds whether or not the start was written: a job that
+	 * kills its node before the start write (a crashing handler) would
+	 * otherwise be retried forever, taking down node after node. */
+	(void)start_written;
+	return model_run_followup(job, attempt, DBCRON_RUN_ABANDONED, false, now_ms);
 }
 
 /* The first fire strictly after after_ms, -1 when the series has ended. */

@@ -44,7 +44,8 @@ typedef struct model_followup {
 /*
  * The end of a run in state `end` at finished_ms: failures and time-outs
  * retry with backoff while attempts remain (unless no_retry: a replaced
- * run), a node-lost ABANDONED run by model_retry_on_node_loss, and an AFTER
+ * run), a node-lost ABANDONED run by model_retry_on_node_loss (unless
+ * no_retry: a fire that never started, of a paused or deleted job), and an AFTER
  * job with no new attempt fires next at finished_ms + interval.
  */
 model_followup model_run_followup(const dbcron_job *job, int attempt,
@@ -55,9 +56,10 @@ model_followup model_run_followup(const dbcron_job *job, int attempt,
  * A run its lost node held, ended ABANDONED at now_ms.  start_written: its
  * RUNNING write had landed.  One whose start was never written was due
  * before the lease ended, so it may or may not have run: under policy retry
- * it is owed a new attempt whatever the retry budget (otherwise node loss
- * could lose a fire that never ran); under abandon it stays abandoned
- * (at-most-once: it may have run).
+ * it gets a new attempt while the retry budget lasts, like any lost run
+ * (a handler that crashes its node before the start write must not be
+ * retried forever); under abandon it stays abandoned (at-most-once: it may
+ * have run).  Either way the ABANDONED row says why.
  */
 model_followup model_lost_followup(const dbcron_job *job, int attempt, bool start_written,
 				   int64_t now_ms);

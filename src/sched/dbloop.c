@@ -296,6 +296,9 @@ static int sync_starts(dbcron_node *n, dbcron_err *err)
 		int rc = store_apply(n->st, n->node_id, &u, 1, err);
 		pthread_mutex_lock(&n->mu);
 		if (rc) {
+			/* a lost reply: RUNNING may be written (end_blocked) */
+			if (rc == DBCRON_ECONN)
+				f->write_doubt = true;
 			fire_list_push(&n->sync, f);
 			failed = rc;
 			pthread_mutex_unlock(&n->mu);
@@ -599,6 +602,84 @@ static int release_doubtful(dbcron_node *n, dbcron_err *err)
 	return DBCRON_OK;
 }
 
+/* A claim whose runs must go back to the pool (release_doubtful): its
+ * COMMIT reply was lost, or we could not hold its runs. */
+static void remember_doubt(dbcron_node *n, const char *token)
+{
+	if (n->ndoubt == NODE_MAX_DOUBT) {
+		dbcron__log(LOG_WARN, "claim.doubt", LOG_STR("node", n->node_id),
+			    LOG_STR("token", n->doubt_tokens[0]),
+			    LOG_STR("msg", "too many claims in doubt; the oldest is left to the reap"));
+		memmove(n->doubt_tokens[0], n->doubt_tokens[1],
+			sizeof(n->doubt_tokens[0]) * (NODE_MAX_DOUBT - 1));
+		n->ndoubt--;
+	}
+	snprintf(n->doubt_tokens[n->ndoubt++], sizeof(n->doubt_tokens[0]), "%s", token);
+}
+
+/*
+ * All or none: a run we claimed but do not hold (out of memory making its
+ * fire or growing the heap) would wait SCHEDULED under our live name until
+ * we restart, since the reap takes only dead nodes' runs.  So every fire is
+ * made and the heap grown before any goes on it; if any of that fails, the
+ * ones made are dropped and the whole claim goes back to the pool by its
+ * token, at once or, when that write fails too, through the retry of claims
+ * in doubt (release_doubtful).  Releasing by token is safe only because we
+ * hold none of its runs.
+ */
+size_t dbloop_take_claim(dbcron_node *n, const store_claim_result *res, const char *token)
+{
+	size_t k = res->nruns, made = 0;
+	if (!k)
+		return 0;
+	fire **fs = dbcron__calloc(k, sizeof(*fs));
+	pthread_mutex_lock(&n->mu);
+	bool ok = fs && timer_reserve(&n->heap, k) == 0;
+	for (; ok && made < k; made++) {
+		/* The fire shares its job's snapshot while the row is
+		 * unchanged, and starts a new one when the job was edited
+		 * (the ownership rule is in inflight.h). */
+		job_state *js = inflight_job_get(&n->jobs, res->runs[made].run.job_id);
+		if (!js || !(fs[made] = fire_new(n, js, &res->runs[made])))
+			ok = false;
+	}
+	if (!ok) {
+		for (size_t i = 0; fs && i < k; i++)
+			fire_free(fs[i]); /* NEW: never on a list or the heap */
+		pthread_mutex_unlock(&n->mu);
+		dbcron__free(fs);
+		dbcron_err err = {0};
+		size_t back = 0;
+		int rc = store_runs_release_claim(n->st, n->node_id, token, &back, &err);
+		dbcron__log(LOG_WARN, "claim.released", LOG_STR("node", n->node_id),
+			    LOG_STR("token", token), LOG_UINT("runs", k),
+			    LOG_STR("msg", rc ? "out of memory holding a claim; its hand-back is retried"
+					      : "out of memory holding a claim; its runs are claimable again"));
+		if (rc)
+			remember_doubt(n, token);
+		return 0;
+	}
+	bool wake = false;
+	timer_node *top = timer_peek(&n->heap);
+	for (size_t i = 0; i < k; i++) {
+		fire *f = fs[i];
+		f->js->blocked = JOB_OK; /* claimable again: resumed */
+		f->gen = n->lease_gen;
+		(void)timer_push(&n->heap, &f->tn, f->run.due_at); /* reserved */
+		fire_set_phase(f, FIRE_CLAIMED);
+		if (!top || f->run.due_at < top->due)
+			wake = true;
+		n->inflight++;
+		n->n_claimed++;
+	}
+	if (wake)
+		pthread_cond_signal(&n->timer_cv);
+	atomic_store_explicit(&n->stats.inflight, (long long)n->inflight, memory_order_relaxed);
+	pthread_mutex_unlock(&n->mu);
+	dbcron__free(fs);
+	return k;
+}
+
 /* One claim; returns how many fires it took (or -1 on error). */
 static long claim(dbcron_node *n, dbcron_err *err)
 {
@@ -620,15 +701,7 @@ static long claim(dbcron_node *n, dbcron_err *err)
 	if (rc == DBCRON_ECONN) {
 		/* the COMMIT may have landed: runs stamped with this token
 		 * would wait under our name for a start that never comes */
-		if (n->ndoubt == NODE_MAX_DOUBT) {
-			dbcron__log(LOG_WARN, "claim.doubt", LOG_STR("node", n->node_id),
-				    LOG_STR("token", n->doubt_tokens[0]),
-				    LOG_STR("msg", "too many claims in doubt; the oldest is left to the reap"));
-			memmove(n->doubt_tokens[0], n->doubt_tokens[1],
-				sizeof(n->doubt_tokens[0]) * (NODE_MAX_DOUBT - 1));
-			n->ndoubt--;
-		}
-		memcpy(n->doubt_tokens[n->ndoubt++], token, sizeof(token));
+		remember_doubt(n, token);
 	}
 	if (rc)
 		return -1;
@@ -643,35 +716,7 @@ static long claim(dbcron_node *n, dbcron_err *err)
 	for (size_t i = 0; i < res.naside; i++)
 		dbcron__log(LOG_WARN, "job.set_aside", LOG_STR("job", res.aside[i].name),
 			    LOG_INT("id", res.aside[i].job_id), LOG_STR("msg", res.aside[i].why));
-	pthread_mutex_lock(&n->mu);
-	bool wake = false;
-	for (size_t i = 0; i < res.nruns; i++) {
-		/* The fire shares its job's snapshot while the row is
-		 * unchanged, and starts a new one when the job was edited
-		 * (the ownership rule is in inflight.h). */
-		job_state *js = inflight_job_get(&n->jobs, res.runs[i].run.job_id);
-		if (js)
-			js->blocked = JOB_OK; /* claimable again: resumed */
-		fire *f = js ? fire_new(n, js, &res.runs[i]) : NULL;
-		if (!f)
-			continue; /* left claimed: the lease machinery hands it
-				   * to another node if we cannot hold it */
-		f->gen = n->lease_gen;
-		timer_node *top = timer_peek(&n->heap);
-		if (timer_push(&n->heap, &f->tn, f->run.due_at)) {
-			fire_free(f);
-			continue;
-		}
-		fire_set_phase(f, FIRE_CLAIMED);
-		if (!top || f->run.due_at < top->due)
-			wake = true;
-		n->inflight++;
-		n->n_claimed++;
-	}
-	if (wake)
-		pthread_cond_signal(&n->timer_cv);
-	atomic_store_explicit(&n->stats.inflight, (long long)n->inflight, memory_order_relaxed);
-	pthread_mutex_unlock(&n->mu);
+	dbloop_take_claim(n, &res, token);
 	long got = (long)res.nruns;
 	if (n->cfg.log_runs && (res.nruns || res.nterminal))
 		dbcron__log(LOG_DEBUG, "claim", LOG_STR("token", token), LOG_UINT("runs", res.nruns),

@@ -93,13 +93,21 @@ void dispatch_unhold(dbcron_node *n, job_state *js)
 	pthread_cond_signal(&n->timer_cv);
 }
 
-/* A fire of a job paused or deleted since it was claimed (mu held). */
+/* A fire of a job paused or deleted since it was claimed (mu held).  An
+ * at-most-once fire waiting for its fenced start write (STARTING) whose
+ * earlier try lost its reply may be RUNNING: RUNNING may only end, so it ends
+ * ABANDONED (no retry: at-most-once), never SKIPPED, and with no start. */
 static void end_blocked(dbcron_node *n, fire *f)
 {
-	if (f->js->blocked == JOB_DELETED)
+	if (f->js->blocked == JOB_DELETED) {
 		finish_unstarted(n, f, DBCRON_RUN_ABANDONED, "job deleted");
-	else
+	} else if (f->phase == FIRE_STARTING && f->write_doubt) {
+		atomic_store(&f->started_db, -1);
+		finish_unstarted(n, f, DBCRON_RUN_ABANDONED,
+				 "not started: job paused while its start was being written");
+	} else {
 		finish_unstarted(n, f, DBCRON_RUN_SKIPPED, "job paused");
+	}
 }
 
 void dispatch_block_jobs(dbcron_node *n)
@@ -274,6 +282,10 @@ static const fire_cancel cancel_lease_lost = {
 static const fire_cancel cancel_lease_doubt = {
 	DBCRON_RUN_ABANDONED, "not started: the node stopped while its lease was in doubt", false};
 static const fire_cancel cancel_paused = {DBCRON_RUN_SKIPPED, "job paused", true};
+/* The run state machine lets a RUNNING run only end: a paused fire whose
+ * RUNNING write went out (or may have) ends ABANDONED, not SKIPPED. */
+static const fire_cancel cancel_paused_queued = {
+	DBCRON_RUN_ABANDONED, "not started: job paused while the run waited for a worker", true};
 static const fire_cancel cancel_deleted = {DBCRON_RUN_ABANDONED, "job deleted", true};
 
 /*
@@ -317,6 +329,10 @@ static void skip_start(dbcron_node *n, fire *f)
 	pthread_mutex_lock(&n->mu);
 	inflight_running_remove(f->js, f);
 	n->running--;
+	/* STARTED without a doubtful try: RUNNING is not in the database */
+	if (f->cancel_why == &cancel_paused && (f->phase != FIRE_STARTED || f->write_doubt))
+		f->cancel_why = &cancel_paused_queued;
+	atomic_store(&f->started_db, -1); /* it never started: no start time */
 	f->end_state = f->cancel_why->state;
 	f->end_why = f->cancel_why->why;
 	f->no_retry = f->cancel_why->no_retry;

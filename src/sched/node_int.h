@@ -141,6 +141,10 @@ void dbloop_run(dbcron_node *n);
 void dbloop_hand_back(dbcron_node *n);
 void dbloop_drain(dbcron_node *n);
 void dbloop_finish(dbcron_node *n);
+/* The runs of claim `token` onto the timer heap, all or none (out of
+ * memory: none, and the claim goes back to the pool); returns how many
+ * are held.  Called without mu; res keeps its runs (the caller clears). */
+size_t dbloop_take_claim(dbcron_node *n, const store_claim_result *res, const char *token);
 /* Put f on the pending list and wake the db thread (mu held). */
 void dbloop_queue_write(dbcron_node *n, fire *f);
 /* Wake the db thread (mu held). */

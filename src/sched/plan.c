@@ -15,6 +15,7 @@
 
 #include "core/alloc.h"
 #include "dbcron/cron.h"
+#include "model/rules.h"
 #include "sched/plan.h"
 
 typedef struct cache_entry {
@@ -305,6 +306,12 @@ static int plan_misfire(planner *p, const dbcron_job *job, int64_t now_ms,
 	}
 	if (rc)
 		rc = -DBCRON_ENOMEM;
+	/* An AFTER job's next fire comes from its run's end; when the policy
+	 * left no run to end (skip, or max_catchup 0), the MISFIRED record is
+	 * that end, or the series would stop here for good. */
+	if (job->kind == DBCRON_SCHED_AFTER && (p->nfires == 0 ||
+	    p->fires[p->nfires - 1].state != DBCRON_RUN_SCHEDULED))
+		nx = model_run_followup(job, 1, DBCRON_RUN_MISFIRED, true, now_ms).job_next_fire_at;
 	*t = nx;
 out_free_ring:
 	dbcron__free(ring);

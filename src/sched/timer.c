@@ -66,6 +66,11 @@ static void sift_down(timer_heap *h, size_t i)
 	place(h, i, t);
 }
 
+int timer_reserve(timer_heap *h, size_t more)
+{
+	return more ? dbcron__grow((void **)&h->a, &h->cap, h->n + more, sizeof(*h->a)) : 0;
+}
+
 int timer_push(timer_heap *h, timer_node *t, int64_t due)
 {
 	if (dbcron__grow((void **)&h->a, &h->cap, h->n + 1, sizeof(*h->a)))

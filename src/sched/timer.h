@@ -29,6 +29,8 @@ void timer_init(timer_heap *h);
 void timer_free(timer_heap *h); /* frees the array, not the nodes */
 /* -1 on allocation failure (node not queued). */
 int timer_push(timer_heap *h, timer_node *t, int64_t due);
+/* Room for `more` pushes that then cannot fail; -1 when out of memory. */
+int timer_reserve(timer_heap *h, size_t more);
 timer_node *timer_peek(const timer_heap *h);
 timer_node *timer_pop(timer_heap *h);
 void timer_remove(timer_heap *h, timer_node *t);

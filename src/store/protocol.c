@@ -1276,6 +1276,7 @@ static int plan_due_jobs(store *s, const store_claim_req *req, store_claim_resul
 		 * instead of waiting unseen; later ones wait for a node. */
 		bool stranded = !runs_here(req, j);
 		const char *why = NULL;
+		bool ran_none = true; /* every fire written ended unrun */
 		for (size_t k = 0; k < plan.nfires; k++) {
 			const store_fire *f = &plan.fires[k];
 			dbcron_run_state state = f->state;
@@ -1311,7 +1312,14 @@ static int plan_due_jobs(store *s, const store_claim_req *req, store_claim_resul
 			store_batch_text(fires, error);
 			if (state == DBCRON_RUN_SCHEDULED)
 				scheduled++;
+			ran_none = state != DBCRON_RUN_SCHEDULED;
 		}
+		/* An AFTER job fires next from its run's end: a fire routing
+		 * ended MISFIRED is that end (as close_stranded says for runs),
+		 * or its series would stop here for good. */
+		if (why && ran_none && plan.next_fire_at < 0)
+			plan.next_fire_at = model_run_followup(j, 1, DBCRON_RUN_MISFIRED, true,
+							       now).job_next_fire_at;
 		store_batch_i64(next, j->id);
 		store_batch_i64n(next, plan.next_fire_at);
 		j->next_fire_at = plan.next_fire_at;
@@ -1404,6 +1412,23 @@ static int claim_unclaimed(store *s, const store_claim_req *req, int budget,
 	return read_jobs_into(s, 0, out, jobs_cap, NULL, err);
 }
 
+/* ST_RUNS_APPLY's row: the run, its fence, what it becomes, and `live`,
+ * the last live state (SCHEDULED 1, RUNNING 2) it may be found in, so that
+ * the run state machine holds in the database too: a write that a RUNNING
+ * row may not take (SKIPPED, MISFIRED) applies only to a SCHEDULED row. */
+static const store_bcol apply_cols[] = {BC_I64, BC_TEXT, BC_I64, BC_I64, BC_I64,
+					BC_BOOL, BC_I64, BC_TEXT_CLEAN, BC_TEXT_CLEAN, BC_I64};
+#define APPLY_NCOLS ((int)(sizeof(apply_cols) / sizeof(apply_cols[0])))
+
+/* The `live` cell for a write of state `to` (RUNNING again is the retry of
+ * a start write that may have landed). */
+static int64_t apply_live(dbcron_run_state to)
+{
+	return to == DBCRON_RUN_RUNNING || dbcron_run_transition_ok(DBCRON_RUN_RUNNING, to)
+		       ? DBCRON_RUN_RUNNING
+		       : DBCRON_RUN_SCHEDULED;
+}
+
 /*
  * A run whose job was deleted after the run was claimed (a concurrent
  * delete between our two statements, on a multi-writer database) cannot
@@ -1413,9 +1438,7 @@ static int claim_unclaimed(store *s, const store_claim_req *req, int budget,
 static int close_jobless(store *s, const char *node_id, store_claim_result *out,
 			 dbcron_err *err)
 {
-	static const store_bcol cols[] = {BC_I64, BC_TEXT, BC_I64, BC_I64, BC_I64,
-					  BC_BOOL, BC_I64, BC_TEXT_CLEAN, BC_TEXT_CLEAN};
-	store_batch *b = scratch(s, 0, 9, cols);
+	store_batch *b = scratch(s, 0, APPLY_NCOLS, apply_cols);
 	for (size_t i = 0; i < out->nruns; i++) {
 		store_claimed *c = &out->runs[i];
 		if ((c->job = find_job(out, c->run.job_id)))
@@ -1430,6 +1453,7 @@ static int close_jobless(store *s, const char *node_id, store_claim_result *out,
 		const store_aside *a = find_aside(out, c->run.job_id);
 		store_batch_text(b, a ? a->why : "job deleted");
 		store_batch_text(b, NULL);
+		store_batch_i64(b, apply_live(DBCRON_RUN_ABANDONED));
 	}
 	if (!store_batch_rows(b))
 		return DBCRON_OK;
@@ -1463,9 +1487,7 @@ static int close_jobless(store *s, const char *node_id, store_claim_result *out,
 static int close_stranded(store *s, const store_claim_req *req, store_claim_result *out,
 			  claim_texts *texts, dbcron_err *err)
 {
-	static const store_bcol cols[] = {BC_I64, BC_TEXT, BC_I64, BC_I64, BC_I64,
-					  BC_BOOL, BC_I64, BC_TEXT_CLEAN, BC_TEXT_CLEAN};
-	store_batch *b = scratch(s, 0, 9, cols);
+	store_batch *b = scratch(s, 0, APPLY_NCOLS, apply_cols);
 	store_batch *next = scratch(s, 1, 2, advance_cols);
 	size_t nclosed = 0;
 	for (size_t i = 0; i < out->nruns; i++) {
@@ -1484,6 +1506,7 @@ static int close_stranded(store *s, const store_claim_req *req, store_claim_resu
 		store_batch_i64(b, 0);
 		store_batch_text(b, why);
 		store_batch_text(b, NULL);
+		store_batch_i64(b, apply_live(DBCRON_RUN_MISFIRED));
 		model_followup f = model_run_followup(c->job, c->run.attempt, DBCRON_RUN_MISFIRED,
 						      true, out->now_ms);
 		if (f.job_next_fire_at >= 0) {
@@ -1590,9 +1613,6 @@ static int apply_slot_cmp(const void *a, const void *b)
 	return x->pos < y->pos ? -1 : x->pos > y->pos;
 }
 
-static const store_bcol apply_cols[] = {BC_I64, BC_TEXT, BC_I64, BC_I64, BC_I64,
-					BC_BOOL, BC_I64, BC_TEXT_CLEAN, BC_TEXT_CLEAN};
-
 /* The retries and next fires the applied updates ask for, then commit. */
 static int apply_followups(store *s, store_update *ups, size_t n, dbcron_err *err)
 {
@@ -1669,7 +1689,7 @@ int store_apply(store *s, const char *node_id, store_update *ups, size_t n, dbcr
 	}
 	dbcron__sort(slots, n, sizeof(*slots), apply_slot_cmp);
 
-	store_batch *b = scratch(s, 0, 9, apply_cols);
+	store_batch *b = scratch(s, 0, APPLY_NCOLS, apply_cols);
 	for (size_t i = 0; i < n;) {
 		size_t j = i;
 		const store_update *u = &ups[slots[i].pos];
@@ -1713,6 +1733,7 @@ int store_apply(store *s, const char *node_id, store_update *ups, size_t n, dbcr
 		store_batch_i64(b, xc);
 		store_batch_text(b, er);
 		store_batch_text(b, ou);
+		store_batch_i64(b, apply_live(stt));
 		i = j;
 	}
 	if (b->oom) {
@@ -1777,6 +1798,21 @@ int store_job_running(store *s, int64_t job_id, int64_t except_run_id, bool *run
 /* Nodes                                                               */
 /* ------------------------------------------------------------------ */
 
+/*
+ * Unclaimed SCHEDULED runs of deleted jobs end ABANDONED "job deleted" at
+ * now: no claim can take them (it needs the job), so a run handed back to
+ * the pool after its job was deleted (a lost node's pre-claimed fires, a
+ * graceful stop or a hand-back racing the delete) would otherwise wait
+ * SCHEDULED forever.  Fenced by `node IS NULL`: a run some node holds is
+ * left to that node (it ends it itself) or to its reap.  In the caller's
+ * transaction; *closed (may be NULL) counts them.
+ */
+static int close_deleted(store *s, int64_t now, int64_t *closed, dbcron_err *err)
+{
+	store_param p[] = {sp_i64(now)};
+	return st_run(s, ST_RUNS_CLOSE_ORPHANS, p, 1, closed, err);
+}
+
 struct abandoned {
 	int64_t run_id, job_id;
 	int attempt;
@@ -1822,8 +1858,10 @@ static int resolve_lost(store *s, const store_batch *nodes, int64_t now, size_t 
 	if (rc)
 		goto out_free;
 	store_param up[] = {sp_batch(nodes)};
-	/* (the abandon ran first, so what is left SCHEDULED is unstarted) */
-	if ((rc = st_run(s, ST_RUNS_UNCLAIM_LOST, up, 1, &unclaimed, err)))
+	/* (the abandon ran first, so what is left SCHEDULED is unstarted);
+	 * those of jobs deleted meanwhile cannot be claimed again */
+	if ((rc = st_run(s, ST_RUNS_UNCLAIM_LOST, up, 1, &unclaimed, err)) ||
+	    (unclaimed && (rc = close_deleted(s, now, NULL, err))))
 		goto out_free;
 	if (nab) {
 		store_batch *ids = scratch(s, 1, 1, ids_cols);
@@ -2125,7 +2163,10 @@ int store_node_stop(store *s, const char *node_id, const char *incarnation, dbcr
 				    node_id);
 		goto out_rollback;
 	}
-	if ((rc = st_run(s, ST_RUNS_UNCLAIM_NODE, p, 1, NULL, err)) || (rc = tx_commit(s, err)))
+	int64_t now, unclaimed = 0;
+	if ((rc = st_run(s, ST_RUNS_UNCLAIM_NODE, p, 1, &unclaimed, err)) ||
+	    (unclaimed && ((rc = db_now(s, &now, err)) || (rc = close_deleted(s, now, NULL, err)))) ||
+	    (rc = tx_commit(s, err)))
 		goto out_rollback;
 	return DBCRON_OK;
 out_rollback:
@@ -2149,10 +2190,11 @@ int store_runs_release(store *s, const char *node_id, const int64_t *ids,
 	if (b->oom)
 		return oom(err, "release");
 	store_param p[] = {sp_text(node_id), sp_batch(b)};
-	if (!(s->d->caps & STORE_CAP_ROW_BATCH))
-		return st_run(s, ST_RUNS_RELEASE, p, 2, NULL, err);
+	int64_t now, released = 0;
 	int rc;
-	if ((rc = tx_begin(s, err)) || (rc = st_run(s, ST_RUNS_RELEASE, p, 2, NULL, err)) ||
+	/* a run of a job deleted since it was claimed ends here */
+	if ((rc = tx_begin(s, err)) || (rc = st_run(s, ST_RUNS_RELEASE, p, 2, &released, err)) ||
+	    (released && ((rc = db_now(s, &now, err)) || (rc = close_deleted(s, now, NULL, err)))) ||
 	    (rc = tx_commit(s, err)))
 		tx_rollback(s);
 	return rc;
@@ -2164,10 +2206,17 @@ int store_runs_release_claim(store *s, const char *node_id, const char *token, s
 	if (!node_id || !token)
 		return dbcron_err_set(err, DBCRON_EINVAL, "release: node and token are required");
 	store_param p[] = {sp_text(node_id), sp_text(token)};
-	int64_t ch = 0;
-	int rc = st_run(s, ST_RUNS_RELEASE_CLAIM, p, 2, &ch, err);
+	int64_t ch = 0, now;
+	int rc;
+	/* a run of a job deleted since it was claimed ends here */
+	if ((rc = tx_begin(s, err)) || (rc = st_run(s, ST_RUNS_RELEASE_CLAIM, p, 2, &ch, err)) ||
+	    (ch && ((rc = db_now(s, &now, err)) || (rc = close_deleted(s, now, NULL, err)))) ||
+	    (rc = tx_commit(s, err))) {
+		tx_rollback(s);
+		ch = 0;
+	}
 	if (released)
-		*released = rc ? 0 : (size_t)ch;
+		*released = (size_t)ch;
 	return rc;
 }
 
@@ -2231,20 +2280,27 @@ static int resolve_listed(store *s, int64_t now, size_t *touched, dbcron_err *er
 /*
  * The safety net of reap: live runs held by nodes that are not alive (a
  * stop or a reap that happened before this rule, a row edited by hand)
- * are resolved as a lost node's are, with that node's lease_until.
+ * are resolved as a lost node's are, with that node's lease_until; and
+ * unclaimed runs of deleted jobs, however they got there, end ABANDONED
+ * "job deleted" (close_deleted).
  */
 int store_reap_orphans(store *s, size_t *resolved, dbcron_err *err)
 {
-	int64_t now;
+	int64_t now, closed = 0;
+	size_t n = 0;
 	int rc;
 	if (resolved)
 		*resolved = 0;
 	if ((rc = tx_begin(s, err)))
 		return rc;
-	if ((rc = db_now(s, &now, err)) || (rc = store__exec(s, ST_NODES_ORPHANED, NULL, 0, err)))
+	if ((rc = db_now(s, &now, err)) || (rc = close_deleted(s, now, &closed, err)) ||
+	    (rc = store__exec(s, ST_NODES_ORPHANED, NULL, 0, err)))
 		goto out_rollback;
-	if ((rc = resolve_listed(s, now, resolved, err)) == DBCRON_OK)
+	if ((rc = resolve_listed(s, now, &n, err)) == DBCRON_OK) {
+		if (resolved)
+			*resolved = n + (size_t)closed;
 		return DBCRON_OK;
+	}
 out_rollback:
 	tx_rollback(s);
 	if (resolved)

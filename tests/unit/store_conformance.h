@@ -650,6 +650,41 @@ static void conf_test_claim_stranded(void **state)
 	conf_runs_clear(&rs);
 }
 
+/* Routing's misfire of an AFTER job's own fire: the MISFIRED record is the
+ * end its next fire counts from, so the series goes on (issue 23 item 3:
+ * next_fire_at stayed NULL for good, even after a node with the handler
+ * joined). */
+static void conf_test_claim_stranded_after(void **state)
+{
+	conf_ctx *c = *state;
+	int64_t now = conf_now(c);
+	dbcron_job j;
+	conf_job(&j, "after-stray", now - 5000);
+	j.kind = DBCRON_SCHED_AFTER;
+	j.misfire_threshold_ms = 1000;
+	CONF_OK(c, conf_upsert(c, &j, 1));
+	dbcron_job_clear(&j);
+
+	static const char *const sleep_only[] = {"sleep"};
+	/* as the real planner plans an AFTER job: one fire, then none */
+	conf_planner p = {.stop = 0};
+	store_claim_result r;
+	CONF_OK(c, conf_claim_routed(c, "n-sleep", "t1", sleep_only, 1, &p, &r));
+	assert_int_equal(r.nruns, 0);
+	assert_int_equal(r.nterminal, 1);
+	int64_t ended_at = r.now_ms;
+	store_claim_result_clear(&r);
+	conf_runs rs = {0};
+	conf_list(c, "after-stray", 0, -1, 0, &rs);
+	assert_int_equal(rs.n, 1);
+	assert_int_equal(rs.rows[0].state, DBCRON_RUN_MISFIRED);
+	conf_runs_clear(&rs);
+	dbcron_job got;
+	CONF_OK(c, store_job_get(c->s, "after-stray", &got, &c->err));
+	assert_int_equal(got.next_fire_at, ended_at + 1000);
+	dbcron_job_clear(&got);
+}
+
 /* Routing's misfire for runs: a triggered run and a retry of a handler job
  * that no live node can run wait unclaimed until they are due past the
  * job's misfire threshold; then the first claim of any node takes them and
@@ -846,6 +881,62 @@ static void conf_test_claim_stranded_race(void **state)
 					 strlen(rs.rows[i].node)), 0);
 	}
 	conf_runs_clear(&rs);
+}
+
+/* Runs of a paused job wait, whoever made them (issue 23 item 19): a
+ * retry, a triggered run and a run handed back to the pool are not
+ * claimed while the job is paused, and are once it is resumed. */
+static void conf_test_claim_runs_paused(void **state)
+{
+	conf_ctx *c = *state;
+	int64_t now = conf_now(c);
+	dbcron_job j;
+	conf_job(&j, "pz", now + 3600000);
+	CONF_OK(c, conf_upsert(c, &j, 1));
+	dbcron_job_clear(&j);
+	conf_planner p = {.stop = -1};
+	store_claim_result r;
+	int64_t id, fire_at;
+
+	/* a retry: attempt 1 failed, attempt 2 due now, unclaimed */
+	CONF_OK(c, store_job_trigger(c->s, "pz", &id, &fire_at, &c->err));
+	conf_sleep_ms(5);
+	CONF_OK(c, conf_claim(c, c->s, "n1", "t1", 10, &p, &r));
+	assert_int_equal(r.nruns, 1);
+	store_update u = conf_update(&r.runs[0], DBCRON_RUN_FAILED);
+	u.finished_ms = r.now_ms;
+	u.retry_due_at = r.now_ms;
+	CONF_OK(c, store_apply(c->s, "n1", &u, 1, &c->err));
+	assert_true(u.applied);
+	store_claim_result_clear(&r);
+	/* a hand-back: claimed, then released */
+	CONF_OK(c, store_job_trigger(c->s, "pz", &id, &fire_at, &c->err));
+	conf_sleep_ms(5);
+	CONF_OK(c, conf_claim(c, c->s, "n1", "t2", 10, &p, &r));
+	assert_int_equal(r.nruns, 2); /* the retry and the trigger */
+	int64_t ids[2] = {r.runs[0].run.id, r.runs[1].run.id};
+	const char *toks[2] = {"t2", "t2"};
+	CONF_OK(c, store_runs_release(c->s, "n1", ids, toks, 2, &c->err));
+	store_claim_result_clear(&r);
+	/* a trigger never claimed */
+	CONF_OK(c, store_job_trigger(c->s, "pz", &id, &fire_at, &c->err));
+	conf_sleep_ms(5);
+
+	CONF_OK(c, store_job_set_paused(c->s, "pz", true, -1, &c->err));
+	CONF_OK(c, conf_claim(c, c->s, "n2", "t3", 10, &p, &r));
+	assert_int_equal(r.nruns, 0);
+	store_claim_result_clear(&r);
+	conf_runs rs = {0};
+	conf_list(c, "pz", DBCRON_RUN_SCHEDULED, -1, 0, &rs);
+	assert_int_equal(rs.n, 3);
+	for (int i = 0; i < rs.n; i++)
+		assert_null(rs.rows[i].node);
+	conf_runs_clear(&rs);
+
+	CONF_OK(c, store_job_set_paused(c->s, "pz", false, now + 3600000, &c->err));
+	CONF_OK(c, conf_claim(c, c->s, "n2", "t4", 10, &p, &r));
+	assert_int_equal(r.nruns, 3);
+	store_claim_result_clear(&r);
 }
 
 static int conf_name_add(void *ctx, const char *name)
@@ -1247,6 +1338,52 @@ static void conf_test_claim_statements(void **state)
 
 /* ---- apply ---- */
 
+/* The run state machine in the database: a RUNNING run only ends (issue
+ * 23 item 15: a paused fire was written RUNNING -> SKIPPED, with a start
+ * time).  SKIPPED and MISFIRED apply to a SCHEDULED run only; a RUNNING
+ * run takes ABANDONED, and RUNNING again (a start write tried twice). */
+static void conf_test_apply_state_machine(void **state)
+{
+	conf_ctx *c = *state;
+	int64_t now = conf_now(c);
+	conf_put(c, 2, "sm", now - 100);
+	conf_planner p = {.stop = -1};
+	store_claim_result r;
+	CONF_OK(c, conf_claim(c, c->s, "n1", "tok", 10, &p, &r));
+	assert_int_equal(r.nruns, 2);
+	store_update u = conf_update(&r.runs[0], DBCRON_RUN_RUNNING);
+	u.started_ms = now;
+	CONF_OK(c, store_apply(c->s, "n1", &u, 1, &c->err));
+	assert_true(u.applied);
+	CONF_OK(c, store_apply(c->s, "n1", &u, 1, &c->err));
+	assert_true(u.applied);
+	const dbcron_run_state refused[] = {DBCRON_RUN_SKIPPED, DBCRON_RUN_MISFIRED};
+	for (size_t i = 0; i < 2; i++) {
+		u = conf_update(&r.runs[0], refused[i]);
+		u.finished_ms = now + 1;
+		CONF_OK(c, store_apply(c->s, "n1", &u, 1, &c->err));
+		assert_false(u.applied);
+	}
+	dbcron_run run;
+	CONF_OK(c, store_run_get(c->s, r.runs[0].run.id, &run, &c->err));
+	assert_int_equal(run.state, DBCRON_RUN_RUNNING);
+	dbcron_run_clear(&run);
+	u = conf_update(&r.runs[0], DBCRON_RUN_ABANDONED);
+	u.finished_ms = now + 2;
+	CONF_OK(c, store_apply(c->s, "n1", &u, 1, &c->err));
+	assert_true(u.applied);
+	/* a SCHEDULED run may be SKIPPED, and gets no start time */
+	u = conf_update(&r.runs[1], DBCRON_RUN_SKIPPED);
+	u.finished_ms = now + 3;
+	CONF_OK(c, store_apply(c->s, "n1", &u, 1, &c->err));
+	assert_true(u.applied);
+	CONF_OK(c, store_run_get(c->s, r.runs[1].run.id, &run, &c->err));
+	assert_int_equal(run.state, DBCRON_RUN_SKIPPED);
+	assert_true(run.started_ms < 0);
+	dbcron_run_clear(&run);
+	store_claim_result_clear(&r);
+}
+
 static void conf_test_apply(void **state)
 {
 	conf_ctx *c = *state;
@@ -1582,14 +1719,18 @@ static void conf_test_reap_unwritten_starts(void **state)
 	conf_ctx *c = *state;
 	store *sb;
 	int64_t now = conf_now(c);
-	dbcron_job j[3];
+	dbcron_job j[4];
 	conf_job(&j[0], "ua", now - 100);
-	j[0].max_retries = 0;
+	j[0].max_retries = 1;
 	conf_job(&j[1], "ub", now - 100);
 	j[1].node_loss = DBCRON_NODE_LOSS_ABANDON;
 	conf_job(&j[2], "uc", now + 3000);
-	CONF_OK(c, conf_upsert(c, j, 3));
-	for (int i = 0; i < 3; i++)
+	/* the budget holds for an unwritten start too (issue 23: a handler
+	 * that crashed its node at once was retried whatever its limit) */
+	conf_job(&j[3], "ud", now - 100);
+	j[3].max_retries = 0;
+	CONF_OK(c, conf_upsert(c, j, 4));
+	for (int i = 0; i < 4; i++)
 		dbcron_job_clear(&j[i]);
 	assert_int_equal(conf_open(c, &sb), 0);
 	store_node_info nl;
@@ -1600,15 +1741,19 @@ static void conf_test_reap_unwritten_starts(void **state)
 			       .max = 10, .plan = conf_plan, .plan_ctx = &p};
 	store_claim_result r;
 	CONF_OK(c, store_claim(c->s, &req, &r, &c->err));
-	assert_int_equal(r.nruns, 3);
+	assert_int_equal(r.nruns, 4);
 	store_claim_result_clear(&r);
 
 	conf_sleep_ms(450);
 	size_t reaped = 0;
 	CONF_OK(c, store_reap(sb, &reaped, &c->err));
-	assert_int_equal(reaped, 3);
+	assert_int_equal(reaped, 4);
 	conf_assert_unwritten_retried(c, "ua");
 	conf_runs rs = {0};
+	conf_list(c, "ud", 0, -1, 0, &rs);
+	assert_int_equal(rs.n, 1);
+	assert_int_equal(rs.rows[0].state, DBCRON_RUN_ABANDONED);
+	assert_string_equal(rs.rows[0].error, "node lost before its start was written");
 	conf_list(c, "ub", 0, -1, 0, &rs);
 	assert_int_equal(rs.n, 1);
 	assert_int_equal(rs.rows[0].state, DBCRON_RUN_ABANDONED);
@@ -1802,6 +1947,94 @@ static void conf_test_claim_lock_row(void **state)
 	store_claim_result_clear(&a.r);
 	store_claim_result_clear(&r);
 	store_close(a.s);
+}
+
+/* A pre-claimed fire of `name` (due in 30 s) held by node `id`. */
+static void conf_preclaim(conf_ctx *c, const char *id, const char *name, int64_t *run_id,
+			  char *token, size_t toklen)
+{
+	int64_t now = conf_now(c);
+	dbcron_job j;
+	conf_job(&j, name, now + 30000);
+	CONF_OK(c, conf_upsert(c, &j, 1));
+	dbcron_job_clear(&j);
+	conf_planner p = {.stop = -1};
+	snprintf(token, toklen, "tok-%s", id);
+	store_claim_req req = {.node_id = id, .token = token, .horizon_ms_ahead = 60000,
+			       .max = 10, .plan = conf_plan, .plan_ctx = &p};
+	store_claim_result r;
+	CONF_OK(c, store_claim(c->s, &req, &r, &c->err));
+	assert_int_equal(r.nruns, 1);
+	*run_id = r.runs[0].run.id;
+	store_claim_result_clear(&r);
+}
+
+static void conf_assert_closed_deleted(conf_ctx *c, int64_t run_id, const char *how)
+{
+	dbcron_run run;
+	CONF_OK(c, store_run_get(c->s, run_id, &run, &c->err));
+	if (run.state != DBCRON_RUN_ABANDONED || !run.error || strcmp(run.error, "job deleted"))
+		fail_msg("%s: run %lld is %s (%s), want abandoned (job deleted)", how,
+			 (long long)run_id, dbcron_run_state_name(run.state),
+			 run.error ? run.error : "no error");
+	dbcron_run_clear(&run);
+}
+
+/* A job deleted while a node held its pre-claimed fires (issue 23 item 4):
+ * whatever hands them back (the reap of the dead node, the node id
+ * registered again, a graceful stop, a hand-back) ends them ABANDONED "job
+ * deleted" instead of leaving them SCHEDULED for a claim that cannot take
+ * them; maintenance closes any left so by other paths. */
+static void conf_test_deleted_job_preclaimed(void **state)
+{
+	conf_ctx *c = *state;
+	store_node_info ni;
+	int64_t run_id;
+	char tok[64];
+
+	/* 1. the holder dies: reaped after its lease */
+	conf_node(&ni, "dead", "inc-1", 200);
+	CONF_OK(c, store_node_register(c->s, &ni, &c->err));
+	conf_preclaim(c, "dead", "del-reap", &run_id, tok, sizeof(tok));
+	CONF_OK(c, store_job_delete(c->s, "del-reap", &c->err));
+	conf_sleep_ms(400);
+	size_t reaped = 0;
+	CONF_OK(c, store_reap(c->s, &reaped, &c->err));
+	assert_true(reaped >= 1);
+	conf_assert_closed_deleted(c, run_id, "reap");
+
+	/* 2. the holder's id registers again after its lease lapsed */
+	conf_node(&ni, "again", "inc-1", 200);
+	CONF_OK(c, store_node_register(c->s, &ni, &c->err));
+	conf_preclaim(c, "again", "del-rereg", &run_id, tok, sizeof(tok));
+	CONF_OK(c, store_job_delete(c->s, "del-rereg", &c->err));
+	conf_sleep_ms(400);
+	conf_node(&ni, "again", "inc-2", 60000);
+	CONF_OK(c, store_node_register(c->s, &ni, &c->err));
+	conf_assert_closed_deleted(c, run_id, "register again");
+
+	/* 3. a graceful stop racing the delete */
+	conf_node(&ni, "stopper", "inc-1", 60000);
+	CONF_OK(c, store_node_register(c->s, &ni, &c->err));
+	conf_preclaim(c, "stopper", "del-stop", &run_id, tok, sizeof(tok));
+	CONF_OK(c, store_job_delete(c->s, "del-stop", &c->err));
+	CONF_OK(c, store_node_stop(c->s, "stopper", "inc-1", &c->err));
+	conf_assert_closed_deleted(c, run_id, "node stop");
+
+	/* 4. a hand-back of the runs, and of a claim in doubt */
+	conf_node(&ni, "hb", "inc-1", 60000);
+	CONF_OK(c, store_node_register(c->s, &ni, &c->err));
+	conf_preclaim(c, "hb", "del-back", &run_id, tok, sizeof(tok));
+	CONF_OK(c, store_job_delete(c->s, "del-back", &c->err));
+	const char *toks[] = {tok};
+	CONF_OK(c, store_runs_release(c->s, "hb", &run_id, toks, 1, &c->err));
+	conf_assert_closed_deleted(c, run_id, "hand-back");
+	conf_preclaim(c, "hb", "del-doubt", &run_id, tok, sizeof(tok));
+	CONF_OK(c, store_job_delete(c->s, "del-doubt", &c->err));
+	size_t released = 0;
+	CONF_OK(c, store_runs_release_claim(c->s, "hb", tok, &released, &c->err));
+	assert_int_equal(released, 1);
+	conf_assert_closed_deleted(c, run_id, "claim in doubt released");
 }
 
 static void conf_test_node_stop_release(void **state)
@@ -2111,15 +2344,16 @@ static void conf_test_locks(void **state)
 	CONF_T(conf_test_claim_two_claimers),                                   \
 	CONF_T(conf_test_concurrent_claimers),                                  \
 	CONF_T(conf_test_claim_statements), CONF_T(conf_test_claim_routing),    \
-	CONF_T(conf_test_claim_stranded),                                       \
+	CONF_T(conf_test_claim_stranded), CONF_T(conf_test_claim_stranded_after), \
 	CONF_T(conf_test_claim_stranded_runs),                                  \
-	CONF_T(conf_test_claim_stranded_race),                                  \
+	CONF_T(conf_test_claim_stranded_race), CONF_T(conf_test_claim_runs_paused), \
 	CONF_T(conf_test_node_handlers_add),                                    \
-	CONF_T(conf_test_apply),                                                \
+	CONF_T(conf_test_apply), CONF_T(conf_test_apply_state_machine),         \
 	CONF_T(conf_test_reap), CONF_T(conf_test_node_register_resolves),       \
 	CONF_T(conf_test_reap_unwritten_starts), CONF_T(conf_test_reap_retry_budget),         \
 	CONF_T(conf_test_reap_racing_start), CONF_T(conf_test_claim_lock_row),                 \
-	CONF_T(conf_test_node_stop_release), CONF_T(conf_test_runs_list),                      \
+	CONF_T(conf_test_node_stop_release), CONF_T(conf_test_deleted_job_preclaimed),          \
+	CONF_T(conf_test_runs_list),                                                           \
 	CONF_T(conf_test_jobs_last_run), CONF_T(conf_test_locks)
 
 #endif

@@ -189,6 +189,9 @@ static void test_followup(void **state)
 	assert_false(model_retry_on_node_loss(&j, 3));
 	f = model_run_followup(&j, 1, DBCRON_RUN_ABANDONED, false, NOW);
 	assert_int_equal(f.retry_due_at, NOW);
+	/* a fire that never started, of a paused or deleted job: no retry */
+	f = model_run_followup(&j, 1, DBCRON_RUN_ABANDONED, true, NOW);
+	assert_int_equal(f.retry_due_at, -1);
 	j.node_loss = DBCRON_NODE_LOSS_ABANDON;
 	assert_false(model_retry_on_node_loss(&j, 1));
 	/* AFTER: the next fire follows the end of the run, not a retry */
@@ -210,12 +213,19 @@ static void test_lost_followup(void **state)
 	model_followup f = model_lost_followup(&j, 1, true, NOW);
 	assert_int_equal(f.retry_due_at, -1);
 	assert_int_equal(f.job_next_fire_at, NOW + 60000);
+	/* the budget holds for a start never written too (issue 23: a
+	 * handler crashing its node was retried forever) */
 	f = model_lost_followup(&j, 1, false, NOW);
-	assert_int_equal(f.retry_due_at, NOW);
-	assert_int_equal(f.job_next_fire_at, -1);
+	assert_int_equal(f.retry_due_at, -1);
+	assert_int_equal(f.job_next_fire_at, NOW + 60000);
 	j.max_retries = 2;
 	f = model_lost_followup(&j, 1, true, NOW);
 	assert_int_equal(f.retry_due_at, NOW);
+	f = model_lost_followup(&j, 2, false, NOW);
+	assert_int_equal(f.retry_due_at, NOW);
+	assert_int_equal(f.job_next_fire_at, -1);
+	f = model_lost_followup(&j, 3, false, NOW);
+	assert_int_equal(f.retry_due_at, -1);
 	j.node_loss = DBCRON_NODE_LOSS_ABANDON;
 	f = model_lost_followup(&j, 1, false, NOW);
 	assert_int_equal(f.retry_due_at, -1);

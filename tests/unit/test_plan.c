@@ -96,6 +96,43 @@ static void test_misfire_policies(void **state)
 	planner_free(p);
 }
 
+/* An AFTER job found late with misfire skip: the MISFIRED record is the
+ * end its next fire counts from (issue 23 item 3: the series stopped). */
+static void test_after_misfire_rearms(void **state)
+{
+	(void)state;
+	planner *p;
+	assert_int_equal(planner_create(&p, NULL), 0);
+	dbcron_job j;
+	dbcron_job_init(&j);
+	j.id = 2;
+	j.kind = DBCRON_SCHED_AFTER;
+	j.interval_ms = 3000;
+	j.next_fire_at = 10000;
+	j.misfire = DBCRON_MISFIRE_SKIP;
+	store_plan out;
+	/* now 60 s, horizon 1 s ahead: the late fire is recorded, the next
+	 * one is 3 s from now (beyond the horizon, so only armed) */
+	assert_int_equal(planner_plan(p, &j, 60000, 61000, &out), 0);
+	assert_int_equal(out.nfires, 1);
+	assert_int_equal(out.fires[0].state, DBCRON_RUN_MISFIRED);
+	assert_int_equal(out.fires[0].fire_at, 10000);
+	assert_int_equal(out.next_fire_at, 63000);
+	/* a horizon that reaches it: planned as an ordinary fire */
+	assert_int_equal(planner_plan(p, &j, 60000, 64000, &out), 0);
+	assert_int_equal(out.nfires, 2);
+	assert_int_equal(out.fires[1].state, DBCRON_RUN_SCHEDULED);
+	assert_int_equal(out.fires[1].fire_at, 63000);
+	assert_int_equal(out.next_fire_at, -1); /* from that run's end */
+	/* fire_once runs it late: the run's end re-arms, not the planner */
+	j.misfire = DBCRON_MISFIRE_FIRE_ONCE;
+	assert_int_equal(planner_plan(p, &j, 60000, 61000, &out), 0);
+	assert_int_equal(out.nfires, 1);
+	assert_int_equal(out.fires[0].state, DBCRON_RUN_SCHEDULED);
+	assert_int_equal(out.next_fire_at, -1);
+	planner_free(p);
+}
+
 static void test_cron_misfire_and_bounds(void **state)
 {
 	(void)state;
@@ -225,6 +262,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_on_time),
 		cmocka_unit_test(test_misfire_policies),
+		cmocka_unit_test(test_after_misfire_rearms),
 		cmocka_unit_test(test_cron_misfire_and_bounds),
 		cmocka_unit_test(test_at_and_backoff),
 		cmocka_unit_test(test_cron_zone_change),

@@ -98,6 +98,36 @@ static void test_sqlite_schema_newer(void **state)
 	assert_int_equal(from, 999);
 }
 
+/* The maintenance safety net (issue 23 item 4): an unclaimed SCHEDULED
+ * run of a job that no longer exists, however it got there (an older
+ * version, a hand edit), ends ABANDONED "job deleted" with the orphan
+ * sweep; a claimed one is left to its holder. */
+static void test_sqlite_orphans_jobless(void **state)
+{
+	conf_ctx *c = *state;
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(c->url + 7, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db,
+				      "INSERT INTO runs(job_id, job_name, fire_at, attempt, state, "
+				      "due_at, created_ms) VALUES (4242, 'gone', 1000, 1, 1, 1000, 1);"
+				      "INSERT INTO runs(job_id, job_name, fire_at, attempt, state, "
+				      "due_at, node, claim_token, created_ms) VALUES (4242, 'gone', "
+				      "2000, 1, 1, 2000, 'live', 'tk', 1)",
+				      NULL, NULL, NULL),
+			 SQLITE_OK);
+	sqlite3_close(db);
+	size_t n = 0;
+	assert_int_equal(store_reap_orphans(c->s, &n, &c->err), DBCRON_OK);
+	assert_int_equal(n, 1);
+	conf_runs rs = {0};
+	conf_list(c, "gone", 0, -1, 0, &rs);
+	assert_int_equal(rs.n, 2);
+	assert_int_equal(rs.rows[0].state, DBCRON_RUN_ABANDONED);
+	assert_string_equal(rs.rows[0].error, "job deleted");
+	assert_int_equal(rs.rows[1].state, DBCRON_RUN_SCHEDULED);
+	conf_runs_clear(&rs);
+}
+
 /* Migration 2 on a database written at version 1: job ids continue past
  * every id the jobs table and the run log have seen, so a deleted job's
  * id is never handed out again. */
@@ -176,6 +206,7 @@ int main(void)
 		STORE_CONFORMANCE_FAULT_TESTS,
 		CONF_T(test_sqlite_bulk_put),
 		CONF_T(test_sqlite_schema_newer),
+		CONF_T(test_sqlite_orphans_jobless),
 		cmocka_unit_test(test_sqlite_bad_urls),
 		cmocka_unit_test(test_sqlite_migrate_job_ids),
 	};

@@ -192,11 +192,12 @@ static const char *const sql[ST__COUNT] = {
 		"VARCHAR(64) PATH '$[1]', state INT PATH '$[2]', started BIGINT PATH '$[3]', "
 		"finished BIGINT PATH '$[4]', hx INT PATH '$[5]', xc INT PATH '$[6]', error "
 		"MEDIUMTEXT CHARACTER SET utf8mb4 PATH '$[7]', output MEDIUMTEXT CHARACTER SET "
-		"utf8mb4 PATH '$[8]')) v ON r.id = v.id SET r.started_ms = coalesce(v.started, "
+		"utf8mb4 PATH '$[8]', live INT PATH '$[9]')) v ON r.id = v.id SET r.started_ms = coalesce(v.started, "
 		"r.started_ms), r.finished_ms = coalesce(v.finished, r.finished_ms), "
 		"r.exit_code = CASE WHEN v.hx THEN v.xc ELSE r.exit_code END, r.error = "
 		"coalesce(v.error, r.error), r.output = coalesce(v.output, r.output), r.state = "
-		"v.state WHERE r.claim_token = v.token AND r.node = ?1 AND r.state IN (1, 2)" PART
+		"v.state WHERE r.claim_token = v.token AND r.node = ?1 AND r.state BETWEEN 1 AND "
+		"v.live" PART
 		"SELECT r.id FROM runs r JOIN JSON_TABLE(?2, '$[*]' COLUMNS (id BIGINT PATH "
 		"'$[0]', token VARCHAR(64) PATH '$[1]', state INT PATH '$[2]')) v ON r.id = "
 		"v.id WHERE r.claim_token = v.token AND r.node = ?1 AND r.state = v.state",

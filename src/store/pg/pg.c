@@ -174,9 +174,10 @@ static const char *const sql[ST__COUNT] = {
 		"exit_code = CASE WHEN v.hx THEN v.exit ELSE runs.exit_code END, error = "
 		"coalesce(v.error, runs.error), output = coalesce(v.output, runs.output) FROM "
 		"unnest($2::bigint[], $3::text[], $4::int[], $5::bigint[], $6::bigint[], "
-		"$7::bool[], $8::int[], $9::text[], $10::text[]) v(id, token, state, started, "
-		"finished, hx, exit, error, output) WHERE runs.id = v.id AND runs.claim_token "
-		"= v.token AND runs.node = $1::text AND runs.state IN (1, 2) RETURNING runs.id",
+		"$7::bool[], $8::int[], $9::text[], $10::text[], $11::int[]) v(id, token, state, "
+		"started, finished, hx, exit, error, output, live) WHERE runs.id = v.id AND "
+		"runs.claim_token = v.token AND runs.node = $1::text AND runs.state BETWEEN 1 "
+		"AND v.live RETURNING runs.id",
 	[ST_RETRY_INSERT] =
 		"INSERT INTO runs (job_id, job_name, fire_at, attempt, state, due_at, missed, "
 		"created_ms) SELECT r.job_id, r.job_name, r.fire_at, r.attempt + 1, 1, v.due, "

@@ -158,7 +158,7 @@ static const char *const sql[ST__COUNT] = {
 		"started_ms), finished_ms = coalesce(" R(04) ", finished_ms), exit_code = "
 		"CASE WHEN " R(05) " THEN " R(06) " ELSE exit_code END, error = coalesce("
 		R(07) ", error), output = coalesce(" R(08) ", output) WHERE id = " R(00)
-		" AND claim_token = " R(01) " AND node = ?1 AND state IN (1, 2)",
+		" AND claim_token = " R(01) " AND node = ?1 AND state BETWEEN 1 AND " R(09),
 		/* "RETURNING id": see made_kind */
 	[ST_RETRY_INSERT] =
 		"INSERT INTO runs(job_id, job_name, fire_at, attempt, state, due_at, "
