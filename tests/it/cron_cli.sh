@@ -5,10 +5,16 @@
 set -euo pipefail
 : "${DBCRON_BIN:?}" "${DBCRON_SRC:?}"
 fail() { echo "FAIL: $*" >&2; exit 1; }
-cases=0 bad=0
+cases=0 bad=0 seen=0
+# Under a sanitizer every 10th case goes through the binary (the CLI's path
+# is the same for each); test_cron_ref checks all of them in-process there.
+step=1
+[ -z "${DBCRON_SANFLAGS:-}" ] || step=10
 for f in "$DBCRON_SRC"/tests/data/cron_{quartz,unix,dst}_ref.tsv; do
   while IFS=$'\t' read -r expr zone from fires; do
     case "$expr" in ''|'#'*) continue ;; esac
+    seen=$((seen + 1))
+    [ $((seen % step)) -eq 0 ] || continue
     want=${fires%,end}; want=${want%end}
     # one process a case (the binary), not four: 670 cases
     IFS=, read -ra w <<<"$want"; n=${#w[@]}; [ "$n" -gt 0 ] || n=1
@@ -21,7 +27,7 @@ for f in "$DBCRON_SRC"/tests/data/cron_{quartz,unix,dst}_ref.tsv; do
     fi
   done < "$f"
 done
-[ "$cases" -ge 500 ] || fail "only $cases reference cases read"
+[ "$seen" -ge 500 ] && [ "$cases" -ge $((seen / step)) ] || fail "only $cases of $seen reference cases run"
 [ "$bad" -eq 0 ] || fail "$bad of $cases reference cases differ"
 echo "ok - cron next agrees with the references on $cases cases"
 
