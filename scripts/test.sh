@@ -6,8 +6,7 @@
 #   scripts/test.sh BUILD_DIR [ctest args...]
 # DBCRON_TEST_JOBS (default 4) is ctest's -j: the tests mostly wait on
 # nodes, servers and child processes, so more run at once than there are
-# cores; the ones that keep both cores busy count as two (PROCESSORS in
-# tests/CMakeLists.txt).  docs/testing.md gives the time budget.
+# cores.  docs/testing.md gives the time budget.
 set -euo pipefail
 build=$1; shift
 src=$(cd "$(dirname "$0")/.." && pwd)
