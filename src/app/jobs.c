@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/text.h"
 #include "app/app.h"
 #include "core/alloc.h"
 #include "core/sort.h"
@@ -77,7 +78,7 @@ static void wait_nodes(store *s, char *warning, size_t wlen)
 {
 	dbcron_err e = {0};
 	if (store_nodes_wait_seen(s, NODES_WAIT_MS, &e))
-		snprintf(warning, wlen, "%s", e.msg);
+		dbcron__textf(warning, wlen, "%s", e.msg);
 }
 
 static int add_live(void *ctx, const char *name)
@@ -219,7 +220,7 @@ static int page_job(void *ctx, const dbcron_job *job)
 	}
 	pc->ids[pc->n].id = job->id;
 	pc->ids[pc->n].idx = (size_t)pc->n;
-	snprintf(pc->last, sizeof(pc->last), "%s", job->name);
+	dbcron__textf(pc->last, sizeof(pc->last), "%s", job->name);
 	pc->n++;
 	return 0;
 }

@@ -34,6 +34,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/text.h"
 #include "core/alloc.h"
 #include "core/sort.h"
 #include "model/rules.h"
@@ -202,7 +203,7 @@ static int read_job_lenient(store *s, dbcron_job *job, dbcron_err *err)
 		dbcron_job_clear(job);
 		return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory reading a job");
 	}
-	snprintf(job->set_aside, n, "cannot decode its row: %s", why.msg);
+	dbcron__textf(job->set_aside, n, "cannot decode its row: %s", why.msg);
 	return DBCRON_OK;
 }
 
@@ -1128,7 +1129,7 @@ static int read_jobs_into(store *s, int c0, store_claim_result *out, size_t *cap
 		}
 		if (rc) {
 			char text[600];
-			snprintf(text, sizeof(text), "cannot decode its row: %s", why.msg);
+			dbcron__textf(text, sizeof(text), "cannot decode its row: %s", why.msg);
 			if ((rc = add_aside(out, col_i64(s, c0), s->d->col_text(s->c, c0 + 1), text,
 					    err)))
 				break;
@@ -1261,7 +1262,7 @@ static int plan_due_jobs(store *s, const store_claim_req *req, store_claim_resul
 			if (rc == DBCRON_ENOMEM)
 				return oom(err, "claim");
 			char text[600];
-			snprintf(text, sizeof(text), "cannot plan: %s",
+			dbcron__textf(text, sizeof(text), "cannot plan: %s",
 				 plan.error && *plan.error ? plan.error : dbcron_strerror(rc));
 			if ((rc = add_aside(out, j->id, j->name, text, err)))
 				return rc;
@@ -1882,6 +1883,8 @@ int store_node_register(store *s, const store_node_info *n, dbcron_err *err)
 	if (!n || !n->node_id || !*n->node_id || !n->incarnation || n->lease_ms <= 0)
 		return dbcron_err_set(err, DBCRON_EINVAL,
 				      "node_register: node id, incarnation and a lease are required");
+	if ((rc = dbcron__name_check("node id", n->node_id, true, err)))
+		return rc;
 	if ((rc = tx_begin(s, err)))
 		return rc;
 	if ((rc = db_now(s, &now, err)))

@@ -23,6 +23,7 @@
 
 #include "store_conformance.h"
 #include "store_conformance_faults.h"
+#include "store_conformance_edits.h"
 
 #include "core/alloc.h"
 #include "store/dialect.h"
@@ -564,6 +565,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		STORE_CONFORMANCE_TESTS,
 		STORE_CONFORMANCE_FAULT_TESTS,
+		STORE_CONFORMANCE_EDIT_TESTS,
 		cmocka_unit_test(test_mask_and_bad_urls),
 		cmocka_unit_test(test_round_trips_constant),
 		cmocka_unit_test(test_no_returning_form),

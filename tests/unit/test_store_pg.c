@@ -28,6 +28,7 @@
 
 #include "store_conformance.h"
 #include "store_conformance_faults.h"
+#include "store_conformance_edits.h"
 
 #include "core/alloc.h"
 #include "core/timeutil.h"
@@ -982,6 +983,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		STORE_CONFORMANCE_TESTS,
 		STORE_CONFORMANCE_FAULT_TESTS,
+		STORE_CONFORMANCE_EDIT_TESTS,
 		cmocka_unit_test(test_mask_url),
 		cmocka_unit_test(test_password_never_in_errors),
 		cmocka_unit_test(test_schema_check_and_concurrent_init),

@@ -13,6 +13,7 @@
 #include "store/sqlite/schema.h"
 #include "store_conformance.h"
 #include "store_conformance_faults.h"
+#include "store_conformance_edits.h"
 
 static char conf_dir[256];
 static char conf_url_buf[512];
@@ -283,6 +284,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		STORE_CONFORMANCE_TESTS,
 		STORE_CONFORMANCE_FAULT_TESTS,
+		STORE_CONFORMANCE_EDIT_TESTS,
 		CONF_T(test_sqlite_concurrent_claimers),
 		CONF_T(test_sqlite_bulk_put),
 		CONF_T(test_sqlite_schema_newer),

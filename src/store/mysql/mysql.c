@@ -422,7 +422,9 @@ struct store_conn {
 	int64_t changes;
 	/* per execute */
 	store_text json;   /* a one-column list */
-	store_text clean;  /* a TEXT_CLEAN cell with bad bytes replaced */
+	/* a text cell with bad bytes replaced, one per bound parameter: two
+	 * cells of one row may both need it */
+	store_text clean[MAX_REFS];
 	int64_t ivals[MAX_REFS];
 	unsigned long lens[MAX_REFS];
 	my_bool nulls[MAX_REFS];
@@ -686,10 +688,10 @@ static int push_cell(store_conn *q, const char *v, size_t n)
 }
 
 /* Bind one text value, replacing bytes that are not UTF-8 when clean (a
- * captured output: the server would refuse the whole row). */
+ * batch cell, dialect.h: the server would refuse the whole row). */
 static void bind_text(store_conn *q, MYSQL_BIND *b, int k, const char *s, bool clean)
 {
-	if (clean && !(s = store_text_clean(&q->clean, s)))
+	if (clean && !(s = store_text_clean(&q->clean[k], s)))
 		s = "";
 	b->buffer_type = MYSQL_TYPE_STRING;
 	b->buffer = (void *)s;
@@ -733,7 +735,7 @@ static int bind_part(store_conn *q, part *pt, const store_param *p, int np,
 				b->buffer_type = MYSQL_TYPE_LONGLONG;
 				b->buffer = &q->ivals[k];
 			} else {
-				bind_text(q, b, k, c->s, bt->cols[idx] == BC_TEXT_CLEAN);
+				bind_text(q, b, k, c->s, true);
 			}
 			continue;
 		}
@@ -1170,7 +1172,8 @@ static void my_close(store_conn *q)
 	dbcron__free(q->dbname);
 	dbcron__free(q->socket);
 	store_text_free(&q->json);
-	store_text_free(&q->clean);
+	for (int k = 0; k < MAX_REFS; k++)
+		store_text_free(&q->clean[k]);
 	dbcron__free(q);
 }
 

@@ -327,9 +327,8 @@ struct store_conn {
 /* ---- text ---- */
 
 /* One column of a batch in PostgreSQL's array text form: {1,NULL,"a\"b"}.
- * Clean columns (captured output) may hold any bytes, but the server
- * rejects invalid UTF-8 and would fail the whole batch: such bytes become
- * '?'. */
+ * Every text column is cleaned (dialect.h): the server rejects invalid
+ * UTF-8 and would fail the whole batch, so such bytes become '?'. */
 static const char *array_text(store_text *b, const store_batch *bt, int col)
 {
 	size_t rows = store_batch_rows(bt);
@@ -353,7 +352,7 @@ static const char *array_text(store_text *b, const store_batch *bt, int col)
 			store_text_putc(b, '"');
 			const unsigned char *p = (const unsigned char *)v->s;
 			while (*p) {
-				size_t n = type == BC_TEXT_CLEAN ? store_utf8_seq(p) : 1;
+				size_t n = store_utf8_seq(p);
 				if (n == 0) {
 					store_text_putc(b, '?');
 					p++;

@@ -363,8 +363,6 @@ static int bind_row(store_conn *q, sqlite3_stmt *st, const store_batch *bt, size
 			sqlite3_bind_null(st, i);
 		} else if (bt->cols[c] == BC_I64 || bt->cols[c] == BC_BOOL) {
 			sqlite3_bind_int64(st, i, v->i);
-		} else if (bt->cols[c] == BC_TEXT) {
-			sqlite3_bind_text(st, i, v->s, -1, SQLITE_STATIC);
 		} else {
 			const char *t = store_text_clean(&q->jb, v->s);
 			if (!t)
