@@ -38,7 +38,12 @@
 	 * statement: one backward probe of UNIQUE(job_id, fire_at, attempt) per job,   \
 	 * however long the log.  A job with no such run has no row. */                 \
 	X(JOBS_LAST_RUN, "reading the jobs' last runs", "")                              \
-	/* batch [name] -> JOB_COLS of the jobs that exist */                            \
+	/* batch [name] -> JOB_COLS of the jobs that exist, row-locked until the    \
+	 * transaction ends (FOR UPDATE; SQLite's BEGIN IMMEDIATE already holds     \
+	 * the database): job put writes back paused, name and next_fire_at from     \
+	 * these rows, so a pause, rename or run end must wait for the put rather    \
+	 * than be undone by it (issue 23 item 2).  In name order, so two puts lock  \
+	 * alike and cannot deadlock. */                                             \
 	X(JOBS_BY_NAMES, "reading jobs by name", "")                                     \
 	/* (now) batch [JOB_PUT_COLS] -> id, name */                                     \
 	X(JOBS_INSERT, "adding jobs", "")                                                \
