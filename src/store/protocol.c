@@ -553,11 +553,21 @@ static int read_existing(store *s, dbcron_job *jobs, size_t n, dbcron_job **out,
 	return rc;
 }
 
-/* One chunk of job_put: existing rows in one read, then one insert of the
- * new jobs and one update of the changed ones. */
+/* What one job_put carries through its chunks. */
+typedef struct put_ctx {
+	store_put_mode mode;
+	store_put_place_fn place; /* NULL: the store's keep rule */
+	void *place_ctx;
+	size_t at;   /* the chunk's first index in the caller's jobs */
+	bool paused; /* a job went from active to paused */
+} put_ctx;
+
+/* One chunk of job_put: existing rows in one locked read, then one insert
+ * of the new jobs and one update of the changed ones. */
 static int put_chunk(store *s, dbcron_job *jobs, const put_enc *enc, size_t n, int64_t now,
-		     store_put_mode mode, size_t *nc, size_t *nu, dbcron_err *err)
+		     put_ctx *pc, size_t *nc, size_t *nu, dbcron_err *err)
 {
+	store_put_mode mode = pc->mode;
 	dbcron_job *old = NULL;
 	size_t nold = 0, nins = 0;
 	struct name_idx *order = NULL;
@@ -577,6 +587,9 @@ static int put_chunk(store *s, dbcron_job *jobs, const put_enc *enc, size_t n, i
 	for (size_t i = 0; i < n; i++) {
 		dbcron_job *j = &jobs[i];
 		dbcron_job *prev = nold ? bsearch(j, old, nold, sizeof(*old), job_name_cmp) : NULL;
+		if (!prev && pc->place &&
+		    (rc = pc->place(pc->place_ctx, pc->at + i, j, NULL, now, err)))
+			goto out_free;
 		if (!prev) {
 			put_row(ins, j, &enc[i]);
 			order[nins++] = (struct name_idx){j->name, i};
@@ -587,14 +600,19 @@ static int put_chunk(store *s, dbcron_job *jobs, const put_enc *enc, size_t n, i
 			goto out_free;
 		}
 		/* Re-applying a file must not move or repeat fires: an unchanged
-		 * schedule keeps its place; pausing is not the file's business.
-		 * A set-aside job has no place to keep: it starts afresh. */
+		 * schedule keeps its place.  A set-aside job has no place to
+		 * keep: it starts afresh.  prev is the row as it is now (read
+		 * locked), so what is kept is never an older value. */
 		if (!prev->set_aside && model_same_schedule(j, prev)) {
 			j->next_fire_at = prev->next_fire_at;
 			j->anchor_ms = prev->anchor_ms;
 			j->at_ms = prev->at_ms;
 		}
-		j->paused = prev->paused;
+		if (!pc->place)
+			j->paused = prev->paused;
+		else if ((rc = pc->place(pc->place_ctx, pc->at + i, j, prev, now, err)))
+			goto out_free;
+		pc->paused |= j->paused && !prev->paused;
 		j->id = prev->id;
 		j->created_ms = prev->created_ms;
 		size_t k = (size_t)(prev - old);
@@ -603,7 +621,8 @@ static int put_chunk(store *s, dbcron_job *jobs, const put_enc *enc, size_t n, i
 		(*nu)++;
 		/* Unchanged rows are not rewritten: applying a 100,000-job file
 		 * again leaves no dead rows behind. */
-		if (!prev->set_aside && same_definition(j, &enc[i], prev, &old_enc[k]))
+		if (!prev->set_aside && j->paused == prev->paused &&
+		    same_definition(j, &enc[i], prev, &old_enc[k]))
 			continue;
 		store_batch_i64(upd, j->id);
 		put_row(upd, j, &enc[i]);
@@ -694,6 +713,15 @@ static int check_names(dbcron_job *jobs, size_t n, dbcron_err *err)
 int store_job_put(store *s, dbcron_job *jobs, size_t n, store_put_mode mode, bool prune,
 		  size_t *created, size_t *updated, size_t *deleted, dbcron_err *err)
 {
+	return store_job_put_placed(s, jobs, n, mode, prune, NULL, NULL, created, updated,
+				    deleted, err);
+}
+
+int store_job_put_placed(store *s, dbcron_job *jobs, size_t n, store_put_mode mode, bool prune,
+			 store_put_place_fn place, void *place_ctx, size_t *created,
+			 size_t *updated, size_t *deleted, dbcron_err *err)
+{
+	put_ctx pc = {.mode = mode, .place = place, .place_ctx = place_ctx};
 	size_t nc = 0, nu = 0;
 	int64_t nd = 0, now;
 	put_enc *enc = NULL;
@@ -729,9 +757,13 @@ int store_job_put(store *s, dbcron_job *jobs, size_t n, store_put_mode mode, boo
 		goto out_rollback;
 	for (size_t at = 0; at < n; at += PUT_CHUNK) {
 		size_t k = n - at < PUT_CHUNK ? n - at : PUT_CHUNK;
-		if ((rc = put_chunk(s, jobs + at, enc + at, k, now, mode, &nc, &nu, err)))
+		pc.at = at;
+		if ((rc = put_chunk(s, jobs + at, enc + at, k, now, &pc, &nc, &nu, err)))
 			goto out_rollback;
 	}
+	/* a pause tells the nodes, as store_job_set_paused does */
+	if (pc.paused && (rc = st_run(s, ST_GEN_BUMP, NULL, 0, NULL, err)))
+		goto out_rollback;
 	if (prune) {
 		store_batch *names = scratch(s, 0, 1, names_cols);
 		for (size_t i = 0; i < n; i++)
@@ -796,6 +828,19 @@ static int job_one(store *s, void *arg, bool *stop, dbcron_err *err)
 	*stop = e->cb(e->ctx, &job) != 0;
 	dbcron_job_clear(&job);
 	return DBCRON_OK;
+}
+
+int store_jobs_named(store *s, const char *const *names, size_t n, store_job_cb cb, void *ctx,
+		     dbcron_err *err)
+{
+	store_batch *b = scratch(s, 0, 1, names_cols);
+	for (size_t i = 0; i < n; i++)
+		store_batch_text(b, names[i]);
+	if (b->oom)
+		return oom(err, "reading jobs");
+	store_param p[] = {sp_batch(b)};
+	struct job_each e = {cb, ctx};
+	return each_row(s, ST_JOBS_NAMED, p, 1, job_one, &e, err);
 }
 
 int store_job_list(store *s, store_job_cb cb, void *ctx, dbcron_err *err)

@@ -45,6 +45,9 @@
 	 * than be undone by it (issue 23 item 2).  In name order, so two puts lock  \
 	 * alike and cannot deadlock. */                                             \
 	X(JOBS_BY_NAMES, "reading jobs by name", "")                                     \
+	/* batch [name] -> JOB_COLS of the jobs that exist, no lock: what a        \
+	 * one-job write checks against, instead of every job (issue 23 item 9) */  \
+	X(JOBS_NAMED, "reading the named jobs", "")                                      \
 	/* (now) batch [JOB_PUT_COLS] -> id, name */                                     \
 	X(JOBS_INSERT, "adding jobs", "")                                                \
 	/* (now) batch [id, JOB_PUT_COLS] */                                             \

@@ -108,6 +108,7 @@ static const char *const sql[ST__COUNT] = {
 		"runs x WHERE x.job_id = jt.v AND x.state <> 1 ORDER BY x.fire_at DESC, "
 		"x.attempt DESC LIMIT 1) AS rid FROM JSON_TABLE(?1, '$[*]' COLUMNS (v BIGINT "
 		"PATH '$')) jt) w JOIN runs r ON r.id = w.rid",
+	[ST_JOBS_NAMED] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name IN " LIST_TEXT(1),
 	[ST_JOBS_BY_NAMES] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name IN " LIST_TEXT(1)
 			     " ORDER BY name FOR UPDATE",
 	[ST_JOBS_INSERT] =

@@ -79,6 +79,7 @@ static const char *const sql[ST__COUNT] = {
 		"CROSS JOIN LATERAL (SELECT x.id, x.state, x.finished_ms FROM runs x WHERE "
 		"x.job_id = v.id AND x.state <> 1 ORDER BY x.fire_at DESC, x.attempt DESC "
 		"LIMIT 1) r",
+	[ST_JOBS_NAMED] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name = ANY ($1::text[])",
 	[ST_JOBS_BY_NAMES] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name = ANY ($1::text[]) "
 			     "ORDER BY name FOR UPDATE",
 	[ST_JOBS_INSERT] =

@@ -84,6 +84,8 @@ static const char *const sql[ST__COUNT] = {
 		"runs x WHERE x.job_id = j." V0 " AND x.state <> 1 ORDER BY x.fire_at DESC, "
 		"x.attempt DESC LIMIT 1) AS rid FROM json_each(?1) j) w JOIN runs r ON r.id = "
 		"w.rid",
+	[ST_JOBS_NAMED] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name IN "
+			  "(SELECT " V0 " FROM json_each(?1))",
 	[ST_JOBS_BY_NAMES] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name IN "
 			     "(SELECT " V0 " FROM json_each(?1))",
 	[ST_JOBS_INSERT] =
