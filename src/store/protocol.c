@@ -2384,7 +2384,9 @@ int store_runs_list(store *s, const store_run_filter *f, store_run_cb cb, void *
 			   sp_i64(f ? f->before_attempt : 0),
 			   sp_i64(f ? f->before_id : 0)};
 	struct run_each e = {cb, ctx};
-	return each_row(s, ST_RUNS_LIST, p, 8, run_one, &e, err);
+	/* a statement of its own for one job: "?1 IS NULL OR job_name = ?1"
+	 * keeps SQLite (and a generic plan) from the job's index */
+	return each_row(s, f && f->job ? ST_RUNS_LIST_JOB : ST_RUNS_LIST, p, 8, run_one, &e, err);
 }
 
 int store_runs_after_id(store *s, int64_t after_id, const char *job, long limit,

@@ -140,6 +140,8 @@
 	X(JOB_RUNNING, "checking running runs", "")                                      \
 	/* (job|NULL, state|0, since|-1, limit|-1) -> RUN_COLS */                         \
 	X(RUNS_LIST, "listing runs", "")                                                 \
+	/* RUNS_LIST of one job (?1 set): served by runs_job_name_fire */                \
+	X(RUNS_LIST_JOB, "listing a job's runs", "")                                     \
 	/* (after_id, job|NULL, limit) -> RUN_COLS of the runs created after after_id, \
 	 * by id: the primary key, so a follower's poll costs what is new */            \
 	X(RUNS_AFTER_ID, "listing new runs", "")                                         \

@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <sqlite3.h>
 
+#include "store/dialect.h"
 #include "store/sqlite/schema.h"
 #include "store_conformance.h"
 #include "store_conformance_faults.h"
@@ -271,6 +272,37 @@ static void test_sqlite_bad_urls(void **state)
 	assert_int_equal(store_open("file.db", &s, &err), DBCRON_EINVAL);
 }
 
+/* Issue 23 item 10: one job's runs (runs --job X, a job's last runs) are
+ * read through runs_job_name_fire, not by scanning the run log. */
+static void test_sqlite_runs_of_one_job_plan(void **state)
+{
+	conf_ctx *c = *state;
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	char sql[4096];
+	assert_int_equal(sqlite3_open(c->url + 7, &db), SQLITE_OK);
+	snprintf(sql, sizeof(sql), "EXPLAIN QUERY PLAN %s", store_sqlite_dialect.sql[ST_RUNS_LIST_JOB]);
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+	sqlite3_bind_text(st, 1, "x", -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, 0);
+	sqlite3_bind_int64(st, 3, -1);
+	sqlite3_bind_int64(st, 4, 10);
+	sqlite3_bind_int64(st, 5, -1);
+	sqlite3_bind_text(st, 6, "", -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 7, 0);
+	sqlite3_bind_int64(st, 8, 0);
+	char plan[2048] = "";
+	size_t n = 0;
+	while (sqlite3_step(st) == SQLITE_ROW && n < sizeof(plan) - 1)
+		n += (size_t)snprintf(plan + n, sizeof(plan) - n, "%s; ",
+				      (const char *)sqlite3_column_text(st, 3));
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	print_message("plan: %s\n", plan);
+	assert_non_null(strstr(plan, "USING INDEX runs_job_name_fire (job_name=?)"));
+	assert_null(strstr(plan, "SCAN runs"));
+}
+
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -288,6 +320,7 @@ int main(void)
 		CONF_T(test_sqlite_concurrent_claimers),
 		CONF_T(test_sqlite_bulk_put),
 		CONF_T(test_sqlite_schema_newer),
+		CONF_T(test_sqlite_runs_of_one_job_plan),
 		cmocka_unit_test(test_sqlite_bad_urls),
 		cmocka_unit_test(test_sqlite_migrate_job_ids),
 	};

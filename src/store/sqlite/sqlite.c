@@ -236,6 +236,15 @@ static const char *const sql[ST__COUNT] = {
 		"AND (?5 < 0 OR fire_at < ?5 OR (fire_at = ?5 AND (job_name < ?6 OR (job_name = ?6 AND (attempt < ?7 OR (attempt = ?7 AND id < ?8)))))) "
 		"ORDER BY fire_at DESC, job_name DESC, attempt DESC, id DESC LIMIT ?4) "
 		"ORDER BY fire_at, job_name, attempt, id",
+	/* one job's runs: job_name = ?, so (job_name, fire_at, attempt, id)
+	 * serves the filter and the order (issue 23 item 10) */
+	[ST_RUNS_LIST_JOB] =
+		"SELECT * FROM (SELECT " STORE_RUN_COLS " FROM runs WHERE job_name = ?1 "
+		" AND (?2 = 0 OR state = ?2) AND (?3 < 0 OR fire_at >= ?3) "
+		/* keyset paging: strictly after the cursor row in this order */
+		"AND (?5 < 0 OR fire_at < ?5 OR (fire_at = ?5 AND (job_name < ?6 OR (job_name = ?6 AND (attempt < ?7 OR (attempt = ?7 AND id < ?8)))))) "
+		"ORDER BY fire_at DESC, job_name DESC, attempt DESC, id DESC LIMIT ?4) "
+		"ORDER BY fire_at, job_name, attempt, id",
 	/* reap and the orphan sweep resolve what a stopped or dead node held;
 	 * until they have, its row stays */
 	[ST_NODES_PRUNE] = "DELETE FROM nodes WHERE state IN ('stopped', 'dead') AND "
