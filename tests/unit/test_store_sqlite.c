@@ -4,12 +4,14 @@
  * never get the same run, and together they claim every fire.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <sqlite3.h>
 
+#include "core/timeutil.h"
 #include "store/dialect.h"
 #include "store/sqlite/schema.h"
 #include "store_conformance.h"
@@ -303,6 +305,55 @@ static void test_sqlite_runs_of_one_job_plan(void **state)
 	assert_null(strstr(plan, "SCAN runs"));
 }
 
+/* The other connection of test_sqlite_busy_within_lease: holds the write
+ * lock it took until a lease has passed since the node's write began. */
+typedef struct lock_holder {
+	sqlite3 *db;
+	int64_t until_ms; /* monotonic */
+} lock_holder;
+
+static void *lock_holder_main(void *arg)
+{
+	lock_holder *h = arg;
+	int64_t left;
+	while ((left = h->until_ms - dbcron__mono_ms()) > 0)
+		conf_sleep_ms(left);
+	sqlite3_exec(h->db, "COMMIT", NULL, NULL, NULL);
+	return NULL;
+}
+
+/* Issue 23 item 20: a node's SQLite connection waits for a write lock held
+ * elsewhere less than its lease (store_tune_for_node): a lock held for a
+ * whole lease fails the node's write with DBCRON_EBUSY instead of stalling
+ * its heartbeat past the lease.  No bound on how long the write took is
+ * asserted: the lock is released when a lease has passed, so a wait as
+ * long as the lease (or twice it) would get the lock and succeed. */
+static void test_sqlite_busy_within_lease(void **state)
+{
+	conf_ctx *c = *state;
+	const int64_t lease = 3000;
+	dbcron_job j;
+	conf_job(&j, "busy", -1);
+	CONF_OK(c, conf_upsert(c, &j, 1));
+	dbcron_job_clear(&j);
+	CONF_OK(c, store_tune_for_node(c->s, lease, &c->err));
+
+	lock_holder h = {0};
+	assert_int_equal(sqlite3_open(c->url + 7, &h.db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(h.db, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+	pthread_t t;
+	h.until_ms = dbcron__mono_ms() + lease;
+	assert_int_equal(pthread_create(&t, NULL, lock_holder_main, &h), 0);
+	int rc = store_job_set_paused(c->s, "busy", true, -1, &c->err);
+	pthread_join(t, NULL);
+	sqlite3_close(h.db);
+	if (rc != DBCRON_EBUSY)
+		fail_msg("a write lock held for a lease: want DBCRON_EBUSY, got %d (%s)", rc,
+			 c->err.msg);
+	/* the lock gone, the same write goes through */
+	CONF_OK(c, store_job_set_paused(c->s, "busy", true, -1, &c->err));
+}
+
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -321,6 +372,7 @@ int main(void)
 		CONF_T(test_sqlite_bulk_put),
 		CONF_T(test_sqlite_schema_newer),
 		CONF_T(test_sqlite_runs_of_one_job_plan),
+		CONF_T(test_sqlite_busy_within_lease),
 		cmocka_unit_test(test_sqlite_bad_urls),
 		cmocka_unit_test(test_sqlite_migrate_job_ids),
 	};
