@@ -354,6 +354,41 @@ static void test_sqlite_busy_within_lease(void **state)
 	CONF_OK(c, store_job_set_paused(c->s, "busy", true, -1, &c->err));
 }
 
+/* PRAGMA synchronous of a store's own connection (sqlite.c keeps the
+ * sqlite3 handle first in its connection): 2 FULL, 1 NORMAL. */
+static int sync_of(store *s)
+{
+	sqlite3 *db = *(sqlite3 **)s->c;
+	sqlite3_stmt *st;
+	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA synchronous", -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	int v = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+/* Issue 23 item 12: a COMMIT that returned survives a power loss by
+ * default (synchronous=FULL: the WAL is synced at every commit);
+ * "?synchronous=normal" at the end of the URL is the documented way to
+ * trade that for speed, and names the same file. */
+static void test_sqlite_synchronous(void **state)
+{
+	conf_ctx *c = *state;
+	assert_int_equal(sync_of(c->s), 2);
+	char url[1200];
+	store *s;
+	snprintf(url, sizeof(url), "%s?synchronous=normal", c->url);
+	CONF_OK(c, store_open(url, &s, &c->err));
+	assert_int_equal(sync_of(s), 1);
+	assert_string_equal(store_file(s), c->url + 7);
+	CONF_OK(c, store_check_schema(s, &c->err)); /* the migrated file itself */
+	store_close(s);
+	snprintf(url, sizeof(url), "%s?synchronous=full", c->url);
+	CONF_OK(c, store_open(url, &s, &c->err));
+	assert_int_equal(sync_of(s), 2);
+	store_close(s);
+}
+
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -373,6 +408,7 @@ int main(void)
 		CONF_T(test_sqlite_schema_newer),
 		CONF_T(test_sqlite_runs_of_one_job_plan),
 		CONF_T(test_sqlite_busy_within_lease),
+		CONF_T(test_sqlite_synchronous),
 		cmocka_unit_test(test_sqlite_bad_urls),
 		cmocka_unit_test(test_sqlite_migrate_job_ids),
 	};
