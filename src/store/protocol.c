@@ -55,8 +55,13 @@ static const store_dialect *const dialects[] = {
 	&store_mysql_dialect,
 };
 
+#define STORE_CLEAN_PARAMS 8
+#define STORE_MAX_PARAMS 48
+
 struct store_scratch {
 	store_batch b[5];
+	/* cleaned copies of scalar text parameters (store__exec) */
+	store_text clean[STORE_CLEAN_PARAMS];
 };
 
 /* ------------------------------------------------------------------ */
@@ -88,10 +93,52 @@ static void count_error(store *s, int rc)
 	atomic_fetch_add_explicit(&s->err_counts[k], 1, memory_order_relaxed);
 }
 
+/*
+ * Every text sent to the database is UTF-8 (issue 23 item 1): PostgreSQL
+ * and MariaDB refuse a statement with invalid bytes, and one job's text
+ * must not fail a statement that carries others' work.  Batch cells are
+ * cleaned by the dialects (dialect.h); scalar texts here, once for every
+ * dialect: a parameter that is not UTF-8 is sent as a copy with '?' for the
+ * bad bytes, kept in the handle's scratch until the next statement (a row
+ * batch reads its parameters as it runs).  Valid text costs one scan.
+ * *oom is set when out of memory.
+ */
+static const store_param *clean_params(store *s, const store_param *p, int np,
+				       store_param *copy, bool *oom)
+{
+	*oom = false;
+	int used = 0;
+	const store_param *out = p;
+	for (int i = 0; i < np; i++) {
+		if (p[i].t != SP_TEXT || !p[i].s || store_utf8_valid(p[i].s))
+			continue;
+		/* past these bounds (no statement comes near them) the text
+		 * goes as given and the server says what it thinks */
+		if (np > STORE_MAX_PARAMS || used == STORE_CLEAN_PARAMS)
+			break;
+		if (out == p) {
+			memcpy(copy, p, sizeof(*p) * (size_t)np);
+			out = copy;
+		}
+		if (!(copy[i].s = store_text_clean(&s->scratch->clean[used++], p[i].s))) {
+			*oom = true;
+			return p;
+		}
+	}
+	return out;
+}
+
 int store__exec(store *s, int id, const store_param *p, int np, dbcron_err *err)
 {
 	int rc;
+	store_param copy[STORE_MAX_PARAMS];
+	bool no_mem;
 	s->stmt_count++;
+	p = clean_params(s, p, np, copy, &no_mem);
+	if (no_mem) {
+		rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory in %s", store_stmt_what(id));
+		goto out;
+	}
 	if (s->faults && (rc = store__fault_before(s, id, err)))
 		goto out;
 	rc = s->d->exec(s->c, id, p, np, err);
@@ -308,9 +355,12 @@ void store_close(store *s)
 		return;
 	if (s->c)
 		s->d->close(s->c);
-	if (s->scratch)
+	if (s->scratch) {
 		for (size_t i = 0; i < sizeof(s->scratch->b) / sizeof(s->scratch->b[0]); i++)
 			store_batch_free(&s->scratch->b[i]);
+		for (size_t i = 0; i < STORE_CLEAN_PARAMS; i++)
+			store_text_free(&s->scratch->clean[i]);
+	}
 	dbcron__free(s->scratch);
 	store_fault_clear(s);
 	dbcron__free(s);

@@ -65,6 +65,31 @@ static void conf_test_claim_long_handler(void **state)
 	dbcron_job_clear(&jobs[0]);
 }
 
+/* Issue 23 item 1, scalar texts: a logged run whose error and output are
+ * not UTF-8 (a lock's command wrote bytes) is written with '?' for the bad
+ * bytes on every backend instead of failing the statement. */
+static void conf_test_scalar_text_cleaned(void **state)
+{
+	conf_ctx *c = *state;
+	dbcron_run run;
+	memset(&run, 0, sizeof(run));
+	run.job_name = "lock:bytes";
+	run.fire_at = -1;
+	run.attempt = 1;
+	run.state = DBCRON_RUN_FAILED;
+	run.started_ms = conf_now(c);
+	run.finished_ms = run.started_ms;
+	run.error = "cut \xe2\x82";
+	run.output = "a\xff" "b\xe2\x82\xac";
+	CONF_OK(c, store_log_run(c->s, &run, &c->err));
+	conf_runs rs = {0};
+	conf_list(c, "lock:bytes", 0, -1, 0, &rs);
+	assert_int_equal(rs.n, 1);
+	assert_string_equal(rs.rows[0].error, "cut ??");
+	assert_string_equal(rs.rows[0].output, "a?b\xe2\x82\xac");
+	conf_runs_clear(&rs);
+}
+
 /* An admin edit (job set: read, change retries, put) whose write is held
  * back by a stall on JOBS_UPDATE, on its own connection and thread; each
  * one adds a retry. */
@@ -173,6 +198,7 @@ static void conf_test_edit_races(void **state)
 }
 
 #define STORE_CONFORMANCE_EDIT_TESTS                                            \
-	CONF_T(conf_test_claim_long_handler), CONF_T(conf_test_edit_races)
+	CONF_T(conf_test_claim_long_handler), CONF_T(conf_test_scalar_text_cleaned),  \
+	CONF_T(conf_test_edit_races)
 
 #endif
