@@ -43,8 +43,9 @@ typedef int (*dbcron_handler_fn)(const dbcron_handler_ctx *ctx, void *user,
  * global is the list of secret files, dbcron/db.h says why).  name is
  * copied; user is borrowed and must stay valid for as long as any node may
  * run the handler.  Entries are never removed.  DBCRON_EEXISTS for a name
- * already registered (built-ins included), DBCRON_EINVAL for an empty name
- * or NULL fn, DBCRON_ENOMEM.  Safe to call from any thread, also while
+ * already registered (built-ins included), DBCRON_EINVAL for a NULL fn or
+ * a name that is empty, longer than 200 bytes, not UTF-8 or holding a
+ * control character (the rule for every stored name), DBCRON_ENOMEM.  Safe to call from any thread, also while
  * nodes run: a running node records the new name at its next heartbeat
  * (about heartbeat_ms) and claims the handler's jobs from then on.
  * Register before applying a job that names the handler (applying checks

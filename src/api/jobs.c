@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/text.h"
 #include "api/api.h"
 #include "app/app.h"
 #include "core/alloc.h"
@@ -40,7 +41,7 @@ static void on_entry(void *ctx, size_t idx, const char *name, const char *msg)
 {
 	entry_ctx *ec = ctx;
 	if (!ec->first[0])
-		snprintf(ec->first, sizeof(ec->first), "%s", msg);
+		dbcron__textf(ec->first, sizeof(ec->first), "%s", msg);
 	if (ec->o->on_error)
 		ec->o->on_error(ec->o->ctx, idx, name, msg);
 }

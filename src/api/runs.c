@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/text.h"
 #include "api/api.h"
 #include "app/app.h"
 #include "core/alloc.h"
@@ -242,7 +243,7 @@ typedef struct lock_vec {
 
 static void copy_text(char *dst, size_t cap, const char *src)
 {
-	snprintf(dst, cap, "%s", src ? src : "");
+	dbcron__textf(dst, cap, "%s", src ? src : "");
 }
 
 static int add_lock(void *ctx, const store_lock_row *l)

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/text.h"
 #include "app/app.h"
 #include "core/alloc.h"
 #include "core/sort.h"
@@ -63,6 +64,24 @@ int app_jobs_sorted(store *s, job_vec *jv, dbcron_err *err)
 	return rc;
 }
 
+/* The stored jobs a batch names, sorted: a write of one job reads one
+ * job, not every job (issue 23 item 9). */
+static int batch_prev_sorted(store *s, const app_batch *b, job_vec *jv, dbcron_err *err)
+{
+	const char **names = dbcron__calloc(b->n ? b->n : 1, sizeof(*names));
+	if (!names)
+		return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
+	for (size_t i = 0; i < b->n; i++)
+		names[i] = b->defs[i].job.name;
+	int rc = store_jobs_named(s, names, b->n, collect_job, jv, err);
+	dbcron__free(names);
+	if (!rc && jv->rc)
+		rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory listing jobs");
+	if (!rc)
+		dbcron__sort(jv->v, jv->n, sizeof(*jv->v), cmp_job_name);
+	return rc;
+}
+
 static int oom(dbcron_err *err)
 {
 	return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
@@ -77,7 +96,7 @@ static void wait_nodes(store *s, char *warning, size_t wlen)
 {
 	dbcron_err e = {0};
 	if (store_nodes_wait_seen(s, NODES_WAIT_MS, &e))
-		snprintf(warning, wlen, "%s", e.msg);
+		dbcron__textf(warning, wlen, "%s", e.msg);
 }
 
 static int add_live(void *ctx, const char *name)
@@ -219,7 +238,7 @@ static int page_job(void *ctx, const dbcron_job *job)
 	}
 	pc->ids[pc->n].id = job->id;
 	pc->ids[pc->n].idx = (size_t)pc->n;
-	snprintf(pc->last, sizeof(pc->last), "%s", job->name);
+	dbcron__textf(pc->last, sizeof(pc->last), "%s", job->name);
 	pc->n++;
 	return 0;
 }
@@ -613,10 +632,10 @@ static bool changed_keys(const dbcron_job *prev, const dbcron_job *job, json_t *
 	bool ok = a && b;
 	*n = 0;
 	/* in the key table's order, so a diff reads the same every time;
-	 * "paused" is not compared: a stored job keeps its own (store_job_put) */
+	 * "paused" too: when a definition does not give it, job has prev's
+	 * (model_jobdef_finish), so only a given, different state counts */
 	for (const model_jobdef_key *k = model_jobdef_keys; ok && k->name; k++) {
-		if (k->id == MODEL_JK_PAUSED ||
-		    json_equal(json_object_get(a, k->name), json_object_get(b, k->name)) ||
+		if (json_equal(json_object_get(a, k->name), json_object_get(b, k->name)) ||
 		    (!json_object_get(a, k->name) && !json_object_get(b, k->name)))
 			continue;
 		(*n)++;
@@ -653,8 +672,14 @@ static bool count_unchanged(const app_batch *b, const job_vec *jv, size_t *uncha
 /* {"create": [names], "update": [names], "delete": [names], "unchanged":
  * [names], "fields": {name: [keys that change]}} of a checked and
  * resolved batch against the stored jobs jv (sorted). */
+static int cmp_name_ptr(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
 static json_t *apply_diff(const app_batch *b, const job_vec *jv, bool prune)
 {
+	const char **given = NULL;
 	json_t *d = json_pack("{s:[],s:[],s:[],s:[],s:{}}", "create", "update", "delete",
 			      "unchanged", "fields");
 	if (!d)
@@ -685,17 +710,54 @@ static json_t *apply_diff(const app_batch *b, const job_vec *jv, bool prune)
 			goto out_oom;
 		}
 	}
+	/* the given names sorted once, each stored name looked up: n log n
+	 * (issue 23 item 16: every stored name against every given one was
+	 * quadratic) */
+	if (prune && b->n) {
+		if (!(given = dbcron__calloc(b->n, sizeof(*given))))
+			goto out_oom;
+		for (size_t k = 0; k < b->n; k++)
+			given[k] = b->defs[k].job.name;
+		dbcron__sort(given, b->n, sizeof(*given), cmp_name_ptr);
+	}
 	for (size_t i = 0; prune && i < jv->n; i++) {
-		bool kept = false;
-		for (size_t k = 0; k < b->n && !kept; k++)
-			kept = strcmp(b->defs[k].job.name, jv->v[i].name) == 0;
+		const char *key = jv->v[i].name;
+		bool kept = given && bsearch(&key, given, b->n, sizeof(*given), cmp_name_ptr);
 		if (!kept && json_array_append_new(del, json_string(jv->v[i].name)))
 			goto out_oom;
 	}
+	dbcron__free(given);
 	return d;
 out_oom:
+	dbcron__free(given);
 	json_decref(d);
 	return NULL;
+}
+
+typedef struct place_ctx {
+	const app_batch *b;
+	const app_apply_opts *o;
+} place_ctx;
+
+/*
+ * store_put_place_fn: the apply rule once more, inside the put's
+ * transaction against the row as it is now (read locked), so that a pause,
+ * resume, rename or run end that committed after the checks above is not
+ * undone (issue 23 item 2).  The one rule for "paused" (apply, PUT, job
+ * set alike, model_jobdef_finish): given, it is applied (a resume places
+ * the job from now, model_job_first_fire); not given, the stored state is
+ * kept.  A job that is gone when UPDATE mode writes is not recreated.
+ */
+static int place_entry(void *ctx, size_t i, dbcron_job *job, const dbcron_job *prev,
+		       int64_t now_ms, dbcron_err *err)
+{
+	const place_ctx *pc = ctx;
+	if (!prev)
+		return pc->o->mode == APP_APPLY_UPDATE ? no_such_job(err, job->name) : DBCRON_OK;
+	if (!pc->b->defs[i].seen[MODEL_JK_PAUSED])
+		job->paused = prev->paused;
+	/* a set-aside job starts afresh, as resolved */
+	return prev->set_aside ? DBCRON_OK : model_job_first_fire(job, now_ms, prev, err);
 }
 
 int app_apply_write(store *s, app_batch *b, const app_apply_opts *o,
@@ -709,8 +771,11 @@ int app_apply_write(store *s, app_batch *b, const app_apply_opts *o,
 
 	if (warning && wlen)
 		warning[0] = '\0';
-	/* 3: resolve against the database's clock and what is stored */
-	if ((rc = store_now_ms(s, &now, err)) || (rc = app_jobs_sorted(s, &jv, err)))
+	/* 3: resolve against the database's clock and what is stored: every
+	 * job only for a pruning dry run (its diff lists what would go) */
+	if ((rc = store_now_ms(s, &now, err)) ||
+	    (rc = o->prune && o->dry_run ? app_jobs_sorted(s, &jv, err)
+					 : batch_prev_sorted(s, b, &jv, err)))
 		goto out_free;
 	for (size_t i = 0; o->mode == APP_APPLY_UPDATE && i < b->n; i++)
 		if (!find_prev(&jv, b->defs[i].job.name)) {
@@ -732,9 +797,14 @@ int app_apply_write(store *s, app_batch *b, const app_apply_opts *o,
 		goto out_free;
 	}
 	size_t unchanged;
+	bool pauses = false;
 	if (!count_unchanged(b, &jv, &unchanged)) {
 		rc = oom(err);
 		goto out_free;
+	}
+	for (size_t i = 0; i < b->n && !pauses; i++) {
+		const dbcron_job *prev = find_prev(&jv, b->defs[i].job.name);
+		pauses = prev && !prev->paused && b->defs[i].job.paused;
 	}
 	/* 4: one transaction */
 	if (!(jobs = dbcron__calloc(b->n ? b->n : 1, sizeof(*jobs)))) {
@@ -745,16 +815,18 @@ int app_apply_write(store *s, app_batch *b, const app_apply_opts *o,
 		jobs[i] = b->defs[i].job;
 		dbcron_job_init(&b->defs[i].job);
 	}
-	rc = store_job_put(s, jobs, b->n,
-			   o->mode == APP_APPLY_CREATE ? STORE_PUT_CREATE : STORE_PUT_UPSERT,
-			   o->prune, &r->created, &r->updated, &r->deleted, err);
+	place_ctx pc = {b, o};
+	rc = store_job_put_placed(s, jobs, b->n,
+				  o->mode == APP_APPLY_CREATE ? STORE_PUT_CREATE : STORE_PUT_UPSERT,
+				  o->prune, place_entry, &pc, &r->created, &r->updated, &r->deleted,
+				  err);
 	for (size_t i = 0; i < b->n; i++)
 		dbcron_job_clear(&jobs[i]);
 	/* an unchanged job is written again (prune needs every name) but
 	 * counted as what it is */
 	r->unchanged = rc ? 0 : unchanged < r->updated ? unchanged : r->updated;
 	r->updated -= r->unchanged;
-	if (!rc && r->deleted && warning)
+	if (!rc && (r->deleted || pauses) && warning)
 		wait_nodes(s, warning, wlen);
 out_free:
 	dbcron__free(jobs);
@@ -831,12 +903,9 @@ int app_job_set(store *s, const char *name, model_jobdef *over, const app_job_se
 	memset(r, 0, sizeof(*r));
 	r->next_fire = -1;
 	dbcron_job_init(&prev);
-	if (over->seen[MODEL_JK_NAME] || over->seen[MODEL_JK_PAUSED]) {
-		/* the store keeps a stored job's paused state (store_job_put):
-		 * pausing has its own verbs, which wait for the nodes */
-		rc = dbcron_err_set(err, DBCRON_EINVAL, over->seen[MODEL_JK_NAME]
-				    ? "the name is not a field to set: use job rename"
-				    : "paused is not a field to set: use job pause or job resume");
+	if (over->seen[MODEL_JK_NAME]) {
+		rc = dbcron_err_set(err, DBCRON_EINVAL,
+				    "the name is not a field to set: use job rename");
 		goto out_clear;
 	}
 	if ((rc = app_job_find(s, name, &prev, err)))
@@ -868,7 +937,11 @@ int app_job_set(store *s, const char *name, model_jobdef *over, const app_job_se
 	model_jobdef_init(over, over->cli);
 	memset(&ar, 0, sizeof(ar));
 	dbcron_err why = {0};
-	rc = app_apply_write(s, &b, &ao, entry_to_err, &why, &ar, NULL, 0, err);
+	/* a pause waits for the nodes, as job pause does */
+	char waited[256];
+	rc = app_apply_write(s, &b, &ao, entry_to_err, &why, &ar, waited, sizeof(waited), err);
+	if (!rc && waited[0] && !r->warning[0])
+		dbcron__textf(r->warning, sizeof(r->warning), "%s", waited);
 	if (rc == DBCRON_EINVAL && ar.nerr)
 		dbcron_err_set(err, rc, "job '%s': %s; nothing changed", name, why.msg);
 	if (rc)

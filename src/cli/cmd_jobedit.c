@@ -32,7 +32,7 @@ size_t cli_jobdef_longopts(struct option *out, bool negations)
 		out[n++] = (struct option){k->name,
 					   k->type == MODEL_JD_BOOL ? no_argument : required_argument,
 					   NULL, CLI_OPT_KEY + (int)k->id};
-		if (negations && k->type == MODEL_JD_BOOL && k->id != MODEL_JK_PAUSED) {
+		if (negations && k->type == MODEL_JD_BOOL) {
 			snprintf(neg[k->id], sizeof(neg[k->id]), "no-%s", k->name);
 			out[n++] = (struct option){neg[k->id], no_argument, NULL,
 						   CLI_OPT_NOKEY + (int)k->id};
@@ -69,8 +69,9 @@ static void set_usage(FILE *f)
 		"usage: dbcron job set NAME [FLAGS...] [-- COMMAND [ARGS...]]\n\n"
 		"Change the given fields of a stored job, in one transaction; the others keep\n"
 		"their values.  FLAGS are those of `job add` (dbcron job add --help), checked\n"
-		"the same way, plus --no-jitter and --no-inherit-env; not --paused (job pause\n"
-		"and job resume do that, and wait for the nodes).\n"
+		"the same way, plus --no-jitter, --no-inherit-env and --no-paused.  --paused\n"
+		"and --no-paused pause and resume the job as job pause and job resume do\n"
+		"(the rule for \"paused\" in docs/cli.md, the same for job apply and HTTP).\n"
 		"  a schedule flag (--cron, --every, --after, --at) replaces the schedule: the\n"
 		"      next fire is placed as for a new job; without one the schedule and its\n"
 		"      next fire stay as they are (a fixed-rate series keeps its phase)\n"

@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "core/text.h"
 #include "dbcron/error.h"
 
 const char *dbcron_strerror(int code)
@@ -24,7 +25,7 @@ int dbcron_err_set(dbcron_err *err, int code, const char *fmt, ...)
 		va_list ap;
 		err->code = code;
 		va_start(ap, fmt);
-		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+		dbcron__vtextf(err->msg, sizeof(err->msg), fmt, ap);
 		va_end(ap);
 	}
 	return code;

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/text.h"
 #include "core/alloc.h"
 #include "core/timeutil.h"
 #include "exec/exec.h"
@@ -49,7 +50,7 @@ void exec__set_error(exec_result *res, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
+	dbcron__vtextf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
 	dbcron__free(res->error);
 	res->error = dbcron__strdup(buf);

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/text.h"
 #include "core/alloc.h"
 #include "core/timeutil.h"
 #include "dbcron/handler.h"
@@ -70,7 +71,7 @@ static int builtin_sleep(const dbcron_handler_ctx *ctx, void *user,
 		return 2;
 	}
 	if (dbcron__parse_duration(ctx->arg, 1, &ms, &err) != DBCRON_OK) {
-		snprintf(errbuf, errlen, "sleep: %s", err.msg);
+		dbcron__textf(errbuf, errlen, "sleep: %s", err.msg);
 		return 2;
 	}
 	int64_t end = dbcron__mono_ms() + ms;
@@ -137,7 +138,7 @@ int dbcron_handler_register(const char *name, dbcron_handler_fn fn, void *user)
 {
 	int rc;
 
-	if (!name || !*name || !fn)
+	if (!fn || dbcron__name_check("handler name", name, true, NULL) != DBCRON_OK)
 		return DBCRON_EINVAL;
 	if (builtin_lookup(name))
 		return DBCRON_EEXISTS;
@@ -297,7 +298,8 @@ static int handler_validate(const dbcron_job *job, dbcron_err *err)
 	if (!job->handler || !job->handler[0])
 		return dbcron_err_set(err, DBCRON_EINVAL, "job '%s': a handler job needs a handler name",
 				      job->name ? job->name : "");
-	return DBCRON_OK;
+	/* stored, routed on and quoted in reasons: bounded like every name */
+	return dbcron__name_check("handler name", job->handler, true, err);
 }
 
 /* Cancel and timeout are cooperative (dbcron_handler_should_stop), so no

@@ -35,6 +35,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/text.h"
 #include "core/alloc.h"
 #include "exec/runas.h"
 
@@ -179,7 +180,7 @@ int runas_validate(const dbcron_job *job, dbcron_err *err)
 	}
 	if (!rc)
 		return DBCRON_OK;
-	snprintf(why, sizeof(why), "%s", e.msg);
+	dbcron__textf(why, sizeof(why), "%s", e.msg);
 	return dbcron_err_set(err, rc, "job '%s': %s%s%s", n, key, why[0] == '\'' ? " " : ": ",
 			      why);
 }

@@ -47,6 +47,7 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "core/text.h"
 #include "core/alloc.h"
 #include "core/timeutil.h"
 #include "exec/exec.h"
@@ -289,9 +290,9 @@ static int launch_prepare(const exec_req *req, struct launch *l, dbcron_err *err
 	if ((rc = runas_env_build(&src, &l->env, err)))
 		return rc;
 	if (job->user)
-		snprintf(l->who, sizeof(l->who), "user '%s'", job->user);
+		dbcron__textf(l->who, sizeof(l->who), "user '%s'", job->user);
 	else if (job->group)
-		snprintf(l->who, sizeof(l->who), "group '%s'", job->group);
+		dbcron__textf(l->who, sizeof(l->who), "group '%s'", job->group);
 	return DBCRON_OK;
 }
 

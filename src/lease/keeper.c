@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/text.h"
 #include "core/alloc.h"
 #include "core/timeutil.h"
 #include "dbcron/lock.h"
@@ -59,7 +60,7 @@ lease_keep_state lease_keeper_tick(lease_keeper *k, int64_t now)
 			k->valid_until = asked + k->ttl_ms;
 		} else if (rc == DBCRON_EFENCED || now >= k->valid_until) {
 			k->state = LEASE_LOST;
-			snprintf(k->why, sizeof(k->why), "%s",
+			dbcron__textf(k->why, sizeof(k->why), "%s",
 				 rc == DBCRON_EFENCED ? "another owner holds it now" : err.msg);
 			return k->state;
 		}

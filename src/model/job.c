@@ -7,14 +7,16 @@
  */
 #include <string.h>
 
+#include "core/text.h"
 #include "core/timeutil.h"
 #include "dbcron/cron.h"
 #include "exec/exec.h"
 #include "dbcron/job.h"
 
+/* The stored-name rule (core/text.h) with the message users know. */
 static int valid_name(const char *s)
 {
-	if (!s || !*s || strlen(s) > 200)
+	if (dbcron__name_check("job name", s, false, NULL) != DBCRON_OK)
 		return 0;
 	for (const char *p = s; *p; p++)
 		if ((unsigned char)*p < 0x21 || *p == 0x7f)
@@ -27,7 +29,8 @@ int dbcron_job_validate(dbcron_job *job, dbcron_err *err)
 	int rc;
 	if (!valid_name(job->name))
 		return dbcron_err_set(err, DBCRON_EINVAL,
-				      "job name '%s': must be 1-200 printable characters without spaces",
+				      "job name '%s': must be 1-200 printable characters without spaces "
+				      "(bytes of UTF-8)",
 				      job->name ? job->name : "");
 	const char *n = job->name;
 	if (!job->spec || !*job->spec)

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/text.h"
 #include "core/alloc.h"
 #include "core/timeutil.h"
 #include "dbcron/cron.h"
@@ -98,7 +99,7 @@ static int keyed(const model_jobdef *d, const model_jobdef_key *k,
 	char label[64], reason[sizeof(err->msg)];
 	if (!err)
 		return code;
-	snprintf(reason, sizeof(reason), "%s", err->msg);
+	dbcron__textf(reason, sizeof(reason), "%s", err->msg);
 	/* "--retries 'abc': expected..." reads as the command line did */
 	return dbcron_err_set(err, code, "%s%s%s", model_jobdef_label(d, k, label, sizeof(label)),
 			      d->cli && reason[0] == '\'' ? " " : ": ", reason);
@@ -200,7 +201,7 @@ static int set_text(model_jobdef *d, const model_jobdef_key *k, const char *v,
 		if (rc && err) {
 			/* the engine's message names the field; add the text */
 			char reason[sizeof(err->msg)];
-			snprintf(reason, sizeof(reason), "%s", err->msg);
+			dbcron__textf(reason, sizeof(reason), "%s", err->msg);
 			return dbcron_err_set(err, rc, "'%s': %s", v, reason);
 		}
 		if (rc)

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/text.h"
 #include "core/alloc.h"
 #include "core/timeutil.h"
 #include "model/rules.h"
@@ -50,7 +51,7 @@ bool model_retry_on_node_loss(const dbcron_job *job, int attempt)
 
 const char *model_unrunnable_why(const char *handler, char *buf, size_t len)
 {
-	snprintf(buf, len, "no live node has registered handler '%s'", handler ? handler : "");
+	dbcron__textf(buf, len, "no live node has registered handler '%s'", handler ? handler : "");
 	return buf;
 }
 

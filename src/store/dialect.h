@@ -40,9 +40,12 @@
 
 typedef enum store_ptype { SP_NULL, SP_I64, SP_TEXT, SP_BATCH } store_ptype;
 
-/* A batch column type.  TEXT_CLEAN: any bytes may arrive (captured output);
- * the dialect replaces what its server would refuse (invalid UTF-8) rather
- * than failing the whole batch. */
+/* A batch column type.  Every text cell (TEXT and TEXT_CLEAN alike) is
+ * cleaned by the dialect: bytes that are not UTF-8 become '?', because the
+ * server would refuse the whole batch, and one job's text (a reason cut
+ * mid-character, issue 23 item 1) must never fail every claim.
+ * TEXT_CLEAN marks the columns where such bytes are expected (captured
+ * output). */
 typedef enum store_bcol { BC_I64, BC_BOOL, BC_TEXT, BC_TEXT_CLEAN } store_bcol;
 
 typedef struct store_cell {

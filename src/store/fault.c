@@ -5,6 +5,7 @@
  * constraint).  Owns the per-handle fault list.  Production builds keep it:
  * with no fault set the cost is one NULL test per statement.
  */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +21,8 @@ struct store_faults {
 	long seen[MAX_FAULTS]; /* matching statements so far */
 	long fired[MAX_FAULTS];
 	size_t n;
-	long hits;
+	/* atomic: a test thread watches another thread's stall begin */
+	atomic_long hits;
 	bool reply_lost; /* the statement in flight must fail after it ran */
 };
 
@@ -47,7 +49,7 @@ void store_fault_clear(store *s)
 
 long store_fault_hits(const store *s)
 {
-	return s->faults ? s->faults->hits : 0;
+	return s->faults ? atomic_load(&s->faults->hits) : 0;
 }
 
 static const char *const kinds[] = {
@@ -146,7 +148,7 @@ int store__fault_before(store *s, int id, dbcron_err *err)
 		    (f->times && F->fired[k] >= f->times))
 			continue;
 		F->fired[k]++;
-		F->hits++;
+		atomic_fetch_add(&F->hits, 1);
 		const char *w = store_stmt_what(id);
 		switch (f->kind) {
 		case STORE_FAULT_STALL:

@@ -34,6 +34,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/text.h"
 #include "core/alloc.h"
 #include "core/sort.h"
 #include "model/rules.h"
@@ -54,8 +55,13 @@ static const store_dialect *const dialects[] = {
 	&store_mysql_dialect,
 };
 
+#define STORE_CLEAN_PARAMS 8
+#define STORE_MAX_PARAMS 48
+
 struct store_scratch {
 	store_batch b[5];
+	/* cleaned copies of scalar text parameters (store__exec) */
+	store_text clean[STORE_CLEAN_PARAMS];
 };
 
 /* ------------------------------------------------------------------ */
@@ -87,10 +93,52 @@ static void count_error(store *s, int rc)
 	atomic_fetch_add_explicit(&s->err_counts[k], 1, memory_order_relaxed);
 }
 
+/*
+ * Every text sent to the database is UTF-8 (issue 23 item 1): PostgreSQL
+ * and MariaDB refuse a statement with invalid bytes, and one job's text
+ * must not fail a statement that carries others' work.  Batch cells are
+ * cleaned by the dialects (dialect.h); scalar texts here, once for every
+ * dialect: a parameter that is not UTF-8 is sent as a copy with '?' for the
+ * bad bytes, kept in the handle's scratch until the next statement (a row
+ * batch reads its parameters as it runs).  Valid text costs one scan.
+ * *oom is set when out of memory.
+ */
+static const store_param *clean_params(store *s, const store_param *p, int np,
+				       store_param *copy, bool *oom)
+{
+	*oom = false;
+	int used = 0;
+	const store_param *out = p;
+	for (int i = 0; i < np; i++) {
+		if (p[i].t != SP_TEXT || !p[i].s || store_utf8_valid(p[i].s))
+			continue;
+		/* past these bounds (no statement comes near them) the text
+		 * goes as given and the server says what it thinks */
+		if (np > STORE_MAX_PARAMS || used == STORE_CLEAN_PARAMS)
+			break;
+		if (out == p) {
+			memcpy(copy, p, sizeof(*p) * (size_t)np);
+			out = copy;
+		}
+		if (!(copy[i].s = store_text_clean(&s->scratch->clean[used++], p[i].s))) {
+			*oom = true;
+			return p;
+		}
+	}
+	return out;
+}
+
 int store__exec(store *s, int id, const store_param *p, int np, dbcron_err *err)
 {
 	int rc;
+	store_param copy[STORE_MAX_PARAMS];
+	bool no_mem;
 	s->stmt_count++;
+	p = clean_params(s, p, np, copy, &no_mem);
+	if (no_mem) {
+		rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory in %s", store_stmt_what(id));
+		goto out;
+	}
 	if (s->faults && (rc = store__fault_before(s, id, err)))
 		goto out;
 	rc = s->d->exec(s->c, id, p, np, err);
@@ -202,7 +250,7 @@ static int read_job_lenient(store *s, dbcron_job *job, dbcron_err *err)
 		dbcron_job_clear(job);
 		return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory reading a job");
 	}
-	snprintf(job->set_aside, n, "cannot decode its row: %s", why.msg);
+	dbcron__textf(job->set_aside, n, "cannot decode its row: %s", why.msg);
 	return DBCRON_OK;
 }
 
@@ -307,9 +355,12 @@ void store_close(store *s)
 		return;
 	if (s->c)
 		s->d->close(s->c);
-	if (s->scratch)
+	if (s->scratch) {
 		for (size_t i = 0; i < sizeof(s->scratch->b) / sizeof(s->scratch->b[0]); i++)
 			store_batch_free(&s->scratch->b[i]);
+		for (size_t i = 0; i < STORE_CLEAN_PARAMS; i++)
+			store_text_free(&s->scratch->clean[i]);
+	}
 	dbcron__free(s->scratch);
 	store_fault_clear(s);
 	dbcron__free(s);
@@ -552,11 +603,21 @@ static int read_existing(store *s, dbcron_job *jobs, size_t n, dbcron_job **out,
 	return rc;
 }
 
-/* One chunk of job_put: existing rows in one read, then one insert of the
- * new jobs and one update of the changed ones. */
+/* What one job_put carries through its chunks. */
+typedef struct put_ctx {
+	store_put_mode mode;
+	store_put_place_fn place; /* NULL: the store's keep rule */
+	void *place_ctx;
+	size_t at;   /* the chunk's first index in the caller's jobs */
+	bool paused; /* a job went from active to paused */
+} put_ctx;
+
+/* One chunk of job_put: existing rows in one locked read, then one insert
+ * of the new jobs and one update of the changed ones. */
 static int put_chunk(store *s, dbcron_job *jobs, const put_enc *enc, size_t n, int64_t now,
-		     store_put_mode mode, size_t *nc, size_t *nu, dbcron_err *err)
+		     put_ctx *pc, size_t *nc, size_t *nu, dbcron_err *err)
 {
+	store_put_mode mode = pc->mode;
 	dbcron_job *old = NULL;
 	size_t nold = 0, nins = 0;
 	struct name_idx *order = NULL;
@@ -576,6 +637,9 @@ static int put_chunk(store *s, dbcron_job *jobs, const put_enc *enc, size_t n, i
 	for (size_t i = 0; i < n; i++) {
 		dbcron_job *j = &jobs[i];
 		dbcron_job *prev = nold ? bsearch(j, old, nold, sizeof(*old), job_name_cmp) : NULL;
+		if (!prev && pc->place &&
+		    (rc = pc->place(pc->place_ctx, pc->at + i, j, NULL, now, err)))
+			goto out_free;
 		if (!prev) {
 			put_row(ins, j, &enc[i]);
 			order[nins++] = (struct name_idx){j->name, i};
@@ -586,14 +650,19 @@ static int put_chunk(store *s, dbcron_job *jobs, const put_enc *enc, size_t n, i
 			goto out_free;
 		}
 		/* Re-applying a file must not move or repeat fires: an unchanged
-		 * schedule keeps its place; pausing is not the file's business.
-		 * A set-aside job has no place to keep: it starts afresh. */
+		 * schedule keeps its place.  A set-aside job has no place to
+		 * keep: it starts afresh.  prev is the row as it is now (read
+		 * locked), so what is kept is never an older value. */
 		if (!prev->set_aside && model_same_schedule(j, prev)) {
 			j->next_fire_at = prev->next_fire_at;
 			j->anchor_ms = prev->anchor_ms;
 			j->at_ms = prev->at_ms;
 		}
-		j->paused = prev->paused;
+		if (!pc->place)
+			j->paused = prev->paused;
+		else if ((rc = pc->place(pc->place_ctx, pc->at + i, j, prev, now, err)))
+			goto out_free;
+		pc->paused |= j->paused && !prev->paused;
 		j->id = prev->id;
 		j->created_ms = prev->created_ms;
 		size_t k = (size_t)(prev - old);
@@ -602,7 +671,8 @@ static int put_chunk(store *s, dbcron_job *jobs, const put_enc *enc, size_t n, i
 		(*nu)++;
 		/* Unchanged rows are not rewritten: applying a 100,000-job file
 		 * again leaves no dead rows behind. */
-		if (!prev->set_aside && same_definition(j, &enc[i], prev, &old_enc[k]))
+		if (!prev->set_aside && j->paused == prev->paused &&
+		    same_definition(j, &enc[i], prev, &old_enc[k]))
 			continue;
 		store_batch_i64(upd, j->id);
 		put_row(upd, j, &enc[i]);
@@ -693,6 +763,15 @@ static int check_names(dbcron_job *jobs, size_t n, dbcron_err *err)
 int store_job_put(store *s, dbcron_job *jobs, size_t n, store_put_mode mode, bool prune,
 		  size_t *created, size_t *updated, size_t *deleted, dbcron_err *err)
 {
+	return store_job_put_placed(s, jobs, n, mode, prune, NULL, NULL, created, updated,
+				    deleted, err);
+}
+
+int store_job_put_placed(store *s, dbcron_job *jobs, size_t n, store_put_mode mode, bool prune,
+			 store_put_place_fn place, void *place_ctx, size_t *created,
+			 size_t *updated, size_t *deleted, dbcron_err *err)
+{
+	put_ctx pc = {.mode = mode, .place = place, .place_ctx = place_ctx};
 	size_t nc = 0, nu = 0;
 	int64_t nd = 0, now;
 	put_enc *enc = NULL;
@@ -728,9 +807,13 @@ int store_job_put(store *s, dbcron_job *jobs, size_t n, store_put_mode mode, boo
 		goto out_rollback;
 	for (size_t at = 0; at < n; at += PUT_CHUNK) {
 		size_t k = n - at < PUT_CHUNK ? n - at : PUT_CHUNK;
-		if ((rc = put_chunk(s, jobs + at, enc + at, k, now, mode, &nc, &nu, err)))
+		pc.at = at;
+		if ((rc = put_chunk(s, jobs + at, enc + at, k, now, &pc, &nc, &nu, err)))
 			goto out_rollback;
 	}
+	/* a pause tells the nodes, as store_job_set_paused does */
+	if (pc.paused && (rc = st_run(s, ST_GEN_BUMP, NULL, 0, NULL, err)))
+		goto out_rollback;
 	if (prune) {
 		store_batch *names = scratch(s, 0, 1, names_cols);
 		for (size_t i = 0; i < n; i++)
@@ -795,6 +878,19 @@ static int job_one(store *s, void *arg, bool *stop, dbcron_err *err)
 	*stop = e->cb(e->ctx, &job) != 0;
 	dbcron_job_clear(&job);
 	return DBCRON_OK;
+}
+
+int store_jobs_named(store *s, const char *const *names, size_t n, store_job_cb cb, void *ctx,
+		     dbcron_err *err)
+{
+	store_batch *b = scratch(s, 0, 1, names_cols);
+	for (size_t i = 0; i < n; i++)
+		store_batch_text(b, names[i]);
+	if (b->oom)
+		return oom(err, "reading jobs");
+	store_param p[] = {sp_batch(b)};
+	struct job_each e = {cb, ctx};
+	return each_row(s, ST_JOBS_NAMED, p, 1, job_one, &e, err);
 }
 
 int store_job_list(store *s, store_job_cb cb, void *ctx, dbcron_err *err)
@@ -1128,7 +1224,7 @@ static int read_jobs_into(store *s, int c0, store_claim_result *out, size_t *cap
 		}
 		if (rc) {
 			char text[600];
-			snprintf(text, sizeof(text), "cannot decode its row: %s", why.msg);
+			dbcron__textf(text, sizeof(text), "cannot decode its row: %s", why.msg);
 			if ((rc = add_aside(out, col_i64(s, c0), s->d->col_text(s->c, c0 + 1), text,
 					    err)))
 				break;
@@ -1261,7 +1357,7 @@ static int plan_due_jobs(store *s, const store_claim_req *req, store_claim_resul
 			if (rc == DBCRON_ENOMEM)
 				return oom(err, "claim");
 			char text[600];
-			snprintf(text, sizeof(text), "cannot plan: %s",
+			dbcron__textf(text, sizeof(text), "cannot plan: %s",
 				 plan.error && *plan.error ? plan.error : dbcron_strerror(rc));
 			if ((rc = add_aside(out, j->id, j->name, text, err)))
 				return rc;
@@ -1920,6 +2016,8 @@ int store_node_register(store *s, const store_node_info *n, dbcron_err *err)
 	if (!n || !n->node_id || !*n->node_id || !n->incarnation || n->lease_ms <= 0)
 		return dbcron_err_set(err, DBCRON_EINVAL,
 				      "node_register: node id, incarnation and a lease are required");
+	if ((rc = dbcron__name_check("node id", n->node_id, true, err)))
+		return rc;
 	if ((rc = tx_begin(s, err)))
 		return rc;
 	if ((rc = db_now(s, &now, err)))
@@ -2392,7 +2490,9 @@ int store_runs_list(store *s, const store_run_filter *f, store_run_cb cb, void *
 			   sp_i64(f ? f->before_attempt : 0),
 			   sp_i64(f ? f->before_id : 0)};
 	struct run_each e = {cb, ctx};
-	return each_row(s, ST_RUNS_LIST, p, 8, run_one, &e, err);
+	/* a statement of its own for one job: "?1 IS NULL OR job_name = ?1"
+	 * keeps SQLite (and a generic plan) from the job's index */
+	return each_row(s, f && f->job ? ST_RUNS_LIST_JOB : ST_RUNS_LIST, p, 8, run_one, &e, err);
 }
 
 int store_runs_after_id(store *s, int64_t after_id, const char *job, long limit,

@@ -13,6 +13,7 @@
 #include <strings.h>
 
 #include "core/alloc.h"
+#include "core/text.h"
 #include "store/store_int.h"
 
 /* ---- statement names ---- */
@@ -113,20 +114,10 @@ void store_batch_text(store_batch *b, const char *s)
 
 /* ---- text ---- */
 
+/* the one UTF-8 rule, core/text.c */
 size_t store_utf8_seq(const unsigned char *s)
 {
-	if (s[0] < 0x80)
-		return 1;
-	size_t n = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : s[0] >= 0xe0 && s[0] < 0xf0 ? 3
-		 : s[0] >= 0xc2 && s[0] < 0xe0 ? 2 : 0;
-	for (size_t i = 1; i < n; i++)
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-	if (n == 3 && ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0)))
-		return 0;
-	if (n == 4 && ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90)))
-		return 0;
-	return n;
+	return dbcron__utf8_seq(s);
 }
 
 void store_text_putn(store_text *b, const char *s, size_t n)
@@ -158,13 +149,7 @@ void store_text_free(store_text *b)
 
 bool store_utf8_valid(const char *s)
 {
-	for (const unsigned char *p = (const unsigned char *)s; *p;) {
-		size_t n = store_utf8_seq(p);
-		if (!n)
-			return false;
-		p += n;
-	}
-	return true;
+	return dbcron__utf8_valid(s);
 }
 
 /* ---- argv and env: JSON arrays of strings ---- */
@@ -574,7 +559,7 @@ static void json_cell(store_text *b, const store_cell *v, store_bcol type)
 			char e[6] = {'\\', 'u', '0', '0', hex[*p >> 4], hex[*p & 15]};
 			store_text_putn(b, e, 6);
 			p++;
-		} else if (*p < 0x80 || type != BC_TEXT_CLEAN) {
+		} else if (*p < 0x80) {
 			store_text_putc(b, (char)*p++);
 		} else {
 			size_t n = store_utf8_seq(p);

@@ -38,8 +38,16 @@
 	 * statement: one backward probe of UNIQUE(job_id, fire_at, attempt) per job,   \
 	 * however long the log.  A job with no such run has no row. */                 \
 	X(JOBS_LAST_RUN, "reading the jobs' last runs", "")                              \
-	/* batch [name] -> JOB_COLS of the jobs that exist */                            \
+	/* batch [name] -> JOB_COLS of the jobs that exist, row-locked until the    \
+	 * transaction ends (FOR UPDATE; SQLite's BEGIN IMMEDIATE already holds     \
+	 * the database): job put writes back paused, name and next_fire_at from     \
+	 * these rows, so a pause, rename or run end must wait for the put rather    \
+	 * than be undone by it (issue 23 item 2).  In name order, so two puts lock  \
+	 * alike and cannot deadlock. */                                             \
 	X(JOBS_BY_NAMES, "reading jobs by name", "")                                     \
+	/* batch [name] -> JOB_COLS of the jobs that exist, no lock: what a        \
+	 * one-job write checks against, instead of every job (issue 23 item 9) */  \
+	X(JOBS_NAMED, "reading the named jobs", "")                                      \
 	/* (now) batch [JOB_PUT_COLS] -> id, name */                                     \
 	X(JOBS_INSERT, "adding jobs", "")                                                \
 	/* (now) batch [id, JOB_PUT_COLS] */                                             \
@@ -132,6 +140,8 @@
 	X(JOB_RUNNING, "checking running runs", "")                                      \
 	/* (job|NULL, state|0, since|-1, limit|-1) -> RUN_COLS */                         \
 	X(RUNS_LIST, "listing runs", "")                                                 \
+	/* RUNS_LIST of one job (?1 set): served by runs_job_name_fire */                \
+	X(RUNS_LIST_JOB, "listing a job's runs", "")                                     \
 	/* (after_id, job|NULL, limit) -> RUN_COLS of the runs created after after_id, \
 	 * by id: the primary key, so a follower's poll costs what is new */            \
 	X(RUNS_AFTER_ID, "listing new runs", "")                                         \

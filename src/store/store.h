@@ -252,7 +252,14 @@ typedef enum store_put_mode {
  *   anchor from the caller; others keep theirs, and their paused flag.
  *   prune (UPSERT only) deletes jobs whose names are not in the batch.
  *   Deleting a job keeps its runs; its unclaimed runs end ABANDONED.
- *   A name given twice is DBCRON_EINVAL.  jobs[i].id is set.
+ *   A name given twice is DBCRON_EINVAL.  jobs[i].id is set.  A job that
+ *   goes from active to paused tells the nodes (as store_job_set_paused).
+ * store_job_put_placed: the same, but each job is placed by place() against
+ *   its stored row (NULL for a new job) as the put's transaction reads it,
+ *   locked (issue 23 item 2): place sets paused and next_fire_at (the
+ *   app's rule, model_jobdef_finish), or refuses with an error, which rolls
+ *   everything back.  i is the job's index in jobs.
+ * store_jobs_named: the stored jobs among names (any order), no lock.
  * store_job_get: DBCRON_ENOTFOUND when absent; out is filled, caller clears.
  * store_job_set_paused: resume sets next_fire_at to the given value.
  * store_job_trigger: a SCHEDULED, unclaimed attempt-1 run with fire_at =
@@ -289,8 +296,15 @@ int store_migrate(store *s, int *from, int *to, dbcron_err *err);
 int store_check_schema(store *s, dbcron_err *err);
 int store_now_ms(store *s, int64_t *out, dbcron_err *err);
 int store_job_put(store *s, dbcron_job *jobs, size_t n, store_put_mode mode, bool prune, size_t *created, size_t *updated, size_t *deleted, dbcron_err *err);
+typedef int (*store_put_place_fn)(void *ctx, size_t i, dbcron_job *job, const dbcron_job *prev,
+				  int64_t now_ms, dbcron_err *err);
+int store_job_put_placed(store *s, dbcron_job *jobs, size_t n, store_put_mode mode, bool prune,
+			 store_put_place_fn place, void *ctx, size_t *created, size_t *updated,
+			 size_t *deleted, dbcron_err *err);
 int store_job_get(store *s, const char *name, dbcron_job *out, dbcron_err *err);
 int store_job_list(store *s, store_job_cb cb, void *ctx, dbcron_err *err);
+int store_jobs_named(store *s, const char *const *names, size_t n, store_job_cb cb, void *ctx,
+		     dbcron_err *err);
 /* At most limit (>= 1) jobs whose names sort after `after` ("" or NULL:
  * from the first), by name in the database's order: a keyset page. */
 int store_job_page(store *s, const char *after, long limit, store_job_cb cb, void *ctx,

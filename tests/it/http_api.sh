@@ -163,6 +163,18 @@ expect 200 PUT /api/v1/jobs/made "$ADMIN" "$(body '{"name":"made","every":"2h","
 assert_eq 1 "$(jget .updated)"
 expect_rc 0 job show made --format json
 assert_eq 2h "$(jq -r .every <<<"$T_OUT")" "the PUT is in the database"
+# issue 23 item 11: "paused" in a PUT of a stored job is applied (one rule
+# with job apply and job set, docs/cli.md), not answered "unchanged"
+expect 200 PUT /api/v1/jobs/made "$ADMIN" "$(body '{"every":"2h","command":["echo","made"],"paused":true}')"
+assert_eq "1 0" "$(jget '"\(.updated) \(.unchanged)"')" "a PUT that pauses is an update"
+expect_rc 0 job show made --format json
+assert_eq true "$(jq -r .paused <<<"$T_OUT")" "PUT paused: true pauses the stored job"
+expect 200 PUT /api/v1/jobs/made "$ADMIN" "$(body '{"every":"2h","command":["echo","made"]}')"
+expect_rc 0 job show made --format json
+assert_eq true "$(jq -r .paused <<<"$T_OUT")" "a PUT without paused keeps the state"
+expect 200 PUT /api/v1/jobs/made "$ADMIN" "$(body '{"every":"2h","command":["echo","made"],"paused":false}')"
+expect_rc 0 job show made --format json
+assert_eq false "$(jq -r .paused <<<"$T_OUT")" "PUT paused: false resumes it"
 before=$(db_state)
 expect 400 PUT /api/v1/jobs/made "$ADMIN" "$(body '{"name":"other","every":"1h","command":["true"]}')"
 assert_contains "$(jget .error.message)" "another name than the path's 'made'"

@@ -69,7 +69,31 @@ expect_rc 0 job set h -- /bin/true
 expect_rc 0 job export
 assert_contains "$T_OUT" '"command":["/bin/true"]' "a command replaces the handler"
 assert_not_contains "$T_OUT" '"handler"' "and its arg"
-bad "use job pause or job resume" job set h --paused
+# issue 23 item 11: one rule for "paused" (job set, job apply, HTTP)
+paused_of() { expect_rc 0 job show "$1" --format json && jq -r .paused <<<"$T_OUT"; }
+expect_rc 0 job set h --paused
+assert_eq true "$(paused_of h | tail -1)" "job set --paused pauses"
+expect_rc 0 job set h --no-paused
+assert_eq false "$(paused_of h | tail -1)" "job set --no-paused resumes"
+expect_rc 0 job export
+jq 'map(if .name == "h" then .paused = true else . end)' <<<"$T_OUT" >"$T_DIR/paused.json"
+expect_rc 0 job apply "$T_DIR/paused.json" --dry-run
+assert_contains "$T_OUT" "change    h: paused" "a given paused that differs is a change"
+expect_rc 0 job apply "$T_DIR/paused.json"
+assert_contains "$T_OUT" "1 updated" "and is applied, not answered unchanged"
+assert_eq true "$(paused_of h | tail -1)" "apply with paused: true pauses a stored job"
+jq 'map(del(.paused))' "$T_DIR/paused.json" >"$T_DIR/nopaused.json"
+expect_rc 0 job apply "$T_DIR/nopaused.json"
+assert_eq true "$(paused_of h | tail -1)" "an entry without paused keeps the state"
+expect_rc 0 job resume h
+# issue 23 item 9: a one-job write reads the named job, never every job
+# (listing every job fails here through the fault seam)
+export DBCRON_TEST_FAULTS='stmt=job_list,kind=conn,times=0'
+expect_rc 0 job set h --retries 4
+jq 'map(select(.name == "h"))' "$T_DIR/nopaused.json" >"$T_DIR/one.json"
+expect_rc 0 job apply "$T_DIR/one.json"
+assert_contains "$T_OUT" "1 updated" "a one-job apply reads only its job"
+unset DBCRON_TEST_FAULTS
 bad "no job named 'nope'" job set nope --retries 1
 bad "--retries 'x'" job set rate --retries x
 bad "--cron" job set rate --cron '61 * * * *'

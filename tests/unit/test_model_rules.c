@@ -8,6 +8,7 @@
 #include <cmocka.h>
 #include <string.h>
 
+#include "core/text.h"
 #include "core/alloc.h"
 #include "model/rules.h"
 
@@ -232,6 +233,32 @@ static void test_lost_followup(void **state)
 	assert_int_equal(f.job_next_fire_at, NOW + 60000);
 }
 
+/* Issue 23 item 1: a reason quoting a long multi-byte handler name is
+ * cut between characters, never inside one; the name rule bounds it. */
+static void test_unrunnable_why_cut(void **state)
+{
+	(void)state;
+	char handler[130 * 3 + 1];
+	for (int i = 0; i < 130; i++)
+		memcpy(handler + 3 * i, "\xe2\x82\xac", 3);
+	handler[390] = '\0';
+	char why[400];
+	const char *w = model_unrunnable_why(handler, why, sizeof(why));
+	assert_true(dbcron__utf8_valid(w));
+	assert_true(strlen(w) >= 396 && strlen(w) <= 399);
+	char small[5];
+	dbcron__textf(small, sizeof(small), "a%s", "\xe2\x82\xac\xe2\x82\xac");
+	assert_string_equal(small, "a\xe2\x82\xac");
+	dbcron__textf(small, sizeof(small), "ab%s", "\xe2\x82\xac");
+	assert_string_equal(small, "ab");
+	dbcron_err e = {0};
+	assert_int_equal(dbcron__name_check("handler name", handler, true, &e), DBCRON_EINVAL);
+	assert_int_equal(dbcron__name_check("handler name", "\xff", true, &e), DBCRON_EINVAL);
+	assert_int_equal(dbcron__name_check("handler name", "my handler", true, &e), DBCRON_OK);
+	handler[198] = '\0';
+	assert_int_equal(dbcron__name_check("handler name", handler, true, &e), DBCRON_OK);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -241,6 +268,7 @@ int main(void)
 		cmocka_unit_test(test_at_same_instant),
 		cmocka_unit_test(test_followup),
 		cmocka_unit_test(test_lost_followup),
+		cmocka_unit_test(test_unrunnable_why_cut),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

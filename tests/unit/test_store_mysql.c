@@ -23,6 +23,7 @@
 
 #include "store_conformance.h"
 #include "store_conformance_faults.h"
+#include "store_conformance_edits.h"
 
 #include "core/alloc.h"
 #include "store/dialect.h"
@@ -392,6 +393,58 @@ static void test_reconnect_after_restart(void **state)
 	my_release_url(url);
 }
 
+/* Issue 23 item 10: one job's runs (runs --job X, a job's last runs) are
+ * read through runs_job_name_fire: EXPLAIN of the dialect's own statement,
+ * its parameters written in as literals. */
+static void test_runs_of_one_job_plan(void **state)
+{
+	conf_ctx *c = *state;
+	for (int i = 0; i < 3; i++) {
+		dbcron_run run;
+		memset(&run, 0, sizeof(run));
+		run.job_name = i ? "other" : "x";
+		run.job_id = i + 1;
+		run.fire_at = 1000 + i;
+		run.attempt = 1;
+		run.state = DBCRON_RUN_SUCCEEDED;
+		CONF_OK(c, store_log_run(c->s, &run, &c->err));
+	}
+	static const char *const lit[][2] = {{"?L4", "10"}, {"?1", "'x'"}, {"?2", "0"},
+					     {"?3", "-1"}, {"?5", "-1"}, {"?6", "''"},
+					     {"?7", "0"}, {"?8", "0"}};
+	char text[4096] = "EXPLAIN ";
+	const char *q = store_mysql_dialect.sql[ST_RUNS_LIST_JOB];
+	size_t n = strlen(text);
+	while (*q && n + 8 < sizeof(text)) {
+		size_t k = 0;
+		while (k < sizeof(lit) / sizeof(lit[0]) && strncmp(q, lit[k][0], strlen(lit[k][0])))
+			k++;
+		if (k < sizeof(lit) / sizeof(lit[0])) {
+			n += (size_t)snprintf(text + n, sizeof(text) - n, "%s", lit[k][1]);
+			q += strlen(lit[k][0]);
+		} else {
+			text[n++] = *q++;
+			text[n] = '\0';
+		}
+	}
+	MYSQL *db = admin_connect();
+	if (mysql_select_db(db, db_of(c->url)) || mysql_query(db, text))
+		fail_msg("%s: %s", text, mysql_error(db));
+	MYSQL_RES *r = mysql_store_result(db);
+	assert_non_null(r);
+	bool indexed = false;
+	MYSQL_ROW row;
+	while ((row = mysql_fetch_row(r)))
+		if (row[2] && strcmp(row[2], "runs") == 0) {
+			print_message("runs: type %s key %s\n", row[3] ? row[3] : "-",
+				      row[5] ? row[5] : "-");
+			indexed = row[5] && strcmp(row[5], "runs_job_name_fire") == 0;
+		}
+	mysql_free_result(r);
+	mysql_close(db);
+	assert_true(indexed);
+}
+
 int main(void)
 {
 	admin_url = getenv("DBCRON_TEST_MYSQL");
@@ -413,11 +466,13 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		STORE_CONFORMANCE_TESTS,
 		STORE_CONFORMANCE_FAULT_TESTS,
+		STORE_CONFORMANCE_EDIT_TESTS,
 		cmocka_unit_test(test_mask_and_bad_urls),
 		cmocka_unit_test(test_round_trips_constant),
 		cmocka_unit_test(test_no_returning_form),
 		cmocka_unit_test(test_concurrent_init),
 		cmocka_unit_test(test_reconnect_after_restart),
+		CONF_T(test_runs_of_one_job_plan),
 	};
 	int failed = cmocka_run_group_tests_name("store_mysql", tests, NULL, NULL);
 	for (int i = 1; i <= db_seq; i++) {

@@ -28,6 +28,7 @@
 
 #include "store_conformance.h"
 #include "store_conformance_faults.h"
+#include "store_conformance_edits.h"
 
 #include "core/alloc.h"
 #include "core/timeutil.h"
@@ -820,6 +821,35 @@ static void test_statement_counts(void **state)
 	tdb_drop(&d);
 }
 
+/* Issue 23 item 10: one job's runs (runs --job X, a job's last runs) can be
+ * read through runs_job_name_fire (seq scans off, so that an empty table's
+ * plan still shows which index serves the statement). */
+static void test_runs_of_one_job_plan(void **state)
+{
+	(void)state;
+	tdb d;
+	tdb_create(&d);
+	store *s = open_migrated(&d);
+	PGconn *c = raw(&d);
+	PQclear(PQexec(c, "SET enable_seqscan = off"));
+	char sql[4096];
+	snprintf(sql, sizeof(sql), "EXPLAIN %s", store_pg_dialect.sql[ST_RUNS_LIST_JOB]);
+	const char *v[8] = {"x", "0", "-1", "10", "-1", "", "0", "0"};
+	PGresult *r = PQexecParams(c, sql, 8, NULL, v, NULL, NULL, 0);
+	if (PQresultStatus(r) != PGRES_TUPLES_OK)
+		fail_msg("explain: %s", PQerrorMessage(c));
+	char plan[4096] = "";
+	size_t n = 0;
+	for (int i = 0; i < PQntuples(r) && n < sizeof(plan) - 1; i++)
+		n += (size_t)snprintf(plan + n, sizeof(plan) - n, "%s\n", PQgetvalue(r, i, 0));
+	PQclear(r);
+	PQfinish(c);
+	print_message("%s", plan);
+	assert_non_null(strstr(plan, "runs_job_name_fire"));
+	store_close(s);
+	tdb_drop(&d);
+}
+
 int main(void)
 {
 	admin_conninfo = getenv("DBCRON_TEST_PG");
@@ -834,6 +864,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		STORE_CONFORMANCE_TESTS,
 		STORE_CONFORMANCE_FAULT_TESTS,
+		STORE_CONFORMANCE_EDIT_TESTS,
 		cmocka_unit_test(test_mask_url),
 		cmocka_unit_test(test_password_never_in_errors),
 		cmocka_unit_test(test_schema_check_and_concurrent_init),
@@ -844,6 +875,7 @@ int main(void)
 		cmocka_unit_test(test_runs_list_order),
 		cmocka_unit_test(test_statement_counts),
 		cmocka_unit_test(test_reconnect_after_restart),
+		cmocka_unit_test(test_runs_of_one_job_plan),
 	};
 	int failed = cmocka_run_group_tests_name("store_pg", tests, NULL, NULL);
 	/* A failed test jumps past its own DROP: sweep what this process made. */

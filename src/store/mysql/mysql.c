@@ -108,7 +108,9 @@ static const char *const sql[ST__COUNT] = {
 		"runs x WHERE x.job_id = jt.v AND x.state <> 1 ORDER BY x.fire_at DESC, "
 		"x.attempt DESC LIMIT 1) AS rid FROM JSON_TABLE(?1, '$[*]' COLUMNS (v BIGINT "
 		"PATH '$')) jt) w JOIN runs r ON r.id = w.rid",
-	[ST_JOBS_BY_NAMES] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name IN " LIST_TEXT(1),
+	[ST_JOBS_NAMED] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name IN " LIST_TEXT(1),
+	[ST_JOBS_BY_NAMES] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name IN " LIST_TEXT(1)
+			     " ORDER BY name FOR UPDATE",
 	[ST_JOBS_INSERT] =
 		"INSERT INTO jobs (" STORE_JOB_PUT_COLS ", created_ms, updated_ms) VALUES ("
 		R(00) ", " R(01) ", " R(02) ", " R(03) ", " R(04) ", " R(05) ", " R(06) ", "
@@ -285,6 +287,15 @@ static const char *const sql[ST__COUNT] = {
 		"AND (?5 < 0 OR fire_at < ?5 OR (fire_at = ?5 AND (job_name < ?6 OR (job_name = ?6 AND (attempt < ?7 OR (attempt = ?7 AND id < ?8)))))) "
 		"ORDER BY fire_at DESC, job_name DESC, attempt DESC, id DESC LIMIT ?L4) x "
 		"ORDER BY fire_at, job_name, attempt, id",
+	/* one job's runs: job_name = ?, so (job_name, fire_at, attempt, id)
+	 * serves the filter and the order (issue 23 item 10) */
+	[ST_RUNS_LIST_JOB] =
+		"SELECT * FROM (SELECT " STORE_RUN_COLS " FROM runs WHERE job_name = ?1 "
+		" AND (?2 = 0 OR state = ?2) AND (?3 < 0 OR fire_at >= ?3) "
+		/* keyset paging: strictly after the cursor row in this order */
+		"AND (?5 < 0 OR fire_at < ?5 OR (fire_at = ?5 AND (job_name < ?6 OR (job_name = ?6 AND (attempt < ?7 OR (attempt = ?7 AND id < ?8)))))) "
+		"ORDER BY fire_at DESC, job_name DESC, attempt DESC, id DESC LIMIT ?L4) x "
+		"ORDER BY fire_at, job_name, attempt, id",
 	/* reap and the orphan sweep resolve what a stopped or dead node held;
 	 * until they have, its row stays */
 	[ST_NODES_PRUNE] = "DELETE FROM nodes WHERE state IN ('stopped', 'dead') AND "
@@ -423,7 +434,9 @@ struct store_conn {
 	int64_t changes;
 	/* per execute */
 	store_text json;   /* a one-column list */
-	store_text clean;  /* a TEXT_CLEAN cell with bad bytes replaced */
+	/* a text cell with bad bytes replaced, one per bound parameter: two
+	 * cells of one row may both need it */
+	store_text clean[MAX_REFS];
 	int64_t ivals[MAX_REFS];
 	unsigned long lens[MAX_REFS];
 	my_bool nulls[MAX_REFS];
@@ -687,10 +700,10 @@ static int push_cell(store_conn *q, const char *v, size_t n)
 }
 
 /* Bind one text value, replacing bytes that are not UTF-8 when clean (a
- * captured output: the server would refuse the whole row). */
+ * batch cell, dialect.h: the server would refuse the whole row). */
 static void bind_text(store_conn *q, MYSQL_BIND *b, int k, const char *s, bool clean)
 {
-	if (clean && !(s = store_text_clean(&q->clean, s)))
+	if (clean && !(s = store_text_clean(&q->clean[k], s)))
 		s = "";
 	b->buffer_type = MYSQL_TYPE_STRING;
 	b->buffer = (void *)s;
@@ -734,7 +747,7 @@ static int bind_part(store_conn *q, part *pt, const store_param *p, int np,
 				b->buffer_type = MYSQL_TYPE_LONGLONG;
 				b->buffer = &q->ivals[k];
 			} else {
-				bind_text(q, b, k, c->s, bt->cols[idx] == BC_TEXT_CLEAN);
+				bind_text(q, b, k, c->s, true);
 			}
 			continue;
 		}
@@ -1171,7 +1184,8 @@ static void my_close(store_conn *q)
 	dbcron__free(q->dbname);
 	dbcron__free(q->socket);
 	store_text_free(&q->json);
-	store_text_free(&q->clean);
+	for (int k = 0; k < MAX_REFS; k++)
+		store_text_free(&q->clean[k]);
 	dbcron__free(q);
 }
 

@@ -15,7 +15,7 @@
 #define DBCRON_STORE_MYSQL_SCHEMA_H
 
 /* Highest migration this binary knows. */
-#define DBCRON_MY_SCHEMA_VERSION 2
+#define DBCRON_MY_SCHEMA_VERSION 3
 
 #define MY_TABLE_OPTS " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
 
@@ -121,12 +121,21 @@ static const char *const my_migration_2[] = {
 	NULL,
 };
 
+/* 3: one job's runs (runs --job X, a job's last runs) without reading the
+ * whole run log: equality on the name, then the listing's order (issue 23
+ * item 10, docs/store.md). */
+static const char *const my_migration_3[] = {
+	"CREATE INDEX IF NOT EXISTS runs_job_name_fire ON runs (job_name, fire_at, attempt, id)",
+	NULL,
+};
+
 static const struct {
 	int version;
 	const char *const *stmts;
 } my_migrations[] = {
 	{1, my_migration_1},
 	{2, my_migration_2},
+	{3, my_migration_3},
 };
 
 _Static_assert(sizeof(my_migrations) / sizeof(my_migrations[0]) == DBCRON_MY_SCHEMA_VERSION,

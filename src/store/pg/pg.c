@@ -79,7 +79,9 @@ static const char *const sql[ST__COUNT] = {
 		"CROSS JOIN LATERAL (SELECT x.id, x.state, x.finished_ms FROM runs x WHERE "
 		"x.job_id = v.id AND x.state <> 1 ORDER BY x.fire_at DESC, x.attempt DESC "
 		"LIMIT 1) r",
-	[ST_JOBS_BY_NAMES] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name = ANY ($1::text[])",
+	[ST_JOBS_NAMED] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name = ANY ($1::text[])",
+	[ST_JOBS_BY_NAMES] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name = ANY ($1::text[]) "
+			     "ORDER BY name FOR UPDATE",
 	[ST_JOBS_INSERT] =
 		"INSERT INTO jobs (" STORE_JOB_PUT_COLS ", created_ms, updated_ms) "
 		"SELECT v.*, $1::bigint, $1::bigint FROM unnest($2::text[], $3::int[], "
@@ -270,6 +272,18 @@ static const char *const sql[ST__COUNT] = {
 		"(attempt = $7::int AND id < $8::bigint)))))) ORDER BY fire_at DESC, job_name "
 		"DESC, attempt DESC, id DESC LIMIT CASE WHEN $4::bigint < 0 THEN NULL ELSE "
 		"$4::bigint END) x ORDER BY fire_at, job_name, attempt, id",
+	/* one job's runs: job_name = ?, so (job_name, fire_at, attempt, id)
+	 * serves the filter and the order (issue 23 item 10) */
+	[ST_RUNS_LIST_JOB] =
+		"SELECT * FROM (SELECT " STORE_RUN_COLS " FROM runs WHERE job_name = $1::text "
+		" AND ($2::int = 0 OR state = $2::int) AND "
+		"($3::bigint < 0 OR fire_at >= $3::bigint) "
+		/* keyset paging: strictly after the cursor row in this order */
+		"AND ($5::bigint < 0 OR fire_at < $5::bigint OR (fire_at = $5::bigint AND "
+		"(job_name < $6::text OR (job_name = $6::text AND (attempt < $7::int OR "
+		"(attempt = $7::int AND id < $8::bigint)))))) ORDER BY fire_at DESC, job_name "
+		"DESC, attempt DESC, id DESC LIMIT CASE WHEN $4::bigint < 0 THEN NULL ELSE "
+		"$4::bigint END) x ORDER BY fire_at, job_name, attempt, id",
 	/* reap and the orphan sweep resolve what a stopped or dead node held;
 	 * until they have, its row stays */
 	[ST_NODES_PRUNE] = "DELETE FROM nodes WHERE state IN ('stopped', 'dead') AND "
@@ -335,9 +349,8 @@ struct store_conn {
 /* ---- text ---- */
 
 /* One column of a batch in PostgreSQL's array text form: {1,NULL,"a\"b"}.
- * Clean columns (captured output) may hold any bytes, but the server
- * rejects invalid UTF-8 and would fail the whole batch: such bytes become
- * '?'. */
+ * Every text column is cleaned (dialect.h): the server rejects invalid
+ * UTF-8 and would fail the whole batch, so such bytes become '?'. */
 static const char *array_text(store_text *b, const store_batch *bt, int col)
 {
 	size_t rows = store_batch_rows(bt);
@@ -361,7 +374,7 @@ static const char *array_text(store_text *b, const store_batch *bt, int col)
 			store_text_putc(b, '"');
 			const unsigned char *p = (const unsigned char *)v->s;
 			while (*p) {
-				size_t n = type == BC_TEXT_CLEAN ? store_utf8_seq(p) : 1;
+				size_t n = store_utf8_seq(p);
 				if (n == 0) {
 					store_text_putc(b, '?');
 					p++;

@@ -7,7 +7,7 @@
 #define DBCRON_STORE_PG_SCHEMA_H
 
 /* Highest migration this binary knows. */
-#define DBCRON_PG_SCHEMA_VERSION 4
+#define DBCRON_PG_SCHEMA_VERSION 5
 
 static const char *const migration_1[] = {
 	"CREATE TABLE jobs ("
@@ -121,6 +121,14 @@ static const char *const migration_4[] = {
 	NULL,
 };
 
+/* 5: one job's runs (runs --job X, a job's last runs) without reading the
+ * whole run log: equality on the name, then the listing's order (issue 23
+ * item 10, docs/store.md). */
+static const char *const migration_5[] = {
+	"CREATE INDEX runs_job_name_fire ON runs (job_name, fire_at, attempt, id)",
+	NULL,
+};
+
 static const struct {
 	int version;
 	const char *const *stmts;
@@ -129,6 +137,7 @@ static const struct {
 	{2, migration_2},
 	{3, migration_3},
 	{4, migration_4},
+	{5, migration_5},
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == DBCRON_PG_SCHEMA_VERSION,

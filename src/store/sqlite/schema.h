@@ -153,6 +153,10 @@ static const char *const sqlite_migrations[] = {
 	" node_id TEXT NOT NULL,"
 	" handler TEXT NOT NULL,"
 	" PRIMARY KEY (node_id, handler));\n",
+	/* 6: one job's runs (runs --job X, a job's last runs) without reading
+	 * the whole run log: equality on the name, then the listing's order
+	 * (issue 23 item 10, docs/store.md). */
+	"CREATE INDEX runs_job_name_fire ON runs(job_name, fire_at, attempt, id);\n",
 };
 
 #define SQLITE_SCHEMA_VERSION \
