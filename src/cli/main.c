@@ -232,10 +232,18 @@ int cliopt_next(cliopt *o, int argc, char **argv, const char *optstring,
 			continue;
 		}
 		if (c == '?') {
-			if (optopt)
+			/* getopt_long sets optopt to a known long option's value
+			 * when it was given "=VALUE" but takes none: name it, not
+			 * the value (which need not be a printable character) */
+			const char *arg = argv[optind - 1];
+			const char *eq = strchr(arg, '=');
+			if (optopt && strncmp(arg, "--", 2) == 0 && eq)
+				cli_usage_error(o->cmd, "option '%.*s' takes no value", (int)(eq - arg),
+						arg);
+			else if (optopt > 0 && optopt < 128 && isprint(optopt))
 				cli_usage_error(o->cmd, "unknown option '-%c'", optopt);
 			else
-				cli_usage_error(o->cmd, "unknown option '%s'", argv[optind - 1]);
+				cli_usage_error(o->cmd, "unknown option '%s'", arg);
 			return '?';
 		}
 		if (c == ':') {

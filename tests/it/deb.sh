@@ -19,7 +19,9 @@ fi
 
 t_section "dpkg-buildpackage -us -uc -b"
 rc=0
-debs=$(bash "$DBCRON_SRC/scripts/deb.sh" "$T_DIR/deb" 2>"$T_DIR/deb.err") || rc=$?
+# nocheck: the suite this test is part of runs the tests, so the package
+# build compiles the library and programs alone (debian/rules)
+debs=$(DEB_BUILD_OPTIONS=nocheck bash "$DBCRON_SRC/scripts/deb.sh" "$T_DIR/deb" 2>"$T_DIR/deb.err") || rc=$?
 assert_eq 0 "$rc" "the packages build: $(tail -5 "$T_DIR/deb.err")"
 v=$(sed -n '1s/^dbcron (\([^)]*\)).*/\1/p' "$DBCRON_SRC/debian/changelog")
 a=$(dpkg-architecture -qDEB_HOST_ARCH)
