@@ -104,6 +104,8 @@ bad "already exists" job add every30 --every 1m -- true
 if t_reference_backend "$BACKEND"; then
 bad "unknown option '--bogus'" job add x --every 1s --bogus -- true
 bad "unknown option '-x'" job add x --every 1s -x -- true
+# a flag given a value is named, not printed as its option code
+bad "option '--paused' takes no value" job add x --every 1s --paused=yes -- true
 bad "needs a value" job add x --handler noop --every
 bad "no schedule" job add x -- true
 bad "two schedules" job add x --every 1s --after 1s -- true
