@@ -39,7 +39,7 @@ fi
 NODE_PIDS+=($!); PID_a=$!
 faked "$DBCRON_BIN" node --node-id b --lease 3s >"$T/node-b.log" 2>&1 &
 NODE_PIDS+=($!); PID_b=$!
-wait_until 30 sh -c "[ \$(wc -l 2>/dev/null < '$T/exec.log' || echo 0) -ge 10 ]" || fail "the nodes ran nothing"
+wait_until 120 sh -c "[ \$(wc -l 2>/dev/null < '$T/exec.log' || echo 0) -ge 10 ]" || fail "the nodes ran nothing"
 sleep 2
 sql_inc() { sql "SELECT id || ':' || incarnation || ':' || state FROM nodes ORDER BY id" | tr '\n' ' '; }
 before=$(sql_inc)

@@ -37,7 +37,7 @@ nodes_locked() {
 if [ "$1" = pg ]; then
   sql "BEGIN; LOCK TABLE nodes IN EXCLUSIVE MODE; SELECT pg_sleep(2); COMMIT;" >/dev/null &
   locker=$!
-  wait_until 10 nodes_locked || fail "could not lock the nodes table"
+  wait_until 120 nodes_locked || fail "could not lock the nodes table"
 fi
 kill -CONT "$(pid_of n2)"
 t_cont=$(date +%s%3N)

@@ -105,7 +105,7 @@ assert_contains "$(show_line lease)" "4s" "lease from the file"
 assert_contains "$(show_line log-runs)" "true" "log-runs from the file"
 assert_contains "$(show_line preread)" "5s (the lock-row default)" "preread follows the file's strategy"
 t_bg "$DBCRON_BIN" --config "$T_DIR/n.conf" node --workers 2 --grace 1s 2>"$T_DIR/node.log"
-wait_until 20 bash -c "\"$DBCRON_BIN\" nodes --db '$URL' --format csv | grep -q '^from-file,'" || true
+wait_until 120 bash -c "\"$DBCRON_BIN\" nodes --db '$URL' --format csv | grep -q '^from-file,'" || true
 dbc nodes --db "$URL" --format csv
 # node,host,pid,state,workers,...
 assert_match "$T_OUT" "^from-file,[^,]*,[0-9]+,alive,2," "the node runs with the file's id and the flag's workers"

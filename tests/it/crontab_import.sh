@@ -123,7 +123,7 @@ assert_contains "$T_OUT" '"cd / && run-parts /etc/cron.hourly"'
 t_section "a real node runs an imported entry: % is stdin"
 expect_rc 0 job trigger "$cat_job"
 t_bg "$DBCRON_BIN" node --node-id crontab-n1 --quiet
-wait_until 60 test -s "$OUT"
+wait_until 120 test -s "$OUT"
 assert_eq "$(printf 'first line\nsecond %% line')" "$(cat "$OUT")" "stdin as cron(8) gives it"
 
 t_done

@@ -44,7 +44,7 @@ expect_rc 0 job show viafile --db "sqlite:$T_DIR/file.db"
 "$DBCRON_BIN" node --node-id f1 --db-file "$T_DIR/url" >"$T_DIR/node-f1.log" 2>&1 &
 pid=$!
 T_PIDS+=("$pid")
-wait_until 20 bash -c "[ \$(\"$DBCRON_BIN\" runs --job viafile --state succeeded --format csv --db-file '$T_DIR/url' | tail -n +2 | grep -c .) -ge 2 ]" || true
+wait_until 120 bash -c "[ \$(\"$DBCRON_BIN\" runs --job viafile --state succeeded --format csv --db-file '$T_DIR/url' | tail -n +2 | grep -c .) -ge 2 ]" || true
 kill -TERM "$pid"
 rc=0
 wait "$pid" || rc=$?
@@ -63,7 +63,7 @@ if [ -n "${DBCRON_TEST_PG:-}" ]; then
 	"$DBCRON_BIN" node --node-id p1 --db-file "$T_DIR/pgurl" >"$T_DIR/node-p1.log" 2>&1 &
 	pid=$!
 	T_PIDS+=("$pid")
-	wait_until 20 bash -c "[ \$(\"$DBCRON_BIN\" runs --job pgfile --state succeeded --format csv --db-file '$T_DIR/pgurl' | tail -n +2 | grep -c .) -ge 2 ]" || true
+	wait_until 120 bash -c "[ \$(\"$DBCRON_BIN\" runs --job pgfile --state succeeded --format csv --db-file '$T_DIR/pgurl' | tail -n +2 | grep -c .) -ge 2 ]" || true
 	kill -TERM "$pid"
 	rc=0
 	wait "$pid" || rc=$?
@@ -141,7 +141,7 @@ expect_rc 0 job add peek --at now+1s --db "$db" \
 "$DBCRON_BIN" node --node-id c1 --db "$db" >"$T_DIR/node-c1.log" 2>&1 &
 pid=$!
 T_PIDS+=("$pid")
-wait_until 20 test -s "$T_DIR/seen-by-job" || true
+wait_until 120 test -s "$T_DIR/seen-by-job" || true
 own=$(tr '\0' ' ' </proc/$pid/cmdline)
 kill -TERM "$pid"
 wait "$pid" || true

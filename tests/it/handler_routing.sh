@@ -28,7 +28,7 @@ dbc job add sh --every 1s -- sh -c 'echo "$DBCRON_FIRE_AT_MS $DBCRON_NODE" >> '"
 
 lines() { [ -f "$1" ] && wc -l < "$1" || echo 0; }
 start_node plain
-wait_until 60 sh -c "[ \$(wc -l < '$shlog' 2>/dev/null || echo 0) -ge 3 ]" || fail "plain ran no shell job"
+wait_until 120 sh -c "[ \$(wc -l < '$shlog' 2>/dev/null || echo 0) -ge 3 ]" || fail "plain ran no shell job"
 assert_eq "noop sleep " \
   "$(sql "select handler from node_handlers where node_id = 'plain' order by handler" | tr '\n' ' ')" \
   "plain registered its handlers: the built-ins"
@@ -41,12 +41,12 @@ orphan_lit="'$(printf %s "$orphan_why" | sed "s/'/''/g")'" # as an SQL literal
 orphan_done() {
   [ "$(sql "select count(*) from runs where id = $orphan_run and state = 7 and node = 'plain' and error = $orphan_lit")" = 1 ]
 }
-wait_until 60 orphan_done ||
+wait_until 120 orphan_done ||
   fail "triggered run $orphan_run of orphan: $(sql "select state, node, error from runs where id = $orphan_run")"
 pass "a triggered run of a job no live node can run ends MISFIRED with the reason past its threshold"
 # plain goes on claiming: three more shell fires after the trigger
 n0=$(lines "$shlog")
-wait_until 60 sh -c "[ \$(wc -l < '$shlog') -ge $((n0 + 3)) ]" || fail "plain stopped claiming"
+wait_until 120 sh -c "[ \$(wc -l < '$shlog') -ge $((n0 + 3)) ]" || fail "plain stopped claiming"
 assert_eq "scheduled/ " "$(runs_csv --job mine | awk -F, '{print $4 "/" $5}' | tr '\n' ' ')" \
   "while only plain runs, mine has just its triggered run, unclaimed"
 [ -f "$out" ] && fail "something ran append-line without the example"
@@ -64,7 +64,7 @@ NODE_PIDS+=("$ex")
 done_run() { runs_csv --job mine | awk -F, -v id="$run_id" '$11 == id && $4 == "succeeded"' | grep -q .; }
 wait_until 120 sh -c "[ \$(awk '\$1 == \"mine\"' '$out' 2>/dev/null | wc -l) -ge 3 ]" ||
   fail "the example ran mine $(awk '$1 == "mine"' "$out" 2>/dev/null | wc -l) times in 120 s"
-wait_until 60 done_run || fail "the triggered run $run_id did not succeed"
+wait_until 120 done_run || fail "the triggered run $run_id did not succeed"
 pass "the node with the handler runs mine, its triggered run included"
 dbc job list | grep "^mine " | grep -q "no live node" && fail "job list still says no live node runs mine"
 pass "with the example alive, job list has nothing to say about mine"

@@ -104,7 +104,7 @@ t_bg env DBCRON_TEST_FAULTS='stmt=node_heartbeat,kind=busy,nth=3,times=1' \
 	"$DBCRON_BIN" node --node-id n1 --http 127.0.0.1:0 --api-token-file "$T_DIR/tokens" \
 	--heartbeat 200ms --lease 2s 2>"$T_DIR/node.log"
 NODE_PID=$T_BG_PID
-wait_until 30 has_port "$T_DIR/node.log" || { cat "$T_DIR/node.log"; exit 1; }
+wait_until 120 has_port "$T_DIR/node.log" || { cat "$T_DIR/node.log"; exit 1; }
 PORT=$(port_of "$T_DIR/node.log")
 
 t_section "health"
@@ -145,7 +145,7 @@ expect_rc 0 job list --format json
 MOVING='.next_fire_at_ms, .next_fire, .next_fire_local, .last_run'
 assert_eq "$(jq -c "[.[] | del($MOVING)]" <<<"$T_OUT")" \
 	"$(jget "[.jobs[] | del($MOVING)] | tostring")" "same JSON as job list"
-wait_until 30 bash -c "[ \$(curl -s -H 'Authorization: Bearer $READER' \
+wait_until 120 bash -c "[ \$(curl -s -H 'Authorization: Bearer $READER' \
 	'http://127.0.0.1:$PORT/api/v1/runs?job=tick&state=succeeded' | jq '.runs | length') -ge 2 ]"
 expect 200 GET /api/v1/jobs/tick "$READER"
 assert_eq tick "$(jget .name)"
@@ -264,7 +264,7 @@ assert_match "$(jget .next_fire_at_ms)" '^[0-9]+$'
 expect 201 POST /api/v1/jobs/quiet/trigger "$ADMIN"
 RUN=$(jget .run_id)
 assert_match "$RUN" '^[0-9]+$'
-wait_until 30 bash -c "curl -s -H 'Authorization: Bearer $READER' \
+wait_until 120 bash -c "curl -s -H 'Authorization: Bearer $READER' \
 	http://127.0.0.1:$PORT/api/v1/runs/$RUN | jq -e '.state == \"succeeded\"' >/dev/null" ||
 	_t_fail "triggered run $RUN did not succeed"
 expect 404 POST /api/v1/jobs/nope/trigger "$ADMIN"
@@ -288,7 +288,7 @@ expect 201 POST /api/v1/jobs/flaky/trigger "$ADMIN"
 FLAKY_FIRE=$(jget .fire_at_ms)
 three_attempts() { [ "$("$DBCRON_BIN" runs --job flaky --state failed --format json --limit 0 |
 	jq --argjson f "$FLAKY_FIRE" '[.[] | select(.fire_at_ms == $f)] | length')" = 3 ]; }
-wait_until 60 three_attempts || _t_fail "flaky did not fail three times"
+wait_until 120 three_attempts || _t_fail "flaky did not fail three times"
 want=$("$DBCRON_BIN" runs --job flaky --format json --limit 0 |
 	jq -r --argjson f "$FLAKY_FIRE" '[.[] | select(.fire_at_ms == $f)] | sort_by(.attempt) | map("\(.attempt):\(.id)") | join(" ")')
 for id in $("$DBCRON_BIN" runs --job flaky --format json --limit 0 | jq -r '.[].id'); do
@@ -308,7 +308,7 @@ expect 200 GET "/api/v1/runs?since=$(($(date +%s) - 3600))&job=quiet" "$READER"
 assert_eq "$RUN" "$(jget '.runs[0].id')" "since and job filter"
 # keyset pages: stop the ticking first so the log holds still
 expect 200 POST /api/v1/jobs/tick/pause "$ADMIN"
-wait_until 30 bash -c "[ -z \"\$('$DBCRON_BIN' runs --format csv --limit 0 --state running | tail -n +2)\" ]"
+wait_until 120 bash -c "[ -z \"\$('$DBCRON_BIN' runs --format csv --limit 0 --state running | tail -n +2)\" ]"
 expect_rc 0 runs --format csv --limit 0
 want=$(tail -n +2 <<<"$T_OUT" | awk -F, '{print $11}' | sort -n | tr '\n' ' ')
 got="" cursor="" pages=0
@@ -344,7 +344,7 @@ metrics_agree() {
 		[ "$(metric 'dbcron_run_duration_seconds_count{node="n1"}')" = "$all" ] &&
 		[ "$(metric 'dbcron_start_lateness_seconds_count{node="n1"}')" = "$all" ]
 }
-if wait_until 30 metrics_agree; then _t_pass; else
+if wait_until 120 metrics_agree; then _t_pass; else
 	_t_fail "metrics disagree with the run log" "log: $(log_count succeeded) succeeded" \
 		"metrics: $(metric 'dbcron_runs_total{node="n1",state="succeeded"}') runs," \
 		"$(metric 'dbcron_run_duration_seconds_count{node="n1"}') durations," \
@@ -495,14 +495,14 @@ print("served past the limit" if served else "not served past the limit")
 sys.exit(0 if served else 1)
 EOF
 assert_eq 0 "$?" "a request is served while more idle connections are held than may wait"
-wait_until 30 curl -sf -o /dev/null "http://127.0.0.1:$PORT/healthz" || true
+wait_until 120 curl -sf -o /dev/null "http://127.0.0.1:$PORT/healthz" || true
 expect 200 GET /healthz
 fi
 
 t_section "the node kept scheduling"
 expect 200 POST /api/v1/jobs/tick/resume "$ADMIN"
 n0=$("$DBCRON_BIN" runs --job tick --state succeeded --format csv --limit 0 | tail -n +2 | wc -l)
-wait_until 30 bash -c "[ \$('$DBCRON_BIN' runs --job tick --state succeeded --format csv --limit 0 | tail -n +2 | wc -l) -gt $n0 ]" ||
+wait_until 120 bash -c "[ \$('$DBCRON_BIN' runs --job tick --state succeeded --format csv --limit 0 | tail -n +2 | wc -l) -gt $n0 ]" ||
 	_t_fail "tick did not run after resume"
 kill "$NODE_PID"
 wait "$NODE_PID" || true
@@ -510,7 +510,7 @@ wait "$NODE_PID" || true
 t_section "serve without a token file: reads open, writes refused"
 if t_reference_backend "$BACKEND"; then
 t_bg "$DBCRON_BIN" serve --http 127.0.0.1:0 2>"$T_DIR/serve.log"
-wait_until 30 has_port "$T_DIR/serve.log" || { cat "$T_DIR/serve.log"; exit 1; }
+wait_until 120 has_port "$T_DIR/serve.log" || { cat "$T_DIR/serve.log"; exit 1; }
 PORT=$(port_of "$T_DIR/serve.log")
 expect 200 GET /api/v1/jobs
 assert_eq "fresh tick" "$(jget '[.jobs[].name] | join(" ")')"
@@ -532,14 +532,14 @@ t_section "a slow request holds one thread: the others are served meanwhile"
 t_bg env DBCRON_TEST_FAULTS='stmt=meta_gen,kind=stall,stall=60000' \
 	"$DBCRON_BIN" serve --http 127.0.0.1:0 --api-token-file "$T_DIR/tokens" 2>"$T_DIR/serve3.log"
 SLOW_SERVE=$T_BG_PID
-wait_until 30 has_port "$T_DIR/serve3.log" || { cat "$T_DIR/serve3.log"; exit 1; }
+wait_until 120 has_port "$T_DIR/serve3.log" || { cat "$T_DIR/serve3.log"; exit 1; }
 PORT=$(port_of "$T_DIR/serve3.log")
 : >"$T_DIR/slow.out"
 curl -s -X POST -H "Authorization: Bearer $ADMIN" --max-time 300 -o "$T_DIR/slow.out" \
 	"http://127.0.0.1:$PORT/api/v1/jobs/fresh/pause" &
 SLOW_REQ=$!
 fresh_paused() { "$DBCRON_BIN" job show fresh --format json | jq -e .paused >/dev/null; }
-wait_until 60 fresh_paused || _t_fail "the stalled pause never committed"
+wait_until 120 fresh_paused || _t_fail "the stalled pause never committed"
 in_progress() { kill -0 "$SLOW_REQ" 2>/dev/null && [ ! -s "$T_DIR/slow.out" ]; }
 assert_eq 0 "$(in_progress && echo 0 || echo 1)" "the pause is still being answered"
 for p in /healthz /metrics /api/v1/nodes "/api/v1/jobs/fresh"; do
@@ -558,7 +558,7 @@ expect_rc 0 job resume fresh
 
 t_section "serve --metrics-max-jobs caps the per-job series"
 t_bg "$DBCRON_BIN" serve --http 127.0.0.1:0 --metrics-max-jobs 1 2>"$T_DIR/serve2.log"
-wait_until 30 has_port "$T_DIR/serve2.log" || { cat "$T_DIR/serve2.log"; exit 1; }
+wait_until 120 has_port "$T_DIR/serve2.log" || { cat "$T_DIR/serve2.log"; exit 1; }
 PORT=$(port_of "$T_DIR/serve2.log")
 expect 200 GET /metrics
 assert_eq 1 "$(grep -c '^dbcron_job_paused{' <<<"$H_BODY")" "one job's series"
@@ -576,7 +576,7 @@ jq -n '[range(0; 25) | {name: ("p-\(. | tostring | if length < 2 then "0" + . el
 	 {name: "A-first", every: "1h", command: ["true"]}]' >"$T_DIR/many.json"
 expect_rc 0 job apply "$T_DIR/many.json"
 t_bg "$DBCRON_BIN" serve --http 127.0.0.1:0 2>"$T_DIR/serve4.log"
-wait_until 30 has_port "$T_DIR/serve4.log" || { cat "$T_DIR/serve4.log"; exit 1; }
+wait_until 120 has_port "$T_DIR/serve4.log" || { cat "$T_DIR/serve4.log"; exit 1; }
 PORT=$(port_of "$T_DIR/serve4.log")
 expect_rc 0 job list --format json
 want=$(jq -r '.[].name' <<<"$T_OUT" | sort | tr '\n' ' ')

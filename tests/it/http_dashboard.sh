@@ -27,7 +27,7 @@ t_bg "$DBCRON_BIN" node --node-id dash --http 127.0.0.1:0 --api-token-file "$T_D
 	2>"$T_DIR/node.log"
 port_of() { grep -o 'event=http.listen .*port=[0-9]*' "$T_DIR/node.log" | grep -o '[0-9]*$' | head -1; }
 has_port() { [ -n "$(port_of)" ]; }
-wait_until 30 has_port || { cat "$T_DIR/node.log"; exit 1; }
+wait_until 120 has_port || { cat "$T_DIR/node.log"; exit 1; }
 PORT=$(port_of)
 
 t_section "the page in Chromium"
@@ -53,7 +53,7 @@ expect_rc 0 job apply "$T_DIR/many.json" --db "sqlite:$T_DIR/many.db"
 t_bg "$DBCRON_BIN" serve --http 127.0.0.1:0 --db "sqlite:$T_DIR/many.db" 2>"$T_DIR/serve.log"
 serve_port() { grep -o 'event=http.listen .*port=[0-9]*' "$T_DIR/serve.log" | grep -o '[0-9]*$' | head -1; }
 has_serve_port() { [ -n "$(serve_port)" ]; }
-wait_until 30 has_serve_port || { cat "$T_DIR/serve.log"; exit 1; }
+wait_until 120 has_serve_port || { cat "$T_DIR/serve.log"; exit 1; }
 RC=0
 TIMES=$(python3 "$DBCRON_SRC/tests/tools/dashboard_drive.py" --paging "$CHROMIUM" \
 	"http://127.0.0.1:$(serve_port)/" "$T_DIR/chrome2" j00000 j00100 2>"$T_DIR/drive2.err") || RC=$?

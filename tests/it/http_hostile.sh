@@ -49,7 +49,7 @@ assert_err_contains "is not a host name"
 t_bg "$DBCRON_BIN" node --node-id n1 --http 127.0.0.1:0 --api-token-file "$T_DIR/tokens" \
 	--http-host dbcron.example --http-host a.example,B.Example --heartbeat 200ms --lease 2s \
 	2>"$T_DIR/node.log"
-wait_until 30 has_port "$T_DIR/node.log" || { cat "$T_DIR/node.log"; exit 1; }
+wait_until 120 has_port "$T_DIR/node.log" || { cat "$T_DIR/node.log"; exit 1; }
 PORT=$(port_of "$T_DIR/node.log")
 
 t_section "Host: addresses, localhost and --http-host names only (DNS rebinding)"
@@ -70,7 +70,7 @@ assert_contains "$(jq -r .error.message "$T_DIR/.body")" "--http-host"
 # the threat itself: a token-less server, whose reads are open
 t_bg "$DBCRON_BIN" serve --http 127.0.0.1:0 2>"$T_DIR/serve.log"
 SERVE=$T_BG_PID
-wait_until 30 has_port "$T_DIR/serve.log" || { cat "$T_DIR/serve.log"; exit 1; }
+wait_until 120 has_port "$T_DIR/serve.log" || { cat "$T_DIR/serve.log"; exit 1; }
 NODE_PORT=$PORT
 PORT=$(port_of "$T_DIR/serve.log")
 assert_eq 403 "$(code -H "Host: rebound.evil.example:$PORT" /api/v1/jobs)" \
@@ -175,7 +175,7 @@ all_served() { # what is checked while the slow clients are connected
 # 64 slow clients: as many as held every connection of the server before
 t_bg python3 "$T_DIR/drip.py" "$PORT" 64 "$T_DIR/drip1"
 DRIP1=$T_BG_PID
-wait_until 30 drip_ready "$T_DIR/drip1" || _t_fail "the 64 slow clients did not start"
+wait_until 120 drip_ready "$T_DIR/drip1" || _t_fail "the 64 slow clients did not start"
 all_served "while 64 slow clients are connected"
 assert_eq 0 "$(drip_closed "$T_DIR/drip1")" "64 slow clients are not many: none was closed"
 # An authenticated client's kept-alive connection, asking every 5 s (under
@@ -221,14 +221,14 @@ while True:
 EOF
 t_bg python3 "$T_DIR/keepalive.py" "$PORT" "$READER" "$T_DIR/keepalive" "$T_DIR/keepalive.stop"
 KEEP=$T_BG_PID
-wait_until 30 drip_ready "$T_DIR/keepalive" || _t_fail "the kept-alive client did not start"
+wait_until 120 drip_ready "$T_DIR/keepalive" || _t_fail "the kept-alive client did not start"
 # 300 more: more than may wait at once (half the 256 connections), so the
 # oldest waiting ones are closed as new ones come
 t_bg python3 "$T_DIR/drip.py" "$PORT" 300 "$T_DIR/drip2"
 DRIP2=$T_BG_PID
-wait_until 30 drip_ready "$T_DIR/drip2" || _t_fail "the 300 slow clients did not start"
+wait_until 120 drip_ready "$T_DIR/drip2" || _t_fail "the 300 slow clients did not start"
 evicted() { [ $(($(drip_closed "$T_DIR/drip1") + $(drip_closed "$T_DIR/drip2"))) -ge $((364 - 128)) ]; }
-wait_until 30 evicted || _t_fail "the server did not close the oldest slow clients" \
+wait_until 120 evicted || _t_fail "the server did not close the oldest slow clients" \
 	"closed: $(drip_closed "$T_DIR/drip1") of 64 and $(drip_closed "$T_DIR/drip2") of 300"
 all_served "while 364 slow clients keep connecting and sending"
 # the slow clients that are left are still connected and sending
@@ -240,14 +240,14 @@ assert_match "$(cat "$T_DIR/keepalive")" "^answered [0-9]+$" \
 	"an authenticated client's kept-alive connection is never pushed out by slow clients"
 kill "$DRIP1" "$DRIP2"
 wait "$DRIP1" "$DRIP2" 2>/dev/null || true
-wait_until 30 curl -sf -o /dev/null --max-time 5 "http://127.0.0.1:$PORT/healthz" ||
+wait_until 120 curl -sf -o /dev/null --max-time 5 "http://127.0.0.1:$PORT/healthz" ||
 	_t_fail "not served once the slow clients are gone"
 
 t_section "the token file is a secret: no job's env-file may be it"
 expect_rc 0 job add steal --at now --env-file "$T_DIR/tokens" -- sh -c 'echo "got:$LEAK"'
 steal_ended() { "$DBCRON_BIN" runs --job steal --format json --limit 0 |
 	jq -e '[.[] | select(.state != "scheduled" and .state != "running")] | length > 0' >/dev/null; }
-wait_until 30 steal_ended || _t_fail "the job's run did not end"
+wait_until 120 steal_ended || _t_fail "the job's run did not end"
 run=$("$DBCRON_BIN" runs --job steal --format json --limit 0 | jq -c '.[0]')
 assert_eq failed "$(jq -r .state <<<"$run")" "a job whose env-file is the token file fails"
 assert_contains "$(jq -r .error <<<"$run")" \

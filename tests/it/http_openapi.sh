@@ -14,7 +14,7 @@ expect_rc 0 job add tick --every 1h -- true
 t_bg "$DBCRON_BIN" serve --http 127.0.0.1:0 2>"$T_DIR/serve.log"
 port_of() { grep -o 'event=http.listen .*port=[0-9]*' "$T_DIR/serve.log" | grep -o '[0-9]*$' | head -1; }
 has_port() { [ -n "$(port_of)" ]; }
-wait_until 30 has_port || { cat "$T_DIR/serve.log"; exit 1; }
+wait_until 120 has_port || { cat "$T_DIR/serve.log"; exit 1; }
 
 t_section "the router's routes are in the file"
 RC=0

@@ -18,7 +18,7 @@ dbc job add good --every 1s --misfire skip -- sh -c "$RECORD" >/dev/null
 sql "UPDATE jobs SET argv = '{not json' WHERE name = 'broken'" >/dev/null
 
 start_node a
-wait_until 30 sh -c "[ \$(wc -l 2>/dev/null < '$T/exec.log' || echo 0) -ge 4 ]" ||
+wait_until 120 sh -c "[ \$(wc -l 2>/dev/null < '$T/exec.log' || echo 0) -ge 4 ]" ||
   fail "the good job did not keep running beside the bad ones"
 pass "the good job runs beside a job it cannot plan and one it cannot decode"
 
@@ -42,7 +42,7 @@ cat > "$T/fix.json" <<JSON
 JSON
 dbc job apply "$T/fix.json" >/dev/null
 dbc job show zoned | grep -q "set aside" && fail "the fixed job is still set aside"
-wait_until 20 test -s "$T/zoned.log" || fail "the fixed job does not run"
+wait_until 120 test -s "$T/zoned.log" || fail "the fixed job does not run"
 pass "a put of the job clears the mark and it runs"
 stop_node a
 echo "job_aside: all checks passed"

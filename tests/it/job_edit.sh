@@ -241,12 +241,12 @@ pending=$(dbq "select id from runs where job_name = 'z-cmd' and fire_at = $((t0 
 	>"$T_DIR/follow.out" 2>"$T_DIR/follow.err" &
 fpid=$!
 T_PIDS+=("$fpid")
-wait_until 10 grep -q . "$T_DIR/follow.out"
+wait_until 120 grep -q . "$T_DIR/follow.out"
 sleep 0.3
 now=$(now_ms)
 ins_run z-cmd "$now" 1 4 "$now" "'new'"
 dbq "update runs set state = 3, finished_ms = $((now + 1)), output = 'done' where id = $pending"
-wait_until 10 test "$(wc -l <"$T_DIR/follow.out")" -ge 3 || true
+wait_until 120 test "$(wc -l <"$T_DIR/follow.out")" -ge 3 || true
 ins_run rate2 "$((now + 5))" 1 3 "$((now + 5))" NULL # another job: filtered out
 sleep 0.5
 kill -INT "$fpid"
@@ -260,7 +260,7 @@ assert_eq "running $((t0 + 500))|failed $now|succeeded $((t0 + 500))" \
 "$DBCRON_BIN" runs --follow --format csv --state failed --interval 100ms >"$T_DIR/f2.out" 2>&1 &
 fpid=$!
 T_PIDS+=("$fpid")
-wait_until 10 grep -q . "$T_DIR/f2.out"
+wait_until 120 grep -q . "$T_DIR/f2.out"
 sleep 0.3
 kill -TERM "$fpid"
 frc=0

@@ -79,7 +79,7 @@ finished() {
 		'[.[] | select(.name | IN($ARGS.positional[])) | .last_run.finished_at_ms // empty]
 		 | length == $want' "$@" >/dev/null
 }
-wait_until 60 finished ok bad flip || { tail "$T_DIR/node.log"; exit 1; }
+wait_until 120 finished ok bad flip || { tail "$T_DIR/node.log"; exit 1; }
 expect_rc 0 job list --format json
 first_flip=$(key flip .last_run.id)
 assert_eq failed "$(key flip .last_run.state)"
@@ -87,7 +87,7 @@ touch "$T_DIR/flag"
 expect_rc 0 job trigger flip
 flip_done() { "$DBCRON_BIN" job list --format json | jq -e '.[] | select(.name == "flip") |
 	.last_run.state == "succeeded"' >/dev/null; }
-wait_until 60 flip_done || { tail "$T_DIR/node.log"; exit 1; }
+wait_until 120 flip_done || { tail "$T_DIR/node.log"; exit 1; }
 kill "$NODE"
 wait "$NODE" 2>/dev/null || true
 expect_rc 0 job list

@@ -35,7 +35,7 @@ v = rows[0][sys.argv[1]] if rows else None
 print("" if v is None else v, end="")' "$field"
 }
 finished() { [ -n "$(json_run "$1" state "${@:2}")" ]; }
-wait_run() { wait_until 30 finished "$@" || fail "$1: no finished run within 30 s"; }
+wait_run() { wait_until 120 finished "$@" || fail "$1: no finished run within 30 s"; }
 
 # ---- what `job add` refuses at once (nothing is written) --------------
 expect_add_error() { # WHAT MESSAGE ARGS...
@@ -213,7 +213,7 @@ expect_run_error stealurl "env-file '$T/url': the node keeps its own database se
 
 # ---- and the node went on ----------------------------------------------
 before=$(count_runs --job steady --state succeeded)
-wait_until 30 sh -c "[ \$(\"$DBCRON_BIN\" runs --job steady --state succeeded --format csv --limit 0 | tail -n +2 | grep -c .) -ge $((before + 2)) ]" ||
+wait_until 120 sh -c "[ \$(\"$DBCRON_BIN\" runs --job steady --state succeeded --format csv --limit 0 | tail -n +2 | grep -c .) -ge $((before + 2)) ]" ||
   fail "the steady job stopped running"
 pass "the other job kept running"
 stop_node n1

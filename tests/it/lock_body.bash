@@ -62,7 +62,7 @@ contend 10 ten
 # contender that simply wins.
 "$DBCRON_BIN" lock busy --ttl 20s --owner holder -- sleep 4 >/dev/null 2>&1 &
 hp=$!
-wait_until 60 sh -c "'$DBCRON_BIN' locks --format csv | grep -q '^busy,holder,.*,held\$'" ||
+wait_until 120 sh -c "'$DBCRON_BIN' locks --format csv | grep -q '^busy,holder,.*,held\$'" ||
   fail "holder never took the lock: $(dbc locks --format csv)"
 rc=0; msg=$(dbc lock busy --owner other -- true 2>&1) || rc=$?
 assert_eq 75 "$rc" "held lock: exit 75"
@@ -76,7 +76,7 @@ wait $hp
 # --- --held-exit N: the status a held lock gives, for scripts -----------
 "$DBCRON_BIN" lock held2 --ttl 60s --owner holder2 -- sleep 300 >/dev/null 2>&1 &
 hp=$!
-wait_until 60 sh -c "'$DBCRON_BIN' locks --format csv | grep -q '^held2,holder2,.*,held\$'" ||
+wait_until 120 sh -c "'$DBCRON_BIN' locks --format csv | grep -q '^held2,holder2,.*,held\$'" ||
   fail "holder2 never took the lock: $(dbc locks --format csv)"
 rc=0; dbc lock held2 --owner other --held-exit 0 -- true 2>/dev/null || rc=$?
 assert_eq 0 "$rc" "--held-exit 0: a held lock exits 0"
@@ -93,7 +93,7 @@ kill "$hp"; wait "$hp" 2>/dev/null || true
 # --- a command longer than the ttl keeps its lease ----------------------
 "$DBCRON_BIN" lock long --ttl 1s --owner long -- sh -c 'touch '"$T/long-in"'; sleep 6' >/dev/null 2>&1 &
 lp=$!
-wait_until 60 test -e "$T/long-in" || fail "long holder never started its command"
+wait_until 120 test -e "$T/long-in" || fail "long holder never started its command"
 sleep 2.5
 rc=0; dbc lock long --owner late -- true >/dev/null 2>&1 || rc=$?
 assert_eq 75 "$rc" "lease renewed while a command runs past its ttl"
@@ -104,12 +104,12 @@ wait $lp || fail "long holder failed"
 "$DBCRON_BIN" lock fz --ttl 2s --owner A -- sh -c 'echo "A $DBCRON_LOCK_FENCE" >> '"$T/frozen"'; sleep 8; echo A-end >> '"$T/frozen" \
   >"$T/A.out" 2>&1 &
 ap=$!
-wait_until 60 grep -q "^A " "$T/frozen" || fail "holder A never started its command"
+wait_until 120 grep -q "^A " "$T/frozen" || fail "holder A never started its command"
 kill -STOP $ap
 sleep 3
 "$DBCRON_BIN" lock fz --ttl 20s --owner B -- sh -c 'echo "B $DBCRON_LOCK_FENCE" >> '"$T/frozen"'; sleep 5' >/dev/null 2>&1 &
 bp=$!
-wait_until 60 grep -q "^B " "$T/frozen" || fail "holder B never took the expired lock"
+wait_until 120 grep -q "^B " "$T/frozen" || fail "holder B never took the expired lock"
 kill -CONT $ap
 rc=0; wait $ap || rc=$?
 assert_eq 76 "$rc" "frozen holder: exit 76 (lease lost)"
@@ -224,7 +224,7 @@ assert_eq 130 "$rc" "SIGINT to dbcron lock: the command's status, 128+2"
 # --- a holder killed with SIGKILL: free after the ttl -------------------
 "$DBCRON_BIN" lock kk --ttl 2s --owner K -- sh -c 'echo $$ > "$1"; exec sleep 37' sh "$T/kk.pid" >/dev/null 2>&1 &
 kp=$!
-wait_until 30 test -s "$T/kk.pid" || fail "killed holder: the command never started"
+wait_until 120 test -s "$T/kk.pid" || fail "killed holder: the command never started"
 kill -KILL $kp
 # its command only, not another test's: tests run side by side
 kill -KILL "$(cat "$T/kk.pid")" 2>/dev/null || true

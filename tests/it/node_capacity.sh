@@ -10,13 +10,13 @@ use_backend "${1:-sqlite}"
 
 start_node c1 --workers 1
 start_node c2 --workers 1
-wait_until 30 sh -c "[ \$(\"\$DBCRON_BIN\" nodes 2>/dev/null | grep -c alive) -ge 2 ]" || fail "nodes did not start"
+wait_until 120 sh -c "[ \$(\"\$DBCRON_BIN\" nodes 2>/dev/null | grep -c alive) -ge 2 ]" || fail "nodes did not start"
 
 at=$(( $(date +%s) + 4 ))
 for i in 1 2 3 4 5 6; do
   dbc job add "long$i" --at "$at" -- sh -c "$RECORD; sleep 2" >/dev/null
 done
-wait_until 60 sh -c "[ \$(wc -l 2>/dev/null < '$T/exec.log' || echo 0) -ge 6 ]" || fail "the six jobs did not all run"
+wait_until 120 sh -c "[ \$(wc -l 2>/dev/null < '$T/exec.log' || echo 0) -ge 6 ]" || fail "the six jobs did not all run"
 stop_node c1
 stop_node c2
 

@@ -28,7 +28,7 @@ node_gone_or_idle() { ! kill -0 "$node" 2>/dev/null || [ "$(live_runs)" = 0 ]; }
 t_section "nodes killed by the job, one after another"
 for i in 1 2 3 4 5; do
 	start_node
-	wait_until 30 node_gone_or_idle
+	wait_until 120 node_gone_or_idle
 	kill -0 "$node" 2>/dev/null && break
 	wait "$node" 2>/dev/null || true
 done

@@ -24,7 +24,7 @@ rec() { echo 'echo "$DBCRON_JOB $DBCRON_FIRE_AT_MS $DBCRON_ATTEMPT $DBCRON_NODE"
 # --- 1. a start write busy six times (about 6 s of backoff) ------------
 dbc job add amo --every 1s --node-loss abandon --misfire skip -- sh -c "$(rec amo)" >/dev/null
 DBCRON_TEST_FAULTS="stmt=runs_apply,kind=busy,nth=1,times=6" start_node f1
-wait_until 45 sh -c "[ \$(wc -l 2>/dev/null < '$T/amo.log' || echo 0) -ge 4 ]" ||
+wait_until 120 sh -c "[ \$(wc -l 2>/dev/null < '$T/amo.log' || echo 0) -ge 4 ]" ||
   fail "the at-most-once job did not run after the write faults"
 sleep 3
 now=$(( $(date +%s%3N) ))
@@ -33,7 +33,15 @@ assert_eq 0 "$stranded" "no fire left SCHEDULED under the live node after failed
 stop_node f1
 # A fire due while the previous one still waits for its fenced start is
 # held, not skipped as "still running": nothing was running.
-assert_eq 0 "$(runs_csv --job amo | grep -c 'previous run still running' || true)" \
+# (On a loaded machine a run may really outlast the second to the next
+# fire: a skip is wrong only where the previous fire's run had not started
+# by then, or had already ended.)
+assert_eq 0 "$(runs_csv --job amo | sort -t, -k2,2n | awk -F, '
+    $4 == "skipped" && /previous run still running/ {
+      if (!(pstart != "" && pstart <= $2 && (pfin == "" || pfin > $2))) n++
+      next }
+    $3 == 1 && $6 != "" { pstart = $6; pfin = $7 }
+    END { print n + 0 }')" \
   "no fire skipped for a previous run that had not started"
 dups=$(awk '{ print $1 "," $2 }' "$T/amo.log" | sort | uniq -d | wc -l)
 assert_eq 0 "$dups" "at-most-once: no fire ran twice"
@@ -47,12 +55,12 @@ dbc job delete amo >/dev/null
 dbc job add once --every 1s --node-loss abandon --misfire skip -- sh -c "$(rec once)" >/dev/null
 dbc job add least --every 1s --misfire skip -- sh -c "$(rec least)" >/dev/null
 DBCRON_TEST_FAULTS="stmt=runs_apply,kind=conn,nth=1,times=0" start_node f2 --lease 2s
-wait_until 30 test -s "$T/least.log" || fail "f2 ran nothing"
+wait_until 120 test -s "$T/least.log" || fail "f2 ran nothing"
 sleep 2
 kill -KILL "$(pid_of f2)"
 ran_by_f2=$(wc -l < "$T/least.log")
 start_node f3 --lease 2s
-wait_until 30 grep -q " f3$" "$T/least.log" || fail "f3 took nothing over"
+wait_until 120 grep -q " f3$" "$T/least.log" || fail "f3 took nothing over"
 sleep 4
 stop_node f3
 

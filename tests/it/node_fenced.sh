@@ -14,12 +14,12 @@ dbc job add blocker --every 2s --misfire skip --overlap allow -- sh -c "$rec; sl
 dbc job add q --every 1s --misfire skip --overlap allow -- sh -c "$rec" >/dev/null
 
 start_node a --workers 1 --lease 3s
-wait_until 30 sh -c "grep -q '^q .* a ' '$T/exec.log' 2>/dev/null" || fail "a ran nothing"
+wait_until 120 sh -c "grep -q '^q .* a ' '$T/exec.log' 2>/dev/null" || fail "a ran nothing"
 sleep 3
 kill -STOP "$(pid_of a)"
 pass "froze a"
 start_node b --lease 3s
-wait_until 30 sh -c "grep -q ' b [0-9]*$' '$T/exec.log' 2>/dev/null" || fail "b took nothing over"
+wait_until 120 sh -c "grep -q ' b [0-9]*$' '$T/exec.log' 2>/dev/null" || fail "b took nothing over"
 sleep 4
 cont_at=$(date +%s%3N)
 kill -CONT "$(pid_of a)"

@@ -31,20 +31,23 @@ rec='echo "$DBCRON_JOB $DBCRON_FIRE_AT_MS $DBCRON_ATTEMPT $(date +%s%3N)" >> '"$
 claimed() { [ -n "$(runs_csv --job "$1" | awk -F, -v n="$2" '$4 == "scheduled" && $5 == n')" ]; }
 
 # --- 1 and 2: fires held through the lock ------------------------------
-# Lease 3 s, pre-read 6 s: 'late', due 5 s ahead, is claimed before the
+# Lease 3 s, pre-read 10 s: 'late', due 9 s ahead, is claimed before the
 # lock and falls due after the lease went into doubt (at most 2.25 s after
-# the last heartbeat), so the node holds it until the lock is gone, 7 s on.
+# the last heartbeat), so the node holds it until the lock is gone, 12 s on.
+# (Due 9 s ahead leaves more than 6 s for the claim to be seen and the lock
+# taken on a slow machine: with 5 s, a sanitizer build under load took the
+# lock after 'late' had run.)
 dbc job add tick --every 1s --overlap skip --misfire skip --misfire-threshold 30s \
   -- sh -c "$rec" >/dev/null
-start_node h1 --lease 3s --preread 6s
-wait_until 30 sh -c "grep -q '^tick ' '$T/exec.log' 2>/dev/null" || fail "h1 ran nothing"
-dbc job add late --at now+5s --misfire skip --misfire-threshold 1s -- sh -c "$rec" >/dev/null
-wait_until 10 claimed late h1 || fail "h1 did not claim the fire of 'late'"
+start_node h1 --lease 3s --preread 10s
+wait_until 120 sh -c "grep -q '^tick ' '$T/exec.log' 2>/dev/null" || fail "h1 ran nothing"
+dbc job add late --at now+9s --misfire skip --misfire-threshold 1s -- sh -c "$rec" >/dev/null
+wait_until 120 claimed late h1 || fail "h1 did not claim the fire of 'late'"
 lock_from=$(now_ms)
-hold_lock 7
+hold_lock 12
 lock_to=$(now_ms)
-pass "held the write lock for 7 s (lease 3 s), 'late' claimed and due in it"
-wait_until 30 sh -c "'$DBCRON_BIN' runs --job late --format csv | grep -Eq ',(misfired|succeeded|failed),'" ||
+pass "held the write lock for 12 s (lease 3 s), 'late' claimed and due in it"
+wait_until 120 sh -c "'$DBCRON_BIN' runs --job late --format csv | grep -Eq ',(misfired|succeeded|failed),'" ||
   fail "'late' did not end: $(dbc runs --job late --format csv)"
 sleep 2
 stop_node h1
@@ -78,10 +81,10 @@ dbc job delete late >/dev/null
 dbc job add owe --every 2s --overlap skip --misfire catch_up --misfire-threshold 1s \
   -- sh -c "$rec; [ -e '$T/owe.long' ] || { touch '$T/owe.long'; sleep 12; }" >/dev/null
 start_node h2 --lease 3s
-wait_until 30 test -e "$T/owe.long" || fail "h2 did not start 'owe'"
+wait_until 120 test -e "$T/owe.long" || fail "h2 did not start 'owe'"
 hold_lock 5
 pass "held the write lock for 5 s during the long run of 'owe'"
-wait_until 60 sh -c "'$DBCRON_BIN' runs --job owe --format csv | awk -F, '\$12 > \$2 && (\$4 == \"succeeded\" || \$4 == \"skipped\")' | grep -q ." ||
+wait_until 120 sh -c "'$DBCRON_BIN' runs --job owe --format csv | awk -F, '\$12 > \$2 && (\$4 == \"succeeded\" || \$4 == \"skipped\")' | grep -q ." ||
   fail "3: no catch-up fire of 'owe' ended: $(dbc runs --job owe --format csv --limit 0)"
 sleep 1
 stop_node h2

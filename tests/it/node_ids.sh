@@ -11,8 +11,8 @@ use_backend "${1:-sqlite}"
 dbc job add tick --every 1s --misfire skip -- sh -c "$RECORD" >/dev/null
 
 start_node same --lease 2s
-wait_until 20 grep -q "event=node.start" "$T/node-same.log" || fail "the first node did not start"
-wait_until 20 test -s "$T/exec.log" || fail "the first node ran nothing"
+wait_until 120 grep -q "event=node.start" "$T/node-same.log" || fail "the first node did not start"
+wait_until 120 test -s "$T/exec.log" || fail "the first node ran nothing"
 
 # The second process under the same id: refused, non-zero, says why.
 rc=0
@@ -32,7 +32,7 @@ pass "the first node keeps running"
 kill -KILL "$(pid_of same)"
 before=$(wc -l < "$T/exec.log")
 start_node same --lease 2s
-wait_until 30 sh -c "[ \$(wc -l < '$T/exec.log') -gt $((before + 2)) ]" ||
+wait_until 120 sh -c "[ \$(wc -l < '$T/exec.log') -gt $((before + 2)) ]" ||
   fail "the restarted node under the same id ran nothing"
 pass "a restart under the id of a killed node takes over once its lease lapsed"
 stop_node same

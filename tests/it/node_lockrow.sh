@@ -12,7 +12,7 @@ J=20
 every_jobs lr $J 1s "" "$RECORD" > "$T/jobs.json"
 dbc job apply "$T/jobs.json" >/dev/null
 for n in l1 l2 l3; do start_node "$n" --claim-strategy lock-row; done
-wait_until 30 sh -c "[ \$(wc -l 2>/dev/null < '$T/exec.log' || echo 0) -ge 40 ]" || fail "the jobs did not run"
+wait_until 120 sh -c "[ \$(wc -l 2>/dev/null < '$T/exec.log' || echo 0) -ge 40 ]" || fail "the jobs did not run"
 kill -KILL "$(pid_of l2)"
 # until l2 was found dead and its fires taken over, and the others ran on
 l2_dead() { [ "$(sql "SELECT state FROM nodes WHERE id = 'l2'")" = dead ]; }

@@ -16,7 +16,7 @@ for i in 1 2 3; do
 done
 start_node a --lease 3s
 start_node b --lease 3s
-wait_until 30 grep -qs '^slow ' "$T/exec.log" ||
+wait_until 120 grep -qs '^slow ' "$T/exec.log" ||
   fail "the slow job did not start"
 sleep 1
 before=$(sql "SELECT id || ':' || incarnation FROM nodes ORDER BY id" | tr '\n' ' ')

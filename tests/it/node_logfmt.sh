@@ -12,7 +12,7 @@ dbc job add 'k=v' --at now+1s --retries 0 -- true >/dev/null
 dbc job add nl --at now+1s --retries 0 -- "$forged" 'arg with "quotes"' >/dev/null
 
 start_node n1 --log-runs
-wait_until 20 bash -c '[ "$("$DBCRON_BIN" runs --format csv --limit 0 | grep -Ec ",(succeeded|failed),")" -ge 3 ]' ||
+wait_until 120 bash -c '[ "$("$DBCRON_BIN" runs --format csv --limit 0 | grep -Ec ",(succeeded|failed),")" -ge 3 ]' ||
   fail "the three runs did not finish"
 stop_node n1
 log=$T/node-n1.log

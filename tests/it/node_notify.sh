@@ -19,14 +19,14 @@ with open(sys.argv[2], "a", buffering=1) as out:
         msg = s.recv(4096).decode()
         out.write(msg.replace("\n", " ") + "\n")
 ' "$SOCK" "$MSGS"
-wait_until 30 test -S "$SOCK"
+wait_until 120 test -S "$SOCK"
 
 t_section "READY=1, then WATCHDOG=1"
 NOTIFY_SOCKET=$SOCK t_bg "$DBCRON_BIN" node --node-id notify1 --heartbeat 100ms --lease 1s --quiet
-wait_until 60 grep -q READY=1 "$MSGS"
+wait_until 120 grep -q READY=1 "$MSGS"
 assert_eq "alive" "$(sq "$T_DIR/t.db" "select state from nodes where id = 'notify1'")" \
 	"the node is registered when it says READY=1"
 assert_eq "READY=1 WATCHDOG=1" "$(head -1 "$MSGS")" "the first message"
-wait_until 60 sh -c "[ \$(grep -c '^WATCHDOG=1\$' '$MSGS') -ge 3 ]"
+wait_until 120 sh -c "[ \$(grep -c '^WATCHDOG=1\$' '$MSGS') -ge 3 ]"
 assert_eq 1 "$(grep -c READY=1 "$MSGS")" "READY=1 once"
 t_done

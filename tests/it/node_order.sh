@@ -21,7 +21,7 @@ for k in 5 4 3 2 1; do
        VALUES ($jid, 'q', $((base + k * 1000)), 2, 1, $due, 0, $due)" >/dev/null
 done
 start_node o1
-wait_until 30 sh -c "[ \$(wc -l 2>/dev/null < '$T/exec.log' || echo 0) -ge 5 ]" || fail "the five runs did not run"
+wait_until 120 sh -c "[ \$(wc -l 2>/dev/null < '$T/exec.log' || echo 0) -ge 5 ]" || fail "the five runs did not run"
 stop_node o1
 
 order=$(awk '{ print $2 - '"$base"' }' "$T/exec.log" | tr '\n' ' ')

@@ -14,7 +14,7 @@ dbc job add d --every 1s --misfire skip -- sh -c "$(rec d)" >/dev/null
 dbc job add steady --every 1s --misfire skip -- sh -c "$(rec steady)" >/dev/null
 
 start_node n1 --preread 4s
-wait_until 30 sh -c "[ \$(wc -l 2>/dev/null < '$T/p.log' || echo 0) -ge 2 ]" || fail "p did not run"
+wait_until 120 sh -c "[ \$(wc -l 2>/dev/null < '$T/p.log' || echo 0) -ge 2 ]" || fail "p did not run"
 
 dbc job pause p >/dev/null
 paused_at=$(date +%s%3N)
@@ -40,7 +40,7 @@ grep -q '^d,.*job deleted' "$T/runs.csv" || fail "the abandoned fires do not say
 
 before=$(wc -l < "$T/p.log")
 dbc job resume p >/dev/null
-wait_until 20 sh -c "[ \$(wc -l < '$T/p.log') -gt $before ]" || fail "the resumed job does not run"
+wait_until 120 sh -c "[ \$(wc -l < '$T/p.log') -gt $before ]" || fail "the resumed job does not run"
 pass "a resumed job runs again"
 stop_node n1
 echo "node_pause: all checks passed"

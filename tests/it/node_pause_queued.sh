@@ -20,18 +20,18 @@ node=$T_BG_PID
 
 state_of() { sq "$DB" "SELECT state FROM runs WHERE job_name = '$1' ORDER BY id DESC LIMIT 1"; }
 t_section "the fire waits in the queue with RUNNING written"
-wait_until 60 sh -c "[ \"\$(sqlite3 '$DB' \"SELECT state FROM runs WHERE job_name = 'warm'\")\" = 3 ]"
+wait_until 120 sh -c "[ \"\$(sqlite3 '$DB' \"SELECT state FROM runs WHERE job_name = 'warm'\")\" = 3 ]"
 expect_rc 0 job add blocker --at now -- /bin/sh -c "while [ ! -e $T_DIR/go ]; do sleep 0.05; done"
-wait_until 60 sh -c "[ \"\$(sqlite3 '$DB' \"SELECT state FROM runs WHERE job_name = 'blocker'\")\" = 2 ]"
+wait_until 120 sh -c "[ \"\$(sqlite3 '$DB' \"SELECT state FROM runs WHERE job_name = 'blocker'\")\" = 2 ]"
 assert_eq 2 "$(state_of blocker)" "the blocker runs on the only worker"
 expect_rc 0 job trigger queued
-wait_until 60 sh -c "[ \"\$(sqlite3 '$DB' \"SELECT state FROM runs WHERE job_name = 'queued'\")\" = 2 ]"
+wait_until 120 sh -c "[ \"\$(sqlite3 '$DB' \"SELECT state FROM runs WHERE job_name = 'queued'\")\" = 2 ]"
 assert_eq 2 "$(state_of queued)" "the queued fire's RUNNING is written before it starts"
 
 t_section "paused while queued"
 expect_rc 0 job pause queued
 touch "$T_DIR/go"
-wait_until 60 sh -c "[ \"\$(sqlite3 '$DB' \"SELECT count(*) FROM runs WHERE job_name = 'queued' AND state > 2\")\" = 1 ]"
+wait_until 120 sh -c "[ \"\$(sqlite3 '$DB' \"SELECT count(*) FROM runs WHERE job_name = 'queued' AND state > 2\")\" = 1 ]"
 assert_eq "8|job paused" \
 	"$(sq "$DB" "SELECT state, CASE WHEN error LIKE '%job paused%' THEN 'job paused' ELSE error END FROM runs WHERE job_name = 'queued'")" \
 	"ended ABANDONED (RUNNING may not become SKIPPED), saying why"

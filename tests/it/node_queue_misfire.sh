@@ -23,12 +23,12 @@ start_node h1
 f1=$(( a * 1000 )); f2=$(( f1 + 1000 )); f3=$(( f1 + 4000 ))
 state_of() { runs_csv --job sparse | awk -F, -v f="$1" '$2 == f && $3 == 1 { print $4 }'; }
 final() { case "$(state_of "$1")" in succeeded|misfired) return 0 ;; *) return 1 ;; esac; }
-wait_until 40 final "$f1" || fail "the first fire did not run: $(runs_csv --job sparse)"
-wait_until 20 final "$f2" || fail "the second fire was not decided: $(runs_csv --job sparse)"
+wait_until 120 final "$f1" || fail "the first fire did not run: $(runs_csv --job sparse)"
+wait_until 120 final "$f2" || fail "the second fire was not decided: $(runs_csv --job sparse)"
 assert_eq misfired "$(state_of "$f2")" "the second fire, held past its threshold, is MISFIRED at its turn"
 # the third: 1.5 s late when its turn comes, run now (or, on a slow
 # machine, misfired); either way within seconds, not tomorrow
-wait_until 20 final "$f3" ||
+wait_until 120 final "$f3" ||
   fail "the fire held behind a misfired one stayed held with nothing running: $(runs_csv --job sparse)"
 pass "the fire held behind a misfired one was decided ($(state_of "$f3"))"
 stop_node h1

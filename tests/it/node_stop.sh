@@ -13,8 +13,8 @@ use_backend "$backend"
 dbc job add long --at now -- sh -c 'echo "$DBCRON_ATTEMPT $DBCRON_NODE" >> '"$T/long.log"'; sleep 3' >/dev/null
 # Every write after the first (the start) fails: the outcome cannot land.
 DBCRON_TEST_FAULTS="stmt=runs_apply,kind=conn,nth=2,times=0" start_node n1 --lease 2s --grace 2s
-wait_until 30 test -s "$T/long.log" || fail "n1 did not start the job"
-wait_until 20 sh -c "[ \"\$('$DBCRON_BIN' runs --job long --format csv | awk -F, 'NR > 1 { print \$4 }')\" = running ]" ||
+wait_until 120 test -s "$T/long.log" || fail "n1 did not start the job"
+wait_until 120 sh -c "[ \"\$('$DBCRON_BIN' runs --job long --format csv | awk -F, 'NR > 1 { print \$4 }')\" = running ]" ||
   fail "the start of the job was not written"
 stop_node n1
 assert_eq "alive" "$(sql "SELECT state FROM nodes WHERE id = 'n1'")" \
@@ -29,12 +29,12 @@ jid=$(sql "SELECT id FROM jobs WHERE name = 'orph'")
 sql "INSERT INTO nodes (id, incarnation, host, pid, workers, state, started_ms, heartbeat_ms, lease_until) VALUES ('ghost', 'g', 'h', 1, 1, 'stopped', 1000, 1000, 1000)" >/dev/null
 sql "INSERT INTO runs (job_id, job_name, fire_at, attempt, state, due_at, node, claim_token, started_ms, created_ms) VALUES ($jid, 'orph', 1000, 1, 2, 1000, 'ghost', 'x', 1000, 1000)" >/dev/null
 start_node n2 --lease 2s
-wait_until 30 grep -q "^2 n2$" "$T/long.log" || fail "n2 did not take the run over"
+wait_until 120 grep -q "^2 n2$" "$T/long.log" || fail "n2 did not take the run over"
 runs_csv --job long > "$T/long.csv"
 grep -q '^long,[0-9]*,1,abandoned,n1' "$T/long.csv" || fail "attempt 1 is not ABANDONED: $(cat "$T/long.csv")"
 pass "the run n1 could not finish ends ABANDONED and runs again elsewhere"
 
-wait_until 30 sh -c "'$DBCRON_BIN' runs --job orph --format csv | grep -q '^orph,1000,1,abandoned'" ||
+wait_until 120 sh -c "'$DBCRON_BIN' runs --job orph --format csv | grep -q '^orph,1000,1,abandoned'" ||
   fail "the RUNNING run of a stopped node was not resolved: $(dbc runs --job orph --format csv)"
 pass "a live run left by a stopped node is resolved by maintenance"
 stop_node n2
@@ -44,9 +44,9 @@ stop_node n2
 # exits; it does not wait for the job to end by itself.
 dbc job add stuck --at now -- sh -c 'echo $$ > '"$T/stuck.pid"'; exec sleep 300' >/dev/null
 start_node n3 --grace 1s
-wait_until 30 test -s "$T/stuck.pid" || fail "n3 did not start 'stuck'"
+wait_until 120 test -s "$T/stuck.pid" || fail "n3 did not start 'stuck'"
 kill -TERM "$(pid_of n3)"
-wait_until 20 sh -c "! kill -0 $(pid_of n3) 2>/dev/null" ||
+wait_until 120 sh -c "! kill -0 $(pid_of n3) 2>/dev/null" ||
   fail "n3 (--grace 1s) did not stop within 20 s of SIGTERM while a job ran"
 stop_node n3
 runs_csv --job stuck > "$T/stuck.csv"

@@ -16,7 +16,7 @@ for sig in TERM INT; do
 	# setsid: SIGINT from a shell's background job would be ignored
 	t_bg setsid "$DBCRON_BIN" node --node-id "n-$sig" --grace 1h --quiet
 	node=$T_BG_PID
-	wait_until 60 test -s "$PIDF"
+	wait_until 120 test -s "$PIDF"
 	job=$(cat "$PIDF")
 	kill -"$sig" "$node"
 	# the graceful stop waits for the job: both still there
@@ -26,12 +26,12 @@ for sig in TERM INT; do
 	kill -"$sig" "$node"
 	rc=0
 	# an hour's grace: a node still here after a minute did not force
-	wait_until 60 sh -c "! kill -0 $node 2>/dev/null" || rc=$?
+	wait_until 120 sh -c "! kill -0 $node 2>/dev/null" || rc=$?
 	assert_eq 0 "$rc" "the node exits soon after the second SIG$sig"
 	rc=0
 	wait "$node" || rc=$?
 	assert_eq 0 "$rc" "exit status after the forced stop"
-	wait_until 30 sh -c "! kill -0 $job 2>/dev/null"
+	wait_until 120 sh -c "! kill -0 $job 2>/dev/null"
 	expect_rc 0 runs --job "long-$sig" --format csv
 	assert_match "$T_OUT" "^long-$sig,[0-9]+,1,abandoned,n-$sig,.*node shut down before the run ended"
 	expect_rc 0 nodes --format csv

@@ -39,13 +39,13 @@ expect_rc 0 init
 
 t_section "a stopped node, a dead node, an unreaped one, a dead one with a run"
 t_bg "$DBCRON_BIN" node --node-id stopped1 "${FAST[@]}"
-wait_until 60 is_state stopped1 alive
+wait_until 120 is_state stopped1 alive
 kill -TERM "$T_BG_PID"
 wait "$T_BG_PID" || true
 assert_eq stopped "$(node_state stopped1)" "stopped1 is stopped"
 
 t_bg "$DBCRON_BIN" node --node-id dead1 "${FAST[@]}"
-wait_until 60 is_state dead1 alive
+wait_until 120 is_state dead1 alive
 kill -KILL "$T_BG_PID"
 t_bg "$DBCRON_BIN" node --node-id reaper "${FAST[@]}"
 reaper=$T_BG_PID
@@ -57,11 +57,11 @@ wait "$reaper" || true
 # row says alive; marked dead here by hand it still holds a RUNNING run
 expect_rc 0 job add long --at now -- /bin/sh -c "echo \$\$ > $T_DIR/long.pid; exec sleep 300"
 t_bg "$DBCRON_BIN" node --node-id busy1 "${FAST[@]}"
-wait_until 60 test -s "$T_DIR/long.pid"
+wait_until 120 test -s "$T_DIR/long.pid"
 kill -KILL "$T_BG_PID"
 kill -KILL "$(cat "$T_DIR/long.pid")" 2>/dev/null || true
 t_bg "$DBCRON_BIN" node --node-id unreaped1 "${FAST[@]}"
-wait_until 60 is_state unreaped1 alive
+wait_until 120 is_state unreaped1 alive
 kill -KILL "$T_BG_PID"
 dbq "update nodes set state = 'dead' where id = 'busy1'" >/dev/null
 assert_eq "busy1 dead1 reaper stopped1 unreaped1 " "$(ids)" "five node rows"

@@ -8,7 +8,7 @@ use_backend sqlite
 dbc job add tick --every 1s --handler noop >/dev/null
 start_node r1 --retention forever
 three_ran() { [ "$(runs_csv --job tick | awk -F, '$4 == "succeeded"' | wc -l)" -ge 3 ]; }
-wait_until 60 three_ran || true
+wait_until 120 three_ran || true
 stop_node r1
 old=$(runs_csv --job tick | awk -F, '$4 == "succeeded"' | wc -l)
 assert_ge "$old" 3 "first node produced runs"
@@ -22,7 +22,7 @@ before=$(old_left)
 # pass comes 2 s after its start, must leave the old runs alone.
 dbc lock dbcron:maintenance --ttl 30s --owner operator -- sleep 8 >/dev/null 2>&1 &
 holder=$!
-wait_until 10 sh -c "'$DBCRON_BIN' locks --format csv | grep -q '^dbcron:maintenance,operator,.*,held$'" ||
+wait_until 120 sh -c "'$DBCRON_BIN' locks --format csv | grep -q '^dbcron:maintenance,operator,.*,held$'" ||
   fail "the operator did not get the maintenance lease: $(dbc locks --format csv)"
 start_node r2 --retention 2s
 sleep 5
@@ -34,7 +34,7 @@ wait "$holder" || fail "dbcron lock exited with status $?"
 start_node r2 --retention 2s
 start_node r3 --retention 2s
 pruned() { [ "$(old_left)" = 0 ]; }
-wait_until 60 pruned || true
+wait_until 120 pruned || true
 stop_node r2
 stop_node r3
 assert_eq 0 "$(old_left)" "finished runs older than the retention were pruned"

@@ -90,7 +90,7 @@ head -c 700 "$real" >"$Z/Good/Berlin"
 "$DBCRON_BIN" node --node-id tz1 >"$T_DIR/node.log" 2>&1 &
 pid=$!
 T_PIDS+=("$pid")
-wait_until 20 grep -q "event=job.set_aside job=zoned" "$T_DIR/node.log" || true
+wait_until 120 grep -q "event=job.set_aside job=zoned" "$T_DIR/node.log" || true
 assert_contains "$(cat "$T_DIR/node.log")" "event=job.set_aside job=zoned" "the node sets aside the job it cannot plan"
 assert_contains "$(cat "$T_DIR/node.log")" "zone 'Good/Berlin'" "and says it is the zone"
 if kill -0 "$pid" 2>/dev/null; then _t_pass; else _t_fail "the node died" "$(tail -n 5 "$T_DIR/node.log")"; fi
