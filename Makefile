@@ -51,7 +51,7 @@ tsan: deps
 # The threaded parts: pools, timer, scheduler and node tests.
 tsan-test: tsan
 	@TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-	  bash scripts/test.sh build-tsan -L threads
+	  DBCRON_TEST_JOBS=$${DBCRON_TEST_JOBS:-3} bash scripts/test.sh build-tsan -L threads
 
 fuzz: deps
 	@CC=clang $(CMAKE) -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DDBCRON_FUZZ=ON \
