@@ -295,25 +295,35 @@ static bool is_host_name(const char *s, size_t len)
 	return label > 0;
 }
 
+/* The next item of a comma list at *p, blanks trimmed, as [*b, *e); *p
+ * moves past it.  False after the last item. */
+static bool next_host(const char **p, const char **b, const char **e)
+{
+	size_t n = strcspn(*p, ",");
+	bool more = (*p)[n] != '\0';
+	*b = *p;
+	*e = *p + n;
+	while (*b < *e && isspace((unsigned char)**b))
+		(*b)++;
+	while (*e > *b && isspace((unsigned char)(*e)[-1]))
+		(*e)--;
+	*p += n + more;
+	return more;
+}
+
 int http_hosts_check(const char *list, dbcron_err *err)
 {
-	const char *p = list;
-	for (;;) {
-		size_t n = strcspn(p, ",");
-		const char *b = p, *e = p + n;
-		while (b < e && isspace((unsigned char)*b))
-			b++;
-		while (e > b && isspace((unsigned char)e[-1]))
-			e--;
+	const char *p = list, *b, *e;
+	bool more;
+	do {
+		more = next_host(&p, &b, &e);
 		if (!is_host_name(b, (size_t)(e - b)))
 			return dbcron_err_set(err, DBCRON_EINVAL,
 					      "'%.*s' is not a host name (letters, digits, '-' and '.'; "
 					      "a comma between names)",
 					      (int)((size_t)(e - b) > 80 ? 80 : (size_t)(e - b)), b);
-		if (!p[n])
-			return DBCRON_OK;
-		p += n + 1;
-	}
+	} while (more);
+	return DBCRON_OK;
 }
 
 /* The names of the list into h->hosts, lower case, without a trailing dot. */
@@ -324,14 +334,11 @@ static int read_hosts(http_server *h, const char *list, dbcron_err *err)
 	int rc = http_hosts_check(list, &bad);
 	if (rc)
 		return dbcron_err_set(err, rc, "--http-host: %s", bad.msg);
-	for (const char *p = list;;) {
-		size_t n = strcspn(p, ",");
-		const char *b = p, *e = p + n;
-		while (b < e && isspace((unsigned char)*b))
-			b++;
-		while (e > b && isspace((unsigned char)e[-1]))
-			e--;
-		if (e[-1] == '.')
+	const char *p = list, *b, *e;
+	bool more;
+	do {
+		more = next_host(&p, &b, &e);
+		if (e > b && e[-1] == '.')
 			e--;
 		char *name = dbcron__malloc((size_t)(e - b) + 1);
 		if (!name || dbcron__grow((void **)&h->hosts, &cap, h->nhosts + 1,
@@ -343,10 +350,8 @@ static int read_hosts(http_server *h, const char *list, dbcron_err *err)
 			name[i] = (char)tolower((unsigned char)b[i]);
 		name[e - b] = '\0';
 		h->hosts[h->nhosts++] = name;
-		if (!p[n])
-			return DBCRON_OK;
-		p += n + 1;
-	}
+	} while (more);
+	return DBCRON_OK;
 }
 
 /* ":PORT" after a Host name: empty or up to five digits. */

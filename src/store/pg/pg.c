@@ -57,6 +57,18 @@
 	"h.node_id WHERE h.handler = " J ".handler AND n.state = 'alive' AND "      \
 	"n.lease_until >= " N "))"
 
+/* The run log's listing after its job filter: state, since, and keyset
+ * paging strictly after the cursor row ($5..$8) in the listing's order,
+ * the newest $4 (all when < 0) returned oldest first. */
+#define RUNS_LIST_TAIL                                                           \
+	" AND ($2::int = 0 OR state = $2::int) AND ($3::bigint < 0 OR fire_at >= "  \
+	"$3::bigint) AND ($5::bigint < 0 OR fire_at < $5::bigint OR (fire_at = "    \
+	"$5::bigint AND (job_name < $6::text OR (job_name = $6::text AND (attempt " \
+	"< $7::int OR (attempt = $7::int AND id < $8::bigint)))))) ORDER BY "       \
+	"fire_at DESC, job_name DESC, attempt DESC, id DESC LIMIT CASE WHEN "       \
+	"$4::bigint < 0 THEN NULL ELSE $4::bigint END) x ORDER BY fire_at, "        \
+	"job_name, attempt, id"
+
 static const char *const sql[ST__COUNT] = {
 	[ST_BEGIN] = "BEGIN",
 	[ST_BEGIN_WRITE] = "BEGIN",
@@ -264,26 +276,12 @@ static const char *const sql[ST__COUNT] = {
 		"($2::text IS NULL OR job_name = $2::text) ORDER BY id LIMIT $3::bigint",
 	[ST_RUNS_LIST] =
 		"SELECT * FROM (SELECT " STORE_RUN_COLS " FROM runs WHERE ($1::text IS NULL "
-		"OR job_name = $1::text) AND ($2::int = 0 OR state = $2::int) AND "
-		"($3::bigint < 0 OR fire_at >= $3::bigint) "
-		/* keyset paging: strictly after the cursor row in this order */
-		"AND ($5::bigint < 0 OR fire_at < $5::bigint OR (fire_at = $5::bigint AND "
-		"(job_name < $6::text OR (job_name = $6::text AND (attempt < $7::int OR "
-		"(attempt = $7::int AND id < $8::bigint)))))) ORDER BY fire_at DESC, job_name "
-		"DESC, attempt DESC, id DESC LIMIT CASE WHEN $4::bigint < 0 THEN NULL ELSE "
-		"$4::bigint END) x ORDER BY fire_at, job_name, attempt, id",
+		"OR job_name = $1::text)" RUNS_LIST_TAIL,
 	/* one job's runs: job_name = ?, so (job_name, fire_at, attempt, id)
 	 * serves the filter and the order (issue 23 item 10) */
 	[ST_RUNS_LIST_JOB] =
-		"SELECT * FROM (SELECT " STORE_RUN_COLS " FROM runs WHERE job_name = $1::text "
-		" AND ($2::int = 0 OR state = $2::int) AND "
-		"($3::bigint < 0 OR fire_at >= $3::bigint) "
-		/* keyset paging: strictly after the cursor row in this order */
-		"AND ($5::bigint < 0 OR fire_at < $5::bigint OR (fire_at = $5::bigint AND "
-		"(job_name < $6::text OR (job_name = $6::text AND (attempt < $7::int OR "
-		"(attempt = $7::int AND id < $8::bigint)))))) ORDER BY fire_at DESC, job_name "
-		"DESC, attempt DESC, id DESC LIMIT CASE WHEN $4::bigint < 0 THEN NULL ELSE "
-		"$4::bigint END) x ORDER BY fire_at, job_name, attempt, id",
+		"SELECT * FROM (SELECT " STORE_RUN_COLS " FROM runs WHERE job_name = $1::text"
+		RUNS_LIST_TAIL,
 	/* reap and the orphan sweep resolve what a stopped or dead node held;
 	 * until they have, its row stays */
 	[ST_NODES_PRUNE] = "DELETE FROM nodes WHERE state IN ('stopped', 'dead') AND "
