@@ -44,6 +44,25 @@
 
 T_NAME=$(basename "${0%.sh}")
 T_DIR=$(mktemp -d "${TMPDIR:-/tmp}/dbcron-it-$T_NAME.XXXXXX")
+
+# The suite is bound by process starts on two cores (docs/testing.md), so
+# the tools a test calls often are called directly: Debian's python3 rather
+# than a version manager's shim first on PATH (a dozen shell scripts per
+# call), and the psql binary rather than Debian's Perl wrapper around it.
+if [ -x /usr/bin/python3 ]; then
+	python3() { /usr/bin/python3 "$@"; }
+fi
+T_PSQL=psql
+for _t_p in /usr/lib/postgresql/*/bin/psql; do
+	[ -x "$_t_p" ] && T_PSQL=$_t_p # the glob is in version order: the newest wins
+done
+unset _t_p
+psql() { "$T_PSQL" "$@"; }
+# wait_until's pause between polls, without starting /usr/bin/sleep: a read
+# with a timeout on a FIFO this shell holds open at both ends never gets data.
+mkfifo "$T_DIR/.pause"
+exec {T_PAUSE_FD}<>"$T_DIR/.pause"
+t_pause() { local _t_none; read -r -t "$1" -u "$T_PAUSE_FD" _t_none || true; }
 T_CHECKS=0
 T_FAILS=0
 T_SECTION=""
@@ -209,8 +228,10 @@ assert_le() {
 	fi
 }
 
+# A here-string, not `printf | grep -q`: grep -q stops reading at the first
+# match, and under pipefail the writer's SIGPIPE then fails the check.
 assert_match() {
-	if printf '%s\n' "$1" | grep -Eq -- "$2"; then
+	if grep -Eq -- "$2" <<<"$1"; then
 		_t_pass
 	else
 		_t_fail "${3:-text does not match}" "regex: $2" "text:  $1"
@@ -344,11 +365,20 @@ wait_until() {
 	local secs=$1
 	shift
 	local deadline=$((SECONDS + secs))
+	# Polls come quickly at first and then every 0.3 s: a condition that
+	# takes seconds (a lease lapsing) costs a few dozen probes, not a
+	# hundred, and each probe is often a database client.
+	local pause=0.05
 	until "$@"; do
 		if [ "$SECONDS" -ge "$deadline" ]; then
 			return 1
 		fi
-		sleep 0.1
+		t_pause "$pause"
+		case $pause in
+		0.05) pause=0.1 ;;
+		0.1) pause=0.2 ;;
+		*) pause=0.3 ;;
+		esac
 	done
 }
 
