@@ -381,6 +381,7 @@ int dbloop_register(dbcron_node *n, dbcron_err *err)
 		return rc;
 	set_clock_and_lease(n, t0, t1, dbcron__mono_ms(), now, before + n->cfg.lease_ms, true);
 	n->prev_beat_db = before; /* we could write then: the reap bound */
+	n->healthy_since_db = before;
 	return DBCRON_OK;
 }
 
@@ -532,7 +533,9 @@ static int heartbeat(dbcron_node *n, dbcron_err *err)
 	if (rc || (rc = handlers_catch_up(n, err)))
 		return rc;
 	/* leases that ended before our previous beat, not just before now */
-	int64_t before = n->prev_beat_db;
+	if (n->healthy_since_db < 0)
+		n->healthy_since_db = now;
+	int64_t before = node_reap_bound(n->prev_beat_db, n->healthy_since_db, now, n->cfg.lease_ms);
 	n->prev_beat_db = now;
 	if (before < 0)
 		return DBCRON_OK;
@@ -747,6 +750,7 @@ static void db_trouble(dbcron_node *n, const dbcron_err *err, int64_t *backoff, 
 {
 	dbcron__log(LOG_WARN, "db.error", LOG_STR("node", n->node_id), LOG_INT("code", err->code),
 		    LOG_STR("msg", err->msg), LOG_INT("retry_in_ms", *backoff));
+	n->healthy_since_db = -1; /* the others may have failed too: no reaping for a lease */
 	int64_t until = dbcron__mono_ms() + *backoff;
 	wait_db(n, until < cap ? until : cap);
 	*backoff = *backoff * 2 > 5000 ? 5000 : *backoff * 2;

@@ -72,6 +72,9 @@ struct dbcron_node {
 	int64_t lease_until_db;      /* mu: the lease's end as written (at most) */
 	int64_t prev_beat_db;        /* db thread: the last successful heartbeat's
 				      * database time, -1 before the first */
+	int64_t healthy_since_db;    /* db thread: database time of the first
+				      * heartbeat since the last failed database
+				      * call, -1 while they fail */
 	uint64_t lease_gen;          /* mu: +1 each time the node learns it was
 				      * fenced; a fire of an older one is not ours */
 	dbcron_err fatal;            /* mu: why the node stopped by itself */
@@ -172,5 +175,24 @@ void dispatch_unhold(dbcron_node *n, job_state *js);
 /* Free the states of jobs with nothing in flight whose slow runs no longer
  * count (db thread, takes mu). */
 void dispatch_sweep_jobs(dbcron_node *n, int64_t now_mono);
+
+/*
+ * The reap bound of a heartbeat at database time `now` (dbloop.c): leases
+ * that ended before it are taken over, or -1 for none.  A lease that ended
+ * before our previous beat belongs to a node that could have renewed it
+ * when we could write, unless the database was unwritable for all of us (a
+ * write lock held past the lease).  After such a stall the first writers
+ * come back a few hundred milliseconds apart, and one that beat twice in
+ * that time would declare the others dead: so nothing is reaped until we
+ * have written without a failure for a whole lease, which every live node
+ * renews within.
+ */
+static inline int64_t node_reap_bound(int64_t prev_beat, int64_t healthy_since, int64_t now,
+				      int64_t lease_ms)
+{
+	if (prev_beat < 0 || healthy_since < 0 || now - healthy_since < lease_ms)
+		return -1;
+	return prev_beat;
+}
 
 #endif

@@ -143,12 +143,38 @@ static void test_take_claim_oom(void **state)
 	store_close(s);
 }
 
+/*
+ * The reap bound after a stall (node_int.h): a write lock held past the
+ * lease fails every node's heartbeat; the first to write again twice in a
+ * row must not take over the others, whose retries come a little later.
+ */
+static void test_reap_bound_after_stall(void **state)
+{
+	(void)state;
+	const int64_t lease = 3000;
+	/* steady beats a second apart since t=0: leases that ended before the
+	 * previous beat are fair game */
+	assert_int_equal(node_reap_bound(9000, 0, 10000, lease), 9000);
+	/* the first beat of a node */
+	assert_int_equal(node_reap_bound(-1, 10000, 10000, lease), -1);
+	/* a 5 s stall from 10 s: the beats at 15.05 s and 15.27 s both work,
+	 * the other node's retry is due at 15.34 s; its lease ended at 13 s */
+	assert_int_equal(node_reap_bound(15050, 15050, 15270, lease), -1);
+	/* still nothing a little under a lease after coming back */
+	assert_int_equal(node_reap_bound(17900, 15050, 18000, lease), -1);
+	/* a whole lease of writing without a failure: reaping resumes */
+	assert_int_equal(node_reap_bound(17050, 15050, 18050, lease), 17050);
+	/* a failure in between (healthy_since reset to -1) stops it again */
+	assert_int_equal(node_reap_bound(17050, -1, 18050, lease), -1);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir))
 		return 1;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_take_claim_oom),
+		cmocka_unit_test(test_reap_bound_after_stall),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	char path[700];
