@@ -44,9 +44,10 @@ asan-test: asan
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  DBCRON_TEST_JOBS=$${DBCRON_TEST_JOBS:-3} bash scripts/test.sh build-asan
 
+# Only what the threaded tests run (the threads_tests target).
 tsan: deps
 	@$(CMAKE) -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DDBCRON_WERROR=ON -DDBCRON_SANITIZE=thread >/dev/null
-	@$(CMAKE) --build build-tsan -j$(JOBS)
+	@$(CMAKE) --build build-tsan -j$(JOBS) --target threads_tests
 
 # The threaded parts: pools, timer, scheduler and node tests.
 tsan-test: tsan
@@ -59,14 +60,20 @@ fuzz: deps
 	@$(CMAKE) --build build-fuzz -j$(JOBS) --target fuzz_cron fuzz_crontab
 
 # About a minute of fuzzing each of the cron parser and the crontab reader
-# from their kept corpora.
+# from their kept corpora, the two side by side (one core each).
 fuzz-smoke: fuzz
 	@mkdir -p build-fuzz/corpus && cp -n fuzz/corpus/cron/* build-fuzz/corpus/ 2>/dev/null || true
-	@build-fuzz/fuzz/fuzz_cron -max_total_time=$(FUZZ_SECONDS) -timeout=5 -rss_limit_mb=2048 \
-	  -print_final_stats=1 build-fuzz/corpus fuzz/corpus/cron
 	@mkdir -p build-fuzz/corpus-crontab && cp -n fuzz/corpus/crontab/* build-fuzz/corpus-crontab/ 2>/dev/null || true
-	@build-fuzz/fuzz/fuzz_crontab -max_total_time=$(FUZZ_SECONDS) -timeout=5 -rss_limit_mb=2048 \
-	  -print_final_stats=1 build-fuzz/corpus-crontab fuzz/corpus/crontab
+	@build-fuzz/fuzz/fuzz_cron -max_total_time=$(FUZZ_SECONDS) -timeout=5 -rss_limit_mb=2048 \
+	  -print_final_stats=1 build-fuzz/corpus fuzz/corpus/cron > build-fuzz/fuzz_cron.log 2>&1 & cron=$$!; \
+	build-fuzz/fuzz/fuzz_crontab -max_total_time=$(FUZZ_SECONDS) -timeout=5 -rss_limit_mb=2048 \
+	  -print_final_stats=1 build-fuzz/corpus-crontab fuzz/corpus/crontab > build-fuzz/fuzz_crontab.log 2>&1; tab=$$?; \
+	wait $$cron; rc=$$?; \
+	for f in cron:$$rc crontab:$$tab; do \
+	  echo "== fuzz_$${f%:*}: status $${f#*:}"; \
+	  if [ "$${f#*:}" = 0 ]; then tail -n 12 build-fuzz/fuzz_$${f%:*}.log; else cat build-fuzz/fuzz_$${f%:*}.log; fi; \
+	done; \
+	[ $$rc -eq 0 ] && [ $$tab -eq 0 ]
 
 bench: build
 	@bash bench/run.sh $(BUILD)
@@ -79,9 +86,11 @@ bench: build
 mutate: deps
 	@nice -n 10 bash scripts/mutate.sh
 
+# MUTATE_FLAGS=--no-baseline skips the run of the tests without a mutant
+# (.ci/run passes it: its `make test` has just run them on the same tree).
 mutate-ci: deps
 	@bash scripts/mutate.sh --check
-	@nice -n 10 bash scripts/mutate.sh --subset ci
+	@nice -n 10 bash scripts/mutate.sh --subset ci $(MUTATE_FLAGS)
 
 clean:
 	rm -rf build build-asan build-tsan build-fuzz

@@ -16,7 +16,8 @@
 #    and the option lines, "  --opt ..."; or another's, see help_options) are
 #    exactly the options its parser accepts, tried one by one (--opt=x --help, or --opt --help for a flag
 #    without a value); the candidates are every option of every --help and of
-#    every option table in src/cli/.
+#    every option table in src/cli/.  Under a sanitizer, only the listed
+#    options are tried (see below).
 # 3. docs/cli.md names every subcommand in a synopsis line ("    dbcron SUB"),
 #    and every option of that synopsis is one the parser accepts.
 set -euo pipefail
@@ -193,11 +194,19 @@ candidates=$(
 	} | sort -u | grep -vx -- '--help'
 )
 assert_ne "" "$candidates" "options were found"
+# Under a sanitizer only the listed options are tried (about 300 calls, not
+# 1,800): the parser's paths run under the sanitizer all the same, and the
+# other half ("takes options its --help does not list") is a property of the
+# text, which the plain build's run checks.
+sanitized=0
+[ -z "${DBCRON_SANFLAGS:-}" ] || sanitized=1
 for s in "${SUBS[@]}"; do
 	# shellcheck disable=SC2086
 	listed=$(help_options $s)
 	accepted=""
-	for opt in $candidates; do
+	try=$candidates
+	[ "$sanitized" -eq 0 ] || try=$listed
+	for opt in $try; do
 		# shellcheck disable=SC2086
 		if accepts $s "$opt"; then
 			accepted+="$opt"$'\n'
@@ -211,7 +220,7 @@ for s in "${SUBS[@]}"; do
 	only_listed=$(comm -23 <(printf '%s\n' "$listed") <(printf '%s\n' "$accepted") | grep . || true)
 	only_taken=$(comm -13 <(printf '%s\n' "$listed") <(printf '%s\n' "$accepted") | grep . || true)
 	assert_eq "" "$only_listed" "dbcron $s --help lists options its parser refuses"
-	assert_eq "" "$only_taken" "dbcron $s takes options its --help does not list"
+	[ "$sanitized" -eq 1 ] || assert_eq "" "$only_taken" "dbcron $s takes options its --help does not list"
 done
 
 # ---------------------------------------------------------------------
