@@ -395,6 +395,42 @@ int dbloop_register(dbcron_node *n, dbcron_err *err)
 	return DBCRON_OK;
 }
 
+/* How long start-up rides out a database that is busy or away (a write
+ * lock held elsewhere, a server restarting) before it gives up. */
+#define JOIN_PATIENCE_MS 60000
+
+static void db_trouble(dbcron_node *n, const dbcron_err *err, int64_t *backoff, int64_t cap);
+
+/*
+ * Start-up: register, waiting out what a running node rides out too.  A
+ * busy database or a lost connection is retried with the db loop's backoff
+ * (db_trouble) for up to JOIN_PATIENCE_MS: on SQLite one writer holding the
+ * file (a `job apply`, a prune, an operator's open transaction) must not
+ * make a node that starts meanwhile exit.  A predecessor under the same id
+ * that died (kill -9, then a quick restart) holds a lease for up to its
+ * length: that is waited out too; a live one keeps renewing and we give up
+ * (docs/cluster.md "Node ids").
+ */
+int dbloop_join(dbcron_node *n, dbcron_err *err)
+{
+	int64_t t0 = dbcron__mono_ms(), backoff = 100;
+	int64_t id_until = t0 + 2 * n->cfg.lease_ms + 1000, busy_until = t0 + JOIN_PATIENCE_MS;
+	for (;;) {
+		int rc = dbloop_register(n, err);
+		int64_t now = dbcron__mono_ms();
+		if (rc == DBCRON_OK || atomic_load(&n->stop_requested))
+			return rc;
+		if (rc == DBCRON_EEXISTS && now < id_until) {
+			struct timespec ts = {0, 250 * 1000000};
+			nanosleep(&ts, NULL);
+		} else if ((rc == DBCRON_EBUSY || rc == DBCRON_ECONN) && now < busy_until) {
+			db_trouble(n, err, &backoff, busy_until);
+		} else {
+			return rc;
+		}
+	}
+}
+
 /* The answer of store_jobs_state: ids sorted, what each job is now. */
 struct seen_jobs {
 	const int64_t *ids;

@@ -197,15 +197,7 @@ static int node_run(dbcron_node *n, dbcron_err *err)
 	rc = pool_create("slow", n->cfg.slow_workers, qcap, &n->slow, err);
 	if (rc)
 		goto out_fast;
-	/* A predecessor under the same id that died (kill -9, then a quick
-	 * restart) holds a lease for up to its length: wait that out; a live
-	 * one keeps renewing and we give up (docs/cluster.md "Node ids"). */
-	int64_t give_up = dbcron__mono_ms() + 2 * n->cfg.lease_ms + 1000;
-	while ((rc = dbloop_register(n, err)) == DBCRON_EEXISTS &&
-	       dbcron__mono_ms() < give_up && !atomic_load(&n->stop_requested)) {
-		struct timespec ts = {0, 250 * 1000000};
-		nanosleep(&ts, NULL);
-	}
+	rc = dbloop_join(n, err);
 	if (rc)
 		goto out_slow;
 	dbcron__log(LOG_INFO, "node.start", LOG_STR("node", n->node_id),

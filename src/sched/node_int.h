@@ -135,6 +135,9 @@ static inline void node_abs_deadline(struct timespec *ts, int64_t mono_ms)
 /* Register (again) under a fresh incarnation; sets the clock offset and
  * the lease. */
 int dbloop_register(dbcron_node *n, dbcron_err *err);
+/* Start-up: dbloop_register, waiting out a busy or unreachable database and
+ * a dead predecessor's lease, within bounds. */
+int dbloop_join(dbcron_node *n, dbcron_err *err);
 /* Heartbeat, claim, flush and maintenance until a stop is requested. */
 void dbloop_run(dbcron_node *n);
 /* The graceful stop, once the timer thread is gone.  hand_back: every
