@@ -39,6 +39,11 @@ typedef struct exec_cancel {
 	atomic_int requested; /* set to 1 to stop the run (overlap replace,
 			       * shutdown); executors check it at least every
 			       * 50 ms */
+	/* Monotonic ms; when non-zero, a stopped process group gets its
+	 * SIGKILL by then, however much of kill_grace_ms is left: a node
+	 * whose lease is running out stops its jobs before another node may
+	 * retry them.  May be set before or after `requested`. */
+	atomic_llong kill_by_ms;
 } exec_cancel;
 
 typedef struct exec_req {

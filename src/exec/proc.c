@@ -635,7 +635,8 @@ bool proc_wait_until(proc *p, int64_t until_ms)
 	}
 }
 
-proc_end proc_wait(proc *p, int64_t deadline_ms, const atomic_int *cancel, int64_t grace_ms)
+proc_end proc_wait(proc *p, int64_t deadline_ms, const atomic_int *cancel, int64_t grace_ms,
+		   const atomic_llong *kill_by)
 {
 	proc_end why = PROC_END_EXIT;
 
@@ -648,6 +649,11 @@ proc_end proc_wait(proc *p, int64_t deadline_ms, const atomic_int *cancel, int64
 			if (why != PROC_END_EXIT)
 				proc_stop(p, grace_ms);
 		}
+		/* Looked at on every tick: the bound may come after the stop
+		 * began (a replaced run whose node then loses its lease). */
+		int64_t by = kill_by ? atomic_load(kill_by) : 0;
+		if (by > 0 && p->stopping && !p->killed && by < p->kill_at_ms)
+			p->kill_at_ms = by;
 		int64_t now = dbcron__mono_ms();
 		int64_t until = now + PROC_TICK_MS;
 		/* Only the cancel flag needs the tick; with nothing to watch

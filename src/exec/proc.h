@@ -139,9 +139,13 @@ typedef enum proc_end {
  * Wait for the exit, stopping the group (proc_stop with grace_ms) at
  * deadline_ms (monotonic, INT64_MAX for none) or as soon as *cancel is
  * non-zero (looked at every PROC_TICK_MS at most; cancel may be NULL).
- * Returns with the leader exited and not yet reaped.
+ * kill_by (may be NULL) brings the SIGKILL of a stop forward: when *kill_by
+ * is non-zero it lands by then (monotonic ms) if the grace would end later,
+ * also for a stop already under way.  Returns with the leader exited and
+ * not yet reaped.
  */
-proc_end proc_wait(proc *p, int64_t deadline_ms, const atomic_int *cancel, int64_t grace_ms);
+proc_end proc_wait(proc *p, int64_t deadline_ms, const atomic_int *cancel, int64_t grace_ms,
+		   const atomic_llong *kill_by);
 
 /*
  * Read what is left in the pipe (at most PROC_DRAIN_MAX_MS: a background

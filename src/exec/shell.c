@@ -383,7 +383,7 @@ void exec_shell(const exec_req *req, exec_result *res)
 	int64_t t = job->timeout_ms;
 	int64_t deadline = t > 0 && t < never - res->mono_start_ms ? res->mono_start_ms + t : never;
 	proc_end why = proc_wait(&child, deadline, req->cancel ? &req->cancel->requested : NULL,
-				 req->kill_grace_ms);
+				 req->kill_grace_ms, req->cancel ? &req->cancel->kill_by_ms : NULL);
 	pid_t pid = child.pid;
 	int status;
 	int e = proc_reap(&child, &status);

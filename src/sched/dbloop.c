@@ -325,6 +325,8 @@ static void drop_unstarted(dbcron_node *n)
 	pthread_mutex_lock(&n->mu);
 	n->lease_gen++; /* fires in the pools, not yet started, are not ours */
 	n->lease_ok_until_mono = 0;
+	n->lease_kill_by_mono = 0; /* our running jobs: stopped at once */
+	pthread_cond_signal(&n->timer_cv);
 	size_t dropped = dispatch_take_unstarted(n, &gone);
 	for (fire *f; (f = fire_list_pop(&gone));) {
 		fire_set_phase(f, FIRE_RELEASED);
@@ -336,14 +338,23 @@ static void drop_unstarted(dbcron_node *n)
 		    LOG_STR("msg", "lease lost; unstarted fires left to other nodes"));
 }
 
-/* The lease counts from when we asked, minus a safety margin for
- * clock-rate differences; the offset from the round trip's midpoint. */
+/*
+ * The lease counts from when we asked: the database wrote its end from its
+ * own now, which was later.  So by our clock it ends no earlier than
+ * asked + lease, and another node takes over only after that (and, by the
+ * reap rule, a heartbeat of its own later still).  A quarter of the lease
+ * before that end we start nothing more and stop the jobs another node
+ * would retry; an eighth before it their SIGKILL has landed
+ * (docs/scheduler.md "Leases and fencing").  The offset is taken from the
+ * round trip's midpoint.
+ */
 static void set_clock_and_lease(dbcron_node *n, int64_t asked_mono, int64_t t0, int64_t t1,
 				int64_t db_now, int64_t lease_until_db, bool wake_timer)
 {
 	atomic_store(&n->offset_ms, db_now - (t0 + t1) / 2);
 	pthread_mutex_lock(&n->mu);
 	n->lease_ok_until_mono = asked_mono + n->cfg.lease_ms - n->cfg.lease_ms / 4;
+	n->lease_kill_by_mono = asked_mono + n->cfg.lease_ms - n->cfg.lease_ms / 8;
 	n->lease_until_db = lease_until_db;
 	atomic_store_explicit(&n->stats.lease_until_ms, lease_until_db, memory_order_relaxed);
 	if (wake_timer)
@@ -383,6 +394,42 @@ int dbloop_register(dbcron_node *n, dbcron_err *err)
 	n->prev_beat_db = before; /* we could write then: the reap bound */
 	n->healthy_since_db = before;
 	return DBCRON_OK;
+}
+
+/* How long start-up rides out a database that is busy or away (a write
+ * lock held elsewhere, a server restarting) before it gives up. */
+#define JOIN_PATIENCE_MS 60000
+
+static void db_trouble(dbcron_node *n, const dbcron_err *err, int64_t *backoff, int64_t cap);
+
+/*
+ * Start-up: register, waiting out what a running node rides out too.  A
+ * busy database or a lost connection is retried with the db loop's backoff
+ * (db_trouble) for up to JOIN_PATIENCE_MS: on SQLite one writer holding the
+ * file (a `job apply`, a prune, an operator's open transaction) must not
+ * make a node that starts meanwhile exit.  A predecessor under the same id
+ * that died (kill -9, then a quick restart) holds a lease for up to its
+ * length: that is waited out too; a live one keeps renewing and we give up
+ * (docs/cluster.md "Node ids").
+ */
+int dbloop_join(dbcron_node *n, dbcron_err *err)
+{
+	int64_t t0 = dbcron__mono_ms(), backoff = 100;
+	int64_t id_until = t0 + 2 * n->cfg.lease_ms + 1000, busy_until = t0 + JOIN_PATIENCE_MS;
+	for (;;) {
+		int rc = dbloop_register(n, err);
+		int64_t now = dbcron__mono_ms();
+		if (rc == DBCRON_OK || atomic_load(&n->stop_requested))
+			return rc;
+		if (rc == DBCRON_EEXISTS && now < id_until) {
+			struct timespec ts = {0, 250 * 1000000};
+			nanosleep(&ts, NULL);
+		} else if ((rc == DBCRON_EBUSY || rc == DBCRON_ECONN) && now < busy_until) {
+			db_trouble(n, err, &backoff, busy_until);
+		} else {
+			return rc;
+		}
+	}
 }
 
 /* The answer of store_jobs_state: ids sorted, what each job is now. */
@@ -913,12 +960,22 @@ void dbloop_drain(dbcron_node *n)
 		pthread_mutex_unlock(&n->mu);
 		if (!running)
 			break;
-		int64_t now = dbcron__mono_ms();
+		int64_t now = dbcron__mono_ms(), db_now;
 		if (now >= next_hb) {
-			store_node_heartbeat(n->st, n->node_id, n->incarnation,
-					     n->cfg.lease_ms, &(int64_t){0}, &err);
+			/* the timer thread is gone: the lease's lapse is
+			 * watched here while we wait */
+			int rc = store_node_heartbeat(n->st, n->node_id, n->incarnation,
+						      n->cfg.lease_ms, &db_now, &err);
+			if (rc == DBCRON_OK)
+				set_clock_and_lease(n, now, now, dbcron__mono_ms(), db_now,
+						    db_now + n->cfg.lease_ms, false);
+			else if (rc == DBCRON_EFENCED)
+				drop_unstarted(n);
 			next_hb = now + n->cfg.heartbeat_ms;
 		}
+		pthread_mutex_lock(&n->mu);
+		dispatch_stop_unleased(n, dbcron__mono_ms());
+		pthread_mutex_unlock(&n->mu);
 		bool now_please = atomic_load(&n->stop_now);
 		if (!cancelled && (now >= deadline || now_please)) {
 			dbcron__log(LOG_WARN, now_please ? "node.stop_now" : "node.grace_over",

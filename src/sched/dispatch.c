@@ -277,6 +277,8 @@ static void hand_end(dbcron_node *n, fire *f)
 		dbloop_queue_write(n, f);
 }
 
+static const fire_cancel cancel_unleased = {
+	DBCRON_RUN_ABANDONED, "stopped: the node could not renew its lease", false};
 static const fire_cancel cancel_lease_lost = {
 	DBCRON_RUN_ABANDONED, "not started: the node lost its lease", true};
 static const fire_cancel cancel_lease_doubt = {
@@ -303,6 +305,7 @@ static bool await_lease(dbcron_node *n, fire *f)
 			break;
 		}
 		if (node_may_start(n, f, dbcron__mono_ms())) {
+			f->launched = true;
 			pthread_mutex_unlock(&n->mu);
 			return true;
 		}
@@ -434,6 +437,48 @@ void dispatch_cancel_running(dbcron_node *n, const fire_cancel *why)
 	pthread_mutex_unlock(&n->mu);
 }
 
+/*
+ * A node that cannot renew its lease may already be dead to the others:
+ * once the lease ends in the database, another node reaps it and retries
+ * the runs it was executing.  So those jobs must be gone first, as they
+ * would be had the node died (their guards) -- but the node is alive and
+ * does it itself, through the same stop as a timeout: SIGTERM now, SIGKILL
+ * when the kill grace is over or by lease_kill_by_mono, whichever comes
+ * first.  Only jobs another node would retry: under --node-loss abandon
+ * nobody runs the fire again, so there is nothing to overlap, and stopping
+ * would only cut short a run that may still finish (its outcome is written
+ * if the run is still ours when the database answers again, and refused
+ * if it was taken).  A fire still waiting in a pool's queue has not
+ * started and will not while the lease is in doubt (await_lease).
+ * Handler jobs are asked to stop; they stop when they look (exec.h).
+ */
+void dispatch_stop_unleased(dbcron_node *n, int64_t now_mono)
+{
+	if (!n->running || now_mono < n->lease_ok_until_mono ||
+	    n->unleased_for == n->lease_ok_until_mono)
+		return;
+	n->unleased_for = n->lease_ok_until_mono;
+	size_t k = 0;
+	for (size_t i = 0; i < n->jobs.nslots; i++) {
+		job_state *js = n->jobs.slots[i];
+		for (fire *r = js ? js->running_list : NULL; r; r = r->run_next) {
+			if (!r->launched || r->snap->job.node_loss != DBCRON_NODE_LOSS_RETRY)
+				continue;
+			atomic_store(&r->cancel.kill_by_ms, n->lease_kill_by_mono);
+			/* one already stopped (replaced, shutdown) keeps its
+			 * reason; only its SIGKILL comes sooner */
+			if (!atomic_load(&r->cancel.requested))
+				cancel_fire(r, &cancel_unleased);
+			k++;
+		}
+	}
+	if (k)
+		dbcron__log(LOG_WARN, "node.unleased", LOG_STR("node", n->node_id),
+			    LOG_UINT("stopping", k),
+			    LOG_STR("msg", "lease not renewed: stopping the jobs another node would "
+					   "retry before the lease ends"));
+}
+
 size_t dispatch_take_unstarted(dbcron_node *n, fire_list *out)
 {
 	size_t k = 0;
@@ -466,6 +511,10 @@ static void *timer_main(void *arg)
 		timer_node *top = timer_peek(&n->heap);
 		int64_t now_mono = dbcron__mono_ms();
 		int64_t wait_until;
+		/* This thread never waits on the database, so it is the one
+		 * that notices a lease running out while the db thread hangs
+		 * in a statement. */
+		dispatch_stop_unleased(n, now_mono);
 		if (!top) {
 			wait_until = now_mono + 1000;
 		} else if (top->due - atomic_load(&n->offset_ms) <= now_mono &&
@@ -496,6 +545,9 @@ static void *timer_main(void *arg)
 				continue;
 			}
 		}
+		if (n->running && now_mono < n->lease_ok_until_mono &&
+		    n->lease_ok_until_mono < wait_until)
+			wait_until = n->lease_ok_until_mono;
 		struct timespec ts;
 		node_abs_deadline(&ts, wait_until);
 		pthread_cond_timedwait(&n->timer_cv, &n->mu, &ts);

@@ -127,6 +127,8 @@ struct fire {
 	job_snap *snap;   /* the job as claimed; one reference */
 	dbcron_run run;   /* owned copy of the claimed row */
 	bool slow;        /* which pool it was handed to */
+	bool launched;    /* mu: its worker passed the last lease check and
+			   * runs the job (a queued one has not started) */
 	uint64_t gen;     /* the node's lease generation when claimed */
 	/* Database-clock times; -1 until known.  started_db is written by the
 	 * worker as it starts the job, without the mutex. */

@@ -75,6 +75,7 @@ int dbcron_node_create(const dbcron_node_config *cfg, dbcron_node **out,
 	n->cfg.db_file = NULL;
 	n->prev_beat_db = -1;
 	n->healthy_since_db = -1;
+	n->unleased_for = -1;
 	n->log = (dbcron__log_sink){.level = cfg->log_level, .fn = cfg->log, .ctx = cfg->log_ctx};
 	dbcron_node_config def;
 	dbcron_node_config_init(&def);
@@ -197,15 +198,7 @@ static int node_run(dbcron_node *n, dbcron_err *err)
 	rc = pool_create("slow", n->cfg.slow_workers, qcap, &n->slow, err);
 	if (rc)
 		goto out_fast;
-	/* A predecessor under the same id that died (kill -9, then a quick
-	 * restart) holds a lease for up to its length: wait that out; a live
-	 * one keeps renewing and we give up (docs/cluster.md "Node ids"). */
-	int64_t give_up = dbcron__mono_ms() + 2 * n->cfg.lease_ms + 1000;
-	while ((rc = dbloop_register(n, err)) == DBCRON_EEXISTS &&
-	       dbcron__mono_ms() < give_up && !atomic_load(&n->stop_requested)) {
-		struct timespec ts = {0, 250 * 1000000};
-		nanosleep(&ts, NULL);
-	}
+	rc = dbloop_join(n, err);
 	if (rc)
 		goto out_slow;
 	dbcron__log(LOG_INFO, "node.start", LOG_STR("node", n->node_id),

@@ -68,7 +68,11 @@ struct dbcron_node {
 
 	node_stats stats;            /* atomics: for /metrics (stats.h) */
 	atomic_llong offset_ms;      /* db_ms = mono_ms + offset */
-	int64_t lease_ok_until_mono; /* mu */
+	int64_t lease_ok_until_mono; /* mu: starts stop, running jobs are
+				      * stopped (dispatch_stop_unleased) */
+	int64_t lease_kill_by_mono;  /* mu: their SIGKILL lands by then */
+	int64_t unleased_for;        /* mu: the lease_ok_until_mono whose
+				      * lapse stopped the jobs, -1 none */
 	int64_t lease_until_db;      /* mu: the lease's end as written (at most) */
 	int64_t prev_beat_db;        /* db thread: the last successful heartbeat's
 				      * database time, -1 before the first */
@@ -134,6 +138,9 @@ static inline void node_abs_deadline(struct timespec *ts, int64_t mono_ms)
 /* Register (again) under a fresh incarnation; sets the clock offset and
  * the lease. */
 int dbloop_register(dbcron_node *n, dbcron_err *err);
+/* Start-up: dbloop_register, waiting out a busy or unreachable database and
+ * a dead predecessor's lease, within bounds. */
+int dbloop_join(dbcron_node *n, dbcron_err *err);
 /* Heartbeat, claim, flush and maintenance until a stop is requested. */
 void dbloop_run(dbcron_node *n);
 /* The graceful stop, once the timer thread is gone.  hand_back: every
@@ -162,6 +169,9 @@ void dispatch_stop(dbcron_node *n);
 void dispatch_submit(dbcron_node *n, fire *f);
 /* Ask every running fire to stop, recorded as `why` says (takes mu). */
 void dispatch_cancel_running(dbcron_node *n, const fire_cancel *why);
+/* The lease is no longer known valid at now_mono: stop every job this node
+ * is executing that another node would retry (mu held; once per lapse). */
+void dispatch_stop_unleased(dbcron_node *n, int64_t now_mono);
 /* Move every CLAIMED and HELD fire (the timer heap, the jobs' held lists)
  * onto out, phases unchanged; returns how many (mu held). */
 size_t dispatch_take_unstarted(dbcron_node *n, fire_list *out);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/alloc.h"
 #include "store/store_int.h"
@@ -60,7 +61,7 @@ static const char *const kinds[] = {
 
 static int parse_one(const char *spec, size_t len, store_fault *f, dbcron_err *err)
 {
-	char buf[160];
+	char buf[320];
 	if (len >= sizeof(buf))
 		return dbcron_err_set(err, DBCRON_EINVAL, "DBCRON_TEST_FAULTS: entry too long");
 	memcpy(buf, spec, len);
@@ -86,6 +87,10 @@ static int parse_one(const char *spec, size_t len, store_fault *f, dbcron_err *e
 			if (!f->kind)
 				return dbcron_err_set(err, DBCRON_EINVAL,
 						      "DBCRON_TEST_FAULTS: unknown kind '%s'", v);
+		} else if (strcmp(k, "file") == 0) {
+			if (!*v || strlen(v) >= sizeof(f->file))
+				goto bad;
+			snprintf(f->file, sizeof(f->file), "%s", v);
 		} else if (strcmp(k, "nth") == 0 || strcmp(k, "times") == 0 ||
 			   strcmp(k, "stall") == 0) {
 			long n = strtol(v, &end, 10);
@@ -107,7 +112,7 @@ static int parse_one(const char *spec, size_t len, store_fault *f, dbcron_err *e
 bad:
 	return dbcron_err_set(err, DBCRON_EINVAL,
 			      "DBCRON_TEST_FAULTS: bad entry '%.*s' (want stmt=ID,kind=KIND"
-			      "[,nth=N][,times=N][,stall=MS])",
+			      "[,nth=N][,times=N][,stall=MS][,file=PATH])",
 			      (int)len, spec);
 }
 
@@ -142,6 +147,11 @@ int store__fault_before(store *s, int id, dbcron_err *err)
 	for (size_t k = 0; k < F->n; k++) {
 		const store_fault *f = &F->f[k];
 		if (f->stmt != -1 && f->stmt != id)
+			continue;
+		/* A cut models a lost connection, whose server ends the open
+		 * transaction: the rollback goes through (on SQLite a
+		 * transaction left open would lock every other node out). */
+		if (f->file[0] && (id == ST_ROLLBACK || access(f->file, F_OK) != 0))
 			continue;
 		long seen = ++F->seen[k];
 		if ((f->nth && seen != f->nth && !(f->times != 1 && seen > f->nth)) ||

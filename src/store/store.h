@@ -440,8 +440,12 @@ void store_close(store *s);
  *   REPLY_LOST: the statement runs (a COMMIT commits), then the call fails
  *     with DBCRON_ECONN as when the reply never arrived.
  *   STALL: the statement runs after stall_ms.
+ * A fault with a `file` applies only while that file exists (statements
+ * made meanwhile are the only ones counted): a test cuts one node off the
+ * database at a moment of its choosing, and lets it back, from outside.
  * DBCRON_TEST_FAULTS in the environment gives every handle opened faults:
- * "stmt=commit,kind=reply_lost,nth=3,times=1;stmt=any,kind=stall,stall=500".
+ * "stmt=commit,kind=reply_lost,nth=3,times=1;stmt=any,kind=stall,stall=500",
+ * "stmt=any,kind=conn,times=0,file=/tmp/t/cut".
  */
 typedef enum store_fault_kind {
 	STORE_FAULT_BUSY = 1,
@@ -457,6 +461,7 @@ typedef struct store_fault {
 	long times;
 	store_fault_kind kind;
 	int64_t stall_ms;
+	char file[160]; /* "": always */
 } store_fault;
 
 /* At most 8 faults per handle; DBCRON_EINVAL past that or when f is bad. */

@@ -164,7 +164,7 @@ static void test_normal_exit(void **state)
 	int before = count_fds();
 
 	spawn_ok(&p, (char *[]){"sh", "-c", "echo out; echo err >&2; exit 3", NULL}, &o);
-	assert_int_equal(proc_wait(&p, INT64_MAX, NULL, 0), PROC_END_EXIT);
+	assert_int_equal(proc_wait(&p, INT64_MAX, NULL, 0, NULL), PROC_END_EXIT);
 	assert_true(p.exited);
 	assert_false(p.stopping);
 	assert_int_equal(proc_reap(&p, &status), 0);
@@ -177,7 +177,7 @@ static void test_normal_exit(void **state)
 
 	/* stdin is /dev/null: cat ends at once. */
 	spawn_ok(&p, (char *[]){"cat", NULL}, &o);
-	assert_int_equal(proc_wait(&p, dbcron__mono_ms() + HANG_GUARD_MS, NULL, 0), PROC_END_EXIT);
+	assert_int_equal(proc_wait(&p, dbcron__mono_ms() + HANG_GUARD_MS, NULL, 0, NULL), PROC_END_EXIT);
 	assert_int_equal(proc_reap(&p, &status), 0);
 	assert_int_equal(proc_exit_code(status), 0);
 	assert_int_equal(o.len, 0);
@@ -185,7 +185,7 @@ static void test_normal_exit(void **state)
 	/* Without a sink nothing is piped: no fd of ours to read. */
 	spawn_ok(&p, (char *[]){"true", NULL}, NULL);
 	assert_int_equal(p.out_fd, -1);
-	assert_int_equal(proc_wait(&p, INT64_MAX, NULL, 0), PROC_END_EXIT);
+	assert_int_equal(proc_wait(&p, INT64_MAX, NULL, 0, NULL), PROC_END_EXIT);
 	assert_int_equal(proc_reap(&p, &status), 0);
 	assert_int_equal(proc_exit_code(status), 0);
 	assert_int_equal(count_fds(), before);
@@ -295,21 +295,21 @@ static void test_deadline_and_cancel(void **state)
 
 	int64_t t0 = dbcron__mono_ms();
 	spawn_ok(&p, (char *[]){"sleep", "100", NULL}, NULL);
-	assert_int_equal(proc_wait(&p, t0 + 200, NULL, 300), PROC_END_TIMEOUT);
+	assert_int_equal(proc_wait(&p, t0 + 200, NULL, 300, NULL), PROC_END_TIMEOUT);
 	assert_int_equal(proc_reap(&p, &status), 0);
 	assert_int_equal(proc_exit_code(status), 128 + SIGTERM);
 	assert_true(dbcron__mono_ms() - t0 >= 200);
 
 	atomic_int cancel = 1;
 	spawn_ok(&p, (char *[]){"sleep", "100", NULL}, NULL);
-	assert_int_equal(proc_wait(&p, INT64_MAX, &cancel, 300), PROC_END_CANCEL);
+	assert_int_equal(proc_wait(&p, INT64_MAX, &cancel, 300, NULL), PROC_END_CANCEL);
 	assert_int_equal(proc_reap(&p, &status), 0);
 	assert_int_equal(proc_exit_code(status), 128 + SIGTERM);
 
 	/* An exit before the deadline is an exit, whatever the flag later. */
 	atomic_store(&cancel, 0);
 	spawn_ok(&p, (char *[]){"true", NULL}, NULL);
-	assert_int_equal(proc_wait(&p, dbcron__mono_ms() + HANG_GUARD_MS, &cancel, 0), PROC_END_EXIT);
+	assert_int_equal(proc_wait(&p, dbcron__mono_ms() + HANG_GUARD_MS, &cancel, 0, NULL), PROC_END_EXIT);
 	assert_int_equal(proc_reap(&p, &status), 0);
 }
 
@@ -353,14 +353,14 @@ static void test_signal_dispositions(void **state)
 
 	signal(SIGHUP, SIG_IGN);
 	spawn_ok(&p, argv, &o);
-	assert_int_equal(proc_wait(&p, INT64_MAX, NULL, 0), PROC_END_EXIT);
+	assert_int_equal(proc_wait(&p, INT64_MAX, NULL, 0, NULL), PROC_END_EXIT);
 	assert_int_equal(proc_reap(&p, &status), 0);
 	assert_int_equal(proc_exit_code(status), 128 + SIGHUP);
 
 	memset(&o, 0, sizeof(o));
 	proc_opts po = {.argv = argv, .sink = sink, .sink_ctx = &o, .inherit_signals = true};
 	assert_int_equal(proc_spawn(&p, &po, &err), DBCRON_OK);
-	assert_int_equal(proc_wait(&p, INT64_MAX, NULL, 0), PROC_END_EXIT);
+	assert_int_equal(proc_wait(&p, INT64_MAX, NULL, 0, NULL), PROC_END_EXIT);
 	assert_int_equal(proc_reap(&p, &status), 0);
 	signal(SIGHUP, SIG_DFL);
 	assert_int_equal(proc_exit_code(status), 0);
