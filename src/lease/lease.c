@@ -8,6 +8,7 @@
 
 #include "api/api.h"
 #include "core/alloc.h"
+#include "core/text.h"
 #include "dbcron/lock.h"
 #include "lease/lease.h"
 #include "store/store.h"
@@ -17,17 +18,15 @@ store *lease__store(dbcron_db *db)
 	return api__store(db);
 }
 
+/* A lock name is stored as the lock row's key and, as "lock:NAME", as the
+ * job name of every attempt in the run log, where a server refuses bytes
+ * that are not UTF-8 and a name longer than its column: the stored-name
+ * rule of job names (core/text.h), no spaces. */
 int lease__check_name(const char *name, dbcron_err *err)
 {
-	if (!name || !*name)
-		return dbcron_err_set(err, DBCRON_EINVAL, "lock name is empty");
-	if (strlen(name) >= sizeof(((dbcron_lease *)0)->name))
-		return dbcron_err_set(err, DBCRON_EINVAL, "lock name is longer than 255 bytes");
-	for (const char *p = name; *p; p++)
-		if ((unsigned char)*p < 0x21 || *p == 0x7f)
-			return dbcron_err_set(err, DBCRON_EINVAL,
-					      "lock name '%s': only printable characters without spaces", name);
-	return DBCRON_OK;
+	_Static_assert(DBCRON__NAME_MAX < sizeof(((dbcron_lease *)0)->name),
+		       "a lock name fits dbcron_lease.name");
+	return dbcron__name_check("lock name", name, false, err);
 }
 
 static void copy_str(char *dst, size_t n, const char *src)

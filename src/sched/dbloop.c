@@ -13,7 +13,10 @@
  *    taken at every heartbeat, and the lease is valid from the moment the
  *    heartbeat was asked for, minus a margin;
  *  5 backpressure: a claim asks for no more than the free in-flight budget,
- *    and for nothing while the fast pool is full or the lease in doubt;
+ *    sized per pool: no more of the slow pool's jobs than it can start, and
+ *    none of them while it is saturated (they stay for other nodes); for
+ *    nothing while the lease is in doubt, for no fast job while the fast
+ *    pool is full;
  *  6 this thread never waits on a job: it only reads what the workers
  *    queued on the pending and sync lists.
  */
@@ -595,41 +598,90 @@ static int heartbeat(dbcron_node *n, dbcron_err *err)
 }
 
 /*
- * How many fires the fast workers can start by their fire times: each
- * starts one now, then one per mean run time within the preread window.
- * Until a run has finished the mean is unknown and each worker counts for
- * one, so a node that starts with long jobs leaves the rest of an instant's
- * fires to nodes with idle workers instead of queueing them behind its own
- * (mu held).  Returns SIZE_MAX when runs take no measurable time.
+ * How many fires pool p ([0] fast, [1] slow) of `workers` can start by
+ * their fire times: each starts one now, then one per mean run time of the
+ * pool within the preread window.  Until a run of the pool has finished the
+ * mean is unknown and each worker counts for one, so a node that starts
+ * with long jobs leaves the rest of an instant's fires to nodes with idle
+ * workers instead of queueing them behind its own (mu held).  Returns
+ * SIZE_MAX when runs take no measurable time.
  */
-static size_t start_capacity(const dbcron_node *n)
+static size_t start_capacity(const dbcron_node *n, int p, int workers)
 {
-	double w = n->cfg.workers;
-	if (!n->runs_timed)
+	double w = workers;
+	if (!n->runs_timed[p])
 		return (size_t)w;
-	if (n->run_ms_mean < 0.01)
+	if (n->run_ms_mean[p] < 0.01)
 		return SIZE_MAX;
-	double c = w * (1.0 + (double)n->cfg.preread_ms / n->run_ms_mean);
+	double c = w * (1.0 + (double)n->cfg.preread_ms / n->run_ms_mean[p]);
 	return c >= (double)SIZE_MAX / 2 ? SIZE_MAX : (size_t)c;
 }
 
-static size_t claim_budget(dbcron_node *n)
+/* What the next claim may take, per pool (invariant 5). */
+typedef struct claim_budget {
+	size_t fast; /* runs of the jobs the fast pool runs */
+	size_t slow; /* runs of the jobs in n->slow_ids */
+} claim_budget;
+
+static size_t free_of(size_t can, size_t used)
 {
+	return can > used ? can - used : 0;
+}
+
+/*
+ * The claim's budget (db thread).  Each pool is sized apart, from its own
+ * workers, mean run time and fires in flight (issue 23 item 5: sized from
+ * the fast pool alone, the slow jobs' fires queued behind the slow workers,
+ * late or skipped, while the fast workers idled and other nodes could not
+ * take them).  The jobs demoted to the slow pool go to n->slow_ids, so that
+ * the claim takes no more of their fires than the slow pool can start and
+ * none while it is saturated (protocol.c "Pools" says why a slow job never
+ * borrows a fast worker).  --max-inflight and the claim batch bound the two
+ * together; the slow pool's share, a few fires, is taken from them first.
+ * Out of memory listing the slow jobs: nothing is claimed this time.
+ */
+static claim_budget budget_of(dbcron_node *n)
+{
+	claim_budget b = {0, 0};
+	size_t used_slow = 0;
+	bool ok = true;
 	pthread_mutex_lock(&n->mu);
+	int64_t now = dbcron__mono_ms();
 	size_t used = n->inflight;
-	bool lease_ok = dbcron__mono_ms() < n->lease_ok_until_mono;
+	bool lease_ok = now < n->lease_ok_until_mono;
 	bool stopping = n->stopping;
-	size_t can = start_capacity(n);
+	size_t can_fast = start_capacity(n, 0, n->cfg.workers);
+	size_t can_slow = start_capacity(n, 1, n->cfg.slow_workers);
+	n->nslow_ids = 0;
+	for (size_t i = 0; ok && i < n->jobs.nslots; i++) {
+		job_state *js = n->jobs.slots[i];
+		if (!js || !dispatch_job_is_slow(js, now))
+			continue;
+		ok = !dbcron__grow((void **)&n->slow_ids, &n->slow_ids_cap, n->nslow_ids + 1,
+				   sizeof(*n->slow_ids));
+		if (ok) {
+			n->slow_ids[n->nslow_ids++] = js->job_id;
+			used_slow += js->nfires;
+		}
+	}
 	pthread_mutex_unlock(&n->mu);
-	if (!lease_ok || stopping)
-		return 0;
+	if (!lease_ok || stopping || !ok)
+		return b;
+	size_t total = free_of((size_t)n->cfg.max_inflight, used);
+	if (total > (size_t)n->cfg.claim_batch)
+		total = (size_t)n->cfg.claim_batch;
+	if (n->nslow_ids && pool_load(n->slow) < pool_capacity(n->slow)) {
+		b.slow = free_of(can_slow, used_slow);
+		if (b.slow > total)
+			b.slow = total;
+	}
+	total -= b.slow;
 	if (pool_load(n->fast) >= pool_capacity(n->fast))
-		return 0;
-	size_t max = (size_t)n->cfg.max_inflight;
-	if (can < max)
-		max = can;
-	size_t free_ = used < max ? max - used : 0;
-	return free_ < (size_t)n->cfg.claim_batch ? free_ : (size_t)n->cfg.claim_batch;
+		return b;
+	b.fast = free_of(can_fast, used > used_slow ? used - used_slow : 0);
+	if (b.fast > total)
+		b.fast = total;
+	return b;
 }
 
 /* Claims in doubt go back to the pool before the next claim, so the next
@@ -733,17 +785,18 @@ size_t dbloop_take_claim(dbcron_node *n, const store_claim_result *res, const ch
 /* One claim; returns how many fires it took (or -1 on error). */
 static long claim(dbcron_node *n, dbcron_err *err)
 {
-	size_t budget = claim_budget(n);
-	if (!budget)
+	claim_budget budget = budget_of(n);
+	if (!budget.fast && !budget.slow)
 		return 0;
 	char token[33];
 	random_hex(token, 16);
 	store_claim_req req = {
 		.node_id = n->node_id, .token = token,
-		.horizon_ms_ahead = n->cfg.preread_ms, .max = (int)budget,
+		.horizon_ms_ahead = n->cfg.preread_ms, .max = (int)budget.fast,
 		.plan = planner_plan, .plan_ctx = n->plan,
 		.lock_row = n->cfg.claim_strategy == DBCRON_CLAIM_LOCK_ROW,
 		.handlers = (const char *const *)n->handlers, .nhandlers = n->nhandlers,
+		.slow_jobs = n->slow_ids, .nslow = n->nslow_ids, .slow_max = (int)budget.slow,
 	};
 	store_claim_result res = {0};
 	int64_t t0 = dbcron__mono_ms();

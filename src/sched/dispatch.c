@@ -37,7 +37,7 @@
 _Static_assert(INFLIGHT_SLOW_RING == SLOW_RUNS_TO_DEMOTE + 1,
 	       "the ring keeps one more slow run than the demotion needs");
 
-static bool job_is_slow(const job_state *js, int64_t now_mono)
+bool dispatch_job_is_slow(const job_state *js, int64_t now_mono)
 {
 	unsigned cnt = 0;
 	for (unsigned i = 0; i < INFLIGHT_SLOW_RING; i++)
@@ -196,7 +196,7 @@ static bool start_or_hold(dbcron_node *n, fire *f, int64_t now_db)
 			return false;
 		}
 	}
-	f->slow = job_is_slow(js, dbcron__mono_ms());
+	f->slow = dispatch_job_is_slow(js, dbcron__mono_ms());
 	inflight_running_add(js, f);
 	n->running++;
 	if (job->node_loss == DBCRON_NODE_LOSS_ABANDON) {
@@ -386,11 +386,11 @@ static void worker_main(void *arg)
 	inflight_running_remove(js, f);
 	n->running--;
 	note_run_time(js, &f->res);
-	if (!f->slow) {
-		/* 1/16: follows a change of load within a few dozen runs */
-		n->run_ms_mean += ((double)took - n->run_ms_mean) / (n->runs_timed ? 16.0 : 1.0);
-		n->runs_timed++;
-	}
+	/* each pool's own mean: the claim sizes each pool from it.  1/16:
+	 * follows a change of load within a few dozen runs */
+	int p = f->slow ? 1 : 0;
+	n->run_ms_mean[p] += ((double)took - n->run_ms_mean[p]) / (n->runs_timed[p] ? 16.0 : 1.0);
+	n->runs_timed[p]++;
 	record_end(f);
 	/* Logged before the fire is handed to the db thread, which frees it
 	 * once its final state is written. */

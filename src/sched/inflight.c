@@ -193,6 +193,7 @@ fire *fire_new(struct dbcron_node *n, job_state *js, const store_claimed *c)
 	f->snap = snap_get(js, c->job);
 	if (!f->snap)
 		goto out_run;
+	js->nfires++;
 	return f;
 out_run:
 	dbcron_run_clear(&f->run);
@@ -204,6 +205,8 @@ void fire_discard(fire *f)
 {
 	if (!f)
 		return;
+	if (f->js)
+		f->js->nfires--;
 	snap_put(f->snap);
 	dbcron_run_clear(&f->run);
 	exec_result_clear(&f->res);

@@ -157,6 +157,7 @@ struct fire {
  * it is running, not every job it ever ran. */
 struct job_state {
 	int64_t job_id;
+	unsigned nfires; /* its fires in flight: made and not yet freed */
 	int running; /* fires on running_list */
 	fire *running_list;
 	fire_list held; /* HELD fires, in the order they fell due */

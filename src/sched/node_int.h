@@ -86,10 +86,15 @@ struct dbcron_node {
 				      * (pauses and deletes; reported in each
 				      * heartbeat) */
 
-	/* mu: mean run time of the fast pool's recent runs (an EWMA), for
-	 * the claim's start capacity; runs_timed == 0 until one finished */
-	double run_ms_mean;
-	uint64_t runs_timed;
+	/* mu: mean run time of each pool's recent runs (an EWMA), for the
+	 * claim's start capacity, [0] fast, [1] slow; runs_timed[p] == 0
+	 * until one of its runs finished */
+	double run_ms_mean[2];
+	uint64_t runs_timed[2];
+	/* db thread: the jobs demoted to the slow pool as of the last claim
+	 * (their ids, for the claim to size apart: protocol.c "Pools") */
+	int64_t *slow_ids;
+	size_t nslow_ids, slow_ids_cap;
 
 	pool *fast, *slow;
 	store *st;      /* db thread only */
@@ -182,6 +187,9 @@ void dispatch_block_jobs(dbcron_node *n);
 /* A fire left its job's running list without running (mu held): with none
  * left, the fires held behind it go back to the timer. */
 void dispatch_unhold(dbcron_node *n, job_state *js);
+/* Does js's job run on the slow pool now: over 500 ms more than 10 times
+ * within the last minute (mu held)? */
+bool dispatch_job_is_slow(const job_state *js, int64_t now_mono);
 /* Free the states of jobs with nothing in flight whose slow runs no longer
  * count (db thread, takes mu). */
 void dispatch_sweep_jobs(dbcron_node *n, int64_t now_mono);

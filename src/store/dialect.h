@@ -1,7 +1,7 @@
 /*
  * What a database dialect supplies to the claim protocol, and nothing more:
- * a connection, statement execution by id with typed parameters and one
- * batch, a cursor over the result, native errors classified into dbcron
+ * a connection, statement execution by id with typed parameters and
+ * batches, a cursor over the result, native errors classified into dbcron
  * codes, the SQL text of every statement id (stmt.h), and its schema with
  * numbered migrations.  Every algorithm (the claim, apply, reap, job put,
  * the bump-until-unique loops, row mapping, the argv codec, guards and

@@ -20,7 +20,8 @@
  *    node) by the statement; refused changes come back as not applied.
  *  4 one clock: every time comes from the database (ST_NOW or a statement's
  *    own clock) or from the caller, who read it there.
- *  5 backpressure: the claim hands out at most req->max runs.
+ *  5 backpressure: the claim hands out at most req->max runs, and of the
+ *    jobs the node runs on its slow pool at most req->slow_max.
  *  Every state written is checked against the run state machine
  *  (dbcron_run_transition_ok) first; a write that would leave a terminal
  *  state is refused as DBCRON_EINTERNAL before anything is sent.
@@ -59,7 +60,7 @@ static const store_dialect *const dialects[] = {
 #define STORE_MAX_PARAMS 48
 
 struct store_scratch {
-	store_batch b[5];
+	store_batch b[6];
 	/* cleaned copies of scalar text parameters (store__exec) */
 	store_text clean[STORE_CLEAN_PARAMS];
 };
@@ -1323,34 +1324,85 @@ static const char *stranded_why(claim_texts *t, const dbcron_job *j)
 	return claim_text_keep(t, model_unrunnable_why(j->handler, why, sizeof(why)));
 }
 
-/* Due jobs, locked; their fires planned and written; the jobs advanced. */
-static int plan_due_jobs(store *s, const store_claim_req *req, store_claim_result *out,
-			 size_t *runs_cap, size_t *jobs_cap, claim_texts *texts, dbcron_err *err)
+/*
+ * Pools (issue 23 item 5).  A node runs the jobs it has demoted (slow
+ * lately) on its slow pool, whose few workers can start only so many of
+ * their fires on time.  Claims used to be sized from the fast pool alone:
+ * the slow jobs' fires then queued behind the slow workers, started late or
+ * were skipped, while the fast workers idled and no other node could take
+ * them.  So the claim runs in passes over the same two statements, each
+ * pass taking one pool's jobs up to that pool's limit:
+ *
+ *   POOL_ANY       every job, up to max (a node with no slow job: one pass);
+ *   POOL_NOT_SLOW  the jobs not in slow_jobs, up to max;
+ *   POOL_SLOW      the jobs in slow_jobs, up to slow_max (no pass at 0).
+ *
+ * What a pass leaves (beyond its limit, or a slow job when slow_max is 0)
+ * stays due in the database, unlocked once the claim commits, for the next
+ * claim of any node.  A demoted job never borrows an idle fast worker: the
+ * fast pool's budget counts on fast runs, and fires claimed ahead for it
+ * would start late behind a long run; another node (where the job is not
+ * slow, or whose slow pool is free) is where the surplus belongs, and on a
+ * node alone the fires wait for its slow pool, as late fires meeting their
+ * misfire policy, not as skips.  The statements take the pool as
+ * (pool, batch [job_id]).
+ */
+enum { POOL_ANY = 0, POOL_NOT_SLOW = 1, POOL_SLOW = 2 };
+
+typedef struct claim_pass {
+	int pool;               /* POOL_* */
+	int limit;              /* at most this many runs (SCHEDULED handed out) */
+	const store_batch *ids; /* the slow jobs, for both statements */
+} claim_pass;
+
+/* The passes of req (at most two), in order: the fast pool's first.
+ * Scratch slot 5, its own.  Returns how many, or -1 when out of memory. */
+static int claim_passes(store *s, const store_claim_req *req, claim_pass out[2])
+{
+	store_batch *ids = scratch(s, 5, 1, ids_cols);
+	for (size_t i = 0; req->slow_jobs && i < req->nslow; i++)
+		store_batch_i64(ids, req->slow_jobs[i]);
+	if (ids->oom)
+		return -1;
+	bool pools = store_batch_rows(ids) > 0;
+	int n = 0;
+	out[n++] = (claim_pass){pools ? POOL_NOT_SLOW : POOL_ANY, req->max, ids};
+	if (pools && req->slow_max > 0)
+		out[n++] = (claim_pass){POOL_SLOW, req->slow_max, ids};
+	return n;
+}
+
+/* Due jobs of the pass, locked; their fires planned and written; the jobs
+ * advanced. */
+static int plan_due_jobs(store *s, const store_claim_req *req, const claim_pass *pass,
+			 store_claim_result *out, size_t *runs_cap, size_t *jobs_cap,
+			 claim_texts *texts, dbcron_err *err)
 {
 	int64_t now = -1;
 	int scheduled = 0, rc, row;
-	size_t nplanned = 0;
+	size_t first = out->njobs, nplanned = first;
 
 	const store_batch *here = routing(s, req);
 	if (!here)
 		return oom(err, "claim");
 	store_param dp[] = {sp_i64(req->horizon_ms_ahead > 0 ? req->horizon_ms_ahead : 0),
-			    sp_i64(req->max), sp_i64(req->handlers != NULL), sp_batch(here)};
-	if ((rc = store__exec(s, ST_CLAIM_DUE_JOBS, dp, 4, err)) ||
+			    sp_i64(pass->limit), sp_i64(req->handlers != NULL), sp_batch(here),
+			    sp_i64(pass->pool), sp_batch(pass->ids)};
+	if ((rc = store__exec(s, ST_CLAIM_DUE_JOBS, dp, 6, err)) ||
 	    (rc = read_jobs_into(s, 1, out, jobs_cap, &now, err)))
 		return rc;
 	if (now < 0)
 		return dbcron_err_set(err, DBCRON_EDB, "%s: no clock row",
 				      store_stmt_what(ST_CLAIM_DUE_JOBS));
 	out->now_ms = now;
-	if (!out->njobs)
+	if (out->njobs == first)
 		return DBCRON_OK;
 	int64_t horizon = now + dp[0].i;
 
 	store_batch *fires = scratch(s, 0, 7, fire_cols);
 	store_batch *next = scratch(s, 1, 2, advance_cols);
-	size_t i = 0;
-	for (; i < out->njobs && scheduled < req->max; i++) {
+	size_t i = first;
+	for (; i < out->njobs && scheduled < pass->limit; i++) {
 		dbcron_job *j = &out->jobs[i];
 		store_plan plan = {.fires = NULL, .nfires = 0, .next_fire_at = -1};
 		if ((rc = req->plan(req->plan_ctx, j, now, horizon, &plan))) {
@@ -1390,7 +1442,7 @@ static int plan_due_jobs(store *s, const store_claim_req *req, store_claim_resul
 			/* A claim never returns more than its bound: one job's
 			 * catch-up may owe many fires; the rest wait for the
 			 * next claim, from the first one left out. */
-			if (state == DBCRON_RUN_SCHEDULED && scheduled >= req->max) {
+			if (state == DBCRON_RUN_SCHEDULED && scheduled >= pass->limit) {
 				plan.next_fire_at = f->fire_at;
 				break;
 			}
@@ -1424,7 +1476,7 @@ static int plan_due_jobs(store *s, const store_claim_req *req, store_claim_resul
 	 * leave the list. */
 	for (size_t k = i; k < out->njobs; k++)
 		dbcron_job_clear(&out->jobs[k]);
-	for (size_t k = 0; k < i; k++)
+	for (size_t k = first; k < i; k++)
 		if (out->jobs[k].id >= 0)
 			out->jobs[nplanned++] = out->jobs[k];
 	out->njobs = nplanned;
@@ -1454,11 +1506,11 @@ static int plan_due_jobs(store *s, const store_claim_req *req, store_claim_resul
 	return st_run(s, ST_JOBS_ADVANCE, ap, 1, NULL, err);
 }
 
-/* Unclaimed SCHEDULED runs (retries, triggers, hand-backs, takeovers) with
- * what is left of the budget, and the jobs they need. */
-static int claim_unclaimed(store *s, const store_claim_req *req, int budget,
-			   store_claim_result *out, size_t *runs_cap, size_t *jobs_cap,
-			   dbcron_err *err)
+/* Unclaimed SCHEDULED runs (retries, triggers, hand-backs, takeovers) of
+ * the pass's jobs with what is left of its budget, and the jobs they need. */
+static int claim_unclaimed(store *s, const store_claim_req *req, const claim_pass *pass,
+			   int budget, store_claim_result *out, size_t *runs_cap,
+			   size_t *jobs_cap, dbcron_err *err)
 {
 	size_t first = out->nruns, nneed = 0;
 	int64_t *need = NULL;
@@ -1470,8 +1522,8 @@ static int claim_unclaimed(store *s, const store_claim_req *req, int budget,
 		return oom(err, "claim");
 	store_param p[] = {sp_text(req->node_id), sp_text(req->token), sp_i64(horizon),
 			   sp_i64(budget), sp_i64(req->handlers != NULL), sp_batch(here),
-			   sp_i64(out->now_ms)};
-	if ((rc = store__exec(s, ST_CLAIM_RUNS, p, 7, err)))
+			   sp_i64(out->now_ms), sp_i64(pass->pool), sp_batch(pass->ids)};
+	if ((rc = store__exec(s, ST_CLAIM_RUNS, p, 9, err)))
 		return rc;
 	while ((row = store__next(s, err)) == 1)
 		if ((rc = add_claimed(s, out, runs_cap, 4, 5, 6, req))) {
@@ -1666,15 +1718,27 @@ int store_claim(store *s, const store_claim_req *req, store_claim_result *out,
 		return rc;
 	if (req->lock_row && (rc = schedule_lock(s, err)))
 		goto out_rollback;
-	if (req->max > 0) {
-		if ((rc = plan_due_jobs(s, req, out, &runs_cap, &jobs_cap, &texts, err)))
-			goto out_rollback;
-	} else if ((rc = db_now(s, &out->now_ms, err))) {
+	claim_pass passes[2];
+	int npasses = claim_passes(s, req, passes);
+	if (npasses < 0) {
+		rc = oom(err, "claim");
 		goto out_rollback;
 	}
-	int budget = req->max - (int)out->nruns;
-	if (budget > 0 &&
-	    (rc = claim_unclaimed(s, req, budget, out, &runs_cap, &jobs_cap, err)))
+	bool have_now = false;
+	for (int k = 0; k < npasses; k++) {
+		const claim_pass *pass = &passes[k];
+		if (pass->limit <= 0)
+			continue;
+		size_t before = out->nruns;
+		if ((rc = plan_due_jobs(s, req, pass, out, &runs_cap, &jobs_cap, &texts, err)))
+			goto out_rollback;
+		have_now = true;
+		int budget = pass->limit - (int)(out->nruns - before);
+		if (budget > 0 &&
+		    (rc = claim_unclaimed(s, req, pass, budget, out, &runs_cap, &jobs_cap, err)))
+			goto out_rollback;
+	}
+	if (!have_now && (rc = db_now(s, &out->now_ms, err)))
 		goto out_rollback;
 	dbcron__sort(out->jobs, out->njobs, sizeof(*out->jobs), job_id_cmp);
 	if ((rc = write_aside(s, out, err)) || (rc = close_jobless(s, req->node_id, out, err)) ||

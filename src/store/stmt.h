@@ -5,9 +5,11 @@
  * (protocol.c) is the only caller and the fault seam (fault.c) names them
  * by their lower-case id ("apply", "commit").
  *
- * Parameters: scalars first in the order given, then at most one batch
- * (a table of rows that the dialect sends as one JSON text, a set of
- * arrays, ...).  Columns are named in the comment as [col, col, ...].
+ * Parameters: in the order given; a batch is a table of rows that the
+ * dialect sends as one JSON text, a set of arrays, ...  A statement has at
+ * most one batch of several columns, last; one-column batches (a list of
+ * ids or names) take one position each, as a scalar does, and a statement
+ * may have several.  Columns are named in the comment as [col, col, ...].
  */
 #ifndef DBCRON_STORE_STMT_H
 #define DBCRON_STORE_STMT_H
@@ -69,21 +71,24 @@
 	X(RUNS_RENAME, "renaming the job's runs", "")                                    \
 	/* (job_id, name, fire_at, now) -> id, nothing on a clash */                      \
 	X(TRIGGER_INSERT, "triggering the job", "1 no duplicate fire")                   \
-	/* (ahead_ms, limit, route, batch [handler]) -> now, JOB_COLS (one row of NULL  \
-	 * job columns when none); with route 1, a handler job only when its handler    \
-	 * is in the batch (what the claiming node can run), or when it is stranded:    \
-	 * past its misfire threshold with no live node having the handler */           \
-	X(CLAIM_DUE_JOBS, "claim: selecting due jobs", "5 backpressure: at most limit; routing: only what the node can run")  \
+	/* (ahead_ms, limit, route, batch [handler], pool, batch [job_id]) -> now,      \
+	 * JOB_COLS (one row of NULL job columns when none); with route 1, a handler    \
+	 * job only when its handler is in the batch (what the claiming node can run),  \
+	 * or when it is stranded: past its misfire threshold with no live node having  \
+	 * the handler.  Pool 0: any job; 1: only jobs not in the second batch (the     \
+	 * node's slow pool); 2: only jobs in it (protocol.c "Pools") */                \
+	X(CLAIM_DUE_JOBS, "claim: selecting due jobs", "5 backpressure: at most limit, per pool; routing: only what the node can run")  \
 	/* (node, token, now) batch [job_id, job_name, fire_at, state, due_at, missed,    \
 	 * error] -> id, job_id, job_name, fire_at, state, due_at, missed of the rows      \
 	 * really inserted */                                                             \
 	X(FIRES_INSERT, "claim: writing fires", "1 no duplicate fire: a fire that exists is not returned") \
 	/* batch [id, next_fire_at|NULL] */                                               \
 	X(JOBS_ADVANCE, "claim: advancing jobs", "")                                     \
-	/* (node, token, horizon, limit, route, batch [handler], now) -> id, job_id,     \
-	 * job_name, fire_at, attempt, due_at, missed; routed as CLAIM_DUE_JOBS, a       \
-	 * stranded run being one due past its job's misfire threshold at now */         \
-	X(CLAIM_RUNS, "claim: taking unclaimed runs", "5 backpressure: at most limit; routing: only what the node can run")   \
+	/* (node, token, horizon, limit, route, batch [handler], now, pool, batch        \
+	 * [job_id]) -> id, job_id, job_name, fire_at, attempt, due_at, missed; routed   \
+	 * and pooled as CLAIM_DUE_JOBS, a stranded run being one due past its job's     \
+	 * misfire threshold at now */                                                    \
+	X(CLAIM_RUNS, "claim: taking unclaimed runs", "5 backpressure: at most limit, per pool; routing: only what the node can run")   \
 	/* batch [id] -> JOB_COLS */                                                      \
 	X(JOBS_BY_IDS, "reading jobs by id", "")                                         \
 	/* (node) batch [id, token, state, started, finished, has_exit, exit, error,      \

@@ -113,6 +113,14 @@ typedef struct store_claim_req {
 	 * run, built-ins included); commands always.  NULL: every job. */
 	const char *const *handlers;
 	size_t nhandlers;
+	/* Pools (issue 23 item 5): the jobs this node runs on its slow pool,
+	 * slow_jobs[0..nslow) (ids, borrowed).  The claim takes at most
+	 * slow_max runs of those jobs, and max then bounds the runs of every
+	 * other job; a slow_max of 0 leaves the slow jobs' fires and runs in
+	 * the database for another node.  nslow 0: max bounds every job. */
+	const int64_t *slow_jobs;
+	size_t nslow;
+	int slow_max;
 } store_claim_req;
 
 /* A run this node now owns, with a snapshot of its job. */

@@ -17,6 +17,8 @@ expect_usage() {
 expect_usage L --ttl 0s -- true
 expect_usage L --ttl -1s -- true
 expect_usage "" -- true
+expect_usage $'bad\xffname' -- true          # not UTF-8: the run log could not hold "lock:NAME"
+expect_usage "$(printf 'x%.0s' $(seq 201))" -- true   # longer than a stored name
 expect_usage L
 expect_usage L --
 expect_usage L --bogus -- true

@@ -948,6 +948,97 @@ static void conf_test_claim_runs_paused(void **state)
 	store_claim_result_clear(&r);
 }
 
+/* A claim of node with pools: slow[0..nslow) its slow pool's jobs. */
+static int conf_claim_pools(conf_ctx *c, const char *node, const char *token, int max,
+			    const int64_t *slow, size_t nslow, int slow_max, conf_planner *p,
+			    store_claim_result *out)
+{
+	store_claim_req req = {
+		.node_id = node, .token = token, .max = max, .plan = conf_plan, .plan_ctx = p,
+		.slow_jobs = slow, .nslow = nslow, .slow_max = slow_max,
+	};
+	return store_claim(c->s, &req, out, &c->err);
+}
+
+/* How many runs of r belong to jobs named prefix*. */
+static size_t conf_runs_named(const store_claim_result *r, const char *prefix)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < r->nruns; i++)
+		k += strncmp(r->runs[i].run.job_name, prefix, strlen(prefix)) == 0;
+	return k;
+}
+
+/* Pools (issue 23 item 5): the jobs a node runs on its slow pool are
+ * claimed apart, at most slow_max of their runs, due fires and unclaimed
+ * runs alike; at 0 they stay in the database, still due and unclaimed,
+ * and another node takes them; max bounds the other jobs alone. */
+static void conf_test_claim_pools(void **state)
+{
+	conf_ctx *c = *state;
+	int64_t now = conf_now(c);
+	conf_put(c, 3, "slow", now - 600);
+	conf_put(c, 3, "fast", now - 500);
+	int64_t slow[3];
+	for (int i = 0; i < 3; i++) {
+		char name[16];
+		dbcron_job j;
+		snprintf(name, sizeof(name), "slow%04d", i);
+		CONF_OK(c, store_job_get(c->s, name, &j, &c->err));
+		slow[i] = j.id;
+		dbcron_job_clear(&j);
+	}
+	int64_t slow_run, fast_run, fire_at;
+	CONF_OK(c, store_job_trigger(c->s, "slow0000", &slow_run, &fire_at, &c->err));
+	conf_sleep_ms(5);
+	conf_planner p = {.stop = -1};
+	store_claim_result r;
+
+	/* the slow pool saturated: the fast jobs only, though budget is left */
+	CONF_OK(c, conf_claim_pools(c, "n1", "t1", 10, slow, 3, 0, &p, &r));
+	assert_int_equal(r.nruns, 3);
+	assert_int_equal(conf_runs_named(&r, "fast"), 3);
+	store_claim_result_clear(&r);
+	dbcron_job got;
+	CONF_OK(c, store_job_get(c->s, "slow0001", &got, &c->err));
+	assert_int_equal(got.next_fire_at, now - 600); /* still due */
+	dbcron_job_clear(&got);
+	conf_runs rs = {0};
+	conf_list(c, "slow0000", DBCRON_RUN_SCHEDULED, -1, 0, &rs);
+	assert_int_equal(rs.n, 1); /* the trigger, unclaimed */
+	assert_null(rs.rows[0].node);
+	conf_runs_clear(&rs);
+
+	/* another node, whose pools differ, takes what was left */
+	CONF_OK(c, conf_claim(c, c->s, "n2", "t2", 1, &p, &r));
+	assert_int_equal(r.nruns, 1);
+	assert_int_equal(conf_runs_named(&r, "slow"), 1);
+	assert_int_equal(r.runs[0].run.fire_at, now - 600);
+	store_claim_result_clear(&r);
+
+	/* room for one slow run: one, of the two slow jobs still due */
+	CONF_OK(c, conf_claim_pools(c, "n1", "t3", 10, slow, 3, 1, &p, &r));
+	assert_int_equal(r.nruns, 1);
+	assert_int_equal(conf_runs_named(&r, "slow"), 1);
+	assert_int_equal(r.runs[0].run.fire_at, now - 600);
+	store_claim_result_clear(&r);
+
+	/* the fast pool full, room in the slow one: the last slow fire and
+	 * the slow job's trigger; not the fast job's trigger */
+	CONF_OK(c, store_job_trigger(c->s, "fast0000", &fast_run, &fire_at, &c->err));
+	conf_sleep_ms(5);
+	CONF_OK(c, conf_claim_pools(c, "n1", "t4", 0, slow, 3, 5, &p, &r));
+	assert_int_equal(r.nruns, 2);
+	assert_int_equal(conf_runs_named(&r, "slow"), 2);
+	assert_true(r.runs[0].run.id == slow_run || r.runs[1].run.id == slow_run);
+	store_claim_result_clear(&r);
+
+	CONF_OK(c, conf_claim(c, c->s, "n2", "t5", 10, &p, &r));
+	assert_int_equal(r.nruns, 1);
+	assert_int_equal(r.runs[0].run.id, fast_run);
+	store_claim_result_clear(&r);
+}
+
 static int conf_name_add(void *ctx, const char *name)
 {
 	char *buf = ctx;
@@ -2356,6 +2447,7 @@ static void conf_test_locks(void **state)
 	CONF_T(conf_test_claim_stranded), CONF_T(conf_test_claim_stranded_after), \
 	CONF_T(conf_test_claim_stranded_runs),                                  \
 	CONF_T(conf_test_claim_stranded_race), CONF_T(conf_test_claim_runs_paused), \
+	CONF_T(conf_test_claim_pools),                                          \
 	CONF_T(conf_test_node_handlers_add),                                    \
 	CONF_T(conf_test_apply), CONF_T(conf_test_apply_state_machine),         \
 	CONF_T(conf_test_reap), CONF_T(conf_test_node_register_resolves),       \

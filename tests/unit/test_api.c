@@ -446,6 +446,44 @@ static void test_nodes_locks(void **state)
 	assert_int_equal(dbcron_db_now_ms(db, &now, &err), DBCRON_OK);
 	assert_true(locks[0].until_ms >= now);
 	dbcron_locks_free(locks);
+
+	/* Lock names follow the stored-name rule of job names: a name the run
+	 * log ("lock:NAME") could not hold is refused, saying why, and nothing
+	 * is written. */
+	enum { NAME_MAX_BYTES = 200 }; /* docs/cli.md, "dbcron lock" */
+	char longest[NAME_MAX_BYTES + 2];
+	memset(longest, 'x', sizeof(longest) - 1);
+	longest[sizeof(longest) - 1] = '\0';
+	static const struct {
+		const char *name, *why;
+	} bad[] = {
+		{"bad\xff\xfename", "lock name is not valid UTF-8"},
+		{"\xe2\x82", "lock name is not valid UTF-8"}, /* '€' cut */
+		{"two words", "contains a space"},
+		{"tab\there", "contains a control character"},
+		{"", "lock name is empty"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err = (dbcron_err){0};
+		assert_int_equal(dbcron_lock_acquire(db, bad[i].name, "me", 60000, &lease, &holder,
+						     &err),
+				 DBCRON_EINVAL);
+		assert_non_null(strstr(err.msg, bad[i].why));
+	}
+	assert_int_equal(dbcron_lock_acquire(db, longest, "me", 60000, &lease, &holder, &err),
+			 DBCRON_EINVAL);
+	assert_non_null(strstr(err.msg, "at most 200"));
+	assert_int_equal(dbcron_locks_list(db, &locks, &n, &err), DBCRON_OK);
+	assert_int_equal(n, 1);
+	dbcron_locks_free(locks);
+	/* multi-byte text is a name like any other, up to 200 bytes */
+	longest[NAME_MAX_BYTES] = '\0';
+	memcpy(longest + NAME_MAX_BYTES - 3, "\xe2\x82\xac", 3);
+	assert_int_equal(dbcron_lock_acquire(db, "n\xc3\xa4" "chtlich-\xe2\x82\xac", "me", 60000,
+					     &lease, &holder, &err),
+			 DBCRON_OK);
+	assert_int_equal(dbcron_lock_acquire(db, longest, "me", 60000, &lease, &holder, &err),
+			 DBCRON_OK);
 	dbcron_db_close(db);
 }
 

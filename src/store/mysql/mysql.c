@@ -76,6 +76,11 @@ _Static_assert(STORE_NJOBCOLS == 34, "NULLS_JOB is as wide as the job columns");
  * parameter R (route) is 0. */
 #define RUNS_HERE(J, R, N) "(?" #R " = 0 OR " J ".executor <> 2 OR " J ".handler IN " LIST_TEXT(N) ")"
 
+/* Pools: job id ID is in the claim's pass, parameter P (0: any job; 1: not
+ * in the list parameter L, the node's slow pool; 2: in it), protocol.c
+ * "Pools". */
+#define IN_POOL(ID, P, L) "(?" #P " = 0 OR (?" #P " = 2) = (" ID " IN " LIST_I64(L) "))"
+
 /* Routing: handler job J is stranded at N (now) for what is due at AT (its
  * next fire, or an unclaimed run's due_at) when AT is past its misfire
  * threshold and no live node registered its handler; then a node without
@@ -156,7 +161,8 @@ static const char *const sql[ST__COUNT] = {
 		"SET @dbcron_now = " DBNOW PART
 		"SELECT @dbcron_now, " STORE_JOB_COLS " FROM jobs WHERE paused = 0 AND "
 		"next_fire_at IS NOT NULL AND next_fire_at <= @dbcron_now + ?1 AND ("
-		RUNS_HERE("jobs", 3, 4) " OR " STRANDED("jobs", "jobs.next_fire_at", "@dbcron_now") ") ORDER BY next_fire_at LIMIT ?2 FOR UPDATE SKIP LOCKED" PART
+		RUNS_HERE("jobs", 3, 4) " OR " STRANDED("jobs", "jobs.next_fire_at", "@dbcron_now") ") AND "
+		IN_POOL("jobs.id", 5, 6) " ORDER BY next_fire_at LIMIT ?2 FOR UPDATE SKIP LOCKED" PART
 		"SELECT @dbcron_now, " NULLS_JOB,
 	/* One statement per claim whatever its size: the batch is a JSON
 	 * table, and IGNORE + RETURNING hands out only rows really inserted
@@ -180,7 +186,7 @@ static const char *const sql[ST__COUNT] = {
 		"UPDATE runs SET node = ?1, claim_token = CONCAT(?2, '~') WHERE state = 1 AND "
 		"node IS NULL AND due_at <= ?3 AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = "
 		"runs.job_id AND j.paused = 0 AND (" RUNS_HERE("j", 5, 6) " OR " STRANDED("j", "runs.due_at", "?7")
-		")) ORDER BY due_at LIMIT ?L4" PART
+		") AND " IN_POOL("j.id", 8, 9) ") ORDER BY due_at LIMIT ?L4" PART
 		"SELECT id, job_id, job_name, fire_at, attempt, due_at, missed FROM runs WHERE "
 		"node = ?1 AND state = 1 AND claim_token = CONCAT(?2, '~')" PART
 		"UPDATE runs SET claim_token = ?2 WHERE node = ?1 AND state = 1 AND "
@@ -395,6 +401,7 @@ static const bool made_row[ST__COUNT] = {[ST_BEGIN] = false};
 
 #define MAX_PARTS 4
 #define MAX_REFS 48
+#define MY_BATCHES 2 /* batch parameters one part may bind */
 
 enum ref_kind { REF_SCALAR, REF_CELL, REF_LIMIT };
 
@@ -433,7 +440,9 @@ struct store_conn {
 	long row; /* -1 before the first */
 	int64_t changes;
 	/* per execute */
-	store_text json;   /* a one-column list */
+	/* the JSON of each batch parameter of a part, in the order bound: a
+	 * claim statement has two lists (handlers, the slow pool's jobs) */
+	store_text json[MY_BATCHES];
 	/* a text cell with bad bytes replaced, one per bound parameter: two
 	 * cells of one row may both need it */
 	store_text clean[MAX_REFS];
@@ -718,6 +727,8 @@ static int bind_part(store_conn *q, part *pt, const store_param *p, int np,
 		     const store_batch *bt, size_t brow, char *const *rcells, int rcols,
 		     MYSQL_BIND *binds, dbcron_err *err, int id)
 {
+	int nbatch = 0;
+	store_text *js;
 	memset(binds, 0, sizeof(MYSQL_BIND) * (size_t)pt->nrefs);
 	for (int k = 0; k < pt->nrefs; k++) {
 		MYSQL_BIND *b = &binds[k];
@@ -768,12 +779,17 @@ static int bind_part(store_conn *q, part *pt, const store_param *p, int np,
 			bind_text(q, b, k, v->s, false);
 			break;
 		case SP_BATCH:
-			if (store_batch_json(&q->json, v->b))
+			if (nbatch == MY_BATCHES)
+				return dbcron_err_set(err, DBCRON_EINTERNAL,
+						      "mysql: %s: more than %d batch parameters",
+						      store_stmt_what(id), MY_BATCHES);
+			js = &q->json[nbatch++];
+			if (store_batch_json(js, v->b))
 				return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory in %s",
 						      store_stmt_what(id));
 			b->buffer_type = MYSQL_TYPE_STRING;
-			b->buffer = q->json.p;
-			q->lens[k] = (unsigned long)q->json.len;
+			b->buffer = js->p;
+			q->lens[k] = (unsigned long)js->len;
 			b->buffer_length = q->lens[k];
 			b->length = &q->lens[k];
 			break;
@@ -1183,7 +1199,8 @@ static void my_close(store_conn *q)
 	dbcron__free(q->pass);
 	dbcron__free(q->dbname);
 	dbcron__free(q->socket);
-	store_text_free(&q->json);
+	for (int k = 0; k < MY_BATCHES; k++)
+		store_text_free(&q->json[k]);
 	for (int k = 0; k < MAX_REFS; k++)
 		store_text_free(&q->clean[k]);
 	dbcron__free(q);

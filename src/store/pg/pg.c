@@ -57,6 +57,10 @@
 	"h.node_id WHERE h.handler = " J ".handler AND n.state = 'alive' AND "      \
 	"n.lease_until >= " N "))"
 
+/* Pools: job id ID is in the claim's pass P (0: any job; 1: not in the
+ * list L, the node's slow pool; 2: in it), protocol.c "Pools". */
+#define IN_POOL(ID, P, L) "(" P " = 0 OR (" P " = 2) = (" ID " = ANY (" L ")))"
+
 /* The run log's listing after its job filter: state, since, and keyset
  * paging strictly after the cursor row ($5..$8) in the listing's order,
  * the newest $4 (all when < 0) returned oldest first. */
@@ -152,7 +156,8 @@ static const char *const sql[ST__COUNT] = {
 		"LATERAL (SELECT " STORE_JOB_COLS " FROM jobs WHERE NOT paused AND "
 		"next_fire_at IS NOT NULL AND next_fire_at <= c.now + $1::bigint AND ("
 		RUNS_HERE("jobs", "$3::int", "$4::text[]") " OR " STRANDED("jobs", "jobs.next_fire_at", "c.now")
-		") ORDER BY next_fire_at LIMIT $2::int FOR UPDATE "
+		") AND " IN_POOL("jobs.id", "$5::int", "$6::bigint[]")
+		" ORDER BY next_fire_at LIMIT $2::int FOR UPDATE "
 		"OF jobs SKIP LOCKED) j ON true",
 	[ST_FIRES_INSERT] =
 		"INSERT INTO runs (job_id, job_name, fire_at, attempt, state, due_at, node, "
@@ -176,7 +181,8 @@ static const char *const sql[ST__COUNT] = {
 		"r.node IS NULL AND r.due_at <= $3::bigint AND EXISTS (SELECT 1 FROM jobs "
 		"WHERE jobs.id = r.job_id AND NOT jobs.paused AND ("
 		RUNS_HERE("jobs", "$5::int", "$6::text[]") " OR "
-		STRANDED("jobs", "r.due_at", "$7::bigint") ")) ORDER BY "
+		STRANDED("jobs", "r.due_at", "$7::bigint") ") AND "
+		IN_POOL("jobs.id", "$8::int", "$9::bigint[]") ") ORDER BY "
 		"r.due_at LIMIT $4::int FOR UPDATE OF r SKIP LOCKED) UPDATE runs SET node = "
 		"$1::text, claim_token = $2::text FROM c WHERE runs.id = c.id AND "
 		"runs.state = 1 AND runs.node IS NULL RETURNING runs.id, runs.job_id, "

@@ -57,6 +57,11 @@
 	"h.node_id WHERE h.handler = " J ".handler AND n.state = 'alive' AND "      \
 	"n.lease_until >= " N "))"
 
+/* Pools: job id ID is in the claim's pass P (0: any job; 1: not in the
+ * list L, the node's slow pool; 2: in it), protocol.c "Pools". */
+#define IN_POOL(ID, P, L)                                                        \
+	"(" P " = 0 OR (" P " = 2) = (" ID " IN (SELECT value FROM json_each(" L "))))"
+
 /* The element of a one-column batch (json_each of [x, y, ...]). */
 #define V0 "value"
 /* Cell n of the current row of a row-by-row batch; n has two digits. */
@@ -134,7 +139,8 @@ static const char *const sql[ST__COUNT] = {
 		"SELECT c.now, j.* FROM (SELECT " NOW_SQL " AS now) AS c LEFT JOIN "
 		"(SELECT " STORE_JOB_COLS " FROM jobs WHERE paused = 0 AND next_fire_at "
 		"IS NOT NULL AND next_fire_at <= " NOW_SQL " + ?1 AND (" RUNS_HERE("jobs", "?3", "?4")
-		" OR " STRANDED("jobs", "jobs.next_fire_at", NOW_SQL) ") ORDER BY next_fire_at LIMIT ?2) AS j ON true",
+		" OR " STRANDED("jobs", "jobs.next_fire_at", NOW_SQL) ") AND " IN_POOL("jobs.id", "?5", "?6")
+		" ORDER BY next_fire_at LIMIT ?2) AS j ON true",
 	[ST_FIRES_INSERT] =
 		"INSERT INTO runs(job_id, job_name, fire_at, attempt, state, due_at, node, "
 		"claim_token, finished_ms, missed, error, created_ms) VALUES (" R(00) ", "
@@ -150,7 +156,8 @@ static const char *const sql[ST__COUNT] = {
 		"UPDATE runs SET node = ?1, claim_token = ?2 WHERE id IN (SELECT r.id FROM "
 		"runs r INDEXED BY runs_unclaimed WHERE r.state = 1 AND r.node IS NULL AND "
 		"r.due_at <= ?3 AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = r.job_id AND "
-		"j.paused = 0 AND (" RUNS_HERE("j", "?5", "?6") " OR " STRANDED("j", "r.due_at", "?7") ")) "
+		"j.paused = 0 AND (" RUNS_HERE("j", "?5", "?6") " OR " STRANDED("j", "r.due_at", "?7") ") AND "
+		IN_POOL("j.id", "?8", "?9") ") "
 		"ORDER BY r.due_at LIMIT ?4) RETURNING id, job_id, job_name, fire_at, "
 		"attempt, due_at, missed",
 	[ST_JOBS_BY_IDS] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE id IN (SELECT " V0
@@ -300,6 +307,8 @@ static const unsigned char made_kind[ST__COUNT] = {
 	[ST_RUNS_APPLY] = MADE_UPDATED,
 };
 
+#define SQ_LISTS 2 /* one-column batches one statement may bind */
+
 struct store_conn {
 	sqlite3 *db; /* first: test_sqlite_synchronous reads it through the store */
 	char *url;
@@ -318,7 +327,10 @@ struct store_conn {
 	int made_off;
 	int64_t made_id;
 	const store_cell *made_cell;
-	store_text jb; /* the JSON of a one-column batch; a cleaned cell */
+	store_text jb; /* a cleaned cell of a row-by-row batch */
+	/* the JSON of each one-column batch of a statement, in the order bound:
+	 * a claim statement has two (handlers, the slow pool's jobs) */
+	store_text lists[SQ_LISTS];
 };
 
 /* ---- JSON batch text ---- */
@@ -420,7 +432,7 @@ static int rows_advance(store_conn *q, dbcron_err *err)
 static int sq_exec(store_conn *q, int id, const store_param *p, int np, dbcron_err *err)
 {
 	sqlite3_stmt *st;
-	int rc;
+	int rc, nlists = 0;
 
 	sq_reset(q);
 	if (id < 0 || id >= ST__COUNT)
@@ -456,10 +468,15 @@ static int sq_exec(store_conn *q, int id, const store_param *p, int np, dbcron_e
 				return dbcron_err_set(err, DBCRON_EINTERNAL,
 						      "sqlite: %s: a %d-column batch must run row by row",
 						      store_stmt_what(id), p[i].b->ncols);
-			if (store_batch_json(&q->jb, p[i].b))
+			if (nlists == SQ_LISTS)
+				return dbcron_err_set(err, DBCRON_EINTERNAL,
+						      "sqlite: %s: more than %d list parameters",
+						      store_stmt_what(id), SQ_LISTS);
+			store_text *l = &q->lists[nlists++];
+			if (store_batch_json(l, p[i].b))
 				return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory in %s",
 						      store_stmt_what(id));
-			sqlite3_bind_text(st, i + 1, q->jb.p, (int)q->jb.len, SQLITE_STATIC);
+			sqlite3_bind_text(st, i + 1, l->p, (int)l->len, SQLITE_STATIC);
 			break;
 		}
 	}
@@ -579,6 +596,8 @@ static void sq_close(store_conn *q)
 		sqlite3_finalize(q->stmts[i]);
 	sqlite3_close_v2(q->db);
 	store_text_free(&q->jb);
+	for (int i = 0; i < SQ_LISTS; i++)
+		store_text_free(&q->lists[i]);
 	dbcron__free(q->url);
 	dbcron__free(q->path);
 	dbcron__free(q);
