@@ -42,20 +42,6 @@
 /* Above this a limit would overflow the arithmetic of the reader. */
 #define APPLY_LIMIT_CAP ((size_t)1 << 40)
 
-static int oom(const char *cmd)
-{
-	fprintf(stderr, "dbcron %s: out of memory\n", cmd);
-	return CLI_EXIT_FAIL;
-}
-
-/* "dbcron job add: <msg>" with the status for err's code. */
-static int fail_in(const char *cmd, const dbcron_err *err)
-{
-	fprintf(stderr, "dbcron %s: %s\n", cmd,
-		err->msg[0] ? err->msg : dbcron_strerror(err->code));
-	return cli_status_for(err->code);
-}
-
 static int no_such_job(const char *cmd, const char *name)
 {
 	fprintf(stderr, "dbcron %s: no job named '%s'\n", cmd, name);
@@ -111,43 +97,30 @@ static int init_file_mode(const char *path, const char *group, gid_t gid)
 	return CLI_EXIT_OK;
 }
 
+/* --group, init's one option of its own. */
+static int init_opt(void *ctx, int c, char *arg)
+{
+	(void)c;
+	*(const char **)ctx = arg;
+	return 0;
+}
+
 int cli_init(int argc, char **argv)
 {
-	static const struct option longs[] = {
-		{"db", required_argument, NULL, 'd'},
-		{"db-file", required_argument, NULL, 'F'},
+	static const struct option own[] = {
 		{"group", required_argument, NULL, 'g'},
-		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	cliopt o = {.cmd = "init"};
-	cli_db db = {0};
 	const char *group = NULL;
+	const cli_spec sp = {.cmd = "init", .common = CLI_COMMON_DB | CLI_COMMON_HELP,
+			     .own = own, .usage = init_usage, .own_opt = init_opt, .ctx = &group};
+	cliopt o;
+	cli_common cm;
 	gid_t gid = 0;
-	int c;
 
-	cliopt_reset();
-	while ((c = cliopt_next(&o, argc, argv, "+:h", longs)) != -1) {
-		switch (c) {
-		case 'd':
-			cli_db_set_url(&db, optarg);
-			break;
-		case 'F':
-			db.file = optarg;
-			break;
-		case 'g':
-			group = optarg;
-			break;
-		case 'h':
-			init_usage(stdout);
-			return CLI_EXIT_OK;
-		default:
-			return CLI_EXIT_USAGE;
-		}
-	}
-	if (o.npos || o.dashdash)
-		return cli_usage_error("init", "unexpected argument '%s'",
-				       o.npos ? o.pos[0] : "--");
+	int status = cli_parse(&sp, &o, &cm, argc, argv);
+	if (status >= 0 || (status = cliopt_no_pos(&o)))
+		return status;
 	if (group) {
 		struct group *gr = getgrnam(group);
 		if (!gr)
@@ -157,8 +130,8 @@ int cli_init(int argc, char **argv)
 
 	store *s = NULL;
 	dbcron_err err = {0};
-	int from = 0, to = 0, status;
-	const char *url = cli_db_url("init", &db, &status);
+	int from = 0, to = 0;
+	const char *url = cli_db_url("init", &cm.db, &status);
 	if (!url)
 		return status;
 	int rc = store_open(url, &s, &err);
@@ -228,69 +201,61 @@ static void add_usage(FILE *f)
 		"database's clock.\n");
 }
 
-/* Long options of `job add`: one per key of the table (cli_jobdef_longopts),
- * plus --db and --help. */
-#define OPT_DB 1000
-#define OPT_DB_FILE 1001
-#define OPT_NO_USER_CHECK 1002
-#define OPT_STRICT 1003
-#define OPT_HELP 'h'
+/* job add's own options: one per key of the table (cli_jobdef_longopts),
+ * and two that are not part of the definition. */
+#define OPT_NO_USER_CHECK 'U'
+#define OPT_STRICT 'S'
 
 static void add_options(struct option *out)
 {
 	size_t n = cli_jobdef_longopts(out, false);
-	out[n++] = (struct option){"db", required_argument, NULL, OPT_DB};
-	out[n++] = (struct option){"db-file", required_argument, NULL, OPT_DB_FILE};
 	out[n++] = (struct option){"no-user-check", no_argument, NULL, OPT_NO_USER_CHECK};
 	out[n++] = (struct option){"strict", no_argument, NULL, OPT_STRICT};
-	out[n++] = (struct option){"help", no_argument, NULL, OPT_HELP};
 	out[n] = (struct option){NULL, 0, NULL, 0};
+}
+
+typedef struct add_ctx {
+	model_jobdef *d;
+	bool user_check, strict;
+	dbcron_err *err;
+} add_ctx;
+
+static int add_opt(void *ctx, int c, char *arg)
+{
+	add_ctx *ac = ctx;
+	bool handled;
+	if (c == OPT_NO_USER_CHECK) {
+		ac->user_check = false;
+		return 0;
+	}
+	if (c == OPT_STRICT) {
+		ac->strict = true;
+		return 0;
+	}
+	if (cli_jobdef_opt(ac->d, c, arg, &handled, ac->err))
+		return cli_fail_in("job add", ac->err);
+	return handled ? 0 : CLI_EXIT_USAGE;
 }
 
 static int job_add(int argc, char **argv)
 {
-	struct option longs[MODEL_JK__COUNT + 6];
-	cliopt o = {.cmd = "job add"};
-	cli_db db = {0};
+	struct option own[MODEL_JK__COUNT + 3];
+	cliopt o;
+	cli_common cm;
 	dbcron_err err = {0};
 	model_jobdef d;
-	bool user_check = true, strict = false;
+	add_ctx ac = {.d = &d, .user_check = true, .err = &err};
+	const cli_spec sp = {.cmd = "job add", .common = CLI_COMMON_DB | CLI_COMMON_HELP,
+			     .own = own, .usage = add_usage, .own_opt = add_opt, .ctx = &ac};
 	char warn[512] = "";
-	int c, status = CLI_EXIT_USAGE;
+	int status;
 
-	add_options(longs);
+	add_options(own);
 	model_jobdef_init(&d, true);
-	cliopt_reset();
-	while ((c = cliopt_next(&o, argc, argv, "+:h", longs)) != -1) {
-		if (c == OPT_HELP) {
-			add_usage(stdout);
-			status = CLI_EXIT_OK;
-			goto out_clear;
-		}
-		if (c == OPT_DB) {
-			cli_db_set_url(&db, optarg);
-			continue;
-		}
-		if (c == OPT_DB_FILE) {
-			db.file = optarg;
-			continue;
-		}
-		if (c == OPT_NO_USER_CHECK) {
-			user_check = false;
-			continue;
-		}
-		if (c == OPT_STRICT) {
-			strict = true;
-			continue;
-		}
-		bool handled;
-		if (cli_jobdef_opt(&d, c, optarg, &handled, &err)) {
-			status = fail_in("job add", &err);
-			goto out_clear;
-		}
-		if (!handled)
-			goto out_clear;
-	}
+	status = cli_parse(&sp, &o, &cm, argc, argv);
+	if (status >= 0)
+		goto out_clear;
+	status = CLI_EXIT_USAGE;
 	if (o.npos == 0) {
 		cli_usage_error("job add", "missing the job NAME");
 		goto out_clear;
@@ -302,27 +267,27 @@ static int job_add(int argc, char **argv)
 	}
 	if (model_jobdef_set_text(&d, model_jobdef_key_of(MODEL_JK_NAME), o.pos[0], &err) ||
 	    (o.dashdash && model_jobdef_set_argv(&d, o.rest, o.nrest, &err)) ||
-	    model_jobdef_check(&d, &err) || (user_check && model_jobdef_check_host(&d, &err)) ||
-	    model_jobdef_check_handler(&d.job, strict, warn, sizeof(warn), &err)) {
+	    model_jobdef_check(&d, &err) || (ac.user_check && model_jobdef_check_host(&d, &err)) ||
+	    model_jobdef_check_handler(&d.job, ac.strict, warn, sizeof(warn), &err)) {
 		if (err.code == DBCRON_ENOTFOUND) {
 			fprintf(stderr, "dbcron job add: %s (if it exists only where the nodes run, "
 					"add --no-user-check)\n", err.msg);
 			status = CLI_EXIT_USAGE;
 		} else {
-			status = fail_in("job add", &err);
+			status = cli_fail_in("job add", &err);
 		}
 		goto out_clear;
 	}
 
 	store *s = NULL;
-	status = cli_open_store("job add", &db, &s);
+	status = cli_open_store("job add", &cm.db, &s);
 	if (status)
 		goto out_clear;
 	int64_t now;
 	size_t created = 0, updated = 0, deleted = 0;
 	if (store_now_ms(s, &now, &err) ||
 	    model_jobdef_finish(&d, now, NULL, &err)) {
-		status = fail_in("job add", &err);
+		status = cli_fail_in("job add", &err);
 		goto out_close;
 	}
 	int rc = store_job_put(s, &d.job, 1, STORE_PUT_CREATE, false, &created,
@@ -334,7 +299,7 @@ static int job_add(int argc, char **argv)
 		goto out_close;
 	}
 	if (rc) {
-		status = fail_in("job add", &err);
+		status = cli_fail_in("job add", &err);
 		goto out_close;
 	}
 	char t[64];
@@ -359,125 +324,52 @@ out_clear:
 
 /* ------------------------------------------------- list, show and co */
 
-/* Options shared by the job subcommands that take NAME: --db, --help,
- * --format.  Returns -1 to go on, else an exit status. */
+/* What job list, show and the verbs by name take: the shared options and
+ * a NAME. */
 typedef struct simple_args {
-	cli_db db;
-	const char *format;
+	cli_common cm;
+	const char *cmd;
 	const char *name;
-	bool prune;
-	bool no_user_check;         /* job apply: users and groups not looked up */
-	bool strict;                /* job apply: a handler not built in is an error */
-	bool dry_run;               /* job apply: print the diff, write nothing */
-	size_t max_bytes, max_jobs; /* job apply's input bounds */
 } simple_args;
 
-/* A count for --max-bytes / --max-jobs: digits, for bytes optionally K, M
- * or G (KiB, MiB, GiB); 1 up to APPLY_LIMIT_CAP. */
-static int parse_limit(const char *cmd, const char *flag, const char *v, bool units,
-		       size_t *out)
+/* job apply's options (cli_apply_longopts) are in the table of the other
+ * job subcommands too, each refused by name: one table gave them to every
+ * subcommand once, and so "job list --prune" or "--max-bytes=1" still say
+ * "unknown option '--prune'", and the abbreviations stay as they were. */
+static int simple_opt(void *ctx, int c, char *arg)
 {
-	char *end;
-	errno = 0;
-	unsigned long long x = v[0] >= '0' && v[0] <= '9' ? strtoull(v, &end, 10) : 0;
-	unsigned shift = 0;
-	if (x && !errno && units && *end && !end[1])
-		shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
-	if (shift)
-		end++;
-	if (!x || errno || *end || x > (unsigned long long)(APPLY_LIMIT_CAP >> shift))
-		return cli_usage_error(cmd, "%s '%s': expected a whole number from 1 to %zu%s", flag,
-				       v, APPLY_LIMIT_CAP, units ? " (or with K, M, G: KiB, MiB, GiB)" : "");
-	*out = (size_t)x << shift;
-	return 0;
+	const simple_args *a = ctx;
+	(void)arg;
+	if (c == CLI_OPT_FORMAT)
+		return cli_usage_error(a->cmd, "unknown option '--format'");
+	for (const struct option *l = cli_apply_longopts; l->name; l++)
+		if (l->val == c)
+			return cli_usage_error(a->cmd, "unknown option '--%s'", l->name);
+	return CLI_EXIT_USAGE;
 }
 
-/* apply: accept job apply's options (--prune, --max-bytes, --max-jobs) */
+/* formats: --format table|json is taken.  Returns -1 to go on, else an
+ * exit status. */
 static int parse_simple(const char *cmd, int argc, char **argv, int want_pos,
-			bool formats, bool apply, void (*usage)(FILE *),
-			simple_args *a)
+			bool formats, void (*usage)(FILE *), simple_args *a)
 {
-	static const struct option longs[] = {
-		{"db", required_argument, NULL, 'd'},
-		{"db-file", required_argument, NULL, 'F'},
-		{"format", required_argument, NULL, 'f'},
-		{"prune", no_argument, NULL, 'p'},
-		{"max-bytes", required_argument, NULL, 'B'},
-		{"max-jobs", required_argument, NULL, 'J'},
-		{"no-user-check", no_argument, NULL, 'U'},
-		{"strict", no_argument, NULL, 'S'},
-		{"dry-run", no_argument, NULL, 'n'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	cliopt o = {.cmd = cmd};
-	int c;
+	static const char *const table_json[] = {"table", "json", NULL};
+	const cli_spec sp = {.cmd = cmd,
+			     .common = CLI_COMMON_DB | CLI_COMMON_FORMAT | CLI_COMMON_HELP,
+			     .own = cli_apply_longopts, .usage = usage,
+			     .formats = formats ? table_json : NULL, .own_opt = simple_opt,
+			     .ctx = a};
+	cliopt o;
 
-	memset(a, 0, sizeof(*a));
-	a->max_bytes = APPLY_MAX_BYTES;
-	a->max_jobs = APPLY_MAX_JOBS;
-	cliopt_reset();
-	while ((c = cliopt_next(&o, argc, argv, "+:h", longs)) != -1) {
-		switch (c) {
-		case 'd':
-			cli_db_set_url(&a->db, optarg);
-			break;
-		case 'F':
-			a->db.file = optarg;
-			break;
-		case 'f':
-			if (!formats)
-				return cli_usage_error(cmd, "unknown option '--format'");
-			if (strcmp(optarg, "table") && strcmp(optarg, "json"))
-				return cli_usage_error(cmd, "--format '%s': expected table or json",
-						       optarg);
-			a->format = optarg;
-			break;
-		case 'p':
-			if (!apply)
-				return cli_usage_error(cmd, "unknown option '--prune'");
-			a->prune = true;
-			break;
-		case 'U':
-			if (!apply)
-				return cli_usage_error(cmd, "unknown option '--no-user-check'");
-			a->no_user_check = true;
-			break;
-		case 'S':
-			if (!apply)
-				return cli_usage_error(cmd, "unknown option '--strict'");
-			a->strict = true;
-			break;
-		case 'n':
-			if (!apply)
-				return cli_usage_error(cmd, "unknown option '--dry-run'");
-			a->dry_run = true;
-			break;
-		case 'B':
-		case 'J':
-			if (!apply)
-				return cli_usage_error(cmd, "unknown option '%s'",
-						       c == 'B' ? "--max-bytes" : "--max-jobs");
-			if (parse_limit(cmd, c == 'B' ? "--max-bytes" : "--max-jobs", optarg,
-					c == 'B', c == 'B' ? &a->max_bytes : &a->max_jobs))
-				return CLI_EXIT_USAGE;
-			break;
-		case 'h':
-			usage(stdout);
-			return CLI_EXIT_OK;
-		default:
-			return CLI_EXIT_USAGE;
-		}
-	}
-	if (o.dashdash) {
-		/* "--" before a name that starts with "-" */
-		for (int i = 0; i < o.nrest; i++, o.npos++)
-			if (o.npos < CLIOPT_MAXPOS)
-				o.pos[o.npos] = o.rest[i];
-	}
+	a->cmd = cmd;
+	a->name = NULL;
+	int status = cli_parse(&sp, &o, &a->cm, argc, argv);
+	if (status >= 0)
+		return status;
+	/* "--" before a name that starts with "-" */
+	cliopt_rest_as_pos(&o);
 	if (o.npos < want_pos)
-		return cli_usage_error(cmd, want_pos == 1 && !apply ? "missing the job NAME"
-								     : "missing the FILE");
+		return cli_usage_error(cmd, "missing the job NAME");
 	if (o.npos > want_pos)
 		return cli_usage_error(cmd, "unexpected argument '%s'", o.pos[want_pos]);
 	if (want_pos)
@@ -685,22 +577,22 @@ static int list_all(store *s, json_t **out, int64_t *now, dbcron_err *err)
 static int job_list(int argc, char **argv)
 {
 	simple_args a;
-	int status = parse_simple("job list", argc, argv, 0, true, false, list_usage, &a);
+	int status = parse_simple("job list", argc, argv, 0, true, list_usage, &a);
 	if (status >= 0)
 		return status;
 	store *s = NULL;
-	if ((status = cli_open_store("job list", &a.db, &s)))
+	if ((status = cli_open_store("job list", &a.cm.db, &s)))
 		return status;
 	dbcron_err err = {0};
 	json_t *arr = NULL;
 	int64_t now = 0;
 	if (list_all(s, &arr, &now, &err)) {
-		status = err.code == DBCRON_ENOMEM ? oom("job list") : cli_fail(&err);
+		status = err.code == DBCRON_ENOMEM ? cli_oom("job list") : cli_fail(&err);
 		goto out;
 	}
-	if (!a.format || strcmp(a.format, "json")) {
+	if (!a.cm.format || strcmp(a.cm.format, "json")) {
 		if (!print_list_table(arr, now))
-			status = oom("job list");
+			status = cli_oom("job list");
 		goto out;
 	}
 	/* one job a line, as before the API shared this form */
@@ -708,7 +600,7 @@ static int job_list(int argc, char **argv)
 	for (size_t i = 0; i < json_array_size(arr); i++) {
 		fputs(i ? ",\n" : "\n", stdout);
 		if (!print_json(json_incref(json_array_get(arr, i)))) {
-			status = oom("job list");
+			status = cli_oom("job list");
 			goto out;
 		}
 	}
@@ -749,18 +641,18 @@ static void show_usage(FILE *f)
 static int job_show(int argc, char **argv)
 {
 	simple_args a;
-	int status = parse_simple("job show", argc, argv, 1, true, false, show_usage, &a);
+	int status = parse_simple("job show", argc, argv, 1, true, show_usage, &a);
 	if (status >= 0)
 		return status;
 	store *s = NULL;
-	if ((status = cli_open_store("job show", &a.db, &s)))
+	if ((status = cli_open_store("job show", &a.cm.db, &s)))
 		return status;
 	dbcron_job j;
 	dbcron_err err = {0};
 	cli_run_vec rv = {0};
 	store_run_filter f = {.job = a.name, .state = 0, .since_ms = -1, .limit = 5};
 	int64_t now = -1;
-	bool json = a.format && strcmp(a.format, "json") == 0;
+	bool json = a.cm.format && strcmp(a.cm.format, "json") == 0;
 
 	dbcron_job_init(&j);
 	if (json) {
@@ -769,7 +661,7 @@ static int job_show(int argc, char **argv)
 		if (rc == DBCRON_ENOTFOUND)
 			status = no_such_job("job show", a.name);
 		else if (rc == DBCRON_ENOMEM || (!rc && !print_json(o)))
-			status = oom("job show");
+			status = cli_oom("job show");
 		else if (rc)
 			status = cli_fail(&err);
 		else
@@ -791,7 +683,7 @@ static int job_show(int argc, char **argv)
 	const char *unrunnable = app_job_unrunnable(&live, &j, why, sizeof(why));
 	app_live_clear(&live);
 	if (rv.rc) {
-		status = oom("job show");
+		status = cli_oom("job show");
 		goto out;
 	}
 	char t[64], b1[256];
@@ -805,7 +697,7 @@ static int job_show(int argc, char **argv)
 	char b2[64], b3[64];
 	json_t *words = json_object();
 	if (!words) {
-		status = oom("job show");
+		status = cli_oom("job show");
 		goto out;
 	}
 	app_job_add_words(words, &j);
@@ -885,11 +777,11 @@ static int job_by_name(const char *sub, int argc, char **argv)
 	char cmd[32];
 	snprintf(cmd, sizeof(cmd), "job %s", sub);
 	simple_args a;
-	int status = parse_simple(cmd, argc, argv, 1, false, false, name_usage, &a);
+	int status = parse_simple(cmd, argc, argv, 1, false, name_usage, &a);
 	if (status >= 0)
 		return status;
 	store *s = NULL;
-	if ((status = cli_open_store(cmd, &a.db, &s)))
+	if ((status = cli_open_store(cmd, &a.cm.db, &s)))
 		return status;
 	dbcron_err err = {0};
 	app_job_result r;
@@ -923,7 +815,7 @@ static int job_by_name(const char *sub, int argc, char **argv)
 	if (rc == DBCRON_ENOTFOUND)
 		status = no_such_job(cmd, a.name);
 	else if (rc)
-		status = fail_in(cmd, &err);
+		status = cli_fail_in(cmd, &err);
 	store_close(s);
 	return status;
 }
@@ -956,6 +848,96 @@ static void apply_usage(FILE *f)
 		"  --strict       refuse a \"handler\" that is not built in (by default such a\n"
 		"                 job is applied with a warning: only nodes of programs that\n"
 		"                 register the handler run it)\n" CLI_DB_HELP);
+}
+
+/* job apply's arguments. */
+typedef struct apply_args {
+	cli_common cm;
+	const char *file;
+	bool prune;
+	bool no_user_check;         /* users and groups not looked up */
+	bool strict;                /* a handler not built in is an error */
+	bool dry_run;               /* print the diff, write nothing */
+	size_t max_bytes, max_jobs; /* the input bounds */
+} apply_args;
+
+const struct option cli_apply_longopts[] = {
+	{"prune", no_argument, NULL, 'p'},
+	{"max-bytes", required_argument, NULL, 'B'},
+	{"max-jobs", required_argument, NULL, 'J'},
+	{"no-user-check", no_argument, NULL, 'U'},
+	{"strict", no_argument, NULL, 'S'},
+	{"dry-run", no_argument, NULL, 'n'},
+	{NULL, 0, NULL, 0},
+};
+
+/* A count for --max-bytes / --max-jobs: digits, for bytes optionally K, M
+ * or G (KiB, MiB, GiB); 1 up to APPLY_LIMIT_CAP. */
+static int parse_limit(const char *cmd, const char *flag, const char *v, bool units,
+		       size_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long x = v[0] >= '0' && v[0] <= '9' ? strtoull(v, &end, 10) : 0;
+	unsigned shift = 0;
+	if (x && !errno && units && *end && !end[1])
+		shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
+	if (shift)
+		end++;
+	if (!x || errno || *end || x > (unsigned long long)(APPLY_LIMIT_CAP >> shift))
+		return cli_usage_error(cmd, "%s '%s': expected a whole number from 1 to %zu%s", flag,
+				       v, APPLY_LIMIT_CAP, units ? " (or with K, M, G: KiB, MiB, GiB)" : "");
+	*out = (size_t)x << shift;
+	return 0;
+}
+
+static int apply_opt(void *ctx, int c, char *arg)
+{
+	apply_args *a = ctx;
+	switch (c) {
+	case 'p':
+		a->prune = true;
+		return 0;
+	case 'U':
+		a->no_user_check = true;
+		return 0;
+	case 'S':
+		a->strict = true;
+		return 0;
+	case 'n':
+		a->dry_run = true;
+		return 0;
+	case 'B':
+		return parse_limit("job apply", "--max-bytes", arg, true, &a->max_bytes);
+	case 'J':
+		return parse_limit("job apply", "--max-jobs", arg, false, &a->max_jobs);
+	default: /* --format, in the table of every job subcommand */
+		return cli_usage_error("job apply", "unknown option '--format'");
+	}
+}
+
+/* Returns -1 to go on, else an exit status. */
+static int parse_apply(int argc, char **argv, apply_args *a)
+{
+	const cli_spec sp = {.cmd = "job apply",
+			     .common = CLI_COMMON_DB | CLI_COMMON_FORMAT | CLI_COMMON_HELP,
+			     .own = cli_apply_longopts, .usage = apply_usage, .own_opt = apply_opt,
+			     .ctx = a};
+	cliopt o;
+
+	memset(a, 0, sizeof(*a));
+	a->max_bytes = APPLY_MAX_BYTES;
+	a->max_jobs = APPLY_MAX_JOBS;
+	int status = cli_parse(&sp, &o, &a->cm, argc, argv);
+	if (status >= 0)
+		return status;
+	cliopt_rest_as_pos(&o);
+	if (o.npos < 1)
+		return cli_usage_error("job apply", "missing the FILE");
+	if (o.npos > 1)
+		return cli_usage_error("job apply", "unexpected argument '%s'", o.pos[1]);
+	a->file = o.pos[0];
+	return -1;
 }
 
 typedef struct apply_ctx {
@@ -1050,7 +1032,7 @@ out_free:
 /* FILE ("-": stdin) as a JSON array of at most a->max_jobs entries, read
  * with at most a->max_bytes bytes.  NULL (message printed, *status set)
  * when it cannot be had; nothing has been written then. */
-static json_t *apply_load(const char *file, const char *shown, const simple_args *a,
+static json_t *apply_load(const char *file, const char *shown, const apply_args *a,
 			  int *status)
 {
 	json_error_t jerr;
@@ -1084,7 +1066,7 @@ static json_t *apply_load(const char *file, const char *shown, const simple_args
 		goto out_too_big;
 	if (r < 0) {
 		if (errno == ENOMEM)
-			*status = oom("job apply");
+			*status = cli_oom("job apply");
 		else
 			fprintf(stderr, "dbcron job apply: %s: %s\n", shown, strerror(errno));
 		goto out_close;
@@ -1169,7 +1151,7 @@ int cli_apply_jobs(const char *shown, json_t *root, const cli_db *db, bool user_
 	if (rc == DBCRON_EINVAL)
 		goto out_report;
 	if (rc) {
-		status = oom("job apply");
+		status = cli_oom("job apply");
 		goto out_free;
 	}
 	if ((status = cli_open_store("job apply", db, &s)))
@@ -1178,7 +1160,7 @@ int cli_apply_jobs(const char *shown, json_t *root, const cli_db *db, bool user_
 	if (rc == DBCRON_EINVAL && r.nerr)
 		goto out_report;
 	if (rc) {
-		status = err.code == DBCRON_ENOMEM ? oom("job apply") : fail_in("job apply", &err);
+		status = err.code == DBCRON_ENOMEM ? cli_oom("job apply") : cli_fail_in("job apply", &err);
 		goto out_free;
 	}
 	if (dry_run) {
@@ -1211,15 +1193,15 @@ out_free:
 
 static int job_apply(int argc, char **argv)
 {
-	simple_args a;
-	int status = parse_simple("job apply", argc, argv, 1, false, true, apply_usage, &a);
+	apply_args a;
+	int status = parse_apply(argc, argv, &a);
 	if (status >= 0)
 		return status;
-	const char *shown = strcmp(a.name, "-") ? a.name : "<stdin>";
-	json_t *root = apply_load(a.name, shown, &a, &status);
+	const char *shown = strcmp(a.file, "-") ? a.file : "<stdin>";
+	json_t *root = apply_load(a.file, shown, &a, &status);
 	if (!root)
 		return status;
-	return cli_apply_jobs(shown, root, &a.db, !a.no_user_check, a.prune, a.strict,
+	return cli_apply_jobs(shown, root, &a.cm.db, !a.no_user_check, a.prune, a.strict,
 			      a.dry_run);
 }
 
