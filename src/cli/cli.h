@@ -57,6 +57,8 @@ int cli_jobdef_opt(struct model_jobdef *d, int c, const char *arg, bool *handled
 		   dbcron_err *err);
 /* job import-crontab (cmd_crontab.c); argv[0] is "import-crontab". */
 int cli_job_import_crontab(int argc, char **argv);
+/* job apply (cmd_apply.c); argv[0] is "apply". */
+int cli_job_apply(int argc, char **argv);
 
 /*
  * Where the database is: --db URL or --db-file PATH, which every database
@@ -212,7 +214,7 @@ void cli_print_runs_table(FILE *f, const dbcron_run *runs, size_t n,
  * job objects (stolen); shown names the input in messages.  Prints what
  * it did or every error; returns the exit status.  dry_run prints what
  * would change (created, changed with its fields, deleted) and writes
- * nothing.  (cmd_job.c)
+ * nothing.  (cmd_apply.c, shared with job import-crontab --apply)
  */
 int cli_apply_jobs(const char *shown, json_t *root, const cli_db *db, bool user_check,
 		   bool prune, bool strict, bool dry_run);
