@@ -27,7 +27,7 @@ struct http_config;
 
 /* Each takes argv after the subcommand name (argv[0] is the subcommand). */
 int cli_cron(int argc, char **argv);  /* cmd_cron.c */
-int cli_init(int argc, char **argv);  /* cmd_job.c */
+int cli_init(int argc, char **argv);  /* cmd_init.c */
 int cli_job(int argc, char **argv);   /* cmd_job.c */
 int cli_runs(int argc, char **argv);  /* cmd_view.c */
 int cli_nodes(int argc, char **argv); /* cmd_view.c */

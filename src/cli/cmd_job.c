@@ -1,6 +1,6 @@
 /*
- * `dbcron init` and `dbcron job ...`: the schema and the job definitions;
- * job apply is cmd_apply.c's.
+ * `dbcron job ...`: the job definitions (job apply is cmd_apply.c's, job
+ * set, rename and export cmd_jobedit.c's, import-crontab cmd_crontab.c's).
  * Keeps the CLI's promise on bad input: every definition is parsed and
  * validated in full before the store is written, and a write is one
  * store call (one transaction), so a rejected command leaves the database
@@ -10,16 +10,11 @@
  * model's (src/model/); this file parses argv and prints.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <grp.h>
 #include <inttypes.h>
 #include <jansson.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "app/app.h"
 #include "cli/cli.h"
@@ -34,112 +29,6 @@ static int no_such_job(const char *cmd, const char *name)
 {
 	fprintf(stderr, "dbcron %s: no job named '%s'\n", cmd, name);
 	return CLI_EXIT_USAGE;
-}
-
-/* ---------------------------------------------------------------- init */
-
-static void init_usage(FILE *f)
-{
-	fprintf(f, "usage: dbcron init [--group GROUP] [--db URL | --db-file PATH]\n\n"
-		   "Create the schema, or upgrade it to this binary's version.  Safe to run\n"
-		   "again: an up-to-date schema is left as it is.\n\n"
-		   "A SQLite database file (and its -wal and -shm files) is created 0600: it\n"
-		   "holds every job's command line, environment and output.  init warns when\n"
-		   "an existing one is readable by every user of the host.\n"
-		   "  --group GROUP    make the SQLite files 0640 and owned by GROUP, for\n"
-		   "                   readers in that group (dbcron runs, job list...)\n"
-		   CLI_DB_HELP);
-}
-
-/* The database file and the two SQLite keeps beside it while in use. */
-static const char *const db_file_suffixes[] = {"", "-wal", "-shm"};
-
-/*
- * --group: the SQLite files 0640, owned by the group; else a warning for
- * each one others can read or write (files dbcron made are 0600; older
- * ones, or ones made by hand, may not be).  The exit status.
- */
-static int init_file_mode(const char *path, const char *group, gid_t gid)
-{
-	char p[4096];
-	struct stat st;
-
-	for (size_t i = 0; i < sizeof(db_file_suffixes) / sizeof(db_file_suffixes[0]); i++) {
-		int w = snprintf(p, sizeof(p), "%s%s", path, db_file_suffixes[i]);
-		if (w < 0 || (size_t)w >= sizeof(p) || stat(p, &st) != 0)
-			continue;
-		if (group) {
-			if (chown(p, (uid_t)-1, gid) != 0 || chmod(p, 0640) != 0) {
-				fprintf(stderr, "dbcron init: %s: %s\n", p, strerror(errno));
-				return CLI_EXIT_FAIL;
-			}
-			printf("%s: mode 0640, group %s\n", p, group);
-		} else if (st.st_mode & (S_IROTH | S_IWOTH)) {
-			fprintf(stderr,
-				"dbcron init: warning: %s is readable by every user of this host (mode %04o): "
-				"it holds every job's command line, environment and output; chmod 600 it, "
-				"or run dbcron init --group GROUP for 0640\n",
-				p, (unsigned)(st.st_mode & 07777));
-		}
-	}
-	return CLI_EXIT_OK;
-}
-
-/* --group, init's one option of its own. */
-static int init_opt(void *ctx, int c, char *arg)
-{
-	(void)c;
-	*(const char **)ctx = arg;
-	return 0;
-}
-
-int cli_init(int argc, char **argv)
-{
-	static const struct option own[] = {
-		{"group", required_argument, NULL, 'g'},
-		{NULL, 0, NULL, 0},
-	};
-	const char *group = NULL;
-	const cli_spec sp = {.cmd = "init", .common = CLI_COMMON_DB | CLI_COMMON_HELP,
-			     .own = own, .usage = init_usage, .own_opt = init_opt, .ctx = &group};
-	cliopt o;
-	cli_common cm;
-	gid_t gid = 0;
-
-	int status = cli_parse(&sp, &o, &cm, argc, argv);
-	if (status >= 0 || (status = cliopt_no_pos(&o)))
-		return status;
-	if (group) {
-		struct group *gr = getgrnam(group);
-		if (!gr)
-			return cli_usage_error("init", "--group '%s': no such group on this host", group);
-		gid = gr->gr_gid;
-	}
-
-	store *s = NULL;
-	dbcron_err err = {0};
-	int from = 0, to = 0;
-	const char *url = cli_db_url("init", &cm.db, &status);
-	if (!url)
-		return status;
-	int rc = store_open(url, &s, &err);
-	if (rc)
-		return cli_fail(&err);
-	const char *file = store_file(s);
-	if (group && !file) {
-		store_close(s);
-		return cli_usage_error("init", "--group is for a SQLite file; this database is a "
-					       "server's, whose files the server keeps");
-	}
-	rc = store_migrate(s, &from, &to, &err);
-	if (rc) {
-		store_close(s);
-		return cli_fail(&err);
-	}
-	printf("schema at version %d (was %d)\n", to, from);
-	status = file ? init_file_mode(file, group, gid) : CLI_EXIT_OK;
-	store_close(s);
-	return status;
 }
 
 /* ------------------------------------------------------------ job add */
@@ -626,6 +515,77 @@ static void show_usage(FILE *f)
 		   "says it), its next five fires in its zone and its last 5 runs.\n\n" CLI_DB_HELP);
 }
 
+/* job show's table: every field, the schedule in words, the next fires
+ * in the job's zone and the last runs. */
+static int show_table(const dbcron_job *j, const cli_run_vec *rv, const char *unrunnable)
+{
+	char t[64], b1[256];
+	printf("name:              %s\n", j->name);
+	printf("id:                %" PRId64 "\n", j->id);
+	printf("schedule:          %s", model_schedule_text(j, b1, sizeof(b1)));
+	if (j->kind == DBCRON_SCHED_EVERY)
+		printf(" (series from %s)", model_time_text(j->anchor_ms, t, sizeof(t)));
+	if (j->kind == DBCRON_SCHED_AT && j->spec && strcmp(j->spec, b1 + 3))
+		printf(" (given as %s)", j->spec);
+	char b2[64], b3[64];
+	json_t *words = json_object();
+	if (!words)
+		return cli_oom("job show");
+	app_job_add_words(words, j);
+	printf("\nin words:          %s\n", jstr(words, "description"));
+	printf("tz:                %s\n", j->tz ? j->tz : "UTC");
+	printf("paused:            %s\n", j->paused ? "yes" : "no");
+	printf("next fire:         %s\n", model_time_text(j->next_fire_at, t, sizeof(t)));
+	/* in the job's zone, as `dbcron cron next --tz` prints them */
+	const json_t *nf = json_object_get(words, "next_fires");
+	for (size_t i = 0; i < json_array_size(nf); i++) {
+		json_int_t at = json_integer_value(json_object_get(json_array_get(nf, i), "at_ms"));
+		const char *l = app_local_time(j, at, b2, sizeof(b2));
+		printf("%s%s\n", i ? "                   " : "next fires:        ", l ? l : "-");
+	}
+	json_decref(words);
+	if (j->set_aside)
+		printf("set aside:         %s (fix it with job apply/add, or job resume)\n",
+		       j->set_aside);
+	if (j->executor == DBCRON_EXEC_HANDLER) {
+		printf("handler:           %s\n", j->handler ? j->handler : "");
+		if (unrunnable)
+			printf("runs on:           %s: its fires wait for one (docs/library.md)\n",
+			       unrunnable);
+		if (j->arg)
+			printf("arg:               %s\n", j->arg);
+	} else {
+		printf("command:          ");
+		for (int i = 0; i < j->argc; i++) {
+			fputc(' ', stdout);
+			print_word(stdout, j->argv[i]);
+		}
+		fputc('\n', stdout);
+		show_runas(j);
+	}
+	dbcron__format_duration(j->misfire_threshold_ms, b1, sizeof(b1));
+	printf("misfire:           %s (threshold %s, max catch-up %d)\n",
+	       dbcron_misfire_name(j->misfire), b1, j->max_catchup);
+	printf("overlap:           %s\n", dbcron_overlap_name(j->overlap));
+	printf("node loss:         %s\n", dbcron_node_loss_name(j->node_loss));
+	dbcron__format_duration(j->retry_base_ms, b2, sizeof(b2));
+	dbcron__format_duration(j->retry_cap_ms, b3, sizeof(b3));
+	printf("retries:           %d (backoff %s doubling up to %s%s)\n", j->max_retries,
+	       b2, b3, j->retry_jitter ? ", with jitter" : "");
+	if (j->timeout_ms > 0) {
+		dbcron__format_duration(j->timeout_ms, b1, sizeof(b1));
+		printf("timeout:           %s\n", b1);
+	} else {
+		printf("timeout:           none\n");
+	}
+	printf("created:           %s\n", model_time_text(j->created_ms, t, sizeof(t)));
+	printf("updated:           %s\n", model_time_text(j->updated_ms, t, sizeof(t)));
+	printf("last runs:%s\n", rv->n ? "" : "         none");
+	if (rv->n)
+		cli_print_runs_table(stdout, rv->v, rv->n, false);
+	return CLI_EXIT_OK;
+}
+
 static int job_show(int argc, char **argv)
 {
 	simple_args a;
@@ -674,72 +634,7 @@ static int job_show(int argc, char **argv)
 		status = cli_oom("job show");
 		goto out;
 	}
-	char t[64], b1[256];
-	printf("name:              %s\n", j.name);
-	printf("id:                %" PRId64 "\n", j.id);
-	printf("schedule:          %s", model_schedule_text(&j, b1, sizeof(b1)));
-	if (j.kind == DBCRON_SCHED_EVERY)
-		printf(" (series from %s)", model_time_text(j.anchor_ms, t, sizeof(t)));
-	if (j.kind == DBCRON_SCHED_AT && j.spec && strcmp(j.spec, b1 + 3))
-		printf(" (given as %s)", j.spec);
-	char b2[64], b3[64];
-	json_t *words = json_object();
-	if (!words) {
-		status = cli_oom("job show");
-		goto out;
-	}
-	app_job_add_words(words, &j);
-	printf("\nin words:          %s\n", jstr(words, "description"));
-	printf("tz:                %s\n", j.tz ? j.tz : "UTC");
-	printf("paused:            %s\n", j.paused ? "yes" : "no");
-	printf("next fire:         %s\n", model_time_text(j.next_fire_at, t, sizeof(t)));
-	/* in the job's zone, as `dbcron cron next --tz` prints them */
-	const json_t *nf = json_object_get(words, "next_fires");
-	for (size_t i = 0; i < json_array_size(nf); i++) {
-		json_int_t at = json_integer_value(json_object_get(json_array_get(nf, i), "at_ms"));
-		const char *l = app_local_time(&j, at, b2, sizeof(b2));
-		printf("%s%s\n", i ? "                   " : "next fires:        ", l ? l : "-");
-	}
-	json_decref(words);
-	if (j.set_aside)
-		printf("set aside:         %s (fix it with job apply/add, or job resume)\n",
-		       j.set_aside);
-	if (j.executor == DBCRON_EXEC_HANDLER) {
-		printf("handler:           %s\n", j.handler ? j.handler : "");
-		if (unrunnable)
-			printf("runs on:           %s: its fires wait for one (docs/library.md)\n",
-			       unrunnable);
-		if (j.arg)
-			printf("arg:               %s\n", j.arg);
-	} else {
-		printf("command:          ");
-		for (int i = 0; i < j.argc; i++) {
-			fputc(' ', stdout);
-			print_word(stdout, j.argv[i]);
-		}
-		fputc('\n', stdout);
-		show_runas(&j);
-	}
-	dbcron__format_duration(j.misfire_threshold_ms, b1, sizeof(b1));
-	printf("misfire:           %s (threshold %s, max catch-up %d)\n",
-	       dbcron_misfire_name(j.misfire), b1, j.max_catchup);
-	printf("overlap:           %s\n", dbcron_overlap_name(j.overlap));
-	printf("node loss:         %s\n", dbcron_node_loss_name(j.node_loss));
-	dbcron__format_duration(j.retry_base_ms, b2, sizeof(b2));
-	dbcron__format_duration(j.retry_cap_ms, b3, sizeof(b3));
-	printf("retries:           %d (backoff %s doubling up to %s%s)\n", j.max_retries,
-	       b2, b3, j.retry_jitter ? ", with jitter" : "");
-	if (j.timeout_ms > 0) {
-		dbcron__format_duration(j.timeout_ms, b1, sizeof(b1));
-		printf("timeout:           %s\n", b1);
-	} else {
-		printf("timeout:           none\n");
-	}
-	printf("created:           %s\n", model_time_text(j.created_ms, t, sizeof(t)));
-	printf("updated:           %s\n", model_time_text(j.updated_ms, t, sizeof(t)));
-	printf("last runs:%s\n", rv.n ? "" : "         none");
-	if (rv.n)
-		cli_print_runs_table(stdout, rv.v, rv.n, false);
+	status = show_table(&j, &rv, unrunnable);
 out:
 	cli_run_vec_free(&rv);
 	dbcron_job_clear(&j);
