@@ -29,8 +29,8 @@ struct http_config;
 int cli_cron(int argc, char **argv);  /* cmd_cron.c */
 int cli_init(int argc, char **argv);  /* cmd_init.c */
 int cli_job(int argc, char **argv);   /* cmd_job.c */
-int cli_runs(int argc, char **argv);  /* cmd_view.c */
-int cli_nodes(int argc, char **argv); /* cmd_view.c */
+int cli_runs(int argc, char **argv);  /* cmd_runs.c */
+int cli_nodes(int argc, char **argv); /* cmd_nodes.c */
 int cli_node(int argc, char **argv);  /* cmd_node.c */
 int cli_lock(int argc, char **argv);  /* cmd_lock.c */
 int cli_locks(int argc, char **argv); /* cmd_lock.c */
@@ -194,7 +194,7 @@ enum { CLI_FMT_TABLE, CLI_FMT_CSV, CLI_FMT_JSON };
 /* CLI_FMT_*, or -1 for a word that is none of them. */
 int cli_format_of(const char *word);
 
-/* Runs collected from store listings (cmd_view.c), shared with job show. */
+/* Runs collected from store listings (cmd_runs.c), shared with job show. */
 typedef struct cli_run_vec {
 	dbcron_run *v;
 	size_t n, cap;
@@ -208,6 +208,11 @@ void cli_run_vec_free(cli_run_vec *rv);
 /* Aligned table, RFC 3339 times; with_job adds the JOB column. */
 void cli_print_runs_table(FILE *f, const dbcron_run *runs, size_t n,
 			  bool with_job);
+
+/* The listings' csv (csv.c): one RFC 4180 field (NULL: empty), and epoch
+ * milliseconds (negative: empty). */
+void cli_csv_field(FILE *f, const char *s);
+void cli_csv_ms(FILE *f, int64_t ms);
 
 /*
  * job apply's checks and its one transaction over root, a JSON array of

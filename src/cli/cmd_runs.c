@@ -1,12 +1,13 @@
 /*
- * `dbcron runs` and `dbcron nodes`: read-only views of the run log and the
- * node registry, as a table for people and csv/json for programs.  The csv
- * columns of `runs` are a contract (issue 3): job, fire_at_ms, attempt,
+ * `dbcron runs` and `dbcron runs show`: read-only views of the run log, as
+ * a table for people and csv/json for programs, and `runs --follow`, which
+ * prints runs as they end.  Also the run table job show prints
+ * (cli_print_runs_table).  The csv columns of `runs` are a contract (issue 3): job, fire_at_ms, attempt,
  * state, node, started_ms, finished_ms, exit_code first, in that order,
  * UTC epoch milliseconds, empty when unset; new columns only go after them.
- * Ages ("12s ago") are taken against the database's clock, like every
- * scheduling decision.  A run's JSON object is model_run_json's, the same
- * any other front end prints.
+ * "now" in --since is the database's clock.  A run's JSON object is model_run_json's, the same
+ * any other front end prints.  A follower hands out each run once: runs
+ * listed first are marked seen before the first poll (app_follow).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -163,51 +164,27 @@ void cli_print_runs_table(FILE *f, const dbcron_run *runs, size_t n,
 
 /* ------------------------------------------------------------- csv */
 
-/* RFC 4180: quote a field that holds a comma, a quote or a line break. */
-static void csv_field(FILE *f, const char *s)
-{
-	if (!s)
-		return;
-	if (!strpbrk(s, ",\"\r\n")) {
-		fputs(s, f);
-		return;
-	}
-	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"')
-			fputc('"', f);
-		fputc(*s, f);
-	}
-	fputc('"', f);
-}
-
-static void csv_ms(FILE *f, int64_t ms)
-{
-	if (ms >= 0)
-		fprintf(f, "%" PRId64, ms);
-}
-
 static const char runs_csv_header[] =
 	"job,fire_at_ms,attempt,state,node,started_ms,finished_ms,exit_code,"
 	"missed,error,run_id,due_at_ms";
 
 static void csv_run(FILE *f, const dbcron_run *r)
 {
-	csv_field(f, r->job_name);
+	cli_csv_field(f, r->job_name);
 	fprintf(f, ",%" PRId64 ",%d,%s,", r->fire_at, r->attempt,
 		dbcron_run_state_name(r->state));
-	csv_field(f, r->node);
+	cli_csv_field(f, r->node);
 	fputc(',', f);
-	csv_ms(f, r->started_ms);
+	cli_csv_ms(f, r->started_ms);
 	fputc(',', f);
-	csv_ms(f, r->finished_ms);
+	cli_csv_ms(f, r->finished_ms);
 	fputc(',', f);
 	if (r->has_exit_code)
 		fprintf(f, "%d", r->exit_code);
 	fprintf(f, ",%" PRId64 ",", r->missed);
-	csv_field(f, r->error);
+	cli_csv_field(f, r->error);
 	fprintf(f, ",%" PRId64 ",", r->id);
-	csv_ms(f, r->due_at);
+	cli_csv_ms(f, r->due_at);
 	fputc('\n', f);
 }
 
@@ -668,165 +645,5 @@ static int runs_show(int argc, char **argv)
 		fprintf(stderr, "dbcron runs show: writing output: %s\n", strerror(errno));
 		status = CLI_EXIT_FAIL;
 	}
-	return status;
-}
-
-/* ------------------------------------------------------------ nodes */
-
-static void nodes_usage(FILE *f)
-{
-	fprintf(f, "usage: dbcron nodes [--format table|csv|json] [--db URL | --db-file PATH]\n"
-		   "       dbcron nodes --prune OLDER [--db URL | --db-file PATH]\n\n"
-		   "Scheduler nodes: state, workers, running runs, last heartbeat (and how\n"
-		   "long ago, by the database's clock) and lease expiry.\n"
-		   "--prune OLDER (a duration, e.g. 7d) deletes the rows of stopped and dead nodes\n"
-		   "whose last heartbeat is older than that and that hold no run still to\n"
-		   "resolve; alive nodes, and nodes whose runs a live node has yet to resolve,\n"
-		   "stay.  Their finished runs keep the node's name.\n\n" CLI_DB_HELP);
-}
-
-typedef struct node_ctx {
-	int fmt;
-	int64_t now;
-	size_t n;
-	bool failed;
-} node_ctx;
-
-static void ago(int64_t now, int64_t then, char *buf, size_t len)
-{
-	if (then < 0) {
-		snprintf(buf, len, "never");
-		return;
-	}
-	int64_t d = now - then;
-	if (d < 0)
-		snprintf(buf, len, "in %" PRId64 "s", -d / 1000);
-	else
-		snprintf(buf, len, "%" PRId64 "s ago", d / 1000);
-}
-
-static int print_node(void *ctx, const store_node_row *nr)
-{
-	node_ctx *nc = ctx;
-	char hb[64], lease[64], a[32];
-	ago(nc->now, nr->heartbeat_ms, a, sizeof(a));
-	if (nc->fmt == CLI_FMT_CSV) {
-		csv_field(stdout, nr->node_id);
-		fputc(',', stdout);
-		csv_field(stdout, nr->host);
-		printf(",%d,", nr->pid);
-		csv_field(stdout, nr->state);
-		printf(",%d,%" PRId64 ",", nr->workers, nr->running);
-		csv_ms(stdout, nr->started_ms);
-		fputc(',', stdout);
-		csv_ms(stdout, nr->heartbeat_ms);
-		fputc(',', stdout);
-		csv_ms(stdout, nr->lease_until);
-		printf(",%" PRId64 "\n", nr->heartbeat_ms >= 0 ? nc->now - nr->heartbeat_ms : 0);
-	} else if (nc->fmt == CLI_FMT_JSON) {
-		json_t *o = app_node_json(nr, nc->now);
-		if (!o) {
-			nc->failed = true;
-			return 1;
-		}
-		fputs(nc->n ? ",\n" : "\n", stdout);
-		int rc = json_dumpf(o, stdout, JSON_COMPACT | JSON_ENSURE_ASCII);
-		json_decref(o);
-		if (rc) {
-			nc->failed = true;
-			return 1;
-		}
-	} else {
-		if (nc->n == 0)
-			printf("%-20s  %-16s  %7s  %-7s  %7s  %7s  %-24s  %-10s  %s\n", "NODE",
-			       "HOST", "PID", "STATE", "WORKERS", "RUNNING", "LAST HEARTBEAT",
-			       "AGE", "LEASE UNTIL");
-		printf("%-20s  %-16s  %7d  %-7s  %7d  %7" PRId64 "  %-24s  %-10s  %s\n",
-		       nr->node_id ? nr->node_id : "", nr->host ? nr->host : "", nr->pid,
-		       nr->state ? nr->state : "", nr->workers, nr->running,
-		       model_time_text(nr->heartbeat_ms, hb, sizeof(hb)), a,
-		       model_time_text(nr->lease_until, lease, sizeof(lease)));
-	}
-	nc->n++;
-	return 0;
-}
-
-/* nodes --prune OLDER: the rule is the store's (store_nodes_prune). */
-static int prune_nodes(const cli_db *db, const char *older, bool fmt_set)
-{
-	dbcron_err err = {0};
-	int64_t ms, deleted = 0;
-	if (fmt_set)
-		return cli_usage_error("nodes", "--prune prints a count, not a --format");
-	if (dbcron__parse_duration(older, 1, &ms, &err))
-		return cli_usage_error("nodes", "--prune: %s", err.msg);
-	store *s = NULL;
-	int status = cli_open_store("nodes", db, &s);
-	if (status)
-		return status;
-	if (store_nodes_prune(s, ms, &deleted, &err))
-		status = cli_fail(&err);
-	else
-		printf("pruned %lld node row%s (stopped or dead, last heartbeat over %s ago, no "
-		       "runs to resolve)\n",
-		       (long long)deleted, deleted == 1 ? "" : "s", older);
-	store_close(s);
-	return status;
-}
-
-/* --prune OLDER, nodes' one option of its own. */
-static int nodes_opt(void *ctx, int c, char *arg)
-{
-	(void)c;
-	*(const char **)ctx = arg;
-	return 0;
-}
-
-int cli_nodes(int argc, char **argv)
-{
-	static const struct option own[] = {
-		{"prune", required_argument, NULL, 'p'},
-		{NULL, 0, NULL, 0},
-	};
-	static const char *const formats[] = {"table", "csv", "json", NULL};
-	const char *prune = NULL;
-	const cli_spec sp = {.cmd = "nodes",
-			     .common = CLI_COMMON_DB | CLI_COMMON_FORMAT | CLI_COMMON_HELP,
-			     .own = own, .usage = nodes_usage, .formats = formats,
-			     .own_opt = nodes_opt, .ctx = &prune};
-	cliopt o;
-	cli_common cm;
-
-	int status = cli_parse(&sp, &o, &cm, argc, argv);
-	if (status >= 0 || (status = cliopt_no_pos(&o)))
-		return status;
-	int fmt = cli_format_of(cm.format);
-	bool fmt_set = cm.format != NULL;
-	if (prune)
-		return prune_nodes(&cm.db, prune, fmt_set);
-	store *s = NULL;
-	if ((status = cli_open_store(o.cmd, &cm.db, &s)))
-		return status;
-	dbcron_err err = {0};
-	node_ctx nc = {.fmt = fmt};
-	int rc = store_now_ms(s, &nc.now, &err);
-	if (rc)
-		goto out_rc;
-	if (fmt == CLI_FMT_CSV)
-		printf("node,host,pid,state,workers,running,started_ms,heartbeat_ms,"
-		       "lease_until_ms,heartbeat_age_ms\n");
-	else if (fmt == CLI_FMT_JSON)
-		fputc('[', stdout);
-	rc = store_nodes_list(s, print_node, &nc, &err);
-	if (!rc && nc.failed)
-		rc = dbcron_err_set(&err, DBCRON_ENOMEM, "out of memory writing JSON");
-	if (fmt == CLI_FMT_JSON)
-		fputs(nc.n ? "\n]\n" : "]\n", stdout);
-	else if (fmt == CLI_FMT_TABLE && nc.n == 0 && !rc)
-		printf("no nodes\n");
-out_rc:
-	if (rc)
-		status = cli_fail(&err);
-	store_close(s);
 	return status;
 }
