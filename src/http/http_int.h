@@ -1,6 +1,6 @@
 /*
  * Inside the HTTP server: what server.c (connections, limits, auth) hands
- * the router in api.c, and what the router hands back.  A call and its
+ * the router in routes.c, and what the router hands back.  A call and its
  * reply belong to the one request thread answering it; call->st is that
  * thread's store handle for the length of the call (server.c's pool).
  */
@@ -51,13 +51,13 @@ typedef struct http_reply {
 } http_reply;
 
 /* Does the call have the admin role?  When not, answers 401 or 403 as a
- * write route would (api.c); server.c uses it to refuse a body unread. */
+ * write route would (routes.c); server.c uses it to refuse a body unread. */
 bool http__may_write(const http_call *c, http_reply *rep);
 
 /* GET /metrics (metrics.c). */
 void http__metrics(const http_call *call, http_reply *rep);
 
-/* Route and answer one call (api.c). */
+/* Route and answer one call (routes.c). */
 void http__route(const http_call *call, http_reply *rep);
 
 /* {"error": {"code": code, "message": msg}} with the status. */
