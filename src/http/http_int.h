@@ -50,6 +50,22 @@ typedef struct http_reply {
 	bool csp;      /* a dashboard file: Content-Security-Policy, nothing from elsewhere */
 } http_reply;
 
+/* The --http-host names (hosts.c): lower case, no trailing dot; read at
+ * start, read-only after. */
+typedef struct http_hosts {
+	char **names;
+	size_t n;
+} http_hosts;
+
+/* Read a --http-host list into *h (zeroed before; http__hosts_free frees
+ * it, also after an error).  EINVAL naming the bad name, or ENOMEM. */
+int http__hosts_read(http_hosts *h, const char *list, dbcron_err *err);
+/* May a request with this Host header (NULL: none) be answered?  An
+ * address (v4, or v6 in brackets), localhost and *.localhost, and h's
+ * names. */
+bool http__host_allowed(const http_hosts *h, const char *host);
+void http__hosts_free(http_hosts *h);
+
 /* Does the call have the admin role?  When not, answers 401 or 403 as a
  * write route would (routes.c); server.c uses it to refuse a body unread. */
 bool http__may_write(const http_call *c, http_reply *rep);
