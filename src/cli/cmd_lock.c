@@ -178,7 +178,18 @@ static void sleep_ms(int64_t ms)
 	nanosleep(&ts, NULL);
 }
 
-int cli_lock(int argc, char **argv)
+/* What lock was asked: its options, NAME and the command after "--". */
+typedef struct lock_args {
+	cli_common cm;
+	const char *owner, *name;
+	char **cmd;
+	int held_exit;
+	int64_t ttl, wait, grace;
+	char defowner[300];
+} lock_args;
+
+/* Returns -1 to go on, else the exit status. */
+static int lock_parse(int argc, char **argv, lock_args *a)
 {
 	static const struct option own[] = {
 		{"ttl", required_argument, NULL, 't'},
@@ -189,10 +200,6 @@ int cli_lock(int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	struct option opts[CLI_MAX_LONGOPTS];
-	const char *owner = NULL;
-	int held_exit = CLI_EXIT_LOCKED;
-	cli_common cm = {0};
-	int64_t ttl = 60000, wait = 0, grace = DEFAULT_KILL_GRACE_MS;
 	dbcron_err err = {0};
 	int c;
 	/* Options and NAME come before "--", the command after it; getopt
@@ -208,20 +215,20 @@ int cli_lock(int argc, char **argv)
 	optind = 0;
 	opterr = 0;
 	while ((c = getopt_long(nopt, argv, "h", opts, NULL)) != -1) {
-		if (cli_common_opt(&cm, c, optarg))
+		if (cli_common_opt(&a->cm, c, optarg))
 			continue;
 		switch (c) {
-		case 'o': owner = optarg; break;
+		case 'o': a->owner = optarg; break;
 		case 't':
-			if (dbcron__parse_duration(optarg, 0, &ttl, &err))
+			if (dbcron__parse_duration(optarg, 0, &a->ttl, &err))
 				return cli_usage_error("lock", "--ttl: %s", err.msg);
 			break;
 		case 'w':
-			if (dbcron__parse_duration(optarg, 1, &wait, &err))
+			if (dbcron__parse_duration(optarg, 1, &a->wait, &err))
 				return cli_usage_error("lock", "--wait: %s", err.msg);
 			break;
 		case 'k':
-			if (dbcron__parse_duration(optarg, 0, &grace, &err))
+			if (dbcron__parse_duration(optarg, 0, &a->grace, &err))
 				return cli_usage_error("lock", "--kill-grace: %s", err.msg);
 			break;
 		case 'x': {
@@ -230,7 +237,7 @@ int cli_lock(int argc, char **argv)
 			if (optarg[0] < '0' || optarg[0] > '9' || *end || v > 255)
 				return cli_usage_error("lock", "--held-exit '%s': expected an exit "
 							       "status from 0 to 255", optarg);
-			held_exit = (int)v;
+			a->held_exit = (int)v;
 			break;
 		}
 		case 'h': lock_help(stdout); return 0;
@@ -243,25 +250,38 @@ int cli_lock(int argc, char **argv)
 	if (optind + 1 < nopt)
 		return cli_usage_error("lock", "expected one lock name, got '%s' and '%s'",
 				       argv[optind], argv[optind + 1]);
-	const char *name = argv[optind];
-	if (lease__check_name(name, &err))
+	a->name = argv[optind];
+	if (lease__check_name(a->name, &err))
 		return cli_usage_error("lock", "%s", err.msg);
 	if (dashdash < 0)
 		return cli_usage_error("lock", "no command: give -- COMMAND [ARGS...]");
 	if (dashdash + 1 >= argc || !argv[dashdash + 1][0])
 		return cli_usage_error("lock", "no command after --");
-	char **cmd = &argv[dashdash + 1];
-	char defowner[300];
-	if (!owner) {
+	a->cmd = &argv[dashdash + 1];
+	if (!a->owner) {
 		char host[256] = "localhost";
 		gethostname(host, sizeof(host) - 1);
-		snprintf(defowner, sizeof(defowner), "%s-%d", host, (int)getpid());
-		owner = defowner;
+		snprintf(a->defowner, sizeof(a->defowner), "%s-%d", host, (int)getpid());
+		a->owner = a->defowner;
 	}
+	return -1;
+}
 
+int cli_lock(int argc, char **argv)
+{
+	lock_args la = {.held_exit = CLI_EXIT_LOCKED, .ttl = 60000,
+			.grace = DEFAULT_KILL_GRACE_MS};
+	int st = lock_parse(argc, argv, &la);
+	if (st >= 0)
+		return st;
+	const char *owner = la.owner, *name = la.name;
+	char **cmd = la.cmd;
+	int held_exit = la.held_exit;
+	int64_t ttl = la.ttl, wait = la.wait, grace = la.grace;
+	dbcron_err err = {0};
 	dbcron_db *db = NULL;
 	int status_url;
-	const char *url = cli_db_url("lock", &cm.db, &status_url);
+	const char *url = cli_db_url("lock", &la.cm.db, &status_url);
 	if (!url)
 		return status_url;
 	if (dbcron_db_open(url, &db, &err))
