@@ -27,10 +27,10 @@ struct http_config;
 
 /* Each takes argv after the subcommand name (argv[0] is the subcommand). */
 int cli_cron(int argc, char **argv);  /* cmd_cron.c */
-int cli_init(int argc, char **argv);  /* cmd_job.c */
+int cli_init(int argc, char **argv);  /* cmd_init.c */
 int cli_job(int argc, char **argv);   /* cmd_job.c */
-int cli_runs(int argc, char **argv);  /* cmd_view.c */
-int cli_nodes(int argc, char **argv); /* cmd_view.c */
+int cli_runs(int argc, char **argv);  /* cmd_runs.c */
+int cli_nodes(int argc, char **argv); /* cmd_nodes.c */
 int cli_node(int argc, char **argv);  /* cmd_node.c */
 int cli_lock(int argc, char **argv);  /* cmd_lock.c */
 int cli_locks(int argc, char **argv); /* cmd_lock.c */
@@ -57,6 +57,8 @@ int cli_jobdef_opt(struct model_jobdef *d, int c, const char *arg, bool *handled
 		   dbcron_err *err);
 /* job import-crontab (cmd_crontab.c); argv[0] is "import-crontab". */
 int cli_job_import_crontab(int argc, char **argv);
+/* job apply (cmd_apply.c); argv[0] is "apply". */
+int cli_job_apply(int argc, char **argv);
 
 /*
  * Where the database is: --db URL or --db-file PATH, which every database
@@ -110,13 +112,38 @@ int cli_fail(const dbcron_err *err);
 int cli_usage_error(const char *cmd, const char *fmt, ...) DBCRON_PRINTF(2, 3);
 /* Exit status for an error code: 2 for bad input, 1 otherwise. */
 int cli_status_for(int code);
+/* "dbcron CMD: <msg>" with the exit status for err's code. */
+int cli_fail_in(const char *cmd, const dbcron_err *err);
+/* "dbcron CMD: out of memory", exit status 1. */
+int cli_oom(const char *cmd);
 
 /*
- * The option loop every command uses (main.c): GNU getopt_long in "+"
- * order, so options and positionals may interleave and "--" ends the
- * options.  Positionals are collected in pos (npos counts them all); after
- * "--", rest/nrest are the remaining words and dashdash is true.
+ * The options (opts.c).  The options every database command shares are
+ * declared once, in opts.c's table: a command names the ones it takes
+ * (CLI_COMMON_*) and lists only its own; cli_parse runs the one option
+ * loop: GNU getopt_long in "+" order, so options and positionals may
+ * interleave and "--" ends the options.  Positionals are collected in
+ * cliopt's pos (npos counts them all); after "--", rest/nrest are the
+ * remaining words and dashdash is true.
  */
+#define CLI_COMMON_DB 0x1u     /* --db URL, --db-file PATH */
+#define CLI_COMMON_FORMAT 0x2u /* --format WORD */
+#define CLI_COMMON_HELP 0x4u   /* --help, and -h */
+/* Their getopt values: past every short option, below CLI_OPT_KEY and
+ * conf.h's CONF_OPT range. */
+#define CLI_OPT_DB 1000
+#define CLI_OPT_DB_FILE 1001
+#define CLI_OPT_FORMAT 1002
+#define CLI_OPT_HELP 'h'
+/* Room for one command's whole table (job set's is the largest). */
+#define CLI_MAX_LONGOPTS 128
+
+/* What the shared options said. */
+typedef struct cli_common {
+	cli_db db;
+	const char *format; /* --format's word, NULL when not given */
+} cli_common;
+
 #define CLIOPT_MAXPOS 4
 typedef struct cliopt {
 	const char *cmd; /* "job add", for messages */
@@ -127,14 +154,47 @@ typedef struct cliopt {
 	bool dashdash;
 } cliopt;
 
-/* Before the first cliopt_next of a command. */
-void cliopt_reset(void);
-/* Next option: its value, -1 at the end, or '?' after printing a usage
- * error for an unknown option or a missing value. */
-int cliopt_next(cliopt *o, int argc, char **argv, const char *optstring,
-		const struct option *longs);
+/* One command's options for cli_parse. */
+typedef struct cli_spec {
+	const char *cmd;          /* "job add", for messages */
+	unsigned common;          /* the CLI_COMMON_* options it takes */
+	const struct option *own; /* its own, NULL-terminated; NULL: none */
+	void (*usage)(FILE *);    /* --help prints it on stdout, exit 0 */
+	/* --format's words, NULL-terminated; NULL: the word goes to own_opt
+	 * as CLI_OPT_FORMAT, for a command whose rule is its own */
+	const char *const *formats;
+	/* One of own's options (arg: its value, or NULL): 0 goes on, else
+	 * the exit status to stop with, after printing why. */
+	int (*own_opt)(void *ctx, int c, char *arg);
+	void *ctx;
+} cli_spec;
 
-/* Runs collected from store listings (cmd_view.c), shared with job show. */
+/*
+ * The option loop of a command: the shared options into *cm (--format
+ * checked against sp->formats), --help answered, every other option to
+ * sp->own_opt, positionals into *o.  -1 when the command goes on, else
+ * its exit status (0 after --help, 2 after a usage error, printed).
+ */
+int cli_parse(const cli_spec *sp, cliopt *o, cli_common *cm, int argc, char **argv);
+/* "--" before a positional that starts with '-': the words after it
+ * count as positionals. */
+void cliopt_rest_as_pos(cliopt *o);
+/* A command that takes no positionals: 0, or the usage error's status. */
+int cliopt_no_pos(const cliopt *o);
+
+/* For the commands with a getopt loop of their own (lock, locks, node):
+ * the shared options of mask, then own, into out (room for cap, with the
+ * terminator); how many, or -1 when they do not fit. */
+int cli_longopts(struct option *out, size_t cap, unsigned mask, const struct option *own);
+/* --db, --db-file or --format into *cm: false when c is none of them. */
+bool cli_common_opt(cli_common *cm, int c, char *arg);
+
+/* --format's words as a value; NULL is the table. */
+enum { CLI_FMT_TABLE, CLI_FMT_CSV, CLI_FMT_JSON };
+/* CLI_FMT_*, or -1 for a word that is none of them. */
+int cli_format_of(const char *word);
+
+/* Runs collected from store listings (cmd_runs.c), shared with job show. */
 typedef struct cli_run_vec {
 	dbcron_run *v;
 	size_t n, cap;
@@ -149,14 +209,23 @@ void cli_run_vec_free(cli_run_vec *rv);
 void cli_print_runs_table(FILE *f, const dbcron_run *runs, size_t n,
 			  bool with_job);
 
+/* The listings' csv (csv.c): one RFC 4180 field (NULL: empty), and epoch
+ * milliseconds (negative: empty). */
+void cli_csv_field(FILE *f, const char *s);
+void cli_csv_ms(FILE *f, int64_t ms);
+
 /*
  * job apply's checks and its one transaction over root, a JSON array of
  * job objects (stolen); shown names the input in messages.  Prints what
  * it did or every error; returns the exit status.  dry_run prints what
  * would change (created, changed with its fields, deleted) and writes
- * nothing.  (cmd_job.c)
+ * nothing.  (cmd_apply.c, shared with job import-crontab --apply)
  */
 int cli_apply_jobs(const char *shown, json_t *root, const cli_db *db, bool user_check,
 		   bool prune, bool strict, bool dry_run);
+/* job apply's own options (--prune, --max-bytes, ...), NULL-terminated.
+ * The other job subcommands of cmd_job.c have them in their tables too,
+ * and refuse each by name. */
+extern const struct option cli_apply_longopts[];
 
 #endif

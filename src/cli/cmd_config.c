@@ -152,32 +152,32 @@ static int show(const cli_db *db)
 	return CLI_EXIT_OK;
 }
 
+/* --config FILE, config's one option of its own. */
+static int config_opt(void *ctx, int c, char *arg)
+{
+	(void)ctx;
+	(void)c;
+	conf_set_path(arg);
+	return 0;
+}
+
 int cli_config(int argc, char **argv)
 {
-	static const struct option longs[] = {
-		{"db", required_argument, NULL, 'd'},
-		{"db-file", required_argument, NULL, 'F'},
+	static const struct option own[] = {
 		{"config", required_argument, NULL, 'C'},
-		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	cliopt o = {.cmd = "config"};
-	cli_db db = {0};
-	int c;
-	cliopt_reset();
-	while ((c = cliopt_next(&o, argc, argv, "+:h", longs)) != -1) {
-		switch (c) {
-		case 'd': cli_db_set_url(&db, optarg); break;
-		case 'F': db.file = optarg; break;
-		case 'C': conf_set_path(optarg); break;
-		case 'h': help(stdout); return CLI_EXIT_OK;
-		default: return CLI_EXIT_USAGE;
-		}
-	}
+	const cli_spec sp = {.cmd = "config", .common = CLI_COMMON_DB | CLI_COMMON_HELP,
+			     .own = own, .usage = help, .own_opt = config_opt};
+	cliopt o;
+	cli_common cm;
+	int status = cli_parse(&sp, &o, &cm, argc, argv);
+	if (status >= 0)
+		return status;
 	if (o.npos == 0)
 		return cli_usage_error("config", "missing subcommand (show)");
 	if (o.npos > 1 || o.dashdash || strcmp(o.pos[0], "show") != 0)
 		return cli_usage_error("config", "unexpected argument '%s'",
 				       strcmp(o.pos[0], "show") ? o.pos[0] : o.npos > 1 ? o.pos[1] : "--");
-	return show(&db);
+	return show(&cm.db);
 }

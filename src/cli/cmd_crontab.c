@@ -94,71 +94,67 @@ out_nomem:
 	return NULL;
 }
 
+/* import-crontab's own options. */
+typedef struct import_args {
+	model_crontab_opts mo;
+	bool apply, partial, user_check;
+} import_args;
+
+static int import_opt(void *ctx, int c, char *arg)
+{
+	import_args *a = ctx;
+	switch (c) {
+	case 's':
+		a->mo.system = true;
+		break;
+	case 'u':
+		a->mo.user = arg;
+		break;
+	case 'a':
+		a->apply = true;
+		break;
+	case 'p':
+		a->partial = true;
+		break;
+	default: /* 'U' */
+		a->user_check = false;
+		break;
+	}
+	return 0;
+}
+
 int cli_job_import_crontab(int argc, char **argv)
 {
-	static const struct option longs[] = {
-		{"db", required_argument, NULL, 'd'},
-		{"db-file", required_argument, NULL, 'F'},
+	static const struct option own[] = {
 		{"system", no_argument, NULL, 's'},
 		{"user", required_argument, NULL, 'u'},
 		{"apply", no_argument, NULL, 'a'},
 		{"partial", no_argument, NULL, 'p'},
 		{"no-user-check", no_argument, NULL, 'U'},
-		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *cmd = "job import-crontab";
-	cliopt o = {.cmd = cmd};
-	model_crontab_opts mo = {0};
-	cli_db db = {0};
-	bool apply = false, partial = false, user_check = true;
-	int c;
+	import_args ia = {.user_check = true};
+	const cli_spec sp = {.cmd = cmd, .common = CLI_COMMON_DB | CLI_COMMON_HELP, .own = own,
+			     .usage = usage, .own_opt = import_opt, .ctx = &ia};
+	model_crontab_opts *mo = &ia.mo;
+	cliopt o;
+	cli_common cm;
 
-	cliopt_reset();
-	while ((c = cliopt_next(&o, argc, argv, "+:h", longs)) != -1) {
-		switch (c) {
-		case 'd':
-			cli_db_set_url(&db, optarg);
-			break;
-		case 'F':
-			db.file = optarg;
-			break;
-		case 's':
-			mo.system = true;
-			break;
-		case 'u':
-			mo.user = optarg;
-			break;
-		case 'a':
-			apply = true;
-			break;
-		case 'p':
-			partial = true;
-			break;
-		case 'U':
-			user_check = false;
-			break;
-		case 'h':
-			usage(stdout);
-			return CLI_EXIT_OK;
-		default:
-			return CLI_EXIT_USAGE;
-		}
-	}
-	if (o.dashdash)
-		for (int i = 0; i < o.nrest; i++, o.npos++)
-			if (o.npos < CLIOPT_MAXPOS)
-				o.pos[o.npos] = o.rest[i];
+	int st = cli_parse(&sp, &o, &cm, argc, argv);
+	if (st >= 0)
+		return st;
+	cliopt_rest_as_pos(&o);
 	if (o.npos < 1)
 		return cli_usage_error(cmd, "missing the FILE (- for stdin)");
 	if (o.npos > 1)
 		return cli_usage_error(cmd, "unexpected argument '%s'", o.pos[1]);
-	if (mo.system && mo.user)
+	if (mo->system && mo->user)
 		return cli_usage_error(cmd, "--user is for a user's crontab; the system format "
 					    "names the user on each line");
-	if (partial && !apply)
+	if (ia.partial && !ia.apply)
 		return cli_usage_error(cmd, "--partial goes with --apply");
-	if (!user_check && !apply)
+	if (!ia.user_check && !ia.apply)
 		return cli_usage_error(cmd, "--no-user-check goes with --apply");
 
 	const char *path = o.pos[0];
@@ -179,7 +175,7 @@ int cli_job_import_crontab(int argc, char **argv)
 	size_t refused = 0;
 	dbcron_err err = {0};
 	int status = CLI_EXIT_FAIL;
-	if (model_crontab_parse(text, len, &mo, &jobs, &refused, report, &rc, &err)) {
+	if (model_crontab_parse(text, len, mo, &jobs, &refused, report, &rc, &err)) {
 		status = cli_fail(&err);
 		goto out;
 	}
@@ -187,7 +183,7 @@ int cli_job_import_crontab(int argc, char **argv)
 	if (refused)
 		fprintf(stderr, "dbcron %s: %s: %zu job%s, %zu line%s refused\n", cmd, rc.shown, n,
 			n == 1 ? "" : "s", refused, refused == 1 ? "" : "s");
-	if (!apply) {
+	if (!ia.apply) {
 		if (json_dumpf(jobs, stdout, JSON_INDENT(2)) || fputc('\n', stdout) == EOF ||
 		    fflush(stdout)) {
 			fprintf(stderr, "dbcron %s: writing the output: %s\n", cmd, strerror(errno));
@@ -196,13 +192,13 @@ int cli_job_import_crontab(int argc, char **argv)
 		status = refused ? CLI_EXIT_USAGE : CLI_EXIT_OK;
 		goto out;
 	}
-	if (refused && !partial) {
+	if (refused && !ia.partial) {
 		fprintf(stderr, "dbcron %s: %s: nothing applied (fix the lines above, or --partial "
 				"to apply the %zu others)\n", cmd, rc.shown, n);
 		status = CLI_EXIT_USAGE;
 		goto out;
 	}
-	status = cli_apply_jobs(rc.shown, jobs, &db, user_check, false, false, false);
+	status = cli_apply_jobs(rc.shown, jobs, &cm.db, ia.user_check, false, false, false);
 	jobs = NULL;
 	if (status == CLI_EXIT_OK && refused)
 		status = CLI_EXIT_USAGE;

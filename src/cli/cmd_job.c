@@ -1,26 +1,20 @@
 /*
- * `dbcron init` and `dbcron job ...`: the schema and the job definitions.
+ * `dbcron job ...`: the job definitions (job apply is cmd_apply.c's, job
+ * set, rename and export cmd_jobedit.c's, import-crontab cmd_crontab.c's).
  * Keeps the CLI's promise on bad input: every definition is parsed and
  * validated in full before the store is written, and a write is one
  * store call (one transaction), so a rejected command leaves the database
  * as it was.  Times the user gives relative to "now" are the database's
- * now (store_now_ms), never this host's clock.  Input is bounded: job apply
- * reads at most --max-bytes of its file and accepts at most --max-jobs
- * entries, so no input can make it grow without limit.  What a definition means,
+ * now (store_now_ms), never this host's clock.  What a definition means,
  * how a job reads as JSON and where a resumed job fires next are the
  * model's (src/model/); this file parses argv and prints.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <grp.h>
 #include <inttypes.h>
 #include <jansson.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "app/app.h"
 #include "cli/cli.h"
@@ -31,154 +25,10 @@
 #include "model/json.h"
 #include "model/rules.h"
 
-/* At most this many apply errors are printed; the rest are counted. */
-#define APPLY_MAX_ERRORS 20
-/* Input bounds of job apply (--max-bytes, --max-jobs).  64 MiB of JSON
- * parses into about 1 GB of jansson values (8 MB made 135 MB), which is as
- * much as a scheduler host should be asked to spend on one file; a million
- * jobs is ten times the largest load measured (docs/cli.md). */
-#define APPLY_MAX_BYTES ((size_t)64 << 20)
-#define APPLY_MAX_JOBS ((size_t)1000000)
-/* Above this a limit would overflow the arithmetic of the reader. */
-#define APPLY_LIMIT_CAP ((size_t)1 << 40)
-
-static int oom(const char *cmd)
-{
-	fprintf(stderr, "dbcron %s: out of memory\n", cmd);
-	return CLI_EXIT_FAIL;
-}
-
-/* "dbcron job add: <msg>" with the status for err's code. */
-static int fail_in(const char *cmd, const dbcron_err *err)
-{
-	fprintf(stderr, "dbcron %s: %s\n", cmd,
-		err->msg[0] ? err->msg : dbcron_strerror(err->code));
-	return cli_status_for(err->code);
-}
-
 static int no_such_job(const char *cmd, const char *name)
 {
 	fprintf(stderr, "dbcron %s: no job named '%s'\n", cmd, name);
 	return CLI_EXIT_USAGE;
-}
-
-/* ---------------------------------------------------------------- init */
-
-static void init_usage(FILE *f)
-{
-	fprintf(f, "usage: dbcron init [--group GROUP] [--db URL | --db-file PATH]\n\n"
-		   "Create the schema, or upgrade it to this binary's version.  Safe to run\n"
-		   "again: an up-to-date schema is left as it is.\n\n"
-		   "A SQLite database file (and its -wal and -shm files) is created 0600: it\n"
-		   "holds every job's command line, environment and output.  init warns when\n"
-		   "an existing one is readable by every user of the host.\n"
-		   "  --group GROUP    make the SQLite files 0640 and owned by GROUP, for\n"
-		   "                   readers in that group (dbcron runs, job list...)\n"
-		   CLI_DB_HELP);
-}
-
-/* The database file and the two SQLite keeps beside it while in use. */
-static const char *const db_file_suffixes[] = {"", "-wal", "-shm"};
-
-/*
- * --group: the SQLite files 0640, owned by the group; else a warning for
- * each one others can read or write (files dbcron made are 0600; older
- * ones, or ones made by hand, may not be).  The exit status.
- */
-static int init_file_mode(const char *path, const char *group, gid_t gid)
-{
-	char p[4096];
-	struct stat st;
-
-	for (size_t i = 0; i < sizeof(db_file_suffixes) / sizeof(db_file_suffixes[0]); i++) {
-		int w = snprintf(p, sizeof(p), "%s%s", path, db_file_suffixes[i]);
-		if (w < 0 || (size_t)w >= sizeof(p) || stat(p, &st) != 0)
-			continue;
-		if (group) {
-			if (chown(p, (uid_t)-1, gid) != 0 || chmod(p, 0640) != 0) {
-				fprintf(stderr, "dbcron init: %s: %s\n", p, strerror(errno));
-				return CLI_EXIT_FAIL;
-			}
-			printf("%s: mode 0640, group %s\n", p, group);
-		} else if (st.st_mode & (S_IROTH | S_IWOTH)) {
-			fprintf(stderr,
-				"dbcron init: warning: %s is readable by every user of this host (mode %04o): "
-				"it holds every job's command line, environment and output; chmod 600 it, "
-				"or run dbcron init --group GROUP for 0640\n",
-				p, (unsigned)(st.st_mode & 07777));
-		}
-	}
-	return CLI_EXIT_OK;
-}
-
-int cli_init(int argc, char **argv)
-{
-	static const struct option longs[] = {
-		{"db", required_argument, NULL, 'd'},
-		{"db-file", required_argument, NULL, 'F'},
-		{"group", required_argument, NULL, 'g'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	cliopt o = {.cmd = "init"};
-	cli_db db = {0};
-	const char *group = NULL;
-	gid_t gid = 0;
-	int c;
-
-	cliopt_reset();
-	while ((c = cliopt_next(&o, argc, argv, "+:h", longs)) != -1) {
-		switch (c) {
-		case 'd':
-			cli_db_set_url(&db, optarg);
-			break;
-		case 'F':
-			db.file = optarg;
-			break;
-		case 'g':
-			group = optarg;
-			break;
-		case 'h':
-			init_usage(stdout);
-			return CLI_EXIT_OK;
-		default:
-			return CLI_EXIT_USAGE;
-		}
-	}
-	if (o.npos || o.dashdash)
-		return cli_usage_error("init", "unexpected argument '%s'",
-				       o.npos ? o.pos[0] : "--");
-	if (group) {
-		struct group *gr = getgrnam(group);
-		if (!gr)
-			return cli_usage_error("init", "--group '%s': no such group on this host", group);
-		gid = gr->gr_gid;
-	}
-
-	store *s = NULL;
-	dbcron_err err = {0};
-	int from = 0, to = 0, status;
-	const char *url = cli_db_url("init", &db, &status);
-	if (!url)
-		return status;
-	int rc = store_open(url, &s, &err);
-	if (rc)
-		return cli_fail(&err);
-	const char *file = store_file(s);
-	if (group && !file) {
-		store_close(s);
-		return cli_usage_error("init", "--group is for a SQLite file; this database is a "
-					       "server's, whose files the server keeps");
-	}
-	rc = store_migrate(s, &from, &to, &err);
-	if (rc) {
-		store_close(s);
-		return cli_fail(&err);
-	}
-	printf("schema at version %d (was %d)\n", to, from);
-	status = file ? init_file_mode(file, group, gid) : CLI_EXIT_OK;
-	store_close(s);
-	return status;
 }
 
 /* ------------------------------------------------------------ job add */
@@ -228,69 +78,61 @@ static void add_usage(FILE *f)
 		"database's clock.\n");
 }
 
-/* Long options of `job add`: one per key of the table (cli_jobdef_longopts),
- * plus --db and --help. */
-#define OPT_DB 1000
-#define OPT_DB_FILE 1001
-#define OPT_NO_USER_CHECK 1002
-#define OPT_STRICT 1003
-#define OPT_HELP 'h'
+/* job add's own options: one per key of the table (cli_jobdef_longopts),
+ * and two that are not part of the definition. */
+#define OPT_NO_USER_CHECK 'U'
+#define OPT_STRICT 'S'
 
 static void add_options(struct option *out)
 {
 	size_t n = cli_jobdef_longopts(out, false);
-	out[n++] = (struct option){"db", required_argument, NULL, OPT_DB};
-	out[n++] = (struct option){"db-file", required_argument, NULL, OPT_DB_FILE};
 	out[n++] = (struct option){"no-user-check", no_argument, NULL, OPT_NO_USER_CHECK};
 	out[n++] = (struct option){"strict", no_argument, NULL, OPT_STRICT};
-	out[n++] = (struct option){"help", no_argument, NULL, OPT_HELP};
 	out[n] = (struct option){NULL, 0, NULL, 0};
+}
+
+typedef struct add_ctx {
+	model_jobdef *d;
+	bool user_check, strict;
+	dbcron_err *err;
+} add_ctx;
+
+static int add_opt(void *ctx, int c, char *arg)
+{
+	add_ctx *ac = ctx;
+	bool handled;
+	if (c == OPT_NO_USER_CHECK) {
+		ac->user_check = false;
+		return 0;
+	}
+	if (c == OPT_STRICT) {
+		ac->strict = true;
+		return 0;
+	}
+	if (cli_jobdef_opt(ac->d, c, arg, &handled, ac->err))
+		return cli_fail_in("job add", ac->err);
+	return handled ? 0 : CLI_EXIT_USAGE;
 }
 
 static int job_add(int argc, char **argv)
 {
-	struct option longs[MODEL_JK__COUNT + 6];
-	cliopt o = {.cmd = "job add"};
-	cli_db db = {0};
+	struct option own[MODEL_JK__COUNT + 3];
+	cliopt o;
+	cli_common cm;
 	dbcron_err err = {0};
 	model_jobdef d;
-	bool user_check = true, strict = false;
+	add_ctx ac = {.d = &d, .user_check = true, .err = &err};
+	const cli_spec sp = {.cmd = "job add", .common = CLI_COMMON_DB | CLI_COMMON_HELP,
+			     .own = own, .usage = add_usage, .own_opt = add_opt, .ctx = &ac};
 	char warn[512] = "";
-	int c, status = CLI_EXIT_USAGE;
+	int status;
 
-	add_options(longs);
+	add_options(own);
 	model_jobdef_init(&d, true);
-	cliopt_reset();
-	while ((c = cliopt_next(&o, argc, argv, "+:h", longs)) != -1) {
-		if (c == OPT_HELP) {
-			add_usage(stdout);
-			status = CLI_EXIT_OK;
-			goto out_clear;
-		}
-		if (c == OPT_DB) {
-			cli_db_set_url(&db, optarg);
-			continue;
-		}
-		if (c == OPT_DB_FILE) {
-			db.file = optarg;
-			continue;
-		}
-		if (c == OPT_NO_USER_CHECK) {
-			user_check = false;
-			continue;
-		}
-		if (c == OPT_STRICT) {
-			strict = true;
-			continue;
-		}
-		bool handled;
-		if (cli_jobdef_opt(&d, c, optarg, &handled, &err)) {
-			status = fail_in("job add", &err);
-			goto out_clear;
-		}
-		if (!handled)
-			goto out_clear;
-	}
+	status = cli_parse(&sp, &o, &cm, argc, argv);
+	if (status >= 0)
+		goto out_clear;
+	status = CLI_EXIT_USAGE;
 	if (o.npos == 0) {
 		cli_usage_error("job add", "missing the job NAME");
 		goto out_clear;
@@ -302,27 +144,27 @@ static int job_add(int argc, char **argv)
 	}
 	if (model_jobdef_set_text(&d, model_jobdef_key_of(MODEL_JK_NAME), o.pos[0], &err) ||
 	    (o.dashdash && model_jobdef_set_argv(&d, o.rest, o.nrest, &err)) ||
-	    model_jobdef_check(&d, &err) || (user_check && model_jobdef_check_host(&d, &err)) ||
-	    model_jobdef_check_handler(&d.job, strict, warn, sizeof(warn), &err)) {
+	    model_jobdef_check(&d, &err) || (ac.user_check && model_jobdef_check_host(&d, &err)) ||
+	    model_jobdef_check_handler(&d.job, ac.strict, warn, sizeof(warn), &err)) {
 		if (err.code == DBCRON_ENOTFOUND) {
 			fprintf(stderr, "dbcron job add: %s (if it exists only where the nodes run, "
 					"add --no-user-check)\n", err.msg);
 			status = CLI_EXIT_USAGE;
 		} else {
-			status = fail_in("job add", &err);
+			status = cli_fail_in("job add", &err);
 		}
 		goto out_clear;
 	}
 
 	store *s = NULL;
-	status = cli_open_store("job add", &db, &s);
+	status = cli_open_store("job add", &cm.db, &s);
 	if (status)
 		goto out_clear;
 	int64_t now;
 	size_t created = 0, updated = 0, deleted = 0;
 	if (store_now_ms(s, &now, &err) ||
 	    model_jobdef_finish(&d, now, NULL, &err)) {
-		status = fail_in("job add", &err);
+		status = cli_fail_in("job add", &err);
 		goto out_close;
 	}
 	int rc = store_job_put(s, &d.job, 1, STORE_PUT_CREATE, false, &created,
@@ -334,7 +176,7 @@ static int job_add(int argc, char **argv)
 		goto out_close;
 	}
 	if (rc) {
-		status = fail_in("job add", &err);
+		status = cli_fail_in("job add", &err);
 		goto out_close;
 	}
 	char t[64];
@@ -359,125 +201,52 @@ out_clear:
 
 /* ------------------------------------------------- list, show and co */
 
-/* Options shared by the job subcommands that take NAME: --db, --help,
- * --format.  Returns -1 to go on, else an exit status. */
+/* What job list, show and the verbs by name take: the shared options and
+ * a NAME. */
 typedef struct simple_args {
-	cli_db db;
-	const char *format;
+	cli_common cm;
+	const char *cmd;
 	const char *name;
-	bool prune;
-	bool no_user_check;         /* job apply: users and groups not looked up */
-	bool strict;                /* job apply: a handler not built in is an error */
-	bool dry_run;               /* job apply: print the diff, write nothing */
-	size_t max_bytes, max_jobs; /* job apply's input bounds */
 } simple_args;
 
-/* A count for --max-bytes / --max-jobs: digits, for bytes optionally K, M
- * or G (KiB, MiB, GiB); 1 up to APPLY_LIMIT_CAP. */
-static int parse_limit(const char *cmd, const char *flag, const char *v, bool units,
-		       size_t *out)
+/* job apply's options (cli_apply_longopts) are in the table of the other
+ * job subcommands too, each refused by name: one table gave them to every
+ * subcommand once, and so "job list --prune" or "--max-bytes=1" still say
+ * "unknown option '--prune'", and the abbreviations stay as they were. */
+static int simple_opt(void *ctx, int c, char *arg)
 {
-	char *end;
-	errno = 0;
-	unsigned long long x = v[0] >= '0' && v[0] <= '9' ? strtoull(v, &end, 10) : 0;
-	unsigned shift = 0;
-	if (x && !errno && units && *end && !end[1])
-		shift = *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 : 0;
-	if (shift)
-		end++;
-	if (!x || errno || *end || x > (unsigned long long)(APPLY_LIMIT_CAP >> shift))
-		return cli_usage_error(cmd, "%s '%s': expected a whole number from 1 to %zu%s", flag,
-				       v, APPLY_LIMIT_CAP, units ? " (or with K, M, G: KiB, MiB, GiB)" : "");
-	*out = (size_t)x << shift;
-	return 0;
+	const simple_args *a = ctx;
+	(void)arg;
+	if (c == CLI_OPT_FORMAT)
+		return cli_usage_error(a->cmd, "unknown option '--format'");
+	for (const struct option *l = cli_apply_longopts; l->name; l++)
+		if (l->val == c)
+			return cli_usage_error(a->cmd, "unknown option '--%s'", l->name);
+	return CLI_EXIT_USAGE;
 }
 
-/* apply: accept job apply's options (--prune, --max-bytes, --max-jobs) */
+/* formats: --format table|json is taken.  Returns -1 to go on, else an
+ * exit status. */
 static int parse_simple(const char *cmd, int argc, char **argv, int want_pos,
-			bool formats, bool apply, void (*usage)(FILE *),
-			simple_args *a)
+			bool formats, void (*usage)(FILE *), simple_args *a)
 {
-	static const struct option longs[] = {
-		{"db", required_argument, NULL, 'd'},
-		{"db-file", required_argument, NULL, 'F'},
-		{"format", required_argument, NULL, 'f'},
-		{"prune", no_argument, NULL, 'p'},
-		{"max-bytes", required_argument, NULL, 'B'},
-		{"max-jobs", required_argument, NULL, 'J'},
-		{"no-user-check", no_argument, NULL, 'U'},
-		{"strict", no_argument, NULL, 'S'},
-		{"dry-run", no_argument, NULL, 'n'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	cliopt o = {.cmd = cmd};
-	int c;
+	static const char *const table_json[] = {"table", "json", NULL};
+	const cli_spec sp = {.cmd = cmd,
+			     .common = CLI_COMMON_DB | CLI_COMMON_FORMAT | CLI_COMMON_HELP,
+			     .own = cli_apply_longopts, .usage = usage,
+			     .formats = formats ? table_json : NULL, .own_opt = simple_opt,
+			     .ctx = a};
+	cliopt o;
 
-	memset(a, 0, sizeof(*a));
-	a->max_bytes = APPLY_MAX_BYTES;
-	a->max_jobs = APPLY_MAX_JOBS;
-	cliopt_reset();
-	while ((c = cliopt_next(&o, argc, argv, "+:h", longs)) != -1) {
-		switch (c) {
-		case 'd':
-			cli_db_set_url(&a->db, optarg);
-			break;
-		case 'F':
-			a->db.file = optarg;
-			break;
-		case 'f':
-			if (!formats)
-				return cli_usage_error(cmd, "unknown option '--format'");
-			if (strcmp(optarg, "table") && strcmp(optarg, "json"))
-				return cli_usage_error(cmd, "--format '%s': expected table or json",
-						       optarg);
-			a->format = optarg;
-			break;
-		case 'p':
-			if (!apply)
-				return cli_usage_error(cmd, "unknown option '--prune'");
-			a->prune = true;
-			break;
-		case 'U':
-			if (!apply)
-				return cli_usage_error(cmd, "unknown option '--no-user-check'");
-			a->no_user_check = true;
-			break;
-		case 'S':
-			if (!apply)
-				return cli_usage_error(cmd, "unknown option '--strict'");
-			a->strict = true;
-			break;
-		case 'n':
-			if (!apply)
-				return cli_usage_error(cmd, "unknown option '--dry-run'");
-			a->dry_run = true;
-			break;
-		case 'B':
-		case 'J':
-			if (!apply)
-				return cli_usage_error(cmd, "unknown option '%s'",
-						       c == 'B' ? "--max-bytes" : "--max-jobs");
-			if (parse_limit(cmd, c == 'B' ? "--max-bytes" : "--max-jobs", optarg,
-					c == 'B', c == 'B' ? &a->max_bytes : &a->max_jobs))
-				return CLI_EXIT_USAGE;
-			break;
-		case 'h':
-			usage(stdout);
-			return CLI_EXIT_OK;
-		default:
-			return CLI_EXIT_USAGE;
-		}
-	}
-	if (o.dashdash) {
-		/* "--" before a name that starts with "-" */
-		for (int i = 0; i < o.nrest; i++, o.npos++)
-			if (o.npos < CLIOPT_MAXPOS)
-				o.pos[o.npos] = o.rest[i];
-	}
+	a->cmd = cmd;
+	a->name = NULL;
+	int status = cli_parse(&sp, &o, &a->cm, argc, argv);
+	if (status >= 0)
+		return status;
+	/* "--" before a name that starts with "-" */
+	cliopt_rest_as_pos(&o);
 	if (o.npos < want_pos)
-		return cli_usage_error(cmd, want_pos == 1 && !apply ? "missing the job NAME"
-								     : "missing the FILE");
+		return cli_usage_error(cmd, "missing the job NAME");
 	if (o.npos > want_pos)
 		return cli_usage_error(cmd, "unexpected argument '%s'", o.pos[want_pos]);
 	if (want_pos)
@@ -685,22 +454,22 @@ static int list_all(store *s, json_t **out, int64_t *now, dbcron_err *err)
 static int job_list(int argc, char **argv)
 {
 	simple_args a;
-	int status = parse_simple("job list", argc, argv, 0, true, false, list_usage, &a);
+	int status = parse_simple("job list", argc, argv, 0, true, list_usage, &a);
 	if (status >= 0)
 		return status;
 	store *s = NULL;
-	if ((status = cli_open_store("job list", &a.db, &s)))
+	if ((status = cli_open_store("job list", &a.cm.db, &s)))
 		return status;
 	dbcron_err err = {0};
 	json_t *arr = NULL;
 	int64_t now = 0;
 	if (list_all(s, &arr, &now, &err)) {
-		status = err.code == DBCRON_ENOMEM ? oom("job list") : cli_fail(&err);
+		status = err.code == DBCRON_ENOMEM ? cli_oom("job list") : cli_fail(&err);
 		goto out;
 	}
-	if (!a.format || strcmp(a.format, "json")) {
+	if (!a.cm.format || strcmp(a.cm.format, "json")) {
 		if (!print_list_table(arr, now))
-			status = oom("job list");
+			status = cli_oom("job list");
 		goto out;
 	}
 	/* one job a line, as before the API shared this form */
@@ -708,7 +477,7 @@ static int job_list(int argc, char **argv)
 	for (size_t i = 0; i < json_array_size(arr); i++) {
 		fputs(i ? ",\n" : "\n", stdout);
 		if (!print_json(json_incref(json_array_get(arr, i)))) {
-			status = oom("job list");
+			status = cli_oom("job list");
 			goto out;
 		}
 	}
@@ -746,21 +515,92 @@ static void show_usage(FILE *f)
 		   "says it), its next five fires in its zone and its last 5 runs.\n\n" CLI_DB_HELP);
 }
 
+/* job show's table: every field, the schedule in words, the next fires
+ * in the job's zone and the last runs. */
+static int show_table(const dbcron_job *j, const cli_run_vec *rv, const char *unrunnable)
+{
+	char t[64], b1[256];
+	printf("name:              %s\n", j->name);
+	printf("id:                %" PRId64 "\n", j->id);
+	printf("schedule:          %s", model_schedule_text(j, b1, sizeof(b1)));
+	if (j->kind == DBCRON_SCHED_EVERY)
+		printf(" (series from %s)", model_time_text(j->anchor_ms, t, sizeof(t)));
+	if (j->kind == DBCRON_SCHED_AT && j->spec && strcmp(j->spec, b1 + 3))
+		printf(" (given as %s)", j->spec);
+	char b2[64], b3[64];
+	json_t *words = json_object();
+	if (!words)
+		return cli_oom("job show");
+	app_job_add_words(words, j);
+	printf("\nin words:          %s\n", jstr(words, "description"));
+	printf("tz:                %s\n", j->tz ? j->tz : "UTC");
+	printf("paused:            %s\n", j->paused ? "yes" : "no");
+	printf("next fire:         %s\n", model_time_text(j->next_fire_at, t, sizeof(t)));
+	/* in the job's zone, as `dbcron cron next --tz` prints them */
+	const json_t *nf = json_object_get(words, "next_fires");
+	for (size_t i = 0; i < json_array_size(nf); i++) {
+		json_int_t at = json_integer_value(json_object_get(json_array_get(nf, i), "at_ms"));
+		const char *l = app_local_time(j, at, b2, sizeof(b2));
+		printf("%s%s\n", i ? "                   " : "next fires:        ", l ? l : "-");
+	}
+	json_decref(words);
+	if (j->set_aside)
+		printf("set aside:         %s (fix it with job apply/add, or job resume)\n",
+		       j->set_aside);
+	if (j->executor == DBCRON_EXEC_HANDLER) {
+		printf("handler:           %s\n", j->handler ? j->handler : "");
+		if (unrunnable)
+			printf("runs on:           %s: its fires wait for one (docs/library.md)\n",
+			       unrunnable);
+		if (j->arg)
+			printf("arg:               %s\n", j->arg);
+	} else {
+		printf("command:          ");
+		for (int i = 0; i < j->argc; i++) {
+			fputc(' ', stdout);
+			print_word(stdout, j->argv[i]);
+		}
+		fputc('\n', stdout);
+		show_runas(j);
+	}
+	dbcron__format_duration(j->misfire_threshold_ms, b1, sizeof(b1));
+	printf("misfire:           %s (threshold %s, max catch-up %d)\n",
+	       dbcron_misfire_name(j->misfire), b1, j->max_catchup);
+	printf("overlap:           %s\n", dbcron_overlap_name(j->overlap));
+	printf("node loss:         %s\n", dbcron_node_loss_name(j->node_loss));
+	dbcron__format_duration(j->retry_base_ms, b2, sizeof(b2));
+	dbcron__format_duration(j->retry_cap_ms, b3, sizeof(b3));
+	printf("retries:           %d (backoff %s doubling up to %s%s)\n", j->max_retries,
+	       b2, b3, j->retry_jitter ? ", with jitter" : "");
+	if (j->timeout_ms > 0) {
+		dbcron__format_duration(j->timeout_ms, b1, sizeof(b1));
+		printf("timeout:           %s\n", b1);
+	} else {
+		printf("timeout:           none\n");
+	}
+	printf("created:           %s\n", model_time_text(j->created_ms, t, sizeof(t)));
+	printf("updated:           %s\n", model_time_text(j->updated_ms, t, sizeof(t)));
+	printf("last runs:%s\n", rv->n ? "" : "         none");
+	if (rv->n)
+		cli_print_runs_table(stdout, rv->v, rv->n, false);
+	return CLI_EXIT_OK;
+}
+
 static int job_show(int argc, char **argv)
 {
 	simple_args a;
-	int status = parse_simple("job show", argc, argv, 1, true, false, show_usage, &a);
+	int status = parse_simple("job show", argc, argv, 1, true, show_usage, &a);
 	if (status >= 0)
 		return status;
 	store *s = NULL;
-	if ((status = cli_open_store("job show", &a.db, &s)))
+	if ((status = cli_open_store("job show", &a.cm.db, &s)))
 		return status;
 	dbcron_job j;
 	dbcron_err err = {0};
 	cli_run_vec rv = {0};
 	store_run_filter f = {.job = a.name, .state = 0, .since_ms = -1, .limit = 5};
 	int64_t now = -1;
-	bool json = a.format && strcmp(a.format, "json") == 0;
+	bool json = a.cm.format && strcmp(a.cm.format, "json") == 0;
 
 	dbcron_job_init(&j);
 	if (json) {
@@ -769,7 +609,7 @@ static int job_show(int argc, char **argv)
 		if (rc == DBCRON_ENOTFOUND)
 			status = no_such_job("job show", a.name);
 		else if (rc == DBCRON_ENOMEM || (!rc && !print_json(o)))
-			status = oom("job show");
+			status = cli_oom("job show");
 		else if (rc)
 			status = cli_fail(&err);
 		else
@@ -791,75 +631,10 @@ static int job_show(int argc, char **argv)
 	const char *unrunnable = app_job_unrunnable(&live, &j, why, sizeof(why));
 	app_live_clear(&live);
 	if (rv.rc) {
-		status = oom("job show");
+		status = cli_oom("job show");
 		goto out;
 	}
-	char t[64], b1[256];
-	printf("name:              %s\n", j.name);
-	printf("id:                %" PRId64 "\n", j.id);
-	printf("schedule:          %s", model_schedule_text(&j, b1, sizeof(b1)));
-	if (j.kind == DBCRON_SCHED_EVERY)
-		printf(" (series from %s)", model_time_text(j.anchor_ms, t, sizeof(t)));
-	if (j.kind == DBCRON_SCHED_AT && j.spec && strcmp(j.spec, b1 + 3))
-		printf(" (given as %s)", j.spec);
-	char b2[64], b3[64];
-	json_t *words = json_object();
-	if (!words) {
-		status = oom("job show");
-		goto out;
-	}
-	app_job_add_words(words, &j);
-	printf("\nin words:          %s\n", jstr(words, "description"));
-	printf("tz:                %s\n", j.tz ? j.tz : "UTC");
-	printf("paused:            %s\n", j.paused ? "yes" : "no");
-	printf("next fire:         %s\n", model_time_text(j.next_fire_at, t, sizeof(t)));
-	/* in the job's zone, as `dbcron cron next --tz` prints them */
-	const json_t *nf = json_object_get(words, "next_fires");
-	for (size_t i = 0; i < json_array_size(nf); i++) {
-		json_int_t at = json_integer_value(json_object_get(json_array_get(nf, i), "at_ms"));
-		const char *l = app_local_time(&j, at, b2, sizeof(b2));
-		printf("%s%s\n", i ? "                   " : "next fires:        ", l ? l : "-");
-	}
-	json_decref(words);
-	if (j.set_aside)
-		printf("set aside:         %s (fix it with job apply/add, or job resume)\n",
-		       j.set_aside);
-	if (j.executor == DBCRON_EXEC_HANDLER) {
-		printf("handler:           %s\n", j.handler ? j.handler : "");
-		if (unrunnable)
-			printf("runs on:           %s: its fires wait for one (docs/library.md)\n",
-			       unrunnable);
-		if (j.arg)
-			printf("arg:               %s\n", j.arg);
-	} else {
-		printf("command:          ");
-		for (int i = 0; i < j.argc; i++) {
-			fputc(' ', stdout);
-			print_word(stdout, j.argv[i]);
-		}
-		fputc('\n', stdout);
-		show_runas(&j);
-	}
-	dbcron__format_duration(j.misfire_threshold_ms, b1, sizeof(b1));
-	printf("misfire:           %s (threshold %s, max catch-up %d)\n",
-	       dbcron_misfire_name(j.misfire), b1, j.max_catchup);
-	printf("overlap:           %s\n", dbcron_overlap_name(j.overlap));
-	printf("node loss:         %s\n", dbcron_node_loss_name(j.node_loss));
-	dbcron__format_duration(j.retry_base_ms, b2, sizeof(b2));
-	dbcron__format_duration(j.retry_cap_ms, b3, sizeof(b3));
-	printf("retries:           %d (backoff %s doubling up to %s%s)\n", j.max_retries,
-	       b2, b3, j.retry_jitter ? ", with jitter" : "");
-	if (j.timeout_ms > 0) {
-		dbcron__format_duration(j.timeout_ms, b1, sizeof(b1));
-		printf("timeout:           %s\n", b1);
-	} else {
-		printf("timeout:           none\n");
-	}
-	printf("created:           %s\n", model_time_text(j.created_ms, t, sizeof(t)));
-	printf("updated:           %s\n", model_time_text(j.updated_ms, t, sizeof(t)));
-	printf("last runs:%s\n", rv.n ? "" : "         none");
-	if (rv.n)
-		cli_print_runs_table(stdout, rv.v, rv.n, false);
+	status = show_table(&j, &rv, unrunnable);
 out:
 	cli_run_vec_free(&rv);
 	dbcron_job_clear(&j);
@@ -885,11 +660,11 @@ static int job_by_name(const char *sub, int argc, char **argv)
 	char cmd[32];
 	snprintf(cmd, sizeof(cmd), "job %s", sub);
 	simple_args a;
-	int status = parse_simple(cmd, argc, argv, 1, false, false, name_usage, &a);
+	int status = parse_simple(cmd, argc, argv, 1, false, name_usage, &a);
 	if (status >= 0)
 		return status;
 	store *s = NULL;
-	if ((status = cli_open_store(cmd, &a.db, &s)))
+	if ((status = cli_open_store(cmd, &a.cm.db, &s)))
 		return status;
 	dbcron_err err = {0};
 	app_job_result r;
@@ -923,304 +698,9 @@ static int job_by_name(const char *sub, int argc, char **argv)
 	if (rc == DBCRON_ENOTFOUND)
 		status = no_such_job(cmd, a.name);
 	else if (rc)
-		status = fail_in(cmd, &err);
+		status = cli_fail_in(cmd, &err);
 	store_close(s);
 	return status;
-}
-
-/* ----------------------------------------------------------- job apply */
-
-static void apply_usage(FILE *f)
-{
-	fprintf(f,
-		"usage: dbcron job apply FILE [--prune] [--dry-run] [--max-bytes N] [--max-jobs N]\n"
-		"                        [--no-user-check] [--strict] [--db URL | --db-file PATH]\n\n"
-		"Create or update jobs by name from a JSON array of objects (FILE - is stdin).\n"
-		"Keys are the long flags of `job add` (\"name\", \"every\", \"retries\", ...;\n"
-		"snake_case accepted) plus \"command\": [\"prog\", \"arg\", ...]; the keys only the\n"
-		"store sets (\"id\", \"next_fire\", ...) are ignored, so `job list --format json`\n"
-		"output applies as it is.  All entries are checked first; then everything is\n"
-		"written in one transaction, or nothing.\n"
-		"An unchanged schedule keeps its next fire; a job whose entry has no \"paused\"\n"
-		"key keeps its paused state.  --prune deletes jobs that are not in FILE.\n"
-		"A job given as it is stored counts as unchanged (`job export` output applied\n"
-		"to its own database changes nothing).\n"
-		"  --dry-run      check everything, print what would change (create NAME,\n"
-		"                 change NAME: the fields, delete NAME, unchanged NAME) and\n"
-		"                 write nothing\n"
-		"  --max-bytes N  read at most N bytes of FILE (default 64M; K, M, G suffixes);\n"
-		"                 a larger FILE is refused and nothing is applied\n"
-		"  --max-jobs N   at most N jobs in FILE (default 1000000)\n"
-		"  --no-user-check  do not look the jobs' \"user\" and \"group\" up on this host\n"
-		"                 (they exist only where the nodes run)\n"
-		"  --strict       refuse a \"handler\" that is not built in (by default such a\n"
-		"                 job is applied with a warning: only nodes of programs that\n"
-		"                 register the handler run it)\n" CLI_DB_HELP);
-}
-
-typedef struct apply_ctx {
-	const char *file;
-	size_t nerr;
-} apply_ctx;
-
-/* app_entry_err_fn: one refused entry on stderr, at most APPLY_MAX_ERRORS. */
-static void apply_error(void *ctx, size_t idx, const char *name, const char *msg)
-{
-	apply_ctx *ac = ctx;
-	if (++ac->nerr > APPLY_MAX_ERRORS)
-		return;
-	if (name)
-		fprintf(stderr, "dbcron job apply: %s: job #%zu ('%s'): %s\n", ac->file, idx + 1,
-			name, msg);
-	else
-		fprintf(stderr, "dbcron job apply: %s: job #%zu: %s\n", ac->file, idx + 1, msg);
-}
-
-/* app_apply_opts.on_warn: an applied entry worth a word, on stderr. */
-static void apply_warning(void *ctx, size_t idx, const char *name, const char *msg)
-{
-	apply_ctx *ac = ctx;
-	fprintf(stderr, "dbcron job apply: %s: job #%zu ('%s'): warning: %s\n", ac->file, idx + 1,
-		name ? name : "", msg);
-}
-
-/* "64 MiB" for limits that are whole KiB/MiB/GiB, else "N bytes". */
-static const char *size_text(size_t n, char *buf, size_t cap)
-{
-	if (n >= (1u << 30) && n % (1u << 30) == 0)
-		snprintf(buf, cap, "%zu GiB", n >> 30);
-	else if (n >= (1u << 20) && n % (1u << 20) == 0)
-		snprintf(buf, cap, "%zu MiB", n >> 20);
-	else if (n >= (1u << 10) && n % (1u << 10) == 0)
-		snprintf(buf, cap, "%zu KiB", n >> 10);
-	else
-		snprintf(buf, cap, "%zu bytes", n);
-	return buf;
-}
-
-/*
- * All of fd into *out (owned by the caller), but never more than max
- * bytes: reading stops at max + 1, so an endless stream (a pipe, /dev/zero,
- * a file still growing) costs at most max + 1 bytes of memory.  Returns
- * 0, or -1 with errno set, or 1 when the input is larger than max.
- */
-static int read_bounded(int fd, size_t max, size_t hint, char **out, size_t *len)
-{
-	size_t cap = hint && hint < max ? hint + 1 : (max < 65536 ? max + 1 : 65536);
-	size_t n = 0;
-	char *buf = dbcron__malloc(cap);
-	int rc = -1;
-
-	*out = NULL;
-	*len = 0;
-	if (!buf)
-		return errno = ENOMEM, -1;
-	for (;;) {
-		if (n == cap) {
-			if (cap > max) {
-				rc = 1; /* max + 1 bytes read: over the limit */
-				goto out_free;
-			}
-			size_t want = cap * 2 > max + 1 ? max + 1 : cap * 2;
-			char *p = dbcron__realloc(buf, want);
-			if (!p) {
-				errno = ENOMEM;
-				goto out_free;
-			}
-			buf = p;
-			cap = want;
-		}
-		ssize_t k = read(fd, buf + n, cap - n);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			goto out_free;
-		if (k == 0)
-			break;
-		n += (size_t)k;
-	}
-	*out = buf;
-	*len = n;
-	return 0;
-out_free:
-	dbcron__free(buf);
-	return rc;
-}
-
-/* FILE ("-": stdin) as a JSON array of at most a->max_jobs entries, read
- * with at most a->max_bytes bytes.  NULL (message printed, *status set)
- * when it cannot be had; nothing has been written then. */
-static json_t *apply_load(const char *file, const char *shown, const simple_args *a,
-			  int *status)
-{
-	json_error_t jerr;
-	int fd = STDIN_FILENO;
-	json_t *root = NULL;
-	char *text = NULL, sz[32];
-	size_t len = 0, hint = 0;
-	struct stat st;
-
-	*status = CLI_EXIT_USAGE;
-	if (strcmp(file, "-") != 0) {
-		fd = open(file, O_RDONLY | O_CLOEXEC);
-		if (fd < 0) {
-			fprintf(stderr, "dbcron job apply: %s: %s\n", file, strerror(errno));
-			return NULL;
-		}
-	}
-	bool known = fstat(fd, &st) == 0;
-	if (known && S_ISDIR(st.st_mode)) {
-		fprintf(stderr, "dbcron job apply: %s: %s\n", shown, strerror(EISDIR));
-		goto out_close;
-	}
-	/* A regular file says its size: refuse at once, read in one go. */
-	if (known && S_ISREG(st.st_mode) && st.st_size > 0) {
-		if ((uintmax_t)st.st_size > a->max_bytes)
-			goto out_too_big;
-		hint = (size_t)st.st_size;
-	}
-	int r = read_bounded(fd, a->max_bytes, hint, &text, &len);
-	if (r > 0)
-		goto out_too_big;
-	if (r < 0) {
-		if (errno == ENOMEM)
-			*status = oom("job apply");
-		else
-			fprintf(stderr, "dbcron job apply: %s: %s\n", shown, strerror(errno));
-		goto out_close;
-	}
-	root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
-	dbcron__free(text);
-	if (!root) {
-		fprintf(stderr, "dbcron job apply: %s:%d:%d: %s\n", shown, jerr.line,
-			jerr.column, jerr.text);
-		goto out_close;
-	}
-	if (!json_is_array(root)) {
-		fprintf(stderr, "dbcron job apply: %s: expected a JSON array of job objects\n", shown);
-		goto out_decref;
-	}
-	if (json_array_size(root) > a->max_jobs) {
-		fprintf(stderr,
-			"dbcron job apply: %s: %zu jobs, more than the limit of %zu (--max-jobs N raises it); nothing applied\n",
-			shown, json_array_size(root), a->max_jobs);
-		goto out_decref;
-	}
-	if (fd != STDIN_FILENO)
-		close(fd);
-	return root;
-
-out_too_big:
-	fprintf(stderr,
-		"dbcron job apply: %s: larger than the limit of %s (--max-bytes N raises it); nothing applied\n",
-		shown, size_text(a->max_bytes, sz, sizeof(sz)));
-	goto out_close;
-out_decref:
-	json_decref(root);
-out_close:
-	if (fd != STDIN_FILENO)
-		close(fd);
-	return NULL;
-}
-
-/* One line per name of a dry run's diff list: "create  NAME". */
-static void print_names(const char *verb, json_t *names, json_t *fields)
-{
-	for (size_t i = 0; i < json_array_size(names); i++) {
-		const char *name = json_string_value(json_array_get(names, i));
-		json_t *keys = json_object_get(fields, name);
-		printf("%-9s %s", verb, name);
-		for (size_t k = 0; k < json_array_size(keys); k++)
-			printf("%s%s", k ? ", " : ": ", json_string_value(json_array_get(keys, k)));
-		fputc('\n', stdout);
-	}
-}
-
-static void print_diff(json_t *d)
-{
-	json_t *f = json_object_get(d, "fields");
-	print_names("create", json_object_get(d, "create"), NULL);
-	print_names("change", json_object_get(d, "update"), f);
-	print_names("delete", json_object_get(d, "delete"), NULL);
-	print_names("unchanged", json_object_get(d, "unchanged"), NULL);
-	printf("dry run: %zu to create, %zu to change, %zu to delete, %zu unchanged; nothing written\n",
-	       json_array_size(json_object_get(d, "create")),
-	       json_array_size(json_object_get(d, "update")),
-	       json_array_size(json_object_get(d, "delete")),
-	       json_array_size(json_object_get(d, "unchanged")));
-}
-
-int cli_apply_jobs(const char *shown, json_t *root, const cli_db *db, bool user_check,
-		   bool prune, bool strict, bool dry_run)
-{
-	apply_ctx ac = {.file = shown};
-	app_apply_opts opts = {.prune = prune, .user_check = user_check, .strict = strict,
-			       .dry_run = dry_run, .on_warn = apply_warning};
-	app_apply_result r;
-	app_batch b = {0};
-	store *s = NULL;
-	dbcron_err err = {0};
-	char warning[512];
-	int status;
-
-	/* every entry alone and names unique, before any database */
-	int rc = app_apply_check(root, &opts, apply_error, &ac, &b, &r, &err);
-	json_decref(root);
-	if (rc == DBCRON_EINVAL)
-		goto out_report;
-	if (rc) {
-		status = oom("job apply");
-		goto out_free;
-	}
-	if ((status = cli_open_store("job apply", db, &s)))
-		goto out_free;
-	rc = app_apply_write(s, &b, &opts, apply_error, &ac, &r, warning, sizeof(warning), &err);
-	if (rc == DBCRON_EINVAL && r.nerr)
-		goto out_report;
-	if (rc) {
-		status = err.code == DBCRON_ENOMEM ? oom("job apply") : fail_in("job apply", &err);
-		goto out_free;
-	}
-	if (dry_run) {
-		print_diff(r.diff);
-		json_decref(r.diff);
-		status = CLI_EXIT_OK;
-		goto out_free;
-	}
-	if (warning[0])
-		fprintf(stderr, "dbcron job apply: warning: %s\n", warning);
-	printf("applied: %zu created, %zu updated, %zu deleted", r.created, r.updated, r.deleted);
-	if (r.unchanged)
-		printf("; %zu unchanged", r.unchanged);
-	fputc('\n', stdout);
-	status = CLI_EXIT_OK;
-	goto out_free;
-
-out_report:
-	if (ac.nerr > APPLY_MAX_ERRORS)
-		fprintf(stderr, "dbcron job apply: %s: %zu more errors not shown\n", ac.file,
-			ac.nerr - APPLY_MAX_ERRORS);
-	fprintf(stderr, "dbcron job apply: %s: nothing applied (%zu error%s)\n", ac.file,
-		ac.nerr, ac.nerr == 1 ? "" : "s");
-	status = CLI_EXIT_USAGE;
-out_free:
-	app_batch_clear(&b);
-	store_close(s);
-	return status;
-}
-
-static int job_apply(int argc, char **argv)
-{
-	simple_args a;
-	int status = parse_simple("job apply", argc, argv, 1, false, true, apply_usage, &a);
-	if (status >= 0)
-		return status;
-	const char *shown = strcmp(a.name, "-") ? a.name : "<stdin>";
-	json_t *root = apply_load(a.name, shown, &a, &status);
-	if (!root)
-		return status;
-	return cli_apply_jobs(shown, root, &a.db, !a.no_user_check, a.prune, a.strict,
-			      a.dry_run);
 }
 
 /* ------------------------------------------------------------- dispatch */
@@ -1261,7 +741,7 @@ int cli_job(int argc, char **argv)
 	if (!strcmp(sub, "show"))
 		return job_show(argc - 1, argv + 1);
 	if (!strcmp(sub, "apply"))
-		return job_apply(argc - 1, argv + 1);
+		return cli_job_apply(argc - 1, argv + 1);
 	int edit = cli_job_edit(sub, argc - 1, argv + 1);
 	if (edit >= 0)
 		return edit;

@@ -54,13 +54,6 @@ int cli_jobdef_opt(struct model_jobdef *d, int c, const char *arg, bool *handled
 					: model_jobdef_set_text(d, k, arg, err);
 }
 
-static int fail_in(const char *cmd, const dbcron_err *err)
-{
-	fprintf(stderr, "dbcron %s: %s\n", cmd,
-		err->msg[0] ? err->msg : dbcron_strerror(err->code));
-	return cli_status_for(err->code);
-}
-
 /* ------------------------------------------------------------ job set */
 
 static void set_usage(FILE *f)
@@ -82,53 +75,60 @@ static void set_usage(FILE *f)
 		"A rename is `job rename OLD NEW`.\n");
 }
 
-#define OPT_DB 1000
-#define OPT_DB_FILE 1001
-#define OPT_NO_USER_CHECK 1002
-#define OPT_STRICT 1003
+/* job set's own options: the definition keys with their negations, and
+ * two that are not part of the definition. */
+#define OPT_NO_USER_CHECK 'U'
+#define OPT_STRICT 'S'
+_Static_assert(2 * MODEL_JK__COUNT + 3 <= CLI_MAX_LONGOPTS - 4,
+	       "job set's options fit cli_parse's table");
+
+typedef struct set_ctx {
+	model_jobdef *d;
+	app_job_set_opts *so;
+	dbcron_err *err;
+} set_ctx;
+
+static int set_opt(void *ctx, int c, char *arg)
+{
+	set_ctx *sc = ctx;
+	bool handled;
+	if (c == OPT_NO_USER_CHECK) {
+		sc->so->user_check = false;
+		return 0;
+	}
+	if (c == OPT_STRICT) {
+		sc->so->strict = true;
+		return 0;
+	}
+	if (cli_jobdef_opt(sc->d, c, arg, &handled, sc->err))
+		return cli_fail_in("job set", sc->err);
+	return handled ? 0 : CLI_EXIT_USAGE;
+}
 
 static int job_set(int argc, char **argv)
 {
-	struct option longs[2 * MODEL_JK__COUNT + 6];
-	cliopt o = {.cmd = "job set"};
-	cli_db db = {0};
+	struct option own[2 * MODEL_JK__COUNT + 3];
+	cliopt o;
+	cli_common cm;
 	dbcron_err err = {0};
 	model_jobdef d;
 	app_job_set_opts so = {.user_check = true};
+	set_ctx sc = {.d = &d, .so = &so, .err = &err};
+	const cli_spec sp = {.cmd = "job set", .common = CLI_COMMON_DB | CLI_COMMON_HELP,
+			     .own = own, .usage = set_usage, .own_opt = set_opt, .ctx = &sc};
 	app_job_set_result r;
 	store *s = NULL;
-	int c, status = CLI_EXIT_USAGE;
+	int status;
 
-	size_t n = cli_jobdef_longopts(longs, true);
-	longs[n++] = (struct option){"db", required_argument, NULL, OPT_DB};
-	longs[n++] = (struct option){"db-file", required_argument, NULL, OPT_DB_FILE};
-	longs[n++] = (struct option){"no-user-check", no_argument, NULL, OPT_NO_USER_CHECK};
-	longs[n++] = (struct option){"strict", no_argument, NULL, OPT_STRICT};
-	longs[n++] = (struct option){"help", no_argument, NULL, 'h'};
-	longs[n] = (struct option){NULL, 0, NULL, 0};
+	size_t n = cli_jobdef_longopts(own, true);
+	own[n++] = (struct option){"no-user-check", no_argument, NULL, OPT_NO_USER_CHECK};
+	own[n++] = (struct option){"strict", no_argument, NULL, OPT_STRICT};
+	own[n] = (struct option){NULL, 0, NULL, 0};
 	model_jobdef_init(&d, true);
-	cliopt_reset();
-	while ((c = cliopt_next(&o, argc, argv, "+:h", longs)) != -1) {
-		bool handled;
-		if (c == 'h') {
-			set_usage(stdout);
-			status = CLI_EXIT_OK;
-			goto out_clear;
-		} else if (c == OPT_DB) {
-			cli_db_set_url(&db, optarg);
-		} else if (c == OPT_DB_FILE) {
-			db.file = optarg;
-		} else if (c == OPT_NO_USER_CHECK) {
-			so.user_check = false;
-		} else if (c == OPT_STRICT) {
-			so.strict = true;
-		} else if (cli_jobdef_opt(&d, c, optarg, &handled, &err)) {
-			status = fail_in("job set", &err);
-			goto out_clear;
-		} else if (!handled) {
-			goto out_clear;
-		}
-	}
+	status = cli_parse(&sp, &o, &cm, argc, argv);
+	if (status >= 0)
+		goto out_clear;
+	status = CLI_EXIT_USAGE;
 	if (o.npos == 0) {
 		cli_usage_error("job set", "missing the job NAME");
 		goto out_clear;
@@ -139,7 +139,7 @@ static int job_set(int argc, char **argv)
 		goto out_clear;
 	}
 	if (o.dashdash && model_jobdef_set_argv(&d, o.rest, o.nrest, &err)) {
-		status = fail_in("job set", &err);
+		status = cli_fail_in("job set", &err);
 		goto out_clear;
 	}
 	bool any = false;
@@ -149,7 +149,7 @@ static int job_set(int argc, char **argv)
 		cli_usage_error("job set", "nothing to change: give at least one field");
 		goto out_clear;
 	}
-	if ((status = cli_open_store("job set", &db, &s)))
+	if ((status = cli_open_store("job set", &cm.db, &s)))
 		goto out_clear;
 	int rc = app_job_set(s, o.pos[0], &d, &so, &r, &err);
 	if (rc) {
@@ -159,7 +159,7 @@ static int job_set(int argc, char **argv)
 			fprintf(stderr, "dbcron job set: %s (if it exists only where the nodes run, "
 					"add --no-user-check)\n", err.msg);
 		else
-			fail_in("job set", &err);
+			cli_fail_in("job set", &err);
 		status = cli_status_for(rc);
 		goto out_close;
 	}
@@ -189,45 +189,31 @@ static void rename_usage(FILE *f)
 		   CLI_DB_HELP);
 }
 
-/* Options of rename and export: --db, --db-file, --help, and for export
- * --format json.  Returns -1 to go on, else an exit status. */
-static int parse_plain(cliopt *o, int argc, char **argv, int want_pos, bool format,
-		       void (*usage)(FILE *), cli_db *db)
+/* export's --format: json only; rename has none. */
+static int plain_opt(void *ctx, int c, char *arg)
 {
-	static const struct option longs[] = {
-		{"db", required_argument, NULL, 'd'},
-		{"db-file", required_argument, NULL, 'F'},
-		{"format", required_argument, NULL, 'f'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	int c;
-	cliopt_reset();
-	while ((c = cliopt_next(o, argc, argv, "+:h", longs)) != -1) {
-		switch (c) {
-		case 'd':
-			cli_db_set_url(db, optarg);
-			break;
-		case 'F':
-			db->file = optarg;
-			break;
-		case 'f':
-			if (!format)
-				return cli_usage_error(o->cmd, "unknown option '--format'");
-			if (strcmp(optarg, "json"))
-				return cli_usage_error(o->cmd, "--format '%s': expected json (the "
-							       "form job apply reads)", optarg);
-			break;
-		case 'h':
-			usage(stdout);
-			return CLI_EXIT_OK;
-		default:
-			return CLI_EXIT_USAGE;
-		}
-	}
-	for (int i = 0; o->dashdash && i < o->nrest; i++, o->npos++)
-		if (o->npos < CLIOPT_MAXPOS)
-			o->pos[o->npos] = o->rest[i];
+	const cliopt *o = ctx;
+	(void)c; /* CLI_OPT_FORMAT, the only one */
+	if (strcmp(o->cmd, "job export"))
+		return cli_usage_error(o->cmd, "unknown option '--format'");
+	if (strcmp(arg, "json"))
+		return cli_usage_error(o->cmd, "--format '%s': expected json (the form job apply "
+					       "reads)", arg);
+	return 0;
+}
+
+/* Options of rename and export: --db, --db-file, --help and --format
+ * (export's).  Returns -1 to go on, else an exit status. */
+static int parse_plain(const char *cmd, cliopt *o, int argc, char **argv, int want_pos,
+		       void (*usage)(FILE *), cli_common *cm)
+{
+	const cli_spec sp = {.cmd = cmd,
+			     .common = CLI_COMMON_DB | CLI_COMMON_FORMAT | CLI_COMMON_HELP,
+			     .usage = usage, .own_opt = plain_opt, .ctx = o};
+	int status = cli_parse(&sp, o, cm, argc, argv);
+	if (status >= 0)
+		return status;
+	cliopt_rest_as_pos(o);
 	if (o->npos < want_pos)
 		return cli_usage_error(o->cmd, want_pos == 2 && o->npos == 1
 						       ? "missing the NEW name"
@@ -239,20 +225,20 @@ static int parse_plain(cliopt *o, int argc, char **argv, int want_pos, bool form
 
 static int job_rename(int argc, char **argv)
 {
-	cliopt o = {.cmd = "job rename"};
-	cli_db db = {0};
-	int status = parse_plain(&o, argc, argv, 2, false, rename_usage, &db);
+	cliopt o;
+	cli_common cm;
+	int status = parse_plain("job rename", &o, argc, argv, 2, rename_usage, &cm);
 	if (status >= 0)
 		return status;
 	store *s = NULL;
-	if ((status = cli_open_store("job rename", &db, &s)))
+	if ((status = cli_open_store("job rename", &cm.db, &s)))
 		return status;
 	dbcron_err err = {0};
 	int rc = app_job_rename(s, o.pos[0], o.pos[1], &err);
 	if (!rc)
 		printf("renamed job '%s' to '%s'\n", o.pos[0], o.pos[1]);
 	else
-		status = fail_in("job rename", &err);
+		status = cli_fail_in("job rename", &err);
 	store_close(s);
 	return status;
 }
@@ -271,18 +257,18 @@ static void export_usage(FILE *f)
 
 static int job_export(int argc, char **argv)
 {
-	cliopt o = {.cmd = "job export"};
-	cli_db db = {0};
-	int status = parse_plain(&o, argc, argv, 0, true, export_usage, &db);
+	cliopt o;
+	cli_common cm;
+	int status = parse_plain("job export", &o, argc, argv, 0, export_usage, &cm);
 	if (status >= 0)
 		return status;
 	store *s = NULL;
-	if ((status = cli_open_store("job export", &db, &s)))
+	if ((status = cli_open_store("job export", &cm.db, &s)))
 		return status;
 	dbcron_err err = {0};
 	json_t *arr = NULL;
 	if (app_jobs_export(s, &arr, &err)) {
-		status = fail_in("job export", &err);
+		status = cli_fail_in("job export", &err);
 		goto out_close;
 	}
 	fputc('[', stdout);

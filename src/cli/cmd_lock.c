@@ -178,23 +178,28 @@ static void sleep_ms(int64_t ms)
 	nanosleep(&ts, NULL);
 }
 
-int cli_lock(int argc, char **argv)
+/* What lock was asked: its options, NAME and the command after "--". */
+typedef struct lock_args {
+	cli_common cm;
+	const char *owner, *name;
+	char **cmd;
+	int held_exit;
+	int64_t ttl, wait, grace;
+	char defowner[300];
+} lock_args;
+
+/* Returns -1 to go on, else the exit status. */
+static int lock_parse(int argc, char **argv, lock_args *a)
 {
-	static const struct option opts[] = {
-		{"db", required_argument, NULL, 'd'},
-		{"db-file", required_argument, NULL, 'F'},
+	static const struct option own[] = {
 		{"ttl", required_argument, NULL, 't'},
 		{"owner", required_argument, NULL, 'o'},
 		{"wait", required_argument, NULL, 'w'},
 		{"kill-grace", required_argument, NULL, 'k'},
 		{"held-exit", required_argument, NULL, 'x'},
-		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	const char *owner = NULL;
-	int held_exit = CLI_EXIT_LOCKED;
-	cli_db dbopt = {0};
-	int64_t ttl = 60000, wait = 0, grace = DEFAULT_KILL_GRACE_MS;
+	struct option opts[CLI_MAX_LONGOPTS];
 	dbcron_err err = {0};
 	int c;
 	/* Options and NAME come before "--", the command after it; getopt
@@ -206,23 +211,24 @@ int cli_lock(int argc, char **argv)
 			break;
 		}
 	int nopt = dashdash < 0 ? argc : dashdash;
+	cli_longopts(opts, CLI_MAX_LONGOPTS, CLI_COMMON_DB | CLI_COMMON_HELP, own);
 	optind = 0;
 	opterr = 0;
 	while ((c = getopt_long(nopt, argv, "h", opts, NULL)) != -1) {
+		if (cli_common_opt(&a->cm, c, optarg))
+			continue;
 		switch (c) {
-		case 'd': cli_db_set_url(&dbopt, optarg); break;
-		case 'F': dbopt.file = optarg; break;
-		case 'o': owner = optarg; break;
+		case 'o': a->owner = optarg; break;
 		case 't':
-			if (dbcron__parse_duration(optarg, 0, &ttl, &err))
+			if (dbcron__parse_duration(optarg, 0, &a->ttl, &err))
 				return cli_usage_error("lock", "--ttl: %s", err.msg);
 			break;
 		case 'w':
-			if (dbcron__parse_duration(optarg, 1, &wait, &err))
+			if (dbcron__parse_duration(optarg, 1, &a->wait, &err))
 				return cli_usage_error("lock", "--wait: %s", err.msg);
 			break;
 		case 'k':
-			if (dbcron__parse_duration(optarg, 0, &grace, &err))
+			if (dbcron__parse_duration(optarg, 0, &a->grace, &err))
 				return cli_usage_error("lock", "--kill-grace: %s", err.msg);
 			break;
 		case 'x': {
@@ -231,7 +237,7 @@ int cli_lock(int argc, char **argv)
 			if (optarg[0] < '0' || optarg[0] > '9' || *end || v > 255)
 				return cli_usage_error("lock", "--held-exit '%s': expected an exit "
 							       "status from 0 to 255", optarg);
-			held_exit = (int)v;
+			a->held_exit = (int)v;
 			break;
 		}
 		case 'h': lock_help(stdout); return 0;
@@ -244,25 +250,38 @@ int cli_lock(int argc, char **argv)
 	if (optind + 1 < nopt)
 		return cli_usage_error("lock", "expected one lock name, got '%s' and '%s'",
 				       argv[optind], argv[optind + 1]);
-	const char *name = argv[optind];
-	if (lease__check_name(name, &err))
+	a->name = argv[optind];
+	if (lease__check_name(a->name, &err))
 		return cli_usage_error("lock", "%s", err.msg);
 	if (dashdash < 0)
 		return cli_usage_error("lock", "no command: give -- COMMAND [ARGS...]");
 	if (dashdash + 1 >= argc || !argv[dashdash + 1][0])
 		return cli_usage_error("lock", "no command after --");
-	char **cmd = &argv[dashdash + 1];
-	char defowner[300];
-	if (!owner) {
+	a->cmd = &argv[dashdash + 1];
+	if (!a->owner) {
 		char host[256] = "localhost";
 		gethostname(host, sizeof(host) - 1);
-		snprintf(defowner, sizeof(defowner), "%s-%d", host, (int)getpid());
-		owner = defowner;
+		snprintf(a->defowner, sizeof(a->defowner), "%s-%d", host, (int)getpid());
+		a->owner = a->defowner;
 	}
+	return -1;
+}
 
+int cli_lock(int argc, char **argv)
+{
+	lock_args la = {.held_exit = CLI_EXIT_LOCKED, .ttl = 60000,
+			.grace = DEFAULT_KILL_GRACE_MS};
+	int st = lock_parse(argc, argv, &la);
+	if (st >= 0)
+		return st;
+	const char *owner = la.owner, *name = la.name;
+	char **cmd = la.cmd;
+	int held_exit = la.held_exit;
+	int64_t ttl = la.ttl, wait = la.wait, grace = la.grace;
+	dbcron_err err = {0};
 	dbcron_db *db = NULL;
 	int status_url;
-	const char *url = cli_db_url("lock", &dbopt, &status_url);
+	const char *url = cli_db_url("lock", &la.cm.db, &status_url);
 	if (!url)
 		return status_url;
 	if (dbcron_db_open(url, &db, &err))
@@ -419,7 +438,7 @@ static void json_str(const char *s)
 }
 
 typedef struct locks_ctx {
-	int format; /* 0 table, 1 csv, 2 json */
+	int format; /* CLI_FMT_* */
 	int64_t now;
 	int n;
 } locks_ctx;
@@ -431,10 +450,10 @@ static int print_lock(void *ctx, const store_lock_row *l)
 	dbcron__format_rfc3339(l->since_ms, 0, 1, since, sizeof(since));
 	dbcron__format_rfc3339(l->until_ms, 0, 1, until, sizeof(until));
 	const char *state = l->until_ms >= c->now ? "held" : "free";
-	if (c->format == 1)
+	if (c->format == CLI_FMT_CSV)
 		printf("%s,%s,%" PRId64 ",%" PRId64 ",%" PRId64 ",%s\n", l->name, l->owner,
 		       l->since_ms, l->until_ms, l->fence, state);
-	else if (c->format == 2) {
+	else if (c->format == CLI_FMT_JSON) {
 		printf("%s{\"name\":", c->n ? ",\n " : "");
 		json_str(l->name);
 		printf(",\"owner\":");
@@ -451,28 +470,20 @@ static int print_lock(void *ctx, const store_lock_row *l)
 
 int cli_locks(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"db", required_argument, NULL, 'd'},
-		{"db-file", required_argument, NULL, 'F'},
-		{"format", required_argument, NULL, 'f'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	cli_db dbopt = {0};
+	struct option opts[CLI_MAX_LONGOPTS];
+	cli_common cm = {0};
 	locks_ctx ctx = {0};
 	int c;
+	cli_longopts(opts, CLI_MAX_LONGOPTS, CLI_COMMON_DB | CLI_COMMON_FORMAT | CLI_COMMON_HELP,
+		     NULL);
 	optind = 0;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+		if (c == CLI_OPT_FORMAT && (ctx.format = cli_format_of(optarg)) < 0)
+			return cli_usage_error("locks", "--format: '%s' is not table, csv or json", optarg);
+		if (cli_common_opt(&cm, c, optarg))
+			continue;
 		switch (c) {
-		case 'd': cli_db_set_url(&dbopt, optarg); break;
-		case 'F': dbopt.file = optarg; break;
-		case 'f':
-			if (!strcmp(optarg, "table")) ctx.format = 0;
-			else if (!strcmp(optarg, "csv")) ctx.format = 1;
-			else if (!strcmp(optarg, "json")) ctx.format = 2;
-			else return cli_usage_error("locks", "--format: '%s' is not table, csv or json", optarg);
-			break;
 		case 'h':
 			printf("usage: dbcron locks [--db URL | --db-file PATH] [--format table|csv|json]\n\n"
 			       "List lease locks: name, owner, since, until, fence, and whether it is held now.\n\n"
@@ -485,7 +496,7 @@ int cli_locks(int argc, char **argv)
 	if (optind < argc)
 		return cli_usage_error("locks", "unexpected argument '%s'", argv[optind]);
 	store *s;
-	int rc = cli_open_store("locks", &dbopt, &s);
+	int rc = cli_open_store("locks", &cm.db, &s);
 	if (rc)
 		return rc;
 	dbcron_err err = {0};
@@ -493,14 +504,14 @@ int cli_locks(int argc, char **argv)
 		store_close(s);
 		return cli_fail(&err);
 	}
-	if (ctx.format == 1)
+	if (ctx.format == CLI_FMT_CSV)
 		printf("name,owner,since_ms,until_ms,fence,state\n");
-	else if (ctx.format == 2)
+	else if (ctx.format == CLI_FMT_JSON)
 		printf("[");
 	else
 		printf("%-24s %-24s %-24s %-24s %6s %s\n", "NAME", "OWNER", "SINCE", "UNTIL", "FENCE", "STATE");
 	rc = store_lock_list(s, print_lock, &ctx, &err);
-	if (ctx.format == 2)
+	if (ctx.format == CLI_FMT_JSON)
 		printf("]\n");
 	store_close(s);
 	return rc ? cli_fail(&err) : 0;

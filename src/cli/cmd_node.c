@@ -207,9 +207,7 @@ int cli_node_settings(const char *cmd, dbcron_node_config *cfg, http_config *hc)
 
 int cli_node(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"db", required_argument, NULL, CONF_OPT(CONF_DB)},
-		{"db-file", required_argument, NULL, CONF_OPT(CONF_DB_FILE)},
+	static const struct option own[] = {
 		{"node-id", required_argument, NULL, CONF_OPT(CONF_NODE_ID)},
 		{"workers", required_argument, NULL, CONF_OPT(CONF_WORKERS)},
 		{"slow-workers", required_argument, NULL, CONF_OPT(CONF_SLOW_WORKERS)},
@@ -227,22 +225,23 @@ int cli_node(int argc, char **argv)
 		{"api-token-file", required_argument, NULL, CONF_OPT(CONF_API_TOKEN_FILE)},
 		{"http-host", required_argument, NULL, CONF_OPT(CONF_HTTP_HOST)},
 		{"metrics-max-jobs", required_argument, NULL, CONF_OPT(CONF_METRICS_MAX_JOBS)},
-		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
+	struct option opts[CLI_MAX_LONGOPTS];
 	dbcron_node_config cfg;
 	dbcron_node_config_init(&cfg);
-	cli_db db = {0};
+	cli_common cm = {0};
 	http_config hc;
 	http_config_init(&hc);
 	int c, rc;
+	cli_longopts(opts, CLI_MAX_LONGOPTS, CLI_COMMON_DB | CLI_COMMON_HELP, own);
 	optind = 0;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		int k = CONF_OPT_KEY(c);
-		if (k == CONF_DB)
-			cli_db_set_url(&db, optarg);
-		else if (k >= 0)
+		if (cli_common_opt(&cm, c, optarg))
+			continue;
+		if (k >= 0)
 			conf_set_flag((conf_key)k, optarg ? optarg : "true");
 		else if (c == 'h') {
 			help(stdout);
@@ -255,7 +254,7 @@ int cli_node(int argc, char **argv)
 		return cli_usage_error("node", "unexpected argument '%s'", argv[optind]);
 	if ((rc = cli_node_settings("node", &cfg, &hc)))
 		return rc;
-	cfg.db_url = cli_db_url("node", &db, &rc);
+	cfg.db_url = cli_db_url("node", &cm.db, &rc);
 	if (!cfg.db_url)
 		return rc;
 

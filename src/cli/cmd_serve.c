@@ -33,51 +33,45 @@ static void help(FILE *f)
 		CLI_DB_HELP);
 }
 
+/* The settings serve shares with node: flags of the configuration. */
+static int serve_opt(void *ctx, int c, char *arg)
+{
+	(void)ctx;
+	conf_set_flag((conf_key)CONF_OPT_KEY(c), arg);
+	return 0;
+}
+
 int cli_serve(int argc, char **argv)
 {
-	static const struct option longs[] = {
-		{"db", required_argument, NULL, CONF_OPT(CONF_DB)},
-		{"db-file", required_argument, NULL, CONF_OPT(CONF_DB_FILE)},
+	static const struct option own[] = {
 		{"http", required_argument, NULL, CONF_OPT(CONF_HTTP)},
 		{"api-token-file", required_argument, NULL, CONF_OPT(CONF_API_TOKEN_FILE)},
 		{"http-host", required_argument, NULL, CONF_OPT(CONF_HTTP_HOST)},
 		{"metrics-max-jobs", required_argument, NULL, CONF_OPT(CONF_METRICS_MAX_JOBS)},
-		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	cliopt o = {.cmd = "serve"};
-	cli_db db = {0};
+	const cli_spec sp = {.cmd = "serve", .common = CLI_COMMON_DB | CLI_COMMON_HELP,
+			     .own = own, .usage = help, .own_opt = serve_opt};
+	cliopt o;
+	cli_common cm;
+	cli_db *db = &cm.db;
 	http_config hc;
-	int c, status;
 
 	http_config_init(&hc);
-	cliopt_reset();
-	while ((c = cliopt_next(&o, argc, argv, "+:h", longs)) != -1) {
-		int k = CONF_OPT_KEY(c);
-		if (k == CONF_DB) {
-			cli_db_set_url(&db, optarg);
-		} else if (k >= 0) {
-			conf_set_flag((conf_key)k, optarg);
-		} else if (c == 'h') {
-			help(stdout);
-			return CLI_EXIT_OK;
-		} else {
-			return CLI_EXIT_USAGE;
-		}
-	}
-	if (o.npos || o.dashdash)
-		return cli_usage_error("serve", "unexpected argument '%s'", o.npos ? o.pos[0] : "--");
+	int status = cli_parse(&sp, &o, &cm, argc, argv);
+	if (status >= 0 || (status = cliopt_no_pos(&o)))
+		return status;
 	if ((status = cli_http_settings("serve", &hc)))
 		return status;
 	if (!hc.listen)
 		return cli_usage_error("serve", "missing --http ADDR:PORT");
-	hc.db_url = cli_db_url("serve", &db, &status);
+	hc.db_url = cli_db_url("serve", db, &status);
 	if (!hc.db_url)
 		return status;
 	/* read-only: a database that is not there (or has no schema) is
 	 * refused here rather than made empty by the server's own open */
 	store *probe = NULL;
-	if ((status = cli_open_store("serve", &db, &probe)))
+	if ((status = cli_open_store("serve", db, &probe)))
 		return status;
 	store_close(probe);
 

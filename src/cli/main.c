@@ -1,12 +1,12 @@
 /*
  * dbcron entry point: dispatches to subcommands and owns the shared CLI
- * helpers (database URL, error printing, exit statuses, the option loop).
+ * helpers (database URL, error printing, exit statuses); the option loop
+ * is opts.c's.
  * Owns the command's database URL text (the copy of --db, or what a URL
  * file held) until the command returns; the --db value in argv is
  * overwritten once copied, so the URL's password is not left readable in
  * /proc/PID/cmdline.
  */
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -156,6 +156,19 @@ int cli_fail(const dbcron_err *err)
 	return cli_status_for(err->code);
 }
 
+int cli_fail_in(const char *cmd, const dbcron_err *err)
+{
+	fprintf(stderr, "dbcron %s: %s\n", cmd,
+		err->msg[0] ? err->msg : dbcron_strerror(err->code));
+	return cli_status_for(err->code);
+}
+
+int cli_oom(const char *cmd)
+{
+	fprintf(stderr, "dbcron %s: out of memory\n", cmd);
+	return CLI_EXIT_FAIL;
+}
+
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
@@ -197,61 +210,6 @@ int cli_open_store(const char *cmd, const cli_db *d, store **out)
 		}
 	}
 	return rc ? cli_fail(&err) : 0;
-}
-
-void cliopt_reset(void)
-{
-	/* 0 makes GNU getopt reinitialise, also its "+" ordering */
-	optind = 0;
-	opterr = 0;
-}
-
-int cliopt_next(cliopt *o, int argc, char **argv, const char *optstring,
-		const struct option *longs)
-{
-	for (;;) {
-		int prev = optind ? optind : 1;
-		if (o->dashdash || prev >= argc)
-			return -1;
-		int c = getopt_long(argc, argv, optstring, longs, NULL);
-		if (c == -1) {
-			/* getopt swallows "--"; the caller wants what follows */
-			if (optind == prev + 1 && strcmp(argv[prev], "--") == 0) {
-				o->dashdash = true;
-				o->rest = argv + optind;
-				o->nrest = argc - optind;
-				optind = argc;
-				return -1;
-			}
-			if (optind >= argc)
-				return -1;
-			if (o->npos < CLIOPT_MAXPOS)
-				o->pos[o->npos] = argv[optind];
-			o->npos++;
-			optind++;
-			continue;
-		}
-		if (c == '?') {
-			/* getopt_long sets optopt to a known long option's value
-			 * when it was given "=VALUE" but takes none: name it, not
-			 * the value (which need not be a printable character) */
-			const char *arg = argv[optind - 1];
-			const char *eq = strchr(arg, '=');
-			if (optopt && strncmp(arg, "--", 2) == 0 && eq)
-				cli_usage_error(o->cmd, "option '%.*s' takes no value", (int)(eq - arg),
-						arg);
-			else if (optopt > 0 && optopt < 128 && isprint(optopt))
-				cli_usage_error(o->cmd, "unknown option '-%c'", optopt);
-			else
-				cli_usage_error(o->cmd, "unknown option '%s'", arg);
-			return '?';
-		}
-		if (c == ':') {
-			cli_usage_error(o->cmd, "option '%s' needs a value", argv[optind - 1]);
-			return '?';
-		}
-		return c;
-	}
 }
 
 /* "--NAME VALUE" or "--NAME=VALUE" at argv[*i]: the value, or NULL when

@@ -1,6 +1,6 @@
 /*
  * Inside the HTTP server: what server.c (connections, limits, auth) hands
- * the router in api.c, and what the router hands back.  A call and its
+ * the router in routes.c, and what the router hands back.  A call and its
  * reply belong to the one request thread answering it; call->st is that
  * thread's store handle for the length of the call (server.c's pool).
  */
@@ -50,14 +50,30 @@ typedef struct http_reply {
 	bool csp;      /* a dashboard file: Content-Security-Policy, nothing from elsewhere */
 } http_reply;
 
+/* The --http-host names (hosts.c): lower case, no trailing dot; read at
+ * start, read-only after. */
+typedef struct http_hosts {
+	char **names;
+	size_t n;
+} http_hosts;
+
+/* Read a --http-host list into *h (zeroed before; http__hosts_free frees
+ * it, also after an error).  EINVAL naming the bad name, or ENOMEM. */
+int http__hosts_read(http_hosts *h, const char *list, dbcron_err *err);
+/* May a request with this Host header (NULL: none) be answered?  An
+ * address (v4, or v6 in brackets), localhost and *.localhost, and h's
+ * names. */
+bool http__host_allowed(const http_hosts *h, const char *host);
+void http__hosts_free(http_hosts *h);
+
 /* Does the call have the admin role?  When not, answers 401 or 403 as a
- * write route would (api.c); server.c uses it to refuse a body unread. */
+ * write route would (routes.c); server.c uses it to refuse a body unread. */
 bool http__may_write(const http_call *c, http_reply *rep);
 
 /* GET /metrics (metrics.c). */
 void http__metrics(const http_call *call, http_reply *rep);
 
-/* Route and answer one call (api.c). */
+/* Route and answer one call (routes.c). */
 void http__route(const http_call *call, http_reply *rep);
 
 /* {"error": {"code": code, "message": msg}} with the status. */

@@ -3,8 +3,8 @@
  * HTTP_THREADS polling threads, so one slow request (a big answer, a
  * statement waiting on a lock) holds one thread and the others go on
  * serving /healthz, /metrics and the rest.  The limits (body size,
- * connections, idle timeout, header memory), which names it answers to
- * (Host) and who is asking (bearer tokens) are here too.
+ * connections, idle timeout, header memory) and who is asking (bearer
+ * tokens) are here too; which names it answers to (Host) is hosts.c's.
  *
  * Slow clients (slowloris).  A connection costs a slot (max_conns of them,
  * default 256) from its accept until it closes, and a client that sends
@@ -49,13 +49,8 @@
  * CLOSED notice has taken the entry out under conn_mu, so a shutdown()
  * under conn_mu never hits a socket number that was reused.
  *
- * Names (DNS rebinding).  A page of another site whose name the attacker
- * points at 127.0.0.1 would be same-origin with this server in the
- * browser, and could read a token-less server's jobs.  Every request's
- * Host must be an IP address (an address is not a name a rebinding DNS
- * can answer for), localhost or a name under .localhost (browsers
- * resolve those to loopback themselves), or a name given with
- * --http-host; anything else is 403 before the request is looked at.
+ * Names (DNS rebinding): every request's Host is checked on its headers,
+ * before anything else; hosts.c says which names pass and why.
  *
  * Bodies.  Only admin requests use a body, so the role is decided on the
  * headers and a request with a body (Content-Length above 0, or chunked)
@@ -106,9 +101,6 @@
  * from stalling the rest without many database connections per node. */
 #define HTTP_THREADS 4
 
-/* A name in Host, at most (DNS: 253, and a port). */
-#define HOST_NAME_MAX_LEN 253
-
 /* One connection, from its accept to its close (libmicrohttpd's socket
  * context).  While waiting is set it is in the server's queue of
  * connections waiting for a request, oldest at the head. */
@@ -136,8 +128,7 @@ struct http_server {
 	unsigned port;
 	struct node_stats *stats;
 	size_t metrics_max_jobs;
-	char **hosts; /* --http-host names: lower case, no trailing dot */
-	size_t nhosts;
+	http_hosts hosts; /* --http-host names (hosts.c) */
 	pthread_mutex_t conn_mu;  /* guards the waiting queue */
 	bool conn_init;           /* conn_mu exists */
 	http_conn *wait_head, *wait_tail;
@@ -266,148 +257,6 @@ static http_role token_role(const http_server *h, const char *token)
 	}
 	g_free(hx);
 	return role;
-}
-
-/* -------------------------------------------------------------- names */
-
-/* A host name as --http-host takes it: letters, digits, '-', '_' and
- * non-empty dot-separated labels (one trailing dot allowed). */
-static bool is_host_name(const char *s, size_t len)
-{
-	if (len && s[len - 1] == '.')
-		len--;
-	if (len == 0 || len > HOST_NAME_MAX_LEN)
-		return false;
-	size_t label = 0;
-	for (size_t i = 0; i < len; i++) {
-		unsigned char ch = (unsigned char)s[i];
-		if (ch == '.') {
-			if (label == 0)
-				return false;
-			label = 0;
-		} else if (isalnum(ch) || ch == '-' || ch == '_') {
-			if (++label > 63)
-				return false;
-		} else {
-			return false;
-		}
-	}
-	return label > 0;
-}
-
-/* The next item of a comma list at *p, blanks trimmed, as [*b, *e); *p
- * moves past it.  False after the last item. */
-static bool next_host(const char **p, const char **b, const char **e)
-{
-	size_t n = strcspn(*p, ",");
-	bool more = (*p)[n] != '\0';
-	*b = *p;
-	*e = *p + n;
-	while (*b < *e && isspace((unsigned char)**b))
-		(*b)++;
-	while (*e > *b && isspace((unsigned char)(*e)[-1]))
-		(*e)--;
-	*p += n + more;
-	return more;
-}
-
-int http_hosts_check(const char *list, dbcron_err *err)
-{
-	const char *p = list, *b, *e;
-	bool more;
-	do {
-		more = next_host(&p, &b, &e);
-		if (!is_host_name(b, (size_t)(e - b)))
-			return dbcron_err_set(err, DBCRON_EINVAL,
-					      "'%.*s' is not a host name (letters, digits, '-' and '.'; "
-					      "a comma between names)",
-					      (int)((size_t)(e - b) > 80 ? 80 : (size_t)(e - b)), b);
-	} while (more);
-	return DBCRON_OK;
-}
-
-/* The names of the list into h->hosts, lower case, without a trailing dot. */
-static int read_hosts(http_server *h, const char *list, dbcron_err *err)
-{
-	size_t cap = 0;
-	dbcron_err bad = {0};
-	int rc = http_hosts_check(list, &bad);
-	if (rc)
-		return dbcron_err_set(err, rc, "--http-host: %s", bad.msg);
-	const char *p = list, *b, *e;
-	bool more;
-	do {
-		more = next_host(&p, &b, &e);
-		if (e > b && e[-1] == '.')
-			e--;
-		char *name = dbcron__malloc((size_t)(e - b) + 1);
-		if (!name || dbcron__grow((void **)&h->hosts, &cap, h->nhosts + 1,
-					  sizeof(*h->hosts))) {
-			dbcron__free(name);
-			return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
-		}
-		for (size_t i = 0; i < (size_t)(e - b); i++)
-			name[i] = (char)tolower((unsigned char)b[i]);
-		name[e - b] = '\0';
-		h->hosts[h->nhosts++] = name;
-	} while (more);
-	return DBCRON_OK;
-}
-
-/* ":PORT" after a Host name: empty or up to five digits. */
-static bool host_port_ok(const char *s)
-{
-	if (!*s)
-		return true;
-	if (*s++ != ':')
-		return false;
-	size_t n = strspn(s, "0123456789");
-	return n >= 1 && n <= 5 && !s[n];
-}
-
-/*
- * May a request with this Host header be answered?  An address (v4, or v6
- * in brackets), localhost and *.localhost, and the --http-host names; the
- * port is not looked at (a rebinding page's port is ours anyway).  No
- * Host at all is an HTTP/1.0 client, never a browser.
- */
-static bool host_allowed(const http_server *h, const char *host)
-{
-	char name[HOST_NAME_MAX_LEN + 2];
-	struct in_addr a4;
-	struct in6_addr a6;
-	size_t n;
-
-	if (!host)
-		return true;
-	if (host[0] == '[') {
-		const char *e = strchr(host, ']');
-		n = e ? (size_t)(e - host - 1) : 0;
-		if (!e || n == 0 || n >= sizeof(name) || !host_port_ok(e + 1))
-			return false;
-		memcpy(name, host + 1, n);
-		name[n] = '\0';
-		return inet_pton(AF_INET6, name, &a6) == 1;
-	}
-	n = strcspn(host, ":");
-	if (n == 0 || n >= sizeof(name) || !host_port_ok(host + n))
-		return false;
-	for (size_t i = 0; i < n; i++)
-		name[i] = (char)tolower((unsigned char)host[i]);
-	name[n] = '\0';
-	if (name[n - 1] == '.')
-		name[--n] = '\0';
-	if (n == 0)
-		return false;
-	if (inet_pton(AF_INET, name, &a4) == 1)
-		return true;
-	if (!strcmp(name, "localhost") ||
-	    (n > 10 && !strcmp(name + n - 10, ".localhost")))
-		return true;
-	for (size_t i = 0; i < h->nhosts; i++)
-		if (!strcmp(name, h->hosts[i]))
-			return true;
-	return false;
 }
 
 /* ------------------------------------------------- connections waiting */
@@ -630,7 +479,7 @@ static enum MHD_Result on_headers(http_server *h, struct MHD_Connection *c,
 	http_reply rep = {0};
 	const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
 
-	if (!host_allowed(h, host)) {
+	if (!http__host_allowed(&h->hosts, host)) {
 		http__error(&rep, MHD_HTTP_FORBIDDEN, "forbidden",
 			    "Host '%.100s' is not a name of this server (an address, localhost, or a "
 			    "name given with --http-host)", host);
@@ -824,9 +673,7 @@ static void free_server(http_server *h)
 	}
 	if (h->conn_init)
 		pthread_mutex_destroy(&h->conn_mu);
-	for (size_t i = 0; i < h->nhosts; i++)
-		dbcron__free(h->hosts[i]);
-	dbcron__free(h->hosts);
+	http__hosts_free(&h->hosts);
 	dbcron__free(h->tokens);
 	dbcron__free(h);
 }
@@ -858,7 +705,7 @@ int http_server_start(const http_config *c, http_server **out, dbcron_err *err)
 	/* a secret of this process from now on: no job's env-file may be it */
 	if (c->token_file)
 		runas_secret_file_add_as(c->token_file, "API tokens");
-	if (c->hosts && (rc = read_hosts(h, c->hosts, err)))
+	if (c->hosts && (rc = http__hosts_read(&h->hosts, c->hosts, err)))
 		goto out_free;
 	/* half the slots at most wait for a request (see the top) */
 	h->max_waiting = c->max_conns / 2 ? c->max_conns / 2 : 1;

@@ -159,7 +159,7 @@ help_options() {
 
 # 0 when the parser of "$@" takes option $opt (which is the last argument):
 # given "=x", an unknown option is "unknown", a known one is taken or, a
-# flag, refused as taking no value (src/cli/main.c), and then tried bare,
+# flag, refused as taking no value (src/cli/opts.c), and then tried bare,
 # since a command may refuse a flag of a shared table itself (node's own
 # parser says "unknown or incomplete": tried bare too).  About 1,800
 # calls: one process each (no subshell, timeout or grep around it; ctest's

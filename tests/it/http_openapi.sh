@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # docs/openapi.json against the server: every route the router serves is in
-# it (the path literals and job verbs of src/http/api.c, the dashboard's
+# it (the path literals and job verbs of src/http/routes.c, the dashboard's
 # files), and every operation in it is served by a real `dbcron serve`:
 # never "no such resource", and where the router answers 405 its Allow
 # header names exactly the methods the file gives that path.
@@ -18,7 +18,7 @@ wait_until 120 has_port || { cat "$T_DIR/serve.log"; exit 1; }
 
 t_section "the router's routes are in the file"
 RC=0
-OUT=$(python3 - "$SPEC" "$DBCRON_SRC/src/http/api.c" "$DBCRON_SRC/src/http/assets" <<'PY' 2>&1) || RC=$?
+OUT=$(python3 - "$SPEC" "$DBCRON_SRC/src/http/routes.c" "$DBCRON_SRC/src/http/assets" <<'PY' 2>&1) || RC=$?
 import json, os, re, sys
 spec, src, assets = sys.argv[1:4]
 paths = set(json.load(open(spec))["paths"])
@@ -39,7 +39,7 @@ for f in sorted(os.listdir(assets)):
     if "/" + f not in paths:
         missing.append("asset /" + f)
 if len(segs) < 10 or not re.search(r'strcmp\(verb, "trigger"\)', code):
-    missing.append("(the scan found too little: has api.c changed shape?)")
+    missing.append("(the scan found too little: has routes.c changed shape?)")
 print("\n".join(missing))
 sys.exit(1 if missing else 0)
 PY

@@ -1,12 +1,13 @@
 /*
- * `dbcron runs` and `dbcron nodes`: read-only views of the run log and the
- * node registry, as a table for people and csv/json for programs.  The csv
- * columns of `runs` are a contract (issue 3): job, fire_at_ms, attempt,
+ * `dbcron runs` and `dbcron runs show`: read-only views of the run log, as
+ * a table for people and csv/json for programs, and `runs --follow`, which
+ * prints runs as they end.  Also the run table job show prints
+ * (cli_print_runs_table).  The csv columns of `runs` are a contract (issue 3): job, fire_at_ms, attempt,
  * state, node, started_ms, finished_ms, exit_code first, in that order,
  * UTC epoch milliseconds, empty when unset; new columns only go after them.
- * Ages ("12s ago") are taken against the database's clock, like every
- * scheduling decision.  A run's JSON object is model_run_json's, the same
- * any other front end prints.
+ * "now" in --since is the database's clock.  A run's JSON object is model_run_json's, the same
+ * any other front end prints.  A follower hands out each run once: runs
+ * listed first are marked seen before the first poll (app_follow).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -24,21 +25,6 @@
 #include "core/timeutil.h"
 #include "model/jobdef.h"
 #include "model/json.h"
-
-enum view_format { FMT_TABLE, FMT_CSV, FMT_JSON };
-
-static int parse_format(const char *cmd, const char *v, enum view_format *out)
-{
-	if (!strcmp(v, "table"))
-		*out = FMT_TABLE;
-	else if (!strcmp(v, "csv"))
-		*out = FMT_CSV;
-	else if (!strcmp(v, "json"))
-		*out = FMT_JSON;
-	else
-		return cli_usage_error(cmd, "--format '%s': expected table, csv or json", v);
-	return 0;
-}
 
 /* ------------------------------------------------------- run helpers */
 
@@ -178,51 +164,27 @@ void cli_print_runs_table(FILE *f, const dbcron_run *runs, size_t n,
 
 /* ------------------------------------------------------------- csv */
 
-/* RFC 4180: quote a field that holds a comma, a quote or a line break. */
-static void csv_field(FILE *f, const char *s)
-{
-	if (!s)
-		return;
-	if (!strpbrk(s, ",\"\r\n")) {
-		fputs(s, f);
-		return;
-	}
-	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"')
-			fputc('"', f);
-		fputc(*s, f);
-	}
-	fputc('"', f);
-}
-
-static void csv_ms(FILE *f, int64_t ms)
-{
-	if (ms >= 0)
-		fprintf(f, "%" PRId64, ms);
-}
-
 static const char runs_csv_header[] =
 	"job,fire_at_ms,attempt,state,node,started_ms,finished_ms,exit_code,"
 	"missed,error,run_id,due_at_ms";
 
 static void csv_run(FILE *f, const dbcron_run *r)
 {
-	csv_field(f, r->job_name);
+	cli_csv_field(f, r->job_name);
 	fprintf(f, ",%" PRId64 ",%d,%s,", r->fire_at, r->attempt,
 		dbcron_run_state_name(r->state));
-	csv_field(f, r->node);
+	cli_csv_field(f, r->node);
 	fputc(',', f);
-	csv_ms(f, r->started_ms);
+	cli_csv_ms(f, r->started_ms);
 	fputc(',', f);
-	csv_ms(f, r->finished_ms);
+	cli_csv_ms(f, r->finished_ms);
 	fputc(',', f);
 	if (r->has_exit_code)
 		fprintf(f, "%d", r->exit_code);
 	fprintf(f, ",%" PRId64 ",", r->missed);
-	csv_field(f, r->error);
+	cli_csv_field(f, r->error);
 	fprintf(f, ",%" PRId64 ",", r->id);
-	csv_ms(f, r->due_at);
+	cli_csv_ms(f, r->due_at);
 	fputc('\n', f);
 }
 
@@ -256,7 +218,7 @@ static void runs_usage(FILE *f)
 }
 
 typedef struct stream_ctx {
-	enum view_format fmt;
+	int fmt;
 	bool lines; /* json: one object a line, no array (a follower) */
 	bool output;
 	runs_layout layout;
@@ -272,9 +234,9 @@ static int stream_run(void *ctx, const dbcron_run *r)
 		sc->failed = true;
 		return 1;
 	}
-	if (sc->fmt == FMT_CSV) {
+	if (sc->fmt == CLI_FMT_CSV) {
 		csv_run(stdout, r);
-	} else if (sc->fmt == FMT_TABLE) {
+	} else if (sc->fmt == CLI_FMT_TABLE) {
 		print_run_row(stdout, &sc->layout, r);
 	} else {
 		json_t *o = model_run_json(r);
@@ -356,166 +318,151 @@ static int follow(store *s, app_follow *fw, stream_ctx *sc, int64_t interval_ms,
 
 static int runs_show(int argc, char **argv);
 
-int cli_runs(int argc, char **argv)
-{
-	static const struct option longs[] = {
-		{"db", required_argument, NULL, 'd'},
-		{"db-file", required_argument, NULL, 'F'},
-		{"job", required_argument, NULL, 'j'},
-		{"state", required_argument, NULL, 's'},
-		{"since", required_argument, NULL, 'S'},
-		{"limit", required_argument, NULL, 'l'},
-		{"format", required_argument, NULL, 'f'},
-		{"output", no_argument, NULL, 'o'},
-		{"follow", no_argument, NULL, 'w'},
-		{"interval", required_argument, NULL, 'i'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	cliopt o = {.cmd = "runs"};
-	const char *since = NULL, *interval = NULL;
-	cli_db db = {0};
-	store_run_filter flt = {.job = NULL, .state = 0, .since_ms = -1, .limit = 50};
-	enum view_format fmt = FMT_TABLE;
-	bool output = false, follow_on = false;
-	int64_t interval_ms = 1000;
-	int c, status;
+/* What runs was asked, before the database is opened. */
+typedef struct runs_args {
+	const char *since, *interval;
+	store_run_filter flt;
+	bool output, follow;
+	int64_t interval_ms; /* --interval's, checked */
+} runs_args;
 
-	if (argc > 1 && !strcmp(argv[1], "show"))
-		return runs_show(argc - 1, argv + 1);
-	cliopt_reset();
-	while ((c = cliopt_next(&o, argc, argv, "+:h", longs)) != -1) {
-		switch (c) {
-		case 'd':
-			cli_db_set_url(&db, optarg);
-			break;
-		case 'F':
-			db.file = optarg;
-			break;
-		case 'j':
-			flt.job = optarg;
-			break;
-		case 's': {
-			char low[32];
-			size_t i;
-			for (i = 0; optarg[i] && i + 1 < sizeof(low); i++)
-				low[i] = (char)tolower((unsigned char)optarg[i]);
-			low[i] = '\0';
-			flt.state = dbcron_run_state_parse(low);
-			if (flt.state < 0)
-				return cli_usage_error("runs",
-					"--state '%s': expected scheduled, running, succeeded, failed, timed_out, skipped, misfired or abandoned",
-					optarg);
-			break;
-		}
-		case 'S':
-			since = optarg;
-			break;
-		case 'l': {
-			char *end;
-			errno = 0;
-			long v = strtol(optarg, &end, 10);
-			if (!*optarg || *end || errno || v < 0)
-				return cli_usage_error("runs",
-					"--limit '%s': expected a whole number >= 0 (0 = no limit)", optarg);
-			flt.limit = v;
-			break;
-		}
-		case 'f':
-			if ((status = parse_format("runs", optarg, &fmt)))
-				return status;
-			break;
-		case 'o':
-			output = true;
-			break;
-		case 'w':
-			follow_on = true;
-			break;
-		case 'i':
-			interval = optarg;
-			break;
-		case 'h':
-			runs_usage(stdout);
-			return CLI_EXIT_OK;
-		default:
-			return CLI_EXIT_USAGE;
-		}
+static int runs_opt(void *ctx, int c, char *arg)
+{
+	runs_args *a = ctx;
+	switch (c) {
+	case 'j':
+		a->flt.job = arg;
+		break;
+	case 's': {
+		char low[32];
+		size_t i;
+		for (i = 0; arg[i] && i + 1 < sizeof(low); i++)
+			low[i] = (char)tolower((unsigned char)arg[i]);
+		low[i] = '\0';
+		a->flt.state = dbcron_run_state_parse(low);
+		if (a->flt.state < 0)
+			return cli_usage_error("runs",
+				"--state '%s': expected scheduled, running, succeeded, failed, timed_out, skipped, misfired or abandoned",
+				arg);
+		break;
 	}
-	if (o.npos || o.dashdash)
-		return cli_usage_error("runs", "unexpected argument '%s'",
-				       o.npos ? o.pos[0] : "--");
+	case 'S':
+		a->since = arg;
+		break;
+	case 'l': {
+		char *end;
+		errno = 0;
+		long v = strtol(arg, &end, 10);
+		if (!*arg || *end || errno || v < 0)
+			return cli_usage_error("runs",
+				"--limit '%s': expected a whole number >= 0 (0 = no limit)", arg);
+		a->flt.limit = v;
+		break;
+	}
+	case 'o':
+		a->output = true;
+		break;
+	case 'w':
+		a->follow = true;
+		break;
+	default: /* 'i' */
+		a->interval = arg;
+		break;
+	}
+	return 0;
+}
+
+/* The syntax of what runs was asked, before the database, so that a typo
+ * costs no connection: 0 or the usage error's status. */
+static int runs_check(runs_args *a, int fmt)
+{
 	dbcron_err err = {0};
 	int64_t ms;
-	/* the syntax before the database, so a typo costs no connection */
-	if (since && dbcron__parse_time(since, 0, &ms, &err))
+	if (a->since && dbcron__parse_time(a->since, 0, &ms, &err))
 		return cli_usage_error("runs", "--since: %s", err.msg);
-	if (output && fmt != FMT_TABLE)
+	if (a->output && fmt != CLI_FMT_TABLE)
 		return cli_usage_error("runs", "--output is for the table (json always carries the output; csv keeps one line a run)");
-	if (interval && !follow_on)
+	if (a->interval && !a->follow)
 		return cli_usage_error("runs", "--interval is for --follow");
-	if (interval && (dbcron__parse_duration(interval, 1, &interval_ms, &err) ||
-			 interval_ms < 100))
+	if (a->interval && (dbcron__parse_duration(a->interval, 1, &a->interval_ms, &err) ||
+			    a->interval_ms < 100))
 		return cli_usage_error("runs", "--interval '%s': expected a duration of at least 100ms%s%s",
-				       interval, err.msg[0] ? ": " : "", err.msg);
-	if (follow_on && flt.state && !dbcron_run_state_terminal(flt.state))
+				       a->interval, err.msg[0] ? ": " : "", err.msg);
+	if (a->follow && a->flt.state && !dbcron_run_state_terminal(a->flt.state))
 		return cli_usage_error("runs", "--state %s with --follow: a follower prints runs as they end; give an end state",
-				       dbcron_run_state_name(flt.state));
+				       dbcron_run_state_name(a->flt.state));
+	return 0;
+}
 
-	store *s = NULL;
-	if ((status = cli_open_store(o.cmd, &db, &s)))
+/* The listing: a table (every row first, for the widths), or csv/json
+ * streamed as the store reads them. */
+static int runs_listing(store *s, const runs_args *a, stream_ctx *sc, app_follow *fw,
+			dbcron_err *err)
+{
+	int rc;
+	if (sc->fmt != CLI_FMT_TABLE) {
+		if (sc->fmt == CLI_FMT_CSV)
+			printf("%s\n", runs_csv_header);
+		else if (!a->follow)
+			fputc('[', stdout);
+		rc = store_runs_list(s, &a->flt, stream_run, sc, err);
+		if (!rc && sc->failed)
+			rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory writing JSON");
+		if (sc->fmt == CLI_FMT_JSON && !a->follow)
+			fputs(sc->n ? "\n]\n" : "]\n", stdout);
+		return rc;
+	}
+	cli_run_vec rv = {0};
+	rc = store_runs_list(s, &a->flt, a->output ? collect_with_output : cli_collect_run, &rv,
+			     err);
+	if (!rc && rv.rc)
+		rc = dbcron_err_set(err, rv.rc, "out of memory");
+	for (size_t i = 0; !rc && a->follow && i < rv.n; i++)
+		if (app_follow_seen(fw, &rv.v[i]))
+			rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
+	if (!rc) {
+		/* a follower's later rows line up with these */
+		if (a->follow)
+			print_runs_with(stdout, &sc->layout, rv.v, rv.n);
+		else if (rv.n)
+			print_runs(stdout, rv.v, rv.n, true, a->output);
+		else
+			printf("no runs\n");
+	}
+	cli_run_vec_free(&rv);
+	return rc;
+}
+
+static int runs_list(const cli_common *cm, runs_args *a)
+{
+	int fmt = cli_format_of(cm->format);
+	int status = runs_check(a, fmt);
+	if (status)
 		return status;
+	store *s = NULL;
+	if ((status = cli_open_store("runs", &cm->db, &s)))
+		return status;
+	dbcron_err err = {0};
 	int64_t now;
 	int rc = DBCRON_OK;
 	app_follow fw = {0};
-	if (since) {
+	if (a->since) {
 		rc = store_now_ms(s, &now, &err);
 		if (!rc)
-			rc = dbcron__parse_time(since, now, &flt.since_ms, &err);
+			rc = dbcron__parse_time(a->since, now, &a->flt.since_ms, &err);
 		if (rc)
 			goto out_rc;
 	}
 	/* before the listing, so that a run that ends while it is read is
 	 * handed out by the first poll rather than lost between the two */
-	if (follow_on && (rc = app_follow_start(s, &fw, &flt, &err)))
+	if (a->follow && (rc = app_follow_start(s, &fw, &a->flt, &err)))
 		goto out_rc;
-	stream_ctx sc = {.fmt = fmt, .lines = follow_on, .output = output,
-			 .layout = {.with_job = true, .output = output, .wj = 16, .wn = 12},
-			 .fw = follow_on ? &fw : NULL};
-	if (fmt == FMT_TABLE) {
-		cli_run_vec rv = {0};
-		rc = store_runs_list(s, &flt, output ? collect_with_output : cli_collect_run, &rv,
-				     &err);
-		if (!rc && rv.rc)
-			rc = dbcron_err_set(&err, rv.rc, "out of memory");
-		for (size_t i = 0; !rc && follow_on && i < rv.n; i++)
-			if (app_follow_seen(&fw, &rv.v[i]))
-				rc = dbcron_err_set(&err, DBCRON_ENOMEM, "out of memory");
-		if (!rc) {
-			/* a follower's later rows line up with these */
-			if (follow_on)
-				print_runs_with(stdout, &sc.layout, rv.v, rv.n);
-			else if (rv.n)
-				print_runs(stdout, rv.v, rv.n, true, output);
-			else
-				printf("no runs\n");
-		}
-		cli_run_vec_free(&rv);
-		if (rc || !follow_on)
-			goto out_rc;
-	} else {
-		if (fmt == FMT_CSV)
-			printf("%s\n", runs_csv_header);
-		else if (!follow_on)
-			fputc('[', stdout);
-		rc = store_runs_list(s, &flt, stream_run, &sc, &err);
-		if (!rc && sc.failed)
-			rc = dbcron_err_set(&err, DBCRON_ENOMEM, "out of memory writing JSON");
-		if (fmt == FMT_JSON && !follow_on)
-			fputs(sc.n ? "\n]\n" : "]\n", stdout);
-		if (rc || !follow_on)
-			goto out_rc;
-	}
-	rc = follow(s, &fw, &sc, interval_ms, &err);
+	stream_ctx sc = {.fmt = fmt, .lines = a->follow, .output = a->output,
+			 .layout = {.with_job = true, .output = a->output, .wj = 16, .wn = 12},
+			 .fw = a->follow ? &fw : NULL};
+	rc = runs_listing(s, a, &sc, &fw, &err);
+	if (!rc && a->follow)
+		rc = follow(s, &fw, &sc, a->interval_ms, &err);
 out_rc:
 	app_follow_clear(&fw);
 	if (rc)
@@ -526,6 +473,36 @@ out_rc:
 		status = CLI_EXIT_FAIL;
 	}
 	return status;
+}
+
+int cli_runs(int argc, char **argv)
+{
+	static const struct option own[] = {
+		{"job", required_argument, NULL, 'j'},
+		{"state", required_argument, NULL, 's'},
+		{"since", required_argument, NULL, 'S'},
+		{"limit", required_argument, NULL, 'l'},
+		{"output", no_argument, NULL, 'o'},
+		{"follow", no_argument, NULL, 'w'},
+		{"interval", required_argument, NULL, 'i'},
+		{NULL, 0, NULL, 0},
+	};
+	static const char *const formats[] = {"table", "csv", "json", NULL};
+	runs_args ra = {.flt = {.job = NULL, .state = 0, .since_ms = -1, .limit = 50},
+		       .interval_ms = 1000};
+	const cli_spec sp = {.cmd = "runs",
+			     .common = CLI_COMMON_DB | CLI_COMMON_FORMAT | CLI_COMMON_HELP,
+			     .own = own, .usage = runs_usage, .formats = formats,
+			     .own_opt = runs_opt, .ctx = &ra};
+	cliopt o;
+	cli_common cm;
+
+	if (argc > 1 && !strcmp(argv[1], "show"))
+		return runs_show(argc - 1, argv + 1);
+	int status = cli_parse(&sp, &o, &cm, argc, argv);
+	if (status >= 0 || (status = cliopt_no_pos(&o)))
+		return status;
+	return runs_list(&cm, &ra);
 }
 
 /* ---------------------------------------------------------- runs show */
@@ -608,42 +585,31 @@ static void print_run_show(json_t *o)
 	}
 }
 
+/* runs show's --format: table or json, said its own way. */
+static int show_format(void *ctx, int c, char *arg)
+{
+	int *fmt = ctx;
+	(void)c; /* CLI_OPT_FORMAT, the only one */
+	*fmt = cli_format_of(arg);
+	if (*fmt < 0)
+		return cli_usage_error("runs show", "--format '%s': expected table, csv or json", arg);
+	if (*fmt == CLI_FMT_CSV)
+		return cli_usage_error("runs show", "--format csv: expected table or json");
+	return 0;
+}
+
 static int runs_show(int argc, char **argv)
 {
-	static const struct option longs[] = {
-		{"db", required_argument, NULL, 'd'},
-		{"db-file", required_argument, NULL, 'F'},
-		{"format", required_argument, NULL, 'f'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	cliopt o = {.cmd = "runs show"};
-	cli_db db = {0};
-	enum view_format fmt = FMT_TABLE;
-	int c, status;
+	int fmt = CLI_FMT_TABLE;
+	const cli_spec sp = {.cmd = "runs show",
+			     .common = CLI_COMMON_DB | CLI_COMMON_FORMAT | CLI_COMMON_HELP,
+			     .usage = show_usage, .own_opt = show_format, .ctx = &fmt};
+	cliopt o;
+	cli_common cm;
 
-	cliopt_reset();
-	while ((c = cliopt_next(&o, argc, argv, "+:h", longs)) != -1) {
-		switch (c) {
-		case 'd':
-			cli_db_set_url(&db, optarg);
-			break;
-		case 'F':
-			db.file = optarg;
-			break;
-		case 'f':
-			if ((status = parse_format("runs show", optarg, &fmt)))
-				return status;
-			if (fmt == FMT_CSV)
-				return cli_usage_error("runs show", "--format csv: expected table or json");
-			break;
-		case 'h':
-			show_usage(stdout);
-			return CLI_EXIT_OK;
-		default:
-			return CLI_EXIT_USAGE;
-		}
-	}
+	int status = cli_parse(&sp, &o, &cm, argc, argv);
+	if (status >= 0)
+		return status;
 	if (o.npos == 0)
 		return cli_usage_error("runs show", "missing the run ID");
 	if (o.npos > 1 || o.dashdash)
@@ -656,7 +622,7 @@ static int runs_show(int argc, char **argv)
 		return cli_usage_error("runs show", "'%s': expected a run id (a whole number >= 1)",
 				       o.pos[0]);
 	store *s = NULL;
-	if ((status = cli_open_store(o.cmd, &db, &s)))
+	if ((status = cli_open_store(o.cmd, &cm.db, &s)))
 		return status;
 	dbcron_err err = {0};
 	json_t *run = NULL;
@@ -666,7 +632,7 @@ static int runs_show(int argc, char **argv)
 		status = CLI_EXIT_USAGE;
 	} else if (rc) {
 		status = cli_fail(&err);
-	} else if (fmt == FMT_JSON) {
+	} else if (fmt == CLI_FMT_JSON) {
 		if (json_dumpf(run, stdout, JSON_COMPACT | JSON_ENSURE_ASCII))
 			status = CLI_EXIT_FAIL;
 		fputc('\n', stdout);
@@ -679,181 +645,5 @@ static int runs_show(int argc, char **argv)
 		fprintf(stderr, "dbcron runs show: writing output: %s\n", strerror(errno));
 		status = CLI_EXIT_FAIL;
 	}
-	return status;
-}
-
-/* ------------------------------------------------------------ nodes */
-
-static void nodes_usage(FILE *f)
-{
-	fprintf(f, "usage: dbcron nodes [--format table|csv|json] [--db URL | --db-file PATH]\n"
-		   "       dbcron nodes --prune OLDER [--db URL | --db-file PATH]\n\n"
-		   "Scheduler nodes: state, workers, running runs, last heartbeat (and how\n"
-		   "long ago, by the database's clock) and lease expiry.\n"
-		   "--prune OLDER (a duration, e.g. 7d) deletes the rows of stopped and dead nodes\n"
-		   "whose last heartbeat is older than that and that hold no run still to\n"
-		   "resolve; alive nodes, and nodes whose runs a live node has yet to resolve,\n"
-		   "stay.  Their finished runs keep the node's name.\n\n" CLI_DB_HELP);
-}
-
-typedef struct node_ctx {
-	enum view_format fmt;
-	int64_t now;
-	size_t n;
-	bool failed;
-} node_ctx;
-
-static void ago(int64_t now, int64_t then, char *buf, size_t len)
-{
-	if (then < 0) {
-		snprintf(buf, len, "never");
-		return;
-	}
-	int64_t d = now - then;
-	if (d < 0)
-		snprintf(buf, len, "in %" PRId64 "s", -d / 1000);
-	else
-		snprintf(buf, len, "%" PRId64 "s ago", d / 1000);
-}
-
-static int print_node(void *ctx, const store_node_row *nr)
-{
-	node_ctx *nc = ctx;
-	char hb[64], lease[64], a[32];
-	ago(nc->now, nr->heartbeat_ms, a, sizeof(a));
-	if (nc->fmt == FMT_CSV) {
-		csv_field(stdout, nr->node_id);
-		fputc(',', stdout);
-		csv_field(stdout, nr->host);
-		printf(",%d,", nr->pid);
-		csv_field(stdout, nr->state);
-		printf(",%d,%" PRId64 ",", nr->workers, nr->running);
-		csv_ms(stdout, nr->started_ms);
-		fputc(',', stdout);
-		csv_ms(stdout, nr->heartbeat_ms);
-		fputc(',', stdout);
-		csv_ms(stdout, nr->lease_until);
-		printf(",%" PRId64 "\n", nr->heartbeat_ms >= 0 ? nc->now - nr->heartbeat_ms : 0);
-	} else if (nc->fmt == FMT_JSON) {
-		json_t *o = app_node_json(nr, nc->now);
-		if (!o) {
-			nc->failed = true;
-			return 1;
-		}
-		fputs(nc->n ? ",\n" : "\n", stdout);
-		int rc = json_dumpf(o, stdout, JSON_COMPACT | JSON_ENSURE_ASCII);
-		json_decref(o);
-		if (rc) {
-			nc->failed = true;
-			return 1;
-		}
-	} else {
-		if (nc->n == 0)
-			printf("%-20s  %-16s  %7s  %-7s  %7s  %7s  %-24s  %-10s  %s\n", "NODE",
-			       "HOST", "PID", "STATE", "WORKERS", "RUNNING", "LAST HEARTBEAT",
-			       "AGE", "LEASE UNTIL");
-		printf("%-20s  %-16s  %7d  %-7s  %7d  %7" PRId64 "  %-24s  %-10s  %s\n",
-		       nr->node_id ? nr->node_id : "", nr->host ? nr->host : "", nr->pid,
-		       nr->state ? nr->state : "", nr->workers, nr->running,
-		       model_time_text(nr->heartbeat_ms, hb, sizeof(hb)), a,
-		       model_time_text(nr->lease_until, lease, sizeof(lease)));
-	}
-	nc->n++;
-	return 0;
-}
-
-/* nodes --prune OLDER: the rule is the store's (store_nodes_prune). */
-static int prune_nodes(const cli_db *db, const char *older, bool fmt_set)
-{
-	dbcron_err err = {0};
-	int64_t ms, deleted = 0;
-	if (fmt_set)
-		return cli_usage_error("nodes", "--prune prints a count, not a --format");
-	if (dbcron__parse_duration(older, 1, &ms, &err))
-		return cli_usage_error("nodes", "--prune: %s", err.msg);
-	store *s = NULL;
-	int status = cli_open_store("nodes", db, &s);
-	if (status)
-		return status;
-	if (store_nodes_prune(s, ms, &deleted, &err))
-		status = cli_fail(&err);
-	else
-		printf("pruned %lld node row%s (stopped or dead, last heartbeat over %s ago, no "
-		       "runs to resolve)\n",
-		       (long long)deleted, deleted == 1 ? "" : "s", older);
-	store_close(s);
-	return status;
-}
-
-int cli_nodes(int argc, char **argv)
-{
-	static const struct option longs[] = {
-		{"db", required_argument, NULL, 'd'},
-		{"db-file", required_argument, NULL, 'F'},
-		{"format", required_argument, NULL, 'f'},
-		{"prune", required_argument, NULL, 'p'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	cliopt o = {.cmd = "nodes"};
-	cli_db db = {0};
-	enum view_format fmt = FMT_TABLE;
-	bool fmt_set = false;
-	const char *prune = NULL;
-	int c, status;
-
-	cliopt_reset();
-	while ((c = cliopt_next(&o, argc, argv, "+:h", longs)) != -1) {
-		switch (c) {
-		case 'd':
-			cli_db_set_url(&db, optarg);
-			break;
-		case 'F':
-			db.file = optarg;
-			break;
-		case 'f':
-			if ((status = parse_format("nodes", optarg, &fmt)))
-				return status;
-			fmt_set = true;
-			break;
-		case 'p':
-			prune = optarg;
-			break;
-		case 'h':
-			nodes_usage(stdout);
-			return CLI_EXIT_OK;
-		default:
-			return CLI_EXIT_USAGE;
-		}
-	}
-	if (o.npos || o.dashdash)
-		return cli_usage_error("nodes", "unexpected argument '%s'",
-				       o.npos ? o.pos[0] : "--");
-	if (prune)
-		return prune_nodes(&db, prune, fmt_set);
-	store *s = NULL;
-	if ((status = cli_open_store(o.cmd, &db, &s)))
-		return status;
-	dbcron_err err = {0};
-	node_ctx nc = {.fmt = fmt};
-	int rc = store_now_ms(s, &nc.now, &err);
-	if (rc)
-		goto out_rc;
-	if (fmt == FMT_CSV)
-		printf("node,host,pid,state,workers,running,started_ms,heartbeat_ms,"
-		       "lease_until_ms,heartbeat_age_ms\n");
-	else if (fmt == FMT_JSON)
-		fputc('[', stdout);
-	rc = store_nodes_list(s, print_node, &nc, &err);
-	if (!rc && nc.failed)
-		rc = dbcron_err_set(&err, DBCRON_ENOMEM, "out of memory writing JSON");
-	if (fmt == FMT_JSON)
-		fputs(nc.n ? "\n]\n" : "]\n", stdout);
-	else if (fmt == FMT_TABLE && nc.n == 0 && !rc)
-		printf("no nodes\n");
-out_rc:
-	if (rc)
-		status = cli_fail(&err);
-	store_close(s);
 	return status;
 }
