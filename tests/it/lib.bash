@@ -49,15 +49,16 @@ T_DIR=$(mktemp -d "${TMPDIR:-/tmp}/dbcron-it-$T_NAME.XXXXXX")
 # the tools a test calls often are called directly: Debian's python3 rather
 # than a version manager's shim first on PATH (a dozen shell scripts per
 # call), and the psql binary rather than Debian's Perl wrapper around it.
-if [ -x /usr/bin/python3 ]; then
-	python3() { /usr/bin/python3 "$@"; }
-fi
-T_PSQL=psql
+# Links in a directory put first on PATH, not shell functions: a function
+# run in the background (t_bg python3 ...) is a subshell whose kill leaves
+# its child running, holding the test's output open, and ctest waits.
+mkdir "$T_DIR/.bin"
+[ -x /usr/bin/python3 ] && ln -s /usr/bin/python3 "$T_DIR/.bin/python3"
 for _t_p in /usr/lib/postgresql/*/bin/psql; do
-	[ -x "$_t_p" ] && T_PSQL=$_t_p # the glob is in version order: the newest wins
+	[ -x "$_t_p" ] && ln -sfn "$_t_p" "$T_DIR/.bin/psql" # version order: the newest wins
 done
 unset _t_p
-psql() { "$T_PSQL" "$@"; }
+PATH=$T_DIR/.bin:$PATH
 # wait_until's pause between polls, without starting /usr/bin/sleep: a read
 # with a timeout on a FIFO this shell holds open at both ends never gets data.
 mkfifo "$T_DIR/.pause"
