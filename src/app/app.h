@@ -88,7 +88,37 @@ const char *app_local_time(const dbcron_job *j, int64_t ms, char *buf, size_t le
  * made are left out: the definition is already in o. */
 void app_job_add_words(json_t *o, const dbcron_job *j);
 
-/* One job with its last nruns runs (model_job_json_with_runs), with
+/* Runs copied out of a listing (app_run_collect), without their claim
+ * token or output; the vector owns the copies (app_run_vec_free). */
+typedef struct app_run_vec {
+	dbcron_run *v;
+	size_t n, cap;
+	int rc; /* DBCRON_ENOMEM when a copy failed */
+} app_run_vec;
+
+/* store_run_cb: a copy of run appended to ctx (an app_run_vec); on out of
+ * memory sets rc and stops the listing. */
+int app_run_collect(void *ctx, const dbcron_run *run);
+void app_run_vec_free(app_run_vec *rv);
+
+/* One job as `job show` shows it: the stored job, its last runs (oldest
+ * first, without output) and, on a handler job no live node can run, why
+ * (app_job_unrunnable; NULL otherwise, else it points into why).  The
+ * view owns all of it (app_job_view_clear). */
+typedef struct app_job_view {
+	dbcron_job job;
+	app_run_vec runs;
+	const char *unrunnable;
+	char why[400];
+} app_job_view;
+
+/* Job name with its last nruns runs into v (cleared on every error).
+ * DBCRON_ENOTFOUND "no job named 'x'". */
+int app_job_view_get(store *s, const char *name, size_t nruns, app_job_view *v,
+		     dbcron_err *err);
+void app_job_view_clear(app_job_view *v);
+
+/* app_job_view_get through the JSON codec: model_job_json_with_runs, with
  * "unrunnable" as app_jobs_page; with words also app_job_add_words's keys.
  * DBCRON_ENOTFOUND "no job named 'x'". */
 int app_job_get(store *s, const char *name, size_t nruns, bool words, json_t **out,
@@ -117,6 +147,13 @@ int app_job_delete(store *s, const char *name, app_job_result *r, dbcron_err *er
 int app_job_trigger(store *s, const char *name, app_job_result *r, dbcron_err *err);
 
 /* ----------------------------------------------------------- apply */
+
+/* `job add`: one definition d, checked by the caller (model_jobdef_check
+ * and the host checks), resolved against the database's clock and created
+ * in one transaction; d->job is then the job as stored (its next fire).
+ * DBCRON_EEXISTS when the name is taken; nothing is written on any
+ * error. */
+int app_job_add(store *s, struct model_jobdef *d, dbcron_err *err);
 
 /* What a write may do to the names it is given. */
 typedef enum app_apply_mode {
@@ -255,9 +292,25 @@ bool app_run_cursor(const dbcron_run *r, char *buf, size_t len);
 int app_runs_page(store *s, const store_run_filter *f, const char *cursor,
 		  json_t **out, dbcron_err *err);
 
-/* One run with its captured output and "attempts": every attempt of the
- * same fire (model_run_json each, first attempt first, at most 100; the
- * run itself among them).  DBCRON_ENOTFOUND when absent. */
+/* One run as `runs show` shows it: the run with its captured output and,
+ * when it has a job name (chained), every attempt of the same fire,
+ * first attempt first, at most 100, the run itself among them.  The view
+ * owns all of it (app_run_view_clear). */
+typedef struct app_run_view {
+	dbcron_run run;
+	app_run_vec attempts;
+	bool chained;
+} app_run_view;
+
+/* DBCRON_ENOTFOUND when absent; v is cleared on every error. */
+int app_run_view_get(store *s, int64_t id, app_run_view *v, dbcron_err *err);
+void app_run_view_clear(app_run_view *v);
+
+/* The JSON codec of a run view: model_run_json of the run, with
+ * "attempts" (model_run_json each) when chained.  A new reference, or
+ * NULL when out of memory. */
+json_t *app_run_view_json(const app_run_view *v);
+/* app_run_view_get, then app_run_view_json into *out. */
 int app_run_get(store *s, int64_t id, json_t **out, dbcron_err *err);
 
 /*
@@ -304,6 +357,27 @@ int app_cron_check(const char *expr, const char **dialect, char *desc, size_t le
 		   dbcron_err *err);
 
 /* ------------------------------------------------- nodes and locks */
+
+/* The database's clock, epoch milliseconds: "now" for every verb. */
+int app_now_ms(store *s, int64_t *now, dbcron_err *err);
+/* The SQLite file behind s, or NULL for a server's database. */
+const char *app_db_file(const store *s);
+/* Bring the schema to the newest version (`dbcron init`): *from and *to
+ * are the versions before and after. */
+int app_migrate(store *s, int *from, int *to, dbcron_err *err);
+/* url with its password hidden into buf (len bytes), for showing it:
+ * store_mask_url, the one masker.  Returns the length it needed. */
+size_t app_mask_url(const char *url, char *buf, size_t len);
+
+/* Every node row / lock row to cb, in the store's order. */
+int app_nodes_each(store *s, store_node_cb cb, void *ctx, dbcron_err *err);
+int app_locks_each(store *s, store_lock_cb cb, void *ctx, dbcron_err *err);
+/* Delete the node rows the store may forget (never an alive node, never
+ * one whose runs are still to resolve) whose last heartbeat is older than
+ * older_ms; *deleted counts them. */
+int app_nodes_prune(store *s, int64_t older_ms, int64_t *deleted, dbcron_err *err);
+/* One row of the run log written as it is (`dbcron lock`'s attempts). */
+int app_log_run(store *s, const dbcron_run *run, dbcron_err *err);
 
 /* A node row as the JSON `dbcron nodes --format json` prints; ages
  * against now_ms (the database's clock). */

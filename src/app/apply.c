@@ -370,3 +370,17 @@ out_free:
 	app_job_vec_free(&jv);
 	return rc;
 }
+
+int app_job_add(store *s, model_jobdef *d, dbcron_err *err)
+{
+	size_t created = 0, updated = 0, deleted = 0;
+	int64_t now;
+	int rc;
+
+	/* no stored job to resolve against: a name that is taken is the
+	 * put's refusal (DBCRON_EEXISTS), inside its transaction */
+	if ((rc = store_now_ms(s, &now, err)) || (rc = model_jobdef_finish(d, now, NULL, err)))
+		return rc;
+	return store_job_put(s, &d->job, 1, STORE_PUT_CREATE, false, &created, &updated,
+			     &deleted, err);
+}

@@ -321,25 +321,6 @@ out_free:
 	return rc;
 }
 
-typedef struct run_vec {
-	dbcron_run *v;
-	size_t n, cap;
-	int rc;
-} run_vec;
-
-static int collect_run(void *ctx, const dbcron_run *run)
-{
-	run_vec *rv = ctx;
-	/* a job's last runs are shown without their output (app_run_get) */
-	if (dbcron__grow((void **)&rv->v, &rv->cap, rv->n + 1, sizeof(dbcron_run)) ||
-	    app_run_copy(&rv->v[rv->n], run, false)) {
-		rv->rc = DBCRON_ENOMEM;
-		return 1;
-	}
-	rv->n++;
-	return 0;
-}
-
 /*
  * What a person reads about a job's schedule: "schedule" (its kind and
  * text), "description" (a cron expression in words), and "next_fires":
@@ -375,35 +356,62 @@ void app_job_add_words(json_t *o, const dbcron_job *j)
 	json_object_set_new(o, "next_fires", arr);
 }
 
-int app_job_get(store *s, const char *name, size_t nruns, bool words, json_t **out,
-		dbcron_err *err)
+void app_job_view_clear(app_job_view *v)
 {
-	dbcron_job j;
-	run_vec rv = {0};
+	dbcron_job_clear(&v->job);
+	app_run_vec_free(&v->runs);
+	v->unrunnable = NULL;
+}
+
+int app_job_view_get(store *s, const char *name, size_t nruns, app_job_view *v,
+		     dbcron_err *err)
+{
 	app_live live = {0};
 	store_run_filter f = {.job = name, .state = 0, .since_ms = -1, .limit = (long)nruns};
 	int rc;
 
-	*out = NULL;
-	dbcron_job_init(&j);
-	rc = store_job_get(s, name, &j, err);
-	if (rc == DBCRON_ENOTFOUND)
-		no_such_job(err, name);
-	if (rc)
+	memset(v, 0, sizeof(*v));
+	dbcron_job_init(&v->job);
+	if ((rc = app_job_find(s, name, &v->job, err)))
 		goto out_clear;
-	if ((nruns && (rc = store_runs_list(s, &f, collect_run, &rv, err))) ||
+	/* a job's last runs are shown without their output (app_run_get) */
+	if ((nruns && (rc = store_runs_list(s, &f, app_run_collect, &v->runs, err))) ||
 	    (rc = app_live_load(s, &live, err)))
 		goto out_clear;
-	if (rv.rc || !(*out = with_routing(model_job_json_with_runs(&j, rv.v, rv.n), &live, &j)))
+	if (v->runs.rc) {
 		rc = oom(err);
-	else if (words)
-		app_job_add_words(*out, &j);
+		goto out_clear;
+	}
+	v->unrunnable = app_job_unrunnable(&live, &v->job, v->why, sizeof(v->why));
 out_clear:
 	app_live_clear(&live);
-	for (size_t i = 0; i < rv.n; i++)
-		dbcron_run_clear(&rv.v[i]);
-	dbcron__free(rv.v);
-	dbcron_job_clear(&j);
+	if (rc)
+		app_job_view_clear(v);
+	return rc;
+}
+
+int app_job_get(store *s, const char *name, size_t nruns, bool words, json_t **out,
+		dbcron_err *err)
+{
+	app_job_view v;
+	int rc;
+
+	*out = NULL;
+	if ((rc = app_job_view_get(s, name, nruns, &v, err)))
+		return rc;
+	/* the view through the JSON codec: the definition with its runs, and
+	 * "unrunnable" when no live node can run it */
+	json_t *o = model_job_json_with_runs(&v.job, v.runs.v, v.runs.n);
+	if (o && v.unrunnable && json_object_set_new(o, "unrunnable", json_string(v.unrunnable))) {
+		json_decref(o);
+		o = NULL;
+	}
+	if (!o)
+		rc = oom(err);
+	else if (words)
+		app_job_add_words(o, &v.job);
+	*out = o;
+	app_job_view_clear(&v);
 	return rc;
 }
 
