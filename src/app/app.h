@@ -169,8 +169,10 @@ typedef struct app_apply_opts {
 	bool user_check; /* model_jobdef_check_host on every entry */
 	bool strict;     /* a handler no local process knows is an error */
 	/* without strict, such an entry is reported here (may be NULL), with
-	 * the ctx of app_apply_check, and applied */
+	 * the ctx of app_apply, and applied */
 	void (*on_warn)(void *ctx, size_t idx, const char *name, const char *msg);
+	/* app_apply with no store: the store to write to, into *s */
+	int (*open)(void *ctx, store **s);
 } app_apply_opts;
 
 /* One bad entry: its index in the batch (0-based), its "name" when it had
@@ -190,37 +192,25 @@ typedef struct app_apply_result {
 } app_apply_result;
 
 /*
- * A batch of job definitions being applied, in two steps so that a front
- * end can refuse bad input before it opens a database: app_apply_check
- * (no store: every entry alone, then names unique) and app_apply_write
- * (resolve against the database's clock and the stored jobs, then one
- * transaction).  Owns its definitions; app_batch_clear frees them.
+ * Apply a batch of job definitions, for every front end (`job apply`,
+ * POST /api/v1/apply, PUT /api/v1/jobs/NAME, dbcron_apply): entries (a
+ * `job apply` file's array, borrowed) are checked with no store (every
+ * entry alone, then names unique), then resolved against the database's
+ * clock and the stored jobs, then written in one transaction.  Each
+ * refused entry is reported through on_err (with ctx) and counted in
+ * r->nerr; the return is then DBCRON_EINVAL with err saying how many, and
+ * nothing was written.  A dry run stops before writing and sets r->diff
+ * (the caller's to json_decref, NULL otherwise).  After a write that
+ * deleted or paused jobs it waits for the nodes as app_job_delete does
+ * (warning, wlen bytes, says which did not confirm, else "").
+ *
+ * s NULL: o->open is called once the check has passed, so that bad input
+ * is refused before a database is opened; the store it gives is the
+ * caller's to close.  A non-zero return of open is returned as it is,
+ * with err untouched.
  */
-typedef struct app_batch {
-	struct model_jobdef *defs;
-	size_t n;
-} app_batch;
-
-/*
- * entries: a `job apply` file's array (borrowed).  Each refused entry is
- * reported through on_err and counted in r->nerr; then the return is
- * DBCRON_EINVAL with err saying how many, and nothing may be written.
- * DBCRON_ENOMEM otherwise.  b is filled either way (app_batch_clear).
- */
-int app_apply_check(json_t *entries, const app_apply_opts *o,
-		    app_entry_err_fn on_err, void *ctx, app_batch *b,
-		    app_apply_result *r, dbcron_err *err);
-/*
- * Resolve and write a checked batch: entries refused now (against the
- * clock or a stored job) are reported as above, and nothing is written.
- * A dry run stops before writing and sets r->diff (the caller's).  After
- * a prune that deleted jobs it waits for the nodes as app_job_delete does
- * (warning, when set, says which did not confirm).  The batch is consumed.
- */
-int app_apply_write(store *s, app_batch *b, const app_apply_opts *o,
-		    app_entry_err_fn on_err, void *ctx, app_apply_result *r,
-		    char *warning, size_t wlen, dbcron_err *err);
-void app_batch_clear(app_batch *b);
+int app_apply(store *s, json_t *entries, const app_apply_opts *o, app_entry_err_fn on_err,
+	      void *ctx, app_apply_result *r, char *warning, size_t wlen, dbcron_err *err);
 
 /* ------------------------------------------------- export and edit */
 

@@ -371,6 +371,24 @@ out_free:
 	return rc;
 }
 
+int app_apply(store *s, json_t *entries, const app_apply_opts *o, app_entry_err_fn on_err,
+	      void *ctx, app_apply_result *r, char *warning, size_t wlen, dbcron_err *err)
+{
+	app_batch b = {0};
+	int rc;
+
+	if (warning && wlen)
+		warning[0] = '\0';
+	if ((rc = app_apply_check(entries, o, on_err, ctx, &b, r, err)))
+		goto out_clear;
+	if (!s && (rc = o->open(ctx, &s)))
+		goto out_clear;
+	rc = app_apply_write(s, &b, o, on_err, ctx, r, warning, wlen, err);
+out_clear:
+	app_batch_clear(&b);
+	return rc;
+}
+
 int app_job_add(store *s, model_jobdef *d, dbcron_err *err)
 {
 	size_t created = 0, updated = 0, deleted = 0;
