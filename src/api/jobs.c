@@ -1,8 +1,10 @@
 /*
  * The job verbs of the library (dbcron/db.h) as thin wrappers over
  * src/app/: a struct is turned into the JSON object `job apply` reads
- * (model_job_json) and goes through the same two apply steps, so a struct,
- * a JSON file and a `job add` command line are held to one set of rules.
+ * (model_job_json) and goes through app_apply, because the per-key rules
+ * of a definition are read from JSON values (model_jobdef_from_json): so
+ * a struct, a JSON file and a `job add` command line are held to one set
+ * of rules.
  * Owns nothing beyond a call: every result handed out is the caller's.
  */
 #include <jansson.h>
@@ -86,7 +88,8 @@ static int apply_entries(dbcron_db *db, json_t *entries, const dbcron_apply_opts
 	rc = app_apply(api__store(db), entries, &ao, on_entry, &ec, &ar, r->warning,
 		       sizeof(r->warning), err);
 	r->created = ar.created;
-	/* the library's "updated" has always counted every stored name given */
+	/* the library's "updated" counts every stored name given, changed or
+	 * not (dbcron/db.h), which programs already rely on */
 	r->updated = ar.updated + ar.unchanged;
 	r->deleted = ar.deleted;
 	r->errors = ar.nerr;

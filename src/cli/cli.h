@@ -64,8 +64,8 @@ int cli_job_apply(int argc, char **argv);
  * Where the database is: --db URL or --db-file PATH, which every database
  * command takes (the long options "db" and "db-file").  url is never argv
  * itself: cli_db_set_url keeps a copy and overwrites the value in argv, so
- * /proc/PID/cmdline and ps no longer show it to other users or to the
- * jobs a node starts (they could read it in the short time before).
+ * /proc/PID/cmdline and ps do not show it to other users or to the
+ * jobs a node starts (they could read it in the moment before).
  */
 typedef struct cli_db {
 	const char *url;  /* --db, a copy owned by main.c */

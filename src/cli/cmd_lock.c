@@ -2,7 +2,7 @@
  * `dbcron lock NAME -- COMMAND`: run a command under a cluster-wide lease
  * lock, and `dbcron locks`.  Every attempt, including one that found the
  * lock held, is a row in the run log (job "lock:NAME"), because "skipped"
- * is a normal outcome that must be visible (seed 002).
+ * is a normal outcome that must be visible.
  *
  * The command runs through the process module (exec/proc.h) in a process
  * group of its own, so that whatever it starts can be stopped with it.

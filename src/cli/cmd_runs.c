@@ -2,7 +2,7 @@
  * `dbcron runs` and `dbcron runs show`: read-only views of the run log, as
  * a table for people and csv/json for programs, and `runs --follow`, which
  * prints runs as they end.  Also the run table job show prints
- * (cli_print_runs_table).  The csv columns of `runs` are a contract (issue 3): job, fire_at_ms, attempt,
+ * (cli_print_runs_table).  The csv columns of `runs` are a contract: job, fire_at_ms, attempt,
  * state, node, started_ms, finished_ms, exit_code first, in that order,
  * UTC epoch milliseconds, empty when unset; new columns only go after them.
  * "now" in --since is the database's clock.  A run's JSON object is model_run_json's, the same
