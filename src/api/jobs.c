@@ -1,8 +1,10 @@
 /*
  * The job verbs of the library (dbcron/db.h) as thin wrappers over
  * src/app/: a struct is turned into the JSON object `job apply` reads
- * (model_job_json) and goes through the same two apply steps, so a struct,
- * a JSON file and a `job add` command line are held to one set of rules.
+ * (model_job_json) and goes through app_apply, because the per-key rules
+ * of a definition are read from JSON values (model_jobdef_from_json): so
+ * a struct, a JSON file and a `job add` command line are held to one set
+ * of rules.
  * Owns nothing beyond a call: every result handed out is the caller's.
  */
 #include <jansson.h>
@@ -64,7 +66,7 @@ static int diff_text(json_t *diff, dbcron_apply_result *r, dbcron_err *err)
 	return DBCRON_OK;
 }
 
-/* Both steps of app_apply on entries (borrowed); the one-job verbs pass
+/* app_apply on entries (borrowed); the one-job verbs pass
  * single, which puts the entry's own message in err. */
 static int apply_entries(dbcron_db *db, json_t *entries, const dbcron_apply_opts *o,
 			 app_apply_mode mode, bool single, dbcron_apply_result *r,
@@ -72,7 +74,6 @@ static int apply_entries(dbcron_db *db, json_t *entries, const dbcron_apply_opts
 {
 	dbcron_apply_opts defaults;
 	app_apply_result ar = {0};
-	app_batch b = {0};
 	entry_ctx ec = {0};
 	int rc;
 
@@ -84,12 +85,11 @@ static int apply_entries(dbcron_db *db, json_t *entries, const dbcron_apply_opts
 	app_apply_opts ao = {.mode = mode, .prune = o->prune, .dry_run = o->dry_run,
 			     .user_check = o->user_check, .strict = o->strict,
 			     .on_warn = o->on_warning ? on_warning : NULL};
-	rc = app_apply_check(entries, &ao, on_entry, &ec, &b, &ar, err);
-	if (!rc)
-		rc = app_apply_write(api__store(db), &b, &ao, on_entry, &ec, &ar, r->warning,
-				     sizeof(r->warning), err);
+	rc = app_apply(api__store(db), entries, &ao, on_entry, &ec, &ar, r->warning,
+		       sizeof(r->warning), err);
 	r->created = ar.created;
-	/* the library's "updated" has always counted every stored name given */
+	/* the library's "updated" counts every stored name given, changed or
+	 * not (dbcron/db.h), which programs already rely on */
 	r->updated = ar.updated + ar.unchanged;
 	r->deleted = ar.deleted;
 	r->errors = ar.nerr;
@@ -98,7 +98,6 @@ static int apply_entries(dbcron_db *db, json_t *entries, const dbcron_apply_opts
 	if (rc == DBCRON_EINVAL && single && ec.first[0])
 		dbcron_err_set(err, rc, "%s", ec.first);
 	json_decref(ar.diff);
-	app_batch_clear(&b);
 	return rc;
 }
 

@@ -88,7 +88,37 @@ const char *app_local_time(const dbcron_job *j, int64_t ms, char *buf, size_t le
  * made are left out: the definition is already in o. */
 void app_job_add_words(json_t *o, const dbcron_job *j);
 
-/* One job with its last nruns runs (model_job_json_with_runs), with
+/* Runs copied out of a listing (app_run_collect), without their claim
+ * token or output; the vector owns the copies (app_run_vec_free). */
+typedef struct app_run_vec {
+	dbcron_run *v;
+	size_t n, cap;
+	int rc; /* DBCRON_ENOMEM when a copy failed */
+} app_run_vec;
+
+/* store_run_cb: a copy of run appended to ctx (an app_run_vec); on out of
+ * memory sets rc and stops the listing. */
+int app_run_collect(void *ctx, const dbcron_run *run);
+void app_run_vec_free(app_run_vec *rv);
+
+/* One job as `job show` shows it: the stored job, its last runs (oldest
+ * first, without output) and, on a handler job no live node can run, why
+ * (app_job_unrunnable; NULL otherwise, else it points into why).  The
+ * view owns all of it (app_job_view_clear). */
+typedef struct app_job_view {
+	dbcron_job job;
+	app_run_vec runs;
+	const char *unrunnable;
+	char why[400];
+} app_job_view;
+
+/* Job name with its last nruns runs into v (cleared on every error).
+ * DBCRON_ENOTFOUND "no job named 'x'". */
+int app_job_view_get(store *s, const char *name, size_t nruns, app_job_view *v,
+		     dbcron_err *err);
+void app_job_view_clear(app_job_view *v);
+
+/* app_job_view_get through the JSON codec: model_job_json_with_runs, with
  * "unrunnable" as app_jobs_page; with words also app_job_add_words's keys.
  * DBCRON_ENOTFOUND "no job named 'x'". */
 int app_job_get(store *s, const char *name, size_t nruns, bool words, json_t **out,
@@ -118,6 +148,13 @@ int app_job_trigger(store *s, const char *name, app_job_result *r, dbcron_err *e
 
 /* ----------------------------------------------------------- apply */
 
+/* `job add`: one definition d, checked by the caller (model_jobdef_check
+ * and the host checks), resolved against the database's clock and created
+ * in one transaction; d->job is then the job as stored (its next fire).
+ * DBCRON_EEXISTS when the name is taken; nothing is written on any
+ * error. */
+int app_job_add(store *s, struct model_jobdef *d, dbcron_err *err);
+
 /* What a write may do to the names it is given. */
 typedef enum app_apply_mode {
 	APP_APPLY_UPSERT = 0, /* create or update (job apply) */
@@ -132,8 +169,10 @@ typedef struct app_apply_opts {
 	bool user_check; /* model_jobdef_check_host on every entry */
 	bool strict;     /* a handler no local process knows is an error */
 	/* without strict, such an entry is reported here (may be NULL), with
-	 * the ctx of app_apply_check, and applied */
+	 * the ctx of app_apply, and applied */
 	void (*on_warn)(void *ctx, size_t idx, const char *name, const char *msg);
+	/* app_apply with no store: the store to write to, into *s */
+	int (*open)(void *ctx, store **s);
 } app_apply_opts;
 
 /* One bad entry: its index in the batch (0-based), its "name" when it had
@@ -153,37 +192,25 @@ typedef struct app_apply_result {
 } app_apply_result;
 
 /*
- * A batch of job definitions being applied, in two steps so that a front
- * end can refuse bad input before it opens a database: app_apply_check
- * (no store: every entry alone, then names unique) and app_apply_write
- * (resolve against the database's clock and the stored jobs, then one
- * transaction).  Owns its definitions; app_batch_clear frees them.
+ * Apply a batch of job definitions, for every front end (`job apply`,
+ * POST /api/v1/apply, PUT /api/v1/jobs/NAME, dbcron_apply): entries (a
+ * `job apply` file's array, borrowed) are checked with no store (every
+ * entry alone, then names unique), then resolved against the database's
+ * clock and the stored jobs, then written in one transaction.  Each
+ * refused entry is reported through on_err (with ctx) and counted in
+ * r->nerr; the return is then DBCRON_EINVAL with err saying how many, and
+ * nothing was written.  A dry run stops before writing and sets r->diff
+ * (the caller's to json_decref, NULL otherwise).  After a write that
+ * deleted or paused jobs it waits for the nodes as app_job_delete does
+ * (warning, wlen bytes, says which did not confirm, else "").
+ *
+ * s NULL: o->open is called once the check has passed, so that bad input
+ * is refused before a database is opened; the store it gives is the
+ * caller's to close.  A non-zero return of open is returned as it is,
+ * with err untouched.
  */
-typedef struct app_batch {
-	struct model_jobdef *defs;
-	size_t n;
-} app_batch;
-
-/*
- * entries: a `job apply` file's array (borrowed).  Each refused entry is
- * reported through on_err and counted in r->nerr; then the return is
- * DBCRON_EINVAL with err saying how many, and nothing may be written.
- * DBCRON_ENOMEM otherwise.  b is filled either way (app_batch_clear).
- */
-int app_apply_check(json_t *entries, const app_apply_opts *o,
-		    app_entry_err_fn on_err, void *ctx, app_batch *b,
-		    app_apply_result *r, dbcron_err *err);
-/*
- * Resolve and write a checked batch: entries refused now (against the
- * clock or a stored job) are reported as above, and nothing is written.
- * A dry run stops before writing and sets r->diff (the caller's).  After
- * a prune that deleted jobs it waits for the nodes as app_job_delete does
- * (warning, when set, says which did not confirm).  The batch is consumed.
- */
-int app_apply_write(store *s, app_batch *b, const app_apply_opts *o,
-		    app_entry_err_fn on_err, void *ctx, app_apply_result *r,
-		    char *warning, size_t wlen, dbcron_err *err);
-void app_batch_clear(app_batch *b);
+int app_apply(store *s, json_t *entries, const app_apply_opts *o, app_entry_err_fn on_err,
+	      void *ctx, app_apply_result *r, char *warning, size_t wlen, dbcron_err *err);
 
 /* ------------------------------------------------- export and edit */
 
@@ -255,9 +282,25 @@ bool app_run_cursor(const dbcron_run *r, char *buf, size_t len);
 int app_runs_page(store *s, const store_run_filter *f, const char *cursor,
 		  json_t **out, dbcron_err *err);
 
-/* One run with its captured output and "attempts": every attempt of the
- * same fire (model_run_json each, first attempt first, at most 100; the
- * run itself among them).  DBCRON_ENOTFOUND when absent. */
+/* One run as `runs show` shows it: the run with its captured output and,
+ * when it has a job name (chained), every attempt of the same fire,
+ * first attempt first, at most 100, the run itself among them.  The view
+ * owns all of it (app_run_view_clear). */
+typedef struct app_run_view {
+	dbcron_run run;
+	app_run_vec attempts;
+	bool chained;
+} app_run_view;
+
+/* DBCRON_ENOTFOUND when absent; v is cleared on every error. */
+int app_run_view_get(store *s, int64_t id, app_run_view *v, dbcron_err *err);
+void app_run_view_clear(app_run_view *v);
+
+/* The JSON codec of a run view: model_run_json of the run, with
+ * "attempts" (model_run_json each) when chained.  A new reference, or
+ * NULL when out of memory. */
+json_t *app_run_view_json(const app_run_view *v);
+/* app_run_view_get, then app_run_view_json into *out. */
 int app_run_get(store *s, int64_t id, json_t **out, dbcron_err *err);
 
 /*
@@ -304,6 +347,27 @@ int app_cron_check(const char *expr, const char **dialect, char *desc, size_t le
 		   dbcron_err *err);
 
 /* ------------------------------------------------- nodes and locks */
+
+/* The database's clock, epoch milliseconds: "now" for every verb. */
+int app_now_ms(store *s, int64_t *now, dbcron_err *err);
+/* The SQLite file behind s, or NULL for a server's database. */
+const char *app_db_file(const store *s);
+/* Bring the schema to the newest version (`dbcron init`): *from and *to
+ * are the versions before and after. */
+int app_migrate(store *s, int *from, int *to, dbcron_err *err);
+/* url with its password hidden into buf (len bytes), for showing it:
+ * store_mask_url, the one masker.  Returns the length it needed. */
+size_t app_mask_url(const char *url, char *buf, size_t len);
+
+/* Every node row / lock row to cb, in the store's order. */
+int app_nodes_each(store *s, store_node_cb cb, void *ctx, dbcron_err *err);
+int app_locks_each(store *s, store_lock_cb cb, void *ctx, dbcron_err *err);
+/* Delete the node rows the store may forget (never an alive node, never
+ * one whose runs are still to resolve) whose last heartbeat is older than
+ * older_ms; *deleted counts them. */
+int app_nodes_prune(store *s, int64_t older_ms, int64_t *deleted, dbcron_err *err);
+/* One row of the run log written as it is (`dbcron lock`'s attempts). */
+int app_log_run(store *s, const dbcron_run *run, dbcron_err *err);
 
 /* A node row as the JSON `dbcron nodes --format json` prints; ages
  * against now_ms (the database's clock). */

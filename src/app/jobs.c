@@ -1,11 +1,10 @@
 /*
- * The job verbs (list, get, pause, resume, delete, trigger) and apply, for
- * the CLI and the HTTP API alike.  Keeps the all-or-nothing promise of
- * apply: every entry is checked before the store is written, and the write
- * is one store call (one transaction), so a refused batch leaves the
- * database as it was.  Times relative to "now" are the database's now.
- * A pause or delete returns once every live node has seen it (or says
- * which did not), so that no node starts a fire it had already claimed.
+ * The job verbs that read or flip one thing (list, page, get, pause,
+ * resume, delete, trigger), for every front end.  Apply is apply.c's,
+ * export, set and rename edit.c's.  Times relative to "now" are the
+ * database's now.  A pause or delete returns once every live node has
+ * seen it (or says which did not), so that no node starts a fire it had
+ * already claimed.
  */
 #include <inttypes.h>
 #include <jansson.h>
@@ -16,6 +15,7 @@
 
 #include "core/text.h"
 #include "app/app.h"
+#include "app/app_int.h"
 #include "core/alloc.h"
 #include "core/sort.h"
 #include "core/timeutil.h"
@@ -27,9 +27,7 @@
 /* How long pause, delete and a pruning apply wait for the nodes. */
 #define NODES_WAIT_MS 10000
 
-typedef app_job_vec job_vec;
-
-static int collect_job(void *ctx, const dbcron_job *job)
+int app__collect_job(void *ctx, const dbcron_job *job)
 {
 	job_vec *jv = ctx;
 	if (dbcron__grow((void **)&jv->v, &jv->cap, jv->n + 1, sizeof(dbcron_job)) ||
@@ -49,36 +47,18 @@ void app_job_vec_free(job_vec *jv)
 	memset(jv, 0, sizeof(*jv));
 }
 
-static int cmp_job_name(const void *a, const void *b)
+int app__cmp_job_name(const void *a, const void *b)
 {
 	return strcmp(((const dbcron_job *)a)->name, ((const dbcron_job *)b)->name);
 }
 
 int app_jobs_sorted(store *s, job_vec *jv, dbcron_err *err)
 {
-	int rc = store_job_list(s, collect_job, jv, err);
+	int rc = store_job_list(s, app__collect_job, jv, err);
 	if (!rc && jv->rc)
 		rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory listing jobs");
 	if (!rc)
-		dbcron__sort(jv->v, jv->n, sizeof(*jv->v), cmp_job_name);
-	return rc;
-}
-
-/* The stored jobs a batch names, sorted: a write of one job reads one
- * job, not every job (issue 23 item 9). */
-static int batch_prev_sorted(store *s, const app_batch *b, job_vec *jv, dbcron_err *err)
-{
-	const char **names = dbcron__calloc(b->n ? b->n : 1, sizeof(*names));
-	if (!names)
-		return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
-	for (size_t i = 0; i < b->n; i++)
-		names[i] = b->defs[i].job.name;
-	int rc = store_jobs_named(s, names, b->n, collect_job, jv, err);
-	dbcron__free(names);
-	if (!rc && jv->rc)
-		rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory listing jobs");
-	if (!rc)
-		dbcron__sort(jv->v, jv->n, sizeof(*jv->v), cmp_job_name);
+		dbcron__sort(jv->v, jv->n, sizeof(*jv->v), app__cmp_job_name);
 	return rc;
 }
 
@@ -92,7 +72,7 @@ static int no_such_job(dbcron_err *err, const char *name)
 	return dbcron_err_set(err, DBCRON_ENOTFOUND, "no job named '%s'", name);
 }
 
-static void wait_nodes(store *s, char *warning, size_t wlen)
+void app__wait_nodes(store *s, char *warning, size_t wlen)
 {
 	dbcron_err e = {0};
 	if (store_nodes_wait_seen(s, NODES_WAIT_MS, &e))
@@ -341,25 +321,6 @@ out_free:
 	return rc;
 }
 
-typedef struct run_vec {
-	dbcron_run *v;
-	size_t n, cap;
-	int rc;
-} run_vec;
-
-static int collect_run(void *ctx, const dbcron_run *run)
-{
-	run_vec *rv = ctx;
-	/* a job's last runs are shown without their output (app_run_get) */
-	if (dbcron__grow((void **)&rv->v, &rv->cap, rv->n + 1, sizeof(dbcron_run)) ||
-	    app_run_copy(&rv->v[rv->n], run, false)) {
-		rv->rc = DBCRON_ENOMEM;
-		return 1;
-	}
-	rv->n++;
-	return 0;
-}
-
 /*
  * What a person reads about a job's schedule: "schedule" (its kind and
  * text), "description" (a cron expression in words), and "next_fires":
@@ -395,35 +356,62 @@ void app_job_add_words(json_t *o, const dbcron_job *j)
 	json_object_set_new(o, "next_fires", arr);
 }
 
-int app_job_get(store *s, const char *name, size_t nruns, bool words, json_t **out,
-		dbcron_err *err)
+void app_job_view_clear(app_job_view *v)
 {
-	dbcron_job j;
-	run_vec rv = {0};
+	dbcron_job_clear(&v->job);
+	app_run_vec_free(&v->runs);
+	v->unrunnable = NULL;
+}
+
+int app_job_view_get(store *s, const char *name, size_t nruns, app_job_view *v,
+		     dbcron_err *err)
+{
 	app_live live = {0};
 	store_run_filter f = {.job = name, .state = 0, .since_ms = -1, .limit = (long)nruns};
 	int rc;
 
-	*out = NULL;
-	dbcron_job_init(&j);
-	rc = store_job_get(s, name, &j, err);
-	if (rc == DBCRON_ENOTFOUND)
-		no_such_job(err, name);
-	if (rc)
+	memset(v, 0, sizeof(*v));
+	dbcron_job_init(&v->job);
+	if ((rc = app_job_find(s, name, &v->job, err)))
 		goto out_clear;
-	if ((nruns && (rc = store_runs_list(s, &f, collect_run, &rv, err))) ||
+	/* a job's last runs are shown without their output (app_run_get) */
+	if ((nruns && (rc = store_runs_list(s, &f, app_run_collect, &v->runs, err))) ||
 	    (rc = app_live_load(s, &live, err)))
 		goto out_clear;
-	if (rv.rc || !(*out = with_routing(model_job_json_with_runs(&j, rv.v, rv.n), &live, &j)))
+	if (v->runs.rc) {
 		rc = oom(err);
-	else if (words)
-		app_job_add_words(*out, &j);
+		goto out_clear;
+	}
+	v->unrunnable = app_job_unrunnable(&live, &v->job, v->why, sizeof(v->why));
 out_clear:
 	app_live_clear(&live);
-	for (size_t i = 0; i < rv.n; i++)
-		dbcron_run_clear(&rv.v[i]);
-	dbcron__free(rv.v);
-	dbcron_job_clear(&j);
+	if (rc)
+		app_job_view_clear(v);
+	return rc;
+}
+
+int app_job_get(store *s, const char *name, size_t nruns, bool words, json_t **out,
+		dbcron_err *err)
+{
+	app_job_view v;
+	int rc;
+
+	*out = NULL;
+	if ((rc = app_job_view_get(s, name, nruns, &v, err)))
+		return rc;
+	/* the view through the JSON codec: the definition with its runs, and
+	 * "unrunnable" when no live node can run it */
+	json_t *o = model_job_json_with_runs(&v.job, v.runs.v, v.runs.n);
+	if (o && v.unrunnable && json_object_set_new(o, "unrunnable", json_string(v.unrunnable))) {
+		json_decref(o);
+		o = NULL;
+	}
+	if (!o)
+		rc = oom(err);
+	else if (words)
+		app_job_add_words(o, &v.job);
+	*out = o;
+	app_job_view_clear(&v);
 	return rc;
 }
 
@@ -464,7 +452,7 @@ static int set_paused(store *s, const char *name, bool pause, app_job_result *r,
 		goto out_clear;
 	r->changed = true;
 	if (pause)
-		wait_nodes(s, r->warning, sizeof(r->warning));
+		app__wait_nodes(s, r->warning, sizeof(r->warning));
 out_clear:
 	dbcron_job_clear(&j);
 	return rc;
@@ -488,7 +476,7 @@ int app_job_delete(store *s, const char *name, app_job_result *r, dbcron_err *er
 		return no_such_job(err, name);
 	if (!rc) {
 		r->changed = true;
-		wait_nodes(s, r->warning, sizeof(r->warning));
+		app__wait_nodes(s, r->warning, sizeof(r->warning));
 	}
 	return rc;
 }
@@ -511,476 +499,6 @@ int app_job_trigger(store *s, const char *name, app_job_result *r, dbcron_err *e
 	dbcron_job_init(&j);
 	if (store_job_get(s, name, &j, &ignored) == DBCRON_OK)
 		r->paused = j.paused;
-	dbcron_job_clear(&j);
-	return rc;
-}
-
-/* ----------------------------------------------------------- apply */
-
-static void entry_error(app_entry_err_fn on_err, void *ctx, app_apply_result *r,
-			size_t idx, const char *name, const char *fmt, ...)
-	DBCRON_PRINTF(6, 7);
-
-static void entry_error(app_entry_err_fn on_err, void *ctx, app_apply_result *r,
-			size_t idx, const char *name, const char *fmt, ...)
-{
-	char msg[640];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	r->nerr++;
-	if (on_err)
-		on_err(ctx, idx, name, msg);
-}
-
-static int cmp_def_name(const void *a, const void *b)
-{
-	const model_jobdef *const *x = a, *const *y = b;
-	int c = strcmp((*x)->job.name, (*y)->job.name);
-	/* batch order among equal names, so "first at #i" is right */
-	return c ? c : (*x < *y ? -1 : *x > *y);
-}
-
-static int refused(app_apply_result *r, dbcron_err *err)
-{
-	return dbcron_err_set(err, DBCRON_EINVAL, "nothing applied (%zu error%s)", r->nerr,
-			      r->nerr == 1 ? "" : "s");
-}
-
-void app_batch_clear(app_batch *b)
-{
-	for (size_t i = 0; i < b->n; i++)
-		model_jobdef_clear(&b->defs[i]);
-	dbcron__free(b->defs);
-	memset(b, 0, sizeof(*b));
-}
-
-int app_apply_check(json_t *entries, const app_apply_opts *o,
-		    app_entry_err_fn on_err, void *ctx, app_batch *b,
-		    app_apply_result *r, dbcron_err *err)
-{
-	size_t n = json_array_size(entries);
-	model_jobdef **sorted = NULL;
-	int rc = DBCRON_ENOMEM;
-
-	memset(b, 0, sizeof(*b));
-	memset(r, 0, sizeof(*r));
-	b->defs = dbcron__calloc(n ? n : 1, sizeof(*b->defs));
-	sorted = dbcron__calloc(n ? n : 1, sizeof(*sorted));
-	if (!b->defs || !sorted) {
-		oom(err);
-		goto out_free;
-	}
-	/* 1: every entry alone */
-	for (size_t i = 0; i < n; i++) {
-		dbcron_err e = {0};
-		const char *name;
-		model_jobdef_init(&b->defs[i], false);
-		b->n = i + 1;
-		char warn[512];
-		if (model_jobdef_from_json(&b->defs[i], json_array_get(entries, i), &name, &e) ||
-		    (o->user_check && model_jobdef_check_host(&b->defs[i], &e)) ||
-		    model_jobdef_check_handler(&b->defs[i].job, o->strict, warn, sizeof(warn), &e))
-			entry_error(on_err, ctx, r, i, name, "%s%s", e.msg,
-				    e.code == DBCRON_ENOTFOUND
-					    ? " (--no-user-check if it exists only where the nodes run)"
-					    : "");
-		else if (warn[0] && o->on_warn)
-			o->on_warn(ctx, i, name, warn);
-	}
-	rc = DBCRON_EINVAL;
-	if (r->nerr) {
-		refused(r, err);
-		goto out_free;
-	}
-	/* 2: names unique within the batch */
-	for (size_t i = 0; i < n; i++)
-		sorted[i] = &b->defs[i];
-	dbcron__sort(sorted, n, sizeof(*sorted), cmp_def_name);
-	for (size_t i = 1; i < n; i++)
-		if (strcmp(sorted[i]->job.name, sorted[i - 1]->job.name) == 0)
-			entry_error(on_err, ctx, r, (size_t)(sorted[i] - b->defs),
-				    sorted[i]->job.name, "duplicate name (first at job #%zu)",
-				    (size_t)(sorted[i - 1] - b->defs) + 1);
-	if (r->nerr) {
-		refused(r, err);
-		goto out_free;
-	}
-	rc = DBCRON_OK;
-out_free:
-	dbcron__free(sorted);
-	return rc;
-}
-
-static const dbcron_job *find_prev(const job_vec *jv, const char *name)
-{
-	dbcron_job key = {.name = (char *)name};
-	return jv->n ? bsearch(&key, jv->v, jv->n, sizeof(*jv->v), cmp_job_name) : NULL;
-}
-
-/*
- * The definition keys in which job differs from prev (both as
- * model_job_def_json, so an AT job compares instants, not texts) appended
- * to fields when it is not NULL; *n counts them.  False when out of
- * memory.
- */
-static bool changed_keys(const dbcron_job *prev, const dbcron_job *job, json_t *fields,
-			 size_t *n)
-{
-	json_t *a = model_job_def_json(prev), *b = model_job_def_json(job);
-	bool ok = a && b;
-	*n = 0;
-	/* in the key table's order, so a diff reads the same every time;
-	 * "paused" too: when a definition does not give it, job has prev's
-	 * (model_jobdef_finish), so only a given, different state counts */
-	for (const model_jobdef_key *k = model_jobdef_keys; ok && k->name; k++) {
-		if (json_equal(json_object_get(a, k->name), json_object_get(b, k->name)) ||
-		    (!json_object_get(a, k->name) && !json_object_get(b, k->name)))
-			continue;
-		(*n)++;
-		if (fields && json_array_append_new(fields, json_string(k->name)))
-			ok = false;
-	}
-	/* a set-aside job given again is planned afresh (store_job_put) */
-	if (ok && prev->set_aside) {
-		(*n)++;
-		if (fields && json_array_append_new(fields, json_string("set_aside")))
-			ok = false;
-	}
-	json_decref(a);
-	json_decref(b);
-	return ok;
-}
-
-/* How many entries of a resolved batch change nothing stored; false when
- * out of memory. */
-static bool count_unchanged(const app_batch *b, const job_vec *jv, size_t *unchanged)
-{
-	*unchanged = 0;
-	for (size_t i = 0; i < b->n; i++) {
-		const dbcron_job *prev = find_prev(jv, b->defs[i].job.name);
-		size_t n;
-		if (prev && !changed_keys(prev, &b->defs[i].job, NULL, &n))
-			return false;
-		if (prev && n == 0)
-			(*unchanged)++;
-	}
-	return true;
-}
-
-/* {"create": [names], "update": [names], "delete": [names], "unchanged":
- * [names], "fields": {name: [keys that change]}} of a checked and
- * resolved batch against the stored jobs jv (sorted). */
-static int cmp_name_ptr(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-static json_t *apply_diff(const app_batch *b, const job_vec *jv, bool prune)
-{
-	const char **given = NULL;
-	json_t *d = json_pack("{s:[],s:[],s:[],s:[],s:{}}", "create", "update", "delete",
-			      "unchanged", "fields");
-	if (!d)
-		return NULL;
-	json_t *cr = json_object_get(d, "create"), *up = json_object_get(d, "update");
-	json_t *del = json_object_get(d, "delete"), *same = json_object_get(d, "unchanged");
-	json_t *fields = json_object_get(d, "fields");
-	for (size_t i = 0; i < b->n; i++) {
-		const char *name = b->defs[i].job.name;
-		const dbcron_job *prev = find_prev(jv, name);
-		json_t *keys = NULL;
-		size_t n = 0;
-		if (!prev) {
-			if (json_array_append_new(cr, json_string(name)))
-				goto out_oom;
-			continue;
-		}
-		if (!(keys = json_array()) || !changed_keys(prev, &b->defs[i].job, keys, &n)) {
-			json_decref(keys);
-			goto out_oom;
-		}
-		if (n == 0) {
-			json_decref(keys);
-			if (json_array_append_new(same, json_string(name)))
-				goto out_oom;
-		} else if (json_object_set_new(fields, name, keys) ||
-			   json_array_append_new(up, json_string(name))) {
-			goto out_oom;
-		}
-	}
-	/* the given names sorted once, each stored name looked up: n log n
-	 * (issue 23 item 16: every stored name against every given one was
-	 * quadratic) */
-	if (prune && b->n) {
-		if (!(given = dbcron__calloc(b->n, sizeof(*given))))
-			goto out_oom;
-		for (size_t k = 0; k < b->n; k++)
-			given[k] = b->defs[k].job.name;
-		dbcron__sort(given, b->n, sizeof(*given), cmp_name_ptr);
-	}
-	for (size_t i = 0; prune && i < jv->n; i++) {
-		const char *key = jv->v[i].name;
-		bool kept = given && bsearch(&key, given, b->n, sizeof(*given), cmp_name_ptr);
-		if (!kept && json_array_append_new(del, json_string(jv->v[i].name)))
-			goto out_oom;
-	}
-	dbcron__free(given);
-	return d;
-out_oom:
-	dbcron__free(given);
-	json_decref(d);
-	return NULL;
-}
-
-typedef struct place_ctx {
-	const app_batch *b;
-	const app_apply_opts *o;
-} place_ctx;
-
-/*
- * store_put_place_fn: the apply rule once more, inside the put's
- * transaction against the row as it is now (read locked), so that a pause,
- * resume, rename or run end that committed after the checks above is not
- * undone (issue 23 item 2).  The one rule for "paused" (apply, PUT, job
- * set alike, model_jobdef_finish): given, it is applied (a resume places
- * the job from now, model_job_first_fire); not given, the stored state is
- * kept.  A job that is gone when UPDATE mode writes is not recreated.
- */
-static int place_entry(void *ctx, size_t i, dbcron_job *job, const dbcron_job *prev,
-		       int64_t now_ms, dbcron_err *err)
-{
-	const place_ctx *pc = ctx;
-	if (!prev)
-		return pc->o->mode == APP_APPLY_UPDATE ? no_such_job(err, job->name) : DBCRON_OK;
-	if (!pc->b->defs[i].seen[MODEL_JK_PAUSED])
-		job->paused = prev->paused;
-	/* a set-aside job starts afresh, as resolved */
-	return prev->set_aside ? DBCRON_OK : model_job_first_fire(job, now_ms, prev, err);
-}
-
-int app_apply_write(store *s, app_batch *b, const app_apply_opts *o,
-		    app_entry_err_fn on_err, void *ctx, app_apply_result *r,
-		    char *warning, size_t wlen, dbcron_err *err)
-{
-	job_vec jv = {0};
-	dbcron_job *jobs = NULL;
-	int64_t now;
-	int rc;
-
-	if (warning && wlen)
-		warning[0] = '\0';
-	/* 3: resolve against the database's clock and what is stored: every
-	 * job only for a pruning dry run (its diff lists what would go) */
-	if ((rc = store_now_ms(s, &now, err)) ||
-	    (rc = o->prune && o->dry_run ? app_jobs_sorted(s, &jv, err)
-					 : batch_prev_sorted(s, b, &jv, err)))
-		goto out_free;
-	for (size_t i = 0; o->mode == APP_APPLY_UPDATE && i < b->n; i++)
-		if (!find_prev(&jv, b->defs[i].job.name)) {
-			rc = no_such_job(err, b->defs[i].job.name);
-			goto out_free;
-		}
-	for (size_t i = 0; i < b->n; i++) {
-		dbcron_err e = {0};
-		if (model_jobdef_finish(&b->defs[i], now, find_prev(&jv, b->defs[i].job.name), &e))
-			entry_error(on_err, ctx, r, i, b->defs[i].job.name, "%s", e.msg);
-	}
-	if (r->nerr) {
-		rc = refused(r, err);
-		goto out_free;
-	}
-	if (o->dry_run) {
-		if (!(r->diff = apply_diff(b, &jv, o->prune)))
-			rc = oom(err);
-		goto out_free;
-	}
-	size_t unchanged;
-	bool pauses = false;
-	if (!count_unchanged(b, &jv, &unchanged)) {
-		rc = oom(err);
-		goto out_free;
-	}
-	for (size_t i = 0; i < b->n && !pauses; i++) {
-		const dbcron_job *prev = find_prev(&jv, b->defs[i].job.name);
-		pauses = prev && !prev->paused && b->defs[i].job.paused;
-	}
-	/* 4: one transaction */
-	if (!(jobs = dbcron__calloc(b->n ? b->n : 1, sizeof(*jobs)))) {
-		rc = oom(err);
-		goto out_free;
-	}
-	for (size_t i = 0; i < b->n; i++) {
-		jobs[i] = b->defs[i].job;
-		dbcron_job_init(&b->defs[i].job);
-	}
-	place_ctx pc = {b, o};
-	rc = store_job_put_placed(s, jobs, b->n,
-				  o->mode == APP_APPLY_CREATE ? STORE_PUT_CREATE : STORE_PUT_UPSERT,
-				  o->prune, place_entry, &pc, &r->created, &r->updated, &r->deleted,
-				  err);
-	for (size_t i = 0; i < b->n; i++)
-		dbcron_job_clear(&jobs[i]);
-	/* an unchanged job is written again (prune needs every name) but
-	 * counted as what it is */
-	r->unchanged = rc ? 0 : unchanged < r->updated ? unchanged : r->updated;
-	r->updated -= r->unchanged;
-	if (!rc && (r->deleted || pauses) && warning)
-		wait_nodes(s, warning, wlen);
-out_free:
-	dbcron__free(jobs);
-	app_job_vec_free(&jv);
-	return rc;
-}
-
-/* ---------------------------------------------------- export and edit */
-
-int app_jobs_export(store *s, json_t **out, dbcron_err *err)
-{
-	job_vec jv = {0};
-	json_t *arr = NULL;
-	int rc;
-
-	*out = NULL;
-	/* sorted by strcmp here, not by the database's collation, so every
-	 * backend exports the same bytes */
-	if ((rc = app_jobs_sorted(s, &jv, err)))
-		goto out_free;
-	rc = DBCRON_ENOMEM;
-	if (!(arr = json_array()))
-		goto out_oom;
-	for (size_t i = 0; i < jv.n; i++)
-		if (json_array_append_new(arr, model_job_def_json(&jv.v[i])))
-			goto out_oom;
-	*out = arr;
-	arr = NULL;
-	rc = DBCRON_OK;
-	goto out_free;
-out_oom:
-	oom(err);
-out_free:
-	json_decref(arr);
-	app_job_vec_free(&jv);
-	return rc;
-}
-
-/* The keys that stand for one thing: giving one of a group replaces the
- * stored job's whole group (a new schedule drops the old one; a handler
- * drops the command and what it runs as, a command drops the handler). */
-static bool same_group(model_jobdef_id given, model_jobdef_id stored)
-{
-	bool sched_g = given >= MODEL_JK_CRON && given <= MODEL_JK_AT;
-	bool sched_s = stored >= MODEL_JK_CRON && stored <= MODEL_JK_AT;
-	if (sched_g || sched_s)
-		return sched_g && sched_s;
-	if (given == MODEL_JK_HANDLER)
-		return stored == MODEL_JK_ARG || stored == MODEL_JK_COMMAND ||
-		       (stored >= MODEL_JK_USER && stored <= MODEL_JK_INHERIT_ENV);
-	if (given == MODEL_JK_COMMAND)
-		return stored == MODEL_JK_HANDLER || stored == MODEL_JK_ARG;
-	return false;
-}
-
-/* app_entry_err_fn: the one entry's message into ctx (a dbcron_err). */
-static void entry_to_err(void *ctx, size_t idx, const char *name, const char *msg)
-{
-	(void)idx;
-	(void)name;
-	dbcron_err_set(ctx, DBCRON_EINVAL, "%s", msg);
-}
-
-int app_job_set(store *s, const char *name, model_jobdef *over, const app_job_set_opts *o,
-		app_job_set_result *r, dbcron_err *err)
-{
-	dbcron_job prev;
-	json_t *base = NULL;
-	app_batch b = {0};
-	app_apply_opts ao = {.mode = APP_APPLY_UPDATE};
-	app_apply_result ar;
-	int rc;
-
-	memset(r, 0, sizeof(*r));
-	r->next_fire = -1;
-	dbcron_job_init(&prev);
-	if (over->seen[MODEL_JK_NAME]) {
-		rc = dbcron_err_set(err, DBCRON_EINVAL,
-				    "the name is not a field to set: use job rename");
-		goto out_clear;
-	}
-	if ((rc = app_job_find(s, name, &prev, err)))
-		goto out_clear;
-	/* the stored definition, less every key the caller gives (and the
-	 * rest of its group), read into over: what was not given stays */
-	if (!(base = model_job_def_json(&prev))) {
-		rc = oom(err);
-		goto out_clear;
-	}
-	for (const model_jobdef_key *k = model_jobdef_keys; k->name; k++)
-		for (int g = 0; g < MODEL_JK__COUNT; g++)
-			if (over->seen[g] && (g == (int)k->id || same_group((model_jobdef_id)g, k->id)))
-				json_object_del(base, k->name);
-	const char *jname;
-	if ((rc = model_jobdef_from_json(over, base, &jname, err)) ||
-	    (o->user_check && (rc = model_jobdef_check_host(over, err))) ||
-	    (rc = model_jobdef_check_handler(&over->job, o->strict, r->warning,
-					     sizeof(r->warning), err)))
-		goto out_clear;
-	/* the stored job is the one apply resolves against: an unchanged
-	 * schedule keeps its next fire (model_job_first_fire) */
-	if (!(b.defs = dbcron__calloc(1, sizeof(*b.defs)))) {
-		rc = oom(err);
-		goto out_clear;
-	}
-	b.defs[0] = *over;
-	b.n = 1;
-	model_jobdef_init(over, over->cli);
-	memset(&ar, 0, sizeof(ar));
-	dbcron_err why = {0};
-	/* a pause waits for the nodes, as job pause does */
-	char waited[256];
-	rc = app_apply_write(s, &b, &ao, entry_to_err, &why, &ar, waited, sizeof(waited), err);
-	if (!rc && waited[0] && !r->warning[0])
-		dbcron__textf(r->warning, sizeof(r->warning), "%s", waited);
-	if (rc == DBCRON_EINVAL && ar.nerr)
-		dbcron_err_set(err, rc, "job '%s': %s; nothing changed", name, why.msg);
-	if (rc)
-		goto out_clear;
-	r->changed = ar.updated > 0;
-	dbcron_job_clear(&prev);
-	dbcron_job_init(&prev);
-	if (!(rc = app_job_find(s, name, &prev, err)))
-		r->next_fire = prev.next_fire_at;
-out_clear:
-	app_batch_clear(&b);
-	json_decref(base);
-	dbcron_job_clear(&prev);
-	return rc;
-}
-
-int app_job_rename(store *s, const char *from, const char *to, dbcron_err *err)
-{
-	dbcron_job j;
-	int rc;
-
-	dbcron_job_init(&j);
-	/* the new name by the rule every job name meets */
-	if ((rc = app_job_find(s, from, &j, err)))
-		goto out_clear;
-	dbcron__free(j.name);
-	if (!(j.name = dbcron__strdup(to))) {
-		rc = oom(err);
-		goto out_clear;
-	}
-	dbcron_err e = {0};
-	if ((rc = dbcron_job_validate(&j, &e))) {
-		dbcron_err_set(err, DBCRON_EINVAL, "new name '%s': %s", to, e.msg);
-		goto out_clear;
-	}
-	rc = store_job_rename(s, from, to, err);
-	if (rc == DBCRON_ENOTFOUND)
-		no_such_job(err, from);
-out_clear:
 	dbcron_job_clear(&j);
 	return rc;
 }

@@ -53,6 +53,27 @@ int app_run_copy(dbcron_run *dst, const dbcron_run *src, bool with_output)
 
 /* ------------------------------------------------------------ runs */
 
+int app_run_collect(void *ctx, const dbcron_run *run)
+{
+	app_run_vec *rv = ctx;
+	/* the token and the output are not shown in lists */
+	if (dbcron__grow((void **)&rv->v, &rv->cap, rv->n + 1, sizeof(dbcron_run)) ||
+	    app_run_copy(&rv->v[rv->n], run, false)) {
+		rv->rc = DBCRON_ENOMEM;
+		return 1;
+	}
+	rv->n++;
+	return 0;
+}
+
+void app_run_vec_free(app_run_vec *rv)
+{
+	for (size_t i = 0; i < rv->n; i++)
+		dbcron_run_clear(&rv->v[i]);
+	dbcron__free(rv->v);
+	memset(rv, 0, sizeof(*rv));
+}
+
 /*
  * The cursor is the last row of a page: "FIRE_AT.ATTEMPT.ID.JOB" (the job
  * name last, so it may hold any character).  It is not secret and not
@@ -168,20 +189,24 @@ out_free:
 #define RUN_ATTEMPTS_MAX 100
 
 typedef struct chain_ctx {
-	json_t *arr;
+	app_run_vec *rv;
 	int64_t fire_at;
-	bool failed;
 } chain_ctx;
 
 static int chain_run(void *ctx, const dbcron_run *r)
 {
 	chain_ctx *cc = ctx;
+	app_run_vec *rv = cc->rv;
 	if (r->fire_at != cc->fire_at)
 		return 0; /* an older fire of the job */
-	if (json_array_append_new(cc->arr, model_run_json(r))) {
-		cc->failed = true;
+	/* as the listing gave it, output and all: the attempts are shown as
+	 * the run log holds them */
+	if (dbcron__grow((void **)&rv->v, &rv->cap, rv->n + 1, sizeof(dbcron_run)) ||
+	    app_run_copy(&rv->v[rv->n], r, true)) {
+		rv->rc = DBCRON_ENOMEM;
 		return 1;
 	}
+	rv->n++;
 	return 0;
 }
 
@@ -191,53 +216,70 @@ static int chain_run(void *ctx, const dbcron_run *r)
  * the newest rows of it and one indexed statement finds them, however
  * long the log.
  */
-static int attempt_chain(store *s, const dbcron_run *r, json_t **out, dbcron_err *err)
+static int attempt_chain(store *s, const dbcron_run *r, app_run_vec *rv, dbcron_err *err)
 {
-	chain_ctx cc = {.fire_at = r->fire_at};
+	chain_ctx cc = {.rv = rv, .fire_at = r->fire_at};
 	store_run_filter f = {.job = r->job_name, .state = 0, .since_ms = -1,
 			      .limit = RUN_ATTEMPTS_MAX, .keyset = true,
 			      .before_fire_at = r->fire_at, .before_job = r->job_name,
 			      .before_attempt = INT_MAX, .before_id = INT64_MAX};
-	*out = NULL;
-	if (!(cc.arr = json_array()))
-		return oom(err);
 	int rc = store_runs_list(s, &f, chain_run, &cc, err);
-	if (!rc && cc.failed)
+	if (!rc && rv->rc)
 		rc = oom(err);
-	if (rc) {
-		json_decref(cc.arr);
+	return rc;
+}
+
+void app_run_view_clear(app_run_view *v)
+{
+	dbcron_run_clear(&v->run);
+	app_run_vec_free(&v->attempts);
+	v->chained = false;
+}
+
+int app_run_view_get(store *s, int64_t id, app_run_view *v, dbcron_err *err)
+{
+	memset(v, 0, sizeof(*v));
+	int rc = store_run_get(s, id, &v->run, err);
+	if (rc)
 		return rc;
-	}
-	*out = cc.arr;
-	return DBCRON_OK;
+	/* a run with no job name has no fire to chain */
+	v->chained = v->run.job_name != NULL;
+	if (v->chained && (rc = attempt_chain(s, &v->run, &v->attempts, err)))
+		app_run_view_clear(v);
+	return rc;
+}
+
+json_t *app_run_view_json(const app_run_view *v)
+{
+	json_t *o = model_run_json(&v->run), *chain = NULL;
+	if (!o || !v->chained)
+		return o;
+	if (!(chain = json_array()))
+		goto out_oom;
+	for (size_t i = 0; i < v->attempts.n; i++)
+		if (json_array_append_new(chain, model_run_json(&v->attempts.v[i])))
+			goto out_oom;
+	if (json_object_set_new(o, "attempts", chain))
+		goto out_oom_set; /* the set released chain */
+	return o;
+out_oom:
+	json_decref(chain);
+out_oom_set:
+	json_decref(o);
+	return NULL;
 }
 
 int app_run_get(store *s, int64_t id, json_t **out, dbcron_err *err)
 {
-	dbcron_run r;
-	json_t *chain = NULL;
-	memset(&r, 0, sizeof(r));
+	app_run_view v;
+	int rc;
+
 	*out = NULL;
-	int rc = store_run_get(s, id, &r, err);
-	if (rc)
+	if ((rc = app_run_view_get(s, id, &v, err)))
 		return rc;
-	if (r.job_name && (rc = attempt_chain(s, &r, &chain, err)))
-		goto out_clear;
-	if (!(*out = model_run_json(&r))) {
+	if (!(*out = app_run_view_json(&v)))
 		rc = oom(err);
-		goto out_clear;
-	}
-	if (chain && json_object_set_new(*out, "attempts", chain)) {
-		chain = NULL;
-		json_decref(*out);
-		*out = NULL;
-		rc = oom(err);
-		goto out_clear;
-	}
-	chain = NULL;
-out_clear:
-	json_decref(chain);
-	dbcron_run_clear(&r);
+	app_run_view_clear(&v);
 	return rc;
 }
 

@@ -64,8 +64,8 @@ int cli_job_apply(int argc, char **argv);
  * Where the database is: --db URL or --db-file PATH, which every database
  * command takes (the long options "db" and "db-file").  url is never argv
  * itself: cli_db_set_url keeps a copy and overwrites the value in argv, so
- * /proc/PID/cmdline and ps no longer show it to other users or to the
- * jobs a node starts (they could read it in the short time before).
+ * /proc/PID/cmdline and ps do not show it to other users or to the
+ * jobs a node starts (they could read it in the moment before).
  */
 typedef struct cli_db {
 	const char *url;  /* --db, a copy owned by main.c */
@@ -194,17 +194,6 @@ enum { CLI_FMT_TABLE, CLI_FMT_CSV, CLI_FMT_JSON };
 /* CLI_FMT_*, or -1 for a word that is none of them. */
 int cli_format_of(const char *word);
 
-/* Runs collected from store listings (cmd_runs.c), shared with job show. */
-typedef struct cli_run_vec {
-	dbcron_run *v;
-	size_t n, cap;
-	int rc; /* DBCRON_ENOMEM when a copy failed */
-} cli_run_vec;
-
-/* store_run_cb: deep-copies the run into a cli_run_vec (ctx), which owns
- * the copies until cli_run_vec_free. */
-int cli_collect_run(void *ctx, const dbcron_run *run);
-void cli_run_vec_free(cli_run_vec *rv);
 /* Aligned table, RFC 3339 times; with_job adds the JOB column. */
 void cli_print_runs_table(FILE *f, const dbcron_run *runs, size_t n,
 			  bool with_job);

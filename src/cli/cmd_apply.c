@@ -2,7 +2,7 @@
  * `dbcron job apply`: create, update and (with --prune) delete jobs from a
  * JSON file, and the apply that job import-crontab --apply shares
  * (cli_apply_jobs).  The rules (what a key means, what counts as
- * unchanged, what a dry run reports) are app_apply_check/app_apply_write's;
+ * unchanged, what a dry run reports) are app_apply's;
  * this file bounds the input, prints every refusal and the result.
  *
  * Invariants kept: all or nothing: every entry is checked and the names
@@ -158,7 +158,21 @@ static int parse_apply(int argc, char **argv, apply_args *a)
 typedef struct apply_ctx {
 	const char *file;
 	size_t nerr;
+	const cli_db *db; /* opened once every entry passed its checks */
+	store *s;
+	int status; /* cli_open_store's, when it refused */
 } apply_ctx;
+
+/* app_apply_opts.open: the database, only after the input was found good
+ * (a refused file opens nothing, so never creates a SQLite file). */
+static int apply_open(void *ctx, store **s)
+{
+	apply_ctx *ac = ctx;
+	if ((ac->status = cli_open_store("job apply", ac->db, &ac->s)))
+		return -1;
+	*s = ac->s;
+	return 0;
+}
 
 /* app_entry_err_fn: one refused entry on stderr, at most APPLY_MAX_ERRORS. */
 static void apply_error(void *ctx, size_t idx, const char *name, const char *msg)
@@ -350,28 +364,20 @@ static void print_diff(json_t *d)
 int cli_apply_jobs(const char *shown, json_t *root, const cli_db *db, bool user_check,
 		   bool prune, bool strict, bool dry_run)
 {
-	apply_ctx ac = {.file = shown};
+	apply_ctx ac = {.file = shown, .db = db};
 	app_apply_opts opts = {.prune = prune, .user_check = user_check, .strict = strict,
-			       .dry_run = dry_run, .on_warn = apply_warning};
+			       .dry_run = dry_run, .on_warn = apply_warning, .open = apply_open};
 	app_apply_result r;
-	app_batch b = {0};
-	store *s = NULL;
 	dbcron_err err = {0};
 	char warning[512];
 	int status;
 
-	/* every entry alone and names unique, before any database */
-	int rc = app_apply_check(root, &opts, apply_error, &ac, &b, &r, &err);
+	int rc = app_apply(NULL, root, &opts, apply_error, &ac, &r, warning, sizeof(warning), &err);
 	json_decref(root);
-	if (rc == DBCRON_EINVAL)
-		goto out_report;
-	if (rc) {
-		status = cli_oom("job apply");
+	if (rc < 0) {
+		status = ac.status;
 		goto out_free;
 	}
-	if ((status = cli_open_store("job apply", db, &s)))
-		goto out_free;
-	rc = app_apply_write(s, &b, &opts, apply_error, &ac, &r, warning, sizeof(warning), &err);
 	if (rc == DBCRON_EINVAL && r.nerr)
 		goto out_report;
 	if (rc) {
@@ -401,8 +407,7 @@ out_report:
 		ac.nerr, ac.nerr == 1 ? "" : "s");
 	status = CLI_EXIT_USAGE;
 out_free:
-	app_batch_clear(&b);
-	store_close(s);
+	store_close(ac.s);
 	return status;
 }
 

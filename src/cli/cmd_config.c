@@ -2,19 +2,19 @@
  * `dbcron config show`: every setting's effective value and where it came
  * from (flag, environment, FILE:LINE or default), checked as `dbcron node`
  * and `dbcron serve` would check it, so a bad file is found before a node
- * is started with it.  The database URL is shown masked (store_mask_url);
+ * is started with it.  The database URL is shown masked (app_mask_url);
  * a URL file is named, never quoted.  Owns nothing past the call.
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "app/app.h"
 #include "cli/cli.h"
 #include "cli/conf.h"
 #include "core/timeutil.h"
 #include "dbcron/node.h"
 #include "http/http.h"
-#include "store/dialect.h" /* store_mask_url, the one masker */
 
 static void help(FILE *f)
 {
@@ -132,7 +132,7 @@ static int show(const cli_db *db)
 		return status;
 
 	char masked[512], where[600], text[512];
-	store_mask_url(url, masked, sizeof(masked));
+	app_mask_url(url, masked, sizeof(masked));
 	printf("%-17s %-40s %s\n", "KEY", "VALUE", "FROM");
 	/* db is the URL in use, whichever of db and db-file gave it */
 	origin(where, sizeof(where), &from, path);

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "app/app.h"
 #include "cli/cli.h"
 
 static void init_usage(FILE *f)
@@ -106,13 +107,13 @@ int cli_init(int argc, char **argv)
 	int rc = store_open(url, &s, &err);
 	if (rc)
 		return cli_fail(&err);
-	const char *file = store_file(s);
+	const char *file = app_db_file(s);
 	if (group && !file) {
 		store_close(s);
 		return cli_usage_error("init", "--group is for a SQLite file; this database is a "
 					       "server's, whose files the server keeps");
 	}
-	rc = store_migrate(s, &from, &to, &err);
+	rc = app_migrate(s, &from, &to, &err);
 	if (rc) {
 		store_close(s);
 		return cli_fail(&err);

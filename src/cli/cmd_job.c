@@ -5,7 +5,7 @@
  * validated in full before the store is written, and a write is one
  * store call (one transaction), so a rejected command leaves the database
  * as it was.  Times the user gives relative to "now" are the database's
- * now (store_now_ms), never this host's clock.  What a definition means,
+ * now (app_now_ms), never this host's clock.  What a definition means,
  * how a job reads as JSON and where a resumed job fires next are the
  * model's (src/model/); this file parses argv and prints.
  */
@@ -160,15 +160,7 @@ static int job_add(int argc, char **argv)
 	status = cli_open_store("job add", &cm.db, &s);
 	if (status)
 		goto out_clear;
-	int64_t now;
-	size_t created = 0, updated = 0, deleted = 0;
-	if (store_now_ms(s, &now, &err) ||
-	    model_jobdef_finish(&d, now, NULL, &err)) {
-		status = cli_fail_in("job add", &err);
-		goto out_close;
-	}
-	int rc = store_job_put(s, &d.job, 1, STORE_PUT_CREATE, false, &created,
-				 &updated, &deleted, &err);
+	int rc = app_job_add(s, &d, &err);
 	if (rc == DBCRON_EEXISTS) {
 		fprintf(stderr, "dbcron job add: job '%s' already exists (delete it first, or use job apply to update)\n",
 			d.job.name);
@@ -517,7 +509,7 @@ static void show_usage(FILE *f)
 
 /* job show's table: every field, the schedule in words, the next fires
  * in the job's zone and the last runs. */
-static int show_table(const dbcron_job *j, const cli_run_vec *rv, const char *unrunnable)
+static int show_table(const dbcron_job *j, const app_run_vec *rv, const char *unrunnable)
 {
 	char t[64], b1[256];
 	printf("name:              %s\n", j->name);
@@ -595,17 +587,13 @@ static int job_show(int argc, char **argv)
 	store *s = NULL;
 	if ((status = cli_open_store("job show", &a.cm.db, &s)))
 		return status;
-	dbcron_job j;
 	dbcron_err err = {0};
-	cli_run_vec rv = {0};
-	store_run_filter f = {.job = a.name, .state = 0, .since_ms = -1, .limit = 5};
-	int64_t now = -1;
 	bool json = a.cm.format && strcmp(a.cm.format, "json") == 0;
+	int rc;
 
-	dbcron_job_init(&j);
 	if (json) {
 		json_t *o;
-		int rc = app_job_get(s, a.name, 5, true, &o, &err);
+		rc = app_job_get(s, a.name, 5, true, &o, &err);
 		if (rc == DBCRON_ENOTFOUND)
 			status = no_such_job("job show", a.name);
 		else if (rc == DBCRON_ENOMEM || (!rc && !print_json(o)))
@@ -616,28 +604,19 @@ static int job_show(int argc, char **argv)
 			fputc('\n', stdout);
 		goto out;
 	}
-	int rc = store_job_get(s, a.name, &j, &err);
-	if (rc == DBCRON_ENOTFOUND) {
+	app_job_view v;
+	rc = app_job_view_get(s, a.name, 5, &v, &err);
+	if (rc == DBCRON_ENOTFOUND)
 		status = no_such_job("job show", a.name);
-		goto out;
-	}
-	app_live live = {0};
-	if (rc || (rc = store_runs_list(s, &f, cli_collect_run, &rv, &err)) ||
-	    (rc = store_now_ms(s, &now, &err)) || (rc = app_live_load(s, &live, &err))) {
-		status = cli_fail(&err);
-		goto out;
-	}
-	char why[400];
-	const char *unrunnable = app_job_unrunnable(&live, &j, why, sizeof(why));
-	app_live_clear(&live);
-	if (rv.rc) {
+	else if (rc == DBCRON_ENOMEM)
 		status = cli_oom("job show");
+	else if (rc)
+		status = cli_fail(&err);
+	if (rc)
 		goto out;
-	}
-	status = show_table(&j, &rv, unrunnable);
+	status = show_table(&v.job, &v.runs, v.unrunnable);
+	app_job_view_clear(&v);
 out:
-	cli_run_vec_free(&rv);
-	dbcron_job_clear(&j);
 	store_close(s);
 	return status;
 }

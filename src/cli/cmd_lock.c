@@ -2,7 +2,7 @@
  * `dbcron lock NAME -- COMMAND`: run a command under a cluster-wide lease
  * lock, and `dbcron locks`.  Every attempt, including one that found the
  * lock held, is a row in the run log (job "lock:NAME"), because "skipped"
- * is a normal outcome that must be visible (seed 002).
+ * is a normal outcome that must be visible.
  *
  * The command runs through the process module (exec/proc.h) in a process
  * group of its own, so that whatever it starts can be stopped with it.
@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "app/app.h"
 #include "cli/cli.h"
 #include "core/alloc.h"
 #include "core/timeutil.h"
@@ -118,7 +119,7 @@ static void record(dbcron_db *db, const char *name, const char *owner,
 		.error = (char *)error,
 	};
 	dbcron_err err = {0};
-	if (store_log_run(s, &run, &err))
+	if (app_log_run(s, &run, &err))
 		fprintf(stderr, "dbcron lock: could not record the attempt: %s\n", err.msg);
 }
 
@@ -126,7 +127,7 @@ static int64_t db_now(dbcron_db *db)
 {
 	store *s = lease__store(db);
 	int64_t now;
-	if (store_now_ms(s, &now, NULL))
+	if (app_now_ms(s, &now, NULL))
 		return dbcron__wall_ms();
 	return now;
 }
@@ -500,7 +501,7 @@ int cli_locks(int argc, char **argv)
 	if (rc)
 		return rc;
 	dbcron_err err = {0};
-	if (store_now_ms(s, &ctx.now, &err)) {
+	if (app_now_ms(s, &ctx.now, &err)) {
 		store_close(s);
 		return cli_fail(&err);
 	}
@@ -510,7 +511,7 @@ int cli_locks(int argc, char **argv)
 		printf("[");
 	else
 		printf("%-24s %-24s %-24s %-24s %6s %s\n", "NAME", "OWNER", "SINCE", "UNTIL", "FENCE", "STATE");
-	rc = store_lock_list(s, print_lock, &ctx, &err);
+	rc = app_locks_each(s, print_lock, &ctx, &err);
 	if (ctx.format == CLI_FMT_JSON)
 		printf("]\n");
 	store_close(s);

@@ -3,7 +3,7 @@
  * --prune OLDER`, which deletes the rows of long-gone nodes.  Ages
  * ("12s ago") are taken against the database's clock, like every
  * scheduling decision.  Which rows --prune may delete is the store's rule
- * (store_nodes_prune: never an alive node, never one whose runs are still
+ * (app_nodes_prune: never an alive node, never one whose runs are still
  * to resolve); this file parses argv and prints.  The csv columns are a
  * contract: new ones only go after the last.
  */
@@ -95,7 +95,7 @@ static int print_node(void *ctx, const store_node_row *nr)
 	return 0;
 }
 
-/* nodes --prune OLDER: the rule is the store's (store_nodes_prune). */
+/* nodes --prune OLDER: the rule is the store's (app_nodes_prune). */
 static int prune_nodes(const cli_db *db, const char *older, bool fmt_set)
 {
 	dbcron_err err = {0};
@@ -108,7 +108,7 @@ static int prune_nodes(const cli_db *db, const char *older, bool fmt_set)
 	int status = cli_open_store("nodes", db, &s);
 	if (status)
 		return status;
-	if (store_nodes_prune(s, ms, &deleted, &err))
+	if (app_nodes_prune(s, ms, &deleted, &err))
 		status = cli_fail(&err);
 	else
 		printf("pruned %lld node row%s (stopped or dead, last heartbeat over %s ago, no "
@@ -153,7 +153,7 @@ int cli_nodes(int argc, char **argv)
 		return status;
 	dbcron_err err = {0};
 	node_ctx nc = {.fmt = fmt};
-	int rc = store_now_ms(s, &nc.now, &err);
+	int rc = app_now_ms(s, &nc.now, &err);
 	if (rc)
 		goto out_rc;
 	if (fmt == CLI_FMT_CSV)
@@ -161,7 +161,7 @@ int cli_nodes(int argc, char **argv)
 		       "lease_until_ms,heartbeat_age_ms\n");
 	else if (fmt == CLI_FMT_JSON)
 		fputc('[', stdout);
-	rc = store_nodes_list(s, print_node, &nc, &err);
+	rc = app_nodes_each(s, print_node, &nc, &err);
 	if (!rc && nc.failed)
 		rc = dbcron_err_set(&err, DBCRON_ENOMEM, "out of memory writing JSON");
 	if (fmt == CLI_FMT_JSON)

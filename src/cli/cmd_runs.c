@@ -2,7 +2,7 @@
  * `dbcron runs` and `dbcron runs show`: read-only views of the run log, as
  * a table for people and csv/json for programs, and `runs --follow`, which
  * prints runs as they end.  Also the run table job show prints
- * (cli_print_runs_table).  The csv columns of `runs` are a contract (issue 3): job, fire_at_ms, attempt,
+ * (cli_print_runs_table).  The csv columns of `runs` are a contract: job, fire_at_ms, attempt,
  * state, node, started_ms, finished_ms, exit_code first, in that order,
  * UTC epoch milliseconds, empty when unset; new columns only go after them.
  * "now" in --since is the database's clock.  A run's JSON object is model_run_json's, the same
@@ -27,27 +27,6 @@
 #include "model/json.h"
 
 /* ------------------------------------------------------- run helpers */
-
-int cli_collect_run(void *ctx, const dbcron_run *run)
-{
-	cli_run_vec *rv = ctx;
-	/* the token and the output are not shown in tables */
-	if (dbcron__grow((void **)&rv->v, &rv->cap, rv->n + 1, sizeof(dbcron_run)) ||
-	    app_run_copy(&rv->v[rv->n], run, false)) {
-		rv->rc = DBCRON_ENOMEM;
-		return 1;
-	}
-	rv->n++;
-	return 0;
-}
-
-void cli_run_vec_free(cli_run_vec *rv)
-{
-	for (size_t i = 0; i < rv->n; i++)
-		dbcron_run_clear(&rv->v[i]);
-	dbcron__free(rv->v);
-	memset(rv, 0, sizeof(*rv));
-}
 
 /* One line of text for a table cell: control characters become spaces,
  * long text is cut with "...". */
@@ -262,7 +241,7 @@ static int stream_run(void *ctx, const dbcron_run *r)
 /* store_run_cb: a deep copy with the output, for the table's OUTPUT. */
 static int collect_with_output(void *ctx, const dbcron_run *run)
 {
-	cli_run_vec *rv = ctx;
+	app_run_vec *rv = ctx;
 	if (dbcron__grow((void **)&rv->v, &rv->cap, rv->n + 1, sizeof(dbcron_run)) ||
 	    app_run_copy(&rv->v[rv->n], run, true)) {
 		rv->rc = DBCRON_ENOMEM;
@@ -405,16 +384,16 @@ static int runs_listing(store *s, const runs_args *a, stream_ctx *sc, app_follow
 			printf("%s\n", runs_csv_header);
 		else if (!a->follow)
 			fputc('[', stdout);
-		rc = store_runs_list(s, &a->flt, stream_run, sc, err);
+		rc = app_runs_fetch(s, &a->flt, NULL, stream_run, sc, err);
 		if (!rc && sc->failed)
 			rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory writing JSON");
 		if (sc->fmt == CLI_FMT_JSON && !a->follow)
 			fputs(sc->n ? "\n]\n" : "]\n", stdout);
 		return rc;
 	}
-	cli_run_vec rv = {0};
-	rc = store_runs_list(s, &a->flt, a->output ? collect_with_output : cli_collect_run, &rv,
-			     err);
+	app_run_vec rv = {0};
+	rc = app_runs_fetch(s, &a->flt, NULL, a->output ? collect_with_output : app_run_collect,
+			    &rv, err);
 	if (!rc && rv.rc)
 		rc = dbcron_err_set(err, rv.rc, "out of memory");
 	for (size_t i = 0; !rc && a->follow && i < rv.n; i++)
@@ -429,7 +408,7 @@ static int runs_listing(store *s, const runs_args *a, stream_ctx *sc, app_follow
 		else
 			printf("no runs\n");
 	}
-	cli_run_vec_free(&rv);
+	app_run_vec_free(&rv);
 	return rc;
 }
 
@@ -447,7 +426,7 @@ static int runs_list(const cli_common *cm, runs_args *a)
 	int rc = DBCRON_OK;
 	app_follow fw = {0};
 	if (a->since) {
-		rc = store_now_ms(s, &now, &err);
+		rc = app_now_ms(s, &now, &err);
 		if (!rc)
 			rc = dbcron__parse_time(a->since, now, &a->flt.since_ms, &err);
 		if (rc)
@@ -512,65 +491,53 @@ static void show_usage(FILE *f)
 	runs_usage(f);
 }
 
-static const char *jstr(json_t *o, const char *key)
+/* A text field as runs show prints it: "-" when unset. */
+static const char *or_dash(const char *v)
 {
-	const char *v = json_string_value(json_object_get(o, key));
 	return v ? v : "-";
 }
 
-static void show_time(const char *label, json_t *o, const char *key)
+static void show_time(const char *label, int64_t ms)
 {
 	char t[64];
-	json_t *v = json_object_get(o, key);
-	printf("%-10s %s\n", label,
-	       model_time_text(json_is_integer(v) ? json_integer_value(v) : -1, t, sizeof(t)));
+	printf("%-10s %s\n", label, model_time_text(ms >= 0 ? ms : -1, t, sizeof(t)));
 }
 
-/* One run from app_run_get's JSON, as people read it. */
-static void print_run_show(json_t *o)
+/* One run's view (app_run_view_get), as people read it. */
+static void print_run_show(const app_run_view *v)
 {
-	json_t *v;
+	const dbcron_run *r = &v->run;
 	char took[32];
-	int64_t id = json_integer_value(json_object_get(o, "id"));
-	printf("run:       %" PRId64 "\n", id);
-	printf("job:       %s\n", jstr(o, "job"));
-	printf("state:     %s\n", jstr(o, "state"));
-	printf("attempt:   %" PRId64 "\n", (int64_t)json_integer_value(json_object_get(o, "attempt")));
-	show_time("fire at:", o, "fire_at_ms");
-	show_time("due at:", o, "due_at_ms");
-	show_time("started:", o, "started_ms");
-	show_time("finished:", o, "finished_ms");
-	json_t *st = json_object_get(o, "started_ms"), *fi = json_object_get(o, "finished_ms");
-	if (json_is_integer(st) && json_is_integer(fi) &&
-	    json_integer_value(fi) >= json_integer_value(st)) {
-		dbcron__format_duration(json_integer_value(fi) - json_integer_value(st), took,
-					sizeof(took));
+	printf("run:       %" PRId64 "\n", r->id);
+	printf("job:       %s\n", or_dash(r->job_name));
+	printf("state:     %s\n", or_dash(dbcron_run_state_name(r->state)));
+	printf("attempt:   %" PRId64 "\n", (int64_t)r->attempt);
+	show_time("fire at:", r->fire_at);
+	show_time("due at:", r->due_at);
+	show_time("started:", r->started_ms);
+	show_time("finished:", r->finished_ms);
+	if (r->started_ms >= 0 && r->finished_ms >= 0 && r->finished_ms >= r->started_ms) {
+		dbcron__format_duration(r->finished_ms - r->started_ms, took, sizeof(took));
 		printf("took:      %s\n", took);
 	}
-	printf("node:      %s\n", jstr(o, "node"));
-	v = json_object_get(o, "exit_code");
-	if (json_is_integer(v))
-		printf("exit code: %" PRId64 "\n", (int64_t)json_integer_value(v));
+	printf("node:      %s\n", or_dash(r->node));
+	if (r->has_exit_code)
+		printf("exit code: %" PRId64 "\n", (int64_t)r->exit_code);
 	else
 		printf("exit code: -\n");
-	printf("error:     %s\n", jstr(o, "error"));
-	if (json_integer_value(json_object_get(o, "missed")) > 0)
-		printf("missed:    %" PRId64 " fires\n",
-		       (int64_t)json_integer_value(json_object_get(o, "missed")));
-	json_t *chain = json_object_get(o, "attempts");
-	printf("attempts:  %zu of this fire\n", json_array_size(chain));
-	for (size_t i = 0; i < json_array_size(chain); i++) {
-		json_t *a = json_array_get(chain, i);
-		int64_t aid = json_integer_value(json_object_get(a, "id"));
+	printf("error:     %s\n", or_dash(r->error));
+	if (r->missed > 0)
+		printf("missed:    %" PRId64 " fires\n", (int64_t)r->missed);
+	printf("attempts:  %zu of this fire\n", v->attempts.n);
+	for (size_t i = 0; i < v->attempts.n; i++) {
+		const dbcron_run *a = &v->attempts.v[i];
 		char t[64];
-		json_t *af = json_object_get(a, "finished_ms");
 		printf("  %s %-8" PRId64 "  try %-3" PRId64 "  %-9s  finished %s\n",
-		       aid == id ? "*" : " ", aid,
-		       (int64_t)json_integer_value(json_object_get(a, "attempt")), jstr(a, "state"),
-		       model_time_text(json_is_integer(af) ? json_integer_value(af) : -1, t,
-				       sizeof(t)));
+		       a->id == r->id ? "*" : " ", a->id, (int64_t)a->attempt,
+		       or_dash(dbcron_run_state_name(a->state)),
+		       model_time_text(a->finished_ms >= 0 ? a->finished_ms : -1, t, sizeof(t)));
 	}
-	const char *out = json_string_value(json_object_get(o, "output"));
+	const char *out = r->output;
 	if (!out || !*out) {
 		printf("output:    none captured\n");
 		return;
@@ -625,8 +592,12 @@ static int runs_show(int argc, char **argv)
 	if ((status = cli_open_store(o.cmd, &cm.db, &s)))
 		return status;
 	dbcron_err err = {0};
+	app_run_view v;
 	json_t *run = NULL;
-	int rc = app_run_get(s, (int64_t)id, &run, &err);
+	int rc = app_run_view_get(s, (int64_t)id, &v, &err);
+	bool have = rc == DBCRON_OK; /* v is cleared on every error */
+	if (!rc && fmt == CLI_FMT_JSON && !(run = app_run_view_json(&v)))
+		rc = dbcron_err_set(&err, DBCRON_ENOMEM, "out of memory");
 	if (rc == DBCRON_ENOTFOUND) {
 		fprintf(stderr, "dbcron runs show: no run with id %lld\n", id);
 		status = CLI_EXIT_USAGE;
@@ -637,8 +608,10 @@ static int runs_show(int argc, char **argv)
 			status = CLI_EXIT_FAIL;
 		fputc('\n', stdout);
 	} else {
-		print_run_show(run);
+		print_run_show(&v);
 	}
+	if (have)
+		app_run_view_clear(&v);
 	json_decref(run);
 	store_close(s);
 	if (!status && (fflush(stdout) || ferror(stdout))) {

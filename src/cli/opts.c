@@ -9,7 +9,7 @@
  * Invariants kept:
  *  - a command's option table is exactly the shared options it names
  *    plus its own, so getopt's abbreviations ("--form") and the option
- *    lists of --help stay what each command has always taken;
+ *    lists of --help are exactly what each command takes;
  *  - every refusal is "dbcron CMD: ... (see dbcron CMD --help)" with exit
  *    status 2, printed here before any database is opened;
  *  - a --db value is copied and blanked in argv (cli_db_set_url) the

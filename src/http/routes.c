@@ -145,24 +145,20 @@ static void detail(void *ctx, size_t idx, const char *name, const char *msg)
 }
 
 /*
- * entries through app_apply_check and app_apply_write; answers with the
+ * entries through app_apply; answers with the
  * counts (or the dry run's diff), or 400 with every entry error.  single:
  * a PUT of one job, whose error message is the entry's own.
  */
 static void apply(const http_call *c, json_t *entries, const app_apply_opts *o, bool single,
 		  http_reply *rep)
 {
-	app_batch b = {0};
 	app_apply_result r;
 	dbcron_err err = {0};
 	char warning[512] = "";
 	json_t *details = json_array();
 	if (!details)
 		return;
-	int rc = app_apply_check(entries, o, detail, details, &b, &r, &err);
-	if (!rc)
-		rc = app_apply_write(c->st, &b, o, detail, details, &r, warning, sizeof(warning),
-				     &err);
+	int rc = app_apply(c->st, entries, o, detail, details, &r, warning, sizeof(warning), &err);
 	if (rc == DBCRON_EINVAL && r.nerr) {
 		json_t *d0 = json_array_get(details, 0);
 		if (single && d0)
@@ -187,7 +183,6 @@ static void apply(const http_call *c, json_t *entries, const app_apply_opts *o, 
 	}
 	json_decref(r.diff);
 	json_decref(details);
-	app_batch_clear(&b);
 }
 
 static void route_apply(const http_call *c, http_reply *rep)

@@ -1,0 +1,58 @@
+/*
+ * What the files of src/app/ share and no front end sees: apply's two
+ * steps (app_apply is the front ends' one call), the job vector's
+ * collector and order (a stored-jobs callback and strcmp by name, so a
+ * lookup by bsearch agrees with the sort), and the wait for the nodes that
+ * pause, delete and a pruning apply make before they return.
+ */
+#ifndef DBCRON_APP_INT_H
+#define DBCRON_APP_INT_H
+
+#include "app/app.h"
+
+typedef app_job_vec job_vec;
+
+/* store_job_cb: a copy of job appended to ctx (a job_vec); on out of
+ * memory sets jv->rc and stops the walk. */
+int app__collect_job(void *ctx, const dbcron_job *job);
+/* qsort/bsearch order of dbcron_job by name (strcmp). */
+int app__cmp_job_name(const void *a, const void *b);
+/* Waits (at most 10 s) for every live node to see the last change; when
+ * one did not confirm, says why in warning (wlen bytes), else leaves it. */
+void app__wait_nodes(store *s, char *warning, size_t wlen);
+
+/*
+ * A batch of job definitions being applied, in two steps so that
+ * app_apply can refuse bad input before it opens a database, and job set
+ * can write one definition it built itself: app_apply_check (no store:
+ * every entry alone, then names unique) and app_apply_write (resolve
+ * against the database's clock and the stored jobs, then one
+ * transaction).  Owns its definitions; app_batch_clear frees them.
+ */
+typedef struct app_batch {
+	struct model_jobdef *defs;
+	size_t n;
+} app_batch;
+
+/*
+ * entries: a `job apply` file's array (borrowed).  Each refused entry is
+ * reported through on_err and counted in r->nerr; then the return is
+ * DBCRON_EINVAL with err saying how many, and nothing may be written.
+ * DBCRON_ENOMEM otherwise.  b is filled either way (app_batch_clear).
+ */
+int app_apply_check(json_t *entries, const app_apply_opts *o,
+		    app_entry_err_fn on_err, void *ctx, app_batch *b,
+		    app_apply_result *r, dbcron_err *err);
+/*
+ * Resolve and write a checked batch: entries refused now (against the
+ * clock or a stored job) are reported as above, and nothing is written.
+ * A dry run stops before writing and sets r->diff (the caller's).  After
+ * a prune that deleted jobs it waits for the nodes as app_job_delete does
+ * (warning, when set, says which did not confirm).  The batch is consumed.
+ */
+int app_apply_write(store *s, app_batch *b, const app_apply_opts *o,
+		    app_entry_err_fn on_err, void *ctx, app_apply_result *r,
+		    char *warning, size_t wlen, dbcron_err *err);
+void app_batch_clear(app_batch *b);
+
+#endif
