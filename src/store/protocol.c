@@ -164,7 +164,7 @@ void store__reset(store *s)
 }
 
 /* A statement whose rows do not matter; *changes (may be NULL) out. */
-static int st_run(store *s, int id, const store_param *p, int np, int64_t *changes,
+static int store__run(store *s, int id, const store_param *p, int np, int64_t *changes,
 		  dbcron_err *err)
 {
 	int rc = store__exec(s, id, p, np, err), row;
@@ -183,7 +183,7 @@ static int st_run(store *s, int id, const store_param *p, int np, int64_t *chang
 }
 
 /* Run and step once: 1 a row is current (caller resets), 0 none, < 0. */
-static int st_row(store *s, int id, const store_param *p, int np, dbcron_err *err)
+static int store__row(store *s, int id, const store_param *p, int np, dbcron_err *err)
 {
 	int rc = store__exec(s, id, p, np, err);
 	if (rc)
@@ -200,7 +200,7 @@ static int st_row(store *s, int id, const store_param *p, int np, dbcron_err *er
  * row) are here once for every listing. */
 typedef int (*row_fn)(store *s, void *arg, bool *stop, dbcron_err *err);
 
-static int each_row(store *s, int id, const store_param *p, int np, row_fn one, void *arg,
+static int store__each_row(store *s, int id, const store_param *p, int np, row_fn one, void *arg,
 		    dbcron_err *err)
 {
 	int rc = store__exec(s, id, p, np, err), row = 0;
@@ -214,8 +214,8 @@ static int each_row(store *s, int id, const store_param *p, int np, row_fn one, 
 	return row < 0 ? -row : rc;
 }
 
-static int64_t col_i64(store *s, int c) { return s->d->col_i64(s->c, c); }
-static int64_t col_i64n(store *s, int c)
+static int64_t store__i64(store *s, int c) { return s->d->col_i64(s->c, c); }
+static int64_t store__i64n(store *s, int c)
 {
 	return s->d->col_null(s->c, c) ? -1 : s->d->col_i64(s->c, c);
 }
@@ -227,7 +227,7 @@ static int64_t col_i64n(store *s, int c)
  * bad row never breaks `job list` for every job, and a put can replace it.
  * Only running out of memory fails.
  */
-static int read_job_lenient(store *s, dbcron_job *job, dbcron_err *err)
+static int store__read_job_lenient(store *s, dbcron_job *job, dbcron_err *err)
 {
 	dbcron_err why = {0};
 	int rc = store__read_job(s, 0, job, &why);
@@ -238,9 +238,9 @@ static int read_job_lenient(store *s, dbcron_job *job, dbcron_err *err)
 		return rc;
 	}
 	dbcron_job_init(job);
-	job->id = col_i64(s, 0);
+	job->id = store__i64(s, 0);
 	const char *name = s->d->col_text(s->c, 1), *spec = s->d->col_text(s->c, 3);
-	job->kind = (dbcron_sched_kind)col_i64(s, 2);
+	job->kind = (dbcron_sched_kind)store__i64(s, 2);
 	job->next_fire_at = -1;
 	job->executor = DBCRON_EXEC_SHELL;
 	size_t n = strlen(why.msg) + 32;
@@ -257,43 +257,43 @@ static int read_job_lenient(store *s, dbcron_job *job, dbcron_err *err)
 
 /* Single-writer dialects take the write lock before the first read, so a
  * transaction that reads and then writes never fails halfway. */
-static int tx_begin(store *s, dbcron_err *err)
+static int store__tx_begin(store *s, dbcron_err *err)
 {
-	return st_run(s, s->d->caps & STORE_CAP_MULTI_WRITER ? ST_BEGIN : ST_BEGIN_WRITE,
+	return store__run(s, s->d->caps & STORE_CAP_MULTI_WRITER ? ST_BEGIN : ST_BEGIN_WRITE,
 		      NULL, 0, NULL, err);
 }
 
-static int tx_commit(store *s, dbcron_err *err)
+static int store__tx_commit(store *s, dbcron_err *err)
 {
-	return st_run(s, ST_COMMIT, NULL, 0, NULL, err);
+	return store__run(s, ST_COMMIT, NULL, 0, NULL, err);
 }
 
-static void tx_rollback(store *s)
+static void store__tx_rollback(store *s)
 {
 	store__reset(s);
 	if (s->d->in_tx(s->c))
-		st_run(s, ST_ROLLBACK, NULL, 0, NULL, NULL);
+		store__run(s, ST_ROLLBACK, NULL, 0, NULL, NULL);
 }
 
-static int db_now(store *s, int64_t *now, dbcron_err *err)
+static int store__db_now(store *s, int64_t *now, dbcron_err *err)
 {
-	int row = st_row(s, ST_NOW, NULL, 0, err);
+	int row = store__row(s, ST_NOW, NULL, 0, err);
 	if (row <= 0)
 		return row < 0 ? -row
 			       : dbcron_err_set(err, DBCRON_EDB, "%s: no row", store_stmt_what(ST_NOW));
-	*now = col_i64(s, 0);
+	*now = store__i64(s, 0);
 	store__reset(s);
 	return DBCRON_OK;
 }
 
-static store_batch *scratch(store *s, int k, int ncols, const store_bcol *cols)
+static store_batch *store__scratch(store *s, int k, int ncols, const store_bcol *cols)
 {
 	store_batch *b = &s->scratch->b[k];
 	store_batch_reset(b, ncols, cols);
 	return b;
 }
 
-static int oom(dbcron_err *err, const char *where)
+static int store__oom(dbcron_err *err, const char *where)
 {
 	return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory in %s", where);
 }
@@ -424,7 +424,7 @@ int store_check_schema(store *s, dbcron_err *err)
 
 int store_now_ms(store *s, int64_t *out, dbcron_err *err)
 {
-	return db_now(s, out, err);
+	return store__db_now(s, out, err);
 }
 
 /* ------------------------------------------------------------------ */
@@ -434,7 +434,7 @@ int store_now_ms(store *s, int64_t *out, dbcron_err *err)
 /* Run insert statement id (returning the new id) with p[fire_idx] (and
  * p[due_idx] when >= 0) set to *fire_at, moving 1 ms on while the fire time
  * is taken.  Invariant 1 is the statement's ON CONFLICT DO NOTHING. */
-static int insert_bumped(store *s, int id, store_param *p, int np, int fire_idx,
+static int store__insert_bumped(store *s, int id, store_param *p, int np, int fire_idx,
 			 int due_idx, int64_t *fire_at, int64_t *new_id, dbcron_err *err)
 {
 	int64_t first = *fire_at;
@@ -442,11 +442,11 @@ static int insert_bumped(store *s, int id, store_param *p, int np, int fire_idx,
 		p[fire_idx] = sp_i64(*fire_at);
 		if (due_idx >= 0)
 			p[due_idx] = sp_i64(*fire_at);
-		int row = st_row(s, id, p, np, err);
+		int row = store__row(s, id, p, np, err);
 		if (row < 0)
 			return -row;
 		if (row) {
-			*new_id = col_i64(s, 0);
+			*new_id = store__i64(s, 0);
 			store__reset(s);
 			return DBCRON_OK;
 		}
@@ -460,9 +460,9 @@ static int insert_bumped(store *s, int id, store_param *p, int np, int fire_idx,
 /* Jobs                                                                */
 /* ------------------------------------------------------------------ */
 
-static const store_bcol names_cols[] = {BC_TEXT};
-static const store_bcol ids_cols[] = {BC_I64};
-static const store_bcol pair_cols[] = {BC_I64, BC_I64};
+static const store_bcol store__names_cols[] = {BC_TEXT};
+static const store_bcol store__ids_cols[] = {BC_I64};
+static const store_bcol store__pair_cols[] = {BC_I64, BC_I64};
 static const store_bcol lost_cols[] = {BC_TEXT, BC_I64}; /* node, its lease_until */
 static const store_bcol put_cols[STORE_NPUTCOLS + 1] = {
 	BC_I64, /* id, JOBS_UPDATE only */
@@ -574,7 +574,7 @@ static int name_idx_cmp(const void *a, const void *b)
 static int read_existing(store *s, dbcron_job *jobs, size_t n, dbcron_job **out,
 			 size_t *nout, dbcron_err *err)
 {
-	store_batch *names = scratch(s, 0, 1, names_cols);
+	store_batch *names = store__scratch(s, 0, 1, store__names_cols);
 	size_t cap = 0;
 	int rc, row;
 
@@ -583,16 +583,16 @@ static int read_existing(store *s, dbcron_job *jobs, size_t n, dbcron_job **out,
 	for (size_t i = 0; i < n; i++)
 		store_batch_text(names, jobs[i].name);
 	if (names->oom)
-		return oom(err, "job put");
+		return store__oom(err, "job put");
 	store_param p[] = {sp_batch(names)};
 	if ((rc = store__exec(s, ST_JOBS_BY_NAMES, p, 1, err)))
 		return rc;
 	while ((row = store__next(s, err)) == 1) {
 		if (dbcron__grow((void **)out, &cap, *nout + 1, sizeof(**out))) {
-			rc = oom(err, "job put");
+			rc = store__oom(err, "job put");
 			break;
 		}
-		if ((rc = read_job_lenient(s, &(*out)[*nout], err)))
+		if ((rc = store__read_job_lenient(s, &(*out)[*nout], err)))
 			break;
 		(*nout)++;
 	}
@@ -627,12 +627,12 @@ static int put_chunk(store *s, dbcron_job *jobs, const put_enc *enc, size_t n, i
 
 	if ((rc = read_existing(s, jobs, n, &old, &nold, err)))
 		goto out_free;
-	store_batch *ins = scratch(s, 1, STORE_NPUTCOLS, put_cols + 1);
-	store_batch *upd = scratch(s, 2, STORE_NPUTCOLS + 1, put_cols);
+	store_batch *ins = store__scratch(s, 1, STORE_NPUTCOLS, put_cols + 1);
+	store_batch *upd = store__scratch(s, 2, STORE_NPUTCOLS + 1, put_cols);
 	order = dbcron__calloc(n ? n : 1, sizeof(*order));
 	old_enc = dbcron__calloc(nold ? nold : 1, sizeof(*old_enc));
 	if (!order || !old_enc) {
-		rc = oom(err, "job put");
+		rc = store__oom(err, "job put");
 		goto out_free;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -679,12 +679,12 @@ static int put_chunk(store *s, dbcron_job *jobs, const put_enc *enc, size_t n, i
 		put_row(upd, j, &enc[i]);
 	}
 	if (ins->oom || upd->oom) {
-		rc = oom(err, "job put");
+		rc = store__oom(err, "job put");
 		goto out_free;
 	}
 	if (store_batch_rows(upd)) {
 		store_param p[] = {sp_i64(now), sp_batch(upd)};
-		if ((rc = st_run(s, ST_JOBS_UPDATE, p, 2, NULL, err)))
+		if ((rc = store__run(s, ST_JOBS_UPDATE, p, 2, NULL, err)))
 			goto out_free;
 	}
 	if (nins) {
@@ -701,7 +701,7 @@ static int put_chunk(store *s, dbcron_job *jobs, const put_enc *enc, size_t n, i
 				size_t mid = (lo + hi) / 2;
 				int c = strcmp(order[mid].name, name);
 				if (c == 0) {
-					jobs[order[mid].i].id = col_i64(s, 0);
+					jobs[order[mid].i].id = store__i64(s, 0);
 					jobs[order[mid].i].created_ms = now;
 					got++;
 					break;
@@ -748,7 +748,7 @@ static int check_names(dbcron_job *jobs, size_t n, dbcron_err *err)
 	const char **names = dbcron__calloc(n ? n : 1, sizeof(*names));
 	int rc = DBCRON_OK;
 	if (!names)
-		return oom(err, "job put");
+		return store__oom(err, "job put");
 	for (size_t i = 0; i < n; i++)
 		names[i] = jobs[i].name;
 	dbcron__sort(names, n, sizeof(*names), ptr_name_cmp);
@@ -798,13 +798,13 @@ int store_job_put_placed(store *s, dbcron_job *jobs, size_t n, store_put_mode mo
 		return rc;
 	enc = dbcron__calloc(n ? n : 1, sizeof(*enc));
 	if (!enc)
-		return oom(err, "job put");
+		return store__oom(err, "job put");
 	for (size_t i = 0; i < n; i++)
 		if ((rc = put_encode(&jobs[i], &enc[i], err)))
 			goto out_free;
-	if ((rc = tx_begin(s, err)))
+	if ((rc = store__tx_begin(s, err)))
 		goto out_free;
-	if ((rc = db_now(s, &now, err)))
+	if ((rc = store__db_now(s, &now, err)))
 		goto out_rollback;
 	for (size_t at = 0; at < n; at += PUT_CHUNK) {
 		size_t k = n - at < PUT_CHUNK ? n - at : PUT_CHUNK;
@@ -813,24 +813,24 @@ int store_job_put_placed(store *s, dbcron_job *jobs, size_t n, store_put_mode mo
 			goto out_rollback;
 	}
 	/* a pause tells the nodes, as store_job_set_paused does */
-	if (pc.paused && (rc = st_run(s, ST_GEN_BUMP, NULL, 0, NULL, err)))
+	if (pc.paused && (rc = store__run(s, ST_GEN_BUMP, NULL, 0, NULL, err)))
 		goto out_rollback;
 	if (prune) {
-		store_batch *names = scratch(s, 0, 1, names_cols);
+		store_batch *names = store__scratch(s, 0, 1, store__names_cols);
 		for (size_t i = 0; i < n; i++)
 			store_batch_text(names, jobs[i].name);
 		if (names->oom) {
-			rc = oom(err, "job put");
+			rc = store__oom(err, "job put");
 			goto out_rollback;
 		}
 		store_param p[] = {sp_batch(names)};
 		store_param pn[] = {sp_i64(now)};
-		if ((rc = st_run(s, ST_JOBS_PRUNE, p, 1, &nd, err)) ||
-		    (nd && (rc = st_run(s, ST_RUNS_CLOSE_ORPHANS, pn, 1, NULL, err))) ||
-		    (nd && (rc = st_run(s, ST_GEN_BUMP, NULL, 0, NULL, err))))
+		if ((rc = store__run(s, ST_JOBS_PRUNE, p, 1, &nd, err)) ||
+		    (nd && (rc = store__run(s, ST_RUNS_CLOSE_ORPHANS, pn, 1, NULL, err))) ||
+		    (nd && (rc = store__run(s, ST_GEN_BUMP, NULL, 0, NULL, err))))
 			goto out_rollback;
 	}
-	if ((rc = tx_commit(s, err)))
+	if ((rc = store__tx_commit(s, err)))
 		goto out_rollback;
 	if (created)
 		*created = nc;
@@ -840,7 +840,7 @@ int store_job_put_placed(store *s, dbcron_job *jobs, size_t n, store_put_mode mo
 		*deleted = (size_t)nd;
 	goto out_free;
 out_rollback:
-	tx_rollback(s);
+	store__tx_rollback(s);
 out_free:
 	for (size_t i = 0; i < n; i++)
 		put_enc_free(&enc[i]);
@@ -854,12 +854,12 @@ int store_job_get(store *s, const char *name, dbcron_job *out, dbcron_err *err)
 	if (!name)
 		return dbcron_err_set(err, DBCRON_EINVAL, "job_get: no name");
 	store_param p[] = {sp_text(name)};
-	int row = st_row(s, ST_JOB_GET, p, 1, err);
+	int row = store__row(s, ST_JOB_GET, p, 1, err);
 	if (row < 0)
 		return -row;
 	if (row == 0)
 		return dbcron_err_set(err, DBCRON_ENOTFOUND, "no job named '%s'", name);
-	int rc = read_job_lenient(s, out, err);
+	int rc = store__read_job_lenient(s, out, err);
 	store__reset(s);
 	return rc;
 }
@@ -873,7 +873,7 @@ static int job_one(store *s, void *arg, bool *stop, dbcron_err *err)
 {
 	struct job_each *e = arg;
 	dbcron_job job;
-	int rc = read_job_lenient(s, &job, err);
+	int rc = store__read_job_lenient(s, &job, err);
 	if (rc)
 		return rc;
 	*stop = e->cb(e->ctx, &job) != 0;
@@ -884,20 +884,20 @@ static int job_one(store *s, void *arg, bool *stop, dbcron_err *err)
 int store_jobs_named(store *s, const char *const *names, size_t n, store_job_cb cb, void *ctx,
 		     dbcron_err *err)
 {
-	store_batch *b = scratch(s, 0, 1, names_cols);
+	store_batch *b = store__scratch(s, 0, 1, store__names_cols);
 	for (size_t i = 0; i < n; i++)
 		store_batch_text(b, names[i]);
 	if (b->oom)
-		return oom(err, "reading jobs");
+		return store__oom(err, "reading jobs");
 	store_param p[] = {sp_batch(b)};
 	struct job_each e = {cb, ctx};
-	return each_row(s, ST_JOBS_NAMED, p, 1, job_one, &e, err);
+	return store__each_row(s, ST_JOBS_NAMED, p, 1, job_one, &e, err);
 }
 
 int store_job_list(store *s, store_job_cb cb, void *ctx, dbcron_err *err)
 {
 	struct job_each e = {cb, ctx};
-	return each_row(s, ST_JOB_LIST, NULL, 0, job_one, &e, err);
+	return store__each_row(s, ST_JOB_LIST, NULL, 0, job_one, &e, err);
 }
 
 int store_job_page(store *s, const char *after, long limit, store_job_cb cb, void *ctx,
@@ -907,7 +907,7 @@ int store_job_page(store *s, const char *after, long limit, store_job_cb cb, voi
 	if (limit < 1)
 		return dbcron_err_set(err, DBCRON_EINVAL, "job_page: limit %ld", limit);
 	store_param p[] = {sp_text(after ? after : ""), sp_i64(limit)};
-	return each_row(s, ST_JOB_PAGE, p, 2, job_one, &e, err);
+	return store__each_row(s, ST_JOB_PAGE, p, 2, job_one, &e, err);
 }
 
 struct last_ok_each {
@@ -919,7 +919,7 @@ static int last_ok_one(store *s, void *arg, bool *stop, dbcron_err *err)
 {
 	struct last_ok_each *e = arg;
 	const char *name = s->d->col_text(s->c, 0);
-	*stop = e->cb(e->ctx, name ? name : "", col_i64n(s, 1)) != 0;
+	*stop = e->cb(e->ctx, name ? name : "", store__i64n(s, 1)) != 0;
 	return DBCRON_OK;
 }
 
@@ -928,7 +928,7 @@ int store_job_last_success(store *s, long limit, store_last_ok_cb cb, void *ctx,
 {
 	struct last_ok_each e = {cb, ctx};
 	store_param p[] = {sp_i64(limit)};
-	return each_row(s, ST_JOB_LAST_OK, p, 1, last_ok_one, &e, err);
+	return store__each_row(s, ST_JOB_LAST_OK, p, 1, last_ok_one, &e, err);
 }
 
 struct last_run_each {
@@ -940,8 +940,8 @@ static int last_run_one(store *s, void *arg, bool *stop, dbcron_err *err)
 {
 	struct last_run_each *e = arg;
 	(void)err;
-	store_last_run r = {.job_id = col_i64(s, 0), .run_id = col_i64(s, 1),
-			    .state = (int)col_i64(s, 2), .finished_ms = col_i64n(s, 3)};
+	store_last_run r = {.job_id = store__i64(s, 0), .run_id = store__i64(s, 1),
+			    .state = (int)store__i64(s, 2), .finished_ms = store__i64n(s, 3)};
 	*stop = e->cb(e->ctx, &r) != 0;
 	return DBCRON_OK;
 }
@@ -954,14 +954,14 @@ int store_jobs_last_run(store *s, const int64_t *ids, size_t n, store_last_run_c
 	if (!ids || !cb)
 		return dbcron_err_set(err, DBCRON_EINVAL,
 				      "jobs_last_run: ids and a callback are required");
-	store_batch *b = scratch(s, 0, 1, ids_cols);
+	store_batch *b = store__scratch(s, 0, 1, store__ids_cols);
 	for (size_t i = 0; i < n; i++)
 		store_batch_i64(b, ids[i]);
 	if (b->oom)
-		return oom(err, "jobs' last runs");
+		return store__oom(err, "jobs' last runs");
 	store_param p[] = {sp_batch(b)};
 	struct last_run_each e = {cb, ctx};
-	return each_row(s, ST_JOBS_LAST_RUN, p, 1, last_run_one, &e, err);
+	return store__each_row(s, ST_JOBS_LAST_RUN, p, 1, last_run_one, &e, err);
 }
 
 struct brief_each {
@@ -972,8 +972,8 @@ struct brief_each {
 static int brief_one(store *s, void *arg, bool *stop, dbcron_err *err)
 {
 	struct brief_each *e = arg;
-	store_job_brief b = {.name = s->d->col_text(s->c, 0), .next_fire_at = col_i64n(s, 1),
-			     .paused = col_i64(s, 2) != 0};
+	store_job_brief b = {.name = s->d->col_text(s->c, 0), .next_fire_at = store__i64n(s, 1),
+			     .paused = store__i64(s, 2) != 0};
 	if (!b.name)
 		b.name = "";
 	*stop = e->cb(e->ctx, &b) != 0;
@@ -983,7 +983,7 @@ static int brief_one(store *s, void *arg, bool *stop, dbcron_err *err)
 int store_job_briefs(store *s, store_brief_cb cb, void *ctx, dbcron_err *err)
 {
 	struct brief_each e = {cb, ctx};
-	return each_row(s, ST_JOB_BRIEF, NULL, 0, brief_one, &e, err);
+	return store__each_row(s, ST_JOB_BRIEF, NULL, 0, brief_one, &e, err);
 }
 
 int store_job_set_paused(store *s, const char *name, bool paused, int64_t next_fire_at,
@@ -996,18 +996,18 @@ int store_job_set_paused(store *s, const char *name, bool paused, int64_t next_f
 	/* A pause tells the nodes (GEN_BUMP): fires they claimed before it
 	 * must not start (store_nodes_wait_seen). */
 	store_param p[] = {sp_text(name), sp_i64(paused), sp_i64n(next_fire_at)};
-	if ((rc = tx_begin(s, err)) || (rc = st_run(s, ST_JOB_SET_PAUSED, p, 3, &n, err)))
+	if ((rc = store__tx_begin(s, err)) || (rc = store__run(s, ST_JOB_SET_PAUSED, p, 3, &n, err)))
 		goto out_rollback;
 	if (n == 0) {
 		rc = dbcron_err_set(err, DBCRON_ENOTFOUND, "no job named '%s'", name);
 		goto out_rollback;
 	}
-	if ((paused && (rc = st_run(s, ST_GEN_BUMP, NULL, 0, NULL, err))) ||
-	    (rc = tx_commit(s, err)))
+	if ((paused && (rc = store__run(s, ST_GEN_BUMP, NULL, 0, NULL, err))) ||
+	    (rc = store__tx_commit(s, err)))
 		goto out_rollback;
 	return DBCRON_OK;
 out_rollback:
-	tx_rollback(s);
+	store__tx_rollback(s);
 	return rc;
 }
 
@@ -1017,22 +1017,22 @@ int store_job_delete(store *s, const char *name, dbcron_err *err)
 	int rc;
 	if (!name)
 		return dbcron_err_set(err, DBCRON_EINVAL, "job_delete: no name");
-	if ((rc = tx_begin(s, err)))
+	if ((rc = store__tx_begin(s, err)))
 		return rc;
 	store_param p[] = {sp_text(name)};
-	if ((rc = db_now(s, &now, err)) || (rc = st_run(s, ST_JOB_DELETE, p, 1, &n, err)))
+	if ((rc = store__db_now(s, &now, err)) || (rc = store__run(s, ST_JOB_DELETE, p, 1, &n, err)))
 		goto out_rollback;
 	if (n == 0) {
 		rc = dbcron_err_set(err, DBCRON_ENOTFOUND, "no job named '%s'", name);
 		goto out_rollback;
 	}
 	store_param pn[] = {sp_i64(now)};
-	if ((rc = st_run(s, ST_RUNS_CLOSE_ORPHANS, pn, 1, NULL, err)) ||
-	    (rc = st_run(s, ST_GEN_BUMP, NULL, 0, NULL, err)) || (rc = tx_commit(s, err)))
+	if ((rc = store__run(s, ST_RUNS_CLOSE_ORPHANS, pn, 1, NULL, err)) ||
+	    (rc = store__run(s, ST_GEN_BUMP, NULL, 0, NULL, err)) || (rc = store__tx_commit(s, err)))
 		goto out_rollback;
 	return DBCRON_OK;
 out_rollback:
-	tx_rollback(s);
+	store__tx_rollback(s);
 	return rc;
 }
 
@@ -1041,11 +1041,11 @@ out_rollback:
 static int job_id_of(store *s, const char *name, int64_t *id, bool *found, dbcron_err *err)
 {
 	store_param p[] = {sp_text(name)};
-	int row = st_row(s, ST_JOB_ID, p, 1, err);
+	int row = store__row(s, ST_JOB_ID, p, 1, err);
 	if (row < 0)
 		return -row;
 	if ((*found = row > 0))
-		*id = col_i64(s, 0);
+		*id = store__i64(s, 0);
 	store__reset(s);
 	return DBCRON_OK;
 }
@@ -1057,9 +1057,9 @@ int store_job_rename(store *s, const char *from, const char *to, dbcron_err *err
 	int rc;
 	if (!from || !to)
 		return dbcron_err_set(err, DBCRON_EINVAL, "job_rename: no name");
-	if ((rc = tx_begin(s, err)))
+	if ((rc = store__tx_begin(s, err)))
 		return rc;
-	if ((rc = db_now(s, &now, err)) || (rc = job_id_of(s, to, &id, &found, err)))
+	if ((rc = store__db_now(s, &now, err)) || (rc = job_id_of(s, to, &id, &found, err)))
 		goto out_rollback;
 	if (found) {
 		rc = dbcron_err_set(err, DBCRON_EEXISTS, "job '%s' already exists", to);
@@ -1073,19 +1073,19 @@ int store_job_rename(store *s, const char *from, const char *to, dbcron_err *err
 	}
 	store_param pr[] = {sp_text(from), sp_text(to), sp_i64(now)};
 	store_param pj[] = {sp_i64(id), sp_text(to)};
-	if ((rc = st_run(s, ST_JOB_RENAME, pr, 3, &n, err)))
+	if ((rc = store__run(s, ST_JOB_RENAME, pr, 3, &n, err)))
 		goto out_rollback;
 	if (n != 1) {
 		rc = dbcron_err_set(err, DBCRON_ENOTFOUND, "no job named '%s'", from);
 		goto out_rollback;
 	}
 	/* nodes holding the job by id see the new name at their next read */
-	if ((rc = st_run(s, ST_RUNS_RENAME, pj, 2, NULL, err)) ||
-	    (rc = st_run(s, ST_GEN_BUMP, NULL, 0, NULL, err)) || (rc = tx_commit(s, err)))
+	if ((rc = store__run(s, ST_RUNS_RENAME, pj, 2, NULL, err)) ||
+	    (rc = store__run(s, ST_GEN_BUMP, NULL, 0, NULL, err)) || (rc = store__tx_commit(s, err)))
 		goto out_rollback;
 	return DBCRON_OK;
 out_rollback:
-	tx_rollback(s);
+	store__tx_rollback(s);
 	return rc;
 }
 
@@ -1097,9 +1097,9 @@ int store_job_trigger(store *s, const char *name, int64_t *run_id, int64_t *fire
 	int rc;
 	if (!name)
 		return dbcron_err_set(err, DBCRON_EINVAL, "job_trigger: no name");
-	if ((rc = tx_begin(s, err)))
+	if ((rc = store__tx_begin(s, err)))
 		return rc;
-	if ((rc = db_now(s, &now, err)) || (rc = job_id_of(s, name, &job_id, &found, err)))
+	if ((rc = store__db_now(s, &now, err)) || (rc = job_id_of(s, name, &job_id, &found, err)))
 		goto out_rollback;
 	if (!found) {
 		rc = dbcron_err_set(err, DBCRON_ENOTFOUND, "no job named '%s'", name);
@@ -1107,8 +1107,8 @@ int store_job_trigger(store *s, const char *name, int64_t *run_id, int64_t *fire
 	}
 	int64_t at = now;
 	store_param ip[] = {sp_i64(job_id), sp_text(name), sp_i64(at), sp_i64(now)};
-	if ((rc = insert_bumped(s, ST_TRIGGER_INSERT, ip, 4, 2, -1, &at, &rid, err)) ||
-	    (rc = tx_commit(s, err)))
+	if ((rc = store__insert_bumped(s, ST_TRIGGER_INSERT, ip, 4, 2, -1, &at, &rid, err)) ||
+	    (rc = store__tx_commit(s, err)))
 		goto out_rollback;
 	if (run_id)
 		*run_id = rid;
@@ -1116,7 +1116,7 @@ int store_job_trigger(store *s, const char *name, int64_t *run_id, int64_t *fire
 		*fire_at = at;
 	return DBCRON_OK;
 out_rollback:
-	tx_rollback(s);
+	store__tx_rollback(s);
 	return rc;
 }
 
@@ -1124,7 +1124,7 @@ out_rollback:
 /* The claim                                                           */
 /* ------------------------------------------------------------------ */
 
-static int job_id_cmp(const void *a, const void *b)
+static int store__job_id_cmp(const void *a, const void *b)
 {
 	const dbcron_job *x = a, *y = b;
 	return x->id < y->id ? -1 : x->id > y->id;
@@ -1146,11 +1146,11 @@ static int i64_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static const dbcron_job *find_job(const store_claim_result *r, int64_t id)
+static const dbcron_job *store__find_job(const store_claim_result *r, int64_t id)
 {
 	dbcron_job key;
 	key.id = id;
-	return r->njobs ? bsearch(&key, r->jobs, r->njobs, sizeof(*r->jobs), job_id_cmp) : NULL;
+	return r->njobs ? bsearch(&key, r->jobs, r->njobs, sizeof(*r->jobs), store__job_id_cmp) : NULL;
 }
 
 /* A claimed run from the current row: id, job_id, job_name, fire_at, then
@@ -1163,13 +1163,13 @@ static int add_claimed(store *s, store_claim_result *out, size_t *cap, int attem
 	store_claimed *c = &out->runs[out->nruns];
 	memset(c, 0, sizeof(*c));
 	dbcron_run *r = &c->run;
-	r->id = col_i64(s, 0);
-	r->job_id = col_i64(s, 1);
-	r->fire_at = col_i64(s, 3);
-	r->attempt = attempt_col < 0 ? 1 : (int)col_i64(s, attempt_col);
+	r->id = store__i64(s, 0);
+	r->job_id = store__i64(s, 1);
+	r->fire_at = store__i64(s, 3);
+	r->attempt = attempt_col < 0 ? 1 : (int)store__i64(s, attempt_col);
 	r->state = DBCRON_RUN_SCHEDULED;
-	r->due_at = col_i64(s, due_col);
-	r->missed = col_i64(s, missed_col);
+	r->due_at = store__i64(s, due_col);
+	r->missed = store__i64(s, missed_col);
 	r->started_ms = r->finished_ms = -1;
 	out->nruns++;
 	const char *name = s->d->col_text(s->c, 2);
@@ -1188,7 +1188,7 @@ static int add_aside(store_claim_result *out, int64_t id, const char *name, cons
 {
 	size_t cap = out->naside; /* grown one at a time: a rare path */
 	if (dbcron__grow((void **)&out->aside, &cap, out->naside + 1, sizeof(*out->aside)))
-		return oom(err, "claim");
+		return store__oom(err, "claim");
 	store_aside *a = &out->aside[out->naside];
 	a->job_id = id;
 	a->name = name ? dbcron__strdup(name) : NULL;
@@ -1196,7 +1196,7 @@ static int add_aside(store_claim_result *out, int64_t id, const char *name, cons
 	if ((name && !a->name) || !a->why) {
 		dbcron__free(a->name);
 		dbcron__free(a->why);
-		return oom(err, "claim");
+		return store__oom(err, "claim");
 	}
 	out->naside++;
 	return DBCRON_OK;
@@ -1204,17 +1204,17 @@ static int add_aside(store_claim_result *out, int64_t id, const char *name, cons
 
 /* The jobs of a claim's read; a row that does not decode is set aside
  * rather than failing the claim for every other job. */
-static int read_jobs_into(store *s, int c0, store_claim_result *out, size_t *cap,
+static int store__read_jobs_into(store *s, int c0, store_claim_result *out, size_t *cap,
 			  int64_t *now, dbcron_err *err)
 {
 	int row, rc = DBCRON_OK;
 	while ((row = store__next(s, err)) == 1) {
 		if (now)
-			*now = col_i64(s, 0);
+			*now = store__i64(s, 0);
 		if (s->d->col_null(s->c, c0))
 			continue;
 		if (dbcron__grow((void **)&out->jobs, cap, out->njobs + 1, sizeof(*out->jobs))) {
-			rc = oom(err, "claim");
+			rc = store__oom(err, "claim");
 			break;
 		}
 		dbcron_err why = {0};
@@ -1226,7 +1226,7 @@ static int read_jobs_into(store *s, int c0, store_claim_result *out, size_t *cap
 		if (rc) {
 			char text[600];
 			dbcron__textf(text, sizeof(text), "cannot decode its row: %s", why.msg);
-			if ((rc = add_aside(out, col_i64(s, c0), s->d->col_text(s->c, c0 + 1), text,
+			if ((rc = add_aside(out, store__i64(s, c0), s->d->col_text(s->c, c0 + 1), text,
 					    err)))
 				break;
 			continue;
@@ -1244,15 +1244,15 @@ static int write_aside(store *s, const store_claim_result *out, dbcron_err *err)
 {
 	if (!out->naside)
 		return DBCRON_OK;
-	store_batch *b = scratch(s, 2, 2, aside_cols);
+	store_batch *b = store__scratch(s, 2, 2, aside_cols);
 	for (size_t i = 0; i < out->naside; i++) {
 		store_batch_i64(b, out->aside[i].job_id);
 		store_batch_text(b, out->aside[i].why);
 	}
 	if (b->oom)
-		return oom(err, "claim");
+		return store__oom(err, "claim");
 	store_param p[] = {sp_batch(b)};
-	return st_run(s, ST_JOBS_SET_ASIDE, p, 1, NULL, err);
+	return store__run(s, ST_JOBS_SET_ASIDE, p, 1, NULL, err);
 }
 
 static const store_aside *find_aside(const store_claim_result *out, int64_t job_id)
@@ -1274,7 +1274,7 @@ static const store_bcol advance_cols[] = {BC_I64, BC_I64};
  */
 static const store_batch *routing(store *s, const store_claim_req *req)
 {
-	store_batch *b = scratch(s, 4, 1, names_cols);
+	store_batch *b = store__scratch(s, 4, 1, store__names_cols);
 	for (size_t i = 0; req->handlers && i < req->nhandlers; i++)
 		store_batch_text(b, req->handlers[i]);
 	return b->oom ? NULL : b;
@@ -1359,7 +1359,7 @@ typedef struct claim_pass {
  * Scratch slot 5, its own.  Returns how many, or -1 when out of memory. */
 static int claim_passes(store *s, const store_claim_req *req, claim_pass out[2])
 {
-	store_batch *ids = scratch(s, 5, 1, ids_cols);
+	store_batch *ids = store__scratch(s, 5, 1, store__ids_cols);
 	for (size_t i = 0; req->slow_jobs && i < req->nslow; i++)
 		store_batch_i64(ids, req->slow_jobs[i]);
 	if (ids->oom)
@@ -1384,12 +1384,12 @@ static int plan_due_jobs(store *s, const store_claim_req *req, const claim_pass 
 
 	const store_batch *here = routing(s, req);
 	if (!here)
-		return oom(err, "claim");
+		return store__oom(err, "claim");
 	store_param dp[] = {sp_i64(req->horizon_ms_ahead > 0 ? req->horizon_ms_ahead : 0),
 			    sp_i64(pass->limit), sp_i64(req->handlers != NULL), sp_batch(here),
 			    sp_i64(pass->pool), sp_batch(pass->ids)};
 	if ((rc = store__exec(s, ST_CLAIM_DUE_JOBS, dp, 6, err)) ||
-	    (rc = read_jobs_into(s, 1, out, jobs_cap, &now, err)))
+	    (rc = store__read_jobs_into(s, 1, out, jobs_cap, &now, err)))
 		return rc;
 	if (now < 0)
 		return dbcron_err_set(err, DBCRON_EDB, "%s: no clock row",
@@ -1399,15 +1399,15 @@ static int plan_due_jobs(store *s, const store_claim_req *req, const claim_pass 
 		return DBCRON_OK;
 	int64_t horizon = now + dp[0].i;
 
-	store_batch *fires = scratch(s, 0, 7, fire_cols);
-	store_batch *next = scratch(s, 1, 2, advance_cols);
+	store_batch *fires = store__scratch(s, 0, 7, fire_cols);
+	store_batch *next = store__scratch(s, 1, 2, advance_cols);
 	size_t i = first;
 	for (; i < out->njobs && scheduled < pass->limit; i++) {
 		dbcron_job *j = &out->jobs[i];
 		store_plan plan = {.fires = NULL, .nfires = 0, .next_fire_at = -1};
 		if ((rc = req->plan(req->plan_ctx, j, now, horizon, &plan))) {
 			if (rc == DBCRON_ENOMEM)
-				return oom(err, "claim");
+				return store__oom(err, "claim");
 			char text[600];
 			dbcron__textf(text, sizeof(text), "cannot plan: %s",
 				 plan.error && *plan.error ? plan.error : dbcron_strerror(rc));
@@ -1436,7 +1436,7 @@ static int plan_due_jobs(store *s, const store_claim_req *req, const claim_pass 
 				}
 				state = DBCRON_RUN_MISFIRED;
 				if (!why && !(why = stranded_why(texts, j)))
-					return oom(err, "claim");
+					return store__oom(err, "claim");
 				error = why;
 			}
 			/* A claim never returns more than its bound: one job's
@@ -1481,7 +1481,7 @@ static int plan_due_jobs(store *s, const store_claim_req *req, const claim_pass 
 			out->jobs[nplanned++] = out->jobs[k];
 	out->njobs = nplanned;
 	if (fires->oom || next->oom)
-		return oom(err, "claim");
+		return store__oom(err, "claim");
 
 	if (store_batch_rows(fires)) {
 		store_param fp[] = {sp_text(req->node_id), sp_text(req->token), sp_i64(now),
@@ -1489,13 +1489,13 @@ static int plan_due_jobs(store *s, const store_claim_req *req, const claim_pass 
 		if ((rc = store__exec(s, ST_FIRES_INSERT, fp, 4, err)))
 			return rc;
 		while ((row = store__next(s, err)) == 1) {
-			if (col_i64(s, 4) != DBCRON_RUN_SCHEDULED) {
+			if (store__i64(s, 4) != DBCRON_RUN_SCHEDULED) {
 				out->nterminal++;
 				continue;
 			}
 			if ((rc = add_claimed(s, out, runs_cap, -1, 5, 6, req))) {
 				store__reset(s);
-				return oom(err, "claim");
+				return store__oom(err, "claim");
 			}
 		}
 		store__reset(s);
@@ -1503,7 +1503,7 @@ static int plan_due_jobs(store *s, const store_claim_req *req, const claim_pass 
 			return -row;
 	}
 	store_param ap[] = {sp_batch(next)};
-	return st_run(s, ST_JOBS_ADVANCE, ap, 1, NULL, err);
+	return store__run(s, ST_JOBS_ADVANCE, ap, 1, NULL, err);
 }
 
 /* Unclaimed SCHEDULED runs (retries, triggers, hand-backs, takeovers) of
@@ -1519,7 +1519,7 @@ static int claim_unclaimed(store *s, const store_claim_req *req, const claim_pas
 	int64_t horizon = out->now_ms + (req->horizon_ms_ahead > 0 ? req->horizon_ms_ahead : 0);
 	const store_batch *here = routing(s, req);
 	if (!here)
-		return oom(err, "claim");
+		return store__oom(err, "claim");
 	store_param p[] = {sp_text(req->node_id), sp_text(req->token), sp_i64(horizon),
 			   sp_i64(budget), sp_i64(req->handlers != NULL), sp_batch(here),
 			   sp_i64(out->now_ms), sp_i64(pass->pool), sp_batch(pass->ids)};
@@ -1528,7 +1528,7 @@ static int claim_unclaimed(store *s, const store_claim_req *req, const claim_pas
 	while ((row = store__next(s, err)) == 1)
 		if ((rc = add_claimed(s, out, runs_cap, 4, 5, 6, req))) {
 			store__reset(s);
-			return oom(err, "claim");
+			return store__oom(err, "claim");
 		}
 	store__reset(s);
 	if (row < 0)
@@ -1537,15 +1537,15 @@ static int claim_unclaimed(store *s, const store_claim_req *req, const claim_pas
 		return DBCRON_OK;
 
 	/* Jobs not already loaded by the due-job pass. */
-	dbcron__sort(out->jobs, out->njobs, sizeof(*out->jobs), job_id_cmp);
+	dbcron__sort(out->jobs, out->njobs, sizeof(*out->jobs), store__job_id_cmp);
 	need = dbcron__calloc(out->nruns - first, sizeof(*need));
 	if (!need)
-		return oom(err, "claim");
+		return store__oom(err, "claim");
 	for (size_t i = first; i < out->nruns; i++)
-		if (!find_job(out, out->runs[i].run.job_id))
+		if (!store__find_job(out, out->runs[i].run.job_id))
 			need[nneed++] = out->runs[i].run.job_id;
 	dbcron__sort(need, nneed, sizeof(*need), i64_cmp);
-	store_batch *ids = scratch(s, 0, 1, ids_cols);
+	store_batch *ids = store__scratch(s, 0, 1, store__ids_cols);
 	for (size_t i = 0; i < nneed; i++)
 		if (i == 0 || need[i] != need[i - 1])
 			store_batch_i64(ids, need[i]);
@@ -1553,24 +1553,24 @@ static int claim_unclaimed(store *s, const store_claim_req *req, const claim_pas
 	if (!nneed)
 		return DBCRON_OK;
 	if (ids->oom)
-		return oom(err, "claim");
+		return store__oom(err, "claim");
 	store_param jp[] = {sp_batch(ids)};
 	if ((rc = store__exec(s, ST_JOBS_BY_IDS, jp, 1, err)))
 		return rc;
-	return read_jobs_into(s, 0, out, jobs_cap, NULL, err);
+	return store__read_jobs_into(s, 0, out, jobs_cap, NULL, err);
 }
 
 /* ST_RUNS_APPLY's row: the run, its fence, what it becomes, and `live`,
  * the last live state (SCHEDULED 1, RUNNING 2) it may be found in, so that
  * the run state machine holds in the database too: a write that a RUNNING
  * row may not take (SKIPPED, MISFIRED) applies only to a SCHEDULED row. */
-static const store_bcol apply_cols[] = {BC_I64, BC_TEXT, BC_I64, BC_I64, BC_I64,
+static const store_bcol store__apply_cols[] = {BC_I64, BC_TEXT, BC_I64, BC_I64, BC_I64,
 					BC_BOOL, BC_I64, BC_TEXT_CLEAN, BC_TEXT_CLEAN, BC_I64};
-#define APPLY_NCOLS ((int)(sizeof(apply_cols) / sizeof(apply_cols[0])))
+#define STORE_APPLY_NCOLS ((int)(sizeof(store__apply_cols) / sizeof(store__apply_cols[0])))
 
 /* The `live` cell for a write of state `to` (RUNNING again is the retry of
  * a start write that may have landed). */
-static int64_t apply_live(dbcron_run_state to)
+static int64_t store__apply_live(dbcron_run_state to)
 {
 	return to == DBCRON_RUN_RUNNING || dbcron_run_transition_ok(DBCRON_RUN_RUNNING, to)
 		       ? DBCRON_RUN_RUNNING
@@ -1586,10 +1586,10 @@ static int64_t apply_live(dbcron_run_state to)
 static int close_jobless(store *s, const char *node_id, store_claim_result *out,
 			 dbcron_err *err)
 {
-	store_batch *b = scratch(s, 0, APPLY_NCOLS, apply_cols);
+	store_batch *b = store__scratch(s, 0, STORE_APPLY_NCOLS, store__apply_cols);
 	for (size_t i = 0; i < out->nruns; i++) {
 		store_claimed *c = &out->runs[i];
-		if ((c->job = find_job(out, c->run.job_id)))
+		if ((c->job = store__find_job(out, c->run.job_id)))
 			continue;
 		store_batch_i64(b, c->run.id);
 		store_batch_text(b, c->run.claim_token);
@@ -1601,14 +1601,14 @@ static int close_jobless(store *s, const char *node_id, store_claim_result *out,
 		const store_aside *a = find_aside(out, c->run.job_id);
 		store_batch_text(b, a ? a->why : "job deleted");
 		store_batch_text(b, NULL);
-		store_batch_i64(b, apply_live(DBCRON_RUN_ABANDONED));
+		store_batch_i64(b, store__apply_live(DBCRON_RUN_ABANDONED));
 	}
 	if (!store_batch_rows(b))
 		return DBCRON_OK;
 	if (b->oom)
-		return oom(err, "claim");
+		return store__oom(err, "claim");
 	store_param p[] = {sp_text(node_id), sp_batch(b)};
-	int rc = st_run(s, ST_RUNS_APPLY, p, 2, NULL, err);
+	int rc = store__run(s, ST_RUNS_APPLY, p, 2, NULL, err);
 	if (rc)
 		return rc;
 	size_t k = 0;
@@ -1635,8 +1635,8 @@ static int close_jobless(store *s, const char *node_id, store_claim_result *out,
 static int close_stranded(store *s, const store_claim_req *req, store_claim_result *out,
 			  claim_texts *texts, dbcron_err *err)
 {
-	store_batch *b = scratch(s, 0, APPLY_NCOLS, apply_cols);
-	store_batch *next = scratch(s, 1, 2, advance_cols);
+	store_batch *b = store__scratch(s, 0, STORE_APPLY_NCOLS, store__apply_cols);
+	store_batch *next = store__scratch(s, 1, 2, advance_cols);
 	size_t nclosed = 0;
 	for (size_t i = 0; i < out->nruns; i++) {
 		store_claimed *c = &out->runs[i];
@@ -1644,7 +1644,7 @@ static int close_stranded(store *s, const store_claim_req *req, store_claim_resu
 			continue;
 		const char *why = stranded_why(texts, c->job);
 		if (!why)
-			return oom(err, "claim");
+			return store__oom(err, "claim");
 		store_batch_i64(b, c->run.id);
 		store_batch_text(b, c->run.claim_token);
 		store_batch_i64(b, DBCRON_RUN_MISFIRED);
@@ -1654,7 +1654,7 @@ static int close_stranded(store *s, const store_claim_req *req, store_claim_resu
 		store_batch_i64(b, 0);
 		store_batch_text(b, why);
 		store_batch_text(b, NULL);
-		store_batch_i64(b, apply_live(DBCRON_RUN_MISFIRED));
+		store_batch_i64(b, store__apply_live(DBCRON_RUN_MISFIRED));
 		model_followup f = model_run_followup(c->job, c->run.attempt, DBCRON_RUN_MISFIRED,
 						      true, out->now_ms);
 		if (f.job_next_fire_at >= 0) {
@@ -1666,12 +1666,12 @@ static int close_stranded(store *s, const store_claim_req *req, store_claim_resu
 	if (!nclosed)
 		return DBCRON_OK;
 	if (b->oom || next->oom)
-		return oom(err, "claim");
+		return store__oom(err, "claim");
 	store_param p[] = {sp_text(req->node_id), sp_batch(b)};
-	int rc = st_run(s, ST_RUNS_APPLY, p, 2, NULL, err);
+	int rc = store__run(s, ST_RUNS_APPLY, p, 2, NULL, err);
 	store_param np[] = {sp_batch(next)};
 	if (!rc && store_batch_rows(next))
-		rc = st_run(s, ST_JOBS_NEXT_IF_NULL, np, 1, NULL, err);
+		rc = store__run(s, ST_JOBS_NEXT_IF_NULL, np, 1, NULL, err);
 	if (rc)
 		return rc;
 	size_t k = 0;
@@ -1690,12 +1690,12 @@ static int close_stranded(store *s, const store_claim_req *req, store_claim_resu
  * use: a database from before the strategy has no such row). */
 static int schedule_lock(store *s, dbcron_err *err)
 {
-	int row = st_row(s, ST_SCHEDULE_LOCK, NULL, 0, err);
+	int row = store__row(s, ST_SCHEDULE_LOCK, NULL, 0, err);
 	if (row == 0) {
-		int rc = st_run(s, ST_SCHEDULE_LOCK_INIT, NULL, 0, NULL, err);
+		int rc = store__run(s, ST_SCHEDULE_LOCK_INIT, NULL, 0, NULL, err);
 		if (rc)
 			return rc;
-		row = st_row(s, ST_SCHEDULE_LOCK, NULL, 0, err);
+		row = store__row(s, ST_SCHEDULE_LOCK, NULL, 0, err);
 	}
 	if (row < 0)
 		return -row;
@@ -1714,14 +1714,14 @@ int store_claim(store *s, const store_claim_req *req, store_claim_result *out,
 	if (!req || !req->node_id || !req->token || !req->plan)
 		return dbcron_err_set(err, DBCRON_EINVAL,
 				      "claim: node, token and planner are required");
-	if ((rc = tx_begin(s, err)))
+	if ((rc = store__tx_begin(s, err)))
 		return rc;
 	if (req->lock_row && (rc = schedule_lock(s, err)))
 		goto out_rollback;
 	claim_pass passes[2];
 	int npasses = claim_passes(s, req, passes);
 	if (npasses < 0) {
-		rc = oom(err, "claim");
+		rc = store__oom(err, "claim");
 		goto out_rollback;
 	}
 	bool have_now = false;
@@ -1738,19 +1738,19 @@ int store_claim(store *s, const store_claim_req *req, store_claim_result *out,
 		    (rc = claim_unclaimed(s, req, pass, budget, out, &runs_cap, &jobs_cap, err)))
 			goto out_rollback;
 	}
-	if (!have_now && (rc = db_now(s, &out->now_ms, err)))
+	if (!have_now && (rc = store__db_now(s, &out->now_ms, err)))
 		goto out_rollback;
-	dbcron__sort(out->jobs, out->njobs, sizeof(*out->jobs), job_id_cmp);
+	dbcron__sort(out->jobs, out->njobs, sizeof(*out->jobs), store__job_id_cmp);
 	if ((rc = write_aside(s, out, err)) || (rc = close_jobless(s, req->node_id, out, err)) ||
-	    (rc = close_stranded(s, req, out, &texts, err)) || (rc = tx_commit(s, err)))
+	    (rc = close_stranded(s, req, out, &texts, err)) || (rc = store__tx_commit(s, err)))
 		goto out_rollback;
 	claim_texts_free(&texts);
 	dbcron__sort(out->runs, out->nruns, sizeof(*out->runs), claimed_cmp);
 	for (size_t i = 0; i < out->nruns; i++)
-		out->runs[i].job = find_job(out, out->runs[i].run.job_id);
+		out->runs[i].job = store__find_job(out, out->runs[i].run.job_id);
 	return DBCRON_OK;
 out_rollback:
-	tx_rollback(s);
+	store__tx_rollback(s);
 	claim_texts_free(&texts);
 	store_claim_result_clear(out);
 	return rc;
@@ -1776,8 +1776,8 @@ static int apply_slot_cmp(const void *a, const void *b)
 /* The retries and next fires the applied updates ask for, then commit. */
 static int apply_followups(store *s, store_update *ups, size_t n, dbcron_err *err)
 {
-	store_batch *retry = scratch(s, 1, 2, pair_cols);
-	store_batch *next = scratch(s, 2, 2, pair_cols);
+	store_batch *retry = store__scratch(s, 1, 2, store__pair_cols);
+	store_batch *next = store__scratch(s, 2, 2, store__pair_cols);
 	int64_t now;
 	int rc;
 	for (size_t i = 0; i < n; i++) {
@@ -1794,17 +1794,17 @@ static int apply_followups(store *s, store_update *ups, size_t n, dbcron_err *er
 		}
 	}
 	if (retry->oom || next->oom)
-		return oom(err, "apply");
+		return store__oom(err, "apply");
 	if (store_batch_rows(retry)) {
-		if ((rc = db_now(s, &now, err)))
+		if ((rc = store__db_now(s, &now, err)))
 			return rc;
 		store_param p[] = {sp_i64(now), sp_batch(retry)};
-		if ((rc = st_run(s, ST_RETRY_INSERT, p, 2, NULL, err)))
+		if ((rc = store__run(s, ST_RETRY_INSERT, p, 2, NULL, err)))
 			return rc;
 	}
 	if (store_batch_rows(next)) {
 		store_param p[] = {sp_batch(next)};
-		if ((rc = st_run(s, ST_JOBS_NEXT_IF_NULL, p, 1, NULL, err)))
+		if ((rc = store__run(s, ST_JOBS_NEXT_IF_NULL, p, 1, NULL, err)))
 			return rc;
 	}
 	return DBCRON_OK;
@@ -1842,14 +1842,14 @@ int store_apply(store *s, const char *node_id, store_update *ups, size_t n, dbcr
 		return DBCRON_OK;
 	slots = dbcron__calloc(n, sizeof(*slots));
 	if (!slots)
-		return oom(err, "apply");
+		return store__oom(err, "apply");
 	for (size_t i = 0; i < n; i++) {
 		slots[i].run_id = ups[i].run_id;
 		slots[i].pos = i;
 	}
 	dbcron__sort(slots, n, sizeof(*slots), apply_slot_cmp);
 
-	store_batch *b = scratch(s, 0, APPLY_NCOLS, apply_cols);
+	store_batch *b = store__scratch(s, 0, STORE_APPLY_NCOLS, store__apply_cols);
 	for (size_t i = 0; i < n;) {
 		size_t j = i;
 		const store_update *u = &ups[slots[i].pos];
@@ -1893,23 +1893,23 @@ int store_apply(store *s, const char *node_id, store_update *ups, size_t n, dbcr
 		store_batch_i64(b, xc);
 		store_batch_text(b, er);
 		store_batch_text(b, ou);
-		store_batch_i64(b, apply_live(stt));
+		store_batch_i64(b, store__apply_live(stt));
 		i = j;
 	}
 	if (b->oom) {
-		rc = oom(err, "apply");
+		rc = store__oom(err, "apply");
 		goto out_free;
 	}
 	/* Without retries or next fires the UPDATE is the whole transaction,
 	 * unless the dialect runs a batch row by row. */
 	bool own_tx = extra || (s->d->caps & STORE_CAP_ROW_BATCH);
-	if (own_tx && (rc = tx_begin(s, err)))
+	if (own_tx && (rc = store__tx_begin(s, err)))
 		goto out_free;
 	store_param p[] = {sp_text(node_id), sp_batch(b)};
 	if ((rc = store__exec(s, ST_RUNS_APPLY, p, 2, err)))
 		goto out_rollback;
 	while ((row = store__next(s, err)) == 1) {
-		int64_t id = col_i64(s, 0);
+		int64_t id = store__i64(s, 0);
 		size_t lo = 0, hi = n;
 		while (lo < hi) {
 			size_t mid = (lo + hi) / 2;
@@ -1927,12 +1927,12 @@ int store_apply(store *s, const char *node_id, store_update *ups, size_t n, dbcr
 		goto out_rollback;
 	}
 	if ((extra && (rc = apply_followups(s, ups, n, err))) ||
-	    (own_tx && (rc = tx_commit(s, err))))
+	    (own_tx && (rc = store__tx_commit(s, err))))
 		goto out_rollback;
 	dbcron__free(slots);
 	return DBCRON_OK;
 out_rollback:
-	tx_rollback(s);
+	store__tx_rollback(s);
 	for (size_t i = 0; i < n; i++)
 		ups[i].applied = false;
 out_free:
@@ -1945,7 +1945,7 @@ int store_job_running(store *s, int64_t job_id, int64_t except_run_id, bool *run
 {
 	*running = false;
 	store_param p[] = {sp_i64(job_id), sp_i64(except_run_id)};
-	int row = st_row(s, ST_JOB_RUNNING, p, 2, err);
+	int row = store__row(s, ST_JOB_RUNNING, p, 2, err);
 	if (row < 0)
 		return -row;
 	*running = row == 1;
@@ -1970,7 +1970,7 @@ int store_job_running(store *s, int64_t job_id, int64_t except_run_id, bool *run
 static int close_deleted(store *s, int64_t now, int64_t *closed, dbcron_err *err)
 {
 	store_param p[] = {sp_i64(now)};
-	return st_run(s, ST_RUNS_CLOSE_ORPHANS, p, 1, closed, err);
+	return store__run(s, ST_RUNS_CLOSE_ORPHANS, p, 1, closed, err);
 }
 
 struct abandoned {
@@ -2006,10 +2006,10 @@ static int resolve_lost(store *s, const store_batch *nodes, int64_t now, size_t 
 		return rc;
 	while ((row = store__next(s, err)) == 1) {
 		if (dbcron__grow((void **)&ab, &cap, nab + 1, sizeof(*ab))) {
-			rc = oom(err, "reap");
+			rc = store__oom(err, "reap");
 			break;
 		}
-		ab[nab++] = (struct abandoned){col_i64(s, 0), col_i64(s, 1), (int)col_i64(s, 3),
+		ab[nab++] = (struct abandoned){store__i64(s, 0), store__i64(s, 1), (int)store__i64(s, 3),
 					       !s->d->col_null(s->c, 4)};
 	}
 	store__reset(s);
@@ -2020,26 +2020,26 @@ static int resolve_lost(store *s, const store_batch *nodes, int64_t now, size_t 
 	store_param up[] = {sp_batch(nodes)};
 	/* (the abandon ran first, so what is left SCHEDULED is unstarted);
 	 * those of jobs deleted meanwhile cannot be claimed again */
-	if ((rc = st_run(s, ST_RUNS_UNCLAIM_LOST, up, 1, &unclaimed, err)) ||
+	if ((rc = store__run(s, ST_RUNS_UNCLAIM_LOST, up, 1, &unclaimed, err)) ||
 	    (unclaimed && (rc = close_deleted(s, now, NULL, err))))
 		goto out_free;
 	if (nab) {
-		store_batch *ids = scratch(s, 1, 1, ids_cols);
+		store_batch *ids = store__scratch(s, 1, 1, store__ids_cols);
 		for (size_t i = 0; i < nab; i++)
 			store_batch_i64(ids, ab[i].job_id);
 		if (ids->oom) {
-			rc = oom(err, "reap");
+			rc = store__oom(err, "reap");
 			goto out_free;
 		}
 		store_param jp[] = {sp_batch(ids)};
 		if ((rc = store__exec(s, ST_JOBS_BY_IDS, jp, 1, err)) ||
-		    (rc = read_jobs_into(s, 0, &jobs, &jobs_cap, NULL, err)))
+		    (rc = store__read_jobs_into(s, 0, &jobs, &jobs_cap, NULL, err)))
 			goto out_free;
-		dbcron__sort(jobs.jobs, jobs.njobs, sizeof(*jobs.jobs), job_id_cmp);
-		store_batch *retry = scratch(s, 2, 2, pair_cols);
-		store_batch *next = scratch(s, 3, 2, pair_cols);
+		dbcron__sort(jobs.jobs, jobs.njobs, sizeof(*jobs.jobs), store__job_id_cmp);
+		store_batch *retry = store__scratch(s, 2, 2, store__pair_cols);
+		store_batch *next = store__scratch(s, 3, 2, store__pair_cols);
 		for (size_t i = 0; i < nab; i++) {
-			const dbcron_job *j = find_job(&jobs, ab[i].job_id);
+			const dbcron_job *j = store__find_job(&jobs, ab[i].job_id);
 			if (!j) /* deleted: nothing to retry */
 				continue;
 			model_followup f = model_lost_followup(j, ab[i].attempt, ab[i].start_written,
@@ -2054,14 +2054,14 @@ static int resolve_lost(store *s, const store_batch *nodes, int64_t now, size_t 
 			}
 		}
 		if (retry->oom || next->oom) {
-			rc = oom(err, "reap");
+			rc = store__oom(err, "reap");
 			goto out_free;
 		}
 		store_param rp[] = {sp_i64(now), sp_batch(retry)};
 		store_param np[] = {sp_batch(next)};
-		if ((store_batch_rows(retry) && (rc = st_run(s, ST_RETRY_INSERT, rp, 2, NULL, err))) ||
+		if ((store_batch_rows(retry) && (rc = store__run(s, ST_RETRY_INSERT, rp, 2, NULL, err))) ||
 		    (store_batch_rows(next) &&
-		     (rc = st_run(s, ST_JOBS_NEXT_IF_NULL, np, 1, NULL, err))))
+		     (rc = store__run(s, ST_JOBS_NEXT_IF_NULL, np, 1, NULL, err))))
 			goto out_free;
 	}
 	if (touched)
@@ -2082,9 +2082,9 @@ int store_node_register(store *s, const store_node_info *n, dbcron_err *err)
 				      "node_register: node id, incarnation and a lease are required");
 	if ((rc = dbcron__name_check("node id", n->node_id, true, err)))
 		return rc;
-	if ((rc = tx_begin(s, err)))
+	if ((rc = store__tx_begin(s, err)))
 		return rc;
-	if ((rc = db_now(s, &now, err)))
+	if ((rc = store__db_now(s, &now, err)))
 		goto out_rollback;
 	/* One process per node id: two would fence each other every
 	 * heartbeat and reap each other's running work.  A live lease of
@@ -2093,14 +2093,14 @@ int store_node_register(store *s, const store_node_info *n, dbcron_err *err)
 	 * resolves orphans at start-up). */
 	store_param gp[] = {sp_text(n->node_id)};
 	int64_t lease_until = now;
-	row = st_row(s, ST_NODE_GET, gp, 1, err);
+	row = store__row(s, ST_NODE_GET, gp, 1, err);
 	if (row < 0) {
 		rc = -row;
 		goto out_rollback;
 	}
 	if (row) {
 		const char *inc = s->d->col_text(s->c, 0), *state = s->d->col_text(s->c, 1);
-		lease_until = col_i64(s, 2);
+		lease_until = store__i64(s, 2);
 		if (state && strcmp(state, "alive") == 0 && lease_until >= now &&
 		    (!inc || strcmp(inc, n->incarnation) != 0)) {
 			const char *host = s->d->col_text(s->c, 3);
@@ -2108,48 +2108,48 @@ int store_node_register(store *s, const store_node_info *n, dbcron_err *err)
 					    "node id '%s' is in use by a live node (host %s, pid %lld; "
 					    "its lease runs %lld ms more): give each node its own "
 					    "--node-id",
-					    n->node_id, host ? host : "?", (long long)col_i64(s, 4),
+					    n->node_id, host ? host : "?", (long long)store__i64(s, 4),
 					    (long long)(lease_until - now));
 			store__reset(s);
 			goto out_rollback;
 		}
 		store__reset(s);
 	}
-	store_batch *nodes = scratch(s, 0, 2, lost_cols);
+	store_batch *nodes = store__scratch(s, 0, 2, lost_cols);
 	store_batch_text(nodes, n->node_id);
 	store_batch_i64(nodes, lease_until);
 	if (nodes->oom) {
-		rc = oom(err, "node register");
+		rc = store__oom(err, "node register");
 		goto out_rollback;
 	}
 	if ((rc = resolve_lost(s, nodes, now, NULL, err)))
 		goto out_rollback;
 	store_param p[] = {sp_text(n->node_id), sp_text(n->incarnation), sp_text(n->host),
 			   sp_i64(n->pid), sp_i64(n->workers), sp_i64(now), sp_i64(n->lease_ms)};
-	if ((rc = st_run(s, ST_NODE_UPSERT, p, 7, NULL, err)))
+	if ((rc = store__run(s, ST_NODE_UPSERT, p, 7, NULL, err)))
 		goto out_rollback;
 	/* Routing: what this process can run replaces what an earlier one
 	 * of the same node id could, in the transaction that makes it alive. */
 	store_param hp[] = {sp_text(n->node_id)};
-	if ((rc = st_run(s, ST_NODE_HANDLERS_CLEAR, hp, 1, NULL, err)))
+	if ((rc = store__run(s, ST_NODE_HANDLERS_CLEAR, hp, 1, NULL, err)))
 		goto out_rollback;
 	if (n->nhandlers) {
-		store_batch *names = scratch(s, 1, 1, names_cols);
+		store_batch *names = store__scratch(s, 1, 1, store__names_cols);
 		for (size_t i = 0; i < n->nhandlers; i++)
 			store_batch_text(names, n->handlers[i]);
 		if (names->oom) {
-			rc = oom(err, "node register");
+			rc = store__oom(err, "node register");
 			goto out_rollback;
 		}
 		store_param ap[] = {sp_text(n->node_id), sp_batch(names)};
-		if ((rc = st_run(s, ST_NODE_HANDLERS_ADD, ap, 2, NULL, err)))
+		if ((rc = store__run(s, ST_NODE_HANDLERS_ADD, ap, 2, NULL, err)))
 			goto out_rollback;
 	}
-	if ((rc = tx_commit(s, err)))
+	if ((rc = store__tx_commit(s, err)))
 		goto out_rollback;
 	return DBCRON_OK;
 out_rollback:
-	tx_rollback(s);
+	store__tx_rollback(s);
 	return rc;
 }
 
@@ -2167,7 +2167,7 @@ int store_node_beat(store *s, const char *node_id, const char *incarnation, int6
 				      "heartbeat: node id, incarnation and a lease are required");
 	store_param p[] = {sp_text(node_id), sp_text(incarnation), sp_i64(lease_ms),
 			   sp_i64(seen_gen)};
-	int row = st_row(s, ST_NODE_HEARTBEAT, p, 4, err);
+	int row = store__row(s, ST_NODE_HEARTBEAT, p, 4, err);
 	if (row < 0)
 		return -row;
 	if (row == 0)
@@ -2176,9 +2176,9 @@ int store_node_beat(store *s, const char *node_id, const char *incarnation, int6
 				      "another process); its runs belong to others now",
 				      node_id);
 	if (db_now_out)
-		*db_now_out = col_i64(s, 0);
+		*db_now_out = store__i64(s, 0);
 	if (jobs_gen)
-		*jobs_gen = col_i64(s, 1);
+		*jobs_gen = store__i64(s, 1);
 	store__reset(s);
 	return DBCRON_OK;
 }
@@ -2192,25 +2192,25 @@ int store_node_handlers_add(store *s, const char *node_id, const char *incarnati
 	if (!node_id || !incarnation || lease_ms <= 0 || (n && !handlers))
 		return dbcron_err_set(err, DBCRON_EINVAL,
 				      "node handlers: node id, incarnation and a lease are required");
-	store_batch *names = scratch(s, 1, 1, names_cols);
+	store_batch *names = store__scratch(s, 1, 1, store__names_cols);
 	for (size_t i = 0; i < n; i++)
 		store_batch_text(names, handlers[i]);
 	if (names->oom)
-		return oom(err, "node handlers");
-	if ((rc = tx_begin(s, err)))
+		return store__oom(err, "node handlers");
+	if ((rc = store__tx_begin(s, err)))
 		return rc;
 	/* the beat first: it is the fence (and, where rows lock, it holds
 	 * the node's row until the names are in) */
 	if ((rc = store_node_beat(s, node_id, incarnation, lease_ms, -1, db_now_out, NULL, err)))
 		goto out_rollback;
 	store_param ap[] = {sp_text(node_id), sp_batch(names)};
-	if (n && (rc = st_run(s, ST_NODE_HANDLERS_ADD, ap, 2, NULL, err)))
+	if (n && (rc = store__run(s, ST_NODE_HANDLERS_ADD, ap, 2, NULL, err)))
 		goto out_rollback;
-	if ((rc = tx_commit(s, err)))
+	if ((rc = store__tx_commit(s, err)))
 		goto out_rollback;
 	return DBCRON_OK;
 out_rollback:
-	tx_rollback(s);
+	store__tx_rollback(s);
 	return rc;
 }
 
@@ -2223,7 +2223,7 @@ static int jobs_state_one(store *s, void *arg, bool *stop, dbcron_err *err)
 {
 	struct jobs_state_each *e = arg;
 	(void)err;
-	*stop = e->cb(e->ctx, col_i64(s, 0), col_i64(s, 1) != 0) != 0;
+	*stop = e->cb(e->ctx, store__i64(s, 0), store__i64(s, 1) != 0) != 0;
 	return DBCRON_OK;
 }
 
@@ -2234,14 +2234,14 @@ int store_jobs_state(store *s, const int64_t *ids, size_t n, store_job_state_cb 
 		return DBCRON_OK;
 	if (!ids || !cb)
 		return dbcron_err_set(err, DBCRON_EINVAL, "jobs_state: ids and a callback are required");
-	store_batch *b = scratch(s, 0, 1, ids_cols);
+	store_batch *b = store__scratch(s, 0, 1, store__ids_cols);
 	for (size_t i = 0; i < n; i++)
 		store_batch_i64(b, ids[i]);
 	if (b->oom)
-		return oom(err, "jobs state");
+		return store__oom(err, "jobs state");
 	store_param p[] = {sp_batch(b)};
 	struct jobs_state_each e = {cb, ctx};
-	return each_row(s, ST_JOBS_STATE, p, 1, jobs_state_one, &e, err);
+	return store__each_row(s, ST_JOBS_STATE, p, 1, jobs_state_one, &e, err);
 }
 
 /*
@@ -2254,18 +2254,18 @@ int store_jobs_state(store *s, const int64_t *ids, size_t n, store_job_state_cb 
 int store_nodes_wait_seen(store *s, int64_t timeout_ms, dbcron_err *err)
 {
 	int64_t gen = 0;
-	int row = st_row(s, ST_META_GEN, NULL, 0, err);
+	int row = store__row(s, ST_META_GEN, NULL, 0, err);
 	if (row < 0)
 		return -row;
 	if (row) {
-		gen = col_i64(s, 0);
+		gen = store__i64(s, 0);
 		store__reset(s);
 	}
 	struct timespec t0;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (;;) {
 		store_param p[] = {sp_i64(gen)};
-		row = st_row(s, ST_NODES_LAGGING, p, 1, err);
+		row = store__row(s, ST_NODES_LAGGING, p, 1, err);
 		if (row < 0)
 			return -row;
 		if (row == 0)
@@ -2279,7 +2279,7 @@ int store_nodes_wait_seen(store *s, int64_t timeout_ms, dbcron_err *err)
 						"node '%s' has not confirmed the change within %lld ms "
 						"(its lease runs %lld ms more): it may still start fires "
 						"of the job it had claimed",
-						id ? id : "?", (long long)waited, (long long)col_i64(s, 1));
+						id ? id : "?", (long long)waited, (long long)store__i64(s, 1));
 			store__reset(s);
 			return rc;
 		}
@@ -2295,18 +2295,18 @@ int store_node_stop(store *s, const char *node_id, const char *incarnation, dbcr
 	int rc;
 	if (!node_id || !incarnation)
 		return dbcron_err_set(err, DBCRON_EINVAL, "node_stop: node id and incarnation are required");
-	if ((rc = tx_begin(s, err)))
+	if ((rc = store__tx_begin(s, err)))
 		return rc;
 	store_param p[] = {sp_text(node_id), sp_text(incarnation)};
 	/* Stopped nodes are not reaped: one that still owns a RUNNING run
 	 * (an outcome it could not write) stays alive, and when its lease
 	 * lapses reap resolves the run. */
-	int row = st_row(s, ST_NODE_RUNNING, p, 1, err);
+	int row = store__row(s, ST_NODE_RUNNING, p, 1, err);
 	if (row < 0) {
 		rc = -row;
 		goto out_rollback;
 	}
-	int64_t running = row ? col_i64(s, 0) : 0;
+	int64_t running = row ? store__i64(s, 0) : 0;
 	if (row)
 		store__reset(s);
 	if (running > 0) {
@@ -2316,7 +2316,7 @@ int store_node_stop(store *s, const char *node_id, const char *incarnation, dbcr
 				    node_id, (long long)running);
 		goto out_rollback;
 	}
-	if ((rc = st_run(s, ST_NODE_STOP, p, 2, &n, err)))
+	if ((rc = store__run(s, ST_NODE_STOP, p, 2, &n, err)))
 		goto out_rollback;
 	if (n == 0) {
 		/* Reaped already: its runs were resolved by another node. */
@@ -2326,13 +2326,13 @@ int store_node_stop(store *s, const char *node_id, const char *incarnation, dbcr
 		goto out_rollback;
 	}
 	int64_t now, unclaimed = 0;
-	if ((rc = st_run(s, ST_RUNS_UNCLAIM_NODE, p, 1, &unclaimed, err)) ||
-	    (unclaimed && ((rc = db_now(s, &now, err)) || (rc = close_deleted(s, now, NULL, err)))) ||
-	    (rc = tx_commit(s, err)))
+	if ((rc = store__run(s, ST_RUNS_UNCLAIM_NODE, p, 1, &unclaimed, err)) ||
+	    (unclaimed && ((rc = store__db_now(s, &now, err)) || (rc = close_deleted(s, now, NULL, err)))) ||
+	    (rc = store__tx_commit(s, err)))
 		goto out_rollback;
 	return DBCRON_OK;
 out_rollback:
-	tx_rollback(s);
+	store__tx_rollback(s);
 	return rc;
 }
 
@@ -2344,21 +2344,21 @@ int store_runs_release(store *s, const char *node_id, const int64_t *ids,
 		return DBCRON_OK;
 	if (!node_id || !ids || !tokens)
 		return dbcron_err_set(err, DBCRON_EINVAL, "release: node, ids and tokens are required");
-	store_batch *b = scratch(s, 0, 2, cols);
+	store_batch *b = store__scratch(s, 0, 2, cols);
 	for (size_t i = 0; i < n; i++) {
 		store_batch_i64(b, ids[i]);
 		store_batch_text(b, tokens[i]);
 	}
 	if (b->oom)
-		return oom(err, "release");
+		return store__oom(err, "release");
 	store_param p[] = {sp_text(node_id), sp_batch(b)};
 	int64_t now, released = 0;
 	int rc;
 	/* a run of a job deleted since it was claimed ends here */
-	if ((rc = tx_begin(s, err)) || (rc = st_run(s, ST_RUNS_RELEASE, p, 2, &released, err)) ||
-	    (released && ((rc = db_now(s, &now, err)) || (rc = close_deleted(s, now, NULL, err)))) ||
-	    (rc = tx_commit(s, err)))
-		tx_rollback(s);
+	if ((rc = store__tx_begin(s, err)) || (rc = store__run(s, ST_RUNS_RELEASE, p, 2, &released, err)) ||
+	    (released && ((rc = store__db_now(s, &now, err)) || (rc = close_deleted(s, now, NULL, err)))) ||
+	    (rc = store__tx_commit(s, err)))
+		store__tx_rollback(s);
 	return rc;
 }
 
@@ -2371,10 +2371,10 @@ int store_runs_release_claim(store *s, const char *node_id, const char *token, s
 	int64_t ch = 0, now;
 	int rc;
 	/* a run of a job deleted since it was claimed ends here */
-	if ((rc = tx_begin(s, err)) || (rc = st_run(s, ST_RUNS_RELEASE_CLAIM, p, 2, &ch, err)) ||
-	    (ch && ((rc = db_now(s, &now, err)) || (rc = close_deleted(s, now, NULL, err)))) ||
-	    (rc = tx_commit(s, err))) {
-		tx_rollback(s);
+	if ((rc = store__tx_begin(s, err)) || (rc = store__run(s, ST_RUNS_RELEASE_CLAIM, p, 2, &ch, err)) ||
+	    (ch && ((rc = store__db_now(s, &now, err)) || (rc = close_deleted(s, now, NULL, err)))) ||
+	    (rc = store__tx_commit(s, err))) {
+		store__tx_rollback(s);
 		ch = 0;
 	}
 	if (released)
@@ -2396,10 +2396,10 @@ static int read_lost(store *s, store_batch *nodes, char ***names_out, size_t *nn
 		if (dbcron__grow((void **)&names, &cap, nn + 1, sizeof(*names)) ||
 		    dbcron__grow((void **)&leases, &lcap, nn + 1, sizeof(*leases)) ||
 		    !(names[nn] = dbcron__strdup(id ? id : ""))) {
-			rc = oom(err, "reap");
+			rc = store__oom(err, "reap");
 			break;
 		}
-		leases[nn++] = col_i64(s, 1);
+		leases[nn++] = store__i64(s, 1);
 	}
 	store__reset(s);
 	if (row < 0)
@@ -2410,7 +2410,7 @@ static int read_lost(store *s, store_batch *nodes, char ***names_out, size_t *nn
 	}
 	dbcron__free(leases);
 	if (!rc && nodes->oom)
-		rc = oom(err, "reap");
+		rc = store__oom(err, "reap");
 	*names_out = names;
 	*nn_out = nn;
 	return rc;
@@ -2429,12 +2429,12 @@ static int resolve_listed(store *s, int64_t now, size_t *touched, dbcron_err *er
 {
 	char **names = NULL;
 	size_t nn = 0;
-	store_batch *nodes = scratch(s, 0, 2, lost_cols);
+	store_batch *nodes = store__scratch(s, 0, 2, lost_cols);
 	int rc = read_lost(s, nodes, &names, &nn, err);
 	if (!rc && nn)
 		rc = resolve_lost(s, nodes, now, touched, err);
 	if (!rc)
-		rc = tx_commit(s, err);
+		rc = store__tx_commit(s, err);
 	free_names(names, nn);
 	return rc;
 }
@@ -2453,9 +2453,9 @@ int store_reap_orphans(store *s, size_t *resolved, dbcron_err *err)
 	int rc;
 	if (resolved)
 		*resolved = 0;
-	if ((rc = tx_begin(s, err)))
+	if ((rc = store__tx_begin(s, err)))
 		return rc;
-	if ((rc = db_now(s, &now, err)) || (rc = close_deleted(s, now, &closed, err)) ||
+	if ((rc = store__db_now(s, &now, err)) || (rc = close_deleted(s, now, &closed, err)) ||
 	    (rc = store__exec(s, ST_NODES_ORPHANED, NULL, 0, err)))
 		goto out_rollback;
 	if ((rc = resolve_listed(s, now, &n, err)) == DBCRON_OK) {
@@ -2464,7 +2464,7 @@ int store_reap_orphans(store *s, size_t *resolved, dbcron_err *err)
 		return DBCRON_OK;
 	}
 out_rollback:
-	tx_rollback(s);
+	store__tx_rollback(s);
 	if (resolved)
 		*resolved = 0;
 	return rc;
@@ -2498,17 +2498,17 @@ int store_reap_before(store *s, int64_t before, size_t *reaped, dbcron_err *err)
 
 	if (reaped)
 		*reaped = 0;
-	if (before < 0 && (rc = db_now(s, &before, err)))
+	if (before < 0 && (rc = store__db_now(s, &before, err)))
 		return rc;
 	/* The common case, nobody lost, is one read and no transaction. */
 	store_param lp[] = {sp_i64(before)};
-	row = st_row(s, ST_NODES_LAPSED, lp, 1, err);
+	row = store__row(s, ST_NODES_LAPSED, lp, 1, err);
 	if (row <= 0)
 		return row < 0 ? -row : DBCRON_OK;
 	store__reset(s);
-	if ((rc = tx_begin(s, err)))
+	if ((rc = store__tx_begin(s, err)))
 		return rc;
-	if ((rc = db_now(s, &now, err)))
+	if ((rc = store__db_now(s, &now, err)))
 		goto out_rollback;
 	store_param p[] = {sp_i64(before < now ? before : now)};
 	if ((rc = store__exec(s, ST_NODES_EXPIRE, p, 1, err)))
@@ -2516,7 +2516,7 @@ int store_reap_before(store *s, int64_t before, size_t *reaped, dbcron_err *err)
 	if ((rc = resolve_listed(s, now, reaped, err)) == DBCRON_OK)
 		return DBCRON_OK;
 out_rollback:
-	tx_rollback(s);
+	store__tx_rollback(s);
 	if (reaped)
 		*reaped = 0;
 	return rc;
@@ -2556,7 +2556,7 @@ int store_runs_list(store *s, const store_run_filter *f, store_run_cb cb, void *
 	struct run_each e = {cb, ctx};
 	/* a statement of its own for one job: "?1 IS NULL OR job_name = ?1"
 	 * keeps SQLite (and a generic plan) from the job's index */
-	return each_row(s, f && f->job ? ST_RUNS_LIST_JOB : ST_RUNS_LIST, p, 8, run_one, &e, err);
+	return store__each_row(s, f && f->job ? ST_RUNS_LIST_JOB : ST_RUNS_LIST, p, 8, run_one, &e, err);
 }
 
 int store_runs_after_id(store *s, int64_t after_id, const char *job, long limit,
@@ -2564,13 +2564,13 @@ int store_runs_after_id(store *s, int64_t after_id, const char *job, long limit,
 {
 	store_param p[] = {sp_i64(after_id), sp_text(job), sp_i64(limit > 0 ? limit : 1)};
 	struct run_each e = {cb, ctx};
-	return each_row(s, ST_RUNS_AFTER_ID, p, 3, run_one, &e, err);
+	return store__each_row(s, ST_RUNS_AFTER_ID, p, 3, run_one, &e, err);
 }
 
 int store_run_get(store *s, int64_t id, dbcron_run *run, dbcron_err *err)
 {
 	store_param p[] = {sp_i64(id)};
-	int row = st_row(s, ST_RUN_GET, p, 1, err);
+	int row = store__row(s, ST_RUN_GET, p, 1, err);
 	if (row < 0)
 		return -row;
 	if (row == 0)
@@ -2592,17 +2592,17 @@ static int node_one(store *s, void *arg, bool *stop, dbcron_err *err)
 	memset(&r, 0, sizeof(r));
 	const char *id = s->d->col_text(s->c, 0), *host = s->d->col_text(s->c, 1),
 		   *state = s->d->col_text(s->c, 4);
-	r.pid = (int)col_i64(s, 2);
-	r.workers = (int)col_i64(s, 3);
-	r.started_ms = col_i64n(s, 5);
-	r.heartbeat_ms = col_i64n(s, 6);
-	r.lease_until = col_i64n(s, 7);
-	r.running = col_i64(s, 8);
+	r.pid = (int)store__i64(s, 2);
+	r.workers = (int)store__i64(s, 3);
+	r.started_ms = store__i64n(s, 5);
+	r.heartbeat_ms = store__i64n(s, 6);
+	r.lease_until = store__i64n(s, 7);
+	r.running = store__i64(s, 8);
 	if ((id && !(r.node_id = dbcron__strdup(id))) ||
 	    (host && !(r.host = dbcron__strdup(host))) ||
 	    (state && !(r.state = dbcron__strdup(state)))) {
 		store_node_row_clear(&r);
-		return oom(err, "listing nodes");
+		return store__oom(err, "listing nodes");
 	}
 	*stop = e->cb(e->ctx, &r) != 0;
 	store_node_row_clear(&r);
@@ -2612,7 +2612,7 @@ static int node_one(store *s, void *arg, bool *stop, dbcron_err *err)
 int store_nodes_list(store *s, store_node_cb cb, void *ctx, dbcron_err *err)
 {
 	struct node_each e = {cb, ctx};
-	return each_row(s, ST_NODES_LIST, NULL, 0, node_one, &e, err);
+	return store__each_row(s, ST_NODES_LIST, NULL, 0, node_one, &e, err);
 }
 
 int store_nodes_prune(store *s, int64_t older_ms, int64_t *deleted, dbcron_err *err)
@@ -2627,7 +2627,7 @@ int store_nodes_prune(store *s, int64_t older_ms, int64_t *deleted, dbcron_err *
 	if ((rc = store_now_ms(s, &now, err)))
 		return rc;
 	store_param p[] = {sp_i64(now - older_ms)};
-	rc = st_run(s, ST_NODES_PRUNE, p, 1, &n, err);
+	rc = store__run(s, ST_NODES_PRUNE, p, 1, &n, err);
 	if (deleted)
 		*deleted = rc ? 0 : n;
 	return rc;
@@ -2641,13 +2641,13 @@ static int read_lock(store *s, store_lock_row *r, dbcron_err *err)
 {
 	const char *name = s->d->col_text(s->c, 0), *owner = s->d->col_text(s->c, 1);
 	memset(r, 0, sizeof(*r));
-	r->since_ms = col_i64(s, 2);
-	r->until_ms = col_i64(s, 3);
-	r->fence = col_i64(s, 4);
+	r->since_ms = store__i64(s, 2);
+	r->until_ms = store__i64(s, 3);
+	r->fence = store__i64(s, 4);
 	if (!(r->name = dbcron__strdup(name ? name : "")) ||
 	    !(r->owner = dbcron__strdup(owner ? owner : ""))) {
 		store_lock_row_clear(r);
-		return oom(err, "reading a lock");
+		return store__oom(err, "reading a lock");
 	}
 	return DBCRON_OK;
 }
@@ -2672,14 +2672,14 @@ int store_lock_acquire(store *s, const char *name, const char *owner, int64_t tt
 	if (rc)
 		return rc;
 	store_param p[] = {sp_text(name), sp_text(owner), sp_i64(ttl_ms)};
-	row = st_row(s, ST_LOCK_ACQUIRE, p, 3, err);
+	row = store__row(s, ST_LOCK_ACQUIRE, p, 3, err);
 	if (row < 0)
 		return -row;
 	if (row) {
 		if (fence)
-			*fence = col_i64(s, 0);
+			*fence = store__i64(s, 0);
 		if (until_ms)
-			*until_ms = col_i64(s, 1);
+			*until_ms = store__i64(s, 1);
 		store__reset(s);
 		return DBCRON_OK;
 	}
@@ -2688,7 +2688,7 @@ int store_lock_acquire(store *s, const char *name, const char *owner, int64_t tt
 	store_param gp[] = {sp_text(name)};
 	store_lock_row h;
 	memset(&h, 0, sizeof(h));
-	row = st_row(s, ST_LOCK_GET, gp, 1, err);
+	row = store__row(s, ST_LOCK_GET, gp, 1, err);
 	if (row < 0)
 		return -row;
 	if (row) {
@@ -2714,14 +2714,14 @@ int store_lock_renew(store *s, const char *name, const char *owner, int64_t fenc
 	if (rc)
 		return rc;
 	store_param p[] = {sp_text(name), sp_text(owner), sp_i64(fence), sp_i64(ttl_ms)};
-	int row = st_row(s, ST_LOCK_RENEW, p, 4, err);
+	int row = store__row(s, ST_LOCK_RENEW, p, 4, err);
 	if (row < 0)
 		return -row;
 	if (row == 0)
 		return dbcron_err_set(err, DBCRON_EFENCED,
 				      "lock '%s': lease lost (taken over by another owner)", name);
 	if (until_ms)
-		*until_ms = col_i64(s, 0);
+		*until_ms = store__i64(s, 0);
 	store__reset(s);
 	return DBCRON_OK;
 }
@@ -2734,7 +2734,7 @@ int store_lock_release(store *s, const char *name, const char *owner, int64_t fe
 	if (rc)
 		return rc;
 	store_param p[] = {sp_text(name), sp_text(owner), sp_i64(fence)};
-	if ((rc = st_run(s, ST_LOCK_RELEASE, p, 3, &n, err)))
+	if ((rc = store__run(s, ST_LOCK_RELEASE, p, 3, &n, err)))
 		return rc;
 	if (n == 0)
 		return dbcron_err_set(err, DBCRON_EFENCED,
@@ -2776,13 +2776,13 @@ static int name_one(store *s, void *arg, bool *stop, dbcron_err *err)
 int store_handlers_live(store *s, store_name_cb cb, void *ctx, dbcron_err *err)
 {
 	struct name_each e = {cb, ctx};
-	return each_row(s, ST_HANDLERS_LIVE, NULL, 0, name_one, &e, err);
+	return store__each_row(s, ST_HANDLERS_LIVE, NULL, 0, name_one, &e, err);
 }
 
 int store_lock_list(store *s, store_lock_cb cb, void *ctx, dbcron_err *err)
 {
 	struct lock_each e = {cb, ctx};
-	return each_row(s, ST_LOCK_LIST, NULL, 0, lock_one, &e, err);
+	return store__each_row(s, ST_LOCK_LIST, NULL, 0, lock_one, &e, err);
 }
 
 /* ------------------------------------------------------------------ */
@@ -2798,7 +2798,7 @@ int store_log_run(store *s, const dbcron_run *run, dbcron_err *err)
 	if (!dbcron_run_transition_ok(DBCRON_RUN_NONE, run->state))
 		return dbcron_err_set(err, DBCRON_EINTERNAL, "log_run: a new run cannot be %s",
 				      dbcron_run_state_name(run->state));
-	if ((rc = db_now(s, &now, err)))
+	if ((rc = store__db_now(s, &now, err)))
 		return rc;
 	int64_t at = run->fire_at >= 0 ? run->fire_at : now;
 	store_param p[] = {
@@ -2810,7 +2810,7 @@ int store_log_run(store *s, const dbcron_run *run, dbcron_err *err)
 		sp_i64(run->missed > 0 ? run->missed : 0), sp_text(run->error), sp_text(run->output),
 	};
 	/* due_at follows fire_at only when the caller left it unset. */
-	return insert_bumped(s, ST_LOG_RUN, p, 14, 2, run->due_at >= 0 ? -1 : 5, &at, &id, err);
+	return store__insert_bumped(s, ST_LOG_RUN, p, 14, 2, run->due_at >= 0 ? -1 : 5, &at, &id, err);
 }
 
 int store_prune_runs_some(store *s, int64_t cutoff_ms, int64_t limit, int64_t *deleted,
@@ -2820,7 +2820,7 @@ int store_prune_runs_some(store *s, int64_t cutoff_ms, int64_t limit, int64_t *d
 	if (limit <= 0)
 		return dbcron_err_set(err, DBCRON_EINVAL, "prune: a batch size is required");
 	store_param p[] = {sp_i64(cutoff_ms), sp_i64(limit)};
-	int rc = st_run(s, ST_PRUNE_RUNS, p, 2, &n, err);
+	int rc = store__run(s, ST_PRUNE_RUNS, p, 2, &n, err);
 	if (deleted)
 		*deleted = rc ? 0 : n;
 	return rc;
