@@ -336,6 +336,41 @@ int store__read_run(store *s, dbcron_run *run, dbcron_err *err)
 	return DBCRON_OK;
 }
 
+/*
+ * A job row for the operator's views and for a put over it: a row that no
+ * longer decodes (a command that is not a JSON array, bytes that are not
+ * UTF-8) comes back as its id and name with set_aside saying why, so one
+ * bad row never breaks `job list` for every job, and a put can replace it.
+ * Only running out of memory fails.
+ */
+int store__read_job_lenient(store *s, dbcron_job *job, dbcron_err *err)
+{
+	dbcron_err why = {0};
+	int rc = store__read_job(s, 0, job, &why);
+	if (rc == DBCRON_OK)
+		return DBCRON_OK;
+	if (rc == DBCRON_ENOMEM) {
+		*err = why;
+		return rc;
+	}
+	dbcron_job_init(job);
+	job->id = store__i64(s, 0);
+	const char *name = s->d->col_text(s->c, 1), *spec = s->d->col_text(s->c, 3);
+	job->kind = (dbcron_sched_kind)store__i64(s, 2);
+	job->next_fire_at = -1;
+	job->executor = DBCRON_EXEC_SHELL;
+	size_t n = strlen(why.msg) + 32;
+	job->name = dbcron__strdup(name ? name : "");
+	job->spec = dbcron__strdup(spec ? spec : "");
+	job->set_aside = dbcron__malloc(n);
+	if (!job->name || !job->spec || !job->set_aside) {
+		dbcron_job_clear(job);
+		return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory reading a job");
+	}
+	dbcron__textf(job->set_aside, n, "cannot decode its row: %s", why.msg);
+	return DBCRON_OK;
+}
+
 /* ---- the one URL masker ----
  *
  * Rule: when in doubt, hide more.  Hand-written URIs often hold a password
