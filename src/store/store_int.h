@@ -113,4 +113,15 @@ int store__env_encode(const dbcron_job *job, char **out, dbcron_err *err);
 int store__fault_before(store *s, int id, dbcron_err *err);
 int store__fault_after(store *s, int id, dbcron_err *err);
 
+/* ---- claim.c: read by nodes.c's reap too ---- */
+
+/* Every job row of the current statement (JOB_COLS from column c0; rows
+ * whose id column is NULL are skipped) into out->jobs, a row that does not
+ * decode set aside; *now (may be NULL) from column 0.  Resets. */
+int store__read_jobs_into(store *s, int c0, store_claim_result *out, size_t *cap,
+			  int64_t *now, dbcron_err *err);
+/* out->jobs sorted by id (store__job_id_cmp): the job of that id or NULL. */
+const dbcron_job *store__find_job(const store_claim_result *r, int64_t id);
+int store__job_id_cmp(const void *a, const void *b);
+
 #endif
