@@ -7,8 +7,20 @@
  * concern, and a dialect only runs statements by id; nothing asks which
  * database it is, only what the dialect can do (caps).
  *
- * seam.c runs every statement (and the fault seam, fault.c); store.c opens
- * the handle; rows.c maps rows and batches; protocol.c holds the rest.
+ * The rooms, each with what it owns and keeps at its top:
+ *   seam.c    every statement through one door: the fault seam (fault.c),
+ *             counting, transactions, the clock, rows to callbacks
+ *   store.c   the handle: dialect table, open/close, schema
+ *   rows.c    rows <-> jobs and runs, the argv codec, batches, names
+ *   url.c     the database URL: password masking, the URL file
+ *   jobput.c  job definitions written (the keep-the-schedule rule)
+ *   jobs.c    one job read or changed, the job listings
+ *   claim.c   the claim          apply.c   run outcomes (fenced)
+ *   nodes.c   register, heartbeat, stop, hand-back, reap
+ *   locks.c   lease locks        runlog.c  logged runs, run listings, prune
+ * The arrows go one way: every operation file calls seam.c and rows.c;
+ * nodes.c reads job rows through claim.c's reader; claim.c writes through
+ * apply.c's row shape; nothing calls back into an operation file.
  *
  * Invariants every file keeps (docs/design.md):
  *  1 no duplicate fire: fires, retries, triggers and logged runs are
@@ -123,5 +135,14 @@ int store__read_jobs_into(store *s, int c0, store_claim_result *out, size_t *cap
 /* out->jobs sorted by id (store__job_id_cmp): the job of that id or NULL. */
 const dbcron_job *store__find_job(const store_claim_result *r, int64_t id);
 int store__job_id_cmp(const void *a, const void *b);
+
+/* ---- apply.c: the row of ST_RUNS_APPLY, written by the claim too ---- */
+
+/* The run, its fence, what it becomes, and the last live state it may be
+ * found in (apply.c); the definition's count must match. */
+#define STORE_APPLY_NCOLS 10
+extern const store_bcol store__apply_cols[STORE_APPLY_NCOLS];
+/* The `live` cell for a write of state `to`. */
+int64_t store__apply_live(dbcron_run_state to);
 
 #endif

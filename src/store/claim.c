@@ -1,24 +1,25 @@
 /*
- * The store operations not yet in a file of their own concern (store_int.h
- * names the rooms and the invariants every one of them keeps).
+ * The claim: a node's one transaction that takes its due jobs (locked;
+ * SKIP LOCKED where the database has it), plans their fires through the
+ * node's planner, writes them, advances the jobs, and takes the unclaimed
+ * runs (retries, triggers, hand-backs) within what is left of its budget;
+ * with routing (issue 15), pools (issue 23 item 5) and the jobs set aside
+ * whose rows no longer decode.
+ *
+ * Invariants (store_int.h): 1 only rows the fire insert returned are
+ * handed out; 3 the runs closed here (a deleted job's, a stranded one's)
+ * are written under the claim's own token; 5 at most req->max runs, and of
+ * the node's slow jobs at most req->slow_max.  Two statements per pass
+ * whatever the number of jobs.
  */
-#include <jansson.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "core/text.h"
 #include "core/alloc.h"
 #include "core/sort.h"
+#include "core/text.h"
 #include "model/rules.h"
-#include "store/dialect.h"
-#include "store/store.h"
 #include "store/store_int.h"
-
-/* ------------------------------------------------------------------ */
-/* The claim                                                           */
-/* ------------------------------------------------------------------ */
 
 int store__job_id_cmp(const void *a, const void *b)
 {
@@ -76,8 +77,6 @@ static int add_claimed(store *s, store_claim_result *out, size_t *cap, int attem
 	return DBCRON_OK;
 }
 
-/* Read every job row of the current statement (JOB_COLS from column c0;
- * rows whose id column is NULL are skipped) into out->jobs. */
 /* Note job (id, name) as set aside for `why`; the claim writes it. */
 static int add_aside(store_claim_result *out, int64_t id, const char *name, const char *why,
 		     dbcron_err *err)
@@ -456,23 +455,6 @@ static int claim_unclaimed(store *s, const store_claim_req *req, const claim_pas
 	return store__read_jobs_into(s, 0, out, jobs_cap, NULL, err);
 }
 
-/* ST_RUNS_APPLY's row: the run, its fence, what it becomes, and `live`,
- * the last live state (SCHEDULED 1, RUNNING 2) it may be found in, so that
- * the run state machine holds in the database too: a write that a RUNNING
- * row may not take (SKIPPED, MISFIRED) applies only to a SCHEDULED row. */
-static const store_bcol store__apply_cols[] = {BC_I64, BC_TEXT, BC_I64, BC_I64, BC_I64,
-					BC_BOOL, BC_I64, BC_TEXT_CLEAN, BC_TEXT_CLEAN, BC_I64};
-#define STORE_APPLY_NCOLS ((int)(sizeof(store__apply_cols) / sizeof(store__apply_cols[0])))
-
-/* The `live` cell for a write of state `to` (RUNNING again is the retry of
- * a start write that may have landed). */
-static int64_t store__apply_live(dbcron_run_state to)
-{
-	return to == DBCRON_RUN_RUNNING || dbcron_run_transition_ok(DBCRON_RUN_RUNNING, to)
-		       ? DBCRON_RUN_RUNNING
-		       : DBCRON_RUN_SCHEDULED;
-}
-
 /*
  * A run whose job was deleted after the run was claimed (a concurrent
  * delete between our two statements, on a multi-writer database) cannot
@@ -651,202 +633,3 @@ out_rollback:
 	store_claim_result_clear(out);
 	return rc;
 }
-
-/* ------------------------------------------------------------------ */
-/* Apply                                                               */
-/* ------------------------------------------------------------------ */
-
-struct apply_slot {
-	int64_t run_id;
-	size_t pos; /* index into ups */
-};
-
-static int apply_slot_cmp(const void *a, const void *b)
-{
-	const struct apply_slot *x = a, *y = b;
-	if (x->run_id != y->run_id)
-		return x->run_id < y->run_id ? -1 : 1;
-	return x->pos < y->pos ? -1 : x->pos > y->pos;
-}
-
-/* The retries and next fires the applied updates ask for, then commit. */
-static int apply_followups(store *s, store_update *ups, size_t n, dbcron_err *err)
-{
-	store_batch *retry = store__scratch(s, 1, 2, store__pair_cols);
-	store_batch *next = store__scratch(s, 2, 2, store__pair_cols);
-	int64_t now;
-	int rc;
-	for (size_t i = 0; i < n; i++) {
-		const store_update *u = &ups[i];
-		if (!u->applied)
-			continue;
-		if (u->retry_due_at >= 0) {
-			store_batch_i64(retry, u->run_id);
-			store_batch_i64(retry, u->retry_due_at);
-		}
-		if (u->job_next_fire_at >= 0) {
-			store_batch_i64(next, u->job_id);
-			store_batch_i64(next, u->job_next_fire_at);
-		}
-	}
-	if (retry->oom || next->oom)
-		return store__oom(err, "apply");
-	if (store_batch_rows(retry)) {
-		if ((rc = store__db_now(s, &now, err)))
-			return rc;
-		store_param p[] = {sp_i64(now), sp_batch(retry)};
-		if ((rc = store__run(s, ST_RETRY_INSERT, p, 2, NULL, err)))
-			return rc;
-	}
-	if (store_batch_rows(next)) {
-		store_param p[] = {sp_batch(next)};
-		if ((rc = store__run(s, ST_JOBS_NEXT_IF_NULL, p, 1, NULL, err)))
-			return rc;
-	}
-	return DBCRON_OK;
-}
-
-/*
- * Several updates of one run in a batch (RUNNING, then its end) are merged
- * in order into one row: an UPDATE joined to a batch applies only one of a
- * row's matches, at random.  The merged chain is checked against the run
- * state machine from the live states the statement fences on.
- */
-int store_apply(store *s, const char *node_id, store_update *ups, size_t n, dbcron_err *err)
-{
-	struct apply_slot *slots = NULL;
-	bool extra = false;
-	int rc, row;
-
-	if (n && (!ups || !node_id))
-		return dbcron_err_set(err, DBCRON_EINVAL, "apply: no node or no updates");
-	for (size_t i = 0; i < n; i++) {
-		ups[i].applied = false;
-		/* A run leaves SCHEDULED or RUNNING here; a hand-back is
-		 * store_runs_release(). */
-		int st = ups[i].state;
-		if (!ups[i].token || st == DBCRON_RUN_SCHEDULED ||
-		    !(dbcron_run_transition_ok(DBCRON_RUN_SCHEDULED, st) ||
-		      dbcron_run_transition_ok(DBCRON_RUN_RUNNING, st)))
-			return dbcron_err_set(err, DBCRON_EINVAL,
-					      "apply: run %lld: bad state %d or no token",
-					      (long long)ups[i].run_id, st);
-		if (ups[i].retry_due_at >= 0 || ups[i].job_next_fire_at >= 0)
-			extra = true;
-	}
-	if (n == 0)
-		return DBCRON_OK;
-	slots = dbcron__calloc(n, sizeof(*slots));
-	if (!slots)
-		return store__oom(err, "apply");
-	for (size_t i = 0; i < n; i++) {
-		slots[i].run_id = ups[i].run_id;
-		slots[i].pos = i;
-	}
-	dbcron__sort(slots, n, sizeof(*slots), apply_slot_cmp);
-
-	store_batch *b = store__scratch(s, 0, STORE_APPLY_NCOLS, store__apply_cols);
-	for (size_t i = 0; i < n;) {
-		size_t j = i;
-		const store_update *u = &ups[slots[i].pos];
-		int64_t sm = -1, fm = -1;
-		bool hx = false;
-		int xc = 0, prev = 0;
-		const char *er = NULL, *ou = NULL, *tok = u->token;
-		dbcron_run_state stt = u->state;
-		for (; j < n && slots[j].run_id == u->run_id; j++) {
-			const store_update *v = &ups[slots[j].pos];
-			if (prev && !dbcron_run_transition_ok(prev, v->state)) {
-				rc = dbcron_err_set(err, DBCRON_EINTERNAL,
-						    "apply: run %lld: %s after %s breaks the run "
-						    "state machine",
-						    (long long)v->run_id, dbcron_run_state_name(v->state),
-						    dbcron_run_state_name(prev));
-				goto out_free;
-			}
-			prev = v->state;
-			stt = v->state;
-			tok = v->token;
-			if (v->started_ms >= 0)
-				sm = v->started_ms;
-			if (v->finished_ms >= 0)
-				fm = v->finished_ms;
-			if (v->has_exit_code) {
-				hx = true;
-				xc = v->exit_code;
-			}
-			if (v->error)
-				er = v->error;
-			if (v->output)
-				ou = v->output;
-		}
-		store_batch_i64(b, u->run_id);
-		store_batch_text(b, tok);
-		store_batch_i64(b, stt);
-		store_batch_i64n(b, sm);
-		store_batch_i64n(b, fm);
-		store_batch_bool(b, hx);
-		store_batch_i64(b, xc);
-		store_batch_text(b, er);
-		store_batch_text(b, ou);
-		store_batch_i64(b, store__apply_live(stt));
-		i = j;
-	}
-	if (b->oom) {
-		rc = store__oom(err, "apply");
-		goto out_free;
-	}
-	/* Without retries or next fires the UPDATE is the whole transaction,
-	 * unless the dialect runs a batch row by row. */
-	bool own_tx = extra || (s->d->caps & STORE_CAP_ROW_BATCH);
-	if (own_tx && (rc = store__tx_begin(s, err)))
-		goto out_free;
-	store_param p[] = {sp_text(node_id), sp_batch(b)};
-	if ((rc = store__exec(s, ST_RUNS_APPLY, p, 2, err)))
-		goto out_rollback;
-	while ((row = store__next(s, err)) == 1) {
-		int64_t id = store__i64(s, 0);
-		size_t lo = 0, hi = n;
-		while (lo < hi) {
-			size_t mid = (lo + hi) / 2;
-			if (slots[mid].run_id < id)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		for (; lo < n && slots[lo].run_id == id; lo++)
-			ups[slots[lo].pos].applied = true;
-	}
-	store__reset(s);
-	if (row < 0) {
-		rc = -row;
-		goto out_rollback;
-	}
-	if ((extra && (rc = apply_followups(s, ups, n, err))) ||
-	    (own_tx && (rc = store__tx_commit(s, err))))
-		goto out_rollback;
-	dbcron__free(slots);
-	return DBCRON_OK;
-out_rollback:
-	store__tx_rollback(s);
-	for (size_t i = 0; i < n; i++)
-		ups[i].applied = false;
-out_free:
-	dbcron__free(slots);
-	return rc;
-}
-
-int store_job_running(store *s, int64_t job_id, int64_t except_run_id, bool *running,
-		      dbcron_err *err)
-{
-	*running = false;
-	store_param p[] = {sp_i64(job_id), sp_i64(except_run_id)};
-	int row = store__row(s, ST_JOB_RUNNING, p, 2, err);
-	if (row < 0)
-		return -row;
-	*running = row == 1;
-	if (row)
-		store__reset(s);
-	return DBCRON_OK;
-}
-
