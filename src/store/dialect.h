@@ -166,7 +166,7 @@ int store_schema_newer(dbcron_err *err, const char *url, int found, int mine);
  * (user:password@ and ?password=), libpq key=value strings (password=...),
  * and any scheme://user:password@host (mysql://).  Always NUL-terminates;
  * returns the length the whole masked text needs, like snprintf.  When a
- * URL can be read more than one way it hides more (rows.c says how).
+ * URL can be read more than one way it hides more (url.c says how).
  */
 size_t store_mask_url(const char *url, char *buf, size_t len);
 
