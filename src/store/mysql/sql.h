@@ -34,7 +34,7 @@ _Static_assert(STORE_NJOBCOLS == 34, "NULLS_JOB is as wide as the job columns");
 #define RUNS_HERE(J, R, N) "(?" #R " = 0 OR " J ".executor <> 2 OR " J ".handler IN " LIST_TEXT(N) ")"
 
 /* Pools: job id ID is in the claim's pass, parameter P (0: any job; 1: not
- * in the list parameter L, the node's slow pool; 2: in it), protocol.c
+ * in the list parameter L, the node's slow pool; 2: in it), claim.c
  * "Pools". */
 #define IN_POOL(ID, P, L) "(?" #P " = 0 OR (?" #P " = 2) = (" ID " IN " LIST_I64(L) "))"
 
