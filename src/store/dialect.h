@@ -5,8 +5,8 @@
  * codes, the SQL text of every statement id (stmt.h), and its schema with
  * numbered migrations.  Every algorithm (the claim, apply, reap, job put,
  * the bump-until-unique loops, row mapping, the argv codec, guards and
- * messages) lives once in protocol.c and rows.c; a dialect never sees a job
- * or a run, only parameters and columns.  SQLite's sqlite3_io_methods and
+ * messages) lives once in the store's files (store_int.h names them); a
+ * dialect never sees a job or a run, only parameters and columns.  SQLite's sqlite3_io_methods and
  * curl's vtls backend table are the models: a versioned const table chosen
  * at run time, with capability bits the protocol reads.
  *
