@@ -82,6 +82,59 @@ static int apply_followups(store *s, store_update *ups, size_t n, dbcron_err *er
 	return DBCRON_OK;
 }
 
+/* The updates in slot order (by run), each run's merged into one row of b;
+ * DBCRON_EINTERNAL when a run's chain breaks the run state machine. */
+static int apply_merge(const store_update *ups, const struct apply_slot *slots, size_t n,
+		       store_batch *b, dbcron_err *err)
+{
+	for (size_t i = 0; i < n;) {
+		size_t j = i;
+		const store_update *u = &ups[slots[i].pos];
+		int64_t sm = -1, fm = -1;
+		bool hx = false;
+		int xc = 0, prev = 0;
+		const char *er = NULL, *ou = NULL, *tok = u->token;
+		dbcron_run_state stt = u->state;
+		for (; j < n && slots[j].run_id == u->run_id; j++) {
+			const store_update *v = &ups[slots[j].pos];
+			if (prev && !dbcron_run_transition_ok(prev, v->state)) {
+				return dbcron_err_set(err, DBCRON_EINTERNAL,
+						      "apply: run %lld: %s after %s breaks the run "
+						      "state machine",
+						      (long long)v->run_id, dbcron_run_state_name(v->state),
+						      dbcron_run_state_name(prev));
+			}
+			prev = v->state;
+			stt = v->state;
+			tok = v->token;
+			if (v->started_ms >= 0)
+				sm = v->started_ms;
+			if (v->finished_ms >= 0)
+				fm = v->finished_ms;
+			if (v->has_exit_code) {
+				hx = true;
+				xc = v->exit_code;
+			}
+			if (v->error)
+				er = v->error;
+			if (v->output)
+				ou = v->output;
+		}
+		store_batch_i64(b, u->run_id);
+		store_batch_text(b, tok);
+		store_batch_i64(b, stt);
+		store_batch_i64n(b, sm);
+		store_batch_i64n(b, fm);
+		store_batch_bool(b, hx);
+		store_batch_i64(b, xc);
+		store_batch_text(b, er);
+		store_batch_text(b, ou);
+		store_batch_i64(b, store__apply_live(stt));
+		i = j;
+	}
+	return DBCRON_OK;
+}
+
 /*
  * Several updates of one run in a batch (RUNNING, then its end) are merged
  * in order into one row: an UPDATE joined to a batch applies only one of a
@@ -122,52 +175,8 @@ int store_apply(store *s, const char *node_id, store_update *ups, size_t n, dbcr
 	dbcron__sort(slots, n, sizeof(*slots), apply_slot_cmp);
 
 	store_batch *b = store__scratch(s, 0, STORE_APPLY_NCOLS, store__apply_cols);
-	for (size_t i = 0; i < n;) {
-		size_t j = i;
-		const store_update *u = &ups[slots[i].pos];
-		int64_t sm = -1, fm = -1;
-		bool hx = false;
-		int xc = 0, prev = 0;
-		const char *er = NULL, *ou = NULL, *tok = u->token;
-		dbcron_run_state stt = u->state;
-		for (; j < n && slots[j].run_id == u->run_id; j++) {
-			const store_update *v = &ups[slots[j].pos];
-			if (prev && !dbcron_run_transition_ok(prev, v->state)) {
-				rc = dbcron_err_set(err, DBCRON_EINTERNAL,
-						    "apply: run %lld: %s after %s breaks the run "
-						    "state machine",
-						    (long long)v->run_id, dbcron_run_state_name(v->state),
-						    dbcron_run_state_name(prev));
-				goto out_free;
-			}
-			prev = v->state;
-			stt = v->state;
-			tok = v->token;
-			if (v->started_ms >= 0)
-				sm = v->started_ms;
-			if (v->finished_ms >= 0)
-				fm = v->finished_ms;
-			if (v->has_exit_code) {
-				hx = true;
-				xc = v->exit_code;
-			}
-			if (v->error)
-				er = v->error;
-			if (v->output)
-				ou = v->output;
-		}
-		store_batch_i64(b, u->run_id);
-		store_batch_text(b, tok);
-		store_batch_i64(b, stt);
-		store_batch_i64n(b, sm);
-		store_batch_i64n(b, fm);
-		store_batch_bool(b, hx);
-		store_batch_i64(b, xc);
-		store_batch_text(b, er);
-		store_batch_text(b, ou);
-		store_batch_i64(b, store__apply_live(stt));
-		i = j;
-	}
+	if ((rc = apply_merge(ups, slots, n, b, err)))
+		goto out_free;
 	if (b->oom) {
 		rc = store__oom(err, "apply");
 		goto out_free;

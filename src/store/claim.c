@@ -267,6 +267,86 @@ static int claim_passes(store *s, const store_claim_req *req, claim_pass out[2])
 	return n;
 }
 
+/* Job j of a pass planned: its fires (MISFIRED by routing when the node
+ * cannot run it and it is stranded) into fires, at most what is left of the
+ * pass's limit SCHEDULED, and its next fire into next.  A job the planner
+ * cannot plan is set aside, cleared and marked id -1 for the caller to
+ * drop. */
+static int plan_job(const store_claim_req *req, const claim_pass *pass, dbcron_job *j,
+		    int64_t now, int64_t horizon, store_batch *fires, store_batch *next,
+		    int *scheduled, claim_texts *texts, store_claim_result *out, dbcron_err *err)
+{
+	store_plan plan = {.fires = NULL, .nfires = 0, .next_fire_at = -1};
+	int rc;
+	if ((rc = req->plan(req->plan_ctx, j, now, horizon, &plan))) {
+		if (rc == DBCRON_ENOMEM)
+			return store__oom(err, "claim");
+		char text[600];
+		dbcron__textf(text, sizeof(text), "cannot plan: %s",
+			 plan.error && *plan.error ? plan.error : dbcron_strerror(rc));
+		if ((rc = add_aside(out, j->id, j->name, text, err)))
+			return rc;
+		dbcron_job_clear(j);
+		j->id = -1; /* dropped by the caller */
+		return DBCRON_OK;
+	}
+	/* Routing: a job the node cannot run comes back only when no
+	 * live node has its handler and its next fire is past the
+	 * misfire threshold (the claim statement's "stranded" rule):
+	 * every fire due by now is recorded MISFIRED with that reason,
+	 * instead of waiting unseen; later ones wait for a node. */
+	bool stranded = !runs_here(req, j);
+	const char *why = NULL;
+	bool ran_none = true; /* every fire written ended unrun */
+	for (size_t k = 0; k < plan.nfires; k++) {
+		const store_fire *f = &plan.fires[k];
+		dbcron_run_state state = f->state;
+		const char *error = f->error;
+		if (stranded && state == DBCRON_RUN_SCHEDULED) {
+			if (f->fire_at > now) {
+				plan.next_fire_at = f->fire_at;
+				break;
+			}
+			state = DBCRON_RUN_MISFIRED;
+			if (!why && !(why = stranded_why(texts, j)))
+				return store__oom(err, "claim");
+			error = why;
+		}
+		/* A claim never returns more than its bound: one job's
+		 * catch-up may owe many fires; the rest wait for the
+		 * next claim, from the first one left out. */
+		if (state == DBCRON_RUN_SCHEDULED && *scheduled >= pass->limit) {
+			plan.next_fire_at = f->fire_at;
+			break;
+		}
+		if (state != DBCRON_RUN_SCHEDULED && state != DBCRON_RUN_MISFIRED &&
+		    state != DBCRON_RUN_SKIPPED)
+			return dbcron_err_set(err, DBCRON_EINTERNAL,
+					      "planner gave job '%s' a fire in state %d",
+					      j->name, (int)state);
+		store_batch_i64(fires, j->id);
+		store_batch_text(fires, j->name);
+		store_batch_i64(fires, f->fire_at);
+		store_batch_i64(fires, state);
+		store_batch_i64(fires, f->due_at >= 0 ? f->due_at : f->fire_at);
+		store_batch_i64(fires, f->missed > 0 ? f->missed : 0);
+		store_batch_text(fires, error);
+		if (state == DBCRON_RUN_SCHEDULED)
+			(*scheduled)++;
+		ran_none = state != DBCRON_RUN_SCHEDULED;
+	}
+	/* An AFTER job fires next from its run's end: a fire routing
+	 * ended MISFIRED is that end (as close_stranded says for runs),
+	 * or its series would stop here for good. */
+	if (why && ran_none && plan.next_fire_at < 0)
+		plan.next_fire_at = model_run_followup(j, 1, DBCRON_RUN_MISFIRED, true,
+						       now).job_next_fire_at;
+	store_batch_i64(next, j->id);
+	store_batch_i64n(next, plan.next_fire_at);
+	j->next_fire_at = plan.next_fire_at;
+	return DBCRON_OK;
+}
+
 /* Due jobs of the pass, locked; their fires planned and written; the jobs
  * advanced. */
 static int plan_due_jobs(store *s, const store_claim_req *req, const claim_pass *pass,
@@ -297,76 +377,10 @@ static int plan_due_jobs(store *s, const store_claim_req *req, const claim_pass 
 	store_batch *fires = store__scratch(s, 0, 7, fire_cols);
 	store_batch *next = store__scratch(s, 1, 2, advance_cols);
 	size_t i = first;
-	for (; i < out->njobs && scheduled < pass->limit; i++) {
-		dbcron_job *j = &out->jobs[i];
-		store_plan plan = {.fires = NULL, .nfires = 0, .next_fire_at = -1};
-		if ((rc = req->plan(req->plan_ctx, j, now, horizon, &plan))) {
-			if (rc == DBCRON_ENOMEM)
-				return store__oom(err, "claim");
-			char text[600];
-			dbcron__textf(text, sizeof(text), "cannot plan: %s",
-				 plan.error && *plan.error ? plan.error : dbcron_strerror(rc));
-			if ((rc = add_aside(out, j->id, j->name, text, err)))
-				return rc;
-			dbcron_job_clear(j);
-			j->id = -1; /* dropped below */
-			continue;
-		}
-		/* Routing: a job the node cannot run comes back only when no
-		 * live node has its handler and its next fire is past the
-		 * misfire threshold (the claim statement's "stranded" rule):
-		 * every fire due by now is recorded MISFIRED with that reason,
-		 * instead of waiting unseen; later ones wait for a node. */
-		bool stranded = !runs_here(req, j);
-		const char *why = NULL;
-		bool ran_none = true; /* every fire written ended unrun */
-		for (size_t k = 0; k < plan.nfires; k++) {
-			const store_fire *f = &plan.fires[k];
-			dbcron_run_state state = f->state;
-			const char *error = f->error;
-			if (stranded && state == DBCRON_RUN_SCHEDULED) {
-				if (f->fire_at > now) {
-					plan.next_fire_at = f->fire_at;
-					break;
-				}
-				state = DBCRON_RUN_MISFIRED;
-				if (!why && !(why = stranded_why(texts, j)))
-					return store__oom(err, "claim");
-				error = why;
-			}
-			/* A claim never returns more than its bound: one job's
-			 * catch-up may owe many fires; the rest wait for the
-			 * next claim, from the first one left out. */
-			if (state == DBCRON_RUN_SCHEDULED && scheduled >= pass->limit) {
-				plan.next_fire_at = f->fire_at;
-				break;
-			}
-			if (state != DBCRON_RUN_SCHEDULED && state != DBCRON_RUN_MISFIRED &&
-			    state != DBCRON_RUN_SKIPPED)
-				return dbcron_err_set(err, DBCRON_EINTERNAL,
-						      "planner gave job '%s' a fire in state %d",
-						      j->name, (int)state);
-			store_batch_i64(fires, j->id);
-			store_batch_text(fires, j->name);
-			store_batch_i64(fires, f->fire_at);
-			store_batch_i64(fires, state);
-			store_batch_i64(fires, f->due_at >= 0 ? f->due_at : f->fire_at);
-			store_batch_i64(fires, f->missed > 0 ? f->missed : 0);
-			store_batch_text(fires, error);
-			if (state == DBCRON_RUN_SCHEDULED)
-				scheduled++;
-			ran_none = state != DBCRON_RUN_SCHEDULED;
-		}
-		/* An AFTER job fires next from its run's end: a fire routing
-		 * ended MISFIRED is that end (as close_stranded says for runs),
-		 * or its series would stop here for good. */
-		if (why && ran_none && plan.next_fire_at < 0)
-			plan.next_fire_at = model_run_followup(j, 1, DBCRON_RUN_MISFIRED, true,
-							       now).job_next_fire_at;
-		store_batch_i64(next, j->id);
-		store_batch_i64n(next, plan.next_fire_at);
-		j->next_fire_at = plan.next_fire_at;
-	}
+	for (; i < out->njobs && scheduled < pass->limit; i++)
+		if ((rc = plan_job(req, pass, &out->jobs[i], now, horizon, fires, next, &scheduled,
+				   texts, out, err)))
+			return rc;
 	/* Jobs beyond the budget stay due for the next claim; set-aside ones
 	 * leave the list. */
 	for (size_t k = i; k < out->njobs; k++)

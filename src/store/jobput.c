@@ -172,6 +172,45 @@ typedef struct put_ctx {
 	bool paused; /* a job went from active to paused */
 } put_ctx;
 
+/* Insert the chunk's new jobs (ins; their names and indexes in order) and
+ * give each its id and created_ms. */
+static int put_insert(store *s, dbcron_job *jobs, store_batch *ins, struct name_idx *order,
+		      size_t nins, int64_t now, dbcron_err *err)
+{
+	int rc, row;
+	/* Ids come back with their names: match them by name. */
+	dbcron__sort(order, nins, sizeof(*order), name_idx_cmp);
+	store_param p[] = {sp_i64(now), sp_batch(ins)};
+	if ((rc = store__exec(s, ST_JOBS_INSERT, p, 2, err)))
+		return rc;
+	size_t got = 0;
+	while ((row = store__next(s, err)) == 1) {
+		const char *name = s->d->col_text(s->c, 1);
+		size_t lo = 0, hi = nins;
+		while (name && lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			int c = strcmp(order[mid].name, name);
+			if (c == 0) {
+				jobs[order[mid].i].id = store__i64(s, 0);
+				jobs[order[mid].i].created_ms = now;
+				got++;
+				break;
+			}
+			if (c < 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+	}
+	store__reset(s);
+	if (row < 0)
+		return -row;
+	if (got != nins)
+		return dbcron_err_set(err, DBCRON_EINTERNAL, "%s: %zu of %zu ids came back",
+				      store_stmt_what(ST_JOBS_INSERT), got, nins);
+	return DBCRON_OK;
+}
+
 /* One chunk of job_put: existing rows in one locked read, then one insert
  * of the new jobs and one update of the changed ones. */
 static int put_chunk(store *s, dbcron_job *jobs, const put_enc *enc, size_t n, int64_t now,
@@ -182,7 +221,7 @@ static int put_chunk(store *s, dbcron_job *jobs, const put_enc *enc, size_t n, i
 	size_t nold = 0, nins = 0;
 	struct name_idx *order = NULL;
 	put_enc *old_enc = NULL;
-	int rc, row;
+	int rc;
 
 	if ((rc = read_existing(s, jobs, n, &old, &nold, err)))
 		goto out_free;
@@ -247,40 +286,8 @@ static int put_chunk(store *s, dbcron_job *jobs, const put_enc *enc, size_t n, i
 			goto out_free;
 	}
 	if (nins) {
-		/* Ids come back with their names: match them by name. */
-		dbcron__sort(order, nins, sizeof(*order), name_idx_cmp);
-		store_param p[] = {sp_i64(now), sp_batch(ins)};
-		if ((rc = store__exec(s, ST_JOBS_INSERT, p, 2, err)))
+		if ((rc = put_insert(s, jobs, ins, order, nins, now, err)))
 			goto out_free;
-		size_t got = 0;
-		while ((row = store__next(s, err)) == 1) {
-			const char *name = s->d->col_text(s->c, 1);
-			size_t lo = 0, hi = nins;
-			while (name && lo < hi) {
-				size_t mid = (lo + hi) / 2;
-				int c = strcmp(order[mid].name, name);
-				if (c == 0) {
-					jobs[order[mid].i].id = store__i64(s, 0);
-					jobs[order[mid].i].created_ms = now;
-					got++;
-					break;
-				}
-				if (c < 0)
-					lo = mid + 1;
-				else
-					hi = mid;
-			}
-		}
-		store__reset(s);
-		if (row < 0) {
-			rc = -row;
-			goto out_free;
-		}
-		if (got != nins) {
-			rc = dbcron_err_set(err, DBCRON_EINTERNAL, "%s: %zu of %zu ids came back",
-					    store_stmt_what(ST_JOBS_INSERT), got, nins);
-			goto out_free;
-		}
 		*nc += nins;
 	}
 	for (size_t i = 0; i < n; i++)
