@@ -1,10 +1,11 @@
 /*
  * What every dialect shares below the protocol: rows -> jobs and runs (one
- * column order, stmt.h), the argv codec, batches and statement names (the
- * URL password masker is url.c).  Keeps the rule that a stored job row
- * reads back as the job that was written, on every dialect: argv is a JSON
- * array of strings and nothing else, and a command argument that is not
- * UTF-8 is refused when written, never stored to break a later read.
+ * column order, stmt.h), the argv codec, batches, statement names and the
+ * schema message (the URL password masker is url.c).  Keeps the rule that a
+ * stored job row reads back as the job that was written, on every dialect:
+ * argv is a JSON array of strings and nothing else, and a command argument
+ * that is not UTF-8 is refused when written, never stored to break a later
+ * read.  The dialects call this file and url.c, never the protocol above.
  */
 #include <jansson.h>
 #include <stdlib.h>
@@ -45,6 +46,16 @@ int store_stmt_by_name(const char *name)
 		if (strcasecmp(ids[i], name) == 0)
 			return i;
 	return -1;
+}
+
+/* ---- the message every dialect's migrate() shares ---- */
+
+int store_schema_newer(dbcron_err *err, const char *url, int found, int mine)
+{
+	return dbcron_err_set(err, DBCRON_ESCHEMA,
+			      "database %s has schema version %d, newer than this binary's %d: "
+			      "upgrade dbcron",
+			      url, found, mine);
 }
 
 /* ---- batches ---- */

@@ -96,14 +96,6 @@ const char *store_file(const store *s)
 	return s->d->file ? s->d->file(s->c) : NULL;
 }
 
-int store_schema_newer(dbcron_err *err, const char *url, int found, int mine)
-{
-	return dbcron_err_set(err, DBCRON_ESCHEMA,
-			      "database %s has schema version %d, newer than this binary's %d: "
-			      "upgrade dbcron",
-			      url, found, mine);
-}
-
 int store_migrate(store *s, int *from, int *to, dbcron_err *err)
 {
 	int f = 0, rc;
