@@ -11,7 +11,8 @@
  *   seam.c    every statement through one door: the fault seam (fault.c),
  *             counting, transactions, the clock, rows to callbacks
  *   store.c   the handle: dialect table, open/close, schema
- *   rows.c    rows <-> jobs and runs, the argv codec, batches, names
+ *   rows.c    rows <-> jobs and runs, the argv codec, batches, names, and
+ *             what the dialects share (they call only rows.c and url.c)
  *   url.c     the database URL: password masking, the URL file
  *   jobput.c  job definitions written (the keep-the-schedule rule)
  *   jobs.c    one job read or changed, the job listings
