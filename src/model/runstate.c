@@ -1,6 +1,6 @@
 /*
  * The run state machine of dbcron/run.h as one table.  The store protocol
- * checks every state it writes against it (store/protocol.c), for every
+ * checks every state it writes against it (src/store/), for every
  * dialect, so a code path that would move a finished run is refused as an
  * internal error instead of rewriting the run log.
  */

@@ -635,8 +635,8 @@ static size_t free_of(size_t can, size_t used)
  * late or skipped, while the fast workers idled and other nodes could not
  * take them).  The jobs demoted to the slow pool go to n->slow_ids, so that
  * the claim takes no more of their fires than the slow pool can start and
- * none while it is saturated (protocol.c "Pools" says why a slow job never
- * borrows a fast worker).  --max-inflight and the claim batch bound the two
+ * none while it is saturated (store/claim.c "Pools" says why a slow job
+ * never borrows a fast worker).  --max-inflight and the claim batch bound the two
  * together; the slow pool's share, a few fires, is taken from them first.
  * Out of memory listing the slow jobs: nothing is claimed this time.
  */

@@ -92,7 +92,7 @@ struct dbcron_node {
 	double run_ms_mean[2];
 	uint64_t runs_timed[2];
 	/* db thread: the jobs demoted to the slow pool as of the last claim
-	 * (their ids, for the claim to size apart: protocol.c "Pools") */
+	 * (their ids, for the claim to size apart: store/claim.c "Pools") */
 	int64_t *slow_ids;
 	size_t nslow_ids, slow_ids_cap;
 

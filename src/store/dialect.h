@@ -5,8 +5,8 @@
  * codes, the SQL text of every statement id (stmt.h), and its schema with
  * numbered migrations.  Every algorithm (the claim, apply, reap, job put,
  * the bump-until-unique loops, row mapping, the argv codec, guards and
- * messages) lives once in protocol.c and rows.c; a dialect never sees a job
- * or a run, only parameters and columns.  SQLite's sqlite3_io_methods and
+ * messages) lives once in the store's files (store_int.h names them); a
+ * dialect never sees a job or a run, only parameters and columns.  SQLite's sqlite3_io_methods and
  * curl's vtls backend table are the models: a versioned const table chosen
  * at run time, with capability bits the protocol reads.
  *
@@ -166,7 +166,7 @@ int store_schema_newer(dbcron_err *err, const char *url, int found, int mine);
  * (user:password@ and ?password=), libpq key=value strings (password=...),
  * and any scheme://user:password@host (mysql://).  Always NUL-terminates;
  * returns the length the whole masked text needs, like snprintf.  When a
- * URL can be read more than one way it hides more (rows.c says how).
+ * URL can be read more than one way it hides more (url.c says how).
  */
 size_t store_mask_url(const char *url, char *buf, size_t len);
 

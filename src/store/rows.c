@@ -1,12 +1,12 @@
 /*
  * What every dialect shares below the protocol: rows -> jobs and runs (one
- * column order, stmt.h), the argv codec, batches, statement names, and the
- * one URL password masker.  Keeps the rule that a stored job row reads back
- * as the job that was written, on every dialect: argv is a JSON array of
- * strings and nothing else, and a command argument that is not UTF-8 is
- * refused when written, never stored to break a later read.
+ * column order, stmt.h), the argv codec, batches, statement names and the
+ * schema message (the URL password masker is url.c).  Keeps the rule that a
+ * stored job row reads back as the job that was written, on every dialect:
+ * argv is a JSON array of strings and nothing else, and a command argument
+ * that is not UTF-8 is refused when written, never stored to break a later
+ * read.  The dialects call this file and url.c, never the protocol above.
  */
-#include <ctype.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +46,16 @@ int store_stmt_by_name(const char *name)
 		if (strcasecmp(ids[i], name) == 0)
 			return i;
 	return -1;
+}
+
+/* ---- the message every dialect's migrate() shares ---- */
+
+int store_schema_newer(dbcron_err *err, const char *url, int found, int mine)
+{
+	return dbcron_err_set(err, DBCRON_ESCHEMA,
+			      "database %s has schema version %d, newer than this binary's %d: "
+			      "upgrade dbcron",
+			      url, found, mine);
 }
 
 /* ---- batches ---- */
@@ -336,203 +346,39 @@ int store__read_run(store *s, dbcron_run *run, dbcron_err *err)
 	return DBCRON_OK;
 }
 
-/* ---- the one URL masker ----
- *
- * Rule: when in doubt, hide more.  Hand-written URIs often hold a password
- * with an unencoded '@', '/' or '?', and readers end the user-info in
- * different places (libpq at the first '@' before any '/', a person means
- * the last '@' before the query), so the password of every reading is
- * hidden; so is the value of every "password=" wherever it stands, and of
- * every query or key=value value that holds an '@' or "password" (a nested
- * URL or conninfo), and a nested URI is masked by the same rules.  What is
- * hidden is a list of byte ranges (store_url_secrets), which pg.c also
- * scrubs from server text.
+/*
+ * A job row for the operator's views and for a put over it: a row that no
+ * longer decodes (a command that is not a JSON array, bytes that are not
+ * UTF-8) comes back as its id and name with set_aside saying why, so one
+ * bad row never breaks `job list` for every job, and a put can replace it.
+ * Only running out of memory fails.
  */
-
-#define NONE ((size_t)-1)
-
-typedef struct spans {
-	store_span *v;
-	size_t n, max;
-} spans;
-
-static void span_add(spans *sp, size_t lo, size_t hi)
+int store__read_job_lenient(store *s, dbcron_job *job, dbcron_err *err)
 {
-	if (lo >= hi || !sp->max)
-		return;
-	if (sp->n < sp->max)
-		sp->v[sp->n++] = (store_span){lo, hi};
-	else if (hi > sp->v[sp->max - 1].hi)
-		sp->v[sp->max - 1].hi = hi; /* out of room: the last one grows */
-}
-
-static bool ci_has(const char *s, size_t n, const char *word)
-{
-	size_t w = strlen(word);
-	for (size_t i = 0; i + w <= n; i++)
-		if (strncasecmp(s + i, word, w) == 0)
-			return true;
-	return false;
-}
-
-/* "key=" at q, key of [A-Za-z0-9_.-]: where a query parameter may start. */
-static bool param_start(const char *q)
-{
-	size_t k = strspn(q, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-");
-	return k && q[k] == '=';
-}
-
-/* End of the parameter value starting at v: the next '&' that starts a
- * parameter, or n. */
-static size_t param_end(const char *s, size_t v, size_t n)
-{
-	for (size_t i = v; i < n; i++)
-		if (s[i] == '&' && param_start(s + i + 1))
-			return i;
-	return n;
-}
-
-/* scheme://[user[:password]@]host[:port][/db][?k=v&...] at s[0, n); spans
- * are offsets from base. */
-static void uri_spans(const char *s, size_t n, size_t a, size_t base, spans *sp, bool *ambiguous)
-{
-	size_t slash = n, q = n, l1 = NONE, l2 = NONE;
-	for (size_t i = a; i < n; i++)
-		if (s[i] == '/') {
-			slash = i;
-			break;
-		}
-	for (size_t i = a; i < slash; i++)
-		if (s[i] == '@') {
-			l1 = i;
-			break;
-		}
-	for (size_t i = a; i < n; i++)
-		if (s[i] == '?' && param_start(s + i + 1)) {
-			q = i;
-			break;
-		}
-	for (size_t i = a; i < q; i++)
-		if (s[i] == '@')
-			l2 = i;
-	if (l2 != NONE && l2 != l1)
-		*ambiguous = true;
-	size_t ends[2] = {l1, l2};
-	for (int k = 0; k < 2; k++) {
-		if (ends[k] == NONE)
-			continue;
-		const char *c = memchr(s + a, ':', ends[k] - a);
-		if (c)
-			span_add(sp, base + (size_t)(c - s) + 1, base + ends[k]);
+	dbcron_err why = {0};
+	int rc = store__read_job(s, 0, job, &why);
+	if (rc == DBCRON_OK)
+		return DBCRON_OK;
+	if (rc == DBCRON_ENOMEM) {
+		*err = why;
+		return rc;
 	}
-	/* password= anywhere, and query values that may hold one */
-	for (size_t i = a; i + 9 <= n; i++)
-		if (strncasecmp(s + i, "password=", 9) == 0)
-			span_add(sp, base + i + 9, base + param_end(s, i + 9, n));
-	for (size_t i = a; i < n; i++) {
-		if ((s[i] != '?' && s[i] != '&') || !param_start(s + i + 1))
-			continue;
-		size_t v = i + 1 + strcspn(s + i + 1, "=") + 1;
-		if (v > n)
-			continue; /* the key runs past this (nested) text */
-		size_t e = param_end(s, v, n);
-		if (memchr(s + v, '@', e - v) || ci_has(s + v, e - v, "password"))
-			span_add(sp, base + v, base + e);
+	dbcron_job_init(job);
+	job->id = store__i64(s, 0);
+	const char *name = s->d->col_text(s->c, 1), *spec = s->d->col_text(s->c, 3);
+	job->kind = (dbcron_sched_kind)store__i64(s, 2);
+	job->next_fire_at = -1;
+	job->executor = DBCRON_EXEC_SHELL;
+	size_t n = strlen(why.msg) + 32;
+	job->name = dbcron__strdup(name ? name : "");
+	job->spec = dbcron__strdup(spec ? spec : "");
+	job->set_aside = dbcron__malloc(n);
+	if (!job->name || !job->spec || !job->set_aside) {
+		dbcron_job_clear(job);
+		return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory reading a job");
 	}
-}
-
-/* libpq key=value pairs; values may be 'quoted' with \-escapes. */
-static void keyvalue_spans(const char *s, size_t n, spans *sp, bool *ambiguous)
-{
-	size_t p = 0;
-	while (p < n) {
-		while (p < n && isspace((unsigned char)s[p]))
-			p++;
-		size_t k = p;
-		while (p < n && s[p] != '=' && !isspace((unsigned char)s[p]))
-			p++;
-		bool is_pw = p - k == 8 && strncasecmp(s + k, "password", 8) == 0;
-		while (p < n && (isspace((unsigned char)s[p]) || s[p] == '='))
-			p++;
-		size_t v = p, in = p, in_end;
-		if (p < n && s[p] == '\'') {
-			in = ++p;
-			for (; p < n && s[p] != '\''; p++)
-				if (s[p] == '\\' && p + 1 < n)
-					p++;
-			in_end = p;
-			if (p < n)
-				p++;
-		} else {
-			while (p < n && !isspace((unsigned char)s[p]))
-				p++;
-			in_end = p;
-		}
-		const char *sep = in_end - in >= 3 ? strstr(s + in, "://") : NULL;
-		if (is_pw || ci_has(s + in, in_end - in, "password"))
-			span_add(sp, v, p);
-		else if (sep && (size_t)(sep - s) < in_end)
-			uri_spans(s + in, in_end - in, (size_t)(sep - (s + in)) + 3, in, sp, ambiguous);
-		else if (memchr(s + in, '@', in_end - in) && ci_has(s + k, v - k, "dbname"))
-			span_add(sp, v, p); /* a nested URI without a scheme we know */
-	}
-}
-
-static int span_cmp(const void *a, const void *b)
-{
-	const store_span *x = a, *y = b;
-	return x->lo < y->lo ? -1 : x->lo > y->lo;
-}
-
-size_t store_url_secrets(const char *url, store_span *out, size_t max, bool *ambiguous)
-{
-	spans sp = {out, 0, max};
-	bool amb = false;
-	const char *p = url ? url : "";
-	size_t n = strlen(p);
-	const char *sep = strstr(p, "://");
-
-	if (sep)
-		uri_spans(p, n, (size_t)(sep - p) + 3, 0, &sp, &amb);
-	else if (strchr(p, '='))
-		keyvalue_spans(p, n, &sp, &amb);
-	if (ambiguous)
-		*ambiguous = amb;
-	/* sorted and merged, so callers see disjoint ranges in order */
-	qsort(out, sp.n, sizeof(*out), span_cmp);
-	size_t m = 0;
-	for (size_t i = 0; i < sp.n; i++) {
-		if (m && out[i].lo <= out[m - 1].hi) {
-			if (out[i].hi > out[m - 1].hi)
-				out[m - 1].hi = out[i].hi;
-			continue;
-		}
-		out[m++] = out[i];
-	}
-	return m;
-}
-
-size_t store_mask_url(const char *url, char *buf, size_t len)
-{
-	store_span sp[STORE_URL_SPANS_MAX];
-	const char *p = url ? url : "";
-	size_t n = store_url_secrets(p, sp, STORE_URL_SPANS_MAX, NULL), at = 0, pos = 0;
-
-	for (size_t i = 0; i <= n; i++) {
-		size_t lo = i < n ? sp[i].lo : strlen(p);
-		for (; at < lo; at++, pos++)
-			if (len && pos < len - 1)
-				buf[pos] = p[at];
-		if (i == n)
-			break;
-		for (const char *m = "***"; *m; m++, pos++)
-			if (len && pos < len - 1)
-				buf[pos] = *m;
-		at = sp[i].hi;
-	}
-	if (len)
-		buf[pos < len ? pos : len - 1] = '\0';
-	return pos;
+	dbcron__textf(job->set_aside, n, "cannot decode its row: %s", why.msg);
+	return DBCRON_OK;
 }
 
 /* ---- JSON batches ---- */

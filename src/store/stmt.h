@@ -1,9 +1,10 @@
 /*
  * The statements of the claim protocol: one list, each with the name that
  * error messages use and the invariant it keeps (docs/design.md numbers
- * them).  Every dialect supplies the SQL text for every id; the protocol
- * (protocol.c) is the only caller and the fault seam (fault.c) names them
- * by their lower-case id ("apply", "commit").
+ * them).  Every dialect supplies the SQL text for every id (its sql.h,
+ * checked by test_store_stmts); the protocol (the files store_int.h names)
+ * is the only caller and the fault seam (fault.c) names them by their
+ * lower-case id ("apply", "commit").
  *
  * Parameters: in the order given; a batch is a table of rows that the
  * dialect sends as one JSON text, a set of arrays, ...  A statement has at
@@ -76,7 +77,7 @@
 	 * job only when its handler is in the batch (what the claiming node can run),  \
 	 * or when it is stranded: past its misfire threshold with no live node having  \
 	 * the handler.  Pool 0: any job; 1: only jobs not in the second batch (the     \
-	 * node's slow pool); 2: only jobs in it (protocol.c "Pools") */                \
+	 * node's slow pool); 2: only jobs in it (claim.c "Pools") */                   \
 	X(CLAIM_DUE_JOBS, "claim: selecting due jobs", "5 backpressure: at most limit, per pool; routing: only what the node can run")  \
 	/* (node, token, now) batch [job_id, job_name, fire_at, state, due_at, missed,    \
 	 * error] -> id, job_id, job_name, fire_at, state, due_at, missed of the rows      \

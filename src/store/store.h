@@ -1,9 +1,9 @@
 /*
  * The store: everything dbcron asks of a database, as one function per
- * operation.  Behind these functions is one claim protocol (protocol.c:
- * guards, the fault seam, every algorithm and message) over thin dialects
- * (sqlite/, pg/: connection, SQL text, error classes, migrations; see
- * dialect.h).  Callers never learn which database they have.
+ * operation.  Behind these functions is one claim protocol (the files
+ * store_int.h names: guards, the fault seam, every algorithm and message)
+ * over thin dialects (sqlite/, pg/, mysql/: connection, SQL text, error
+ * classes, migrations; see dialect.h).  Callers never learn which database they have.
  *
  * Invariants the protocol keeps (docs/design.md):
  *  1 no duplicate fire: UNIQUE (job_id, fire_at, attempt) on runs; the
@@ -367,7 +367,7 @@ int store_node_handlers_add(store *s, const char *node_id, const char *incarnati
 /* (id, paused) of each of ids that still exists. */
 typedef int (*store_job_state_cb)(void *ctx, int64_t job_id, bool paused);
 int store_jobs_state(store *s, const int64_t *ids, size_t n, store_job_state_cb cb, void *ctx, dbcron_err *err);
-/* After a pause or delete, until every live node has seen it (see protocol.c). */
+/* After a pause or delete, until every live node has seen it (see nodes.c). */
 int store_nodes_wait_seen(store *s, int64_t timeout_ms, dbcron_err *err);
 int store_node_stop(store *s, const char *node_id, const char *incarnation, dbcron_err *err);
 int store_runs_release(store *s, const char *node_id, const int64_t *ids, const char *const *tokens, size_t n, dbcron_err *err);
@@ -376,7 +376,7 @@ int store_runs_release(store *s, const char *node_id, const int64_t *ids, const 
 int store_runs_release_claim(store *s, const char *node_id, const char *token, size_t *released, dbcron_err *err);
 int store_reap(store *s, size_t *reaped, dbcron_err *err);
 /* reap of leases that ended before `before` (db ms; < 0: the database's
- * now): a node passes its previous successful heartbeat (protocol.c). */
+ * now): a node passes its previous successful heartbeat (nodes.c). */
 int store_reap_before(store *s, int64_t before, size_t *reaped, dbcron_err *err);
 /* A scheduler node's handle: lock and statement waits bounded by the lease
  * (dialect.h tune). */

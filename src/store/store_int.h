@@ -1,6 +1,47 @@
 /*
- * Private to src/store/: the protocol's statement runner and the shared
- * row readers, for protocol.c, rows.c and fault.c.
+ * Private to src/store/: what the store's files share.  The store is one
+ * claim protocol over thin dialects (dialect.h): every algorithm (the
+ * claim, batched apply, reaping lost nodes, node registration and stop, job
+ * put with the keep-the-schedule rule, the bump-until-unique loops, lease
+ * locks, the run log, every guard and message) is written once here, by
+ * concern, and a dialect only runs statements by id; nothing asks which
+ * database it is, only what the dialect can do (caps).
+ *
+ * The rooms, each with what it owns and keeps at its top:
+ *   seam.c    every statement through one door: the fault seam (fault.c),
+ *             counting, transactions, the clock, rows to callbacks
+ *   store.c   the handle: dialect table, open/close, schema
+ *   rows.c    rows <-> jobs and runs, the argv codec, batches, names, and
+ *             what the dialects share (they call only rows.c and url.c)
+ *   url.c     the database URL: password masking, the URL file
+ *   jobput.c  job definitions written (the keep-the-schedule rule)
+ *   jobs.c    one job read or changed, the job listings
+ *   claim.c   the claim          apply.c   run outcomes (fenced)
+ *   nodes.c   register, heartbeat, stop, hand-back, reap
+ *   locks.c   lease locks        runlog.c  logged runs, run listings, prune
+ * The arrows go one way: every operation file calls seam.c and rows.c;
+ * nodes.c reads job rows through claim.c's reader; claim.c writes through
+ * apply.c's row shape; nothing calls back into an operation file.
+ *
+ * Invariants every file keeps (docs/design.md):
+ *  1 no duplicate fire: fires, retries, triggers and logged runs are
+ *    inserted ON CONFLICT DO NOTHING and only rows the insert returned are
+ *    handed out; a clash on a trigger or a logged run moves 1 ms on.
+ *  2 no silent loss: runs of lost nodes go back to the pool or end
+ *    ABANDONED with a retry by model_run_followup(); runs of deleted jobs
+ *    end ABANDONED "job deleted".
+ *  3 fencing: every change to a claimed run is matched on (id, token,
+ *    node) by the statement; refused changes come back as not applied.
+ *  4 one clock: every time comes from the database (ST_NOW or a statement's
+ *    own clock) or from the caller, who read it there.
+ *  5 backpressure: the claim hands out at most req->max runs, and of the
+ *    jobs the node runs on its slow pool at most req->slow_max.
+ *  Every state written is checked against the run state machine
+ *  (dbcron_run_transition_ok) first; a write that would leave a terminal
+ *  state is refused as DBCRON_EINTERNAL before anything is sent.
+ *
+ * Statement count per call is constant, never per row: rows travel as one
+ * batch parameter per statement.
  */
 #ifndef DBCRON_STORE_INT_H
 #define DBCRON_STORE_INT_H
@@ -8,14 +49,66 @@
 #include "store/dialect.h"
 #include "store/store.h"
 
+#define STORE_CLEAN_PARAMS 8
+#define STORE_MAX_PARAMS 48
+
+/* What a handle keeps between statements (seam.c; store.c makes it). */
+struct store_scratch {
+	store_batch b[6];
+	/* cleaned copies of scalar text parameters (store__exec) */
+	store_text clean[STORE_CLEAN_PARAMS];
+};
+
+/* ---- seam.c: every statement ---- */
+
 /* Run statement id through the fault seam; counts one statement. */
 int store__exec(store *s, int id, const store_param *p, int np, dbcron_err *err);
 int store__next(store *s, dbcron_err *err);
 void store__reset(store *s);
+/* A statement whose rows do not matter; *changes (may be NULL) out. */
+int store__run(store *s, int id, const store_param *p, int np, int64_t *changes,
+	       dbcron_err *err);
+/* Run and step once: 1 a row is current (caller resets), 0 none, < 0. */
+int store__row(store *s, int id, const store_param *p, int np, dbcron_err *err);
+/* The listings: one() reads the current row, hands it to the caller's
+ * callback and frees it, setting *stop when the callback asked to stop. */
+typedef int (*store__row_fn)(store *s, void *arg, bool *stop, dbcron_err *err);
+int store__each_row(store *s, int id, const store_param *p, int np, store__row_fn one,
+		    void *arg, dbcron_err *err);
+/* Column c of the current row; NULL reads as 0 (store__i64) or -1. */
+static inline int64_t store__i64(store *s, int c) { return s->d->col_i64(s->c, c); }
+static inline int64_t store__i64n(store *s, int c)
+{
+	return s->d->col_null(s->c, c) ? -1 : s->d->col_i64(s->c, c);
+}
+int store__tx_begin(store *s, dbcron_err *err);
+int store__tx_commit(store *s, dbcron_err *err);
+/* Ends the open statement and rolls back an open transaction. */
+void store__tx_rollback(store *s);
+/* The database clock, epoch ms (invariant 4). */
+int store__db_now(store *s, int64_t *now, dbcron_err *err);
+/* The handle's reused batch k (< 6), emptied for ncols of cols. */
+store_batch *store__scratch(store *s, int k, int ncols, const store_bcol *cols);
+/* DBCRON_ENOMEM, "out of memory in <where>". */
+int store__oom(dbcron_err *err, const char *where);
+/* Run insert statement id (returning the new id) with p[fire_idx] (and
+ * p[due_idx] when >= 0) set to *fire_at, moving 1 ms on while the fire time
+ * is taken.  Invariant 1 is the statement's ON CONFLICT DO NOTHING. */
+int store__insert_bumped(store *s, int id, store_param *p, int np, int fire_idx, int due_idx,
+			 int64_t *fire_at, int64_t *new_id, dbcron_err *err);
+/* Batch column lists several statements share: names, ids, id pairs. */
+extern const store_bcol store__names_cols[1];
+extern const store_bcol store__ids_cols[1];
+extern const store_bcol store__pair_cols[2];
+
+/* ---- rows.c: rows, the argv codec ---- */
 
 /* The current row's STORE_JOB_COLS from column c0 -> job (initialised
  * here, cleared by the caller; cleared again on failure). */
 int store__read_job(store *s, int c0, dbcron_job *job, dbcron_err *err);
+/* The same from column 0 for the operator's views and a put over the row:
+ * a row that does not decode comes back set aside (only ENOMEM fails). */
+int store__read_job_lenient(store *s, dbcron_job *job, dbcron_err *err);
 /* The current row's STORE_RUN_COLS -> run (zeroed here, cleared by the
  * caller). */
 int store__read_run(store *s, dbcron_run *run, dbcron_err *err);
@@ -29,8 +122,28 @@ int store__argv_decode(const char *text, dbcron_job *job, dbcron_err *err);
  * when it has none.  Read back by store__read_job. */
 int store__env_encode(const dbcron_job *job, char **out, dbcron_err *err);
 
-/* The fault seam (fault.c): before sending statement id, and after it ran. */
+/* ---- fault.c: the fault seam, before sending statement id and after ---- */
 int store__fault_before(store *s, int id, dbcron_err *err);
 int store__fault_after(store *s, int id, dbcron_err *err);
+
+/* ---- claim.c: read by nodes.c's reap too ---- */
+
+/* Every job row of the current statement (JOB_COLS from column c0; rows
+ * whose id column is NULL are skipped) into out->jobs, a row that does not
+ * decode set aside; *now (may be NULL) from column 0.  Resets. */
+int store__read_jobs_into(store *s, int c0, store_claim_result *out, size_t *cap,
+			  int64_t *now, dbcron_err *err);
+/* out->jobs sorted by id (store__job_id_cmp): the job of that id or NULL. */
+const dbcron_job *store__find_job(const store_claim_result *r, int64_t id);
+int store__job_id_cmp(const void *a, const void *b);
+
+/* ---- apply.c: the row of ST_RUNS_APPLY, written by the claim too ---- */
+
+/* The run, its fence, what it becomes, and the last live state it may be
+ * found in (apply.c); the definition's count must match. */
+#define STORE_APPLY_NCOLS 10
+extern const store_bcol store__apply_cols[STORE_APPLY_NCOLS];
+/* The `live` cell for a write of state `to`. */
+int64_t store__apply_live(dbcron_run_state to);
 
 #endif

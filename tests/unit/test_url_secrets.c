@@ -1,5 +1,5 @@
 /*
- * The URL masker (store_mask_url, store_url_secrets in src/store/rows.c)
+ * The URL masker (store_mask_url, store_url_secrets in src/store/url.c)
  * and what store_open prints for a PostgreSQL URL it cannot use: for every
  * way of writing a password (user:password@ with '@', '/', '?', '#', ':'
  * or '%' in it, ?password=, key=value password=, a nested URI), neither

@@ -1,0 +1,236 @@
+/*
+ * Apply: the outcomes of claimed runs (started, ended, with their output),
+ * a node's batch of them in one statement, with the retries and next fires
+ * they ask for.
+ *
+ * Invariants: fencing (invariant 3, store_int.h): each change is matched
+ * on (id, token, node) and a refused one comes back not applied; the run
+ * state machine holds in the database too (the `live` cell); several
+ * updates of one run in a batch are merged in order into one row and the
+ * chain checked first; retries and next fires land in the same
+ * transaction as the outcome that asked for them.
+ */
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/sort.h"
+#include "store/store_int.h"
+
+/* ST_RUNS_APPLY's row: the run, its fence, what it becomes, and `live`,
+ * the last live state (SCHEDULED 1, RUNNING 2) it may be found in, so that
+ * the run state machine holds in the database too: a write that a RUNNING
+ * row may not take (SKIPPED, MISFIRED) applies only to a SCHEDULED row. */
+const store_bcol store__apply_cols[] = {BC_I64, BC_TEXT, BC_I64, BC_I64, BC_I64,
+				       BC_BOOL, BC_I64, BC_TEXT_CLEAN, BC_TEXT_CLEAN, BC_I64};
+
+/* The `live` cell for a write of state `to` (RUNNING again is the retry of
+ * a start write that may have landed). */
+int64_t store__apply_live(dbcron_run_state to)
+{
+	return to == DBCRON_RUN_RUNNING || dbcron_run_transition_ok(DBCRON_RUN_RUNNING, to)
+		       ? DBCRON_RUN_RUNNING
+		       : DBCRON_RUN_SCHEDULED;
+}
+
+struct apply_slot {
+	int64_t run_id;
+	size_t pos; /* index into ups */
+};
+
+static int apply_slot_cmp(const void *a, const void *b)
+{
+	const struct apply_slot *x = a, *y = b;
+	if (x->run_id != y->run_id)
+		return x->run_id < y->run_id ? -1 : 1;
+	return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+/* The retries and next fires the applied updates ask for, then commit. */
+static int apply_followups(store *s, store_update *ups, size_t n, dbcron_err *err)
+{
+	store_batch *retry = store__scratch(s, 1, 2, store__pair_cols);
+	store_batch *next = store__scratch(s, 2, 2, store__pair_cols);
+	int64_t now;
+	int rc;
+	for (size_t i = 0; i < n; i++) {
+		const store_update *u = &ups[i];
+		if (!u->applied)
+			continue;
+		if (u->retry_due_at >= 0) {
+			store_batch_i64(retry, u->run_id);
+			store_batch_i64(retry, u->retry_due_at);
+		}
+		if (u->job_next_fire_at >= 0) {
+			store_batch_i64(next, u->job_id);
+			store_batch_i64(next, u->job_next_fire_at);
+		}
+	}
+	if (retry->oom || next->oom)
+		return store__oom(err, "apply");
+	if (store_batch_rows(retry)) {
+		if ((rc = store__db_now(s, &now, err)))
+			return rc;
+		store_param p[] = {sp_i64(now), sp_batch(retry)};
+		if ((rc = store__run(s, ST_RETRY_INSERT, p, 2, NULL, err)))
+			return rc;
+	}
+	if (store_batch_rows(next)) {
+		store_param p[] = {sp_batch(next)};
+		if ((rc = store__run(s, ST_JOBS_NEXT_IF_NULL, p, 1, NULL, err)))
+			return rc;
+	}
+	return DBCRON_OK;
+}
+
+/* The updates in slot order (by run), each run's merged into one row of b;
+ * DBCRON_EINTERNAL when a run's chain breaks the run state machine. */
+static int apply_merge(const store_update *ups, const struct apply_slot *slots, size_t n,
+		       store_batch *b, dbcron_err *err)
+{
+	for (size_t i = 0; i < n;) {
+		size_t j = i;
+		const store_update *u = &ups[slots[i].pos];
+		int64_t sm = -1, fm = -1;
+		bool hx = false;
+		int xc = 0, prev = 0;
+		const char *er = NULL, *ou = NULL, *tok = u->token;
+		dbcron_run_state stt = u->state;
+		for (; j < n && slots[j].run_id == u->run_id; j++) {
+			const store_update *v = &ups[slots[j].pos];
+			if (prev && !dbcron_run_transition_ok(prev, v->state)) {
+				return dbcron_err_set(err, DBCRON_EINTERNAL,
+						      "apply: run %lld: %s after %s breaks the run "
+						      "state machine",
+						      (long long)v->run_id, dbcron_run_state_name(v->state),
+						      dbcron_run_state_name(prev));
+			}
+			prev = v->state;
+			stt = v->state;
+			tok = v->token;
+			if (v->started_ms >= 0)
+				sm = v->started_ms;
+			if (v->finished_ms >= 0)
+				fm = v->finished_ms;
+			if (v->has_exit_code) {
+				hx = true;
+				xc = v->exit_code;
+			}
+			if (v->error)
+				er = v->error;
+			if (v->output)
+				ou = v->output;
+		}
+		store_batch_i64(b, u->run_id);
+		store_batch_text(b, tok);
+		store_batch_i64(b, stt);
+		store_batch_i64n(b, sm);
+		store_batch_i64n(b, fm);
+		store_batch_bool(b, hx);
+		store_batch_i64(b, xc);
+		store_batch_text(b, er);
+		store_batch_text(b, ou);
+		store_batch_i64(b, store__apply_live(stt));
+		i = j;
+	}
+	return DBCRON_OK;
+}
+
+/*
+ * Several updates of one run in a batch (RUNNING, then its end) are merged
+ * in order into one row: an UPDATE joined to a batch applies only one of a
+ * row's matches, at random.  The merged chain is checked against the run
+ * state machine from the live states the statement fences on.
+ */
+int store_apply(store *s, const char *node_id, store_update *ups, size_t n, dbcron_err *err)
+{
+	struct apply_slot *slots = NULL;
+	bool extra = false;
+	int rc, row;
+
+	if (n && (!ups || !node_id))
+		return dbcron_err_set(err, DBCRON_EINVAL, "apply: no node or no updates");
+	for (size_t i = 0; i < n; i++) {
+		ups[i].applied = false;
+		/* A run leaves SCHEDULED or RUNNING here; a hand-back is
+		 * store_runs_release(). */
+		int st = ups[i].state;
+		if (!ups[i].token || st == DBCRON_RUN_SCHEDULED ||
+		    !(dbcron_run_transition_ok(DBCRON_RUN_SCHEDULED, st) ||
+		      dbcron_run_transition_ok(DBCRON_RUN_RUNNING, st)))
+			return dbcron_err_set(err, DBCRON_EINVAL,
+					      "apply: run %lld: bad state %d or no token",
+					      (long long)ups[i].run_id, st);
+		if (ups[i].retry_due_at >= 0 || ups[i].job_next_fire_at >= 0)
+			extra = true;
+	}
+	if (n == 0)
+		return DBCRON_OK;
+	slots = dbcron__calloc(n, sizeof(*slots));
+	if (!slots)
+		return store__oom(err, "apply");
+	for (size_t i = 0; i < n; i++) {
+		slots[i].run_id = ups[i].run_id;
+		slots[i].pos = i;
+	}
+	dbcron__sort(slots, n, sizeof(*slots), apply_slot_cmp);
+
+	store_batch *b = store__scratch(s, 0, STORE_APPLY_NCOLS, store__apply_cols);
+	if ((rc = apply_merge(ups, slots, n, b, err)))
+		goto out_free;
+	if (b->oom) {
+		rc = store__oom(err, "apply");
+		goto out_free;
+	}
+	/* Without retries or next fires the UPDATE is the whole transaction,
+	 * unless the dialect runs a batch row by row. */
+	bool own_tx = extra || (s->d->caps & STORE_CAP_ROW_BATCH);
+	if (own_tx && (rc = store__tx_begin(s, err)))
+		goto out_free;
+	store_param p[] = {sp_text(node_id), sp_batch(b)};
+	if ((rc = store__exec(s, ST_RUNS_APPLY, p, 2, err)))
+		goto out_rollback;
+	while ((row = store__next(s, err)) == 1) {
+		int64_t id = store__i64(s, 0);
+		size_t lo = 0, hi = n;
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			if (slots[mid].run_id < id)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (; lo < n && slots[lo].run_id == id; lo++)
+			ups[slots[lo].pos].applied = true;
+	}
+	store__reset(s);
+	if (row < 0) {
+		rc = -row;
+		goto out_rollback;
+	}
+	if ((extra && (rc = apply_followups(s, ups, n, err))) ||
+	    (own_tx && (rc = store__tx_commit(s, err))))
+		goto out_rollback;
+	dbcron__free(slots);
+	return DBCRON_OK;
+out_rollback:
+	store__tx_rollback(s);
+	for (size_t i = 0; i < n; i++)
+		ups[i].applied = false;
+out_free:
+	dbcron__free(slots);
+	return rc;
+}
+
+int store_job_running(store *s, int64_t job_id, int64_t except_run_id, bool *running,
+		      dbcron_err *err)
+{
+	*running = false;
+	store_param p[] = {sp_i64(job_id), sp_i64(except_run_id)};
+	int row = store__row(s, ST_JOB_RUNNING, p, 2, err);
+	if (row < 0)
+		return -row;
+	*running = row == 1;
+	if (row)
+		store__reset(s);
+	return DBCRON_OK;
+}

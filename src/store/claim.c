@@ -1,0 +1,649 @@
+/*
+ * The claim: a node's one transaction that takes its due jobs (locked;
+ * SKIP LOCKED where the database has it), plans their fires through the
+ * node's planner, writes them, advances the jobs, and takes the unclaimed
+ * runs (retries, triggers, hand-backs) within what is left of its budget;
+ * with routing (issue 15), pools (issue 23 item 5) and the jobs set aside
+ * whose rows no longer decode.
+ *
+ * Invariants (store_int.h): 1 only rows the fire insert returned are
+ * handed out; 3 the runs closed here (a deleted job's, a stranded one's)
+ * are written under the claim's own token; 5 at most req->max runs, and of
+ * the node's slow jobs at most req->slow_max.  Two statements per pass
+ * whatever the number of jobs.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/sort.h"
+#include "core/text.h"
+#include "model/rules.h"
+#include "store/store_int.h"
+
+int store__job_id_cmp(const void *a, const void *b)
+{
+	const dbcron_job *x = a, *y = b;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int claimed_cmp(const void *a, const void *b)
+{
+	const store_claimed *x = a, *y = b;
+	if (x->run.due_at != y->run.due_at)
+		return x->run.due_at < y->run.due_at ? -1 : 1;
+	if (x->run.job_id != y->run.job_id)
+		return x->run.job_id < y->run.job_id ? -1 : 1;
+	return x->run.attempt - y->run.attempt;
+}
+
+static int i64_cmp(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+const dbcron_job *store__find_job(const store_claim_result *r, int64_t id)
+{
+	dbcron_job key;
+	key.id = id;
+	return r->njobs ? bsearch(&key, r->jobs, r->njobs, sizeof(*r->jobs), store__job_id_cmp) : NULL;
+}
+
+/* A claimed run from the current row: id, job_id, job_name, fire_at, then
+ * attempt (or 1 when attempt_col < 0), due_at, missed at the columns given. */
+static int add_claimed(store *s, store_claim_result *out, size_t *cap, int attempt_col,
+		       int due_col, int missed_col, const store_claim_req *req)
+{
+	if (dbcron__grow((void **)&out->runs, cap, out->nruns + 1, sizeof(*out->runs)))
+		return DBCRON_ENOMEM;
+	store_claimed *c = &out->runs[out->nruns];
+	memset(c, 0, sizeof(*c));
+	dbcron_run *r = &c->run;
+	r->id = store__i64(s, 0);
+	r->job_id = store__i64(s, 1);
+	r->fire_at = store__i64(s, 3);
+	r->attempt = attempt_col < 0 ? 1 : (int)store__i64(s, attempt_col);
+	r->state = DBCRON_RUN_SCHEDULED;
+	r->due_at = store__i64(s, due_col);
+	r->missed = store__i64(s, missed_col);
+	r->started_ms = r->finished_ms = -1;
+	out->nruns++;
+	const char *name = s->d->col_text(s->c, 2);
+	if (!(r->job_name = dbcron__strdup(name ? name : "")) ||
+	    !(r->node = dbcron__strdup(req->node_id)) ||
+	    !(r->claim_token = dbcron__strdup(req->token)))
+		return DBCRON_ENOMEM;
+	return DBCRON_OK;
+}
+
+/* Note job (id, name) as set aside for `why`; the claim writes it. */
+static int add_aside(store_claim_result *out, int64_t id, const char *name, const char *why,
+		     dbcron_err *err)
+{
+	size_t cap = out->naside; /* grown one at a time: a rare path */
+	if (dbcron__grow((void **)&out->aside, &cap, out->naside + 1, sizeof(*out->aside)))
+		return store__oom(err, "claim");
+	store_aside *a = &out->aside[out->naside];
+	a->job_id = id;
+	a->name = name ? dbcron__strdup(name) : NULL;
+	a->why = dbcron__strdup(why && *why ? why : "unknown reason");
+	if ((name && !a->name) || !a->why) {
+		dbcron__free(a->name);
+		dbcron__free(a->why);
+		return store__oom(err, "claim");
+	}
+	out->naside++;
+	return DBCRON_OK;
+}
+
+/* The jobs of a claim's read; a row that does not decode is set aside
+ * rather than failing the claim for every other job. */
+int store__read_jobs_into(store *s, int c0, store_claim_result *out, size_t *cap,
+			  int64_t *now, dbcron_err *err)
+{
+	int row, rc = DBCRON_OK;
+	while ((row = store__next(s, err)) == 1) {
+		if (now)
+			*now = store__i64(s, 0);
+		if (s->d->col_null(s->c, c0))
+			continue;
+		if (dbcron__grow((void **)&out->jobs, cap, out->njobs + 1, sizeof(*out->jobs))) {
+			rc = store__oom(err, "claim");
+			break;
+		}
+		dbcron_err why = {0};
+		rc = store__read_job(s, c0, &out->jobs[out->njobs], &why);
+		if (rc == DBCRON_ENOMEM) {
+			*err = why;
+			break;
+		}
+		if (rc) {
+			char text[600];
+			dbcron__textf(text, sizeof(text), "cannot decode its row: %s", why.msg);
+			if ((rc = add_aside(out, store__i64(s, c0), s->d->col_text(s->c, c0 + 1), text,
+					    err)))
+				break;
+			continue;
+		}
+		out->njobs++;
+	}
+	store__reset(s);
+	return row < 0 ? -row : rc;
+}
+
+static const store_bcol aside_cols[] = {BC_I64, BC_TEXT};
+
+/* Write the claim's set-aside jobs (in its transaction). */
+static int write_aside(store *s, const store_claim_result *out, dbcron_err *err)
+{
+	if (!out->naside)
+		return DBCRON_OK;
+	store_batch *b = store__scratch(s, 2, 2, aside_cols);
+	for (size_t i = 0; i < out->naside; i++) {
+		store_batch_i64(b, out->aside[i].job_id);
+		store_batch_text(b, out->aside[i].why);
+	}
+	if (b->oom)
+		return store__oom(err, "claim");
+	store_param p[] = {sp_batch(b)};
+	return store__run(s, ST_JOBS_SET_ASIDE, p, 1, NULL, err);
+}
+
+static const store_aside *find_aside(const store_claim_result *out, int64_t job_id)
+{
+	for (size_t i = 0; i < out->naside; i++)
+		if (out->aside[i].job_id == job_id)
+			return &out->aside[i];
+	return NULL;
+}
+
+static const store_bcol fire_cols[] = {BC_I64, BC_TEXT, BC_I64, BC_I64, BC_I64, BC_I64, BC_TEXT};
+static const store_bcol advance_cols[] = {BC_I64, BC_I64};
+
+/*
+ * Routing (issue 15): the handler names the claiming node can run, as the
+ * batch parameter of both claim statements, which take a handler job only
+ * when its name is in it (commands always).  Scratch slot 4, its own.
+ * NULL when out of memory.
+ */
+static const store_batch *routing(store *s, const store_claim_req *req)
+{
+	store_batch *b = store__scratch(s, 4, 1, store__names_cols);
+	for (size_t i = 0; req->handlers && i < req->nhandlers; i++)
+		store_batch_text(b, req->handlers[i]);
+	return b->oom ? NULL : b;
+}
+
+/* Whether the claiming node can run job j (the rule both claim statements
+ * apply in SQL, for the jobs they hand back). */
+static bool runs_here(const store_claim_req *req, const dbcron_job *j)
+{
+	if (!req->handlers || j->executor != DBCRON_EXEC_HANDLER)
+		return true;
+	for (size_t i = 0; i < req->nhandlers; i++)
+		if (j->handler && strcmp(req->handlers[i], j->handler) == 0)
+			return true;
+	return false;
+}
+
+/* Texts a batch borrows until its statement ran (routing's reasons, one
+ * per stranded job); freed together. */
+typedef struct claim_texts {
+	char **v;
+	size_t n, cap;
+} claim_texts;
+
+static const char *claim_text_keep(claim_texts *t, const char *text)
+{
+	char *copy = dbcron__strdup(text);
+	if (!copy || dbcron__grow((void **)&t->v, &t->cap, t->n + 1, sizeof(*t->v))) {
+		dbcron__free(copy);
+		return NULL;
+	}
+	return t->v[t->n++] = copy;
+}
+
+static void claim_texts_free(claim_texts *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		dbcron__free(t->v[i]);
+	dbcron__free(t->v);
+	memset(t, 0, sizeof(*t));
+}
+
+/* Routing's MISFIRED reason for job j, kept in t; NULL when out of memory. */
+static const char *stranded_why(claim_texts *t, const dbcron_job *j)
+{
+	char why[400];
+	return claim_text_keep(t, model_unrunnable_why(j->handler, why, sizeof(why)));
+}
+
+/*
+ * Pools (issue 23 item 5).  A node runs the jobs it has demoted (slow
+ * lately) on its slow pool, whose few workers can start only so many of
+ * their fires on time.  Claims used to be sized from the fast pool alone:
+ * the slow jobs' fires then queued behind the slow workers, started late or
+ * were skipped, while the fast workers idled and no other node could take
+ * them.  So the claim runs in passes over the same two statements, each
+ * pass taking one pool's jobs up to that pool's limit:
+ *
+ *   POOL_ANY       every job, up to max (a node with no slow job: one pass);
+ *   POOL_NOT_SLOW  the jobs not in slow_jobs, up to max;
+ *   POOL_SLOW      the jobs in slow_jobs, up to slow_max (no pass at 0).
+ *
+ * What a pass leaves (beyond its limit, or a slow job when slow_max is 0)
+ * stays due in the database, unlocked once the claim commits, for the next
+ * claim of any node.  A demoted job never borrows an idle fast worker: the
+ * fast pool's budget counts on fast runs, and fires claimed ahead for it
+ * would start late behind a long run; another node (where the job is not
+ * slow, or whose slow pool is free) is where the surplus belongs, and on a
+ * node alone the fires wait for its slow pool, as late fires meeting their
+ * misfire policy, not as skips.  The statements take the pool as
+ * (pool, batch [job_id]).
+ */
+enum { POOL_ANY = 0, POOL_NOT_SLOW = 1, POOL_SLOW = 2 };
+
+typedef struct claim_pass {
+	int pool;               /* POOL_* */
+	int limit;              /* at most this many runs (SCHEDULED handed out) */
+	const store_batch *ids; /* the slow jobs, for both statements */
+} claim_pass;
+
+/* The passes of req (at most two), in order: the fast pool's first.
+ * Scratch slot 5, its own.  Returns how many, or -1 when out of memory. */
+static int claim_passes(store *s, const store_claim_req *req, claim_pass out[2])
+{
+	store_batch *ids = store__scratch(s, 5, 1, store__ids_cols);
+	for (size_t i = 0; req->slow_jobs && i < req->nslow; i++)
+		store_batch_i64(ids, req->slow_jobs[i]);
+	if (ids->oom)
+		return -1;
+	bool pools = store_batch_rows(ids) > 0;
+	int n = 0;
+	out[n++] = (claim_pass){pools ? POOL_NOT_SLOW : POOL_ANY, req->max, ids};
+	if (pools && req->slow_max > 0)
+		out[n++] = (claim_pass){POOL_SLOW, req->slow_max, ids};
+	return n;
+}
+
+/* Job j of a pass planned: its fires (MISFIRED by routing when the node
+ * cannot run it and it is stranded) into fires, at most what is left of the
+ * pass's limit SCHEDULED, and its next fire into next.  A job the planner
+ * cannot plan is set aside, cleared and marked id -1 for the caller to
+ * drop. */
+static int plan_job(const store_claim_req *req, const claim_pass *pass, dbcron_job *j,
+		    int64_t now, int64_t horizon, store_batch *fires, store_batch *next,
+		    int *scheduled, claim_texts *texts, store_claim_result *out, dbcron_err *err)
+{
+	store_plan plan = {.fires = NULL, .nfires = 0, .next_fire_at = -1};
+	int rc;
+	if ((rc = req->plan(req->plan_ctx, j, now, horizon, &plan))) {
+		if (rc == DBCRON_ENOMEM)
+			return store__oom(err, "claim");
+		char text[600];
+		dbcron__textf(text, sizeof(text), "cannot plan: %s",
+			 plan.error && *plan.error ? plan.error : dbcron_strerror(rc));
+		if ((rc = add_aside(out, j->id, j->name, text, err)))
+			return rc;
+		dbcron_job_clear(j);
+		j->id = -1; /* dropped by the caller */
+		return DBCRON_OK;
+	}
+	/* Routing: a job the node cannot run comes back only when no
+	 * live node has its handler and its next fire is past the
+	 * misfire threshold (the claim statement's "stranded" rule):
+	 * every fire due by now is recorded MISFIRED with that reason,
+	 * instead of waiting unseen; later ones wait for a node. */
+	bool stranded = !runs_here(req, j);
+	const char *why = NULL;
+	bool ran_none = true; /* every fire written ended unrun */
+	for (size_t k = 0; k < plan.nfires; k++) {
+		const store_fire *f = &plan.fires[k];
+		dbcron_run_state state = f->state;
+		const char *error = f->error;
+		if (stranded && state == DBCRON_RUN_SCHEDULED) {
+			if (f->fire_at > now) {
+				plan.next_fire_at = f->fire_at;
+				break;
+			}
+			state = DBCRON_RUN_MISFIRED;
+			if (!why && !(why = stranded_why(texts, j)))
+				return store__oom(err, "claim");
+			error = why;
+		}
+		/* A claim never returns more than its bound: one job's
+		 * catch-up may owe many fires; the rest wait for the
+		 * next claim, from the first one left out. */
+		if (state == DBCRON_RUN_SCHEDULED && *scheduled >= pass->limit) {
+			plan.next_fire_at = f->fire_at;
+			break;
+		}
+		if (state != DBCRON_RUN_SCHEDULED && state != DBCRON_RUN_MISFIRED &&
+		    state != DBCRON_RUN_SKIPPED)
+			return dbcron_err_set(err, DBCRON_EINTERNAL,
+					      "planner gave job '%s' a fire in state %d",
+					      j->name, (int)state);
+		store_batch_i64(fires, j->id);
+		store_batch_text(fires, j->name);
+		store_batch_i64(fires, f->fire_at);
+		store_batch_i64(fires, state);
+		store_batch_i64(fires, f->due_at >= 0 ? f->due_at : f->fire_at);
+		store_batch_i64(fires, f->missed > 0 ? f->missed : 0);
+		store_batch_text(fires, error);
+		if (state == DBCRON_RUN_SCHEDULED)
+			(*scheduled)++;
+		ran_none = state != DBCRON_RUN_SCHEDULED;
+	}
+	/* An AFTER job fires next from its run's end: a fire routing
+	 * ended MISFIRED is that end (as close_stranded says for runs),
+	 * or its series would stop here for good. */
+	if (why && ran_none && plan.next_fire_at < 0)
+		plan.next_fire_at = model_run_followup(j, 1, DBCRON_RUN_MISFIRED, true,
+						       now).job_next_fire_at;
+	store_batch_i64(next, j->id);
+	store_batch_i64n(next, plan.next_fire_at);
+	j->next_fire_at = plan.next_fire_at;
+	return DBCRON_OK;
+}
+
+/* Due jobs of the pass, locked; their fires planned and written; the jobs
+ * advanced. */
+static int plan_due_jobs(store *s, const store_claim_req *req, const claim_pass *pass,
+			 store_claim_result *out, size_t *runs_cap, size_t *jobs_cap,
+			 claim_texts *texts, dbcron_err *err)
+{
+	int64_t now = -1;
+	int scheduled = 0, rc, row;
+	size_t first = out->njobs, nplanned = first;
+
+	const store_batch *here = routing(s, req);
+	if (!here)
+		return store__oom(err, "claim");
+	store_param dp[] = {sp_i64(req->horizon_ms_ahead > 0 ? req->horizon_ms_ahead : 0),
+			    sp_i64(pass->limit), sp_i64(req->handlers != NULL), sp_batch(here),
+			    sp_i64(pass->pool), sp_batch(pass->ids)};
+	if ((rc = store__exec(s, ST_CLAIM_DUE_JOBS, dp, 6, err)) ||
+	    (rc = store__read_jobs_into(s, 1, out, jobs_cap, &now, err)))
+		return rc;
+	if (now < 0)
+		return dbcron_err_set(err, DBCRON_EDB, "%s: no clock row",
+				      store_stmt_what(ST_CLAIM_DUE_JOBS));
+	out->now_ms = now;
+	if (out->njobs == first)
+		return DBCRON_OK;
+	int64_t horizon = now + dp[0].i;
+
+	store_batch *fires = store__scratch(s, 0, 7, fire_cols);
+	store_batch *next = store__scratch(s, 1, 2, advance_cols);
+	size_t i = first;
+	for (; i < out->njobs && scheduled < pass->limit; i++)
+		if ((rc = plan_job(req, pass, &out->jobs[i], now, horizon, fires, next, &scheduled,
+				   texts, out, err)))
+			return rc;
+	/* Jobs beyond the budget stay due for the next claim; set-aside ones
+	 * leave the list. */
+	for (size_t k = i; k < out->njobs; k++)
+		dbcron_job_clear(&out->jobs[k]);
+	for (size_t k = first; k < i; k++)
+		if (out->jobs[k].id >= 0)
+			out->jobs[nplanned++] = out->jobs[k];
+	out->njobs = nplanned;
+	if (fires->oom || next->oom)
+		return store__oom(err, "claim");
+
+	if (store_batch_rows(fires)) {
+		store_param fp[] = {sp_text(req->node_id), sp_text(req->token), sp_i64(now),
+				    sp_batch(fires)};
+		if ((rc = store__exec(s, ST_FIRES_INSERT, fp, 4, err)))
+			return rc;
+		while ((row = store__next(s, err)) == 1) {
+			if (store__i64(s, 4) != DBCRON_RUN_SCHEDULED) {
+				out->nterminal++;
+				continue;
+			}
+			if ((rc = add_claimed(s, out, runs_cap, -1, 5, 6, req))) {
+				store__reset(s);
+				return store__oom(err, "claim");
+			}
+		}
+		store__reset(s);
+		if (row < 0)
+			return -row;
+	}
+	store_param ap[] = {sp_batch(next)};
+	return store__run(s, ST_JOBS_ADVANCE, ap, 1, NULL, err);
+}
+
+/* Unclaimed SCHEDULED runs (retries, triggers, hand-backs, takeovers) of
+ * the pass's jobs with what is left of its budget, and the jobs they need. */
+static int claim_unclaimed(store *s, const store_claim_req *req, const claim_pass *pass,
+			   int budget, store_claim_result *out, size_t *runs_cap,
+			   size_t *jobs_cap, dbcron_err *err)
+{
+	size_t first = out->nruns, nneed = 0;
+	int64_t *need = NULL;
+	int rc, row;
+
+	int64_t horizon = out->now_ms + (req->horizon_ms_ahead > 0 ? req->horizon_ms_ahead : 0);
+	const store_batch *here = routing(s, req);
+	if (!here)
+		return store__oom(err, "claim");
+	store_param p[] = {sp_text(req->node_id), sp_text(req->token), sp_i64(horizon),
+			   sp_i64(budget), sp_i64(req->handlers != NULL), sp_batch(here),
+			   sp_i64(out->now_ms), sp_i64(pass->pool), sp_batch(pass->ids)};
+	if ((rc = store__exec(s, ST_CLAIM_RUNS, p, 9, err)))
+		return rc;
+	while ((row = store__next(s, err)) == 1)
+		if ((rc = add_claimed(s, out, runs_cap, 4, 5, 6, req))) {
+			store__reset(s);
+			return store__oom(err, "claim");
+		}
+	store__reset(s);
+	if (row < 0)
+		return -row;
+	if (out->nruns == first)
+		return DBCRON_OK;
+
+	/* Jobs not already loaded by the due-job pass. */
+	dbcron__sort(out->jobs, out->njobs, sizeof(*out->jobs), store__job_id_cmp);
+	need = dbcron__calloc(out->nruns - first, sizeof(*need));
+	if (!need)
+		return store__oom(err, "claim");
+	for (size_t i = first; i < out->nruns; i++)
+		if (!store__find_job(out, out->runs[i].run.job_id))
+			need[nneed++] = out->runs[i].run.job_id;
+	dbcron__sort(need, nneed, sizeof(*need), i64_cmp);
+	store_batch *ids = store__scratch(s, 0, 1, store__ids_cols);
+	for (size_t i = 0; i < nneed; i++)
+		if (i == 0 || need[i] != need[i - 1])
+			store_batch_i64(ids, need[i]);
+	dbcron__free(need);
+	if (!nneed)
+		return DBCRON_OK;
+	if (ids->oom)
+		return store__oom(err, "claim");
+	store_param jp[] = {sp_batch(ids)};
+	if ((rc = store__exec(s, ST_JOBS_BY_IDS, jp, 1, err)))
+		return rc;
+	return store__read_jobs_into(s, 0, out, jobs_cap, NULL, err);
+}
+
+/*
+ * A run whose job was deleted after the run was claimed (a concurrent
+ * delete between our two statements, on a multi-writer database) cannot
+ * run: it ends ABANDONED "job deleted" under our token, in the claim's
+ * transaction, and is not handed out.
+ */
+static int close_jobless(store *s, const char *node_id, store_claim_result *out,
+			 dbcron_err *err)
+{
+	store_batch *b = store__scratch(s, 0, STORE_APPLY_NCOLS, store__apply_cols);
+	for (size_t i = 0; i < out->nruns; i++) {
+		store_claimed *c = &out->runs[i];
+		if ((c->job = store__find_job(out, c->run.job_id)))
+			continue;
+		store_batch_i64(b, c->run.id);
+		store_batch_text(b, c->run.claim_token);
+		store_batch_i64(b, DBCRON_RUN_ABANDONED);
+		store_batch_i64n(b, -1);
+		store_batch_i64(b, out->now_ms);
+		store_batch_bool(b, false);
+		store_batch_i64(b, 0);
+		const store_aside *a = find_aside(out, c->run.job_id);
+		store_batch_text(b, a ? a->why : "job deleted");
+		store_batch_text(b, NULL);
+		store_batch_i64(b, store__apply_live(DBCRON_RUN_ABANDONED));
+	}
+	if (!store_batch_rows(b))
+		return DBCRON_OK;
+	if (b->oom)
+		return store__oom(err, "claim");
+	store_param p[] = {sp_text(node_id), sp_batch(b)};
+	int rc = store__run(s, ST_RUNS_APPLY, p, 2, NULL, err);
+	if (rc)
+		return rc;
+	size_t k = 0;
+	for (size_t i = 0; i < out->nruns; i++) {
+		if (out->runs[i].job)
+			out->runs[k++] = out->runs[i];
+		else
+			dbcron_run_clear(&out->runs[i].run);
+	}
+	out->nruns = k;
+	return DBCRON_OK;
+}
+
+/*
+ * Routing: an unclaimed run (a trigger, a retry, a hand-back) of a handler
+ * job that this node cannot run comes back from the claim statement only
+ * when it is stranded: due past the job's misfire threshold with no live
+ * node having the handler.  It ends MISFIRED with the reason under our
+ * token, in the claim's transaction, and is not handed out: the claim is
+ * how the run changed hands, so two nodes can never both end it, and the
+ * fenced update is the only write.  An AFTER job then fires next as its
+ * run's end says (model_run_followup), so its series does not stop here.
+ */
+static int close_stranded(store *s, const store_claim_req *req, store_claim_result *out,
+			  claim_texts *texts, dbcron_err *err)
+{
+	store_batch *b = store__scratch(s, 0, STORE_APPLY_NCOLS, store__apply_cols);
+	store_batch *next = store__scratch(s, 1, 2, advance_cols);
+	size_t nclosed = 0;
+	for (size_t i = 0; i < out->nruns; i++) {
+		store_claimed *c = &out->runs[i];
+		if (runs_here(req, c->job))
+			continue;
+		const char *why = stranded_why(texts, c->job);
+		if (!why)
+			return store__oom(err, "claim");
+		store_batch_i64(b, c->run.id);
+		store_batch_text(b, c->run.claim_token);
+		store_batch_i64(b, DBCRON_RUN_MISFIRED);
+		store_batch_i64n(b, -1);
+		store_batch_i64(b, out->now_ms);
+		store_batch_bool(b, false);
+		store_batch_i64(b, 0);
+		store_batch_text(b, why);
+		store_batch_text(b, NULL);
+		store_batch_i64(b, store__apply_live(DBCRON_RUN_MISFIRED));
+		model_followup f = model_run_followup(c->job, c->run.attempt, DBCRON_RUN_MISFIRED,
+						      true, out->now_ms);
+		if (f.job_next_fire_at >= 0) {
+			store_batch_i64(next, c->job->id);
+			store_batch_i64(next, f.job_next_fire_at);
+		}
+		nclosed++;
+	}
+	if (!nclosed)
+		return DBCRON_OK;
+	if (b->oom || next->oom)
+		return store__oom(err, "claim");
+	store_param p[] = {sp_text(req->node_id), sp_batch(b)};
+	int rc = store__run(s, ST_RUNS_APPLY, p, 2, NULL, err);
+	store_param np[] = {sp_batch(next)};
+	if (!rc && store_batch_rows(next))
+		rc = store__run(s, ST_JOBS_NEXT_IF_NULL, np, 1, NULL, err);
+	if (rc)
+		return rc;
+	size_t k = 0;
+	for (size_t i = 0; i < out->nruns; i++) {
+		if (runs_here(req, out->runs[i].job))
+			out->runs[k++] = out->runs[i];
+		else
+			dbcron_run_clear(&out->runs[i].run);
+	}
+	out->nruns = k;
+	out->nterminal += nclosed;
+	return DBCRON_OK;
+}
+
+/* Hold the schedule lock row until this transaction ends (made on first
+ * use: a database from before the strategy has no such row). */
+static int schedule_lock(store *s, dbcron_err *err)
+{
+	int row = store__row(s, ST_SCHEDULE_LOCK, NULL, 0, err);
+	if (row == 0) {
+		int rc = store__run(s, ST_SCHEDULE_LOCK_INIT, NULL, 0, NULL, err);
+		if (rc)
+			return rc;
+		row = store__row(s, ST_SCHEDULE_LOCK, NULL, 0, err);
+	}
+	if (row < 0)
+		return -row;
+	store__reset(s);
+	return row ? DBCRON_OK : dbcron_err_set(err, DBCRON_EINTERNAL, "claim: no schedule lock row");
+}
+
+int store_claim(store *s, const store_claim_req *req, store_claim_result *out,
+		dbcron_err *err)
+{
+	size_t runs_cap = 0, jobs_cap = 0;
+	claim_texts texts = {0};
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (!req || !req->node_id || !req->token || !req->plan)
+		return dbcron_err_set(err, DBCRON_EINVAL,
+				      "claim: node, token and planner are required");
+	if ((rc = store__tx_begin(s, err)))
+		return rc;
+	if (req->lock_row && (rc = schedule_lock(s, err)))
+		goto out_rollback;
+	claim_pass passes[2];
+	int npasses = claim_passes(s, req, passes);
+	if (npasses < 0) {
+		rc = store__oom(err, "claim");
+		goto out_rollback;
+	}
+	bool have_now = false;
+	for (int k = 0; k < npasses; k++) {
+		const claim_pass *pass = &passes[k];
+		if (pass->limit <= 0)
+			continue;
+		size_t before = out->nruns;
+		if ((rc = plan_due_jobs(s, req, pass, out, &runs_cap, &jobs_cap, &texts, err)))
+			goto out_rollback;
+		have_now = true;
+		int budget = pass->limit - (int)(out->nruns - before);
+		if (budget > 0 &&
+		    (rc = claim_unclaimed(s, req, pass, budget, out, &runs_cap, &jobs_cap, err)))
+			goto out_rollback;
+	}
+	if (!have_now && (rc = store__db_now(s, &out->now_ms, err)))
+		goto out_rollback;
+	dbcron__sort(out->jobs, out->njobs, sizeof(*out->jobs), store__job_id_cmp);
+	if ((rc = write_aside(s, out, err)) || (rc = close_jobless(s, req->node_id, out, err)) ||
+	    (rc = close_stranded(s, req, out, &texts, err)) || (rc = store__tx_commit(s, err)))
+		goto out_rollback;
+	claim_texts_free(&texts);
+	dbcron__sort(out->runs, out->nruns, sizeof(*out->runs), claimed_cmp);
+	for (size_t i = 0; i < out->nruns; i++)
+		out->runs[i].job = store__find_job(out, out->runs[i].run.job_id);
+	return DBCRON_OK;
+out_rollback:
+	store__tx_rollback(s);
+	claim_texts_free(&texts);
+	store_claim_result_clear(out);
+	return rc;
+}

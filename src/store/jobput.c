@@ -1,0 +1,415 @@
+/*
+ * Job put: the definitions of many jobs written in one transaction (`job
+ * add`, `job apply`, the library's and HTTP's writes), in chunks of
+ * PUT_CHUNK rows, with the rule that keeps a schedule's place.  The one
+ * file that writes a job's columns (put_cols, put_row) and decides whether
+ * a definition changed (same_definition).
+ *
+ * Invariants: all or nothing, whatever the number of chunks; a constant
+ * number of statements per chunk, never one per job; re-applying an
+ * unchanged schedule neither moves nor repeats a fire (the existing row is
+ * read locked, so what is kept is never an older value); an unchanged row
+ * is not rewritten; a name given twice in one batch is refused.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/alloc.h"
+#include "core/sort.h"
+#include "model/rules.h"
+#include "store/store_int.h"
+
+/* Rows per job_put statement: 100,000 jobs are 20 statements and one
+ * parameter stays a few MiB. */
+#define PUT_CHUNK 5000
+
+static const store_bcol put_cols[STORE_NPUTCOLS + 1] = {
+	BC_I64, /* id, JOBS_UPDATE only */
+	BC_TEXT, BC_I64, BC_TEXT, BC_I64, BC_I64, BC_I64, BC_TEXT, BC_I64,
+	BC_I64, BC_I64, BC_I64, BC_I64, BC_I64, BC_I64, BC_I64, BC_BOOL,
+	BC_I64, BC_I64, BC_TEXT, BC_TEXT, BC_TEXT, BC_BOOL, BC_I64,
+	BC_TEXT, BC_TEXT, BC_TEXT, BC_TEXT, BC_TEXT, BC_I64, BC_BOOL,
+};
+
+/* A job's arrays in their stored form (rows.c's codec), owned. */
+typedef struct put_enc {
+	char *argv;
+	char *env;
+} put_enc;
+
+static int put_encode(const dbcron_job *j, put_enc *e, dbcron_err *err)
+{
+	int rc = store__argv_encode(j, &e->argv, err);
+	return rc ? rc : store__env_encode(j, &e->env, err);
+}
+
+static void put_enc_free(put_enc *e)
+{
+	dbcron__free(e->argv);
+	dbcron__free(e->env);
+	e->argv = e->env = NULL;
+}
+
+static void put_row(store_batch *b, const dbcron_job *j, const put_enc *e)
+{
+	store_batch_text(b, j->name);
+	store_batch_i64(b, j->kind);
+	store_batch_text(b, j->spec);
+	store_batch_i64(b, j->interval_ms);
+	store_batch_i64(b, j->anchor_ms);
+	store_batch_i64(b, j->at_ms);
+	store_batch_text(b, j->tz);
+	store_batch_i64(b, j->misfire);
+	store_batch_i64(b, j->max_catchup);
+	store_batch_i64(b, j->misfire_threshold_ms);
+	store_batch_i64(b, j->overlap);
+	store_batch_i64(b, j->node_loss);
+	store_batch_i64(b, j->max_retries);
+	store_batch_i64(b, j->retry_base_ms);
+	store_batch_i64(b, j->retry_cap_ms);
+	store_batch_bool(b, j->retry_jitter);
+	store_batch_i64(b, j->timeout_ms);
+	store_batch_i64(b, j->executor);
+	store_batch_text(b, e->argv);
+	store_batch_text(b, j->executor == DBCRON_EXEC_HANDLER ? j->handler : NULL);
+	store_batch_text(b, j->arg);
+	store_batch_bool(b, j->paused);
+	store_batch_i64n(b, j->next_fire_at);
+	store_batch_text(b, j->user);
+	store_batch_text(b, j->group);
+	store_batch_text(b, j->cwd);
+	store_batch_text(b, e->env);
+	store_batch_text(b, j->env_file);
+	store_batch_i64n(b, j->umask);
+	store_batch_bool(b, j->inherit_env);
+}
+
+static bool same_text(const char *a, const char *b)
+{
+	if (!a || !b)
+		return a == b;
+	return strcmp(a, b) == 0;
+}
+
+/* Nothing the definition says differs (the schedule's place aside). */
+static bool same_definition(const dbcron_job *a, const put_enc *ae, const dbcron_job *b,
+			    const put_enc *be)
+{
+	return a->kind == b->kind && same_text(a->spec, b->spec) &&
+	       a->interval_ms == b->interval_ms && same_text(a->tz, b->tz) &&
+	       a->misfire == b->misfire && a->max_catchup == b->max_catchup &&
+	       a->misfire_threshold_ms == b->misfire_threshold_ms && a->overlap == b->overlap &&
+	       a->node_loss == b->node_loss && a->max_retries == b->max_retries &&
+	       a->retry_base_ms == b->retry_base_ms && a->retry_cap_ms == b->retry_cap_ms &&
+	       a->retry_jitter == b->retry_jitter && a->timeout_ms == b->timeout_ms &&
+	       a->executor == b->executor && same_text(ae->argv, be->argv) &&
+	       same_text(a->user, b->user) && same_text(a->group, b->group) &&
+	       same_text(a->cwd, b->cwd) && same_text(ae->env, be->env) &&
+	       same_text(a->env_file, b->env_file) && a->umask == b->umask &&
+	       a->inherit_env == b->inherit_env &&
+	       same_text(a->executor == DBCRON_EXEC_HANDLER ? a->handler : NULL,
+			 b->executor == DBCRON_EXEC_HANDLER ? b->handler : NULL) &&
+	       same_text(a->arg, b->arg) && a->anchor_ms == b->anchor_ms &&
+	       a->at_ms == b->at_ms && a->next_fire_at == b->next_fire_at;
+}
+
+static int job_name_cmp(const void *a, const void *b)
+{
+	const dbcron_job *x = a, *y = b;
+	return strcmp(x->name, y->name);
+}
+
+struct name_idx {
+	const char *name;
+	size_t i;
+};
+
+static int name_idx_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct name_idx *)a)->name, ((const struct name_idx *)b)->name);
+}
+
+/* The existing rows of the chunk's names, sorted by name. */
+static int read_existing(store *s, dbcron_job *jobs, size_t n, dbcron_job **out,
+			 size_t *nout, dbcron_err *err)
+{
+	store_batch *names = store__scratch(s, 0, 1, store__names_cols);
+	size_t cap = 0;
+	int rc, row;
+
+	*out = NULL;
+	*nout = 0;
+	for (size_t i = 0; i < n; i++)
+		store_batch_text(names, jobs[i].name);
+	if (names->oom)
+		return store__oom(err, "job put");
+	store_param p[] = {sp_batch(names)};
+	if ((rc = store__exec(s, ST_JOBS_BY_NAMES, p, 1, err)))
+		return rc;
+	while ((row = store__next(s, err)) == 1) {
+		if (dbcron__grow((void **)out, &cap, *nout + 1, sizeof(**out))) {
+			rc = store__oom(err, "job put");
+			break;
+		}
+		if ((rc = store__read_job_lenient(s, &(*out)[*nout], err)))
+			break;
+		(*nout)++;
+	}
+	store__reset(s);
+	if (row < 0)
+		rc = -row;
+	if (!rc)
+		dbcron__sort(*out, *nout, sizeof(**out), job_name_cmp);
+	return rc;
+}
+
+/* What one job_put carries through its chunks. */
+typedef struct put_ctx {
+	store_put_mode mode;
+	store_put_place_fn place; /* NULL: the store's keep rule */
+	void *place_ctx;
+	size_t at;   /* the chunk's first index in the caller's jobs */
+	bool paused; /* a job went from active to paused */
+} put_ctx;
+
+/* Insert the chunk's new jobs (ins; their names and indexes in order) and
+ * give each its id and created_ms. */
+static int put_insert(store *s, dbcron_job *jobs, store_batch *ins, struct name_idx *order,
+		      size_t nins, int64_t now, dbcron_err *err)
+{
+	int rc, row;
+	/* Ids come back with their names: match them by name. */
+	dbcron__sort(order, nins, sizeof(*order), name_idx_cmp);
+	store_param p[] = {sp_i64(now), sp_batch(ins)};
+	if ((rc = store__exec(s, ST_JOBS_INSERT, p, 2, err)))
+		return rc;
+	size_t got = 0;
+	while ((row = store__next(s, err)) == 1) {
+		const char *name = s->d->col_text(s->c, 1);
+		size_t lo = 0, hi = nins;
+		while (name && lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			int c = strcmp(order[mid].name, name);
+			if (c == 0) {
+				jobs[order[mid].i].id = store__i64(s, 0);
+				jobs[order[mid].i].created_ms = now;
+				got++;
+				break;
+			}
+			if (c < 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+	}
+	store__reset(s);
+	if (row < 0)
+		return -row;
+	if (got != nins)
+		return dbcron_err_set(err, DBCRON_EINTERNAL, "%s: %zu of %zu ids came back",
+				      store_stmt_what(ST_JOBS_INSERT), got, nins);
+	return DBCRON_OK;
+}
+
+/* One chunk of job_put: existing rows in one locked read, then one insert
+ * of the new jobs and one update of the changed ones. */
+static int put_chunk(store *s, dbcron_job *jobs, const put_enc *enc, size_t n, int64_t now,
+		     put_ctx *pc, size_t *nc, size_t *nu, dbcron_err *err)
+{
+	store_put_mode mode = pc->mode;
+	dbcron_job *old = NULL;
+	size_t nold = 0, nins = 0;
+	struct name_idx *order = NULL;
+	put_enc *old_enc = NULL;
+	int rc;
+
+	if ((rc = read_existing(s, jobs, n, &old, &nold, err)))
+		goto out_free;
+	store_batch *ins = store__scratch(s, 1, STORE_NPUTCOLS, put_cols + 1);
+	store_batch *upd = store__scratch(s, 2, STORE_NPUTCOLS + 1, put_cols);
+	order = dbcron__calloc(n ? n : 1, sizeof(*order));
+	old_enc = dbcron__calloc(nold ? nold : 1, sizeof(*old_enc));
+	if (!order || !old_enc) {
+		rc = store__oom(err, "job put");
+		goto out_free;
+	}
+	for (size_t i = 0; i < n; i++) {
+		dbcron_job *j = &jobs[i];
+		dbcron_job *prev = nold ? bsearch(j, old, nold, sizeof(*old), job_name_cmp) : NULL;
+		if (!prev && pc->place &&
+		    (rc = pc->place(pc->place_ctx, pc->at + i, j, NULL, now, err)))
+			goto out_free;
+		if (!prev) {
+			put_row(ins, j, &enc[i]);
+			order[nins++] = (struct name_idx){j->name, i};
+			continue;
+		}
+		if (mode == STORE_PUT_CREATE) {
+			rc = dbcron_err_set(err, DBCRON_EEXISTS, "job '%s' already exists", j->name);
+			goto out_free;
+		}
+		/* Re-applying a file must not move or repeat fires: an unchanged
+		 * schedule keeps its place.  A set-aside job has no place to
+		 * keep: it starts afresh.  prev is the row as it is now (read
+		 * locked), so what is kept is never an older value. */
+		if (!prev->set_aside && model_same_schedule(j, prev)) {
+			j->next_fire_at = prev->next_fire_at;
+			j->anchor_ms = prev->anchor_ms;
+			j->at_ms = prev->at_ms;
+		}
+		if (!pc->place)
+			j->paused = prev->paused;
+		else if ((rc = pc->place(pc->place_ctx, pc->at + i, j, prev, now, err)))
+			goto out_free;
+		pc->paused |= j->paused && !prev->paused;
+		j->id = prev->id;
+		j->created_ms = prev->created_ms;
+		size_t k = (size_t)(prev - old);
+		if ((rc = put_encode(prev, &old_enc[k], err)))
+			goto out_free;
+		(*nu)++;
+		/* Unchanged rows are not rewritten: applying a 100,000-job file
+		 * again leaves no dead rows behind. */
+		if (!prev->set_aside && j->paused == prev->paused &&
+		    same_definition(j, &enc[i], prev, &old_enc[k]))
+			continue;
+		store_batch_i64(upd, j->id);
+		put_row(upd, j, &enc[i]);
+	}
+	if (ins->oom || upd->oom) {
+		rc = store__oom(err, "job put");
+		goto out_free;
+	}
+	if (store_batch_rows(upd)) {
+		store_param p[] = {sp_i64(now), sp_batch(upd)};
+		if ((rc = store__run(s, ST_JOBS_UPDATE, p, 2, NULL, err)))
+			goto out_free;
+	}
+	if (nins) {
+		if ((rc = put_insert(s, jobs, ins, order, nins, now, err)))
+			goto out_free;
+		*nc += nins;
+	}
+	for (size_t i = 0; i < n; i++)
+		jobs[i].updated_ms = now;
+out_free:
+	for (size_t i = 0; old_enc && i < nold; i++)
+		put_enc_free(&old_enc[i]);
+	dbcron__free(old_enc);
+	for (size_t i = 0; i < nold; i++)
+		dbcron_job_clear(&old[i]);
+	dbcron__free(old);
+	dbcron__free(order);
+	return rc;
+}
+
+static int ptr_name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* A name twice in one batch would make "the" job ambiguous. */
+static int check_names(dbcron_job *jobs, size_t n, dbcron_err *err)
+{
+	const char **names = dbcron__calloc(n ? n : 1, sizeof(*names));
+	int rc = DBCRON_OK;
+	if (!names)
+		return store__oom(err, "job put");
+	for (size_t i = 0; i < n; i++)
+		names[i] = jobs[i].name;
+	dbcron__sort(names, n, sizeof(*names), ptr_name_cmp);
+	for (size_t i = 1; i < n; i++)
+		if (strcmp(names[i], names[i - 1]) == 0) {
+			rc = dbcron_err_set(err, DBCRON_EINVAL, "job '%s' is given twice", names[i]);
+			break;
+		}
+	dbcron__free(names);
+	return rc;
+}
+
+int store_job_put(store *s, dbcron_job *jobs, size_t n, store_put_mode mode, bool prune,
+		  size_t *created, size_t *updated, size_t *deleted, dbcron_err *err)
+{
+	return store_job_put_placed(s, jobs, n, mode, prune, NULL, NULL, created, updated,
+				    deleted, err);
+}
+
+int store_job_put_placed(store *s, dbcron_job *jobs, size_t n, store_put_mode mode, bool prune,
+			 store_put_place_fn place, void *place_ctx, size_t *created,
+			 size_t *updated, size_t *deleted, dbcron_err *err)
+{
+	put_ctx pc = {.mode = mode, .place = place, .place_ctx = place_ctx};
+	size_t nc = 0, nu = 0;
+	int64_t nd = 0, now;
+	put_enc *enc = NULL;
+	int rc;
+
+	if (created)
+		*created = 0;
+	if (updated)
+		*updated = 0;
+	if (deleted)
+		*deleted = 0;
+	if (mode != STORE_PUT_CREATE && mode != STORE_PUT_UPSERT)
+		return dbcron_err_set(err, DBCRON_EINVAL, "job_put: bad mode %d", (int)mode);
+	if (prune && mode != STORE_PUT_UPSERT)
+		return dbcron_err_set(err, DBCRON_EINVAL, "job_put: prune needs upsert mode");
+	if (n && !jobs)
+		return dbcron_err_set(err, DBCRON_EINVAL, "job_put: no jobs");
+	for (size_t i = 0; i < n; i++)
+		if (!jobs[i].name || !*jobs[i].name || !jobs[i].spec)
+			return dbcron_err_set(err, DBCRON_EINVAL,
+					      "job_put: job %zu has no name or schedule", i + 1);
+	if ((rc = check_names(jobs, n, err)))
+		return rc;
+	enc = dbcron__calloc(n ? n : 1, sizeof(*enc));
+	if (!enc)
+		return store__oom(err, "job put");
+	for (size_t i = 0; i < n; i++)
+		if ((rc = put_encode(&jobs[i], &enc[i], err)))
+			goto out_free;
+	if ((rc = store__tx_begin(s, err)))
+		goto out_free;
+	if ((rc = store__db_now(s, &now, err)))
+		goto out_rollback;
+	for (size_t at = 0; at < n; at += PUT_CHUNK) {
+		size_t k = n - at < PUT_CHUNK ? n - at : PUT_CHUNK;
+		pc.at = at;
+		if ((rc = put_chunk(s, jobs + at, enc + at, k, now, &pc, &nc, &nu, err)))
+			goto out_rollback;
+	}
+	/* a pause tells the nodes, as store_job_set_paused does */
+	if (pc.paused && (rc = store__run(s, ST_GEN_BUMP, NULL, 0, NULL, err)))
+		goto out_rollback;
+	if (prune) {
+		store_batch *names = store__scratch(s, 0, 1, store__names_cols);
+		for (size_t i = 0; i < n; i++)
+			store_batch_text(names, jobs[i].name);
+		if (names->oom) {
+			rc = store__oom(err, "job put");
+			goto out_rollback;
+		}
+		store_param p[] = {sp_batch(names)};
+		store_param pn[] = {sp_i64(now)};
+		if ((rc = store__run(s, ST_JOBS_PRUNE, p, 1, &nd, err)) ||
+		    (nd && (rc = store__run(s, ST_RUNS_CLOSE_ORPHANS, pn, 1, NULL, err))) ||
+		    (nd && (rc = store__run(s, ST_GEN_BUMP, NULL, 0, NULL, err))))
+			goto out_rollback;
+	}
+	if ((rc = store__tx_commit(s, err)))
+		goto out_rollback;
+	if (created)
+		*created = nc;
+	if (updated)
+		*updated = nu;
+	if (deleted)
+		*deleted = (size_t)nd;
+	goto out_free;
+out_rollback:
+	store__tx_rollback(s);
+out_free:
+	for (size_t i = 0; i < n; i++)
+		put_enc_free(&enc[i]);
+	dbcron__free(enc);
+	return rc;
+}

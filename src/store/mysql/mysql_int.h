@@ -1,0 +1,94 @@
+/*
+ * Private to src/store/mysql/: the connection state mysql.c keeps and
+ * script.c runs statements on, the markers of a statement script, and the
+ * interpreter's entry points.  mysql.c calls script.c, never the reverse.
+ */
+#ifndef DBCRON_STORE_MYSQL_INT_H
+#define DBCRON_STORE_MYSQL_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <mysql.h>
+
+#include "store/dialect.h"
+#include "store/stmt.h"
+
+/* A statement's text may be a script of parts separated by PART, each
+ * part's text led by its prefixes. */
+#define PART "\x1f"
+#define EACH "\x03"       /* prefix: once per row of the result before it */
+#define IF_CHANGED "\x02" /* prefix: only if the part before changed a row */
+
+#define MAX_PARTS 4
+#define MAX_REFS 48
+#define MY_BATCHES 2 /* batch parameters one part may bind */
+
+enum ref_kind { REF_SCALAR, REF_CELL, REF_LIMIT };
+
+typedef struct part {
+	MYSQL_STMT *st;
+	char *text; /* with '?' only */
+	bool each, if_changed;
+	int nrefs;
+	struct {
+		unsigned char kind;
+		unsigned char idx; /* 0-based */
+	} refs[MAX_REFS];
+} part;
+
+typedef struct stmt {
+	bool ready;
+	int nparts;
+	part parts[MAX_PARTS];
+} stmt;
+
+struct store_conn {
+	MYSQL *db;
+	char masked[256];
+	/* what the URL said, for reconnects */
+	char *host, *user, *pass, *dbname, *socket;
+	unsigned port;
+	bool connected, in_tx, mariadb;
+	/* the server has INSERT ... RETURNING and the URL did not turn it off */
+	bool insert_returning, no_returning_asked;
+	char tune[256]; /* SET for a node's session, "" for none */
+	stmt stmts[ST__COUNT];
+	/* the current result, copied out: rows of ncols cells (NULL: NULL) */
+	char **cells;
+	size_t ncells, cap, nrows;
+	int ncols;
+	long row; /* -1 before the first */
+	int64_t changes;
+	/* per execute */
+	/* the JSON of each batch parameter of a part, in the order bound: a
+	 * claim statement has two lists (handlers, the slow pool's jobs) */
+	store_text json[MY_BATCHES];
+	/* a text cell with bad bytes replaced, one per bound parameter: two
+	 * cells of one row may both need it */
+	store_text clean[MAX_REFS];
+	int64_t ivals[MAX_REFS];
+	unsigned long lens[MAX_REFS];
+	my_bool nulls[MAX_REFS];
+};
+
+/* ---- script.c ---- */
+
+/* A failed statement's server error as a dbcron code (the connection
+ * marked lost when it is); fail_db reads it from the connection. */
+int my__fail_db(store_conn *q, const char *what, dbcron_err *err);
+/* Run plain text (no parameters, its result discarded). */
+int my__run_text(store_conn *q, const char *text, const char *what, dbcron_err *err);
+/* Parse and prepare statement id from text (sql.h), once per connection. */
+int my__prepare(store_conn *q, int id, const char *text, dbcron_err *err);
+/* Every statement's parts closed and freed (a reconnect prepares again). */
+void my__close_stmts(store_conn *q);
+/* All parts of prepared statement id for one batch row (brow; none when bt
+ * is NULL), appending their rows to the result; made: the statement hands
+ * back cell 0 of a batch row it changed. */
+int my__run_parts(store_conn *q, int id, const store_param *p, int np, const store_batch *bt,
+		  size_t brow, bool made, dbcron_err *err);
+/* Empties the copied result. */
+void my__clear_result(store_conn *q);
+
+#endif

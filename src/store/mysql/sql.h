@@ -1,0 +1,359 @@
+/*
+ * The SQL text of the MySQL / MariaDB dialect: every statement id of
+ * stmt.h, each keeping the invariant stmt.h names for it.  A statement may
+ * be a short script of parts (mysql_int.h: PART, EACH, IF_CHANGED; script.c
+ * runs them) where the server lacks UPDATE ... RETURNING; parameters are
+ * ?N (scalar N), ?1NN (cell NN of the current batch row, or of the row an
+ * EACH part runs for) and ?LN (scalar N as a LIMIT, negative for none).
+ * Included by mysql.c only, as schema.h is.
+ */
+#ifndef DBCRON_STORE_MYSQL_SQL_H
+#define DBCRON_STORE_MYSQL_SQL_H
+
+#include <stdbool.h>
+
+#include "store/mysql/mysql_int.h"
+#include "store/stmt.h"
+
+/* The database clock (invariant 4) in epoch ms.  NOW(3) is fixed for one
+ * statement; sessions run in UTC. */
+#define DBNOW "CAST(ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) AS SIGNED)"
+#define R(n) "?1" #n
+/* a row of NULLs as wide as STORE_JOB_COLS */
+#define NULLS_JOB "NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, " "NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, " "NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL"
+_Static_assert(STORE_NJOBCOLS == 34, "NULLS_JOB is as wide as the job columns");
+/* A one-column list parameter N as a table of values v. */
+#define LIST_I64(n) "(SELECT v FROM JSON_TABLE(?" #n ", '$[*]' COLUMNS (v BIGINT PATH '$')) jt)"
+#define LIST_TEXT(n)                                                             \
+	"(SELECT v FROM JSON_TABLE(?" #n ", '$[*]' COLUMNS (v VARCHAR(320) CHARACTER " \
+	"SET utf8mb4 PATH '$')) jt)"
+
+/* Routing: job row J may run on the claiming node: a command anywhere, a
+ * handler (executor 2) when it is in the node's list parameter N, unless
+ * parameter R (route) is 0. */
+#define RUNS_HERE(J, R, N) "(?" #R " = 0 OR " J ".executor <> 2 OR " J ".handler IN " LIST_TEXT(N) ")"
+
+/* Pools: job id ID is in the claim's pass, parameter P (0: any job; 1: not
+ * in the list parameter L, the node's slow pool; 2: in it), claim.c
+ * "Pools". */
+#define IN_POOL(ID, P, L) "(?" #P " = 0 OR (?" #P " = 2) = (" ID " IN " LIST_I64(L) "))"
+
+/* Routing: handler job J is stranded at N (now) for what is due at AT (its
+ * next fire, or an unclaimed run's due_at) when AT is past its misfire
+ * threshold and no live node registered its handler; then a node without
+ * the handler claims it too, to record it MISFIRED (claim.c says why). */
+#define STRANDED(J, AT, N)                                                       \
+	"(" J ".executor = 2 AND " AT " + " J ".misfire_threshold_ms < " N          \
+	" AND NOT EXISTS (SELECT 1 FROM node_handlers h JOIN nodes n ON n.id = "    \
+	"h.node_id WHERE h.handler = " J ".handler AND n.state = 'alive' AND "      \
+	"n.lease_until >= " N "))"
+
+static const char *const sql[ST__COUNT] = {
+	[ST_BEGIN] = "START TRANSACTION",
+	[ST_BEGIN_WRITE] = "START TRANSACTION",
+	[ST_COMMIT] = "COMMIT",
+	[ST_ROLLBACK] = "ROLLBACK",
+	[ST_NOW] = "SELECT " DBNOW,
+	[ST_SCHEMA] = "SELECT 1 /* schema_read(), migrate() */",
+	[ST_JOB_GET] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name = ?1",
+	[ST_JOB_LIST] = "SELECT " STORE_JOB_COLS " FROM jobs ORDER BY name",
+	[ST_JOB_PAGE] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name > ?1 ORDER BY name LIMIT ?2",
+	[ST_JOB_BRIEF] = "SELECT name, next_fire_at, paused FROM jobs ORDER BY name",
+	[ST_JOB_LAST_OK] =
+		"SELECT j.name, (SELECT r.finished_ms FROM runs r WHERE r.job_id = j.id AND "
+		"r.state = 3 ORDER BY r.fire_at DESC, r.attempt DESC LIMIT 1) FROM jobs j "
+		"ORDER BY j.name LIMIT ?1",
+	/* no LATERAL in MariaDB: a scalar subquery per job (a backward probe of
+	 * runs_fire) picks the run, the join reads it */
+	[ST_JOBS_LAST_RUN] =
+		"SELECT r.job_id, r.id, r.state, r.finished_ms FROM (SELECT (SELECT x.id FROM "
+		"runs x WHERE x.job_id = jt.v AND x.state <> 1 ORDER BY x.fire_at DESC, "
+		"x.attempt DESC LIMIT 1) AS rid FROM JSON_TABLE(?1, '$[*]' COLUMNS (v BIGINT "
+		"PATH '$')) jt) w JOIN runs r ON r.id = w.rid",
+	[ST_JOBS_NAMED] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name IN " LIST_TEXT(1),
+	[ST_JOBS_BY_NAMES] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name IN " LIST_TEXT(1)
+			     " ORDER BY name FOR UPDATE",
+	[ST_JOBS_INSERT] =
+		"INSERT INTO jobs (" STORE_JOB_PUT_COLS ", created_ms, updated_ms) VALUES ("
+		R(00) ", " R(01) ", " R(02) ", " R(03) ", " R(04) ", " R(05) ", " R(06) ", "
+		R(07) ", " R(08) ", " R(09) ", " R(10) ", " R(11) ", " R(12) ", " R(13) ", "
+		R(14) ", " R(15) ", " R(16) ", " R(17) ", " R(18) ", " R(19) ", " R(20) ", "
+		R(21) ", " R(22) ", " R(23) ", " R(24) ", " R(25) ", " R(26) ", " R(27) ", "
+		R(28) ", " R(29) ", ?1, ?1) RETURNING id, name",
+	[ST_JOBS_UPDATE] =
+		"UPDATE jobs SET name = " R(01) ", kind = " R(02) ", spec = " R(03)
+		", interval_ms = " R(04) ", anchor_ms = " R(05) ", at_ms = " R(06)
+		", tz = " R(07) ", misfire = " R(08) ", max_catchup = " R(09)
+		", misfire_threshold_ms = " R(10) ", overlap = " R(11)
+		", node_loss = " R(12) ", max_retries = " R(13)
+		", retry_base_ms = " R(14) ", retry_cap_ms = " R(15)
+		", retry_jitter = " R(16) ", timeout_ms = " R(17)
+		", executor = " R(18) ", argv = " R(19) ", handler = " R(20)
+		", arg = " R(21) ", paused = " R(22) ", next_fire_at = " R(23)
+		", run_user = " R(24) ", run_group = " R(25) ", cwd = " R(26)
+		", env = " R(27) ", env_file = " R(28) ", umask = " R(29)
+		", inherit_env = " R(30)
+		", updated_ms = ?1, set_aside = NULL WHERE id = " R(00),
+	[ST_JOBS_PRUNE] = "DELETE FROM jobs WHERE name NOT IN " LIST_TEXT(1),
+	[ST_RUNS_CLOSE_ORPHANS] =
+		"UPDATE runs SET state = 8, finished_ms = ?1, error = 'job deleted' "
+		"WHERE state = 1 AND node IS NULL AND NOT EXISTS "
+		"(SELECT 1 FROM jobs WHERE jobs.id = runs.job_id)",
+	[ST_JOB_SET_PAUSED] =
+		"UPDATE jobs SET paused = ?2, next_fire_at = CASE WHEN ?2 "
+		"THEN next_fire_at ELSE ?3 END, set_aside = CASE WHEN ?2 THEN set_aside END, "
+		"updated_ms = " DBNOW " WHERE name = ?1",
+	[ST_JOBS_SET_ASIDE] = "UPDATE jobs SET set_aside = " R(01) ", next_fire_at = NULL "
+			      "WHERE id = " R(00),
+	[ST_JOB_DELETE] = "DELETE FROM jobs WHERE name = ?1",
+	[ST_JOB_ID] = "SELECT id FROM jobs WHERE name = ?1",
+	[ST_JOB_RENAME] = "UPDATE jobs SET name = ?2, updated_ms = ?3 WHERE name = ?1",
+	[ST_RUNS_RENAME] = "UPDATE runs SET job_name = ?2 WHERE job_id = ?1",
+	[ST_TRIGGER_INSERT] =
+		"INSERT IGNORE INTO runs (job_id, job_name, fire_at, attempt, state, due_at, "
+		"created_ms) VALUES (?1, ?2, ?3, 1, 1, ?3, ?4) RETURNING id",
+	/* One clock reading for the whole claim; a last row of NULLs carries it
+	 * when no job is due (the protocol skips rows without a job). */
+	[ST_CLAIM_DUE_JOBS] =
+		"SET @dbcron_now = " DBNOW PART
+		"SELECT @dbcron_now, " STORE_JOB_COLS " FROM jobs WHERE paused = 0 AND "
+		"next_fire_at IS NOT NULL AND next_fire_at <= @dbcron_now + ?1 AND ("
+		RUNS_HERE("jobs", 3, 4) " OR " STRANDED("jobs", "jobs.next_fire_at", "@dbcron_now") ") AND "
+		IN_POOL("jobs.id", 5, 6) " ORDER BY next_fire_at LIMIT ?2 FOR UPDATE SKIP LOCKED" PART
+		"SELECT @dbcron_now, " NULLS_JOB,
+	/* One statement per claim whatever its size: the batch is a JSON
+	 * table, and IGNORE + RETURNING hands out only rows really inserted
+	 * (invariant 1). */
+	[ST_FIRES_INSERT] =
+		"INSERT IGNORE INTO runs (job_id, job_name, fire_at, attempt, state, due_at, "
+		"node, claim_token, finished_ms, missed, error, created_ms) SELECT v.job_id, "
+		"v.job_name, v.fire_at, 1, v.state, v.due_at, CASE WHEN v.state = 1 THEN ?1 "
+		"END, CASE WHEN v.state = 1 THEN ?2 END, CASE WHEN v.state <> 1 THEN ?3 END, "
+		"v.missed, v.error, ?3 FROM JSON_TABLE(?4, '$[*]' COLUMNS (job_id BIGINT PATH "
+		"'$[0]', job_name VARCHAR(255) CHARACTER SET utf8mb4 PATH '$[1]', fire_at "
+		"BIGINT PATH '$[2]', state INT PATH '$[3]', due_at BIGINT PATH '$[4]', missed "
+		"BIGINT PATH '$[5]', error TEXT CHARACTER SET utf8mb4 PATH '$[6]')) v "
+		"RETURNING id, job_id, job_name, fire_at, state, due_at, missed",
+	[ST_JOBS_ADVANCE] = "UPDATE jobs JOIN JSON_TABLE(?1, '$[*]' COLUMNS (id BIGINT PATH "
+			    "'$[0]', n BIGINT PATH '$[1]')) v ON jobs.id = v.id SET "
+			    "jobs.next_fire_at = v.n",
+	/* Seed 000: stamp due runs with a token private to this statement,
+	 * oldest first, read them back by it, then give them the claim's. */
+	[ST_CLAIM_RUNS] =
+		"UPDATE runs SET node = ?1, claim_token = CONCAT(?2, '~') WHERE state = 1 AND "
+		"node IS NULL AND due_at <= ?3 AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = "
+		"runs.job_id AND j.paused = 0 AND (" RUNS_HERE("j", 5, 6) " OR " STRANDED("j", "runs.due_at", "?7")
+		") AND " IN_POOL("j.id", 8, 9) ") ORDER BY due_at LIMIT ?L4" PART
+		"SELECT id, job_id, job_name, fire_at, attempt, due_at, missed FROM runs WHERE "
+		"node = ?1 AND state = 1 AND claim_token = CONCAT(?2, '~')" PART
+		"UPDATE runs SET claim_token = ?2 WHERE node = ?1 AND state = 1 AND "
+		"claim_token = CONCAT(?2, '~')",
+	[ST_JOBS_BY_IDS] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE id IN " LIST_I64(1),
+	/* Fenced by id, token and node (invariant 3).  "RETURNING id" is the
+	 * read-back: a row of ours now in the state we wrote took our write
+	 * (or an earlier try of it whose reply was lost). */
+	[ST_RUNS_APPLY] =
+		"UPDATE runs r JOIN JSON_TABLE(?2, '$[*]' COLUMNS (id BIGINT PATH '$[0]', token "
+		"VARCHAR(64) PATH '$[1]', state INT PATH '$[2]', started BIGINT PATH '$[3]', "
+		"finished BIGINT PATH '$[4]', hx INT PATH '$[5]', xc INT PATH '$[6]', error "
+		"MEDIUMTEXT CHARACTER SET utf8mb4 PATH '$[7]', output MEDIUMTEXT CHARACTER SET "
+		"utf8mb4 PATH '$[8]', live INT PATH '$[9]')) v ON r.id = v.id SET r.started_ms = coalesce(v.started, "
+		"r.started_ms), r.finished_ms = coalesce(v.finished, r.finished_ms), "
+		"r.exit_code = CASE WHEN v.hx THEN v.xc ELSE r.exit_code END, r.error = "
+		"coalesce(v.error, r.error), r.output = coalesce(v.output, r.output), r.state = "
+		"v.state WHERE r.claim_token = v.token AND r.node = ?1 AND r.state BETWEEN 1 AND "
+		"v.live" PART
+		"SELECT r.id FROM runs r JOIN JSON_TABLE(?2, '$[*]' COLUMNS (id BIGINT PATH "
+		"'$[0]', token VARCHAR(64) PATH '$[1]', state INT PATH '$[2]')) v ON r.id = "
+		"v.id WHERE r.claim_token = v.token AND r.node = ?1 AND r.state = v.state",
+	[ST_RETRY_INSERT] =
+		"INSERT IGNORE INTO runs (job_id, job_name, fire_at, attempt, state, due_at, "
+		"created_ms) SELECT r.job_id, r.job_name, r.fire_at, r.attempt + 1, 1, v.due, "
+		"?1 FROM JSON_TABLE(?2, '$[*]' COLUMNS (id BIGINT PATH '$[0]', due BIGINT PATH "
+		"'$[1]')) v JOIN runs r ON r.id = v.id WHERE EXISTS (SELECT 1 FROM jobs j "
+		"WHERE j.id = r.job_id)",
+	[ST_JOBS_NEXT_IF_NULL] = "UPDATE jobs JOIN JSON_TABLE(?1, '$[*]' COLUMNS (id BIGINT "
+				 "PATH '$[0]', n BIGINT PATH '$[1]')) v ON jobs.id = v.id SET "
+				 "jobs.next_fire_at = v.n WHERE jobs.next_fire_at IS NULL",
+	[ST_NODE_UPSERT] =
+		"INSERT INTO nodes (id, incarnation, host, pid, workers, state, started_ms, "
+		"heartbeat_ms, lease_until) VALUES (?1, ?2, ?3, ?4, ?5, 'alive', ?6, ?6, "
+		"?6 + ?7) ON DUPLICATE KEY UPDATE incarnation = VALUES(incarnation), host = "
+		"VALUES(host), pid = VALUES(pid), workers = VALUES(workers), state = 'alive', "
+		"started_ms = VALUES(started_ms), heartbeat_ms = VALUES(heartbeat_ms), "
+		"lease_until = VALUES(lease_until)",
+	[ST_NODE_HANDLERS_CLEAR] = "DELETE FROM node_handlers WHERE node_id = ?1",
+	[ST_NODE_HANDLERS_ADD] = "INSERT IGNORE INTO node_handlers (node_id, handler) SELECT ?1, v "
+				 "FROM " LIST_TEXT(2) " AS l",
+	[ST_HANDLERS_LIVE] =
+		"SELECT DISTINCT h.handler FROM node_handlers h JOIN nodes n ON n.id = h.node_id "
+		"WHERE n.state = 'alive' AND n.lease_until >= " DBNOW " ORDER BY h.handler",
+	[ST_NODE_HEARTBEAT] =
+		"SET @dbcron_now = " DBNOW PART
+		"UPDATE nodes SET heartbeat_ms = @dbcron_now, lease_until = @dbcron_now + ?3, "
+		"seen_gen = CASE WHEN ?4 >= 0 THEN ?4 ELSE seen_gen END WHERE id = ?1 AND "
+		"incarnation = ?2 AND state = 'alive'" PART IF_CHANGED
+		"SELECT @dbcron_now, (SELECT value FROM meta WHERE `key` = 'jobs_gen')",
+	[ST_META_GEN] = "SELECT value FROM meta WHERE `key` = 'jobs_gen'",
+	/* LAST_INSERT_ID(expr) hands this connection the value it wrote */
+	[ST_GEN_BUMP] = "UPDATE meta SET value = LAST_INSERT_ID(value + 1) WHERE `key` = "
+			"'jobs_gen'" PART IF_CHANGED "SELECT LAST_INSERT_ID()",
+	[ST_NODES_LAGGING] = "SELECT id, lease_until - " DBNOW " FROM nodes WHERE state = "
+			     "'alive' AND lease_until > " DBNOW " AND seen_gen < ?1 ORDER BY id",
+	[ST_JOBS_STATE] = "SELECT id, paused FROM jobs WHERE id IN " LIST_I64(1),
+	[ST_NODE_RUNNING] = "SELECT count(*) FROM runs WHERE node = ?1 AND state = 2",
+	[ST_NODES_ORPHANED] = "SELECT n.id, n.lease_until FROM nodes n WHERE n.state <> 'alive' "
+			      "AND EXISTS (SELECT 1 FROM runs r WHERE r.node = n.id AND "
+			      "r.state IN (1, 2)) FOR UPDATE SKIP LOCKED",
+	[ST_NODE_STOP] = "UPDATE nodes SET state = 'stopped', heartbeat_ms = " DBNOW
+			 ", lease_until = " DBNOW " WHERE id = ?1 AND incarnation = ?2 AND "
+			 "state = 'alive'",
+	[ST_RUNS_UNCLAIM_NODE] = "UPDATE runs SET node = NULL, claim_token = NULL WHERE "
+				 "node = ?1 AND state = 1",
+	[ST_RUNS_RELEASE] = "UPDATE runs SET node = NULL, claim_token = NULL WHERE id = "
+			    R(00) " AND claim_token = " R(01) " AND node = ?1 AND state = 1",
+	[ST_RUNS_RELEASE_CLAIM] = "UPDATE runs SET node = NULL, claim_token = NULL WHERE node = ?1 "
+				  "AND claim_token = ?2 AND state = 1",
+	[ST_NODES_LAPSED] = "SELECT 1 FROM nodes WHERE state = 'alive' AND lease_until < ?1 "
+			    "LIMIT 1",
+	/* The nodes row is the mutex: of two concurrent reapers exactly one
+	 * locks each node, marks it dead and resolves its runs. */
+	[ST_NODES_EXPIRE] = "SELECT id, lease_until FROM nodes WHERE state = 'alive' AND "
+			    "lease_until < ?1 FOR UPDATE SKIP LOCKED" PART EACH
+			    "UPDATE nodes SET state = 'dead' WHERE id = " R(00),
+	[ST_NODE_GET] = "SELECT incarnation, state, lease_until, host, pid FROM nodes "
+			"WHERE id = ?1 FOR UPDATE",
+	/* Rows locked first: a run moving SCHEDULED -> RUNNING meanwhile is
+	 * read after the lock wait, in its new state, and matched either way. */
+	[ST_RUNS_ABANDON_LOST] =
+		"SELECT id, job_id, fire_at, attempt, started_ms FROM runs WHERE node = "
+		R(00) " AND (state = 2 OR (state = 1 AND due_at < " R(01) ")) FOR UPDATE" PART
+		/* assignments read the row as updated so far: state goes last */
+		EACH "UPDATE runs SET error = CASE WHEN state = 2 THEN 'node lost' ELSE 'node "
+		"lost before its start was written' END, finished_ms = ?1, state = 8 WHERE "
+		"id = " R(00),
+	[ST_RUNS_UNCLAIM_LOST] = "UPDATE runs SET node = NULL, claim_token = NULL WHERE "
+				 "node = " R(00) " AND state = 1 AND due_at >= " R(01),
+	[ST_JOB_RUNNING] =
+		"SELECT 1 FROM runs r JOIN nodes n ON n.id = r.node WHERE r.job_id = ?1 AND "
+		"r.state = 2 AND r.id <> ?2 AND n.state = 'alive' LIMIT 1",
+	[ST_SCHEDULE_LOCK] = "SELECT fence FROM locks WHERE name = 'dbcron:schedule' FOR UPDATE",
+	[ST_SCHEDULE_LOCK_INIT] = "INSERT IGNORE INTO locks (name, owner, since_ms, until_ms, fence) "
+				  "VALUES ('dbcron:schedule', '', 0, 0, 0)",
+	[ST_RUN_GET] = "SELECT " STORE_RUN_COLS " FROM runs WHERE id = ?1",
+	[ST_RUNS_AFTER_ID] = "SELECT " STORE_RUN_COLS " FROM runs WHERE id > ?1 AND (?2 IS NULL OR "
+		"job_name = ?2) ORDER BY id LIMIT ?L3",
+	[ST_RUNS_LIST] =
+		"SELECT * FROM (SELECT " STORE_RUN_COLS " FROM runs WHERE (?1 IS NULL OR "
+		"job_name = ?1) AND (?2 = 0 OR state = ?2) AND (?3 < 0 OR fire_at >= ?3) "
+		/* keyset paging: strictly after the cursor row in this order */
+		"AND (?5 < 0 OR fire_at < ?5 OR (fire_at = ?5 AND (job_name < ?6 OR (job_name = ?6 AND (attempt < ?7 OR (attempt = ?7 AND id < ?8)))))) "
+		"ORDER BY fire_at DESC, job_name DESC, attempt DESC, id DESC LIMIT ?L4) x "
+		"ORDER BY fire_at, job_name, attempt, id",
+	/* one job's runs: job_name = ?, so (job_name, fire_at, attempt, id)
+	 * serves the filter and the order (issue 23 item 10) */
+	[ST_RUNS_LIST_JOB] =
+		"SELECT * FROM (SELECT " STORE_RUN_COLS " FROM runs WHERE job_name = ?1 "
+		" AND (?2 = 0 OR state = ?2) AND (?3 < 0 OR fire_at >= ?3) "
+		/* keyset paging: strictly after the cursor row in this order */
+		"AND (?5 < 0 OR fire_at < ?5 OR (fire_at = ?5 AND (job_name < ?6 OR (job_name = ?6 AND (attempt < ?7 OR (attempt = ?7 AND id < ?8)))))) "
+		"ORDER BY fire_at DESC, job_name DESC, attempt DESC, id DESC LIMIT ?L4) x "
+		"ORDER BY fire_at, job_name, attempt, id",
+	/* reap and the orphan sweep resolve what a stopped or dead node held;
+	 * until they have, its row stays */
+	[ST_NODES_PRUNE] = "DELETE FROM nodes WHERE state IN ('stopped', 'dead') AND "
+			   "heartbeat_ms < ?1 AND NOT EXISTS (SELECT 1 FROM runs r WHERE "
+			   "r.node = nodes.id AND r.state IN (1, 2))",
+	[ST_NODES_LIST] =
+		"SELECT id, host, pid, workers, state, started_ms, heartbeat_ms, lease_until, "
+		"(SELECT count(*) FROM runs r WHERE r.node = nodes.id AND r.state = 2) FROM "
+		"nodes ORDER BY id",
+	/* Seed 002: insert, or take over only an expired lease, in one
+	 * statement; a take-over bumps the fence.  The assignments read the
+	 * row as updated so far, so until_ms, which the test reads, goes last.
+	 * The read-back finds the row only when this call took it. */
+	[ST_LOCK_ACQUIRE] =
+		"SET @dbcron_now = " DBNOW PART
+		"INSERT INTO locks (name, owner, since_ms, until_ms, fence) VALUES (?1, ?2, "
+		"@dbcron_now, @dbcron_now + ?3, 1) ON DUPLICATE KEY UPDATE fence = IF(until_ms "
+		"< @dbcron_now, fence + 1, fence), owner = IF(until_ms < @dbcron_now, "
+		"VALUES(owner), owner), since_ms = IF(until_ms < @dbcron_now, @dbcron_now, "
+		"since_ms), until_ms = IF(until_ms < @dbcron_now, @dbcron_now + ?3, until_ms)"
+		PART "SELECT fence, until_ms FROM locks WHERE name = ?1 AND owner = ?2 AND "
+		"since_ms = @dbcron_now",
+	[ST_LOCK_GET] = "SELECT name, owner, since_ms, until_ms, fence FROM locks WHERE name = ?1",
+	[ST_LOCK_RENEW] = "SET @dbcron_now = " DBNOW PART
+			  "UPDATE locks SET until_ms = @dbcron_now + ?4 WHERE name = ?1 AND "
+			  "owner = ?2 AND fence = ?3" PART IF_CHANGED "SELECT @dbcron_now + ?4",
+	/* The row stays so that the fence keeps growing. */
+	[ST_LOCK_RELEASE] = "UPDATE locks SET until_ms = " DBNOW " - 1 WHERE name = ?1 AND "
+			    "owner = ?2 AND fence = ?3",
+	[ST_LOCK_LIST] = "SELECT name, owner, since_ms, until_ms, fence FROM locks ORDER BY name",
+	[ST_LOG_RUN] =
+		"INSERT IGNORE INTO runs (job_id, job_name, fire_at, attempt, state, due_at, "
+		"node, claim_token, started_ms, finished_ms, exit_code, missed, error, "
+		"output, created_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
+		"?12, ?13, ?14, " DBNOW ") RETURNING id",
+	/* The oldest first through runs_fire_at, a bounded batch a statement. */
+	[ST_PRUNE_RUNS] = "DELETE FROM runs WHERE fire_at < ?1 AND finished_ms < ?1 AND state "
+			  "NOT IN (1, 2) ORDER BY fire_at LIMIT ?L2",
+};
+
+/* Where the server has no INSERT ... RETURNING (MySQL; MariaDB before
+ * 10.5, or any server under insert_returning=0): the same statements read
+ * back what they inserted.  A single-row insert hands back its id through
+ * LAST_INSERT_ID(), only when a row went in (IGNORE met no duplicate).
+ * The claim's batch insert stamps the rows it really inserts with a token
+ * private to the statement, as ST_CLAIM_RUNS does, reads them back by it
+ * through the unique (job_id, fire_at, attempt) index, then gives the
+ * SCHEDULED ones the claim's token: still a constant three statements per
+ * claim, and only rows this claim inserted are handed out (invariant 1). */
+static const char *const sql_no_returning[ST__COUNT] = {
+	[ST_JOBS_INSERT] =
+		"INSERT INTO jobs (" STORE_JOB_PUT_COLS ", created_ms, updated_ms) VALUES ("
+		R(00) ", " R(01) ", " R(02) ", " R(03) ", " R(04) ", " R(05) ", " R(06) ", "
+		R(07) ", " R(08) ", " R(09) ", " R(10) ", " R(11) ", " R(12) ", " R(13) ", "
+		R(14) ", " R(15) ", " R(16) ", " R(17) ", " R(18) ", " R(19) ", " R(20) ", "
+		R(21) ", " R(22) ", " R(23) ", " R(24) ", " R(25) ", " R(26) ", " R(27) ", "
+		R(28) ", " R(29) ", ?1, ?1)" PART IF_CHANGED
+		"SELECT LAST_INSERT_ID(), name FROM jobs WHERE id = LAST_INSERT_ID()",
+	[ST_TRIGGER_INSERT] =
+		"INSERT IGNORE INTO runs (job_id, job_name, fire_at, attempt, state, due_at, "
+		"created_ms) VALUES (?1, ?2, ?3, 1, 1, ?3, ?4)" PART IF_CHANGED
+		"SELECT LAST_INSERT_ID()",
+	[ST_FIRES_INSERT] =
+		"INSERT IGNORE INTO runs (job_id, job_name, fire_at, attempt, state, due_at, "
+		"node, claim_token, finished_ms, missed, error, created_ms) SELECT v.job_id, "
+		"v.job_name, v.fire_at, 1, v.state, v.due_at, CASE WHEN v.state = 1 THEN ?1 "
+		"END, CONCAT(?2, '~'), CASE WHEN v.state <> 1 THEN ?3 END, "
+		"v.missed, v.error, ?3 FROM JSON_TABLE(?4, '$[*]' COLUMNS (job_id BIGINT PATH "
+		"'$[0]', job_name VARCHAR(255) CHARACTER SET utf8mb4 PATH '$[1]', fire_at "
+		"BIGINT PATH '$[2]', state INT PATH '$[3]', due_at BIGINT PATH '$[4]', missed "
+		"BIGINT PATH '$[5]', error TEXT CHARACTER SET utf8mb4 PATH '$[6]')) v" PART
+		"SELECT r.id, r.job_id, r.job_name, r.fire_at, r.state, r.due_at, r.missed FROM "
+		"JSON_TABLE(?4, '$[*]' COLUMNS (job_id BIGINT PATH '$[0]', fire_at BIGINT PATH "
+		"'$[2]')) v JOIN runs r ON r.job_id = v.job_id AND r.fire_at = v.fire_at AND "
+		"r.attempt = 1 WHERE r.claim_token = CONCAT(?2, '~')" PART
+		"UPDATE runs r JOIN JSON_TABLE(?4, '$[*]' COLUMNS (job_id BIGINT PATH '$[0]', "
+		"fire_at BIGINT PATH '$[2]')) v ON r.job_id = v.job_id AND r.fire_at = "
+		"v.fire_at AND r.attempt = 1 SET r.claim_token = CASE WHEN r.state = 1 THEN ?2 "
+		"END WHERE r.claim_token = CONCAT(?2, '~')",
+	[ST_LOG_RUN] =
+		"INSERT IGNORE INTO runs (job_id, job_name, fire_at, attempt, state, due_at, "
+		"node, claim_token, started_ms, finished_ms, exit_code, missed, error, "
+		"output, created_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, "
+		"?12, ?13, ?14, " DBNOW ")" PART IF_CHANGED "SELECT LAST_INSERT_ID()",
+};
+
+/* The statements whose batch runs row by row (the rest take a one-column
+ * batch as JSON). */
+static const bool per_row[ST__COUNT] = {
+	[ST_JOBS_INSERT] = true,   [ST_JOBS_UPDATE] = true,	  [ST_RUNS_RELEASE] = true,
+	[ST_RUNS_ABANDON_LOST] = true, [ST_RUNS_UNCLAIM_LOST] = true, [ST_JOBS_SET_ASIDE] = true,
+};
+
+/* A row-by-row UPDATE whose "RETURNING key" is made from the batch row's
+ * cell 0 when the row changed (none today: RUNS_APPLY reads back). */
+static const bool made_row[ST__COUNT] = {[ST_BEGIN] = false};
+
+#endif

@@ -1,0 +1,115 @@
+/*
+ * The run log: the runs a caller made and ran itself, written whole
+ * (store_log_run), the run listings, and retention's prune.
+ *
+ * Invariants: a logged run is a new run in a state the run state machine
+ * lets a run be born in; a fire time already taken moves 1 ms on rather
+ * than clash (invariant 1); prune deletes only finished runs older than
+ * the cutoff, in batches, never a live one (the statement's rule).
+ */
+#include "store/store_int.h"
+
+int store_log_run(store *s, const dbcron_run *run, dbcron_err *err)
+{
+	int64_t now, id;
+	int rc;
+	if (!run || !run->job_name)
+		return dbcron_err_set(err, DBCRON_EINVAL, "log_run: a run with a job name is required");
+	if (!dbcron_run_transition_ok(DBCRON_RUN_NONE, run->state))
+		return dbcron_err_set(err, DBCRON_EINTERNAL, "log_run: a new run cannot be %s",
+				      dbcron_run_state_name(run->state));
+	if ((rc = store__db_now(s, &now, err)))
+		return rc;
+	int64_t at = run->fire_at >= 0 ? run->fire_at : now;
+	store_param p[] = {
+		sp_i64(run->job_id), sp_text(run->job_name), sp_i64(at), sp_i64(run->attempt > 0 ? run->attempt : 1),
+		sp_i64(run->state), sp_i64(run->due_at >= 0 ? run->due_at : at), sp_text(run->node),
+		sp_text(run->claim_token), sp_i64n(run->started_ms),
+		sp_i64(run->finished_ms >= 0 ? run->finished_ms : now),
+		run->has_exit_code ? sp_i64(run->exit_code) : sp_i64n(-1),
+		sp_i64(run->missed > 0 ? run->missed : 0), sp_text(run->error), sp_text(run->output),
+	};
+	/* due_at follows fire_at only when the caller left it unset. */
+	return store__insert_bumped(s, ST_LOG_RUN, p, 14, 2, run->due_at >= 0 ? -1 : 5, &at, &id, err);
+}
+
+int store_prune_runs_some(store *s, int64_t cutoff_ms, int64_t limit, int64_t *deleted,
+			  dbcron_err *err)
+{
+	int64_t n = 0;
+	if (limit <= 0)
+		return dbcron_err_set(err, DBCRON_EINVAL, "prune: a batch size is required");
+	store_param p[] = {sp_i64(cutoff_ms), sp_i64(limit)};
+	int rc = store__run(s, ST_PRUNE_RUNS, p, 2, &n, err);
+	if (deleted)
+		*deleted = rc ? 0 : n;
+	return rc;
+}
+
+int store_prune_runs(store *s, int64_t cutoff_ms, int64_t *deleted, dbcron_err *err)
+{
+	int64_t total = 0, n;
+	int rc;
+	do {
+		if ((rc = store_prune_runs_some(s, cutoff_ms, STORE_PRUNE_BATCH, &n, err)))
+			break;
+		total += n;
+	} while (n == STORE_PRUNE_BATCH);
+	if (deleted)
+		*deleted = total;
+	return rc;
+}
+
+struct run_each {
+	store_run_cb cb;
+	void *ctx;
+};
+
+static int run_one(store *s, void *arg, bool *stop, dbcron_err *err)
+{
+	struct run_each *e = arg;
+	dbcron_run run;
+	int rc = store__read_run(s, &run, err);
+	if (rc)
+		return rc;
+	*stop = e->cb(e->ctx, &run) != 0;
+	dbcron_run_clear(&run);
+	return DBCRON_OK;
+}
+
+int store_runs_list(store *s, const store_run_filter *f, store_run_cb cb, void *ctx,
+		    dbcron_err *err)
+{
+	store_param p[] = {sp_text(f ? f->job : NULL), sp_i64(f ? f->state : 0),
+			   sp_i64(f && f->since_ms >= 0 ? f->since_ms : -1),
+			   sp_i64(f && f->limit > 0 ? (int64_t)f->limit : -1),
+			   sp_i64(f && f->keyset ? f->before_fire_at : -1),
+			   sp_text(f && f->before_job ? f->before_job : ""),
+			   sp_i64(f ? f->before_attempt : 0),
+			   sp_i64(f ? f->before_id : 0)};
+	struct run_each e = {cb, ctx};
+	/* a statement of its own for one job: "?1 IS NULL OR job_name = ?1"
+	 * keeps SQLite (and a generic plan) from the job's index */
+	return store__each_row(s, f && f->job ? ST_RUNS_LIST_JOB : ST_RUNS_LIST, p, 8, run_one, &e, err);
+}
+
+int store_runs_after_id(store *s, int64_t after_id, const char *job, long limit,
+			store_run_cb cb, void *ctx, dbcron_err *err)
+{
+	store_param p[] = {sp_i64(after_id), sp_text(job), sp_i64(limit > 0 ? limit : 1)};
+	struct run_each e = {cb, ctx};
+	return store__each_row(s, ST_RUNS_AFTER_ID, p, 3, run_one, &e, err);
+}
+
+int store_run_get(store *s, int64_t id, dbcron_run *run, dbcron_err *err)
+{
+	store_param p[] = {sp_i64(id)};
+	int row = store__row(s, ST_RUN_GET, p, 1, err);
+	if (row < 0)
+		return -row;
+	if (row == 0)
+		return dbcron_err_set(err, DBCRON_ENOTFOUND, "run %lld not found", (long long)id);
+	int rc = store__read_run(s, run, err);
+	store__reset(s);
+	return rc;
+}

@@ -1,0 +1,284 @@
+/*
+ * The SQL text of the SQLite dialect: every statement id of stmt.h, each
+ * keeping the invariant stmt.h names for it, and which statements run a
+ * batch row by row or make their RETURNING rows (sqlite.c says why).
+ * Included by sqlite.c only, as schema.h is.
+ */
+#ifndef DBCRON_STORE_SQLITE_SQL_H
+#define DBCRON_STORE_SQLITE_SQL_H
+
+#include <stdbool.h>
+
+#include "store/stmt.h"
+
+/* The database clock in epoch ms ('now' is stable within one step). */
+#define NOW_SQL "CAST(round((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)"
+
+/* Routing: job row J may run on the claiming node: a command anywhere, a
+ * handler (executor 2) when it is in the node's list L, unless R (route)
+ * is 0. */
+#define RUNS_HERE(J, R, L)                                                       \
+	"(" R " = 0 OR " J ".executor <> 2 OR " J ".handler IN (SELECT value FROM "   \
+	"json_each(" L ")))"
+
+/* Routing: handler job J is stranded at N (now) for what is due at AT (its
+ * next fire, or an unclaimed run's due_at) when AT is past its misfire
+ * threshold and no live node registered its handler; then a node without
+ * the handler claims it too, to record it MISFIRED (claim.c says why). */
+#define STRANDED(J, AT, N)                                                       \
+	"(" J ".executor = 2 AND " AT " + " J ".misfire_threshold_ms < " N          \
+	" AND NOT EXISTS (SELECT 1 FROM node_handlers h JOIN nodes n ON n.id = "    \
+	"h.node_id WHERE h.handler = " J ".handler AND n.state = 'alive' AND "      \
+	"n.lease_until >= " N "))"
+
+/* Pools: job id ID is in the claim's pass P (0: any job; 1: not in the
+ * list L, the node's slow pool; 2: in it), claim.c "Pools". */
+#define IN_POOL(ID, P, L)                                                        \
+	"(" P " = 0 OR (" P " = 2) = (" ID " IN (SELECT value FROM json_each(" L "))))"
+
+/* The element of a one-column batch (json_each of [x, y, ...]). */
+#define V0 "value"
+/* Cell n of the current row of a row-by-row batch; n has two digits. */
+#define R(n) "?1" #n
+#define ROW_BASE 100
+
+static const char *const sql[ST__COUNT] = {
+	[ST_BEGIN] = "BEGIN",
+	[ST_BEGIN_WRITE] = "BEGIN IMMEDIATE",
+	[ST_COMMIT] = "COMMIT",
+	[ST_ROLLBACK] = "ROLLBACK",
+	[ST_NOW] = "SELECT " NOW_SQL,
+	[ST_SCHEMA] = "-- schema_read(), migrate()",
+	[ST_JOB_GET] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name = ?1",
+	[ST_JOB_LIST] = "SELECT " STORE_JOB_COLS " FROM jobs ORDER BY name",
+	[ST_JOB_PAGE] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name > ?1 ORDER BY name LIMIT ?2",
+	[ST_JOB_BRIEF] = "SELECT name, next_fire_at, paused FROM jobs ORDER BY name",
+	[ST_JOB_LAST_OK] =
+		"SELECT j.name, (SELECT r.finished_ms FROM runs r WHERE r.job_id = j.id AND "
+		"r.state = 3 ORDER BY r.fire_at DESC, r.attempt DESC LIMIT 1) FROM jobs j "
+		"ORDER BY j.name LIMIT ?1",
+	/* the scalar subquery walks runs' UNIQUE index backwards per job */
+	[ST_JOBS_LAST_RUN] =
+		"SELECT r.job_id, r.id, r.state, r.finished_ms FROM (SELECT (SELECT x.id FROM "
+		"runs x WHERE x.job_id = j." V0 " AND x.state <> 1 ORDER BY x.fire_at DESC, "
+		"x.attempt DESC LIMIT 1) AS rid FROM json_each(?1) j) w JOIN runs r ON r.id = "
+		"w.rid",
+	[ST_JOBS_NAMED] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name IN "
+			  "(SELECT " V0 " FROM json_each(?1))",
+	[ST_JOBS_BY_NAMES] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name IN "
+			     "(SELECT " V0 " FROM json_each(?1))",
+	[ST_JOBS_INSERT] =
+		"INSERT INTO jobs(" STORE_JOB_PUT_COLS ", created_ms, updated_ms) VALUES ("
+		R(00) ", " R(01) ", " R(02) ", " R(03) ", " R(04) ", " R(05) ", " R(06) ", "
+		R(07) ", " R(08) ", " R(09) ", " R(10) ", " R(11) ", " R(12) ", " R(13) ", "
+		R(14) ", " R(15) ", " R(16) ", " R(17) ", " R(18) ", " R(19) ", " R(20) ", "
+		R(21) ", " R(22) ", " R(23) ", " R(24) ", " R(25) ", " R(26) ", " R(27) ", "
+		R(28) ", " R(29) ", ?1, ?1)", /* "RETURNING id, name": see inserted_row */
+	[ST_JOBS_UPDATE] =
+		"UPDATE jobs SET name = " R(01) ", kind = " R(02) ", spec = " R(03)
+		", interval_ms = " R(04) ", anchor_ms = " R(05) ", at_ms = " R(06)
+		", tz = " R(07) ", misfire = " R(08) ", max_catchup = " R(09)
+		", misfire_threshold_ms = " R(10) ", overlap = " R(11)
+		", node_loss = " R(12) ", max_retries = " R(13)
+		", retry_base_ms = " R(14) ", retry_cap_ms = " R(15)
+		", retry_jitter = " R(16) ", timeout_ms = " R(17)
+		", executor = " R(18) ", argv = " R(19) ", handler = " R(20)
+		", arg = " R(21) ", paused = " R(22) ", next_fire_at = " R(23)
+		", run_user = " R(24) ", run_group = " R(25) ", cwd = " R(26)
+		", env = " R(27) ", env_file = " R(28) ", umask = " R(29)
+		", inherit_env = " R(30)
+		", updated_ms = ?1, set_aside = NULL WHERE id = " R(00),
+	[ST_JOBS_PRUNE] = "DELETE FROM jobs WHERE name NOT IN (SELECT " V0
+			  " FROM json_each(?1))",
+	[ST_RUNS_CLOSE_ORPHANS] =
+		"UPDATE runs SET state = 8, finished_ms = ?1, error = 'job deleted' "
+		"WHERE state = 1 AND node IS NULL AND NOT EXISTS "
+		"(SELECT 1 FROM jobs WHERE jobs.id = runs.job_id)",
+	[ST_JOB_SET_PAUSED] =
+		"UPDATE jobs SET paused = ?2, next_fire_at = CASE WHEN ?2 "
+		"THEN next_fire_at ELSE ?3 END, set_aside = CASE WHEN ?2 THEN set_aside END, "
+		"updated_ms = " NOW_SQL " WHERE name = ?1",
+	[ST_JOBS_SET_ASIDE] = "UPDATE jobs SET set_aside = " R(01) ", next_fire_at = NULL "
+			      "WHERE id = " R(00),
+	[ST_JOB_DELETE] = "DELETE FROM jobs WHERE name = ?1",
+	[ST_JOB_ID] = "SELECT id FROM jobs WHERE name = ?1",
+	[ST_JOB_RENAME] = "UPDATE jobs SET name = ?2, updated_ms = ?3 WHERE name = ?1",
+	[ST_RUNS_RENAME] = "UPDATE runs SET job_name = ?2 WHERE job_id = ?1",
+	[ST_TRIGGER_INSERT] =
+		"INSERT INTO runs(job_id, job_name, fire_at, attempt, state, due_at, "
+		"created_ms) VALUES (?1, ?2, ?3, 1, 1, ?3, ?4) ON CONFLICT DO NOTHING "
+		"RETURNING id",
+	/* The partial index jobs_due matches the WHERE literally. */
+	[ST_CLAIM_DUE_JOBS] =
+		"SELECT c.now, j.* FROM (SELECT " NOW_SQL " AS now) AS c LEFT JOIN "
+		"(SELECT " STORE_JOB_COLS " FROM jobs WHERE paused = 0 AND next_fire_at "
+		"IS NOT NULL AND next_fire_at <= " NOW_SQL " + ?1 AND (" RUNS_HERE("jobs", "?3", "?4")
+		" OR " STRANDED("jobs", "jobs.next_fire_at", NOW_SQL) ") AND " IN_POOL("jobs.id", "?5", "?6")
+		" ORDER BY next_fire_at LIMIT ?2) AS j ON true",
+	[ST_FIRES_INSERT] =
+		"INSERT INTO runs(job_id, job_name, fire_at, attempt, state, due_at, node, "
+		"claim_token, finished_ms, missed, error, created_ms) VALUES (" R(00) ", "
+		R(01) ", " R(02) ", 1, " R(03) ", " R(04) ", CASE WHEN " R(03) " = 1 THEN "
+		"?1 END, CASE WHEN " R(03) " = 1 THEN ?2 END, CASE WHEN " R(03) " <> 1 THEN "
+		"?3 END, " R(05) ", " R(06) ", ?3) ON CONFLICT DO NOTHING",
+		/* "RETURNING id, job_id, job_name, fire_at, state, due_at,
+		 * missed": see made_kind */
+	[ST_JOBS_ADVANCE] = "UPDATE jobs SET next_fire_at = " R(01) " WHERE id = " R(00),
+	/* The partial index walks unclaimed runs in due order and stops at the
+	 * limit (without statistics the planner would pick (node, state)). */
+	[ST_CLAIM_RUNS] =
+		"UPDATE runs SET node = ?1, claim_token = ?2 WHERE id IN (SELECT r.id FROM "
+		"runs r INDEXED BY runs_unclaimed WHERE r.state = 1 AND r.node IS NULL AND "
+		"r.due_at <= ?3 AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = r.job_id AND "
+		"j.paused = 0 AND (" RUNS_HERE("j", "?5", "?6") " OR " STRANDED("j", "r.due_at", "?7") ") AND "
+		IN_POOL("j.id", "?8", "?9") ") "
+		"ORDER BY r.due_at LIMIT ?4) RETURNING id, job_id, job_name, fire_at, "
+		"attempt, due_at, missed",
+	[ST_JOBS_BY_IDS] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE id IN (SELECT " V0
+			   " FROM json_each(?1))",
+	[ST_RUNS_APPLY] =
+		"UPDATE runs SET state = " R(02) ", started_ms = coalesce(" R(03) ", "
+		"started_ms), finished_ms = coalesce(" R(04) ", finished_ms), exit_code = "
+		"CASE WHEN " R(05) " THEN " R(06) " ELSE exit_code END, error = coalesce("
+		R(07) ", error), output = coalesce(" R(08) ", output) WHERE id = " R(00)
+		" AND claim_token = " R(01) " AND node = ?1 AND state BETWEEN 1 AND " R(09),
+		/* "RETURNING id": see made_kind */
+	[ST_RETRY_INSERT] =
+		"INSERT INTO runs(job_id, job_name, fire_at, attempt, state, due_at, "
+		"created_ms) SELECT r.job_id, r.job_name, r.fire_at, r.attempt + 1, 1, "
+		R(01) ", ?1 FROM runs r WHERE r.id = " R(00) " AND EXISTS (SELECT 1 FROM "
+		"jobs j WHERE j.id = r.job_id) ON CONFLICT DO NOTHING",
+	[ST_JOBS_NEXT_IF_NULL] = "UPDATE jobs SET next_fire_at = " R(01) " WHERE id = "
+				 R(00) " AND next_fire_at IS NULL",
+	[ST_NODE_UPSERT] =
+		"INSERT INTO nodes(id, incarnation, host, pid, workers, state, started_ms, "
+		"heartbeat_ms, lease_until) VALUES (?1, ?2, ?3, ?4, ?5, 'alive', ?6, ?6, "
+		"?6 + ?7) ON CONFLICT(id) DO UPDATE SET incarnation = excluded.incarnation, "
+		"host = excluded.host, pid = excluded.pid, workers = excluded.workers, "
+		"state = 'alive', started_ms = excluded.started_ms, heartbeat_ms = "
+		"excluded.heartbeat_ms, lease_until = excluded.lease_until",
+	[ST_NODE_HANDLERS_CLEAR] = "DELETE FROM node_handlers WHERE node_id = ?1",
+	[ST_NODE_HANDLERS_ADD] = "INSERT OR IGNORE INTO node_handlers(node_id, handler) SELECT ?1, "
+				 V0 " FROM json_each(?2)",
+	[ST_HANDLERS_LIVE] =
+		"SELECT DISTINCT h.handler FROM node_handlers h JOIN nodes n ON n.id = h.node_id "
+		"WHERE n.state = 'alive' AND n.lease_until >= " NOW_SQL " ORDER BY h.handler",
+	[ST_NODE_HEARTBEAT] =
+		"UPDATE nodes SET heartbeat_ms = " NOW_SQL ", lease_until = " NOW_SQL
+		" + ?3, seen_gen = CASE WHEN ?4 >= 0 THEN ?4 ELSE seen_gen END WHERE id = ?1 "
+		"AND incarnation = ?2 AND state = 'alive' RETURNING heartbeat_ms, (SELECT "
+		"value FROM meta WHERE key = 'jobs_gen')",
+	[ST_META_GEN] = "SELECT value FROM meta WHERE key = 'jobs_gen'",
+	[ST_GEN_BUMP] = "UPDATE meta SET value = value + 1 WHERE key = 'jobs_gen' RETURNING value",
+	[ST_NODES_LAGGING] = "SELECT id, lease_until - " NOW_SQL " FROM nodes WHERE state = "
+			     "'alive' AND lease_until > " NOW_SQL " AND seen_gen < ?1 ORDER BY id",
+	[ST_JOBS_STATE] = "SELECT id, paused FROM jobs WHERE id IN (SELECT " V0
+			  " FROM json_each(?1))",
+	[ST_NODE_RUNNING] = "SELECT count(*) FROM runs WHERE node = ?1 AND state = 2",
+	[ST_NODES_ORPHANED] = "SELECT n.id, n.lease_until FROM nodes n WHERE n.state <> 'alive' "
+			      "AND EXISTS (SELECT 1 FROM runs r WHERE r.node = n.id AND "
+			      "r.state IN (1, 2))",
+	[ST_NODE_STOP] = "UPDATE nodes SET state = 'stopped', heartbeat_ms = " NOW_SQL
+			 ", lease_until = " NOW_SQL " WHERE id = ?1 AND incarnation = ?2 AND "
+			 "state = 'alive'",
+	[ST_RUNS_UNCLAIM_NODE] = "UPDATE runs SET node = NULL, claim_token = NULL WHERE "
+				 "node = ?1 AND state = 1",
+	[ST_RUNS_RELEASE] = "UPDATE runs SET node = NULL, claim_token = NULL WHERE id = "
+			    R(00) " AND claim_token = " R(01) " AND node = ?1 AND state = 1",
+	[ST_NODES_LAPSED] = "SELECT 1 FROM nodes WHERE state = 'alive' AND lease_until < ?1 "
+			    "LIMIT 1",
+	[ST_NODES_EXPIRE] = "UPDATE nodes SET state = 'dead' WHERE state = 'alive' AND "
+			    "lease_until < ?1 RETURNING id, lease_until",
+	[ST_NODE_GET] = "SELECT incarnation, state, lease_until, host, pid FROM nodes "
+			"WHERE id = ?1",
+	[ST_RUNS_ABANDON_LOST] =
+		"UPDATE runs SET state = 8, finished_ms = ?1, error = CASE WHEN state = 2 "
+		"THEN 'node lost' ELSE 'node lost before its start was written' END WHERE "
+		"node = " R(00) " AND (state = 2 OR (state = 1 AND due_at < " R(01) ")) "
+		"RETURNING id, job_id, fire_at, attempt, started_ms",
+	[ST_RUNS_UNCLAIM_LOST] = "UPDATE runs SET node = NULL, claim_token = NULL WHERE "
+				 "node = " R(00) " AND state = 1 AND due_at >= " R(01),
+	[ST_JOB_RUNNING] =
+		"SELECT 1 FROM runs r WHERE r.job_id = ?1 AND r.state = 2 AND r.id <> ?2 "
+		"AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.id = r.node AND n.state <> "
+		"'alive') LIMIT 1",
+	[ST_RUNS_RELEASE_CLAIM] = "UPDATE runs SET node = NULL, claim_token = NULL WHERE node = ?1 "
+				  "AND claim_token = ?2 AND state = 1",
+	/* BEGIN IMMEDIATE already makes claimers take turns */
+	[ST_SCHEDULE_LOCK] = "SELECT 1",
+	[ST_SCHEDULE_LOCK_INIT] = "SELECT 1",
+	[ST_RUN_GET] = "SELECT " STORE_RUN_COLS " FROM runs WHERE id = ?1",
+	[ST_RUNS_AFTER_ID] = "SELECT " STORE_RUN_COLS " FROM runs WHERE id > ?1 AND (?2 IS NULL OR "
+		"job_name = ?2) ORDER BY id LIMIT ?3",
+	[ST_RUNS_LIST] =
+		"SELECT * FROM (SELECT " STORE_RUN_COLS " FROM runs WHERE (?1 IS NULL OR "
+		"job_name = ?1) AND (?2 = 0 OR state = ?2) AND (?3 < 0 OR fire_at >= ?3) "
+		/* keyset paging: strictly after the cursor row in this order */
+		"AND (?5 < 0 OR fire_at < ?5 OR (fire_at = ?5 AND (job_name < ?6 OR (job_name = ?6 AND (attempt < ?7 OR (attempt = ?7 AND id < ?8)))))) "
+		"ORDER BY fire_at DESC, job_name DESC, attempt DESC, id DESC LIMIT ?4) "
+		"ORDER BY fire_at, job_name, attempt, id",
+	/* one job's runs: job_name = ?, so (job_name, fire_at, attempt, id)
+	 * serves the filter and the order (issue 23 item 10) */
+	[ST_RUNS_LIST_JOB] =
+		"SELECT * FROM (SELECT " STORE_RUN_COLS " FROM runs WHERE job_name = ?1 "
+		" AND (?2 = 0 OR state = ?2) AND (?3 < 0 OR fire_at >= ?3) "
+		/* keyset paging: strictly after the cursor row in this order */
+		"AND (?5 < 0 OR fire_at < ?5 OR (fire_at = ?5 AND (job_name < ?6 OR (job_name = ?6 AND (attempt < ?7 OR (attempt = ?7 AND id < ?8)))))) "
+		"ORDER BY fire_at DESC, job_name DESC, attempt DESC, id DESC LIMIT ?4) "
+		"ORDER BY fire_at, job_name, attempt, id",
+	/* reap and the orphan sweep resolve what a stopped or dead node held;
+	 * until they have, its row stays */
+	[ST_NODES_PRUNE] = "DELETE FROM nodes WHERE state IN ('stopped', 'dead') AND "
+			   "heartbeat_ms < ?1 AND NOT EXISTS (SELECT 1 FROM runs r WHERE "
+			   "r.node = nodes.id AND r.state IN (1, 2))",
+	[ST_NODES_LIST] =
+		"SELECT id, host, pid, workers, state, started_ms, heartbeat_ms, lease_until, "
+		"(SELECT count(*) FROM runs r WHERE r.node = nodes.id AND r.state = 2) FROM "
+		"nodes ORDER BY id",
+	[ST_LOCK_ACQUIRE] =
+		"INSERT INTO locks(name, owner, since_ms, until_ms, fence) VALUES (?1, ?2, "
+		NOW_SQL ", " NOW_SQL " + ?3, 1) ON CONFLICT(name) DO UPDATE SET owner = "
+		"excluded.owner, since_ms = excluded.since_ms, until_ms = excluded.until_ms, "
+		"fence = locks.fence + 1 WHERE locks.until_ms < excluded.since_ms "
+		"RETURNING fence, until_ms",
+	[ST_LOCK_GET] = "SELECT name, owner, since_ms, until_ms, fence FROM locks WHERE name = ?1",
+	[ST_LOCK_RENEW] = "UPDATE locks SET until_ms = " NOW_SQL " + ?4 WHERE name = ?1 AND "
+			  "owner = ?2 AND fence = ?3 RETURNING until_ms",
+	/* The row stays so that the fence keeps growing. */
+	[ST_LOCK_RELEASE] = "UPDATE locks SET until_ms = " NOW_SQL " - 1 WHERE name = ?1 AND "
+			    "owner = ?2 AND fence = ?3",
+	[ST_LOCK_LIST] = "SELECT name, owner, since_ms, until_ms, fence FROM locks ORDER BY name",
+	[ST_LOG_RUN] =
+		"INSERT INTO runs(job_id, job_name, fire_at, attempt, state, due_at, node, "
+		"claim_token, started_ms, finished_ms, exit_code, missed, error, output, "
+		"created_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, "
+		"?14, " NOW_SQL ") ON CONFLICT DO NOTHING RETURNING id",
+	/* fire_at bounds the scan through its index; a terminal run's fire_at
+	 * is at most its finish (pre-read SKIPPED rows: a second later). */
+	[ST_PRUNE_RUNS] = "DELETE FROM runs WHERE id IN (SELECT id FROM runs INDEXED BY "
+			  "runs_fire_at WHERE fire_at < ?1 AND finished_ms < ?1 AND state NOT IN "
+			  "(1, 2) ORDER BY fire_at LIMIT ?2)",
+};
+
+/* The statements whose batch runs row by row (the rest take a one-column
+ * batch as JSON). */
+static const bool per_row[ST__COUNT] = {
+	[ST_JOBS_INSERT] = true,   [ST_JOBS_UPDATE] = true,	  [ST_FIRES_INSERT] = true,
+	[ST_JOBS_ADVANCE] = true,  [ST_RUNS_APPLY] = true,	  [ST_RETRY_INSERT] = true,
+	[ST_JOBS_NEXT_IF_NULL] = true, [ST_RUNS_RELEASE] = true,
+	[ST_RUNS_ABANDON_LOST] = true, [ST_RUNS_UNCLAIM_LOST] = true, [ST_JOBS_SET_ASIDE] = true,
+};
+
+/* Run row by row, a RETURNING clause costs SQLite a temporary table per
+ * row (a third of `job apply`'s time, a tenth of a queue drain's).  These
+ * statements' one row of output per changed row is made instead:
+ *   MADE_INSERTED: (sqlite3_last_insert_rowid(), cell 0, cell 1, ...), the
+ *     RETURNING list being the new id followed by the inserted cells;
+ *   MADE_UPDATED: (cell 0, ...), the RETURNING list being the row's key. */
+enum { MADE_NONE, MADE_INSERTED, MADE_UPDATED };
+static const unsigned char made_kind[ST__COUNT] = {
+	[ST_JOBS_INSERT] = MADE_INSERTED, [ST_FIRES_INSERT] = MADE_INSERTED,
+	[ST_RUNS_APPLY] = MADE_UPDATED,
+};
+
+#endif
