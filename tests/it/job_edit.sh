@@ -246,7 +246,7 @@ sleep 0.3
 now=$(now_ms)
 ins_run z-cmd "$now" 1 4 "$now" "'new'"
 dbq "update runs set state = 3, finished_ms = $((now + 1)), output = 'done' where id = $pending"
-wait_until 120 test "$(wc -l <"$T_DIR/follow.out")" -ge 3 || true
+wait_until 120 sh -c "[ \$(wc -l <'$T_DIR/follow.out') -ge 3 ]" || fail "the follower printed no ended run: $(cat "$T_DIR/follow.out")"
 ins_run rate2 "$((now + 5))" 1 3 "$((now + 5))" NULL # another job: filtered out
 sleep 0.5
 kill -INT "$fpid"

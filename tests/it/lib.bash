@@ -251,12 +251,15 @@ assert_err_contains() {
 	assert_contains "$T_ERR" "$1" "${2:-stderr of the last command}"
 }
 
+# With a busy timeout: a node's writes, or the recovery of a WAL index
+# after a node was killed, hold the file's lock for a moment, and a read
+# that meets it must wait, not fail ("database is locked").
 sq() {
-	sqlite3 -batch -noheader "$1" "$2"
+	sqlite3 -batch -noheader -cmd ".timeout 60000" "$1" "$2"
 }
 
 sq_hash() {
-	sqlite3 -batch "$1" .dump | sha256sum | cut -d' ' -f1
+	sqlite3 -batch -cmd ".timeout 60000" "$1" .dump | sha256sum | cut -d' ' -f1
 }
 
 pgq() {
@@ -372,6 +375,9 @@ wait_until() {
 	local pause=0.05
 	until "$@"; do
 		if [ "$SECONDS" -ge "$deadline" ]; then
+			# said, because a wait that gives up costs its whole deadline
+			# and a caller's `|| true` would hide that
+			echo "# wait_until: gave up after ${secs} s: $*" >&2
 			return 1
 		fi
 		t_pause "$pause"
