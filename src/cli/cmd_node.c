@@ -22,6 +22,7 @@
 
 #include "cli/cli.h"
 #include "cli/conf.h"
+#include "core/dynlib.h"
 #include "core/log.h"
 #include "core/timeutil.h"
 #include "dbcron/node.h"
@@ -42,11 +43,24 @@ static void on_signal(int sig)
 		dbcron_node_stop(running_node);
 }
 
+/* libsystemd, loaded only under systemd (NOTIFY_SOCKET set): elsewhere
+ * sd_notify would do nothing, and loading it costs every start. */
+#define NODE_SD_FUNCS(X) X(sd_notify)
+typedef struct node_sd {
+	NODE_SD_FUNCS(DBCRON_DYNLIB_MEMBER)
+} node_sd;
+static node_sd sd;
+#define NODE_SD_SYM(f) DBCRON_DYNLIB_SYM(node_sd, f)
+static const dbcron_dynsym sd_syms[] = {NODE_SD_FUNCS(NODE_SD_SYM)};
+static dbcron_dynlib sd_lib = {.soname = "libsystemd.so.0", .package = "libsystemd0",
+			       .what = "Running under systemd (NOTIFY_SOCKET)", .syms = sd_syms,
+			       .nsyms = sizeof(sd_syms) / sizeof(sd_syms[0]), .api = &sd};
+
 /* The node's alive callback, on its database thread. */
 static void notify_alive(void *ctx)
 {
 	bool *ready = ctx;
-	sd_notify(0, *ready ? "WATCHDOG=1" : "READY=1\nWATCHDOG=1");
+	sd.sd_notify(0, *ready ? "WATCHDOG=1" : "READY=1\nWATCHDOG=1");
 	*ready = true;
 }
 
@@ -259,9 +273,13 @@ int cli_node(int argc, char **argv)
 		return rc;
 
 	bool ready = false;
-	cfg.alive = notify_alive;
-	cfg.alive_ctx = &ready;
 	dbcron_err err = {0};
+	if (getenv("NOTIFY_SOCKET")) {
+		if (dbcron__dynlib_load(&sd_lib, &err))
+			return cli_fail(&err);
+		cfg.alive = notify_alive;
+		cfg.alive_ctx = &ready;
+	}
 	dbcron_node *n = NULL;
 	http_server *hs = NULL;
 	if (dbcron_node_create(&cfg, &n, &err))

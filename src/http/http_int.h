@@ -12,8 +12,21 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "core/dynlib.h"
 #include "http/http.h"
 #include "store/store.h"
+
+/* libmicrohttpd, loaded when the first server starts (core/dynlib.h):
+ * every libmicrohttpd function of this folder goes through http__mhd. */
+#define HTTP_MHD_FUNCS(X)                                                              \
+	X(MHD_add_response_header) X(MHD_create_response_from_buffer)                  \
+	X(MHD_destroy_response) X(MHD_get_connection_info) X(MHD_get_daemon_info)      \
+	X(MHD_lookup_connection_value) X(MHD_lookup_connection_value_n)                \
+	X(MHD_queue_response) X(MHD_start_daemon) X(MHD_stop_daemon)
+typedef struct http_mhd {
+	HTTP_MHD_FUNCS(DBCRON_DYNLIB_MEMBER)
+} http_mhd;
+extern http_mhd http__mhd;
 
 typedef enum http_role {
 	HTTP_ROLE_NONE = 0, /* no or a wrong token, while tokens are configured */

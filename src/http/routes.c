@@ -63,7 +63,7 @@ static bool is(const http_call *c, const char *m)
 
 static const char *arg(const http_call *c, const char *name)
 {
-	return MHD_lookup_connection_value(c->conn, MHD_GET_ARGUMENT_KIND, name);
+	return http__mhd.MHD_lookup_connection_value(c->conn, MHD_GET_ARGUMENT_KIND, name);
 }
 
 /* "1", "true", "yes" and a bare "?prune" are true. */
@@ -71,7 +71,7 @@ static bool flag(const http_call *c, const char *name)
 {
 	const char *v = arg(c, name);
 	if (!v)
-		return MHD_lookup_connection_value_n(c->conn, MHD_GET_ARGUMENT_KIND, name,
+		return http__mhd.MHD_lookup_connection_value_n(c->conn, MHD_GET_ARGUMENT_KIND, name,
 						     strlen(name), NULL, NULL) == MHD_YES;
 	return !strcmp(v, "") || !strcmp(v, "1") || !strcmp(v, "true") || !strcmp(v, "yes");
 }

@@ -307,7 +307,7 @@ static void wait_push(http_server *h, http_conn *hc)
 static http_conn *conn_of(struct MHD_Connection *c)
 {
 	const union MHD_ConnectionInfo *ci =
-		MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+		http__mhd.MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
 	return ci ? ci->socket_context : NULL;
 }
 
@@ -336,7 +336,7 @@ static void on_conn(void *cls, struct MHD_Connection *c, void **socket_context,
 		if (!(hc = dbcron__calloc(1, sizeof(*hc))))
 			return;
 		const union MHD_ConnectionInfo *ci =
-			MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+			http__mhd.MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
 		hc->fd = ci ? ci->connect_fd : -1;
 		*socket_context = hc;
 		pthread_mutex_lock(&h->conn_mu);
@@ -385,34 +385,34 @@ static enum MHD_Result send_reply(struct MHD_Connection *c, http_reply *rep)
 	if (text) {
 		/* jansson's buffer (malloc), handed to libmicrohttpd, which frees it */
 		size_t n = strlen(text);
-		r = MHD_create_response_from_buffer(n, text, MHD_RESPMEM_MUST_FREE);
+		r = http__mhd.MHD_create_response_from_buffer(n, text, MHD_RESPMEM_MUST_FREE);
 		if (!r)
 			free(text);
 	} else if (rep->owned_text) {
-		r = MHD_create_response_from_buffer(rep->text_len, rep->owned_text,
+		r = http__mhd.MHD_create_response_from_buffer(rep->text_len, rep->owned_text,
 						    MHD_RESPMEM_MUST_FREE);
 		if (!r)
 			free(rep->owned_text);
 		rep->owned_text = NULL;
 	} else {
-		r = MHD_create_response_from_buffer(rep->text_len, (void *)rep->text,
+		r = http__mhd.MHD_create_response_from_buffer(rep->text_len, (void *)rep->text,
 						    MHD_RESPMEM_PERSISTENT);
 	}
 	if (!r)
 		return MHD_NO;
-	MHD_add_response_header(r, "Content-Type", rep->ctype ? rep->ctype : "text/plain; charset=utf-8");
-	MHD_add_response_header(r, "Cache-Control", "no-store");
-	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
-	MHD_add_response_header(r, "X-Frame-Options", "DENY");
+	http__mhd.MHD_add_response_header(r, "Content-Type", rep->ctype ? rep->ctype : "text/plain; charset=utf-8");
+	http__mhd.MHD_add_response_header(r, "Cache-Control", "no-store");
+	http__mhd.MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	http__mhd.MHD_add_response_header(r, "X-Frame-Options", "DENY");
 	if (rep->allow)
-		MHD_add_response_header(r, "Allow", rep->allow);
+		http__mhd.MHD_add_response_header(r, "Allow", rep->allow);
 	if (rep->csp)
-		MHD_add_response_header(r, "Content-Security-Policy",
+		http__mhd.MHD_add_response_header(r, "Content-Security-Policy",
 					"default-src 'self'; img-src 'self' data:; frame-ancestors 'none'");
 	if (rep->www_auth)
-		MHD_add_response_header(r, "WWW-Authenticate", "Bearer");
-	enum MHD_Result ok = MHD_queue_response(c, rep->status, r);
-	MHD_destroy_response(r);
+		http__mhd.MHD_add_response_header(r, "WWW-Authenticate", "Bearer");
+	enum MHD_Result ok = http__mhd.MHD_queue_response(c, rep->status, r);
+	http__mhd.MHD_destroy_response(r);
 	return ok;
 }
 
@@ -441,7 +441,7 @@ static void handle_give(http_server *h, store *st)
 /* The caller's role from the Authorization header. */
 static http_role caller_role(const http_server *h, struct MHD_Connection *c, bool *bad_token)
 {
-	const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+	const char *auth = http__mhd.MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 						       MHD_HTTP_HEADER_AUTHORIZATION);
 	*bad_token = false;
 	if (h->ntokens == 0)
@@ -461,10 +461,10 @@ static http_role caller_role(const http_server *h, struct MHD_Connection *c, boo
 /* Does the request announce a body?  (A chunked one has no length.) */
 static bool has_body(struct MHD_Connection *c)
 {
-	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+	const char *cl = http__mhd.MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 						     MHD_HTTP_HEADER_CONTENT_LENGTH);
 	return (cl && strtoull(cl, NULL, 10) > 0) ||
-	       MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+	       http__mhd.MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 					   MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL;
 }
 
@@ -477,7 +477,7 @@ static enum MHD_Result on_headers(http_server *h, struct MHD_Connection *c,
 				  const char *method, http_upload *up)
 {
 	http_reply rep = {0};
-	const char *host = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
+	const char *host = http__mhd.MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_HOST);
 
 	if (!http__host_allowed(&h->hosts, host)) {
 		http__error(&rep, MHD_HTTP_FORBIDDEN, "forbidden",
@@ -495,7 +495,7 @@ static enum MHD_Result on_headers(http_server *h, struct MHD_Connection *c,
 		return send_reply(c, &rep);
 	}
 	/* a declared length over the limit is refused before any of it */
-	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+	const char *cl = http__mhd.MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 						     MHD_HTTP_HEADER_CONTENT_LENGTH);
 	if (cl && strtoull(cl, NULL, 10) > h->max_body) {
 		http__error(&rep, MHD_HTTP_CONTENT_TOO_LARGE, "too_large",
@@ -678,6 +678,13 @@ static void free_server(http_server *h)
 	dbcron__free(h);
 }
 
+http_mhd http__mhd;
+#define HTTP_MHD_SYM(f) DBCRON_DYNLIB_SYM(http_mhd, f)
+static const dbcron_dynsym mhd_syms[] = {HTTP_MHD_FUNCS(HTTP_MHD_SYM)};
+static dbcron_dynlib mhd_lib = {.soname = "libmicrohttpd.so.12", .package = "libmicrohttpd12",
+				.what = "The HTTP API", .syms = mhd_syms,
+				.nsyms = sizeof(mhd_syms) / sizeof(mhd_syms[0]), .api = &http__mhd};
+
 int http_server_start(const http_config *c, http_server **out, dbcron_err *err)
 {
 	struct sockaddr_storage ss;
@@ -685,6 +692,8 @@ int http_server_start(const http_config *c, http_server **out, dbcron_err *err)
 	int rc;
 
 	*out = NULL;
+	if ((rc = dbcron__dynlib_load(&mhd_lib, err)))
+		return rc;
 	if ((rc = parse_listen(c->listen, &ss, err)))
 		return rc;
 	if (!c->token_file && !is_loopback(&ss))
@@ -733,7 +742,7 @@ int http_server_start(const http_config *c, http_server **out, dbcron_err *err)
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO;
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
-	h->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, h,
+	h->d = http__mhd.MHD_start_daemon(flags, 0, NULL, NULL, on_request, h,
 				MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 				MHD_OPTION_THREAD_POOL_SIZE, (unsigned)HTTP_THREADS,
 				MHD_OPTION_CONNECTION_LIMIT, c->max_conns,
@@ -748,7 +757,7 @@ int http_server_start(const http_config *c, http_server **out, dbcron_err *err)
 				    errno ? strerror(errno) : "in use or not an address of this host");
 		goto out_free;
 	}
-	const union MHD_DaemonInfo *di = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
+	const union MHD_DaemonInfo *di = http__mhd.MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
 	h->port = di ? di->port : 0;
 	dbcron__log(LOG_INFO, "http.listen", LOG_STR("listen", c->listen),
 		    LOG_INT("port", (int64_t)h->port),
@@ -769,6 +778,7 @@ void http_server_stop(http_server *h)
 {
 	if (!h)
 		return;
-	MHD_stop_daemon(h->d);
+	if (h->d)
+		http__mhd.MHD_stop_daemon(h->d);
 	free_server(h);
 }

@@ -44,35 +44,35 @@
 static int connect_db(store_conn *q, dbcron_err *err)
 {
 	if (q->db)
-		mysql_close(q->db);
+		my__lib.mysql_close(q->db);
 	my__close_stmts(q);
 	q->connected = q->in_tx = false;
-	if (!(q->db = mysql_init(NULL)))
+	if (!(q->db = my__lib.mysql_init(NULL)))
 		return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory connecting to %s", q->masked);
 	unsigned timeout = 10;
 	my_bool off = 0;
-	mysql_options(q->db, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
-	mysql_options(q->db, MYSQL_OPT_RECONNECT, &off);
-	mysql_options(q->db, MYSQL_SET_CHARSET_NAME, "utf8mb4");
-	mysql_options(q->db, MYSQL_READ_DEFAULT_GROUP, NULL);
+	my__lib.mysql_options(q->db, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
+	my__lib.mysql_options(q->db, MYSQL_OPT_RECONNECT, &off);
+	my__lib.mysql_options(q->db, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+	my__lib.mysql_options(q->db, MYSQL_READ_DEFAULT_GROUP, NULL);
 	/* Every session alike: READ COMMITTED as the claim protocol assumes,
 	 * UTC for UNIX_TIMESTAMP(), and strict mode so that a bad value is an
 	 * error, not a warning. */
-	mysql_options(q->db, MYSQL_INIT_COMMAND, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
-	mysql_options(q->db, MYSQL_INIT_COMMAND,
+	my__lib.mysql_options(q->db, MYSQL_INIT_COMMAND, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
+	my__lib.mysql_options(q->db, MYSQL_INIT_COMMAND,
 		      "SET SESSION time_zone = '+00:00', sql_mode = "
 		      "'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO'");
 	/* matched, not changed, rows: a renew to the same instant still counts */
-	if (!mysql_real_connect(q->db, q->host, q->user, q->pass, q->dbname, q->port, q->socket,
+	if (!my__lib.mysql_real_connect(q->db, q->host, q->user, q->pass, q->dbname, q->port, q->socket,
 				CLIENT_FOUND_ROWS)) {
 		int rc = dbcron_err_set(err, DBCRON_ECONN, "cannot connect to %s: %s", q->masked,
-					mysql_error(q->db));
-		mysql_close(q->db);
+					my__lib.mysql_error(q->db));
+		my__lib.mysql_close(q->db);
 		q->db = NULL;
 		return rc;
 	}
-	const char *info = mysql_get_server_info(q->db);
-	unsigned long ver = mysql_get_server_version(q->db);
+	const char *info = my__lib.mysql_get_server_info(q->db);
+	unsigned long ver = my__lib.mysql_get_server_version(q->db);
 	q->mariadb = info && strstr(info, "MariaDB");
 	/* FOR UPDATE SKIP LOCKED and JSON_TABLE: MariaDB 10.6, MySQL 8.0.4.
 	 * INSERT ... RETURNING only on MariaDB (10.5); elsewhere the inserts
@@ -82,7 +82,7 @@ static int connect_db(store_conn *q, dbcron_err *err)
 					"%s runs %s %s: dbcron needs MariaDB 10.6 or MySQL 8.0.4 or "
 					"later (FOR UPDATE SKIP LOCKED, JSON_TABLE)",
 					q->masked, q->mariadb ? "MariaDB" : "MySQL", info ? info : "?");
-		mysql_close(q->db);
+		my__lib.mysql_close(q->db);
 		q->db = NULL;
 		return rc;
 	}
@@ -335,7 +335,7 @@ static void my_close(store_conn *q)
 	dbcron__free(q->cells);
 	my__close_stmts(q);
 	if (q->db)
-		mysql_close(q->db);
+		my__lib.mysql_close(q->db);
 	if (q->pass)
 		memset(q->pass, 0, strlen(q->pass));
 	dbcron__free(q->host);
@@ -350,9 +350,21 @@ static void my_close(store_conn *q)
 	dbcron__free(q);
 }
 
+my_libmariadb my__lib;
+#define MY_LIBMARIADB_SYM(f) DBCRON_DYNLIB_SYM(my_libmariadb, f)
+static const dbcron_dynsym my_syms[] = {MY_LIBMARIADB_FUNCS(MY_LIBMARIADB_SYM)};
+static dbcron_dynlib my_dynlib = {.soname = "libmariadb.so.3", .package = "libmariadb3",
+				  .what = "MariaDB/MySQL", .syms = my_syms,
+				  .nsyms = sizeof(my_syms) / sizeof(my_syms[0]), .api = &my__lib};
+
+int my__load(dbcron_err *err) { return dbcron__dynlib_load(&my_dynlib, err); }
+
 static int my_open(const char *url, unsigned flags, store_conn **out, dbcron_err *err)
 {
 	*out = NULL;
+	int lrc = my__load(err);
+	if (lrc)
+		return lrc;
 	store_conn *q = dbcron__calloc(1, sizeof(*q));
 	if (!q)
 		return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory opening the database");
@@ -376,15 +388,15 @@ static int my_open(const char *url, unsigned flags, store_conn **out, dbcron_err
 static int one_int(store_conn *q, const char *text, const char *what, long *v, dbcron_err *err)
 {
 	*v = 0;
-	if (mysql_real_query(q->db, text, (unsigned long)strlen(text)))
+	if (my__lib.mysql_real_query(q->db, text, (unsigned long)strlen(text)))
 		return my__fail_db(q, what, err);
-	MYSQL_RES *r = mysql_store_result(q->db);
+	MYSQL_RES *r = my__lib.mysql_store_result(q->db);
 	if (!r)
 		return my__fail_db(q, what, err);
-	MYSQL_ROW row = mysql_fetch_row(r);
+	MYSQL_ROW row = my__lib.mysql_fetch_row(r);
 	if (row && row[0])
 		*v = strtol(row[0], NULL, 10);
-	mysql_free_result(r);
+	my__lib.mysql_free_result(r);
 	return DBCRON_OK;
 }
 

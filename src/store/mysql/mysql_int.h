@@ -11,8 +11,28 @@
 
 #include <mysql.h>
 
+#include "core/dynlib.h"
 #include "store/dialect.h"
 #include "store/stmt.h"
+
+/* libmariadb, loaded when the first MariaDB handle opens (core/dynlib.h):
+ * every libmariadb function of mysql.c and script.c goes through my__lib. */
+#define MY_LIBMARIADB_FUNCS(X)                                                         \
+	X(mysql_close) X(mysql_errno) X(mysql_error) X(mysql_fetch_row)                \
+	X(mysql_field_count) X(mysql_free_result) X(mysql_get_server_info)             \
+	X(mysql_get_server_version) X(mysql_init) X(mysql_num_fields) X(mysql_options) \
+	X(mysql_real_connect) X(mysql_real_query) X(mysql_stmt_affected_rows)          \
+	X(mysql_stmt_bind_param) X(mysql_stmt_bind_result) X(mysql_stmt_close)         \
+	X(mysql_stmt_errno) X(mysql_stmt_error) X(mysql_stmt_execute)                  \
+	X(mysql_stmt_fetch) X(mysql_stmt_fetch_column) X(mysql_stmt_field_count)       \
+	X(mysql_stmt_free_result) X(mysql_stmt_init) X(mysql_stmt_prepare)             \
+	X(mysql_stmt_result_metadata) X(mysql_store_result)
+typedef struct my_libmariadb {
+	MY_LIBMARIADB_FUNCS(DBCRON_DYNLIB_MEMBER)
+} my_libmariadb;
+extern my_libmariadb my__lib;
+/* Loads libmariadb (once); before any my__lib call. */
+int my__load(dbcron_err *err);
 
 /* A statement's text may be a script of parts separated by PART, each
  * part's text led by its prefixes. */

@@ -71,12 +71,12 @@ static int classify(store_conn *q, unsigned e, const char *what, const char *msg
 
 int my__fail_db(store_conn *q, const char *what, dbcron_err *err)
 {
-	return classify(q, mysql_errno(q->db), what, mysql_error(q->db), err);
+	return classify(q, my__lib.mysql_errno(q->db), what, my__lib.mysql_error(q->db), err);
 }
 
 static int fail_st(store_conn *q, MYSQL_STMT *st, const char *what, dbcron_err *err)
 {
-	return classify(q, mysql_stmt_errno(st), what, mysql_stmt_error(st), err);
+	return classify(q, my__lib.mysql_stmt_errno(st), what, my__lib.mysql_stmt_error(st), err);
 }
 
 static void free_parts(stmt *s);
@@ -89,12 +89,12 @@ void my__close_stmts(store_conn *q)
 
 int my__run_text(store_conn *q, const char *text, const char *what, dbcron_err *err)
 {
-	if (mysql_real_query(q->db, text, (unsigned long)strlen(text)))
+	if (my__lib.mysql_real_query(q->db, text, (unsigned long)strlen(text)))
 		return my__fail_db(q, what, err);
-	MYSQL_RES *r = mysql_store_result(q->db);
+	MYSQL_RES *r = my__lib.mysql_store_result(q->db);
 	if (r)
-		mysql_free_result(r);
-	else if (mysql_field_count(q->db))
+		my__lib.mysql_free_result(r);
+	else if (my__lib.mysql_field_count(q->db))
 		return my__fail_db(q, what, err);
 	return DBCRON_OK;
 }
@@ -170,7 +170,7 @@ static void free_parts(stmt *s)
 {
 	for (int k = 0; k < s->nparts; k++) {
 		if (s->parts[k].st)
-			mysql_stmt_close(s->parts[k].st);
+			my__lib.mysql_stmt_close(s->parts[k].st);
 		dbcron__free(s->parts[k].text);
 	}
 	memset(s, 0, sizeof(*s));
@@ -190,12 +190,12 @@ int my__prepare(store_conn *q, int id, const char *text, dbcron_err *err)
 		part *pt = &s->parts[k];
 		if (pt->st)
 			continue;
-		if (!(pt->st = mysql_stmt_init(q->db)))
+		if (!(pt->st = my__lib.mysql_stmt_init(q->db)))
 			return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory preparing %s",
 					      store_stmt_what(id));
-		if (mysql_stmt_prepare(pt->st, pt->text, (unsigned long)strlen(pt->text))) {
+		if (my__lib.mysql_stmt_prepare(pt->st, pt->text, (unsigned long)strlen(pt->text))) {
 			rc = fail_st(q, pt->st, store_stmt_what(id), err);
-			mysql_stmt_close(pt->st);
+			my__lib.mysql_stmt_close(pt->st);
 			pt->st = NULL;
 			return rc;
 		}
@@ -320,11 +320,11 @@ bad:
 /* Read every row of an executed statement into the result. */
 static int collect(store_conn *q, MYSQL_STMT *st, int id, dbcron_err *err)
 {
-	MYSQL_RES *meta = mysql_stmt_result_metadata(st);
+	MYSQL_RES *meta = my__lib.mysql_stmt_result_metadata(st);
 	if (!meta)
 		return DBCRON_OK;
-	int nc = (int)mysql_num_fields(meta);
-	mysql_free_result(meta);
+	int nc = (int)my__lib.mysql_num_fields(meta);
+	my__lib.mysql_free_result(meta);
 	if (q->ncols && q->ncols != nc)
 		return dbcron_err_set(err, DBCRON_EINTERNAL, "mysql: %s: parts of %d and %d columns",
 				      store_stmt_what(id), q->ncols, nc);
@@ -347,12 +347,12 @@ static int collect(store_conn *q, MYSQL_STMT *st, int id, dbcron_err *err)
 		rb[c].length = &len[c];
 		rb[c].is_null = &isnull[c];
 	}
-	if (mysql_stmt_bind_result(st, rb)) {
+	if (my__lib.mysql_stmt_bind_result(st, rb)) {
 		rc = fail_st(q, st, store_stmt_what(id), err);
 		goto out;
 	}
 	for (;;) {
-		int f = mysql_stmt_fetch(st);
+		int f = my__lib.mysql_stmt_fetch(st);
 		if (f == MYSQL_NO_DATA)
 			break;
 		if (f == 1) {
@@ -378,7 +378,7 @@ static int collect(store_conn *q, MYSQL_STMT *st, int id, dbcron_err *err)
 				one.buffer = big;
 				one.buffer_length = len[c] + 1;
 				one.length = &got;
-				if (mysql_stmt_fetch_column(st, &one, (unsigned)c, 0)) {
+				if (my__lib.mysql_stmt_fetch_column(st, &one, (unsigned)c, 0)) {
 					rc = fail_st(q, st, store_stmt_what(id), err);
 					goto out;
 				}
@@ -393,7 +393,7 @@ static int collect(store_conn *q, MYSQL_STMT *st, int id, dbcron_err *err)
 		q->nrows++;
 	}
 out:
-	mysql_stmt_free_result(st);
+	my__lib.mysql_stmt_free_result(st);
 	dbcron__free(big);
 	dbcron__free(rb);
 	dbcron__free(buf);
@@ -411,15 +411,15 @@ static int run_part(store_conn *q, int id, part *pt, const store_param *p, int n
 	int rc = bind_part(q, pt, p, np, bt, brow, rcells, rcols, binds, err, id);
 	if (rc)
 		return rc;
-	if (pt->nrefs && mysql_stmt_bind_param(pt->st, binds))
+	if (pt->nrefs && my__lib.mysql_stmt_bind_param(pt->st, binds))
 		return fail_st(q, pt->st, store_stmt_what(id), err);
-	if (mysql_stmt_execute(pt->st))
+	if (my__lib.mysql_stmt_execute(pt->st))
 		return fail_st(q, pt->st, store_stmt_what(id), err);
-	if (mysql_stmt_field_count(pt->st)) {
+	if (my__lib.mysql_stmt_field_count(pt->st)) {
 		*changed = 0;
 		return collect(q, pt->st, id, err);
 	}
-	my_ulonglong a = mysql_stmt_affected_rows(pt->st);
+	my_ulonglong a = my__lib.mysql_stmt_affected_rows(pt->st);
 	*changed = a == (my_ulonglong)-1 ? 0 : (int64_t)a;
 	q->changes += *changed;
 	return DBCRON_OK;
@@ -454,7 +454,7 @@ int my__run_parts(store_conn *q, int id, const store_param *p, int np, const sto
 		size_t before = q->nrows;
 		if ((rc = run_part(q, id, pt, p, np, bt, brow, NULL, 0, &changed, err)))
 			return rc;
-		if (q->nrows != before || mysql_stmt_field_count(pt->st)) {
+		if (q->nrows != before || my__lib.mysql_stmt_field_count(pt->st)) {
 			res_lo = before;
 			res_hi = q->nrows;
 		}

@@ -29,10 +29,30 @@
 #include <libpq-fe.h>
 
 #include "core/alloc.h"
+#include "core/dynlib.h"
 #include "store/dialect.h"
 #include "store/pg/schema.h"
 #include "store/pg/sql.h"
 #include "store/stmt.h"
+
+/* libpq, loaded when the first PostgreSQL handle opens (core/dynlib.h):
+ * every libpq function this file calls goes through `pq`. */
+#define PG_LIBPQ_FUNCS(X)                                                              \
+	X(PQclear) X(PQcmdTuples) X(PQconnectdbParams) X(PQconninfoFree)               \
+	X(PQconninfoParse) X(PQconsumeInput) X(PQerrorMessage) X(PQexec)               \
+	X(PQexecParams) X(PQexecPrepared) X(PQfinish) X(PQfreemem) X(PQgetisnull)      \
+	X(PQgetvalue) X(PQisBusy) X(PQntuples) X(PQpass) X(PQprepare) X(PQreset)       \
+	X(PQresultErrorField) X(PQresultErrorMessage) X(PQresultStatus)                \
+	X(PQsetNoticeProcessor) X(PQstatus) X(PQtransactionStatus)
+typedef struct pg_libpq {
+	PG_LIBPQ_FUNCS(DBCRON_DYNLIB_MEMBER)
+} pg_libpq;
+static pg_libpq pq;
+#define PG_LIBPQ_SYM(f) DBCRON_DYNLIB_SYM(pg_libpq, f)
+static const dbcron_dynsym pq_syms[] = {PG_LIBPQ_FUNCS(PG_LIBPQ_SYM)};
+static dbcron_dynlib pq_lib = {.soname = "libpq.so.5", .package = "libpq5",
+			       .what = "PostgreSQL", .syms = pq_syms,
+			       .nsyms = sizeof(pq_syms) / sizeof(pq_syms[0]), .api = &pq};
 
 /* Serialises concurrent `dbcron init` (pg_advisory_xact_lock key). */
 #define MIGRATE_LOCK_KEY "4419240577205112"
@@ -180,7 +200,7 @@ static bool add_secret(store_conn *s, const char *t, size_t n, bool decode)
 
 static bool sqlstate_is(const PGresult *res, const char *code)
 {
-	const char *st = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	const char *st = res ? pq.PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
 	return st && strncmp(st, code, strlen(code)) == 0;
 }
 
@@ -190,11 +210,11 @@ static bool sqlstate_is(const PGresult *res, const char *code)
 static int fail(store_conn *s, const PGresult *res, const char *what, dbcron_err *err)
 {
 	char msg[400];
-	const char *text = res ? PQresultErrorMessage(res) : NULL;
+	const char *text = res ? pq.PQresultErrorMessage(res) : NULL;
 	if (!text || !*text)
-		text = PQerrorMessage(s->conn);
+		text = pq.PQerrorMessage(s->conn);
 	scrub(s, text, msg, sizeof(msg));
-	if (PQstatus(s->conn) == CONNECTION_BAD || sqlstate_is(res, "08") ||
+	if (pq.PQstatus(s->conn) == CONNECTION_BAD || sqlstate_is(res, "08") ||
 	    sqlstate_is(res, "57P"))
 		return dbcron_err_set(err, DBCRON_ECONN, "%s: lost the connection to %s: %s", what,
 				      s->masked, msg);
@@ -215,10 +235,10 @@ static void quiet_notices(void *arg, const char *message)
 /* The node's session settings, on this connection (again after a reset). */
 static int apply_tune(store_conn *s, dbcron_err *err)
 {
-	PGresult *res = PQexec(s->conn, s->tune);
-	int rc = PQresultStatus(res) == PGRES_COMMAND_OK ? DBCRON_OK
+	PGresult *res = pq.PQexec(s->conn, s->tune);
+	int rc = pq.PQresultStatus(res) == PGRES_COMMAND_OK ? DBCRON_OK
 							 : fail(s, res, "setting session timeouts", err);
-	PQclear(res);
+	pq.PQclear(res);
 	return rc;
 }
 
@@ -250,14 +270,14 @@ static int ready(store_conn *s, dbcron_err *err)
 	/* An idle connection has nothing to read.  A server shutting down sends
 	 * a FATAL message and closes: the first read takes the message, the
 	 * second sees the end of the stream. */
-	if (PQstatus(s->conn) == CONNECTION_OK && PQconsumeInput(s->conn) &&
-	    (PQisBusy(s->conn), PQconsumeInput(s->conn)) && PQstatus(s->conn) == CONNECTION_OK)
+	if (pq.PQstatus(s->conn) == CONNECTION_OK && pq.PQconsumeInput(s->conn) &&
+	    (pq.PQisBusy(s->conn), pq.PQconsumeInput(s->conn)) && pq.PQstatus(s->conn) == CONNECTION_OK)
 		return DBCRON_OK;
-	PQreset(s->conn);
+	pq.PQreset(s->conn);
 	memset(s->prepared, 0, sizeof(s->prepared));
-	if (PQstatus(s->conn) != CONNECTION_OK) {
+	if (pq.PQstatus(s->conn) != CONNECTION_OK) {
 		char msg[400];
-		scrub(s, PQerrorMessage(s->conn), msg, sizeof(msg));
+		scrub(s, pq.PQerrorMessage(s->conn), msg, sizeof(msg));
 		return dbcron_err_set(err, DBCRON_ECONN, "cannot reach %s: %s", s->masked, msg);
 	}
 	if (s->tune[0])
@@ -269,7 +289,7 @@ static int ready(store_conn *s, dbcron_err *err)
 
 static void pg_reset(store_conn *s)
 {
-	PQclear(s->res);
+	pq.PQclear(s->res);
 	s->res = NULL;
 	s->row = -1;
 	s->nrows = 0;
@@ -289,7 +309,7 @@ static int pg_exec(store_conn *s, int id, const store_param *p, int np, dbcron_e
 	pg_reset(s);
 	if (id < 0 || id >= ST__COUNT)
 		return dbcron_err_set(err, DBCRON_EINTERNAL, "postgresql: statement %d", id);
-	PGTransactionStatusType ts = PQtransactionStatus(s->conn);
+	PGTransactionStatusType ts = pq.PQtransactionStatus(s->conn);
 	if ((ts == PQTRANS_IDLE || ts == PQTRANS_UNKNOWN) && (rc = ready(s, err)))
 		return rc;
 	for (int i = 0; i < np; i++) {
@@ -320,30 +340,30 @@ static int pg_exec(store_conn *s, int id, const store_param *p, int np, dbcron_e
 	}
 	PGresult *res;
 	if (tx_control(id)) {
-		res = PQexecParams(s->conn, sql[id], 0, NULL, NULL, NULL, NULL, 0);
+		res = pq.PQexecParams(s->conn, sql[id], 0, NULL, NULL, NULL, NULL, 0);
 	} else {
 		snprintf(name, sizeof(name), "dbcron_%d", id);
 		if (!s->prepared[id]) {
-			res = PQprepare(s->conn, name, sql[id], 0, NULL);
-			if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+			res = pq.PQprepare(s->conn, name, sql[id], 0, NULL);
+			if (pq.PQresultStatus(res) != PGRES_COMMAND_OK) {
 				rc = fail(s, res, store_stmt_what(id), err);
-				PQclear(res);
+				pq.PQclear(res);
 				return rc;
 			}
-			PQclear(res);
+			pq.PQclear(res);
 			s->prepared[id] = true;
 		}
-		res = PQexecPrepared(s->conn, name, n, vals, NULL, NULL, 0);
+		res = pq.PQexecPrepared(s->conn, name, n, vals, NULL, NULL, 0);
 	}
-	ExecStatusType st = PQresultStatus(res);
+	ExecStatusType st = pq.PQresultStatus(res);
 	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
 		rc = fail(s, res, store_stmt_what(id), err);
-		PQclear(res);
+		pq.PQclear(res);
 		return rc;
 	}
 	s->res = res;
 	s->row = -1;
-	s->nrows = PQntuples(res);
+	s->nrows = pq.PQntuples(res);
 	return DBCRON_OK;
 }
 
@@ -358,14 +378,14 @@ static int pg_next(store_conn *s, dbcron_err *err)
 
 static bool pg_col_null(store_conn *s, int c)
 {
-	return PQgetisnull(s->res, s->row, c);
+	return pq.PQgetisnull(s->res, s->row, c);
 }
 
 static int64_t pg_col_i64(store_conn *s, int c)
 {
-	if (PQgetisnull(s->res, s->row, c))
+	if (pq.PQgetisnull(s->res, s->row, c))
 		return 0;
-	const char *v = PQgetvalue(s->res, s->row, c);
+	const char *v = pq.PQgetvalue(s->res, s->row, c);
 	if (v[0] == 't' || v[0] == 'f')
 		return v[0] == 't';
 	return strtoll(v, NULL, 10);
@@ -373,17 +393,17 @@ static int64_t pg_col_i64(store_conn *s, int c)
 
 static const char *pg_col_text(store_conn *s, int c)
 {
-	return PQgetisnull(s->res, s->row, c) ? NULL : PQgetvalue(s->res, s->row, c);
+	return pq.PQgetisnull(s->res, s->row, c) ? NULL : pq.PQgetvalue(s->res, s->row, c);
 }
 
 static int64_t pg_changes(store_conn *s)
 {
-	return s->res ? strtoll(PQcmdTuples(s->res), NULL, 10) : 0;
+	return s->res ? strtoll(pq.PQcmdTuples(s->res), NULL, 10) : 0;
 }
 
 static bool pg_in_tx(store_conn *s)
 {
-	PGTransactionStatusType ts = PQtransactionStatus(s->conn);
+	PGTransactionStatusType ts = pq.PQtransactionStatus(s->conn);
 	return ts == PQTRANS_INTRANS || ts == PQTRANS_INERROR;
 }
 
@@ -415,7 +435,7 @@ static void pg_close(store_conn *s)
 	if (!s)
 		return;
 	pg_reset(s);
-	PQfinish(s->conn);
+	pq.PQfinish(s->conn);
 	for (size_t i = 0; i < sizeof(s->arrays) / sizeof(s->arrays[0]); i++)
 		store_text_free(&s->arrays[i]);
 	for (size_t i = 0; i < s->nsecrets; i++)
@@ -429,6 +449,8 @@ static int pg_open(const char *url, unsigned flags, store_conn **out, dbcron_err
 	int rc;
 
 	*out = NULL;
+	if ((rc = dbcron__dynlib_load(&pq_lib, err)))
+		return rc;
 	store_conn *s = dbcron__calloc(1, sizeof(*s));
 	if (!s)
 		return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory opening the database");
@@ -454,7 +476,7 @@ static int pg_open(const char *url, unsigned flags, store_conn **out, dbcron_err
 		    !add_secret(s, url + sp[i].lo, sp[i].hi - sp[i].lo, true))
 			goto out_oom;
 
-	PQconninfoOption *opts = PQconninfoParse(url, &perr);
+	PQconninfoOption *opts = pq.PQconninfoParse(url, &perr);
 	if (!opts) {
 		/* libpq may quote part of the string: show it only when there
 		 * was nothing to mask. */
@@ -462,16 +484,16 @@ static int pg_open(const char *url, unsigned flags, store_conn **out, dbcron_err
 		rc = dbcron_err_set(err, DBCRON_EINVAL, "invalid PostgreSQL connection string '%s'%s%s",
 				    s->masked, plain && perr ? ": " : "", plain && perr ? perr : "");
 		if (perr)
-			PQfreemem(perr);
+			pq.PQfreemem(perr);
 		goto out_close;
 	}
 	for (PQconninfoOption *o = opts; o->keyword; o++)
 		if (strcmp(o->keyword, "password") == 0 && o->val && *o->val &&
 		    !add_secret(s, o->val, strlen(o->val), false)) {
-			PQconninfoFree(opts);
+			pq.PQconninfoFree(opts);
 			goto out_oom;
 		}
-	PQconninfoFree(opts);
+	pq.PQconninfoFree(opts);
 
 	/* Defaults first, then the user's string (it overrides them).  Custom
 	 * plans: the batch statements join unnest() of a parameter array, and a
@@ -484,20 +506,20 @@ static int pg_open(const char *url, unsigned flags, store_conn **out, dbcron_err
 				    "-c plan_cache_mode=force_custom_plan "
 				    "-c default_transaction_isolation=read\\ committed",
 				    url, "dbcron", NULL};
-	s->conn = PQconnectdbParams(kw, vals, 1);
+	s->conn = pq.PQconnectdbParams(kw, vals, 1);
 	if (!s->conn)
 		goto out_oom;
 	/* the password libpq used, also from PGPASSWORD or a password file */
-	const char *used = PQpass(s->conn);
+	const char *used = pq.PQpass(s->conn);
 	if (used && *used && !add_secret(s, used, strlen(used), false))
 		goto out_oom;
-	if (PQstatus(s->conn) != CONNECTION_OK) {
+	if (pq.PQstatus(s->conn) != CONNECTION_OK) {
 		char msg[400];
-		scrub(s, PQerrorMessage(s->conn), msg, sizeof(msg));
+		scrub(s, pq.PQerrorMessage(s->conn), msg, sizeof(msg));
 		rc = dbcron_err_set(err, DBCRON_ECONN, "cannot connect to %s: %s", s->masked, msg);
 		goto out_close;
 	}
-	PQsetNoticeProcessor(s->conn, quiet_notices, NULL);
+	pq.PQsetNoticeProcessor(s->conn, quiet_notices, NULL);
 	*out = s;
 	return DBCRON_OK;
 out_oom:
@@ -513,15 +535,15 @@ out_close:
 static int cmd(store_conn *s, const char *text, const char *what, PGresult **out,
 	       dbcron_err *err)
 {
-	PGresult *res = PQexecParams(s->conn, text, 0, NULL, NULL, NULL, NULL, 0);
-	ExecStatusType st = PQresultStatus(res);
+	PGresult *res = pq.PQexecParams(s->conn, text, 0, NULL, NULL, NULL, NULL, 0);
+	ExecStatusType st = pq.PQresultStatus(res);
 	int rc = DBCRON_OK;
 	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
 		rc = fail(s, res, what, err);
 	if (out && !rc)
 		*out = res;
 	else
-		PQclear(res);
+		pq.PQclear(res);
 	return rc;
 }
 
@@ -531,21 +553,21 @@ static int pg_schema_read(store_conn *s, int *version, dbcron_err *err)
 	int rc;
 	*version = 0;
 	pg_reset(s);
-	if (PQtransactionStatus(s->conn) == PQTRANS_IDLE || PQtransactionStatus(s->conn) == PQTRANS_UNKNOWN)
+	if (pq.PQtransactionStatus(s->conn) == PQTRANS_IDLE || pq.PQtransactionStatus(s->conn) == PQTRANS_UNKNOWN)
 		if ((rc = ready(s, err)))
 			return rc;
 	if ((rc = cmd(s, "SELECT to_regclass('schema_version') IS NOT NULL", "checking the schema",
 		      &res, err)))
 		return rc;
-	bool exists = PQgetvalue(res, 0, 0)[0] == 't';
-	PQclear(res);
+	bool exists = pq.PQgetvalue(res, 0, 0)[0] == 't';
+	pq.PQclear(res);
 	if (!exists)
 		return DBCRON_OK;
 	if ((rc = cmd(s, "SELECT coalesce(max(version), 0) FROM schema_version",
 		      "reading the schema version", &res, err)))
 		return rc;
-	*version = (int)strtol(PQgetvalue(res, 0, 0), NULL, 10);
-	PQclear(res);
+	*version = (int)strtol(pq.PQgetvalue(res, 0, 0), NULL, 10);
+	pq.PQclear(res);
 	return DBCRON_OK;
 }
 
@@ -591,7 +613,7 @@ static int pg_migrate(store_conn *s, int *from, dbcron_err *err)
 	return DBCRON_OK;
 out_rollback:
 	if (pg_in_tx(s))
-		PQclear(PQexecParams(s->conn, "ROLLBACK", 0, NULL, NULL, NULL, NULL, 0));
+		pq.PQclear(pq.PQexecParams(s->conn, "ROLLBACK", 0, NULL, NULL, NULL, NULL, 0));
 	return rc;
 }
 
