@@ -157,6 +157,7 @@ typedef struct conf_planner {
 	const char *fail; /* a job name the planner cannot plan */
 	int nfires;       /* > 1: that many fires 1 ms apart (catch-up) */
 	store_fire many[16];
+	int64_t step; /* ms to the next fire; 0 is 1000 */
 } conf_planner;
 
 static int conf_plan(void *ctx, const dbcron_job *job, int64_t now_ms,
@@ -186,7 +187,7 @@ static int conf_plan(void *ctx, const dbcron_job *job, int64_t now_ms,
 	p->fire.state = DBCRON_RUN_SCHEDULED;
 	out->fires = &p->fire;
 	out->nfires = 1;
-	out->next_fire_at = job->next_fire_at + 1000;
+	out->next_fire_at = job->next_fire_at + (p->step ? p->step : 1000);
 	if (p->stop >= 0 && out->next_fire_at > p->stop)
 		out->next_fire_at = -1;
 	return DBCRON_OK;
@@ -573,9 +574,10 @@ static void conf_test_claim_routing(void **state)
 	CONF_OK(c, store_job_trigger(c->s, "noop-job", &run_id, &fire_at, &c->err));
 	conf_sleep_ms(5);
 
-	/* "sleep" only: the command's fire, nothing of noop-job */
+	/* "sleep" only: the command's fire, nothing of noop-job (next fires
+	 * a minute on, out of reach of the later claims however slow) */
 	static const char *const sleep_only[] = {"sleep"};
-	conf_planner p = {.stop = -1};
+	conf_planner p = {.stop = -1, .step = 60000};
 	store_claim_result r;
 	CONF_OK(c, conf_claim_routed(c, "n-sleep", "t1", sleep_only, 1, &p, &r));
 	assert_int_equal(r.nruns, 1);
@@ -991,7 +993,8 @@ static void conf_test_claim_pools(void **state)
 	int64_t slow_run, fast_run, fire_at;
 	CONF_OK(c, store_job_trigger(c->s, "slow0000", &slow_run, &fire_at, &c->err));
 	conf_sleep_ms(5);
-	conf_planner p = {.stop = -1};
+	/* next fires a minute on: none comes due during the test */
+	conf_planner p = {.stop = -1, .step = 60000};
 	store_claim_result r;
 
 	/* the slow pool saturated: the fast jobs only, though budget is left */
@@ -1078,7 +1081,9 @@ static void conf_test_claim(void **state)
 	conf_put(c, 5, "due", now - 500);
 	conf_put(c, 2, "later", now + 3600000);
 
-	conf_planner p = {.stop = -1};
+	/* The next fires a minute on: "not due yet" must hold however slowly
+	 * a loaded machine gets from one claim to the next. */
+	conf_planner p = {.stop = -1, .step = 60000};
 	store_claim_result r;
 	CONF_OK(c, conf_claim(c, c->s, "n1", "tok1", 100, &p, &r));
 	assert_true(r.now_ms >= now);
@@ -1098,18 +1103,19 @@ static void conf_test_claim(void **state)
 
 	dbcron_job got;
 	CONF_OK(c, store_job_get(c->s, "due0003", &got, &c->err));
-	assert_int_equal(got.next_fire_at, now + 500);
+	assert_int_equal(got.next_fire_at, now + 59500);
 	dbcron_job_clear(&got);
 
-	/* Nothing else is due now; with a horizon of 1 s the next fires are. */
+	/* Nothing else is due now; with a horizon past a minute the next
+	 * fires are. */
 	CONF_OK(c, conf_claim(c, c->s, "n1", "tok2", 100, &p, &r));
 	assert_int_equal(r.nruns, 0);
 	store_claim_result_clear(&r);
-	store_claim_req req = {.node_id = "n1", .token = "tok3", .horizon_ms_ahead = 1500,
+	store_claim_req req = {.node_id = "n1", .token = "tok3", .horizon_ms_ahead = 61000,
 			       .max = 3, .plan = conf_plan, .plan_ctx = &p};
 	CONF_OK(c, store_claim(c->s, &req, &r, &c->err));
 	assert_int_equal(r.nruns, 3); /* backpressure: max */
-	assert_int_equal(r.runs[0].run.fire_at, now + 500);
+	assert_int_equal(r.runs[0].run.fire_at, now + 59500);
 	store_claim_result_clear(&r);
 
 	/* Paused jobs are not claimed. */
@@ -1675,7 +1681,8 @@ static void conf_test_reap(void **state)
 	CONF_OK(c, store_node_register(c->s, &na, &c->err));
 	CONF_OK(c, store_node_register(sb, &nb, &c->err));
 
-	conf_planner p = {.stop = -1};
+	/* the next fires a minute on: none comes due while the test runs */
+	conf_planner p = {.stop = -1, .step = 60000};
 	store_claim_result r;
 	CONF_OK(c, conf_claim(c, c->s, "A", "ta", 10, &p, &r));
 	assert_int_equal(r.nruns, 2);
