@@ -34,12 +34,24 @@
 #include "store/pg/sql.h"
 #include "store/stmt.h"
 
+/* The statement texts with stmt.h's job-column markers expanded (rows.c);
+ * a put batch's column arrays are typed by how each field is stored. */
+static store_sql_texts texts = STORE_SQL_TEXTS_INIT;
+static const char *const array_types[] = {
+	[MODEL_FS_TEXT] = "text",   [MODEL_FS_INT] = "int",    [MODEL_FS_I64] = "bigint",
+	[MODEL_FS_I64N] = "bigint", [MODEL_FS_INTN] = "int",   [MODEL_FS_BOOL] = "bool",
+	[MODEL_FS_ARGV] = "text",   [MODEL_FS_ENV] = "text",   [MODEL_FS_HANDLER] = "text",
+};
+
 /* Serialises concurrent `dbcron init` (pg_advisory_xact_lock key). */
 #define MIGRATE_LOCK_KEY "4419240577205112"
 
 /* Texts scrubbed from every message: the password as libpq read it, what
  * the masker hides (raw and percent-decoded), the password libpq used. */
 #define MAX_SECRETS (2 * STORE_URL_SPANS_MAX + 2)
+
+/* Parameters of one statement: a job put sends one array per column. */
+#define MAX_PARAMS 64
 
 struct store_conn {
 	PGconn *conn;
@@ -51,11 +63,9 @@ struct store_conn {
 	PGresult *res; /* the open result */
 	int row, nrows;
 	/* Parameter texts of the statement being sent. */
-	store_text arrays[32];
-	char nums[32][24];
+	store_text arrays[MAX_PARAMS];
+	char nums[MAX_PARAMS][24];
 };
-
-#define MAX_PARAMS 32
 
 /* ---- text ---- */
 
@@ -320,11 +330,11 @@ static int pg_exec(store_conn *s, int id, const store_param *p, int np, dbcron_e
 	}
 	PGresult *res;
 	if (tx_control(id)) {
-		res = PQexecParams(s->conn, sql[id], 0, NULL, NULL, NULL, NULL, 0);
+		res = PQexecParams(s->conn, texts.text[id], 0, NULL, NULL, NULL, NULL, 0);
 	} else {
 		snprintf(name, sizeof(name), "dbcron_%d", id);
 		if (!s->prepared[id]) {
-			res = PQprepare(s->conn, name, sql[id], 0, NULL);
+			res = PQprepare(s->conn, name, texts.text[id], 0, NULL);
 			if (PQresultStatus(res) != PGRES_COMMAND_OK) {
 				rc = fail(s, res, store_stmt_what(id), err);
 				PQclear(res);
@@ -429,6 +439,8 @@ static int pg_open(const char *url, unsigned flags, store_conn **out, dbcron_err
 	int rc;
 
 	*out = NULL;
+	if ((rc = store__sql_texts(&texts, sql, array_types, err)))
+		return rc;
 	store_conn *s = dbcron__calloc(1, sizeof(*s));
 	if (!s)
 		return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory opening the database");
