@@ -507,6 +507,17 @@ static int show_table(const dbcron_job *j, const app_run_vec *rv, const char *un
 	printf("\nin words:          %s\n", jstr(words, "description"));
 	printf("tz:                %s\n", j->tz ? j->tz : "UTC");
 	printf("paused:            %s\n", j->paused ? "yes" : "no");
+	/* the instants a job is given (its window), each as the field table
+	 * names it */
+	for (size_t i = 0; i < MODEL_NFIELDS; i++) {
+		const model_field *f = &model_fields[i];
+		if (f->codec != MODEL_FC_TIME || *(const int64_t *)model_field_cptr(j, f) < 0)
+			continue;
+		char label[64];
+		snprintf(label, sizeof(label), "%s:", model_jobdef_key_of(f->key)->name);
+		printf("%-19s%s\n", label,
+		       model_time_text(*(const int64_t *)model_field_cptr(j, f), t, sizeof(t)));
+	}
 	printf("next fire:         %s\n", model_time_text(j->next_fire_at, t, sizeof(t)));
 	/* in the job's zone, as `dbcron cron next --tz` prints them */
 	const json_t *nf = json_object_get(words, "next_fires");
