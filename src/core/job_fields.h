@@ -85,6 +85,10 @@
 	  0, H("", "randomise backoffs"))                                                          \
 	X(timeout_ms, timeout_ms, I64, K(TIMEOUT, "timeout", NULL, DUR), DUR, (.zero = 1), ANY, DEF, \
 	  0, H("DUR", "stop a run after DUR (default none)"))                                      \
+	X(start_at, start_at, I64N, K(START_AT, "start-at", "start_at", TIME), TIME, (), ANY, DEF,  \
+	  -1, H("TIME", "no fire before TIME (RFC 3339, epoch seconds, now+DUR)"))                \
+	X(end_at, end_at, I64N, K(END_AT, "end-at", "end_at", TIME), TIME, (), ANY, DEF, -1,      \
+	  H("TIME", "no fire after TIME (not before --start-at)"))                                \
 	X(paused, paused, BOOL, K(PAUSED, "paused", NULL, BOOL), BOOL, (), ANY, STATE, 0,         \
 	  H("", "add the job paused"))                                                             \
 	X(executor, executor, INT, K0, NONE, (), ANY, DEF, DBCRON_EXEC_SHELL, H0)                 \
