@@ -24,11 +24,12 @@
  *         for a member no user sets directly; KSCHED for the schedule,
  *         whose four keys (cron, every, after, at) are the hook
  *         DBCRON_JOB_SCHED_KEYS below.
- * codec   how a key's value is checked, set and written to JSON (fields.c);
- *         SCHED marks the rows of the schedule hook (kind, text, interval):
- *         NONE NAME SCHED TZ ENUM INT DUR BOOL HANDLER TEXT ACCOUNT PATH
- *         ARGV ENV UMASK TIME (an instant: RFC 3339, epoch seconds, now or
- *         now+DUR, relative ones resolved against the database clock).
+ * codec   how a key's value is checked, set and written to JSON
+ *         (jobdef.c, json.c): NONE NAME SCHED TZ ENUM INT DUR BOOL HANDLER
+ *         TEXT ACCOUNT PATH ARGV ENV UMASK TIME (an instant: RFC 3339,
+ *         epoch seconds, now or now+DUR, relative ones resolved against the
+ *         database clock).  SCHED marks the rows of the schedule hook
+ *         (kind, text, interval): one schedule, compared and reported once.
  * args    the codec's constants, designated initialisers of
  *         model_field_args in parentheses: (.lo = 0, .hi = 1000).
  * scope   ANY, or what the key needs: HANDLER (a handler job), COMMAND

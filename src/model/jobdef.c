@@ -1,10 +1,11 @@
 /*
- * Job definitions from command-line flags and from JSON.  Owns the one
- * table of keys (long flag = JSON key) and the steps that turn those keys
- * into a dbcron_job: each value is checked alone when it is set (so errors
- * name the flag and the value), the whole definition is checked before the
- * database is touched, and times are resolved against the database clock
- * last, by the schedule rules of rules.h.  Invariant kept: a definition
+ * Job definitions from command-line flags and from JSON.  Owns the steps
+ * that turn the keys of the field table (long flag = JSON key, fields.c)
+ * into a dbcron_job, each by its row's codec: each value is checked alone
+ * when it is set (so errors name the flag and the value), the whole
+ * definition is checked before the database is touched, and times are
+ * resolved against the database clock last, by the schedule rules of
+ * rules.h.  Invariant kept: a definition
  * that passed model_jobdef_finish() is a job that dbcron_job_validate()
  * accepted, with next_fire_at set.  Prints nothing.
  */

@@ -1,7 +1,8 @@
 /*
  * Job definitions as users write them: the long flags of `job add` and the
  * keys of a `job apply` file (and of any other front end's JSON) are one
- * table, so the two can never disagree.  No printing: every error is a
+ * table, generated from the field table (core/job_fields.h, fields.h), so
+ * the two can never disagree.  No printing: every error is a
  * dbcron code with a message that names the flag or key and the value.
  */
 #ifndef DBCRON_MODEL_JOBDEF_H
