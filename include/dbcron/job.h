@@ -68,6 +68,8 @@ typedef struct dbcron_job {
 	int64_t retry_base_ms, retry_cap_ms;
 	bool retry_jitter;
 	int64_t timeout_ms; /* 0 = none */
+	/* The window: no fire before start_at, none after end_at (-1: open). */
+	int64_t start_at, end_at;
 	dbcron_executor executor;
 	char **argv; /* SHELL: NULL-terminated */
 	int argc;

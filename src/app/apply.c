@@ -156,38 +156,47 @@ static const dbcron_job *find_prev(const job_vec *jv, const char *name)
 	return jv->n ? bsearch(&key, jv->v, jv->n, sizeof(*jv->v), app__cmp_job_name) : NULL;
 }
 
+/* model_diff_fn: the key of a changed field, once, into a changed_ctx. */
+typedef struct changed_ctx {
+	json_t *fields;
+	size_t n;
+	bool ok;
+} changed_ctx;
+
+static void changed_key(void *ctx, const model_field *f, model_jobdef_id key)
+{
+	changed_ctx *c = ctx;
+	(void)f;
+	/* a field without a key (the executor) changes with one that has */
+	if (key == MODEL_JK__NONE)
+		return;
+	c->n++;
+	const char *name = model_jobdef_key_of(key)->name;
+	if (c->fields && json_array_append_new(c->fields, json_string(name)))
+		c->ok = false;
+}
+
 /*
- * The definition keys in which job differs from prev (both as
- * model_job_def_json, so an AT job compares instants, not texts) appended
- * to fields when it is not NULL; *n counts them.  False when out of
- * memory.
+ * The definition keys in which job differs from prev, by the one rule
+ * (model_job_diff, in the key table's order, so a diff reads the same
+ * every time), appended to fields when it is not NULL; *n counts them.
+ * "paused" too: when a definition does not give it, job has prev's
+ * (model_jobdef_finish), so only a given, different state counts.  False
+ * when out of memory.
  */
 static bool changed_keys(const dbcron_job *prev, const dbcron_job *job, json_t *fields,
 			 size_t *n)
 {
-	json_t *a = model_job_def_json(prev), *b = model_job_def_json(job);
-	bool ok = a && b;
-	*n = 0;
-	/* in the key table's order, so a diff reads the same every time;
-	 * "paused" too: when a definition does not give it, job has prev's
-	 * (model_jobdef_finish), so only a given, different state counts */
-	for (const model_jobdef_key *k = model_jobdef_keys; ok && k->name; k++) {
-		if (json_equal(json_object_get(a, k->name), json_object_get(b, k->name)) ||
-		    (!json_object_get(a, k->name) && !json_object_get(b, k->name)))
-			continue;
-		(*n)++;
-		if (fields && json_array_append_new(fields, json_string(k->name)))
-			ok = false;
-	}
+	changed_ctx c = {.fields = fields, .ok = true};
+	model_job_diff(prev, job, MODEL_ROLE_DEF | MODEL_ROLE_STATE, changed_key, &c);
 	/* a set-aside job given again is planned afresh (store_job_put) */
-	if (ok && prev->set_aside) {
-		(*n)++;
+	if (c.ok && prev->set_aside) {
+		c.n++;
 		if (fields && json_array_append_new(fields, json_string("set_aside")))
-			ok = false;
+			c.ok = false;
 	}
-	json_decref(a);
-	json_decref(b);
-	return ok;
+	*n = c.n;
+	return c.ok;
 }
 
 /* How many entries of a resolved batch change nothing stored; false when

@@ -67,15 +67,17 @@ out_free:
  * drops the command and what it runs as, a command drops the handler). */
 static bool same_group(model_jobdef_id given, model_jobdef_id stored)
 {
+	model_field_scope sg = model_jobdef_field(model_jobdef_key_of(given))->scope;
+	model_field_scope ss = model_jobdef_field(model_jobdef_key_of(stored))->scope;
 	bool sched_g = given >= MODEL_JK_CRON && given <= MODEL_JK_AT;
 	bool sched_s = stored >= MODEL_JK_CRON && stored <= MODEL_JK_AT;
 	if (sched_g || sched_s)
 		return sched_g && sched_s;
 	if (given == MODEL_JK_HANDLER)
-		return stored == MODEL_JK_ARG || stored == MODEL_JK_COMMAND ||
-		       (stored >= MODEL_JK_USER && stored <= MODEL_JK_INHERIT_ENV);
-	if (given == MODEL_JK_COMMAND)
-		return stored == MODEL_JK_HANDLER || stored == MODEL_JK_ARG;
+		return stored == MODEL_JK_ARG || ss == MODEL_SCOPE_COMMAND ||
+		       ss == MODEL_SCOPE_RUNAS;
+	if (sg == MODEL_SCOPE_COMMAND)
+		return ss == MODEL_SCOPE_HANDLER;
 	return false;
 }
 

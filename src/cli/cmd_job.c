@@ -42,31 +42,11 @@ static void add_usage(FILE *f)
 		"  --every DUR             fixed rate; first fire one interval from now\n"
 		"  --after DUR             fixed delay after the previous run ends\n"
 		"  --at TIME               once: RFC 3339, epoch seconds, now, now+DUR\n"
-		"OPTIONS:\n"
-		"  --tz ZONE               IANA time zone for cron (default UTC)\n"
-		"  --misfire POLICY        fire_once (default) | skip | catch_up\n"
-		"  --max-catchup N         catch_up: at most N missed fires (default 100)\n"
-		"  --misfire-threshold DUR a fire later than this is a misfire (default 5s)\n"
-		"  --overlap POLICY        skip (default) | allow | queue | replace\n"
-		"  --node-loss POLICY      retry (default) | abandon\n"
-		"  --retries N             retries after a failure (default 3)\n"
-		"  --retry-base DUR        first backoff (default 1m)\n"
-		"  --retry-cap DUR         longest backoff (default 1h)\n"
-		"  --jitter                randomise backoffs\n"
-		"  --timeout DUR           stop a run after DUR (default none)\n"
-		"  --paused                add the job paused\n"
-		"A COMMAND RUNS AS (docs/security.md):\n"
-		"  --user NAME             this user (the node switches: needs root); default the\n"
-		"                          node's user\n"
-		"  --group NAME            this primary group instead of the user's\n"
-		"  --cwd DIR               start in DIR (absolute); default the user's home\n"
-		"  --env KEY=VALUE         a variable of its own (repeatable); stored in the database\n"
-		"  --env-file PATH         KEY=VALUE lines from PATH on the node's host, read at each\n"
-		"                          run (for secrets that should not be in the database)\n"
-		"  --umask MODE            octal, e.g. 027; default the node's\n"
-		"  --inherit-env           start from the node's environment (never its DBCRON_*\n"
-		"                          settings or PostgreSQL passwords); default a clean one:\n"
-		"                          HOME, USER, LOGNAME, SHELL=/bin/sh, PATH, DBCRON_*\n"
+		"OPTIONS:\n");
+	model_jobdef_help(f, MODEL_SCOPE_ANY);
+	fprintf(f, "A COMMAND RUNS AS (docs/security.md):\n");
+	model_jobdef_help(f, MODEL_SCOPE_RUNAS);
+	fprintf(f,
 		"  --no-user-check         do not look the user and group up on this host (they\n"
 		"                          exist only where the nodes run)\n"
 		"  --strict                refuse a --handler that is not built in (by default it\n"
@@ -527,6 +507,17 @@ static int show_table(const dbcron_job *j, const app_run_vec *rv, const char *un
 	printf("\nin words:          %s\n", jstr(words, "description"));
 	printf("tz:                %s\n", j->tz ? j->tz : "UTC");
 	printf("paused:            %s\n", j->paused ? "yes" : "no");
+	/* the instants a job is given (its window), each as the field table
+	 * names it */
+	for (size_t i = 0; i < MODEL_NFIELDS; i++) {
+		const model_field *f = &model_fields[i];
+		if (f->codec != MODEL_FC_TIME || *(const int64_t *)model_field_cptr(j, f) < 0)
+			continue;
+		char label[64];
+		snprintf(label, sizeof(label), "%s:", model_jobdef_key_of(f->key)->name);
+		printf("%-19s%s\n", label,
+		       model_time_text(*(const int64_t *)model_field_cptr(j, f), t, sizeof(t)));
+	}
 	printf("next fire:         %s\n", model_time_text(j->next_fire_at, t, sizeof(t)));
 	/* in the job's zone, as `dbcron cron next --tz` prints them */
 	const json_t *nf = json_object_get(words, "next_fires");

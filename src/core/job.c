@@ -7,25 +7,15 @@
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/job_fields.h"
 #include "dbcron/job.h"
+
+#define INIT_ROW(m, col, st, key, codec, args, scope, role, dflt, help) job->m = dflt;
 
 void dbcron_job_init(dbcron_job *job)
 {
 	memset(job, 0, sizeof(*job));
-	job->misfire = DBCRON_MISFIRE_FIRE_ONCE;
-	job->max_catchup = 100;
-	job->misfire_threshold_ms = 5000;
-	job->overlap = DBCRON_OVERLAP_SKIP;
-	job->node_loss = DBCRON_NODE_LOSS_RETRY;
-	job->max_retries = 3;
-	job->retry_base_ms = 60000;
-	job->retry_cap_ms = 3600000;
-	job->executor = DBCRON_EXEC_SHELL;
-	job->next_fire_at = -1;
-	job->anchor_ms = 0;
-	job->at_ms = -1;
-	job->umask = -1;
-	job->created_ms = job->updated_ms = -1;
+	DBCRON_JOB_FIELDS(INIT_ROW)
 }
 
 static void strv_free(char **v, int n)
@@ -56,48 +46,57 @@ static int strv_copy(char **v, int n, char ***out, int *outn)
 	return DBCRON_OK;
 }
 
+/* What a row of each storage kind owns (core/job_fields.h). */
+#define FREE_TEXT(m) dbcron__free(job->m);
+#define FREE_HANDLER(m) dbcron__free(job->m);
+#define FREE_ARGV(m) strv_free(job->argv, job->argc);
+#define FREE_ENV(m) strv_free(job->env, job->envc);
+#define FREE_INT(m)
+#define FREE_INTN(m)
+#define FREE_I64(m)
+#define FREE_I64N(m)
+#define FREE_BOOL(m)
+#define FREE_ROW(m, col, st, key, codec, args, scope, role, dflt, help) FREE_##st(m)
+
 void dbcron_job_clear(dbcron_job *job)
 {
-	dbcron__free(job->name);
-	dbcron__free(job->spec);
-	dbcron__free(job->tz);
-	dbcron__free(job->handler);
-	dbcron__free(job->arg);
-	dbcron__free(job->set_aside);
-	dbcron__free(job->user);
-	dbcron__free(job->group);
-	dbcron__free(job->cwd);
-	dbcron__free(job->env_file);
-	strv_free(job->argv, job->argc);
-	strv_free(job->env, job->envc);
+	DBCRON_JOB_FIELDS(FREE_ROW)
 	dbcron_job_init(job);
 }
+
+/* Forget what a shallow copy shares with its source. */
+#define UNSHARE_TEXT(m) dst->m = NULL;
+#define UNSHARE_HANDLER(m) dst->m = NULL;
+#define UNSHARE_ARGV(m) dst->argv = NULL, dst->argc = 0;
+#define UNSHARE_ENV(m) dst->env = NULL, dst->envc = 0;
+#define UNSHARE_INT(m)
+#define UNSHARE_INTN(m)
+#define UNSHARE_I64(m)
+#define UNSHARE_I64N(m)
+#define UNSHARE_BOOL(m)
+#define UNSHARE_ROW(m, col, st, key, codec, args, scope, role, dflt, help) UNSHARE_##st(m)
+
+/* Copy what is owned; an || chain, false on the first failure. */
+#define COPY_TEXT(m) || (src->m && !(dst->m = dbcron__strdup(src->m)))
+#define COPY_HANDLER(m) COPY_TEXT(m)
+#define COPY_ARGV(m) || strv_copy(src->argv, src->argc, &dst->argv, &dst->argc)
+#define COPY_ENV(m) || strv_copy(src->env, src->envc, &dst->env, &dst->envc)
+#define COPY_INT(m)
+#define COPY_INTN(m)
+#define COPY_I64(m)
+#define COPY_I64N(m)
+#define COPY_BOOL(m)
+#define COPY_ROW(m, col, st, key, codec, args, scope, role, dflt, help) COPY_##st(m)
 
 int dbcron_job_copy(dbcron_job *dst, const dbcron_job *src)
 {
 	*dst = *src;
-	dst->name = dst->spec = dst->tz = dst->handler = dst->arg = dst->set_aside = NULL;
-	dst->user = dst->group = dst->cwd = dst->env_file = NULL;
-	dst->argv = dst->env = NULL;
-	dst->argc = dst->envc = 0;
-	if ((src->name && !(dst->name = dbcron__strdup(src->name))) ||
-	    (src->spec && !(dst->spec = dbcron__strdup(src->spec))) ||
-	    (src->tz && !(dst->tz = dbcron__strdup(src->tz))) ||
-	    (src->handler && !(dst->handler = dbcron__strdup(src->handler))) ||
-	    (src->arg && !(dst->arg = dbcron__strdup(src->arg))) ||
-	    (src->set_aside && !(dst->set_aside = dbcron__strdup(src->set_aside))) ||
-	    (src->user && !(dst->user = dbcron__strdup(src->user))) ||
-	    (src->group && !(dst->group = dbcron__strdup(src->group))) ||
-	    (src->cwd && !(dst->cwd = dbcron__strdup(src->cwd))) ||
-	    (src->env_file && !(dst->env_file = dbcron__strdup(src->env_file))))
-		goto out_nomem;
-	if (strv_copy(src->argv, src->argc, &dst->argv, &dst->argc) ||
-	    strv_copy(src->env, src->envc, &dst->env, &dst->envc))
-		goto out_nomem;
+	DBCRON_JOB_FIELDS(UNSHARE_ROW)
+	if (false DBCRON_JOB_FIELDS(COPY_ROW)) {
+		dbcron_job_clear(dst);
+		return DBCRON_ENOMEM;
+	}
 	return DBCRON_OK;
-out_nomem:
-	dbcron_job_clear(dst);
-	return DBCRON_ENOMEM;
 }
 
 void dbcron_run_clear(dbcron_run *run)

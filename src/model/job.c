@@ -1,7 +1,8 @@
 /*
  * What a job's schedule means: dbcron_job_validate() (the one check every
  * path that writes a job passes, so a job in the store is always valid) and
- * dbcron_job_next_fire() (the series of each schedule kind).  Declared in
+ * dbcron_job_next_fire() (the series of each schedule kind, within the
+ * job's window).  Declared in
  * the public dbcron/job.h; here because they need the cron engine and the
  * executor table, which the data layer in src/core/ must not reach.
  */
@@ -12,6 +13,7 @@
 #include "dbcron/cron.h"
 #include "exec/exec.h"
 #include "dbcron/job.h"
+#include "model/rules.h"
 
 /* The stored-name rule (core/text.h) with the message users know. */
 static int valid_name(const char *s)
@@ -75,6 +77,15 @@ int dbcron_job_validate(dbcron_job *job, dbcron_err *err)
 				      "job '%s': retry base must be > 0 and cap >= base", n);
 	if (job->timeout_ms < 0)
 		return dbcron_err_set(err, DBCRON_EINVAL, "job '%s': negative timeout", n);
+	if (job->start_at >= 0 && job->end_at >= 0 && job->end_at < job->start_at) {
+		char s[64], e[64];
+		dbcron__format_rfc3339(job->start_at, 0, job->start_at % 1000 != 0, s, sizeof(s));
+		dbcron__format_rfc3339(job->end_at, 0, job->end_at % 1000 != 0, e, sizeof(e));
+		return dbcron_err_set(err, DBCRON_EINVAL,
+				      "job '%s': end-at %s is before start-at %s: the window would "
+				      "never open",
+				      n, e, s);
+	}
 	if (job->misfire < DBCRON_MISFIRE_FIRE_ONCE || job->misfire > DBCRON_MISFIRE_CATCH_UP ||
 	    job->overlap < DBCRON_OVERLAP_SKIP || job->overlap > DBCRON_OVERLAP_REPLACE ||
 	    job->node_loss < DBCRON_NODE_LOSS_RETRY || job->node_loss > DBCRON_NODE_LOSS_ABANDON)
@@ -86,8 +97,8 @@ int dbcron_job_validate(dbcron_job *job, dbcron_err *err)
 	return DBCRON_OK;
 }
 
-int dbcron_job_next_fire(const dbcron_job *job, int64_t after_ms, int64_t *next,
-			 dbcron_err *err)
+/* The series alone, without the window. */
+static int series_next(const dbcron_job *job, int64_t after_ms, int64_t *next, dbcron_err *err)
 {
 	switch (job->kind) {
 	case DBCRON_SCHED_CRON: {
@@ -131,4 +142,14 @@ int dbcron_job_next_fire(const dbcron_job *job, int64_t after_ms, int64_t *next,
 		return 0;
 	}
 	return -dbcron_err_set(err, DBCRON_EINVAL, "unknown schedule kind");
+}
+
+int dbcron_job_next_fire(const dbcron_job *job, int64_t after_ms, int64_t *next,
+			 dbcron_err *err)
+{
+	/* the window: the first fire at or after start_at, none after end_at */
+	int found = series_next(job, model_window_after(job, after_ms), next, err);
+	if (found == 1 && (*next = model_window_clamp(job, *next)) < 0)
+		found = 0;
+	return found;
 }

@@ -1,10 +1,11 @@
 /*
- * Job definitions from command-line flags and from JSON.  Owns the one
- * table of keys (long flag = JSON key) and the steps that turn those keys
- * into a dbcron_job: each value is checked alone when it is set (so errors
- * name the flag and the value), the whole definition is checked before the
- * database is touched, and times are resolved against the database clock
- * last, by the schedule rules of rules.h.  Invariant kept: a definition
+ * Job definitions from command-line flags and from JSON.  Owns the steps
+ * that turn the keys of the field table (long flag = JSON key, fields.c)
+ * into a dbcron_job, each by its row's codec: each value is checked alone
+ * when it is set (so errors name the flag and the value), the whole
+ * definition is checked before the database is touched, and times are
+ * resolved against the database clock last, by the schedule rules of
+ * rules.h.  Invariant kept: a definition
  * that passed model_jobdef_finish() is a job that dbcron_job_validate()
  * accepted, with next_fire_at set.  Prints nothing.
  */
@@ -22,37 +23,6 @@
 #include "model/jobdef.h"
 #include "model/rules.h"
 
-const model_jobdef_key model_jobdef_keys[] = {
-	{MODEL_JK_NAME, "name", NULL, MODEL_JD_STR},
-	{MODEL_JK_CRON, "cron", NULL, MODEL_JD_STR},
-	{MODEL_JK_EVERY, "every", NULL, MODEL_JD_DUR},
-	{MODEL_JK_AFTER, "after", NULL, MODEL_JD_DUR},
-	{MODEL_JK_AT, "at", NULL, MODEL_JD_STR},
-	{MODEL_JK_TZ, "tz", NULL, MODEL_JD_STR},
-	{MODEL_JK_MISFIRE, "misfire", NULL, MODEL_JD_STR},
-	{MODEL_JK_MAX_CATCHUP, "max-catchup", "max_catchup", MODEL_JD_INT},
-	{MODEL_JK_MISFIRE_THRESHOLD, "misfire-threshold", "misfire_threshold", MODEL_JD_DUR},
-	{MODEL_JK_OVERLAP, "overlap", NULL, MODEL_JD_STR},
-	{MODEL_JK_NODE_LOSS, "node-loss", "node_loss", MODEL_JD_STR},
-	{MODEL_JK_RETRIES, "retries", NULL, MODEL_JD_INT},
-	{MODEL_JK_RETRY_BASE, "retry-base", "retry_base", MODEL_JD_DUR},
-	{MODEL_JK_RETRY_CAP, "retry-cap", "retry_cap", MODEL_JD_DUR},
-	{MODEL_JK_JITTER, "jitter", NULL, MODEL_JD_BOOL},
-	{MODEL_JK_TIMEOUT, "timeout", NULL, MODEL_JD_DUR},
-	{MODEL_JK_PAUSED, "paused", NULL, MODEL_JD_BOOL},
-	{MODEL_JK_HANDLER, "handler", NULL, MODEL_JD_STR},
-	{MODEL_JK_ARG, "arg", NULL, MODEL_JD_STR},
-	{MODEL_JK_COMMAND, "command", NULL, MODEL_JD_ARGV},
-	{MODEL_JK_USER, "user", NULL, MODEL_JD_STR},
-	{MODEL_JK_GROUP, "group", NULL, MODEL_JD_STR},
-	{MODEL_JK_CWD, "cwd", NULL, MODEL_JD_STR},
-	{MODEL_JK_ENV, "env", NULL, MODEL_JD_LIST},
-	{MODEL_JK_ENV_FILE, "env-file", "env_file", MODEL_JD_STR},
-	{MODEL_JK_UMASK, "umask", NULL, MODEL_JD_STR},
-	{MODEL_JK_INHERIT_ENV, "inherit-env", "inherit_env", MODEL_JD_BOOL},
-	{MODEL_JK__COUNT, NULL, NULL, 0},
-};
-
 void model_jobdef_init(model_jobdef *d, bool cli)
 {
 	memset(d, 0, sizeof(*d));
@@ -64,6 +34,7 @@ void model_jobdef_clear(model_jobdef *d)
 {
 	dbcron_job_clear(&d->job);
 	memset(d->seen, 0, sizeof(d->seen));
+	memset(d->relative, 0, sizeof(d->relative));
 }
 
 const model_jobdef_key *model_jobdef_find(const char *name)
@@ -170,31 +141,23 @@ static int set_schedule(model_jobdef *d, dbcron_sched_kind kind, const char *v,
 static int set_int_value(model_jobdef *d, const model_jobdef_key *k,
 			 long long v, dbcron_err *err)
 {
-	if (k->id == MODEL_JK_RETRIES) {
-		if (v < 0 || v > 1000)
-			return dbcron_err_set(err, DBCRON_EINVAL, "%lld is out of range 0-1000", v);
-		d->job.max_retries = (int)v;
-	} else if (k->id == MODEL_JK_MAX_CATCHUP) {
-		if (v < 1 || v > 100000)
-			return dbcron_err_set(err, DBCRON_EINVAL, "%lld is out of range 1-100000", v);
-		d->job.max_catchup = (int)v;
-	} else {
+	const model_field *f = model_jobdef_field(k);
+	if (!f || f->codec != MODEL_FC_INT)
 		return dbcron_err_set(err, DBCRON_EINTERNAL, "not an integer key");
-	}
+	if (v < f->args.lo || v > f->args.hi)
+		return dbcron_err_set(err, DBCRON_EINVAL, "%lld is out of range %lld-%lld", v,
+				      f->args.lo, f->args.hi);
+	*(int *)model_field_ptr(&d->job, f) = (int)v;
 	return DBCRON_OK;
 }
 
-/* Value checks that need no clock and no database. */
-static int set_text(model_jobdef *d, const model_jobdef_key *k, const char *v,
-		    dbcron_err *err)
+/* The schedule hook: the four keys of the one schedule. */
+static int set_sched(model_jobdef *d, const model_jobdef_key *k, const char *v,
+		     dbcron_err *err)
 {
-	dbcron_job *j = &d->job;
 	int64_t ms;
-	int rc, p;
-
+	int rc;
 	switch (k->id) {
-	case MODEL_JK_NAME:
-		return replace_str(&j->name, v, err);
 	case MODEL_JK_CRON: {
 		dbcron_cron *c = NULL;
 		rc = dbcron_cron_parse(v, &c, err);
@@ -214,7 +177,7 @@ static int set_text(model_jobdef *d, const model_jobdef_key *k, const char *v,
 		rc = dbcron__parse_duration(v, 0, &ms, err);
 		if (rc)
 			return rc;
-		j->interval_ms = ms;
+		d->job.interval_ms = ms;
 		return set_schedule(d, k->id == MODEL_JK_EVERY ? DBCRON_SCHED_EVERY
 							 : DBCRON_SCHED_AFTER,
 				    v, err);
@@ -224,41 +187,70 @@ static int set_text(model_jobdef *d, const model_jobdef_key *k, const char *v,
 		if (rc)
 			return rc;
 		return set_schedule(d, DBCRON_SCHED_AT, v, err);
-	case MODEL_JK_TZ: {
-		dbcron_tz *tz = NULL;
-		/* the zone layer's message says what is wrong: an unknown name
-		 * or bad zone data ("zone 'X': ...") */
-		rc = dbcron_tz_open(v, &tz, err);
-		if (rc)
-			return rc;
-		dbcron_tz_free(tz);
-		if (!*v) {
-			dbcron__free(j->tz);
-			j->tz = NULL;
-			return DBCRON_OK;
-		}
-		return replace_str(&j->tz, v, err);
+	default:
+		return dbcron_err_set(err, DBCRON_EINTERNAL, "not a schedule key");
 	}
-	case MODEL_JK_MISFIRE:
-		p = dbcron_misfire_parse(v);
-		if ((rc = choice(v, p, "fire_once, skip or catch_up", err)))
-			return rc;
-		j->misfire = (dbcron_misfire)p;
+}
+
+static int set_tz(dbcron_job *j, const char *v, dbcron_err *err)
+{
+	dbcron_tz *tz = NULL;
+	/* the zone layer's message says what is wrong: an unknown name or bad
+	 * zone data ("zone 'X': ...") */
+	int rc = dbcron_tz_open(v, &tz, err);
+	if (rc)
+		return rc;
+	dbcron_tz_free(tz);
+	if (!*v) {
+		dbcron__free(j->tz);
+		j->tz = NULL;
 		return DBCRON_OK;
-	case MODEL_JK_OVERLAP:
-		p = dbcron_overlap_parse(v);
-		if ((rc = choice(v, p, "skip, allow, queue or replace", err)))
+	}
+	return replace_str(&j->tz, v, err);
+}
+
+/* An instant; "now" and "now+DUR" are kept as an offset until the
+ * database clock is known (model_jobdef_finish). */
+static int set_time(model_jobdef *d, const model_jobdef_key *k, const model_field *f,
+		    const char *v, dbcron_err *err)
+{
+	int64_t ms;
+	int rc = dbcron__parse_time(v, 0, &ms, err);
+	if (rc)
+		return rc;
+	d->relative[k->id] = strncmp(v, "now", 3) == 0;
+	d->offset[k->id] = ms;
+	*(int64_t *)model_field_ptr(&d->job, f) = ms;
+	return DBCRON_OK;
+}
+
+/* Value checks that need no clock and no database, by the row's codec. */
+static int set_text(model_jobdef *d, const model_jobdef_key *k, const char *v,
+		    dbcron_err *err)
+{
+	const model_field *f = model_jobdef_field(k);
+	dbcron_job *j = &d->job;
+	int64_t ms;
+	int rc, p;
+
+	if (!f)
+		return dbcron_err_set(err, DBCRON_EINTERNAL, "not a key");
+	void *slot = model_field_ptr(j, f);
+	switch (f->codec) {
+	case MODEL_FC_NAME:
+	case MODEL_FC_TEXT:
+		return replace_str(slot, v, err);
+	case MODEL_FC_SCHED:
+		return set_sched(d, k, v, err);
+	case MODEL_FC_TZ:
+		return set_tz(j, v, err);
+	case MODEL_FC_ENUM:
+		p = f->args.parse(v);
+		if ((rc = choice(v, p, f->args.what, err)))
 			return rc;
-		j->overlap = (dbcron_overlap)p;
+		*(int *)slot = p;
 		return DBCRON_OK;
-	case MODEL_JK_NODE_LOSS:
-		p = dbcron_node_loss_parse(v);
-		if ((rc = choice(v, p, "retry or abandon", err)))
-			return rc;
-		j->node_loss = (dbcron_node_loss)p;
-		return DBCRON_OK;
-	case MODEL_JK_MAX_CATCHUP:
-	case MODEL_JK_RETRIES: {
+	case MODEL_FC_INT: {
 		char *end;
 		errno = 0;
 		long long n = strtoll(v, &end, 10);
@@ -266,48 +258,30 @@ static int set_text(model_jobdef *d, const model_jobdef_key *k, const char *v,
 			return dbcron_err_set(err, DBCRON_EINVAL, "'%s': expected an integer", v);
 		return set_int_value(d, k, n, err);
 	}
-	case MODEL_JK_MISFIRE_THRESHOLD:
-	case MODEL_JK_TIMEOUT:
-		/* zero is meaningful: no timeout, every late fire misfires */
-		rc = dbcron__parse_duration(v, 1, &ms, err);
+	case MODEL_FC_DUR:
+		/* zero is meaningful for some: no timeout, every late fire misfires */
+		rc = dbcron__parse_duration(v, f->args.zero, &ms, err);
 		if (rc)
 			return rc;
-		if (k->id == MODEL_JK_TIMEOUT)
-			j->timeout_ms = ms;
-		else
-			j->misfire_threshold_ms = ms;
+		*(int64_t *)slot = ms;
 		return DBCRON_OK;
-	case MODEL_JK_RETRY_BASE:
-	case MODEL_JK_RETRY_CAP:
-		rc = dbcron__parse_duration(v, 0, &ms, err);
-		if (rc)
-			return rc;
-		if (k->id == MODEL_JK_RETRY_BASE)
-			j->retry_base_ms = ms;
-		else
-			j->retry_cap_ms = ms;
-		return DBCRON_OK;
-	case MODEL_JK_HANDLER:
+	case MODEL_FC_TIME:
+		return set_time(d, k, f, v, err);
+	case MODEL_FC_HANDLER:
 		/* any name: whether a process knows it is model_jobdef_check_handler's */
 		if (!*v)
 			return dbcron_err_set(err, DBCRON_EINVAL, "empty handler name");
 		j->executor = DBCRON_EXEC_HANDLER;
 		return replace_str(&j->handler, v, err);
-	case MODEL_JK_ARG:
-		return replace_str(&j->arg, v, err);
-	case MODEL_JK_USER:
-	case MODEL_JK_GROUP:
-		rc = runas_check_name(k->id == MODEL_JK_USER ? "user" : "group", v, err);
-		return rc ? rc : replace_str(k->id == MODEL_JK_USER ? &j->user : &j->group, v, err);
-	case MODEL_JK_CWD:
-		rc = runas_check_path("working directory", v, err);
-		return rc ? rc : replace_str(&j->cwd, v, err);
-	case MODEL_JK_ENV_FILE:
-		rc = runas_check_path("env-file", v, err);
-		return rc ? rc : replace_str(&j->env_file, v, err);
-	case MODEL_JK_ENV:
+	case MODEL_FC_ACCOUNT:
+		rc = runas_check_name(f->args.what, v, err);
+		return rc ? rc : replace_str(slot, v, err);
+	case MODEL_FC_PATH:
+		rc = runas_check_path(f->args.what, v, err);
+		return rc ? rc : replace_str(slot, v, err);
+	case MODEL_FC_ENV:
 		return add_env(j, v, err);
-	case MODEL_JK_UMASK:
+	case MODEL_FC_UMASK:
 		return set_umask(j, v, err);
 	default:
 		return dbcron_err_set(err, DBCRON_EINTERNAL, "not a text value");
@@ -347,14 +321,10 @@ int model_jobdef_set_bool(model_jobdef *d, const model_jobdef_key *k, bool v,
 	int rc = mark_seen(d, k, err);
 	if (rc)
 		return keyed(d, k, err, rc);
-	if (k->id == MODEL_JK_JITTER)
-		d->job.retry_jitter = v;
-	else if (k->id == MODEL_JK_PAUSED)
-		d->job.paused = v;
-	else if (k->id == MODEL_JK_INHERIT_ENV)
-		d->job.inherit_env = v;
-	else
+	const model_field *f = model_jobdef_field(k);
+	if (!f || f->codec != MODEL_FC_BOOL)
 		return keyed(d, k, err, dbcron_err_set(err, DBCRON_EINTERNAL, "not a flag"));
+	*(bool *)model_field_ptr(&d->job, f) = v;
 	return DBCRON_OK;
 }
 
@@ -422,8 +392,10 @@ int model_jobdef_check(model_jobdef *d, dbcron_err *err)
 			: "'arg' is only for 'handler' (a command takes its arguments in 'command')");
 	/* a handler runs inside the node: no process to give a user or a
 	 * directory to */
-	for (int id = MODEL_JK_USER; id <= MODEL_JK_INHERIT_ENV && d->seen[MODEL_JK_HANDLER]; id++)
-		if (d->seen[id])
+	for (int id = 0; id < MODEL_JK__COUNT && d->seen[MODEL_JK_HANDLER]; id++)
+		if (d->seen[id] &&
+		    model_jobdef_field(model_jobdef_key_of((model_jobdef_id)id))->scope ==
+			    MODEL_SCOPE_RUNAS)
 			return dbcron_err_set(err, DBCRON_EINVAL,
 					      d->cli ? "%s is only for a command (a handler runs inside the node)"
 						     : "%s is only for 'command' (a handler runs inside the node)",
@@ -484,6 +456,11 @@ int model_jobdef_finish(model_jobdef *d, int64_t now_ms, const dbcron_job *prev,
 		j->id = prev->id;
 		j->created_ms = prev->created_ms;
 	}
+	for (int id = 0; id < MODEL_JK__COUNT; id++)
+		if (d->relative[id])
+			*(int64_t *)model_field_ptr(
+				j, model_jobdef_field(model_jobdef_key_of((model_jobdef_id)id))) =
+				now_ms + d->offset[id];
 	if ((rc = model_job_series(j, now_ms, prev, err)))
 		return keyed(d, model_jobdef_key_of(MODEL_JK_AT), err, rc);
 	if ((rc = dbcron_job_validate(j, err)))
@@ -512,4 +489,23 @@ const char *model_time_text(int64_t ms, char *buf, size_t len)
 	}
 	dbcron__format_rfc3339(ms, 0, ms % 1000 != 0, buf, len);
 	return buf;
+}
+
+void model_jobdef_help(FILE *f, model_field_scope scope)
+{
+	for (const model_jobdef_key *k = model_jobdef_keys; k->name; k++) {
+		const model_field *fd = model_jobdef_field(k);
+		if (!fd || fd->scope != scope || !fd->help || fd->codec == MODEL_FC_SCHED)
+			continue;
+		char flag[64];
+		snprintf(flag, sizeof(flag), "--%s%s%s", k->name, *fd->meta ? " " : "", fd->meta);
+		fprintf(f, "  %-23s ", flag);
+		/* a help text goes on under its first line's column */
+		for (const char *p = fd->help; *p; p++) {
+			fputc(*p, f);
+			if (*p == '\n')
+				fprintf(f, "%26s", "");
+		}
+		fputc('\n', f);
+	}
 }

@@ -1,7 +1,8 @@
 /*
  * Job definitions as users write them: the long flags of `job add` and the
  * keys of a `job apply` file (and of any other front end's JSON) are one
- * table, so the two can never disagree.  No printing: every error is a
+ * table, generated from the field table (core/job_fields.h, fields.h), so
+ * the two can never disagree.  No printing: every error is a
  * dbcron code with a message that names the flag or key and the value.
  */
 #ifndef DBCRON_MODEL_JOBDEF_H
@@ -9,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "dbcron/error.h"
@@ -21,38 +23,11 @@ typedef enum model_jobdef_type {
 	MODEL_JD_DUR,     /* duration text: "500ms", "30s", "1h30m" */
 	MODEL_JD_ARGV,    /* array of strings (JSON "command"; CLI after "--") */
 	MODEL_JD_LIST,    /* array of strings in JSON; a repeatable flag on the CLI */
+	MODEL_JD_TIME,    /* an instant: RFC 3339, epoch seconds, now, now+DUR */
 } model_jobdef_type;
 
-typedef enum model_jobdef_id {
-	MODEL_JK_NAME,
-	MODEL_JK_CRON,
-	MODEL_JK_EVERY,
-	MODEL_JK_AFTER,
-	MODEL_JK_AT,
-	MODEL_JK_TZ,
-	MODEL_JK_MISFIRE,
-	MODEL_JK_MAX_CATCHUP,
-	MODEL_JK_MISFIRE_THRESHOLD,
-	MODEL_JK_OVERLAP,
-	MODEL_JK_NODE_LOSS,
-	MODEL_JK_RETRIES,
-	MODEL_JK_RETRY_BASE,
-	MODEL_JK_RETRY_CAP,
-	MODEL_JK_JITTER,
-	MODEL_JK_TIMEOUT,
-	MODEL_JK_PAUSED,
-	MODEL_JK_HANDLER,
-	MODEL_JK_ARG,
-	MODEL_JK_COMMAND,
-	MODEL_JK_USER,
-	MODEL_JK_GROUP,
-	MODEL_JK_CWD,
-	MODEL_JK_ENV,
-	MODEL_JK_ENV_FILE,
-	MODEL_JK_UMASK,
-	MODEL_JK_INHERIT_ENV,
-	MODEL_JK__COUNT
-} model_jobdef_id;
+/* model_jobdef_id: one per key, generated from the field table (fields.h). */
+#include "model/fields.h"
 
 typedef struct model_jobdef_key {
 	model_jobdef_id id;
@@ -67,6 +42,10 @@ typedef struct model_jobdef {
 	dbcron_job job;
 	bool cli;                   /* messages name "--every", else "key 'every'" */
 	bool seen[MODEL_JK__COUNT]; /* which keys were given */
+	/* TIME keys given relative to now ("now+5m"): the offset, resolved
+	 * against the database clock by model_jobdef_finish */
+	bool relative[MODEL_JK__COUNT];
+	int64_t offset[MODEL_JK__COUNT];
 } model_jobdef;
 
 /* The key table in model_jobdef_id order, terminated by a NULL name. */
@@ -81,6 +60,14 @@ const char *model_jobdef_label(const model_jobdef *d, const model_jobdef_key *k,
  * static. */
 const model_jobdef_key *model_jobdef_find(const char *name);
 const model_jobdef_key *model_jobdef_key_of(model_jobdef_id id);
+/* The field-table row a key sets (the schedule's first row for the four
+ * schedule keys); NULL for a bad key. */
+const model_field *model_jobdef_field(const model_jobdef_key *k);
+/* The key of a schedule kind: MODEL_JK_CRON for cron... */
+model_jobdef_id model_sched_key(dbcron_sched_kind kind);
+/* `job add --help`'s lines for the keys of one scope (MODEL_SCOPE_ANY:
+ * the general options), "  --tz ZONE               IANA ..." each, to f. */
+void model_jobdef_help(FILE *f, model_field_scope scope);
 
 /*
  * Set one key.  Text for STR/DUR/INT keys (parsed), or the typed setters

@@ -59,20 +59,6 @@ static json_t *time_json(int64_t ms)
 	return ms >= 0 ? json_string(model_time_text(ms, t, sizeof(t))) : json_null();
 }
 
-static model_jobdef_id schedule_key(dbcron_sched_kind kind)
-{
-	switch (kind) {
-	case DBCRON_SCHED_EVERY:
-		return MODEL_JK_EVERY;
-	case DBCRON_SCHED_AFTER:
-		return MODEL_JK_AFTER;
-	case DBCRON_SCHED_AT:
-		return MODEL_JK_AT;
-	default:
-		return MODEL_JK_CRON;
-	}
-}
-
 static json_t *strv_json(char *const *v, int n)
 {
 	json_t *a = json_array();
@@ -85,47 +71,95 @@ static json_t *strv_json(char *const *v, int n)
 	return a;
 }
 
+/* Whether a row is written for this job: a handler job has no command
+ * and nothing a command runs as, a command job no handler. */
+static bool in_scope(const dbcron_job *j, const model_field *f)
+{
+	if (f->scope == MODEL_SCOPE_ANY)
+		return true;
+	return (f->scope == MODEL_SCOPE_HANDLER) == (j->executor == DBCRON_EXEC_HANDLER);
+}
+
+/* One keyed row's value by its codec into *v (NULL when out of memory);
+ * false when the row is not written (an optional value that is unset). */
+static bool field_json(const dbcron_job *j, const model_field *f, json_t **v)
+{
+	const void *p = model_field_cptr(j, f);
+	const char *text = f->store == MODEL_FS_TEXT || f->store == MODEL_FS_HANDLER
+				   ? *(char *const *)p : NULL;
+	char m[16];
+	switch (f->codec) {
+	case MODEL_FC_NAME:
+		*v = json_string(text);
+		break;
+	case MODEL_FC_SCHED:
+		*v = json_string(j->spec ? j->spec : "");
+		break;
+	case MODEL_FC_TZ:
+		*v = json_string(text ? text : "UTC");
+		break;
+	case MODEL_FC_ENUM:
+		*v = json_string(f->args.name(*(const int *)p));
+		break;
+	case MODEL_FC_INT:
+		*v = json_integer(*(const int *)p);
+		break;
+	case MODEL_FC_DUR:
+		*v = duration_json(*(const int64_t *)p);
+		break;
+	case MODEL_FC_BOOL:
+		*v = json_boolean(*(const bool *)p);
+		break;
+	case MODEL_FC_HANDLER:
+		*v = json_string(text ? text : "");
+		break;
+	case MODEL_FC_ARGV:
+		*v = strv_json(j->argv, j->argc);
+		break;
+	case MODEL_FC_ENV:
+		*v = strv_json(j->env, j->envc);
+		break;
+	case MODEL_FC_UMASK:
+		if (j->umask < 0)
+			return false;
+		snprintf(m, sizeof(m), "%03o", (unsigned)j->umask & 0777);
+		*v = json_string(m);
+		break;
+	case MODEL_FC_TIME:
+		if (*(const int64_t *)p < 0)
+			return false;
+		*v = time_json(*(const int64_t *)p);
+		break;
+	default:
+		if (!text)
+			return false;
+		*v = json_string(text);
+		break;
+	}
+	return true;
+}
+
 json_t *model_job_json(const dbcron_job *j)
 {
 	json_t *o = json_object();
-	bool bad = false;
+	bool bad = false, sched = false;
 	if (!o)
 		return NULL;
-	put_key(o, MODEL_JK_NAME, json_string(j->name), &bad);
-	put_key(o, schedule_key(j->kind), json_string(j->spec ? j->spec : ""), &bad);
-	put_key(o, MODEL_JK_TZ, json_string(j->tz ? j->tz : "UTC"), &bad);
-	put_key(o, MODEL_JK_MISFIRE, json_string(dbcron_misfire_name(j->misfire)), &bad);
-	put_key(o, MODEL_JK_MAX_CATCHUP, json_integer(j->max_catchup), &bad);
-	put_key(o, MODEL_JK_MISFIRE_THRESHOLD, duration_json(j->misfire_threshold_ms), &bad);
-	put_key(o, MODEL_JK_OVERLAP, json_string(dbcron_overlap_name(j->overlap)), &bad);
-	put_key(o, MODEL_JK_NODE_LOSS, json_string(dbcron_node_loss_name(j->node_loss)), &bad);
-	put_key(o, MODEL_JK_RETRIES, json_integer(j->max_retries), &bad);
-	put_key(o, MODEL_JK_RETRY_BASE, duration_json(j->retry_base_ms), &bad);
-	put_key(o, MODEL_JK_RETRY_CAP, duration_json(j->retry_cap_ms), &bad);
-	put_key(o, MODEL_JK_JITTER, json_boolean(j->retry_jitter), &bad);
-	put_key(o, MODEL_JK_TIMEOUT, duration_json(j->timeout_ms), &bad);
-	put_key(o, MODEL_JK_PAUSED, json_boolean(j->paused), &bad);
-	if (j->executor == DBCRON_EXEC_HANDLER) {
-		put_key(o, MODEL_JK_HANDLER, json_string(j->handler ? j->handler : ""), &bad);
-		if (j->arg)
-			put_key(o, MODEL_JK_ARG, json_string(j->arg), &bad);
-	} else {
-		put_key(o, MODEL_JK_COMMAND, strv_json(j->argv, j->argc), &bad);
-		if (j->user)
-			put_key(o, MODEL_JK_USER, json_string(j->user), &bad);
-		if (j->group)
-			put_key(o, MODEL_JK_GROUP, json_string(j->group), &bad);
-		if (j->cwd)
-			put_key(o, MODEL_JK_CWD, json_string(j->cwd), &bad);
-		put_key(o, MODEL_JK_ENV, strv_json(j->env, j->envc), &bad);
-		if (j->env_file)
-			put_key(o, MODEL_JK_ENV_FILE, json_string(j->env_file), &bad);
-		if (j->umask >= 0) {
-			char m[16];
-			snprintf(m, sizeof(m), "%03o", (unsigned)j->umask & 0777);
-			put_key(o, MODEL_JK_UMASK, json_string(m), &bad);
+	/* every keyed row of the field table, in its order; the schedule's
+	 * rows are one key, the kind's */
+	for (size_t i = 0; i < MODEL_NFIELDS; i++) {
+		const model_field *f = &model_fields[i];
+		model_jobdef_id key = f->key;
+		json_t *v = NULL;
+		if (f->codec == MODEL_FC_SCHED) {
+			if (sched)
+				continue;
+			sched = true;
+			key = model_sched_key(j->kind);
 		}
-		put_key(o, MODEL_JK_INHERIT_ENV, json_boolean(j->inherit_env), &bad);
+		if (key == MODEL_JK__NONE || !in_scope(j, f) || !field_json(j, f, &v))
+			continue;
+		put_key(o, key, v, &bad);
 	}
 	put(o, "id", json_integer(j->id), &bad);
 	put(o, "next_fire_at_ms", ms_json(j->next_fire_at), &bad);
@@ -220,6 +254,8 @@ static const char *type_word(model_jobdef_type t)
 		return "a non-empty array of strings";
 	case MODEL_JD_LIST:
 		return "an array of strings";
+	case MODEL_JD_TIME:
+		return "a time string such as \"2026-01-31T09:00:00Z\"";
 	default:
 		return "a string";
 	}

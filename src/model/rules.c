@@ -26,10 +26,31 @@ static bool same_text(const char *a, const char *b)
 	return b && strcmp(a, b) == 0;
 }
 
-bool model_same_schedule(const dbcron_job *a, const dbcron_job *b)
+/* The series itself: what keeps an EVERY anchor and an AT instant. */
+static bool same_series(const dbcron_job *a, const dbcron_job *b)
 {
 	return a->kind == b->kind && same_text(a->spec, b->spec) &&
 	       same_text(model_zone_norm(a->tz), model_zone_norm(b->tz));
+}
+
+bool model_same_schedule(const dbcron_job *a, const dbcron_job *b)
+{
+	return same_series(a, b) && a->start_at == b->start_at && a->end_at == b->end_at;
+}
+
+int64_t model_window_after(const dbcron_job *job, int64_t after_ms)
+{
+	return job->start_at >= 0 && after_ms < job->start_at - 1 ? job->start_at - 1 : after_ms;
+}
+
+int64_t model_window_clamp(const dbcron_job *job, int64_t at)
+{
+	if (at < 0 || (job->end_at >= 0 && at > job->end_at))
+		return -1;
+	/* a valid job's start_at is not after its end_at (dbcron_job_validate) */
+	if (job->start_at >= 0 && at < job->start_at)
+		return job->kind == DBCRON_SCHED_AFTER ? job->start_at : -1;
+	return at;
 }
 
 int64_t model_backoff_ms(const dbcron_job *job, int attempt)
@@ -65,8 +86,9 @@ model_followup model_run_followup(const dbcron_job *job, int attempt,
 		f.retry_due_at = finished_ms + model_backoff_ms(job, attempt);
 	else if (end == DBCRON_RUN_ABANDONED && !no_retry && model_retry_on_node_loss(job, attempt))
 		f.retry_due_at = finished_ms;
+	/* past the window's end the job is left without a next fire */
 	if (job->kind == DBCRON_SCHED_AFTER && f.retry_due_at < 0)
-		f.job_next_fire_at = finished_ms + job->interval_ms;
+		f.job_next_fire_at = model_window_clamp(job, finished_ms + job->interval_ms);
 	return f;
 }
 
@@ -96,11 +118,11 @@ int model_resume_next_fire(const dbcron_job *job, int64_t now_ms,
 			   int64_t *next, dbcron_err *err)
 {
 	if (job->kind == DBCRON_SCHED_AFTER) {
-		*next = now_ms + job->interval_ms;
+		*next = model_window_clamp(job, now_ms + job->interval_ms);
 		return DBCRON_OK;
 	}
 	if (job->kind == DBCRON_SCHED_AT) {
-		*next = job->next_fire_at;
+		*next = model_window_clamp(job, job->next_fire_at);
 		return DBCRON_OK;
 	}
 	return next_or_none(job, now_ms, next, err);
@@ -109,7 +131,7 @@ int model_resume_next_fire(const dbcron_job *job, int64_t now_ms,
 int model_job_series(dbcron_job *job, int64_t now_ms, const dbcron_job *prev,
 		     dbcron_err *err)
 {
-	bool keep = prev && model_same_schedule(job, prev);
+	bool keep = prev && same_series(job, prev);
 	if (job->kind == DBCRON_SCHED_AT) {
 		if (keep) {
 			job->at_ms = prev->at_ms;
@@ -150,10 +172,10 @@ int model_job_first_fire(dbcron_job *job, int64_t now_ms,
 	}
 	switch (job->kind) {
 	case DBCRON_SCHED_AT:
-		job->next_fire_at = job->at_ms;
+		job->next_fire_at = model_window_clamp(job, job->at_ms);
 		return DBCRON_OK;
 	case DBCRON_SCHED_AFTER:
-		job->next_fire_at = now_ms + job->interval_ms;
+		job->next_fire_at = model_window_clamp(job, now_ms + job->interval_ms);
 		return DBCRON_OK;
 	default:
 		return next_or_none(job, now_ms, &job->next_fire_at, err);

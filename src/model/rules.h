@@ -16,9 +16,21 @@
 /* One zone name: NULL, "" and "UTC" are all UTC. */
 const char *model_zone_norm(const char *tz);
 
-/* Same kind, same schedule text and the same zone (model_zone_norm): the
- * job keeps its next fire and its EVERY anchor when it is edited. */
+/* Same kind, same schedule text, the same zone (model_zone_norm) and the
+ * same window (start_at, end_at): the job keeps its next fire and its
+ * EVERY anchor when it is edited.  A new window keeps the anchor and an AT
+ * instant (model_job_series) but plans the next fire again. */
 bool model_same_schedule(const dbcron_job *a, const dbcron_job *b);
+
+/*
+ * The window (start_at, end_at; -1 open) of every planner: where a series
+ * search starts (the instant before start_at when after_ms is earlier, so
+ * the first fire is the first at or after start_at), and an instant that
+ * is found: -1 when it falls after end_at; before start_at, start_at for an
+ * AFTER job (its delay has passed) and -1 for any other.
+ */
+int64_t model_window_after(const dbcron_job *job, int64_t after_ms);
+int64_t model_window_clamp(const dbcron_job *job, int64_t at);
 
 /* Retry backoff after a failed attempt (1-based), seed 001:
  * min(base * 2^(attempt-1), cap), plus up to 10% jitter when asked. */

@@ -136,12 +136,14 @@ int planner_next(planner *p, const dbcron_job *job, int64_t after_ms,
 	int rc = cached_cron(p, job, &e);
 	if (rc)
 		return rc;
+	/* the job's window, as dbcron_job_next_fire keeps it */
+	after_ms = model_window_after(job, after_ms);
 	int64_t after_s = after_ms >= 0 ? after_ms / 1000 : -((-after_ms + 999) / 1000);
 	int64_t t;
 	if (!dbcron_cron_next(e->cron, e->tz, after_s, &t))
 		return 0;
-	*next = t * 1000;
-	return 1;
+	*next = model_window_clamp(job, t * 1000);
+	return *next >= 0;
 }
 
 static int push_fire(planner *p, int64_t fire_at, int64_t due_at,
@@ -225,11 +227,17 @@ static int plan_misfire(planner *p, const dbcron_job *job, int64_t now_ms,
 	size_t nnewest = 0; /* capped catch-up: ring[0..nnewest-1] */
 
 	if (job->kind == DBCRON_SCHED_EVERY) {
-		count = every_count(job, first, late_limit - 1);
+		/* no instant after the window's end is missed */
+		int64_t until = late_limit - 1;
+		if (job->end_at >= 0 && until > job->end_at)
+			until = job->end_at;
+		count = every_count(job, first, until);
+		if (count < 1)
+			count = 1; /* first itself was due */
 		int64_t from = count > (int64_t)keep ? count - (int64_t)keep : 0;
 		for (int64_t i = from; i < count; i++)
 			ring[i % keep] = first + i * job->interval_ms;
-		nx = first + count * job->interval_ms;
+		nx = model_window_clamp(job, first + count * job->interval_ms);
 	} else if (job->kind == DBCRON_SCHED_CRON) {
 		int64_t cur = first;
 		for (;;) {

@@ -17,6 +17,7 @@
 #ifndef DBCRON_STORE_DIALECT_H
 #define DBCRON_STORE_DIALECT_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -208,5 +209,25 @@ int store_batch_json(store_text *b, const store_batch *bt);
 const char *store_text_clean(store_text *b, const char *s);
 static inline void store_text_putc(store_text *b, char c) { store_text_putn(b, &c, 1); }
 void store_text_free(store_text *b);
+
+/* ---- rows.c: statement texts ---- */
+
+/*
+ * A dialect's statement texts with the job-column markers of stmt.h
+ * expanded, built by the first open that asks (t is the dialect's static
+ * STORE_SQL_TEXTS_INIT) and then shared: text[id] is sql[id] itself when
+ * it has no marker, else a copy that lives as long as the process.  types:
+ * the dialect's SQL type of each model_field_store for {PUT_ARRAYS}, or
+ * NULL.  DBCRON_ENOMEM (the next open tries again), or DBCRON_EINTERNAL for
+ * a marker rows.c does not know.
+ */
+typedef struct store_sql_texts {
+	pthread_mutex_t mu;
+	bool ready;
+	const char *text[ST__COUNT];
+} store_sql_texts;
+#define STORE_SQL_TEXTS_INIT {.mu = PTHREAD_MUTEX_INITIALIZER}
+int store__sql_texts(store_sql_texts *t, const char *const *sql, const char *const *types,
+		     dbcron_err *err);
 
 #endif

@@ -2,8 +2,9 @@
  * Job put: the definitions of many jobs written in one transaction (`job
  * add`, `job apply`, the library's and HTTP's writes), in chunks of
  * PUT_CHUNK rows, with the rule that keeps a schedule's place.  The one
- * file that writes a job's columns (put_cols, put_row) and decides whether
- * a definition changed (same_definition).
+ * file that writes a job's columns (put_cols, put_row, both from the field
+ * table) and skips the rows the one change rule (model_job_diff) finds
+ * unchanged.
  *
  * Invariants: all or nothing, whatever the number of chunks; a constant
  * number of statements per chunk, never one per job; re-applying an
@@ -16,6 +17,7 @@
 
 #include "core/alloc.h"
 #include "core/sort.h"
+#include "model/fields.h"
 #include "model/rules.h"
 #include "store/store_int.h"
 
@@ -23,12 +25,27 @@
  * parameter stays a few MiB. */
 #define PUT_CHUNK 5000
 
+/* The batch column type of each storage kind, and the put batch's
+ * columns: id (JOBS_UPDATE only), then the put rows of the field table. */
+#define BCOL_TEXT BC_TEXT
+#define BCOL_HANDLER BC_TEXT
+#define BCOL_ARGV BC_TEXT
+#define BCOL_ENV BC_TEXT
+#define BCOL_INT BC_I64
+#define BCOL_INTN BC_I64
+#define BCOL_I64 BC_I64
+#define BCOL_I64N BC_I64
+#define BCOL_BOOL BC_BOOL
+#define PUT_BCOL_NAME(t) t,
+#define PUT_BCOL_DEF(t) t,
+#define PUT_BCOL_STATE(t) t,
+#define PUT_BCOL_PLACE(t) t,
+#define PUT_BCOL_STORE(t)
+#define PUT_BCOL(m, col, st, key, codec, args, scope, role, dflt, help) PUT_BCOL_##role(BCOL_##st)
+
 static const store_bcol put_cols[STORE_NPUTCOLS + 1] = {
-	BC_I64, /* id, JOBS_UPDATE only */
-	BC_TEXT, BC_I64, BC_TEXT, BC_I64, BC_I64, BC_I64, BC_TEXT, BC_I64,
-	BC_I64, BC_I64, BC_I64, BC_I64, BC_I64, BC_I64, BC_I64, BC_BOOL,
-	BC_I64, BC_I64, BC_TEXT, BC_TEXT, BC_TEXT, BC_BOOL, BC_I64,
-	BC_TEXT, BC_TEXT, BC_TEXT, BC_TEXT, BC_TEXT, BC_I64, BC_BOOL,
+	BC_I64,
+	DBCRON_JOB_FIELDS(PUT_BCOL)
 };
 
 /* A job's arrays in their stored form (rows.c's codec), owned. */
@@ -50,67 +67,45 @@ static void put_enc_free(put_enc *e)
 	e->argv = e->env = NULL;
 }
 
+/* The put columns of one job, in the order of put_cols. */
 static void put_row(store_batch *b, const dbcron_job *j, const put_enc *e)
 {
-	store_batch_text(b, j->name);
-	store_batch_i64(b, j->kind);
-	store_batch_text(b, j->spec);
-	store_batch_i64(b, j->interval_ms);
-	store_batch_i64(b, j->anchor_ms);
-	store_batch_i64(b, j->at_ms);
-	store_batch_text(b, j->tz);
-	store_batch_i64(b, j->misfire);
-	store_batch_i64(b, j->max_catchup);
-	store_batch_i64(b, j->misfire_threshold_ms);
-	store_batch_i64(b, j->overlap);
-	store_batch_i64(b, j->node_loss);
-	store_batch_i64(b, j->max_retries);
-	store_batch_i64(b, j->retry_base_ms);
-	store_batch_i64(b, j->retry_cap_ms);
-	store_batch_bool(b, j->retry_jitter);
-	store_batch_i64(b, j->timeout_ms);
-	store_batch_i64(b, j->executor);
-	store_batch_text(b, e->argv);
-	store_batch_text(b, j->executor == DBCRON_EXEC_HANDLER ? j->handler : NULL);
-	store_batch_text(b, j->arg);
-	store_batch_bool(b, j->paused);
-	store_batch_i64n(b, j->next_fire_at);
-	store_batch_text(b, j->user);
-	store_batch_text(b, j->group);
-	store_batch_text(b, j->cwd);
-	store_batch_text(b, e->env);
-	store_batch_text(b, j->env_file);
-	store_batch_i64n(b, j->umask);
-	store_batch_bool(b, j->inherit_env);
-}
-
-static bool same_text(const char *a, const char *b)
-{
-	if (!a || !b)
-		return a == b;
-	return strcmp(a, b) == 0;
-}
-
-/* Nothing the definition says differs (the schedule's place aside). */
-static bool same_definition(const dbcron_job *a, const put_enc *ae, const dbcron_job *b,
-			    const put_enc *be)
-{
-	return a->kind == b->kind && same_text(a->spec, b->spec) &&
-	       a->interval_ms == b->interval_ms && same_text(a->tz, b->tz) &&
-	       a->misfire == b->misfire && a->max_catchup == b->max_catchup &&
-	       a->misfire_threshold_ms == b->misfire_threshold_ms && a->overlap == b->overlap &&
-	       a->node_loss == b->node_loss && a->max_retries == b->max_retries &&
-	       a->retry_base_ms == b->retry_base_ms && a->retry_cap_ms == b->retry_cap_ms &&
-	       a->retry_jitter == b->retry_jitter && a->timeout_ms == b->timeout_ms &&
-	       a->executor == b->executor && same_text(ae->argv, be->argv) &&
-	       same_text(a->user, b->user) && same_text(a->group, b->group) &&
-	       same_text(a->cwd, b->cwd) && same_text(ae->env, be->env) &&
-	       same_text(a->env_file, b->env_file) && a->umask == b->umask &&
-	       a->inherit_env == b->inherit_env &&
-	       same_text(a->executor == DBCRON_EXEC_HANDLER ? a->handler : NULL,
-			 b->executor == DBCRON_EXEC_HANDLER ? b->handler : NULL) &&
-	       same_text(a->arg, b->arg) && a->anchor_ms == b->anchor_ms &&
-	       a->at_ms == b->at_ms && a->next_fire_at == b->next_fire_at;
+	for (int i = 0; i < MODEL_NFIELDS; i++) {
+		const model_field *f = &model_fields[i];
+		const void *p = model_field_cptr(j, f);
+		if (f->role == MODEL_ROLE_STORE)
+			continue; /* written by the store alone */
+		switch (f->store) {
+		case MODEL_FS_TEXT:
+			store_batch_text(b, *(char *const *)p);
+			break;
+		case MODEL_FS_HANDLER:
+			store_batch_text(b, j->executor == DBCRON_EXEC_HANDLER ? *(char *const *)p
+									: NULL);
+			break;
+		case MODEL_FS_ARGV:
+			store_batch_text(b, e->argv);
+			break;
+		case MODEL_FS_ENV:
+			store_batch_text(b, e->env);
+			break;
+		case MODEL_FS_INT:
+			store_batch_i64(b, *(const int *)p);
+			break;
+		case MODEL_FS_INTN:
+			store_batch_i64n(b, *(const int *)p);
+			break;
+		case MODEL_FS_I64:
+			store_batch_i64(b, *(const int64_t *)p);
+			break;
+		case MODEL_FS_I64N:
+			store_batch_i64n(b, *(const int64_t *)p);
+			break;
+		case MODEL_FS_BOOL:
+			store_batch_bool(b, *(const bool *)p);
+			break;
+		}
+	}
 }
 
 static int job_name_cmp(const void *a, const void *b)
@@ -220,7 +215,6 @@ static int put_chunk(store *s, dbcron_job *jobs, const put_enc *enc, size_t n, i
 	dbcron_job *old = NULL;
 	size_t nold = 0, nins = 0;
 	struct name_idx *order = NULL;
-	put_enc *old_enc = NULL;
 	int rc;
 
 	if ((rc = read_existing(s, jobs, n, &old, &nold, err)))
@@ -228,8 +222,7 @@ static int put_chunk(store *s, dbcron_job *jobs, const put_enc *enc, size_t n, i
 	store_batch *ins = store__scratch(s, 1, STORE_NPUTCOLS, put_cols + 1);
 	store_batch *upd = store__scratch(s, 2, STORE_NPUTCOLS + 1, put_cols);
 	order = dbcron__calloc(n ? n : 1, sizeof(*order));
-	old_enc = dbcron__calloc(nold ? nold : 1, sizeof(*old_enc));
-	if (!order || !old_enc) {
+	if (!order) {
 		rc = store__oom(err, "job put");
 		goto out_free;
 	}
@@ -264,14 +257,13 @@ static int put_chunk(store *s, dbcron_job *jobs, const put_enc *enc, size_t n, i
 		pc->paused |= j->paused && !prev->paused;
 		j->id = prev->id;
 		j->created_ms = prev->created_ms;
-		size_t k = (size_t)(prev - old);
-		if ((rc = put_encode(prev, &old_enc[k], err)))
-			goto out_free;
 		(*nu)++;
 		/* Unchanged rows are not rewritten: applying a 100,000-job file
-		 * again leaves no dead rows behind. */
-		if (!prev->set_aside && j->paused == prev->paused &&
-		    same_definition(j, &enc[i], prev, &old_enc[k]))
+		 * again leaves no dead rows behind.  The one rule of what a
+		 * change is (model_job_diff), with the schedule's place too. */
+		if (!prev->set_aside &&
+		    model_job_diff(j, prev, MODEL_ROLE_DEF | MODEL_ROLE_STATE | MODEL_ROLE_PLACE,
+				   NULL, NULL) == 0)
 			continue;
 		store_batch_i64(upd, j->id);
 		put_row(upd, j, &enc[i]);
@@ -293,9 +285,6 @@ static int put_chunk(store *s, dbcron_job *jobs, const put_enc *enc, size_t n, i
 	for (size_t i = 0; i < n; i++)
 		jobs[i].updated_ms = now;
 out_free:
-	for (size_t i = 0; old_enc && i < nold; i++)
-		put_enc_free(&old_enc[i]);
-	dbcron__free(old_enc);
 	for (size_t i = 0; i < nold; i++)
 		dbcron_job_clear(&old[i]);
 	dbcron__free(old);

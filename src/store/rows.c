@@ -1,6 +1,7 @@
 /*
- * What every dialect shares below the protocol: rows -> jobs and runs (one
- * column order, stmt.h), the argv codec, batches, statement names and the
+ * What every dialect shares below the protocol: rows -> jobs and runs (job
+ * columns by the field table, stmt.h), the argv codec, batches, statement
+ * names, the expansion of the job-column markers in statement text and the
  * schema message (the URL password masker is url.c).  Keeps the rule that a
  * stored job row reads back as the job that was written, on every dialect:
  * argv is a JSON array of strings and nothing else, and a command argument
@@ -8,6 +9,7 @@
  * read.  The dialects call this file and url.c, never the protocol above.
  */
 #include <jansson.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -46,6 +48,100 @@ int store_stmt_by_name(const char *name)
 		if (strcasecmp(ids[i], name) == 0)
 			return i;
 	return -1;
+}
+
+/* ---- job-column markers in statement text (stmt.h) ---- */
+
+static bool is_put(const model_field *f)
+{
+	return f->role != MODEL_ROLE_STORE;
+}
+
+/* One marker (its name and number) into b. */
+static int expand_marker(store_text *b, const char *name, size_t nlen, int n,
+			 const char *const *types)
+{
+	bool first = true;
+	char t[128];
+	for (int i = 0; i < MODEL_NFIELDS; i++) {
+		const model_field *f = &model_fields[i];
+		if (!is_put(f))
+			continue;
+		if (!first)
+			store_text_putn(b, ", ", 2);
+		first = false;
+		int len;
+		if (nlen == 8 && !memcmp(name, "PUT_COLS", 8))
+			len = snprintf(t, sizeof(t), "%s", f->column);
+		else if (nlen == 10 && !memcmp(name, "PUT_VALUES", 10))
+			len = snprintf(t, sizeof(t), "?%d", n++);
+		else if (nlen == 7 && !memcmp(name, "PUT_SET", 7))
+			len = snprintf(t, sizeof(t), "%s = ?%d", f->column, n++);
+		else if (nlen == 9 && !memcmp(name, "PUT_SET_V", 9))
+			len = snprintf(t, sizeof(t), "%s = v.%s", f->column, f->column);
+		else if (nlen == 10 && !memcmp(name, "PUT_ARRAYS", 10) && types)
+			len = snprintf(t, sizeof(t), "$%d::%s[]", n++, types[f->store]);
+		else
+			return DBCRON_EINTERNAL;
+		store_text_putn(b, t, (size_t)len);
+	}
+	return DBCRON_OK;
+}
+
+/* text with every "{NAME N}" expanded into b (NUL-terminated). */
+static int expand_text(store_text *b, const char *text, const char *const *types)
+{
+	b->len = 0;
+	for (const char *p = text; *p;) {
+		const char *open = strchr(p, '{');
+		if (!open) {
+			store_text_putn(b, p, strlen(p));
+			break;
+		}
+		store_text_putn(b, p, (size_t)(open - p));
+		const char *close = strchr(open, '}');
+		if (!close)
+			return DBCRON_EINTERNAL;
+		size_t nlen = strcspn(open + 1, " }");
+		int n = (int)strtol(open + 1 + nlen, NULL, 10);
+		int rc = expand_marker(b, open + 1, nlen, n, types);
+		if (rc)
+			return rc;
+		p = close + 1;
+	}
+	store_text_putc(b, '\0');
+	return b->oom ? DBCRON_ENOMEM : DBCRON_OK;
+}
+
+int store__sql_texts(store_sql_texts *t, const char *const *sql, const char *const *types,
+		     dbcron_err *err)
+{
+	int rc = DBCRON_OK;
+	pthread_mutex_lock(&t->mu);
+	for (size_t id = 0; !t->ready && id < ST__COUNT; id++) {
+		t->text[id] = sql[id];
+		if (!sql[id] || !strchr(sql[id], '{'))
+			continue;
+		store_text b = {0};
+		if ((rc = expand_text(&b, sql[id], types))) {
+			store_text_free(&b);
+			/* none kept: the next open tries again */
+			for (size_t k = 0; k < id; k++)
+				if (t->text[k] != sql[k])
+					dbcron__free((char *)t->text[k]);
+			break;
+		}
+		/* kept for the life of the process, as the literals are */
+		t->text[id] = b.p;
+	}
+	if (!rc)
+		t->ready = true;
+	pthread_mutex_unlock(&t->mu);
+	if (rc)
+		return dbcron_err_set(err, rc, "%s", rc == DBCRON_ENOMEM
+				      ? "out of memory preparing the statements"
+				      : "a statement's job-column marker is not known (stmt.h)");
+	return DBCRON_OK;
 }
 
 /* ---- the message every dialect's migrate() shares ---- */
@@ -272,50 +368,53 @@ static int dup_col(store *s, int c, char **out)
 static int64_t i64(store *s, int c) { return s->d->col_i64(s->c, c); }
 static int64_t i64n(store *s, int c) { return s->d->col_null(s->c, c) ? -1 : i64(s, c); }
 
+/* One field of the current row, at column c, by how it is stored. */
+static int read_field(store *s, int c, const model_field *f, dbcron_job *job, dbcron_err *err)
+{
+	void *p = model_field_ptr(job, f);
+	const char *t;
+	switch (f->store) {
+	case MODEL_FS_TEXT:
+	case MODEL_FS_HANDLER:
+		if (dup_col(s, c, p))
+			return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory reading a job");
+		return DBCRON_OK;
+	case MODEL_FS_INT:
+		*(int *)p = (int)i64(s, c);
+		return DBCRON_OK;
+	case MODEL_FS_INTN:
+		*(int *)p = (int)i64n(s, c);
+		return DBCRON_OK;
+	case MODEL_FS_I64:
+		*(int64_t *)p = i64(s, c);
+		return DBCRON_OK;
+	case MODEL_FS_I64N:
+		*(int64_t *)p = i64n(s, c);
+		return DBCRON_OK;
+	case MODEL_FS_BOOL:
+		*(bool *)p = i64(s, c) != 0;
+		return DBCRON_OK;
+	case MODEL_FS_ARGV:
+		t = s->d->col_text(s->c, c);
+		return t ? store__argv_decode(t, job, err) : DBCRON_OK;
+	case MODEL_FS_ENV:
+		t = s->d->col_text(s->c, c);
+		return t ? strv_decode(t, job->id, "its env", "env variable", &job->env, &job->envc,
+				       err)
+			 : DBCRON_OK;
+	}
+	return dbcron_err_set(err, DBCRON_EINTERNAL, "job field %s: unknown storage", f->member);
+}
+
 int store__read_job(store *s, int c0, dbcron_job *job, dbcron_err *err)
 {
 	int rc;
 	dbcron_job_init(job);
-	job->id = i64(s, c0 + 0);
-	job->kind = (dbcron_sched_kind)i64(s, c0 + 2);
-	job->interval_ms = i64(s, c0 + 4);
-	job->anchor_ms = i64(s, c0 + 5);
-	job->at_ms = i64(s, c0 + 6);
-	job->misfire = (dbcron_misfire)i64(s, c0 + 8);
-	job->max_catchup = (int)i64(s, c0 + 9);
-	job->misfire_threshold_ms = i64(s, c0 + 10);
-	job->overlap = (dbcron_overlap)i64(s, c0 + 11);
-	job->node_loss = (dbcron_node_loss)i64(s, c0 + 12);
-	job->max_retries = (int)i64(s, c0 + 13);
-	job->retry_base_ms = i64(s, c0 + 14);
-	job->retry_cap_ms = i64(s, c0 + 15);
-	job->retry_jitter = i64(s, c0 + 16) != 0;
-	job->timeout_ms = i64(s, c0 + 17);
-	job->executor = (dbcron_executor)i64(s, c0 + 18);
-	job->paused = i64(s, c0 + 22) != 0;
-	job->next_fire_at = i64n(s, c0 + 23);
-	job->created_ms = i64(s, c0 + 24);
-	job->updated_ms = i64(s, c0 + 25);
-	if ((rc = dup_col(s, c0 + 1, &job->name)) || (rc = dup_col(s, c0 + 3, &job->spec)) ||
-	    (rc = dup_col(s, c0 + 7, &job->tz)) || (rc = dup_col(s, c0 + 20, &job->handler)) ||
-	    (rc = dup_col(s, c0 + 21, &job->arg)) || (rc = dup_col(s, c0 + 26, &job->set_aside))) {
-		rc = dbcron_err_set(err, rc, "out of memory reading a job");
-		goto out_clear;
-	}
-	job->umask = (int)i64n(s, c0 + 32);
-	job->inherit_env = i64(s, c0 + 33) != 0;
-	if ((rc = dup_col(s, c0 + 27, &job->user)) || (rc = dup_col(s, c0 + 28, &job->group)) ||
-	    (rc = dup_col(s, c0 + 29, &job->cwd)) || (rc = dup_col(s, c0 + 31, &job->env_file))) {
-		rc = dbcron_err_set(err, rc, "out of memory reading a job");
-		goto out_clear;
-	}
-	const char *argv = s->d->col_text(s->c, c0 + 19);
-	if (argv && (rc = store__argv_decode(argv, job, err)))
-		goto out_clear;
-	const char *env = s->d->col_text(s->c, c0 + 30);
-	if (env && (rc = strv_decode(env, job->id, "its env", "env variable", &job->env,
-				     &job->envc, err)))
-		goto out_clear;
+	job->id = i64(s, c0 + MODEL_COL_ID);
+	/* every field at its column of STORE_JOB_COLS (stmt.h) */
+	for (int i = 0; i < MODEL_NFIELDS; i++)
+		if ((rc = read_field(s, c0 + 1 + i, &model_fields[i], job, err)))
+			goto out_clear;
 	return DBCRON_OK;
 out_clear:
 	dbcron_job_clear(job);
@@ -364,9 +463,10 @@ int store__read_job_lenient(store *s, dbcron_job *job, dbcron_err *err)
 		return rc;
 	}
 	dbcron_job_init(job);
-	job->id = store__i64(s, 0);
-	const char *name = s->d->col_text(s->c, 1), *spec = s->d->col_text(s->c, 3);
-	job->kind = (dbcron_sched_kind)store__i64(s, 2);
+	job->id = store__i64(s, MODEL_COL_ID);
+	const char *name = s->d->col_text(s->c, MODEL_COL_name);
+	const char *spec = s->d->col_text(s->c, MODEL_COL_spec);
+	job->kind = (dbcron_sched_kind)store__i64(s, MODEL_COL_kind);
 	job->next_fire_at = -1;
 	job->executor = DBCRON_EXEC_SHELL;
 	size_t n = strlen(why.msg) + 32;

@@ -15,6 +15,8 @@
 #ifndef DBCRON_STORE_STMT_H
 #define DBCRON_STORE_STMT_H
 
+#include "model/fields.h"
+
 /* X(ID, "what it does, for messages", "invariant kept") */
 #define STORE_STATEMENTS(X)                                                              \
 	X(BEGIN, "starting a transaction", "")                                           \
@@ -191,30 +193,45 @@ const char *store_stmt_id_name(int id);
 int store_stmt_by_name(const char *name);
 
 /*
- * Column lists every dialect uses in the same order, so one row reader
- * (rows.c) serves them all.
+ * The job columns, from the field table (core/job_fields.h): "id" and then
+ * each row's column in table order, so one row reader (rows.c) serves
+ * every dialect and finds a field at MODEL_COL_<member>.  String literals
+ * made by the preprocessor: the SQL stays whole and readable where it is
+ * written, and no value is ever spliced into it.
  */
-#define STORE_JOB_COLS                                                        \
-	"id, name, kind, spec, interval_ms, anchor_ms, at_ms, tz, misfire, "  \
-	"max_catchup, misfire_threshold_ms, overlap, node_loss, max_retries, " \
-	"retry_base_ms, retry_cap_ms, retry_jitter, timeout_ms, executor, "   \
-	"argv, handler, arg, paused, next_fire_at, created_ms, updated_ms, "  \
-	"set_aside, run_user, run_group, cwd, env, env_file, umask, "         \
-	"inherit_env"
-#define STORE_NJOBCOLS 34
+#define STORE_X_SELCOL(m, col, st, key, codec, args, scope, role, dflt, help) ", " #col
+#define STORE_JOB_COLS "id" DBCRON_JOB_FIELDS(STORE_X_SELCOL)
+#define STORE_NJOBCOLS MODEL_NCOLS
+/* A row of NULLs as wide as STORE_JOB_COLS. */
+#define STORE_X_NULLCOL(m, col, st, key, codec, args, scope, role, dflt, help) ", NULL"
+#define STORE_JOB_NULLS "NULL" DBCRON_JOB_FIELDS(STORE_X_NULLCOL)
+
+/*
+ * The columns job_put writes: every row but the store-only ones, in table
+ * order.  The statements that write them (JOBS_INSERT, JOBS_UPDATE) number
+ * one placeholder per column, which the preprocessor cannot count, so
+ * their text carries markers that rows.c expands once per process from the
+ * same table (store__sql_expand):
+ *   {PUT_COLS}        name, kind, spec, ...
+ *   {PUT_VALUES N}    ?N, ?N+1, ...             (one per column)
+ *   {PUT_SET N}       name = ?N, kind = ?N+1, ...
+ *   {PUT_SET_V}       name = v.name, kind = v.kind, ...
+ *   {PUT_ARRAYS N}    $N::text[], $N+1::int[], ... (the dialect's types)
+ * Only column names and parameter numbers go in: the values stay
+ * parameters.
+ */
+#define STORE_X_PUTIDX_NAME(m) STORE_PC_##m,
+#define STORE_X_PUTIDX_DEF(m) STORE_PC_##m,
+#define STORE_X_PUTIDX_STATE(m) STORE_PC_##m,
+#define STORE_X_PUTIDX_PLACE(m) STORE_PC_##m,
+#define STORE_X_PUTIDX_STORE(m)
+#define STORE_X_PUTIDX(m, col, st, key, codec, args, scope, role, dflt, help)               \
+	STORE_X_PUTIDX_##role(m)
+enum { DBCRON_JOB_FIELDS(STORE_X_PUTIDX) STORE_NPUTCOLS };
 
 #define STORE_RUN_COLS                                                     \
 	"id, job_id, job_name, fire_at, attempt, state, due_at, node, "    \
 	"claim_token, started_ms, finished_ms, exit_code, missed, error, " \
 	"output"
-
-/* The definition columns job_put writes, in batch order. */
-#define STORE_JOB_PUT_COLS                                                \
-	"name, kind, spec, interval_ms, anchor_ms, at_ms, tz, misfire, "  \
-	"max_catchup, misfire_threshold_ms, overlap, node_loss, "         \
-	"max_retries, retry_base_ms, retry_cap_ms, retry_jitter, "        \
-	"timeout_ms, executor, argv, handler, arg, paused, next_fire_at, " \
-	"run_user, run_group, cwd, env, env_file, umask, inherit_env"
-#define STORE_NPUTCOLS 30
 
 #endif

@@ -103,6 +103,7 @@ extern const store_bcol store__pair_cols[2];
 
 /* ---- rows.c: rows, the argv codec ---- */
 
+
 /* The current row's STORE_JOB_COLS from column c0 -> job (initialised
  * here, cleared by the caller; cleared again on failure). */
 int store__read_job(store *s, int c0, dbcron_job *job, dbcron_err *err);

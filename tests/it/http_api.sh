@@ -175,6 +175,18 @@ assert_eq true "$(jq -r .paused <<<"$T_OUT")" "a PUT without paused keeps the st
 expect 200 PUT /api/v1/jobs/made "$ADMIN" "$(body '{"every":"2h","command":["echo","made"],"paused":false}')"
 expect_rc 0 job show made --format json
 assert_eq false "$(jq -r .paused <<<"$T_OUT")" "PUT paused: false resumes it"
+# the window (issue 28 item 7) through HTTP JSON, by the keys job apply takes
+expect 200 PUT /api/v1/jobs/made "$ADMIN" "$(body '{"every":"2h","command":["echo","made"],"start_at":"2031-05-05T00:00:00Z","end-at":"2031-06-01T00:00:00Z"}')"
+expect 200 GET /api/v1/jobs/made "$READER"
+assert_eq "2031-05-05T00:00:00Z 2031-06-01T00:00:00Z" "$(jget '"\(."start-at") \(."end-at")"')" "GET shows the window"
+# the every series' first instant at or after the start: within 2h of it
+assert_match "$(jget .next_fire)" '^2031-05-05T0[01]:'
+
+before=$(db_state)
+expect 400 PUT /api/v1/jobs/made "$ADMIN" "$(body '{"every":"2h","command":["echo","made"],"start-at":"2031-05-05T00:00:00Z","end-at":"2031-01-01T00:00:00Z"}')"
+assert_contains "$(jget .error.message)" "end-at 2031-01-01T00:00:00Z is before start-at 2031-05-05T00:00:00Z"
+assert_eq "$before" "$(db_state)" "a window that never opens changes nothing"
+expect 200 PUT /api/v1/jobs/made "$ADMIN" "$(body '{"every":"2h","command":["echo","made"]}')"
 before=$(db_state)
 expect 400 PUT /api/v1/jobs/made "$ADMIN" "$(body '{"name":"other","every":"1h","command":["true"]}')"
 assert_contains "$(jget .error.message)" "another name than the path's 'made'"

@@ -32,6 +32,7 @@
 
 #include "core/alloc.h"
 #include "dbcron/job.h"
+#include "full_job.h"
 #include "store/stmt.h"
 #include "store/store.h"
 
@@ -369,6 +370,43 @@ static void conf_test_job_put(void **state)
 	dbcron_job_clear(&got);
 	for (int i = 0; i < 3; i++)
 		dbcron_job_clear(&jobs[i]);
+}
+
+/* model_diff_fn: the members that differ, "a,b,". */
+static void conf_diff_into(void *ctx, const model_field *f, model_jobdef_id key)
+{
+	(void)key;
+	strcat(ctx, f->member);
+	strcat(ctx, ",");
+}
+
+/* Every field of the field table survives the store (a command job and a
+ * handler job, each field away from its default: full_job.h), written by
+ * an insert and again by an update; the same again is not rewritten. */
+static void conf_test_job_fields(void **state)
+{
+	conf_ctx *c = *state;
+	assert_null(full_job_covers(MODEL_ROLE_NAME | MODEL_ROLE_DEF | MODEL_ROLE_STATE |
+				    MODEL_ROLE_PLACE));
+	for (int h = 0; h < 2; h++) {
+		dbcron_job j, got;
+		char diff[1024] = "";
+		full_job(&j, h ? "fields-h" : "fields-c", h == 1);
+		for (int pass = 0; pass < 2; pass++) {
+			/* pass 1 updates the row pass 0 inserted */
+			j.max_retries += pass;
+			CONF_OK(c, conf_upsert(c, &j, 1));
+			CONF_OK(c, store_job_get(c->s, j.name, &got, &c->err));
+			unsigned roles = MODEL_ROLE_NAME | MODEL_ROLE_DEF | MODEL_ROLE_STATE |
+					 MODEL_ROLE_PLACE;
+			if (model_job_diff(&j, &got, roles, conf_diff_into, diff))
+				fail_msg("%s job, %s: read back differs in %s", h ? "handler" : "command",
+					 pass ? "update" : "insert", diff);
+			assert_true(got.created_ms > 0 && got.updated_ms >= got.created_ms);
+			dbcron_job_clear(&got);
+		}
+		dbcron_job_clear(&j);
+	}
 }
 
 /* What a shell job runs as survives the store, and a change to any of it
@@ -2449,7 +2487,7 @@ static void conf_test_locks(void **state)
 	cmocka_unit_test_setup_teardown(conf_test_migrate, conf_setup_empty,    \
 					conf_teardown),                         \
 	cmocka_unit_test(conf_test_open_bad_url), CONF_T(conf_test_job_put),   \
-	CONF_T(conf_test_job_runas),                                            \
+	CONF_T(conf_test_job_runas), CONF_T(conf_test_job_fields),              \
 	CONF_T(conf_test_job_ops), CONF_T(conf_test_claim),                     \
 	CONF_T(conf_test_claim_terminal_fires),                                 \
 	CONF_T(conf_test_claim_two_claimers),                                   \

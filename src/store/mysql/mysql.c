@@ -39,6 +39,11 @@
 #include "store/mysql/schema.h"
 #include "store/mysql/sql.h"
 
+/* The statement texts with stmt.h's job-column markers expanded (rows.c),
+ * of both sets: with RETURNING and without. */
+static store_sql_texts texts = STORE_SQL_TEXTS_INIT;
+static store_sql_texts texts_no_returning = STORE_SQL_TEXTS_INIT;
+
 /* ---- connection ---- */
 
 static int connect_db(store_conn *q, dbcron_err *err)
@@ -125,7 +130,7 @@ static int my_exec(store_conn *q, int id, const store_param *p, int np, dbcron_e
 		return dbcron_err_set(err, DBCRON_ECONN, "%s: lost the connection to %s",
 				      store_stmt_what(id), q->masked);
 	if (tx_control(id)) {
-		rc = my__run_text(q, sql[id], store_stmt_what(id), err);
+		rc = my__run_text(q, texts.text[id], store_stmt_what(id), err);
 		if (id == ST_BEGIN || id == ST_BEGIN_WRITE)
 			q->in_tx = rc == DBCRON_OK;
 		else
@@ -133,7 +138,8 @@ static int my_exec(store_conn *q, int id, const store_param *p, int np, dbcron_e
 		return rc;
 	}
 	const char *text =
-		!q->insert_returning && sql_no_returning[id] ? sql_no_returning[id] : sql[id];
+		!q->insert_returning && sql_no_returning[id] ? texts_no_returning.text[id]
+							      : texts.text[id];
 	if ((rc = my__prepare(q, id, text, err)))
 		return rc;
 	const store_batch *bt = NULL;
@@ -362,15 +368,18 @@ int my__load(dbcron_err *err) { return dbcron__dynlib_load(&my_dynlib, err); }
 static int my_open(const char *url, unsigned flags, store_conn **out, dbcron_err *err)
 {
 	*out = NULL;
-	int lrc = my__load(err);
-	if (lrc)
-		return lrc;
+	int rc = my__load(err);
+	if (rc)
+		return rc;
+	rc = store__sql_texts(&texts, sql, NULL, err);
+	if (rc || (rc = store__sql_texts(&texts_no_returning, sql_no_returning, NULL, err)))
+		return rc;
 	store_conn *q = dbcron__calloc(1, sizeof(*q));
 	if (!q)
 		return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory opening the database");
 	q->row = -1;
 	store_mask_url(url, q->masked, sizeof(q->masked));
-	int rc = parse_url(q, url, err);
+	rc = parse_url(q, url, err);
 	if (rc == DBCRON_ENOMEM)
 		rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory opening the database");
 	if (!rc)

@@ -15,7 +15,7 @@
 #define DBCRON_STORE_MYSQL_SCHEMA_H
 
 /* Highest migration this binary knows. */
-#define DBCRON_MY_SCHEMA_VERSION 3
+#define DBCRON_MY_SCHEMA_VERSION 4
 
 #define MY_TABLE_OPTS " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
 
@@ -129,6 +129,14 @@ static const char *const my_migration_3[] = {
 	NULL,
 };
 
+/* 4: a job's window: no fire before start_at, none after end_at (epoch
+ * ms; NULL: open), issue 28 item 7. */
+static const char *const my_migration_4[] = {
+	"ALTER TABLE jobs ADD COLUMN IF NOT EXISTS start_at BIGINT NULL, "
+	"ADD COLUMN IF NOT EXISTS end_at BIGINT NULL",
+	NULL,
+};
+
 static const struct {
 	int version;
 	const char *const *stmts;
@@ -136,6 +144,7 @@ static const struct {
 	{1, my_migration_1},
 	{2, my_migration_2},
 	{3, my_migration_3},
+	{4, my_migration_4},
 };
 
 _Static_assert(sizeof(my_migrations) / sizeof(my_migrations[0]) == DBCRON_MY_SCHEMA_VERSION,

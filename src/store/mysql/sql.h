@@ -20,8 +20,7 @@
 #define DBNOW "CAST(ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) AS SIGNED)"
 #define R(n) "?1" #n
 /* a row of NULLs as wide as STORE_JOB_COLS */
-#define NULLS_JOB "NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, " "NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, " "NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL"
-_Static_assert(STORE_NJOBCOLS == 34, "NULLS_JOB is as wide as the job columns");
+#define NULLS_JOB STORE_JOB_NULLS
 /* A one-column list parameter N as a table of values v. */
 #define LIST_I64(n) "(SELECT v FROM JSON_TABLE(?" #n ", '$[*]' COLUMNS (v BIGINT PATH '$')) jt)"
 #define LIST_TEXT(n)                                                             \
@@ -73,27 +72,11 @@ static const char *const sql[ST__COUNT] = {
 	[ST_JOBS_NAMED] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name IN " LIST_TEXT(1),
 	[ST_JOBS_BY_NAMES] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name IN " LIST_TEXT(1)
 			     " ORDER BY name FOR UPDATE",
-	[ST_JOBS_INSERT] =
-		"INSERT INTO jobs (" STORE_JOB_PUT_COLS ", created_ms, updated_ms) VALUES ("
-		R(00) ", " R(01) ", " R(02) ", " R(03) ", " R(04) ", " R(05) ", " R(06) ", "
-		R(07) ", " R(08) ", " R(09) ", " R(10) ", " R(11) ", " R(12) ", " R(13) ", "
-		R(14) ", " R(15) ", " R(16) ", " R(17) ", " R(18) ", " R(19) ", " R(20) ", "
-		R(21) ", " R(22) ", " R(23) ", " R(24) ", " R(25) ", " R(26) ", " R(27) ", "
-		R(28) ", " R(29) ", ?1, ?1) RETURNING id, name",
-	[ST_JOBS_UPDATE] =
-		"UPDATE jobs SET name = " R(01) ", kind = " R(02) ", spec = " R(03)
-		", interval_ms = " R(04) ", anchor_ms = " R(05) ", at_ms = " R(06)
-		", tz = " R(07) ", misfire = " R(08) ", max_catchup = " R(09)
-		", misfire_threshold_ms = " R(10) ", overlap = " R(11)
-		", node_loss = " R(12) ", max_retries = " R(13)
-		", retry_base_ms = " R(14) ", retry_cap_ms = " R(15)
-		", retry_jitter = " R(16) ", timeout_ms = " R(17)
-		", executor = " R(18) ", argv = " R(19) ", handler = " R(20)
-		", arg = " R(21) ", paused = " R(22) ", next_fire_at = " R(23)
-		", run_user = " R(24) ", run_group = " R(25) ", cwd = " R(26)
-		", env = " R(27) ", env_file = " R(28) ", umask = " R(29)
-		", inherit_env = " R(30)
-		", updated_ms = ?1, set_aside = NULL WHERE id = " R(00),
+	/* cells ?100...: one statement a row (STORE_CAP_ROW_BATCH) */
+	[ST_JOBS_INSERT] = "INSERT INTO jobs ({PUT_COLS}, created_ms, updated_ms) VALUES "
+			   "({PUT_VALUES 100}, ?1, ?1) RETURNING id, name",
+	[ST_JOBS_UPDATE] = "UPDATE jobs SET {PUT_SET 101}, updated_ms = ?1, set_aside = NULL "
+			   "WHERE id = " R(00),
 	[ST_JOBS_PRUNE] = "DELETE FROM jobs WHERE name NOT IN " LIST_TEXT(1),
 	[ST_RUNS_CLOSE_ORPHANS] =
 		"UPDATE runs SET state = 8, finished_ms = ?1, error = 'job deleted' "
@@ -310,12 +293,8 @@ static const char *const sql[ST__COUNT] = {
  * claim, and only rows this claim inserted are handed out (invariant 1). */
 static const char *const sql_no_returning[ST__COUNT] = {
 	[ST_JOBS_INSERT] =
-		"INSERT INTO jobs (" STORE_JOB_PUT_COLS ", created_ms, updated_ms) VALUES ("
-		R(00) ", " R(01) ", " R(02) ", " R(03) ", " R(04) ", " R(05) ", " R(06) ", "
-		R(07) ", " R(08) ", " R(09) ", " R(10) ", " R(11) ", " R(12) ", " R(13) ", "
-		R(14) ", " R(15) ", " R(16) ", " R(17) ", " R(18) ", " R(19) ", " R(20) ", "
-		R(21) ", " R(22) ", " R(23) ", " R(24) ", " R(25) ", " R(26) ", " R(27) ", "
-		R(28) ", " R(29) ", ?1, ?1)" PART IF_CHANGED
+		"INSERT INTO jobs ({PUT_COLS}, created_ms, updated_ms) VALUES ({PUT_VALUES 100}, "
+		"?1, ?1)" PART IF_CHANGED
 		"SELECT LAST_INSERT_ID(), name FROM jobs WHERE id = LAST_INSERT_ID()",
 	[ST_TRIGGER_INSERT] =
 		"INSERT IGNORE INTO runs (job_id, job_name, fire_at, attempt, state, due_at, "

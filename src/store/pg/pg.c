@@ -35,6 +35,15 @@
 #include "store/pg/sql.h"
 #include "store/stmt.h"
 
+/* The statement texts with stmt.h's job-column markers expanded (rows.c);
+ * a put batch's column arrays are typed by how each field is stored. */
+static store_sql_texts texts = STORE_SQL_TEXTS_INIT;
+static const char *const array_types[] = {
+	[MODEL_FS_TEXT] = "text",   [MODEL_FS_INT] = "int",    [MODEL_FS_I64] = "bigint",
+	[MODEL_FS_I64N] = "bigint", [MODEL_FS_INTN] = "int",   [MODEL_FS_BOOL] = "bool",
+	[MODEL_FS_ARGV] = "text",   [MODEL_FS_ENV] = "text",   [MODEL_FS_HANDLER] = "text",
+};
+
 /* libpq, loaded when the first PostgreSQL handle opens (core/dynlib.h):
  * every libpq function this file calls goes through `pq`. */
 #define PG_LIBPQ_FUNCS(X)                                                              \
@@ -61,6 +70,9 @@ static dbcron_dynlib pq_lib = {.soname = "libpq.so.5", .package = "libpq5",
  * the masker hides (raw and percent-decoded), the password libpq used. */
 #define MAX_SECRETS (2 * STORE_URL_SPANS_MAX + 2)
 
+/* Parameters of one statement: a job put sends one array per column. */
+#define MAX_PARAMS 64
+
 struct store_conn {
 	PGconn *conn;
 	char masked[256];
@@ -71,11 +83,9 @@ struct store_conn {
 	PGresult *res; /* the open result */
 	int row, nrows;
 	/* Parameter texts of the statement being sent. */
-	store_text arrays[32];
-	char nums[32][24];
+	store_text arrays[MAX_PARAMS];
+	char nums[MAX_PARAMS][24];
 };
-
-#define MAX_PARAMS 32
 
 /* ---- text ---- */
 
@@ -340,11 +350,11 @@ static int pg_exec(store_conn *s, int id, const store_param *p, int np, dbcron_e
 	}
 	PGresult *res;
 	if (tx_control(id)) {
-		res = pq.PQexecParams(s->conn, sql[id], 0, NULL, NULL, NULL, NULL, 0);
+		res = pq.PQexecParams(s->conn, texts.text[id], 0, NULL, NULL, NULL, NULL, 0);
 	} else {
 		snprintf(name, sizeof(name), "dbcron_%d", id);
 		if (!s->prepared[id]) {
-			res = pq.PQprepare(s->conn, name, sql[id], 0, NULL);
+			res = pq.PQprepare(s->conn, name, texts.text[id], 0, NULL);
 			if (pq.PQresultStatus(res) != PGRES_COMMAND_OK) {
 				rc = fail(s, res, store_stmt_what(id), err);
 				pq.PQclear(res);
@@ -450,6 +460,8 @@ static int pg_open(const char *url, unsigned flags, store_conn **out, dbcron_err
 
 	*out = NULL;
 	if ((rc = dbcron__dynlib_load(&pq_lib, err)))
+		return rc;
+	if ((rc = store__sql_texts(&texts, sql, array_types, err)))
 		return rc;
 	store_conn *s = dbcron__calloc(1, sizeof(*s));
 	if (!s)

@@ -7,7 +7,7 @@
 #define DBCRON_STORE_PG_SCHEMA_H
 
 /* Highest migration this binary knows. */
-#define DBCRON_PG_SCHEMA_VERSION 5
+#define DBCRON_PG_SCHEMA_VERSION 6
 
 static const char *const migration_1[] = {
 	"CREATE TABLE jobs ("
@@ -129,6 +129,13 @@ static const char *const migration_5[] = {
 	NULL,
 };
 
+/* 6: a job's window: no fire before start_at, none after end_at (epoch
+ * ms; NULL: open), issue 28 item 7. */
+static const char *const migration_6[] = {
+	"ALTER TABLE jobs ADD COLUMN start_at BIGINT, ADD COLUMN end_at BIGINT",
+	NULL,
+};
+
 static const struct {
 	int version;
 	const char *const *stmts;
@@ -138,6 +145,7 @@ static const struct {
 	{3, migration_3},
 	{4, migration_4},
 	{5, migration_5},
+	{6, migration_6},
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == DBCRON_PG_SCHEMA_VERSION,

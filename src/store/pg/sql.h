@@ -70,36 +70,12 @@ static const char *const sql[ST__COUNT] = {
 	[ST_JOBS_NAMED] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name = ANY ($1::text[])",
 	[ST_JOBS_BY_NAMES] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name = ANY ($1::text[]) "
 			     "ORDER BY name FOR UPDATE",
-	[ST_JOBS_INSERT] =
-		"INSERT INTO jobs (" STORE_JOB_PUT_COLS ", created_ms, updated_ms) "
-		"SELECT v.*, $1::bigint, $1::bigint FROM unnest($2::text[], $3::int[], "
-		"$4::text[], $5::bigint[], $6::bigint[], $7::bigint[], $8::text[], $9::int[], "
-		"$10::int[], $11::bigint[], $12::int[], $13::int[], $14::int[], $15::bigint[], "
-		"$16::bigint[], $17::bool[], $18::bigint[], $19::int[], $20::text[], "
-		"$21::text[], $22::text[], $23::bool[], $24::bigint[], $25::text[], "
-		"$26::text[], $27::text[], $28::text[], $29::text[], $30::int[], "
-		"$31::bool[]) v RETURNING id, name",
-	[ST_JOBS_UPDATE] =
-		"UPDATE jobs j SET name = v.name, kind = v.kind, spec = v.spec, "
-		"interval_ms = v.interval_ms, anchor_ms = v.anchor_ms, at_ms = v.at_ms, "
-		"tz = v.tz, misfire = v.misfire, max_catchup = v.max_catchup, "
-		"misfire_threshold_ms = v.misfire_threshold_ms, overlap = v.overlap, "
-		"node_loss = v.node_loss, max_retries = v.max_retries, "
-		"retry_base_ms = v.retry_base_ms, retry_cap_ms = v.retry_cap_ms, "
-		"retry_jitter = v.retry_jitter, timeout_ms = v.timeout_ms, "
-		"executor = v.executor, argv = v.argv, handler = v.handler, arg = v.arg, "
-		"paused = v.paused, next_fire_at = v.next_fire_at, run_user = v.run_user, "
-		"run_group = v.run_group, cwd = v.cwd, env = v.env, env_file = v.env_file, "
-		"umask = v.umask, inherit_env = v.inherit_env, updated_ms = $1::bigint, "
-		"set_aside = NULL "
-		"FROM unnest($2::bigint[], $3::text[], $4::int[], $5::text[], $6::bigint[], "
-		"$7::bigint[], $8::bigint[], $9::text[], $10::int[], $11::int[], "
-		"$12::bigint[], $13::int[], $14::int[], $15::int[], $16::bigint[], "
-		"$17::bigint[], $18::bool[], $19::bigint[], $20::int[], $21::text[], "
-		"$22::text[], $23::text[], $24::bool[], $25::bigint[], $26::text[], "
-		"$27::text[], $28::text[], $29::text[], $30::text[], $31::int[], "
-		"$32::bool[]) v(id, " STORE_JOB_PUT_COLS
-		") WHERE j.id = v.id",
+	/* one array a column ({PUT_ARRAYS}: pg.c's types), joined by unnest */
+	[ST_JOBS_INSERT] = "INSERT INTO jobs ({PUT_COLS}, created_ms, updated_ms) SELECT v.*, "
+			   "$1::bigint, $1::bigint FROM unnest({PUT_ARRAYS 2}) v RETURNING id, name",
+	[ST_JOBS_UPDATE] = "UPDATE jobs j SET {PUT_SET_V}, updated_ms = $1::bigint, set_aside = "
+			   "NULL FROM unnest($2::bigint[], {PUT_ARRAYS 3}) v(id, {PUT_COLS}) "
+			   "WHERE j.id = v.id",
 	[ST_JOBS_PRUNE] = "DELETE FROM jobs j WHERE NOT EXISTS (SELECT 1 FROM "
 			  "unnest($1::text[]) u(n) WHERE u.n = j.name)",
 	[ST_RUNS_CLOSE_ORPHANS] =

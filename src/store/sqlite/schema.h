@@ -157,6 +157,10 @@ static const char *const sqlite_migrations[] = {
 	 * the whole run log: equality on the name, then the listing's order
 	 * (issue 23 item 10, docs/store.md). */
 	"CREATE INDEX runs_job_name_fire ON runs(job_name, fire_at, attempt, id);\n",
+	/* 7: a job's window: no fire before start_at, none after end_at (epoch
+	 * ms; NULL: open), issue 28 item 7. */
+	"ALTER TABLE jobs ADD COLUMN start_at INTEGER;\n"
+	"ALTER TABLE jobs ADD COLUMN end_at INTEGER;\n",
 };
 
 #define SQLITE_SCHEMA_VERSION \

@@ -35,6 +35,9 @@
 #include "store/dialect.h"
 #include "store/sqlite/schema.h"
 #include "store/sqlite/sql.h"
+
+/* The statement texts with stmt.h's job-column markers expanded (rows.c). */
+static store_sql_texts texts = STORE_SQL_TEXTS_INIT;
 #include "store/store.h"
 #include "store/stmt.h"
 
@@ -169,7 +172,7 @@ static int sq_exec(store_conn *q, int id, const store_param *p, int np, dbcron_e
 	if (id < 0 || id >= ST__COUNT)
 		return dbcron_err_set(err, DBCRON_EINTERNAL, "sqlite: statement %d", id);
 	if (!(st = q->stmts[id])) {
-		rc = sqlite3_prepare_v3(q->db, sql[id], -1, SQLITE_PREPARE_PERSISTENT, &st, NULL);
+		rc = sqlite3_prepare_v3(q->db, texts.text[id], -1, SQLITE_PREPARE_PERSISTENT, &st, NULL);
 		if (rc != SQLITE_OK)
 			return fail(q, rc, store_stmt_what(id), err);
 		q->stmts[id] = st;
@@ -340,6 +343,8 @@ static int sq_open(const char *url, unsigned flags, store_conn **out, dbcron_err
 	*out = NULL;
 	if (!sq_accepts(url) || !url[7])
 		return dbcron_err_set(err, DBCRON_EINVAL, "bad SQLite URL '%s' (use sqlite:PATH)", url);
+	if ((rc = store__sql_texts(&texts, sql, NULL, err)))
+		return rc;
 	store_conn *q = dbcron__calloc(1, sizeof(*q));
 	if (!q)
 		return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory opening %s", url);

@@ -1,0 +1,138 @@
+/*
+ * The job-field table: every member of dbcron_job that a store keeps, one
+ * row each, declared once.  From it come (by macro expansion, nothing
+ * restated by hand): the defaults, frees and copies of core/job.c; the
+ * key table of `job add` flags, `job apply` keys and HTTP JSON, the JSON
+ * codec, the help lines and the one "is the definition unchanged" rule
+ * (src/model/fields.c); and the store's column lists, row reader, row
+ * writer and batch column types (src/store/rows.c, jobput.c, the
+ * dialects' sql.h).  A new field is one row here, its member in job.h and
+ * one migration per dialect.  Ours is the C-preprocessor cousin of
+ * PostgreSQL's catalog .dat files.
+ *
+ * X(member, column, store, key, codec, args, scope, role, dflt, help)
+ *
+ * member  the dbcron_job member.
+ * column  its SQL column (an identifier: the dialects stringify it).
+ * store   how the column holds it: TEXT (char *), INT (int or an enum),
+ *         I64, I64N (int64_t, NULL for -1), INTN (int, NULL for -1), BOOL,
+ *         and three hooks: ARGV and ENV (argv/argc, env/envc as a JSON
+ *         array of strings, rows.c), HANDLER (text written only for a
+ *         handler job).
+ * key     K(ID, "flag-and-json-key", "snake_variant" or NULL, type) with
+ *         type a model_jobdef_type (STR INT BOOL DUR ARGV LIST TIME); K0
+ *         for a member no user sets directly; KSCHED for the schedule,
+ *         whose four keys (cron, every, after, at) are the hook
+ *         DBCRON_JOB_SCHED_KEYS below.
+ * codec   how a key's value is checked, set and written to JSON
+ *         (jobdef.c, json.c): NONE NAME SCHED TZ ENUM INT DUR BOOL HANDLER
+ *         TEXT ACCOUNT PATH ARGV ENV UMASK TIME (an instant: RFC 3339,
+ *         epoch seconds, now or now+DUR, relative ones resolved against the
+ *         database clock).  SCHED marks the rows of the schedule hook
+ *         (kind, text, interval): one schedule, compared and reported once.
+ * args    the codec's constants, designated initialisers of
+ *         model_field_args in parentheses: (.lo = 0, .hi = 1000).
+ * scope   ANY, or what the key needs: HANDLER (a handler job), COMMAND
+ *         (the command itself), RUNAS (how a command runs; refused with a
+ *         handler, dropped with the command by `job set --handler`).
+ * role    NAME (the identity), DEF (part of the definition: a change is a
+ *         change), STATE (paused: given or kept, rules in app/apply.c),
+ *         PLACE (the schedule's place in its series: kept by the schedule
+ *         rules, written by the store), STORE (written by the store only:
+ *         read back, never put).
+ * dflt    the value dbcron_job_init gives (strings: NULL).
+ * help    H("METAVAR", "text") for `job add --help` (a line longer than
+ *         one goes on with "\n"), or H0.
+ *
+ * Rows are in the order of the key table and of a job's JSON object.
+ */
+#ifndef DBCRON_CORE_JOB_FIELDS_H
+#define DBCRON_CORE_JOB_FIELDS_H
+
+#define DBCRON_JOB_FIELDS(X)                                                                      \
+	X(name, name, TEXT, K(NAME, "name", NULL, STR), NAME, (), ANY, NAME, NULL, H0)           \
+	X(kind, kind, INT, KSCHED, SCHED, (), ANY, DEF, 0, H0)                                    \
+	X(spec, spec, TEXT, K0, SCHED, (), ANY, DEF, NULL, H0)                                     \
+	X(interval_ms, interval_ms, I64, K0, SCHED, (), ANY, DEF, 0, H0)                           \
+	X(anchor_ms, anchor_ms, I64, K0, NONE, (), ANY, PLACE, 0, H0)                             \
+	X(at_ms, at_ms, I64, K0, NONE, (), ANY, PLACE, -1, H0)                                    \
+	X(tz, tz, TEXT, K(TZ, "tz", NULL, STR), TZ, (), ANY, DEF, NULL,                           \
+	  H("ZONE", "IANA time zone for cron (default UTC)"))                                     \
+	X(misfire, misfire, INT, K(MISFIRE, "misfire", NULL, STR), ENUM,                          \
+	  (.parse = dbcron_misfire_parse, .name = misfire_name,                                   \
+	   .what = "fire_once, skip or catch_up"),                                                \
+	  ANY, DEF, DBCRON_MISFIRE_FIRE_ONCE,                                                     \
+	  H("POLICY", "fire_once (default) | skip | catch_up"))                                   \
+	X(max_catchup, max_catchup, INT, K(MAX_CATCHUP, "max-catchup", "max_catchup", INT), INT,  \
+	  (.lo = 1, .hi = 100000), ANY, DEF, 100,                                                 \
+	  H("N", "catch_up: at most N missed fires (default 100)"))                               \
+	X(misfire_threshold_ms, misfire_threshold_ms, I64,                                        \
+	  K(MISFIRE_THRESHOLD, "misfire-threshold", "misfire_threshold", DUR), DUR, (.zero = 1),    \
+	  ANY, DEF, 5000, H("DUR", "a fire later than this is a misfire (default 5s)"))           \
+	X(overlap, overlap, INT, K(OVERLAP, "overlap", NULL, STR), ENUM,                          \
+	  (.parse = dbcron_overlap_parse, .name = overlap_name,                                   \
+	   .what = "skip, allow, queue or replace"),                                              \
+	  ANY, DEF, DBCRON_OVERLAP_SKIP, H("POLICY", "skip (default) | allow | queue | replace"))  \
+	X(node_loss, node_loss, INT, K(NODE_LOSS, "node-loss", "node_loss", STR), ENUM,           \
+	  (.parse = dbcron_node_loss_parse, .name = node_loss_name, .what = "retry or abandon"),  \
+	  ANY, DEF, DBCRON_NODE_LOSS_RETRY, H("POLICY", "retry (default) | abandon"))             \
+	X(max_retries, max_retries, INT, K(RETRIES, "retries", NULL, INT), INT,                   \
+	  (.lo = 0, .hi = 1000), ANY, DEF, 3, H("N", "retries after a failure (default 3)"))      \
+	X(retry_base_ms, retry_base_ms, I64, K(RETRY_BASE, "retry-base", "retry_base", DUR), DUR, \
+	  (), ANY, DEF, 60000, H("DUR", "first backoff (default 1m)"))                     \
+	X(retry_cap_ms, retry_cap_ms, I64, K(RETRY_CAP, "retry-cap", "retry_cap", DUR), DUR,      \
+	  (), ANY, DEF, 3600000, H("DUR", "longest backoff (default 1h)"))                 \
+	X(retry_jitter, retry_jitter, BOOL, K(JITTER, "jitter", NULL, BOOL), BOOL, (), ANY, DEF,  \
+	  0, H("", "randomise backoffs"))                                                          \
+	X(timeout_ms, timeout_ms, I64, K(TIMEOUT, "timeout", NULL, DUR), DUR, (.zero = 1), ANY, DEF, \
+	  0, H("DUR", "stop a run after DUR (default none)"))                                      \
+	X(start_at, start_at, I64N, K(START_AT, "start-at", "start_at", TIME), TIME, (), ANY, DEF,  \
+	  -1, H("TIME", "no fire before TIME (RFC 3339, epoch seconds, now+DUR)"))                \
+	X(end_at, end_at, I64N, K(END_AT, "end-at", "end_at", TIME), TIME, (), ANY, DEF, -1,      \
+	  H("TIME", "no fire after TIME (not before --start-at)"))                                \
+	X(paused, paused, BOOL, K(PAUSED, "paused", NULL, BOOL), BOOL, (), ANY, STATE, 0,         \
+	  H("", "add the job paused"))                                                             \
+	X(executor, executor, INT, K0, NONE, (), ANY, DEF, DBCRON_EXEC_SHELL, H0)                 \
+	X(handler, handler, HANDLER, K(HANDLER, "handler", NULL, STR), HANDLER, (), HANDLER, DEF, \
+	  NULL, H0)                                                                                \
+	X(arg, arg, TEXT, K(ARG, "arg", NULL, STR), TEXT, (), HANDLER, DEF, NULL, H0)             \
+	X(argv, argv, ARGV, K(COMMAND, "command", NULL, ARGV), ARGV, (), COMMAND, DEF, NULL, H0)  \
+	X(user, run_user, TEXT, K(USER, "user", NULL, STR), ACCOUNT, (.what = "user"), RUNAS,     \
+	  DEF, NULL,                                                                               \
+	  H("NAME", "this user (the node switches: needs root); default the\nnode's user"))       \
+	X(group, run_group, TEXT, K(GROUP, "group", NULL, STR), ACCOUNT, (.what = "group"),       \
+	  RUNAS, DEF, NULL, H("NAME", "this primary group instead of the user's"))                 \
+	X(cwd, cwd, TEXT, K(CWD, "cwd", NULL, STR), PATH, (.what = "working directory"), RUNAS,   \
+	  DEF, NULL, H("DIR", "start in DIR (absolute); default the user's home"))                 \
+	X(env, env, ENV, K(ENV, "env", NULL, LIST), ENV, (), RUNAS, DEF, NULL,                    \
+	  H("KEY=VALUE", "a variable of its own (repeatable); stored in the database"))            \
+	X(env_file, env_file, TEXT, K(ENV_FILE, "env-file", "env_file", STR), PATH,               \
+	  (.what = "env-file"), RUNAS, DEF, NULL,                                                  \
+	  H("PATH", "KEY=VALUE lines from PATH on the node's host, read at each\n"                 \
+		    "run (for secrets that should not be in the database)"))                      \
+	X(umask, umask, INTN, K(UMASK, "umask", NULL, STR), UMASK, (), RUNAS, DEF, -1,            \
+	  H("MODE", "octal, e.g. 027; default the node's"))                                       \
+	X(inherit_env, inherit_env, BOOL, K(INHERIT_ENV, "inherit-env", "inherit_env", BOOL),     \
+	  BOOL, (), RUNAS, DEF, 0,                                                                 \
+	  H("", "start from the node's environment (never its DBCRON_*\n"                         \
+		"settings or PostgreSQL passwords); default a clean one:\n"                       \
+		"HOME, USER, LOGNAME, SHELL=/bin/sh, PATH, DBCRON_*"))                            \
+	X(next_fire_at, next_fire_at, I64N, K0, NONE, (), ANY, PLACE, -1, H0)                     \
+	X(created_ms, created_ms, I64, K0, NONE, (), ANY, STORE, -1, H0)                          \
+	X(updated_ms, updated_ms, I64, K0, NONE, (), ANY, STORE, -1, H0)                          \
+	X(set_aside, set_aside, TEXT, K0, NONE, (), ANY, STORE, NULL, H0)
+
+/* The schedule hook (KSCHED): one key per schedule kind, in kind order.
+ * S(ID, "key", type, kind) */
+#define DBCRON_JOB_SCHED_KEYS(S)                       \
+	S(CRON, "cron", STR, DBCRON_SCHED_CRON)        \
+	S(EVERY, "every", DUR, DBCRON_SCHED_EVERY)     \
+	S(AFTER, "after", DUR, DBCRON_SCHED_AFTER)     \
+	S(AT, "at", STR, DBCRON_SCHED_AT)
+
+/* Helpers for expanding a row: FIELD_##store, and the key's parts. */
+#define DBCRON_FK_ID_K(id, flag, snake, type) MODEL_JK_##id
+#define DBCRON_FK_ID_K0 MODEL_JK__NONE
+#define DBCRON_FK_ID_KSCHED MODEL_JK__NONE
+
+#endif

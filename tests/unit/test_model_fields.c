@@ -1,0 +1,268 @@
+/*
+ * The job-field table (core/job_fields.h) and what is generated from it
+ * (model/fields.c, jobdef.c, json.c): every field survives JSON, the one
+ * change rule reports the keys a user knows, the key table and the help
+ * follow the table, and the planner keeps a job's window (start_at,
+ * end_at).  The store round trips are in store_conformance.h.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "full_job.h"
+#include "model/json.h"
+#include "model/rules.h"
+
+/* 2026-01-02T03:04:05Z */
+#define NOW 1767323045000LL
+
+static void test_full_jobs_cover_every_field(void **state)
+{
+	(void)state;
+	const char *missing = full_job_covers(MODEL_ROLE_NAME | MODEL_ROLE_DEF | MODEL_ROLE_STATE |
+					      MODEL_ROLE_PLACE);
+	if (missing)
+		fail_msg("full_job.h leaves field '%s' at its default: set it there", missing);
+}
+
+/* model_diff_fn: the reported keys, "a,b,". */
+static void keys_into(void *ctx, const model_field *f, model_jobdef_id key)
+{
+	(void)f;
+	if (key != MODEL_JK__NONE) {
+		strcat(ctx, model_jobdef_key_of(key)->name);
+		strcat(ctx, ",");
+	}
+}
+
+/* job -> its definition's JSON -> a definition: the same job, field by
+ * field, for a command job and a handler job. */
+static void test_json_round_trip_every_field(void **state)
+{
+	(void)state;
+	for (int h = 0; h < 2; h++) {
+		dbcron_job j;
+		model_jobdef d;
+		dbcron_err err = {0};
+		const char *name;
+		char diff[1024] = "";
+		full_job(&j, "rt", h == 1);
+		json_t *o = model_job_def_json(&j);
+		assert_non_null(o);
+		model_jobdef_init(&d, false);
+		if (model_jobdef_from_json(&d, o, &name, &err))
+			fail_msg("%s", err.msg);
+		size_t n = model_job_diff(&j, &d.job, MODEL_ROLE_NAME | MODEL_ROLE_DEF |
+						       MODEL_ROLE_STATE,
+					  keys_into, diff);
+		if (n)
+			fail_msg("%s job: %zu fields differ after JSON: %s", h ? "handler" : "command",
+				 n, diff);
+		/* every keyed field of its kind was given */
+		for (size_t i = 0; i < MODEL_NFIELDS; i++) {
+			const model_field *f = &model_fields[i];
+			bool other = f->scope != MODEL_SCOPE_ANY &&
+				     (f->scope == MODEL_SCOPE_HANDLER) != (h == 1);
+			if (f->key != MODEL_JK__NONE && !other && !d.seen[f->key])
+				fail_msg("key '%s' was not written", model_jobdef_key_of(f->key)->name);
+		}
+		json_decref(o);
+		model_jobdef_clear(&d);
+		dbcron_job_clear(&j);
+	}
+}
+
+/* Each key's text through the CLI's road (set_text), then JSON again. */
+static void test_flags_set_every_field(void **state)
+{
+	(void)state;
+	dbcron_job j;
+	full_job(&j, "fl", false);
+	json_t *o = model_job_def_json(&j);
+	model_jobdef d;
+	dbcron_err err = {0};
+	model_jobdef_init(&d, true);
+	const char *key;
+	json_t *v;
+	json_object_foreach(o, key, v) {
+		const model_jobdef_key *k = model_jobdef_find(key);
+		assert_non_null(k);
+		int rc;
+		if (json_is_string(v))
+			rc = model_jobdef_set_text(&d, k, json_string_value(v), &err);
+		else if (json_is_integer(v))
+			rc = model_jobdef_set_int(&d, k, json_integer_value(v), &err);
+		else if (json_is_boolean(v))
+			rc = model_jobdef_set_bool(&d, k, json_is_true(v), &err);
+		else if (k->type == MODEL_JD_LIST) {
+			rc = 0;
+			for (size_t i = 0; !rc && i < json_array_size(v); i++)
+				rc = model_jobdef_set_text(&d, k, json_string_value(json_array_get(v, i)),
+							   &err);
+		} else {
+			rc = model_jobdef_set_argv(&d, j.argv, j.argc, &err);
+		}
+		if (rc)
+			fail_msg("--%s: %s", key, err.msg);
+	}
+	char diff[1024] = "";
+	if (model_job_diff(&j, &d.job, MODEL_ROLE_DEF | MODEL_ROLE_STATE, keys_into, diff))
+		fail_msg("flags differ: %s", diff);
+	json_decref(o);
+	model_jobdef_clear(&d);
+	dbcron_job_clear(&j);
+}
+
+static void test_diff_reports_keys(void **state)
+{
+	(void)state;
+	dbcron_job a, b;
+	char diff[256] = "";
+	full_job(&a, "d", false);
+	full_job(&b, "d", false);
+	assert_int_equal(model_job_diff(&a, &b, MODEL_ROLE_DEF | MODEL_ROLE_STATE, NULL, NULL), 0);
+	/* the place is not the definition */
+	b.next_fire_at = 1;
+	assert_int_equal(model_job_diff(&a, &b, MODEL_ROLE_DEF | MODEL_ROLE_STATE, NULL, NULL), 0);
+	assert_int_equal(model_job_diff(&a, &b, MODEL_ROLE_PLACE, NULL, NULL), 1);
+	/* one zone named two ways is one zone */
+	dbcron__free(a.tz);
+	dbcron__free(b.tz);
+	a.tz = NULL;
+	b.tz = dbcron__strdup("UTC");
+	assert_int_equal(model_job_diff(&a, &b, MODEL_ROLE_DEF, NULL, NULL), 0);
+	/* a new schedule kind names the old key and the new, in key order */
+	dbcron__free(b.spec);
+	b.kind = DBCRON_SCHED_CRON;
+	b.spec = dbcron__strdup("* * * * *");
+	b.interval_ms = 0;
+	b.end_at = -1;
+	model_job_diff(&a, &b, MODEL_ROLE_DEF, keys_into, diff);
+	assert_string_equal(diff, "cron,every,end-at,");
+	dbcron_job_clear(&a);
+	dbcron_job_clear(&b);
+}
+
+static void test_key_table(void **state)
+{
+	(void)state;
+	size_t n = 0;
+	for (const model_jobdef_key *k = model_jobdef_keys; k->name; k++, n++) {
+		assert_int_equal(k->id, (int)n);
+		assert_non_null(model_jobdef_field(k));
+		assert_ptr_equal(model_jobdef_find(k->name), k);
+		if (k->snake)
+			assert_ptr_equal(model_jobdef_find(k->snake), k);
+	}
+	assert_int_equal(n, MODEL_JK__COUNT);
+	assert_ptr_equal(model_jobdef_field(model_jobdef_key_of(MODEL_JK_START_AT)),
+			 &model_fields[MODEL_COL_start_at - 1]);
+	/* the help has a line for every keyed field that has help */
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	assert_non_null(f);
+	model_jobdef_help(f, MODEL_SCOPE_ANY);
+	model_jobdef_help(f, MODEL_SCOPE_RUNAS);
+	fclose(f);
+	assert_non_null(strstr(buf, "  --start-at TIME         no fire before TIME"));
+	assert_non_null(strstr(buf, "  --end-at TIME           no fire after TIME"));
+	assert_non_null(strstr(buf, "  --inherit-env           start from"));
+	free(buf);
+}
+
+/* A definition of the JSON doc finished at NOW: DBCRON_OK or the code,
+ * the message in err. */
+static int define(model_jobdef *d, const char *doc, dbcron_err *err)
+{
+	const char *name;
+	json_t *obj = json_loads(doc, 0, NULL);
+	assert_non_null(obj);
+	model_jobdef_init(d, false);
+	int rc = model_jobdef_from_json(d, obj, &name, err);
+	if (!rc)
+		rc = model_jobdef_finish(d, NOW, NULL, err);
+	json_decref(obj);
+	return rc;
+}
+
+static void test_window_plans(void **state)
+{
+	(void)state;
+	model_jobdef d;
+	dbcron_err err = {0};
+	int64_t next;
+
+	/* cron: the first fire at or after start_at, none after end_at */
+	if (define(&d, "{\"name\":\"w\",\"cron\":\"0 * * * *\",\"command\":[\"true\"],"
+		       "\"start_at\":\"2026-01-02T05:00:00Z\",\"end_at\":\"2026-01-02T07:30:00Z\"}",
+		   &err))
+		fail_msg("%s", err.msg);
+	assert_int_equal(d.job.next_fire_at, NOW - 3 * 3600000LL - 4 * 60000 - 5000 + 5 * 3600000LL);
+	assert_int_equal(dbcron_job_next_fire(&d.job, d.job.next_fire_at, &next, &err), 1);
+	assert_int_equal(next, d.job.next_fire_at + 3600000);
+	assert_int_equal(dbcron_job_next_fire(&d.job, next, &next, &err), 1);
+	assert_int_equal(dbcron_job_next_fire(&d.job, next, &next, &err), 0);
+	model_jobdef_clear(&d);
+
+	/* relative times against the database clock */
+	if (define(&d, "{\"name\":\"w\",\"every\":\"10s\",\"command\":[\"true\"],"
+		       "\"start_at\":\"now+1m\"}",
+		   &err))
+		fail_msg("%s", err.msg);
+	assert_int_equal(d.job.start_at, NOW + 60000);
+	assert_true(d.job.next_fire_at >= NOW + 60000 && d.job.next_fire_at < NOW + 70000);
+	model_jobdef_clear(&d);
+
+	/* an end in the past: never */
+	if (define(&d, "{\"name\":\"w\",\"every\":\"10s\",\"command\":[\"true\"],"
+		       "\"end_at\":\"2020-01-01T00:00:00Z\"}",
+		   &err))
+		fail_msg("%s", err.msg);
+	assert_int_equal(d.job.next_fire_at, -1);
+	model_jobdef_clear(&d);
+
+	/* AT outside the window never fires; AFTER waits for the start */
+	if (define(&d, "{\"name\":\"w\",\"at\":\"now+5m\",\"command\":[\"true\"],"
+		       "\"start_at\":\"now+1h\"}",
+		   &err))
+		fail_msg("%s", err.msg);
+	assert_int_equal(d.job.next_fire_at, -1);
+	model_jobdef_clear(&d);
+	if (define(&d, "{\"name\":\"w\",\"after\":\"5m\",\"command\":[\"true\"],"
+		       "\"start_at\":\"now+1h\"}",
+		   &err))
+		fail_msg("%s", err.msg);
+	assert_int_equal(d.job.next_fire_at, NOW + 3600000);
+	model_followup fu = model_run_followup(&d.job, 1, DBCRON_RUN_SUCCEEDED, false, NOW);
+	assert_int_equal(fu.job_next_fire_at, NOW + 3600000);
+	model_jobdef_clear(&d);
+
+	/* end before start: refused, both named */
+	assert_int_equal(define(&d, "{\"name\":\"w\",\"every\":\"10s\",\"command\":[\"true\"],"
+				    "\"start_at\":\"2030-01-01T00:00:00Z\","
+				    "\"end_at\":\"2029-01-01T00:00:00Z\"}",
+				&err),
+			 DBCRON_EINVAL);
+	assert_non_null(strstr(err.msg, "end-at 2029-01-01T00:00:00Z is before start-at "
+					"2030-01-01T00:00:00Z"));
+	model_jobdef_clear(&d);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_full_jobs_cover_every_field),
+		cmocka_unit_test(test_json_round_trip_every_field),
+		cmocka_unit_test(test_flags_set_every_field),
+		cmocka_unit_test(test_diff_reports_keys),
+		cmocka_unit_test(test_key_table),
+		cmocka_unit_test(test_window_plans),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
