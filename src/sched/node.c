@@ -182,6 +182,13 @@ static int node_run(dbcron_node *n, dbcron_err *err)
 	if (rc)
 		return rc;
 	store_count_errors(n->st, n->stats.db_errors);
+	/* Loud, so that a test build that reached a real deployment is seen
+	 * at once in its log rather than through odd failures. */
+	const char *faults = store_fault_env();
+	if (faults)
+		dbcron__log(LOG_WARN, "node.faults_armed", LOG_STR("node", n->node_id),
+			    LOG_STR("faults", faults),
+			    LOG_STR("warning", "test build: statements will fail on purpose"));
 	rc = store_check_schema(n->st, err);
 	if (rc)
 		goto out_close;
