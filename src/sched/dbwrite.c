@@ -60,29 +60,13 @@ static bool final_write_landed(dbcron_node *n, const store_update *u)
 }
 
 /*
- * Write every pending start and end in one batch.  A STARTED fire becomes
- * RUNNING as its start is taken, a FINISHED one WRITING; a fire whose final
- * state went out (or was refused by the fence) is freed.
+ * The pending list as one batch of updates (mu held).  A STARTED fire
+ * becomes RUNNING as its start is taken, a FINISHED one WRITING, its
+ * update carrying the outcome and what follows it (a retry, the job's next
+ * fire).  Returns how many; ups and batch hold room for every pending fire.
  */
-int dbloop_flush(dbcron_node *n, dbcron_err *err)
+static size_t take_pending(dbcron_node *n, store_update *ups, fire **batch)
 {
-	pthread_mutex_lock(&n->mu);
-	size_t cnt = 0;
-	for (fire *f = n->pending.head; f; f = f->next)
-		cnt++;
-	if (!cnt) {
-		pthread_mutex_unlock(&n->mu);
-		return DBCRON_OK;
-	}
-	store_update *ups = dbcron__calloc(cnt, sizeof(*ups));
-	fire **batch = dbcron__calloc(cnt, sizeof(*batch));
-	if (!ups || !batch) {
-		/* the fires stay pending; try again next cycle */
-		pthread_mutex_unlock(&n->mu);
-		dbcron__free(ups);
-		dbcron__free(batch);
-		return dbcron_err_set(err, DBCRON_ENOMEM, "flush: out of memory");
-	}
 	size_t k = 0;
 	for (fire *f = fire_list_take(&n->pending), *nx; f; f = nx) {
 		nx = f->next;
@@ -108,93 +92,140 @@ int dbloop_flush(dbcron_node *n, dbcron_err *err)
 		}
 		batch[k++] = f;
 	}
+	return k;
+}
+
+/*
+ * The batch was not written (mu held): keep its fires for the next try
+ * (database away); the lease decides what happens to the runs meanwhile.
+ * A start whose fire ended or went back to the heap since needs no retry.
+ */
+static void keep_for_retry(dbcron_node *n, fire **batch, size_t k, int rc)
+{
+	for (size_t i = 0; i < k; i++) {
+		fire *f = batch[i];
+		if (f->phase == FIRE_WRITING)
+			fire_set_phase(f, FIRE_FINISHED);
+		else if (f->phase == FIRE_RUNNING)
+			fire_set_phase(f, FIRE_STARTED);
+		else
+			continue;
+		if (rc == DBCRON_ECONN)
+			f->write_doubt = true;
+		fire_list_push(&n->pending, f);
+	}
+	n->db_kicked = false;
+}
+
+/* The jobs whose runs this batch ended, for the per-job counts of
+ * /metrics: taken under mu, handed over after it is let go (no two locks). */
+typedef struct ended_jobs {
+	char **name;
+	int *state;
+	size_t n;
+} ended_jobs;
+
+/*
+ * One fire of a batch that went through (mu held): a refusal is logged as
+ * fenced unless `confirmed` (an earlier try whose reply was lost had
+ * written it), what landed is counted, and a fire whose final state is out
+ * is freed.
+ */
+static void settle(dbcron_node *n, fire *f, const store_update *u, bool confirmed,
+		   ended_jobs *ended)
+{
+	if (confirmed) {
+		dbcron__log(LOG_INFO, "run.write_confirmed", LOG_STR("job", f->run.job_name),
+			    LOG_INT("fire_at", f->run.fire_at), LOG_INT("attempt", f->run.attempt),
+			    LOG_INT("run", f->run.id), LOG_STR("state", dbcron_run_state_name(u->state)),
+			    LOG_STR("msg", "an earlier try whose reply was lost had written it"));
+	} else if (!u->applied) {
+		atomic_fetch_add_explicit(&n->stats.fenced, 1, memory_order_relaxed);
+		n->n_fenced++;
+		dbcron__log(LOG_WARN, "run.fenced", LOG_STR("job", f->run.job_name),
+			    LOG_INT("fire_at", f->run.fire_at), LOG_INT("attempt", f->run.attempt),
+			    LOG_INT("run", f->run.id), LOG_STR("state", dbcron_run_state_name(u->state)),
+			    LOG_STR("msg", "write refused: the run is no longer ours"));
+	}
+	/* /metrics: what this node wrote (a refused write is not ours).  A
+	 * run that ended before its start was flushed has one write carrying
+	 * both, so lateness counts the first write that has a start,
+	 * whichever it is. */
+	bool landed = u->applied || confirmed;
+	if (landed && !f->start_counted && u->started_ms >= 0) {
+		f->start_counted = true;
+		node_hist_observe(&n->stats.late_ms, u->started_ms - f->run.due_at);
+	}
+	if (landed && f->phase == FIRE_WRITING) {
+		if ((int)u->state >= 0 && u->state < NODE_STATE_MAX)
+			atomic_fetch_add_explicit(&n->stats.runs[u->state], 1, memory_order_relaxed);
+		if (ended->name && ended->state && f->run.job_name &&
+		    (ended->name[ended->n] = dbcron__strdup(f->run.job_name)))
+			ended->state[ended->n++] = (int)u->state;
+		if (u->started_ms >= 0)
+			node_hist_observe(&n->stats.run_ms, u->finished_ms - u->started_ms);
+	}
+	if (f->phase == FIRE_WRITING) {
+		/* nothing else refers to it once its final state is out */
+		fire_set_phase(f, FIRE_WRITTEN);
+		n->n_finished++;
+		n->inflight--;
+		fire_free(f);
+	}
+}
+
+/*
+ * Write every pending start and end in one batch (take_pending); a fire
+ * whose final state went out (or was refused by the fence) is freed
+ * (settle), a batch that failed is kept for the next try (keep_for_retry).
+ */
+int dbloop_flush(dbcron_node *n, dbcron_err *err)
+{
+	pthread_mutex_lock(&n->mu);
+	size_t cnt = 0;
+	for (fire *f = n->pending.head; f; f = f->next)
+		cnt++;
+	if (!cnt) {
+		pthread_mutex_unlock(&n->mu);
+		return DBCRON_OK;
+	}
+	store_update *ups = dbcron__calloc(cnt, sizeof(*ups));
+	fire **batch = dbcron__calloc(cnt, sizeof(*batch));
+	if (!ups || !batch) {
+		/* the fires stay pending; try again next cycle */
+		pthread_mutex_unlock(&n->mu);
+		dbcron__free(ups);
+		dbcron__free(batch);
+		return dbcron_err_set(err, DBCRON_ENOMEM, "flush: out of memory");
+	}
+	size_t k = take_pending(n, ups, batch);
 	pthread_mutex_unlock(&n->mu);
 
 	int rc = store_apply(n->st, n->node_id, ups, k, err);
 	bool *ours = rc ? NULL : dbcron__calloc(k, sizeof(*ours));
-	/* the per-job counts, taken after mu is let go (no two locks), and
-	 * only when an HTTP server asked for them */
+	/* the per-job counts only when an HTTP server asked for them */
 	bool per_job = !rc && atomic_load_explicit(&n->stats.jobs_max, memory_order_relaxed) > 0;
-	char **ended = per_job ? dbcron__calloc(k, sizeof(*ended)) : NULL;
-	int *ended_state = per_job ? dbcron__calloc(k, sizeof(*ended_state)) : NULL;
-	size_t nended = 0;
+	ended_jobs ended = {
+		.name = per_job ? dbcron__calloc(k, sizeof(*ended.name)) : NULL,
+		.state = per_job ? dbcron__calloc(k, sizeof(*ended.state)) : NULL,
+	};
 	for (size_t i = 0; ours && i < k; i++)
 		if (!ups[i].applied && batch[i]->write_doubt && batch[i]->phase == FIRE_WRITING)
 			ours[i] = final_write_landed(n, &ups[i]);
 	pthread_mutex_lock(&n->mu);
-	if (rc) {
-		/* Keep them for the next try (database away); the lease
-		 * decides what happens to the runs meanwhile.  A start whose
-		 * fire ended or went back to the heap since needs no retry. */
-		for (size_t i = 0; i < k; i++) {
-			fire *f = batch[i];
-			if (f->phase == FIRE_WRITING)
-				fire_set_phase(f, FIRE_FINISHED);
-			else if (f->phase == FIRE_RUNNING)
-				fire_set_phase(f, FIRE_STARTED);
-			else
-				continue;
-			if (rc == DBCRON_ECONN)
-				f->write_doubt = true;
-			fire_list_push(&n->pending, f);
-		}
-		n->db_kicked = false;
-		goto out_unlock;
-	}
-	for (size_t i = 0; i < k; i++) {
-		fire *f = batch[i];
-		if (ours && ours[i]) {
-			dbcron__log(LOG_INFO, "run.write_confirmed", LOG_STR("job", f->run.job_name),
-				    LOG_INT("fire_at", f->run.fire_at), LOG_INT("attempt", f->run.attempt),
-				    LOG_INT("run", f->run.id),
-				    LOG_STR("state", dbcron_run_state_name(ups[i].state)),
-				    LOG_STR("msg", "an earlier try whose reply was lost had written it"));
-		} else if (!ups[i].applied) {
-			atomic_fetch_add_explicit(&n->stats.fenced, 1, memory_order_relaxed);
-			n->n_fenced++;
-			dbcron__log(LOG_WARN, "run.fenced", LOG_STR("job", f->run.job_name),
-				    LOG_INT("fire_at", f->run.fire_at), LOG_INT("attempt", f->run.attempt),
-				    LOG_INT("run", f->run.id),
-				    LOG_STR("state", dbcron_run_state_name(ups[i].state)),
-				    LOG_STR("msg", "write refused: the run is no longer ours"));
-		}
-		/* /metrics: what this node wrote (a refused write is not ours).
-		 * A run that ended before its start was flushed has one write
-		 * carrying both, so lateness counts the first write that has a
-		 * start, whichever it is. */
-		bool landed = ups[i].applied || (ours && ours[i]);
-		if (landed && !f->start_counted && ups[i].started_ms >= 0) {
-			f->start_counted = true;
-			node_hist_observe(&n->stats.late_ms, ups[i].started_ms - f->run.due_at);
-		}
-		if (landed && f->phase == FIRE_WRITING) {
-			if ((int)ups[i].state >= 0 && ups[i].state < NODE_STATE_MAX)
-				atomic_fetch_add_explicit(&n->stats.runs[ups[i].state], 1,
-							  memory_order_relaxed);
-			if (ended && ended_state && f->run.job_name &&
-			    (ended[nended] = dbcron__strdup(f->run.job_name)))
-				ended_state[nended++] = (int)ups[i].state;
-			if (ups[i].started_ms >= 0)
-				node_hist_observe(&n->stats.run_ms,
-						  ups[i].finished_ms - ups[i].started_ms);
-		}
-		if (f->phase == FIRE_WRITING) {
-			/* nothing else refers to it once its final state is out */
-			fire_set_phase(f, FIRE_WRITTEN);
-			n->n_finished++;
-			n->inflight--;
-			fire_free(f);
-		}
-	}
-out_unlock:
+	if (rc)
+		keep_for_retry(n, batch, k, rc);
+	else
+		for (size_t i = 0; i < k; i++)
+			settle(n, batch[i], &ups[i], ours && ours[i], &ended);
 	atomic_store_explicit(&n->stats.inflight, (long long)n->inflight, memory_order_relaxed);
 	pthread_mutex_unlock(&n->mu);
-	for (size_t i = 0; i < nended; i++) {
-		node_stats_job_ended(&n->stats, ended[i], ended_state[i]);
-		dbcron__free(ended[i]);
+	for (size_t i = 0; i < ended.n; i++) {
+		node_stats_job_ended(&n->stats, ended.name[i], ended.state[i]);
+		dbcron__free(ended.name[i]);
 	}
-	dbcron__free(ended);
-	dbcron__free(ended_state);
+	dbcron__free(ended.name);
+	dbcron__free(ended.state);
 	dbcron__free(ours);
 	dbcron__free(ups);
 	dbcron__free(batch);
