@@ -13,7 +13,7 @@ deps:
 	@bash scripts/deps.sh
 
 build: deps
-	@$(CMAKE) -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDBCRON_WERROR=ON >/dev/null
+	@$(CMAKE) -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDBCRON_WERROR=ON -DDBCRON_FAULT_SEAM=ON >/dev/null
 	@$(CMAKE) --build $(BUILD) -j$(JOBS) -- --no-print-directory
 	@echo "dbcron binary: $(BUILD)/bin/dbcron"
 
@@ -36,7 +36,7 @@ test: build
 	@bash scripts/test.sh $(BUILD)
 
 asan: deps
-	@$(CMAKE) -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DDBCRON_WERROR=ON -DDBCRON_SANITIZE=address >/dev/null
+	@$(CMAKE) -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DDBCRON_WERROR=ON -DDBCRON_SANITIZE=address -DDBCRON_FAULT_SEAM=ON >/dev/null
 	@$(CMAKE) --build build-asan -j$(JOBS)
 
 # Three at a time: every process is several times slower under ASan.
@@ -46,7 +46,7 @@ asan-test: asan
 
 # Only what the threaded tests run (the threads_tests target).
 tsan: deps
-	@$(CMAKE) -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DDBCRON_WERROR=ON -DDBCRON_SANITIZE=thread >/dev/null
+	@$(CMAKE) -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DDBCRON_WERROR=ON -DDBCRON_SANITIZE=thread -DDBCRON_FAULT_SEAM=ON >/dev/null
 	@$(CMAKE) --build build-tsan -j$(JOBS) --target threads_tests
 
 # The threaded parts: pools, timer, scheduler and node tests.

@@ -163,7 +163,7 @@ logs=$scratch/logs
 mkdir -p "$tree" "$logs"
 echo "mutate: $n_sel mutants; scratch tree $scratch" >&2
 tar -C "$src" --exclude=./.git --exclude='./build*' -cf - . | tar -C "$tree" -xf -
-cmake -S "$tree" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDBCRON_WERROR=OFF \
+cmake -S "$tree" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDBCRON_WERROR=OFF -DDBCRON_FAULT_SEAM=ON \
   >"$logs/configure.log" 2>&1 || { tail -n 30 "$logs/configure.log" >&2; exit 2; }
 cmake --build "$build" -j"$jobs" >"$logs/build.log" 2>&1 ||
   { tail -n 30 "$logs/build.log" >&2; echo "mutate: the unmutated tree does not build" >&2; exit 2; }

@@ -268,6 +268,120 @@ static int lock_parse(int argc, char **argv, lock_args *a)
 	return -1;
 }
 
+/*
+ * Try for the lock until it is ours or --wait is over (DBCRON_ELOCKED,
+ * holder filled).  *asked is when the try that got it was sent: the lease
+ * runs from the database's clock inside the acquire, which is no earlier,
+ * so counted from then (by our monotonic clock) our view of it ends no
+ * later than the database's, however slow the reply, the clock read and
+ * the spawn after it.
+ */
+static int acquire_waiting(dbcron_db *db, const lock_args *a, dbcron_lease *lease,
+			   dbcron_lease *holder, int64_t *asked, dbcron_err *err)
+{
+	int64_t give_up = dbcron__mono_ms() + a->wait;
+	int rc;
+	for (;;) {
+		*asked = dbcron__mono_ms();
+		rc = dbcron_lock_acquire(db, a->name, a->owner, a->ttl, lease, holder, err);
+		if (rc != DBCRON_ELOCKED || dbcron__mono_ms() >= give_up)
+			return rc;
+		int64_t left = give_up - dbcron__mono_ms();
+		sleep_ms(left < 200 ? left : 200);
+	}
+}
+
+/* The lock stayed held: said on stderr and recorded SKIPPED (a normal
+ * outcome, but one the run log must show).  Returns --held-exit. */
+static int report_held(dbcron_db *db, const lock_args *a, const dbcron_lease *holder,
+		       int64_t started)
+{
+	char until[64];
+	dbcron__format_rfc3339(holder->until_ms, 0, 1, until, sizeof(until));
+	fprintf(stderr, "dbcron lock: '%s' is held by %s until %s (fence %" PRId64 ")\n", a->name,
+		holder->owner, until, holder->fence);
+	char why[600];
+	snprintf(why, sizeof(why), "lock held by %s until %s", holder->owner, until);
+	record(db, a->name, a->owner, started, db_now(db), DBCRON_RUN_SKIPPED, false, 0, why);
+	return a->held_exit;
+}
+
+/* The handler only notes a signal; the wait loop forwards it. */
+static void catch_signals(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = note_signal;
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < N_FORWARDED; i++)
+		sigaction(forwarded[i], &sa, NULL);
+}
+
+/*
+ * Wait for the command, forwarding signals and keeping the lease; a lease
+ * lost or expired stops the command's group (SIGTERM, SIGKILL after the
+ * grace).  Returns whether the lease was lost.
+ */
+static bool wait_under_lease(proc *child, lease_keeper *keeper, const lock_args *a)
+{
+	bool lost = false;
+	char gr[32];
+	dbcron__format_duration(a->grace, gr, sizeof(gr));
+	for (;;) {
+		int64_t wake = min64(dbcron__mono_ms() + PROC_TICK_MS, lease_keeper_due(keeper));
+		if (proc_wait_until(child, wake))
+			return lost;
+		forward_signals(child, a->grace);
+		if (lost)
+			continue;
+		lease_keep_state ks = lease_keeper_tick(keeper, dbcron__mono_ms());
+		if (ks == LEASE_LOST)
+			fprintf(stderr, "dbcron lock: lease '%s' lost (%s); sending SIGTERM to the "
+				"command's process group (SIGKILL after %s)\n", a->name, keeper->why, gr);
+		else if (ks == LEASE_EXPIRED)
+			fprintf(stderr, "dbcron lock: lease '%s' expired before it could be renewed; "
+				"sending SIGTERM to the command's process group (SIGKILL after %s)\n",
+				a->name, gr);
+		if (ks != LEASE_KEPT) {
+			lost = true;
+			proc_stop(child, a->grace);
+		}
+	}
+}
+
+/* The command ended: reaped, the lock released (unless lost), the run
+ * recorded.  Returns our exit status. */
+static int finish_run(dbcron_db *db, const lock_args *a, proc *child, dbcron_lease *lease,
+		      bool lost, int64_t t_start)
+{
+	dbcron_err err = {0};
+	pid_t pid = child->pid;
+	int wstatus = 0;
+	int code;
+	int werr = proc_reap(child, &wstatus);
+	if (werr) {
+		fprintf(stderr, "dbcron lock: '%s' (pid %d): exit status lost: %s\n", a->cmd[0],
+			(int)pid, strerror(werr));
+		code = 1;
+	} else {
+		code = proc_exit_code(wstatus);
+	}
+	if (!lost && dbcron_lock_release(db, lease, &err) == DBCRON_EFENCED) {
+		fprintf(stderr, "dbcron lock: lease '%s' was taken over before release; nothing released\n",
+			a->name);
+		lost = true;
+	}
+	char why[200] = "";
+	if (lost)
+		snprintf(why, sizeof(why), "lease lost (fence %" PRId64 ")", lease->fence);
+	else if (code != 0)
+		snprintf(why, sizeof(why), "exited with status %d", code);
+	record(db, a->name, a->owner, t_start, db_now(db),
+	       code == 0 && !lost ? DBCRON_RUN_SUCCEEDED : DBCRON_RUN_FAILED, true, code,
+	       why[0] ? why : NULL);
+	return lost ? CLI_EXIT_LOST : code;
+}
+
 int cli_lock(int argc, char **argv)
 {
 	lock_args la = {.held_exit = CLI_EXIT_LOCKED, .ttl = 60000,
@@ -275,10 +389,6 @@ int cli_lock(int argc, char **argv)
 	int st = lock_parse(argc, argv, &la);
 	if (st >= 0)
 		return st;
-	const char *owner = la.owner, *name = la.name;
-	char **cmd = la.cmd;
-	int held_exit = la.held_exit;
-	int64_t ttl = la.ttl, wait = la.wait, grace = la.grace;
 	dbcron_err err = {0};
 	dbcron_db *db = NULL;
 	int status_url;
@@ -290,32 +400,10 @@ int cli_lock(int argc, char **argv)
 
 	int status = CLI_EXIT_FAIL;
 	dbcron_lease lease, holder;
-	int64_t started = db_now(db);
-	int64_t give_up = dbcron__mono_ms() + wait;
-	/* The lease runs from the database's clock inside the acquire, which
-	 * is no earlier than when we asked: counted from then (by our
-	 * monotonic clock), our view of it ends no later than the database's,
-	 * however slow the reply, the clock read and the spawn after it. */
-	int64_t asked;
-	lease_keeper keeper;
-	int rc;
-	for (;;) {
-		asked = dbcron__mono_ms();
-		rc = dbcron_lock_acquire(db, name, owner, ttl, &lease, &holder, &err);
-		if (rc != DBCRON_ELOCKED || dbcron__mono_ms() >= give_up)
-			break;
-		int64_t left = give_up - dbcron__mono_ms();
-		sleep_ms(left < 200 ? left : 200);
-	}
+	int64_t started = db_now(db), asked;
+	int rc = acquire_waiting(db, &la, &lease, &holder, &asked, &err);
 	if (rc == DBCRON_ELOCKED) {
-		char until[64];
-		dbcron__format_rfc3339(holder.until_ms, 0, 1, until, sizeof(until));
-		fprintf(stderr, "dbcron lock: '%s' is held by %s until %s (fence %" PRId64 ")\n",
-			name, holder.owner, until, holder.fence);
-		char why[600];
-		snprintf(why, sizeof(why), "lock held by %s until %s", holder.owner, until);
-		record(db, name, owner, started, db_now(db), DBCRON_RUN_SKIPPED, false, 0, why);
-		status = held_exit;
+		status = report_held(db, &la, &holder, started);
 		goto out_close;
 	}
 	if (rc) {
@@ -324,7 +412,8 @@ int cli_lock(int argc, char **argv)
 	}
 
 	/* the renew rule is the library's (lease/keeper.c): we only wake for it */
-	lease_keeper_init(&keeper, db, &lease, ttl, asked);
+	lease_keeper keeper;
+	lease_keeper_init(&keeper, db, &lease, la.ttl, asked);
 
 	char **env = child_env(&lease);
 	if (!env) {
@@ -332,15 +421,11 @@ int cli_lock(int argc, char **argv)
 		fprintf(stderr, "dbcron lock: out of memory\n");
 		goto out_close;
 	}
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = note_signal;
-	sigemptyset(&sa.sa_mask);
-	for (size_t i = 0; i < N_FORWARDED; i++)
-		sigaction(forwarded[i], &sa, NULL);
+	catch_signals();
 	/* Our own ignored signals (nohup) stay ignored for the command, as
 	 * they did when it was spawned without a process group. */
-	proc_opts po = {.argv = cmd, .envp = env, .inherit_signals = true, .death_grace_ms = grace};
+	proc_opts po = {.argv = la.cmd, .envp = env, .inherit_signals = true,
+			.death_grace_ms = la.grace};
 	proc child;
 	int64_t t_start = db_now(db);
 	/* Still ours?  A lease that ran out before the command could start
@@ -348,13 +433,13 @@ int cli_lock(int argc, char **argv)
 	 * hold it now.  A renewal due by now is tried first. */
 	if (lease_keeper_tick(&keeper, dbcron__mono_ms()) != LEASE_KEPT) {
 		free_env(env);
+		const char *how = keeper.state == LEASE_LOST ? "lost" : "expired";
 		fprintf(stderr, "dbcron lock: lease '%s' %s before the command started; not started\n",
-			name, keeper.state == LEASE_LOST ? "lost" : "expired");
+			la.name, how);
 		dbcron_lock_release(db, &lease, NULL);
 		char why[600];
-		snprintf(why, sizeof(why), "lease %s before the command started (%s)",
-			 keeper.state == LEASE_LOST ? "lost" : "expired", keeper.why);
-		record(db, name, owner, t_start, db_now(db), DBCRON_RUN_FAILED, false, 0, why);
+		snprintf(why, sizeof(why), "lease %s before the command started (%s)", how, keeper.why);
+		record(db, la.name, la.owner, t_start, db_now(db), DBCRON_RUN_FAILED, false, 0, why);
 		status = CLI_EXIT_LOST;
 		goto out_close;
 	}
@@ -363,61 +448,12 @@ int cli_lock(int argc, char **argv)
 	if (serr) {
 		fprintf(stderr, "dbcron lock: %s\n", err.msg);
 		dbcron_lock_release(db, &lease, NULL);
-		record(db, name, owner, t_start, db_now(db), DBCRON_RUN_FAILED, false, 0, err.msg);
+		record(db, la.name, la.owner, t_start, db_now(db), DBCRON_RUN_FAILED, false, 0, err.msg);
 		status = 127;
 		goto out_close;
 	}
-
-	bool lost = false;
-	char gr[32];
-	dbcron__format_duration(grace, gr, sizeof(gr));
-	for (;;) {
-		int64_t wake = min64(dbcron__mono_ms() + PROC_TICK_MS, lease_keeper_due(&keeper));
-		if (proc_wait_until(&child, wake))
-			break;
-		forward_signals(&child, grace);
-		if (lost)
-			continue;
-		lease_keep_state ks = lease_keeper_tick(&keeper, dbcron__mono_ms());
-		if (ks == LEASE_LOST)
-			fprintf(stderr, "dbcron lock: lease '%s' lost (%s); sending SIGTERM to the "
-				"command's process group (SIGKILL after %s)\n", name, keeper.why, gr);
-		else if (ks == LEASE_EXPIRED)
-			fprintf(stderr, "dbcron lock: lease '%s' expired before it could be renewed; "
-				"sending SIGTERM to the command's process group (SIGKILL after %s)\n",
-				name, gr);
-		if (ks != LEASE_KEPT) {
-			lost = true;
-			proc_stop(&child, grace);
-		}
-	}
-	pid_t pid = child.pid;
-	int wstatus = 0;
-	int code;
-	int werr = proc_reap(&child, &wstatus);
-	if (werr) {
-		fprintf(stderr, "dbcron lock: '%s' (pid %d): exit status lost: %s\n", cmd[0],
-			(int)pid, strerror(werr));
-		code = 1;
-	} else {
-		code = proc_exit_code(wstatus);
-	}
-	if (!lost) {
-		rc = dbcron_lock_release(db, &lease, &err);
-		if (rc == DBCRON_EFENCED) {
-			fprintf(stderr, "dbcron lock: lease '%s' was taken over before release; nothing released\n", name);
-			lost = true;
-		}
-	}
-	char why[200] = "";
-	if (lost)
-		snprintf(why, sizeof(why), "lease lost (fence %" PRId64 ")", lease.fence);
-	else if (code != 0)
-		snprintf(why, sizeof(why), "exited with status %d", code);
-	record(db, name, owner, t_start, db_now(db),
-	       code == 0 && !lost ? DBCRON_RUN_SUCCEEDED : DBCRON_RUN_FAILED, true, code,
-	       why[0] ? why : NULL);
-	status = lost ? CLI_EXIT_LOST : code;
+	bool lost = wait_under_lease(&child, &keeper, &la);
+	status = finish_run(db, &la, &child, &lease, lost, t_start);
 out_close:
 	dbcron_db_close(db);
 	return status;

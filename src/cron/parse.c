@@ -650,55 +650,63 @@ static const struct {
 	{"@hourly", "0 * * * *"},
 };
 
-int dbcron_cron_parse(const char *expr, dbcron_cron **out, dbcron_err *err)
+/*
+ * The expression without its surrounding blanks, in [*s, *e): refused when
+ * empty, too long, or holding a byte that is neither a blank nor printable
+ * ASCII (positions are counted from the start of expr, blanks included).
+ */
+static int trim_expr(const char *expr, const char **s, const char **e, dbcron_err *err)
 {
-	struct cron_item items[CF_COUNT * MAX_FIELD_ITEMS];
-	const char *fs[8];
-	size_t fl[8], nf = 0, total = 0;
-	uint16_t first[CF_COUNT + 1] = {0};
-	const char *s, *e;
-	int rc;
-
-	*out = NULL;
-	if (!expr)
+	const char *b = expr, *end;
+	while (*b == ' ' || *b == '\t')
+		b++;
+	end = b + strlen(b);
+	while (end > b && (end[-1] == ' ' || end[-1] == '\t'))
+		end--;
+	if (end == b)
 		return dbcron_err_set(err, DBCRON_EPARSE, "empty cron expression");
-	s = expr;
-	while (*s == ' ' || *s == '\t')
-		s++;
-	e = s + strlen(s);
-	while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
-		e--;
-	if (e == s)
-		return dbcron_err_set(err, DBCRON_EPARSE, "empty cron expression");
-	if (e - s > MAX_EXPR_LEN)
+	if (end - b > MAX_EXPR_LEN)
 		return dbcron_err_set(err, DBCRON_EPARSE, "cron expression too long (%zu bytes, at most %d)",
-				      (size_t)(e - s), MAX_EXPR_LEN);
-	for (const char *p = s; p < e; p++)
+				      (size_t)(end - b), MAX_EXPR_LEN);
+	for (const char *p = b; p < end; p++)
 		if (*p != ' ' && *p != '\t' && (*p < 0x21 || *p > 0x7e))
 			return dbcron_err_set(err, DBCRON_EPARSE,
 					      "unexpected byte 0x%02x at position %zu of the cron expression",
 					      (unsigned char)*p, (size_t)(p - expr) + 1);
+	*s = b;
+	*e = end;
+	return DBCRON_OK;
+}
 
-	const char *text = s;
-	size_t text_len = (size_t)(e - s);
-	if (*s == '@') {
-		size_t i;
-		for (i = 0; i < sizeof(macros) / sizeof(macros[0]); i++)
-			if (strlen(macros[i].name) == text_len &&
-			    strncasecmp(macros[i].name, s, text_len) == 0)
-				break;
-		if (i == sizeof(macros) / sizeof(macros[0])) {
-			if (text_len == 7 && strncasecmp(s, "@reboot", 7) == 0)
-				return dbcron_err_set(err, DBCRON_EPARSE,
-						      "@reboot is not a schedule; dbcron does not support it");
+/* An @macro in [*s, *e) becomes its 5-field expansion; anything else is
+ * left as it is.  @reboot and unknown names are refused. */
+static int expand_macro(const char **s, const char **e, dbcron_err *err)
+{
+	size_t len = (size_t)(*e - *s), i;
+	if (**s != '@')
+		return DBCRON_OK;
+	for (i = 0; i < sizeof(macros) / sizeof(macros[0]); i++)
+		if (strlen(macros[i].name) == len && strncasecmp(macros[i].name, *s, len) == 0)
+			break;
+	if (i == sizeof(macros) / sizeof(macros[0])) {
+		if (len == 7 && strncasecmp(*s, "@reboot", 7) == 0)
 			return dbcron_err_set(err, DBCRON_EPARSE,
-					      "unknown macro '%.*s' (expected @yearly, @annually, @monthly, @weekly, @daily, @midnight or @hourly)",
-					      (int)text_len, s);
-		}
-		s = macros[i].expansion;
-		e = s + strlen(s);
+					      "@reboot is not a schedule; dbcron does not support it");
+		return dbcron_err_set(err, DBCRON_EPARSE,
+				      "unknown macro '%.*s' (expected @yearly, @annually, @monthly, @weekly, @daily, @midnight or @hourly)",
+				      (int)len, *s);
 	}
+	*s = macros[i].expansion;
+	*e = *s + strlen(*s);
+	return DBCRON_OK;
+}
 
+/* The blank-separated fields of [s, e) into fs/fl (room for 8): 5 (Unix)
+ * or 6-7 (Quartz), else refused. */
+static int split_fields(const char *s, const char *e, const char *fs[8], size_t fl[8], size_t *nf,
+			dbcron_err *err)
+{
+	*nf = 0;
 	for (const char *p = s; p < e;) {
 		while (p < e && (*p == ' ' || *p == '\t'))
 			p++;
@@ -707,18 +715,40 @@ int dbcron_cron_parse(const char *expr, dbcron_cron **out, dbcron_err *err)
 		const char *q = p;
 		while (q < e && *q != ' ' && *q != '\t')
 			q++;
-		if (nf == 8)
+		if (*nf == 8)
 			return dbcron_err_set(err, DBCRON_EPARSE,
 					      "too many fields: expected 5 (Unix) or 6-7 (Quartz); extra text '%.*s'",
 					      (int)(e - p), p);
-		fs[nf] = p;
-		fl[nf++] = (size_t)(q - p);
+		fs[*nf] = p;
+		fl[(*nf)++] = (size_t)(q - p);
 		p = q;
 	}
-	if (nf < 5 || nf > 7)
+	if (*nf < 5 || *nf > 7)
 		return dbcron_err_set(err, DBCRON_EPARSE,
 				      "expected 5 fields (Unix: minute hour day-of-month month day-of-week) or 6-7 (Quartz: second minute hour day-of-month month day-of-week [year]), found %zu",
-				      nf);
+				      *nf);
+	return DBCRON_OK;
+}
+
+int dbcron_cron_parse(const char *expr, dbcron_cron **out, dbcron_err *err)
+{
+	struct cron_item items[CF_COUNT * MAX_FIELD_ITEMS];
+	const char *fs[8];
+	size_t fl[8], nf = 0, total = 0;
+	uint16_t first[CF_COUNT + 1] = {0};
+	const char *s = NULL, *e = NULL;
+	int rc;
+
+	*out = NULL;
+	if (!expr)
+		return dbcron_err_set(err, DBCRON_EPARSE, "empty cron expression");
+	if ((rc = trim_expr(expr, &s, &e, err)))
+		return rc;
+	/* the text kept is the one given (trimmed), not a macro's expansion */
+	const char *text = s;
+	size_t text_len = (size_t)(e - s);
+	if ((rc = expand_macro(&s, &e, err)) || (rc = split_fields(s, e, fs, fl, &nf, err)))
+		return rc;
 
 	struct pctx x = {0};
 	x.dialect = nf == 5 ? DBCRON_CRON_UNIX : DBCRON_CRON_QUARTZ;

@@ -1,6 +1,8 @@
 /*
  * Inside the HTTP server: what server.c (connections, limits, auth) hands
- * the router in routes.c, and what the router hands back.  A call and its
+ * the router in routes.c, and what the router hands back.  The arrows go
+ * one way: server.c -> routes.c -> metrics.c, each of them -> reply.c (the
+ * error reply) and server.c -> hosts.c.  A call and its
  * reply belong to the one request thread answering it; call->st is that
  * thread's store handle for the length of the call (server.c's pool).
  */
@@ -89,7 +91,8 @@ void http__metrics(const http_call *call, http_reply *rep);
 /* Route and answer one call (routes.c). */
 void http__route(const http_call *call, http_reply *rep);
 
-/* {"error": {"code": code, "message": msg}} with the status. */
+/* {"error": {"code": code, "message": msg}} with the status (reply.c);
+ * replaces a JSON document already in rep. */
 void http__error(http_reply *rep, unsigned status, const char *code, const char *fmt, ...)
 	DBCRON_PRINTF(4, 5);
 

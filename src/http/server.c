@@ -83,7 +83,6 @@
 #include <glib.h>
 #include <netinet/in.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -354,18 +353,6 @@ static void on_conn(void *cls, struct MHD_Connection *c, void **socket_context,
 }
 
 /* ------------------------------------------------------------ replies */
-
-void http__error(http_reply *rep, unsigned status, const char *code, const char *fmt, ...)
-{
-	char msg[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	json_decref(rep->json);
-	rep->status = status;
-	rep->json = json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", msg);
-}
 
 static enum MHD_Result send_reply(struct MHD_Connection *c, http_reply *rep)
 {

@@ -4,9 +4,13 @@
  * register, run the db loop in the caller's thread), the stop request and
  * the graceful stop, and teardown.  The work itself is split by concern:
  *
- *   dbloop.c    the db thread: lease, reap, claim, batched writes,
- *               maintenance, hand-back (the only code that talks to the
- *               database while the node runs)
+ *   dbloop.c    the db thread (the only code that talks to the database
+ *               while the node runs): its loop, backoff, maintenance
+ *   dblease.c   the db thread's lease: register, heartbeat, reap, job
+ *               states, handlers registered late
+ *   dbclaim.c   the db thread's claim: budget per pool, claims in doubt
+ *   dbwrite.c   the db thread's writes: batched starts and ends, fenced
+ *               starts, the graceful stop's hand-back, drain and finish
  *   dispatch.c  the timer thread and the workers: start or hold, the pools
  *   inflight.c  the in-flight table: fires and their phases, job states,
  *               job snapshots
@@ -182,6 +186,13 @@ static int node_run(dbcron_node *n, dbcron_err *err)
 	if (rc)
 		return rc;
 	store_count_errors(n->st, n->stats.db_errors);
+	/* Loud, so that a test build that reached a real deployment is seen
+	 * at once in its log rather than through odd failures. */
+	const char *faults = store_fault_env();
+	if (faults)
+		dbcron__log(LOG_WARN, "node.faults_armed", LOG_STR("node", n->node_id),
+			    LOG_STR("faults", faults),
+			    LOG_STR("warning", "test build: statements will fail on purpose"));
 	rc = store_check_schema(n->st, err);
 	if (rc)
 		goto out_close;

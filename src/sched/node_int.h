@@ -1,9 +1,9 @@
 /*
  * The node's private header: the node struct that node.c (lifecycle),
- * dbloop.c (the db thread) and dispatch.c (the timer thread and the
- * workers) share, and the few calls between them.
+ * the db thread (dbloop.c, dblease.c, dbclaim.c, dbwrite.c) and dispatch.c
+ * (the timer thread and the workers) share, and the few calls between them.
  *
- * Threading rules, kept by all three files:
+ * Threading rules, kept by every file of the node:
  *  - one mutex, mu, guards every field below marked "mu" and the whole
  *    in-flight table (sched/inflight.h);
  *  - pools have their own lock and are never called with mu held, so no
@@ -139,7 +139,7 @@ static inline void node_abs_deadline(struct timespec *ts, int64_t mono_ms)
 	ts->tv_nsec = (mono_ms % 1000) * 1000000;
 }
 
-/* ---- dbloop.c: the db thread ---- */
+/* ---- the db thread: dbloop.c, dblease.c, dbclaim.c, dbwrite.c ---- */
 /* Register (again) under a fresh incarnation; sets the clock offset and
  * the lease. */
 int dbloop_register(dbcron_node *n, dbcron_err *err);
@@ -195,7 +195,7 @@ bool dispatch_job_is_slow(const job_state *js, int64_t now_mono);
 void dispatch_sweep_jobs(dbcron_node *n, int64_t now_mono);
 
 /*
- * The reap bound of a heartbeat at database time `now` (dbloop.c): leases
+ * The reap bound of a heartbeat at database time `now` (dblease.c): leases
  * that ended before it are taken over, or -1 for none.  A lease that ended
  * before our previous beat belongs to a node that could have renewed it
  * when we could write, unless the database was unwritable for all of us (a

@@ -207,6 +207,64 @@ static int newest_before(planner *p, const dbcron_job *job, int64_t cur, int64_t
 	}
 }
 
+/* What plan_misfire counted: the first missed instant, how many (a lower
+ * bound when capped), and the newest of them in ring (keep slots, or
+ * ring[0..nnewest-1] when a catch-up count was capped). */
+typedef struct missed {
+	int64_t first, count;
+	bool capped;
+	const int64_t *ring;
+	size_t keep, nnewest;
+} missed;
+
+/* Write what the job's misfire policy says of the instants m counted:
+ * MISFIRED records and the runs to start.  Non-zero: out of memory. */
+static int push_misfire(planner *p, const dbcron_job *job, int64_t now_ms, const missed *m)
+{
+	int64_t first = m->first, count = m->count;
+	const int64_t *ring = m->ring;
+	size_t keep = m->keep;
+	bool capped = m->capped;
+	int64_t nkeep = count < (int64_t)keep ? count : (int64_t)keep;
+	int rc = 0;
+	switch (job->misfire) {
+	case DBCRON_MISFIRE_SKIP:
+		rc = push_fire(p, first, now_ms, DBCRON_RUN_MISFIRED, count - 1,
+			       capped ? "missed at least this many (counting stops at 100000); "
+					"misfire policy skip"
+				      : "missed; misfire policy skip");
+		break;
+	case DBCRON_MISFIRE_CATCH_UP:
+		if (capped) {
+			/* the newest instants run; everything before them is
+			 * at least `count` instants */
+			rc = push_fire(p, first, now_ms, DBCRON_RUN_MISFIRED, count - 1,
+				       "missed beyond max_catchup, at least this many "
+				       "(counting stops at 100000)");
+			for (size_t i = 0; i < m->nnewest && rc == 0; i++)
+				rc = push_fire(p, ring[i], now_ms, DBCRON_RUN_SCHEDULED, 0, NULL);
+			break;
+		}
+		if (nkeep < count)
+			rc = push_fire(p, first, now_ms, DBCRON_RUN_MISFIRED,
+				       count - nkeep - 1, "missed beyond max_catchup");
+		for (int64_t i = count - nkeep; i < count && rc == 0; i++)
+			rc = push_fire(p, ring[i % (int64_t)keep], now_ms,
+				       DBCRON_RUN_SCHEDULED, 0, NULL);
+		break;
+	case DBCRON_MISFIRE_FIRE_ONCE:
+	default:
+		/* the run itself carries the note: its error column says the
+		 * count is a lower bound (kept when the run succeeds) */
+		rc = push_fire(p, first, now_ms, DBCRON_RUN_SCHEDULED, count - 1,
+			       capped ? "missed at least this many before this run (counting "
+					"stops at 100000); misfire policy fire_once"
+				      : NULL);
+		break;
+	}
+	return rc;
+}
+
 /*
  * The job's next_fire_at (*t) is older than the misfire threshold: count the
  * missed instants (bounded), write what the misfire policy says, and move
@@ -275,43 +333,9 @@ static int plan_misfire(planner *p, const dbcron_job *job, int64_t now_ms,
 		nx = -1;
 	}
 
-	int64_t nkeep = count < (int64_t)keep ? count : (int64_t)keep;
-	rc = 0;
-	switch (job->misfire) {
-	case DBCRON_MISFIRE_SKIP:
-		rc = push_fire(p, first, now_ms, DBCRON_RUN_MISFIRED, count - 1,
-			       capped ? "missed at least this many (counting stops at 100000); "
-					"misfire policy skip"
-				      : "missed; misfire policy skip");
-		break;
-	case DBCRON_MISFIRE_CATCH_UP:
-		if (capped) {
-			/* the newest instants run; everything before them is
-			 * at least `count` instants */
-			rc = push_fire(p, first, now_ms, DBCRON_RUN_MISFIRED, count - 1,
-				       "missed beyond max_catchup, at least this many "
-				       "(counting stops at 100000)");
-			for (size_t i = 0; i < nnewest && rc == 0; i++)
-				rc = push_fire(p, ring[i], now_ms, DBCRON_RUN_SCHEDULED, 0, NULL);
-			break;
-		}
-		if (nkeep < count)
-			rc = push_fire(p, first, now_ms, DBCRON_RUN_MISFIRED,
-				       count - nkeep - 1, "missed beyond max_catchup");
-		for (int64_t i = count - nkeep; i < count && rc == 0; i++)
-			rc = push_fire(p, ring[i % (int64_t)keep], now_ms,
-				       DBCRON_RUN_SCHEDULED, 0, NULL);
-		break;
-	case DBCRON_MISFIRE_FIRE_ONCE:
-	default:
-		/* the run itself carries the note: its error column says the
-		 * count is a lower bound (kept when the run succeeds) */
-		rc = push_fire(p, first, now_ms, DBCRON_RUN_SCHEDULED, count - 1,
-			       capped ? "missed at least this many before this run (counting "
-					"stops at 100000); misfire policy fire_once"
-				      : NULL);
-		break;
-	}
+	missed m = {.first = first, .count = count, .capped = capped, .ring = ring, .keep = keep,
+		    .nnewest = nnewest};
+	rc = push_misfire(p, job, now_ms, &m);
 	if (rc)
 		rc = -DBCRON_ENOMEM;
 	/* An AFTER job's next fire comes from its run's end; when the policy

@@ -3,7 +3,9 @@
  * reach the error paths a real database reaches only by bad luck (a busy
  * timeout, a lost connection, a COMMIT whose reply never came, a
  * constraint).  Owns the per-handle fault list.  Production builds keep it:
- * with no fault set the cost is one NULL test per statement.
+ * with no fault set the cost is one NULL test per statement.  Only a
+ * program arms it there: DBCRON_TEST_FAULTS is read in test builds alone
+ * (fault_env.c).
  */
 #include <stdatomic.h>
 #include <stdio.h>

@@ -59,8 +59,8 @@ int store_open_flags(const char *url, unsigned flags, store **out, dbcron_err *e
 	s->d = d;
 	if ((rc = d->open(url, flags, &s->c, err)))
 		goto out_close;
-	const char *spec = getenv("DBCRON_TEST_FAULTS");
-	if (spec && *spec && (rc = store_fault_add_spec(s, spec, err)))
+	const char *spec = store_fault_env();
+	if (spec && (rc = store_fault_add_spec(s, spec, err)))
 		goto out_close;
 	*out = s;
 	return DBCRON_OK;

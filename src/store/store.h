@@ -451,9 +451,10 @@ void store_close(store *s);
  * A fault with a `file` applies only while that file exists (statements
  * made meanwhile are the only ones counted): a test cuts one node off the
  * database at a moment of its choosing, and lets it back, from outside.
+ * In a build configured with DBCRON_FAULT_SEAM=ON (the test builds only),
  * DBCRON_TEST_FAULTS in the environment gives every handle opened faults:
  * "stmt=commit,kind=reply_lost,nth=3,times=1;stmt=any,kind=stall,stall=500",
- * "stmt=any,kind=conn,times=0,file=/tmp/t/cut".
+ * "stmt=any,kind=conn,times=0,file=/tmp/t/cut".  Other builds ignore it.
  */
 typedef enum store_fault_kind {
 	STORE_FAULT_BUSY = 1,
@@ -477,6 +478,10 @@ int store_fault_add(store *s, const store_fault *f, dbcron_err *err);
 /* Parse the DBCRON_TEST_FAULTS form and add each. */
 int store_fault_add_spec(store *s, const char *spec, dbcron_err *err);
 void store_fault_clear(store *s);
+/* The DBCRON_TEST_FAULTS spec store_open() arms every handle with: NULL in
+ * a build without DBCRON_FAULT_SEAM, or when the variable is unset or
+ * empty.  Points into the environment. */
+const char *store_fault_env(void);
 /* How many statements the faults have hit so far. */
 long store_fault_hits(const store *s);
 void store_lock_row_clear(store_lock_row *r);

@@ -7,6 +7,7 @@
 # PostgreSQL and MariaDB (HTTP_BACKEND=pg|mysql).
 set -euo pipefail
 source "$DBCRON_TESTLIB"
+t_need_fault_seam
 
 BACKEND=${HTTP_BACKEND:-sqlite}
 case "$BACKEND" in

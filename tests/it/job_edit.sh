@@ -9,6 +9,7 @@
 # on PostgreSQL and MariaDB (JOB_EDIT_BACKEND=pg|mysql).
 set -euo pipefail
 source "$DBCRON_TESTLIB"
+t_need_fault_seam
 
 BACKEND=${JOB_EDIT_BACKEND:-sqlite}
 URL=$(t_fresh_url "$BACKEND" dbcron_jobedit)

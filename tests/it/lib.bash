@@ -394,6 +394,14 @@ t_skip() {
 	exit 77
 }
 
+# A test that arms the store's fault seam through DBCRON_TEST_FAULTS: a
+# build configured without DBCRON_FAULT_SEAM ignores the variable (as
+# release and package builds must), so there the test cannot run.
+t_need_fault_seam() {
+	[ "${DBCRON_FAULT_SEAM_BUILT:-1}" = 1 ] ||
+		t_skip "this build ignores DBCRON_TEST_FAULTS (configure with -DDBCRON_FAULT_SEAM=ON)"
+}
+
 # The parts of a test whose behaviour does not depend on the SQL dialect
 # (argument parsing, output formats, process handling) run on the reference
 # backend only; its PostgreSQL and MariaDB twins run the rest.

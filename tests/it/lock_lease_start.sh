@@ -9,6 +9,7 @@
 # database's.
 set -euo pipefail
 source "$DBCRON_TESTLIB"
+t_need_fault_seam
 export DBCRON_DB=sqlite:$T_DIR/t.db
 
 expect_rc 0 init

@@ -9,6 +9,7 @@
 # database.
 set -euo pipefail
 source "$DBCRON_TESTLIB"
+t_need_fault_seam
 export DBCRON_DB=sqlite:$T_DIR/t.db
 DB=$T_DIR/t.db
 

@@ -17,6 +17,7 @@
 #     its retry finds the run already ended.
 # Runs on SQLite or, given "pg", on PostgreSQL.
 source "$(dirname "$0")/nodelib.bash"
+t_need_fault_seam
 use_backend "${1:-sqlite}"
 
 rec() { echo 'echo "$DBCRON_JOB $DBCRON_FIRE_AT_MS $DBCRON_ATTEMPT $DBCRON_NODE" >> '"$T/$1.log"; }
@@ -31,6 +32,10 @@ now=$(( $(date +%s%3N) ))
 stranded=$(runs_csv --job amo | awk -F, -v now="$now" '$4 == "scheduled" && $5 != "" && $2 < now - 3000' | wc -l)
 assert_eq 0 "$stranded" "no fire left SCHEDULED under the live node after failed start writes"
 stop_node f1
+# A node armed with faults says so loudly, once, at start (a test build in
+# a real deployment is seen in its log at once).
+assert_eq 1 "$(grep -c 'level=warn event=node.faults_armed .*faults="stmt=runs_apply,kind=busy,nth=1,times=6"' "$T/node-f1.log")" \
+  "the node warns at start that its statements will fail on purpose"
 # A fire due while the previous one still waits for its fenced start is
 # held, not skipped as "still running": nothing was running.
 # (On a loaded machine a run may really outlast the second to the next

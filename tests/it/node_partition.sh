@@ -12,6 +12,7 @@
 # SQLite (this is about processes and the lease, not the dialect) or, given
 # "pg", PostgreSQL.
 source "$(dirname "$0")/nodelib.bash"
+t_need_fault_seam
 use_backend "${1:-sqlite}"
 
 CUT=$T/cut-a # while it exists, every statement of node a fails

@@ -7,6 +7,7 @@
 # already stopped are resolved by the maintenance pass.  SQLite or, given
 # "pg", PostgreSQL.
 source "$(dirname "$0")/nodelib.bash"
+t_need_fault_seam
 backend=${1:-sqlite}
 use_backend "$backend"
 

@@ -11,6 +11,7 @@
 # first attempt is ABANDONED (at-least-once after a node loss), and the
 # at-most-once job never executed twice at all.
 source "$(dirname "$0")/nodelib.bash"
+t_need_fault_seam
 backend=${1:-pg}
 case "$backend" in
 pg) : "${DBCRON_TEST_PGDIR:?DBCRON_TEST_PGDIR (directory of the test server) is required}"
