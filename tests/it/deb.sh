@@ -51,7 +51,21 @@ has dbcron usr/bin/dbcron usr/bin/dbcron-guard usr/share/man/man1/dbcron.1.gz \
 	etc/dbcron/dbcron.conf.example usr/share/doc/dbcron/cli.md.gz \
 	usr/share/bash-completion/completions/dbcron usr/share/doc/dbcron/copyright
 has libdbcron0 'usr/lib/[^/]*/libdbcron\.so\.0\.[0-9.]*'
-assert_match "$(dpkg-deb -f "$T_DIR/deb/libdbcron-dev_${v}_$a.deb" Depends)" "libmicrohttpd-dev" "the -dev package brings what dbcron.pc requires"
+dev_deps=$(dpkg-deb -f "$T_DIR/deb/libdbcron-dev_${v}_$a.deb" Depends)
+for d in libsqlite3-dev libglib2.0-dev libjansson-dev; do # dbcron.pc's Requires.private
+	assert_match "$dev_deps" "(^|, )$d(,|$)" "the -dev package brings $d, which dbcron.pc requires"
+done
+# The libraries loaded on first use (src/core/dynlib.h) are not linked, so
+# dh_shlibdeps cannot see them: each package that can load one names it.
+mapfile -t loaded < <(grep -rhoE '\.package = "[^"]+"' "$DBCRON_SRC/src" | sed -E 's/.*"(.*)"/\1/' | sort -u)
+assert_eq 4 "${#loaded[@]}" "four libraries are loaded on first use: ${loaded[*]}"
+for pkg in dbcron libdbcron0; do
+	deps=$(dpkg-deb -f "$T_DIR/deb/${pkg}_${v}_$a.deb" Depends)
+	for d in "${loaded[@]}"; do
+		[ "$pkg" = libdbcron0 ] && [ "$d" = libsystemd0 ] && continue # the CLI's alone
+		assert_match "$deps" "(^|, )$d(,|$| )" "$pkg depends on $d, which it loads on first use"
+	done
+done
 has libdbcron-dev usr/include/dbcron/dbcron.h 'usr/lib/[^/]*/libdbcron\.a' \
 	'usr/lib/[^/]*/pkgconfig/dbcron\.pc'
 ctl=$T_DIR/ctl
