@@ -4,6 +4,7 @@
  * every claimed run is on the node's timer heap or none is and the claim is
  * back in the pool; never a run SCHEDULED under the live node that the
  * node does not hold (it would wait there until the node restarts).
+ * And the reap's bound: after a stall, and from the previous beat.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "core/alloc.h"
+#include "sched/dbloop_int.h"
 #include "sched/node_int.h"
 
 static char dir[] = "/tmp/dbcron-nclaim.XXXXXX";
@@ -168,6 +170,65 @@ static void test_reap_bound_after_stall(void **state)
 	assert_int_equal(node_reap_bound(17050, -1, 18050, lease), -1);
 }
 
+static int node_state(void *ctx, const store_node_row *row)
+{
+	char *state = ctx;
+	if (strcmp(row->node_id, "n2") == 0)
+		snprintf(state, 16, "%s", row->state);
+	return 0;
+}
+
+/*
+ * The heartbeat reaps only leases that ended before the node's previous
+ * beat, not before now (dblease.c): a node whose lease has just lapsed (a
+ * pause, a slow disk) still has until the reaper's next beat to renew it.
+ * No timing in it: n2's lease ends 50 ms after n1's "previous beat" and
+ * is over by the beat under test; the next beat, past it, reaps.
+ */
+static void test_reap_from_previous_beat(void **state)
+{
+	(void)state;
+	char url[600];
+	snprintf(url, sizeof(url), "sqlite:%s/r.db", dir);
+	dbcron_err err = {0};
+	store *s;
+	assert_int_equal(store_open(url, &s, &err), DBCRON_OK);
+	assert_int_equal(store_migrate(s, NULL, NULL, &err), DBCRON_OK);
+	int64_t before;
+	assert_int_equal(store_now_ms(s, &before, &err), DBCRON_OK);
+	store_node_info b = {.node_id = "n2", .incarnation = "inc-b", .host = "h", .pid = 1,
+			     .workers = 1, .lease_ms = 50};
+	assert_int_equal(store_node_register(s, &b, &err), DBCRON_OK);
+
+	dbcron_node_config cfg;
+	dbcron_node_config_init(&cfg);
+	cfg.db_url = url;
+	cfg.node_id = "n1";
+	cfg.log_level = DBCRON_LOG_OFF;
+	dbcron_node *n;
+	assert_int_equal(dbcron_node_create(&cfg, &n, &err), DBCRON_OK);
+	n->st = s; /* the node is not run: its store is ours */
+	assert_int_equal(dbloop_register(n, &err), DBCRON_OK);
+	/* n1 has beaten steadily for ten leases, the last time before n2's
+	 * lease ended */
+	n->prev_beat_db = before;
+	n->healthy_since_db = before - 10 * n->cfg.lease_ms;
+	usleep(100 * 1000); /* n2's lease is over */
+
+	char st[16] = "";
+	assert_int_equal(dbloop_heartbeat(n, &err), DBCRON_OK);
+	assert_int_equal(store_nodes_list(s, node_state, st, &err), DBCRON_OK);
+	assert_string_equal(st, "alive");
+	/* the next beat: n2's lease ended before the previous one */
+	assert_int_equal(dbloop_heartbeat(n, &err), DBCRON_OK);
+	assert_int_equal(store_nodes_list(s, node_state, st, &err), DBCRON_OK);
+	assert_string_equal(st, "dead");
+
+	n->st = NULL;
+	dbcron_node_free(n);
+	store_close(s);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir))
@@ -175,6 +236,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_take_claim_oom),
 		cmocka_unit_test(test_reap_bound_after_stall),
+		cmocka_unit_test(test_reap_from_previous_beat),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	char path[700];
@@ -184,6 +246,10 @@ int main(void)
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/t.db-shm", dir);
 	unlink(path);
+	for (const char *const *x = (const char *const[]){"r.db", "r.db-wal", "r.db-shm", NULL}; *x; x++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, *x);
+		unlink(path);
+	}
 	rmdir(dir);
 	return rc;
 }
