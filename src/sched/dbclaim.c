@@ -81,10 +81,14 @@ static claim_budget budget_of(dbcron_node *n)
 	size_t can_fast = start_capacity(n, 0, n->cfg.workers);
 	size_t can_slow = start_capacity(n, 1, n->cfg.slow_workers);
 	n->nslow_ids = 0;
-	for (size_t i = 0; ok && i < n->jobs.nslots; i++) {
-		job_state *js = n->jobs.slots[i];
-		if (!js || !dispatch_job_is_slow(js, now))
+	for (size_t i = 0; ok && i < n->nslow_cand;) {
+		job_state *js = inflight_job_find(&n->jobs, n->slow_cand[i]);
+		if (!js || !dispatch_job_is_slow(js, now)) {
+			/* fast again (or gone): only a new slow run lists it again */
+			n->slow_cand[i] = n->slow_cand[--n->nslow_cand];
 			continue;
+		}
+		i++;
 		ok = !dbcron__grow((void **)&n->slow_ids, &n->slow_ids_cap, n->nslow_ids + 1,
 				   sizeof(*n->slow_ids));
 		if (ok) {

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/log.h"
 #include "sched/node_int.h"
 
@@ -46,10 +47,21 @@ bool dispatch_job_is_slow(const job_state *js, int64_t now_mono)
 	return cnt > SLOW_RUNS_TO_DEMOTE;
 }
 
-static void note_run_time(job_state *js, const exec_result *res)
+/* mu held.  A job turns slow only here, so listing it here keeps every
+ * slow job among n->slow_cand (the claim drops the ones no longer slow). */
+static void note_run_time(dbcron_node *n, job_state *js, const exec_result *res)
 {
-	if (res->mono_end_ms - res->mono_start_ms > SLOW_RUN_MS)
-		js->slow_at[js->slow_n++ % INFLIGHT_SLOW_RING] = res->mono_end_ms;
+	if (res->mono_end_ms - res->mono_start_ms <= SLOW_RUN_MS)
+		return;
+	js->slow_at[js->slow_n++ % INFLIGHT_SLOW_RING] = res->mono_end_ms;
+	if (!dispatch_job_is_slow(js, res->mono_end_ms))
+		return;
+	for (size_t i = 0; i < n->nslow_cand; i++)
+		if (n->slow_cand[i] == js->job_id)
+			return;
+	if (!dbcron__grow((void **)&n->slow_cand, &n->slow_cand_cap, n->nslow_cand + 1,
+			  sizeof(*n->slow_cand)))
+		n->slow_cand[n->nslow_cand++] = js->job_id;
 }
 
 /* End a fire without running it (SKIPPED, MISFIRED, FAILED to queue); mu
@@ -385,7 +397,7 @@ static void worker_main(void *arg)
 	job_state *js = f->js;
 	inflight_running_remove(js, f);
 	n->running--;
-	note_run_time(js, &f->res);
+	note_run_time(n, js, &f->res);
 	/* each pool's own mean: the claim sizes each pool from it.  1/16:
 	 * follows a change of load within a few dozen runs */
 	int p = f->slow ? 1 : 0;

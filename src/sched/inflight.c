@@ -307,6 +307,16 @@ job_state *inflight_job_get(inflight_jobs *t, int64_t job_id)
 	return t->slots[i];
 }
 
+job_state *inflight_job_find(const inflight_jobs *t, int64_t job_id)
+{
+	if (!t->nslots)
+		return NULL;
+	size_t i = js_slot(job_id, t->nslots);
+	while (t->slots[i] && t->slots[i]->job_id != job_id)
+		i = (i + 1) & (t->nslots - 1);
+	return t->slots[i];
+}
+
 static bool js_idle(const job_state *js, int64_t now_mono, int64_t keep_ms)
 {
 	if (js->running || js->running_list || js->nsnaps || !fire_list_empty(&js->held))

@@ -210,6 +210,8 @@ static inline bool fire_list_empty(const fire_list *l) { return !l->head; }
 /* ---- job states ---- */
 /* The job's state, created on first use; NULL when out of memory. */
 job_state *inflight_job_get(inflight_jobs *t, int64_t job_id);
+/* The job's state, or NULL when it has none (nothing is created). */
+job_state *inflight_job_find(const inflight_jobs *t, int64_t job_id);
 void inflight_jobs_free(inflight_jobs *t);
 /* Free the states with no fire, no snapshot and no slow run ended within
  * keep_ms of now_mono, rebuilding the table around the rest.  Only on the

@@ -272,6 +272,7 @@ void dbcron_node_free(dbcron_node *n)
 	inflight_jobs_free(&n->jobs);
 	exec_handler_names_free(n->handlers, n->nhandlers);
 	dbcron__free(n->slow_ids);
+	dbcron__free(n->slow_cand);
 	dbcron__free(n->db_url);
 	dbcron__free(n->node_id);
 	dbcron__free(n->host);
