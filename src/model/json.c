@@ -71,15 +71,6 @@ static json_t *strv_json(char *const *v, int n)
 	return a;
 }
 
-/* Whether a row is written for this job: a handler job has no command
- * and nothing a command runs as, a command job no handler. */
-static bool in_scope(const dbcron_job *j, const model_field *f)
-{
-	if (f->scope == MODEL_SCOPE_ANY)
-		return true;
-	return (f->scope == MODEL_SCOPE_HANDLER) == (j->executor == DBCRON_EXEC_HANDLER);
-}
-
 /* One keyed row's value by its codec into *v (NULL when out of memory);
  * false when the row is not written (an optional value that is unset). */
 static bool field_json(const dbcron_job *j, const model_field *f, json_t **v)
@@ -157,7 +148,7 @@ json_t *model_job_json(const dbcron_job *j)
 			sched = true;
 			key = model_sched_key(j->kind);
 		}
-		if (key == MODEL_JK__NONE || !in_scope(j, f) || !field_json(j, f, &v))
+		if (key == MODEL_JK__NONE || !model_field_in_scope(j, f) || !field_json(j, f, &v))
 			continue;
 		put_key(o, key, v, &bad);
 	}
