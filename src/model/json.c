@@ -1,11 +1,10 @@
 /*
- * Jobs and runs <-> JSON (json.h).  Before this file the job object was
- * written in cmd_job.c, the run object in cmd_view.c and the reader in
- * `job apply`; now a front end asks here.  Invariants kept: a job object's
- * definition keys are spelled by the key table, so model_jobdef_from_json
- * reads back what model_job_json wrote; every object is built whole or not
- * at all (a failed insert is out of memory, and the caller gets NULL
- * rather than an object with keys missing).
+ * Jobs and runs <-> JSON (json.h): the job and run objects every front end
+ * prints, and the job reader of `job apply` and HTTP.  Invariants kept: a
+ * job object's definition keys are spelled by the key table, so
+ * model_jobdef_from_json reads back what model_job_json wrote; every
+ * object is built whole or not at all (a failed insert is out of memory,
+ * and the caller gets NULL rather than an object with keys missing).
  */
 #include <stdio.h>
 #include <string.h>
