@@ -135,8 +135,8 @@ DBCRON_API int dbcron_apply_json(dbcron_db *db, const char *json, size_t len,
  * The same for structs: jobs[0..n) are definitions (dbcron_job_init, then
  * name, kind and spec as the user would write it: cron text, "30s", an
  * RFC 3339 instant; then a command or a handler and any policies).  Each is
- * read exactly as its JSON form would be, so the two entry points cannot
- * disagree; fields only the store sets (id, next_fire_at, times,
+ * held to the same per-key rules as its JSON form, with no JSON made on
+ * the way, so the two entry points cannot disagree; fields only the store sets (id, next_fire_at, times,
  * set_aside) are ignored.  A struct is the whole definition: its paused
  * field is applied as given.  jobs are borrowed.
  */

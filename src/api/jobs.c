@@ -1,10 +1,9 @@
 /*
  * The job verbs of the library (dbcron/db.h) as thin wrappers over
- * src/app/: a struct is turned into the JSON object `job apply` reads
- * (model_job_json) and goes through app_apply, because the per-key rules
- * of a definition are read from JSON values (model_jobdef_from_json): so
- * a struct, a JSON file and a `job add` command line are held to one set
- * of rules.
+ * src/app/: a JSON text goes to app_apply, a struct to app_apply_jobs,
+ * which reads it through the same per-key rules (model_jobdef_from_job)
+ * with no JSON on the way: so a struct, a JSON file and a `job add`
+ * command line are held to one set of rules, kept in src/model/.
  * Owns nothing beyond a call: every result handed out is the caller's.
  */
 #include <jansson.h>
@@ -16,7 +15,6 @@
 #include "api/api.h"
 #include "app/app.h"
 #include "core/alloc.h"
-#include "model/json.h"
 
 void dbcron_apply_opts_init(dbcron_apply_opts *o)
 {
@@ -66,9 +64,16 @@ static int diff_text(json_t *diff, dbcron_apply_result *r, dbcron_err *err)
 	return DBCRON_OK;
 }
 
-/* app_apply on entries (borrowed); the one-job verbs pass
- * single, which puts the entry's own message in err. */
-static int apply_entries(dbcron_db *db, json_t *entries, const dbcron_apply_opts *o,
+/* A batch for app/: a JSON array (borrowed) or job structs. */
+typedef struct batch {
+	json_t *entries;
+	const dbcron_job *jobs;
+	size_t n;
+} batch;
+
+/* app_apply on b; the one-job verbs pass single, which puts the entry's
+ * own message in err. */
+static int apply_entries(dbcron_db *db, const batch *b, const dbcron_apply_opts *o,
 			 app_apply_mode mode, bool single, dbcron_apply_result *r,
 			 dbcron_err *err)
 {
@@ -85,8 +90,10 @@ static int apply_entries(dbcron_db *db, json_t *entries, const dbcron_apply_opts
 	app_apply_opts ao = {.mode = mode, .prune = o->prune, .dry_run = o->dry_run,
 			     .user_check = o->user_check, .strict = o->strict,
 			     .on_warn = o->on_warning ? on_warning : NULL};
-	rc = app_apply(api__store(db), entries, &ao, on_entry, &ec, &ar, r->warning,
-		       sizeof(r->warning), err);
+	rc = b->entries ? app_apply(api__store(db), b->entries, &ao, on_entry, &ec, &ar,
+				    r->warning, sizeof(r->warning), err)
+			: app_apply_jobs(api__store(db), b->jobs, b->n, &ao, on_entry, &ec, &ar,
+					 r->warning, sizeof(r->warning), err);
 	r->created = ar.created;
 	/* the library's "updated" counts every stored name given, changed or
 	 * not (dbcron/db.h), which programs already rely on */
@@ -112,23 +119,12 @@ int dbcron_apply_json(dbcron_db *db, const char *json, size_t len,
 	if (!root)
 		return dbcron_err_set(err, DBCRON_EPARSE, "line %d, column %d: %s", jerr.line,
 				      jerr.column, jerr.text);
+	batch b = {.entries = root};
 	int rc = json_is_array(root)
-			 ? apply_entries(db, root, o, APP_APPLY_UPSERT, false, r, err)
+			 ? apply_entries(db, &b, o, APP_APPLY_UPSERT, false, r, err)
 			 : dbcron_err_set(err, DBCRON_EINVAL, "expected a JSON array of job objects");
 	json_decref(root);
 	return rc;
-}
-
-/* jobs[0..n) as the array `job apply` reads; NULL when out of memory. */
-static json_t *jobs_json(const dbcron_job *jobs, size_t n)
-{
-	json_t *arr = json_array();
-	for (size_t i = 0; arr && i < n; i++)
-		if (json_array_append_new(arr, model_job_json(&jobs[i]))) {
-			json_decref(arr);
-			arr = NULL;
-		}
-	return arr;
 }
 
 static int apply_structs(dbcron_db *db, const dbcron_job *jobs, size_t n,
@@ -138,12 +134,8 @@ static int apply_structs(dbcron_db *db, const dbcron_job *jobs, size_t n,
 	memset(r, 0, sizeof(*r));
 	if (n && !jobs)
 		return dbcron_err_set(err, DBCRON_EINVAL, "no jobs given");
-	json_t *arr = jobs_json(jobs, n);
-	if (!arr)
-		return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
-	int rc = apply_entries(db, arr, o, mode, single, r, err);
-	json_decref(arr);
-	return rc;
+	batch b = {.jobs = jobs, .n = n};
+	return apply_entries(db, &b, o, mode, single, r, err);
 }
 
 int dbcron_apply(dbcron_db *db, const dbcron_job *jobs, size_t n, const dbcron_apply_opts *o,

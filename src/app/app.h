@@ -193,7 +193,7 @@ typedef struct app_apply_result {
 
 /*
  * Apply a batch of job definitions, for every front end (`job apply`,
- * POST /api/v1/apply, PUT /api/v1/jobs/NAME, dbcron_apply): entries (a
+ * POST /api/v1/apply, PUT /api/v1/jobs/NAME, dbcron_apply_json): entries (a
  * `job apply` file's array, borrowed) are checked with no store (every
  * entry alone, then names unique), then resolved against the database's
  * clock and the stored jobs, then written in one transaction.  Each
@@ -211,6 +211,13 @@ typedef struct app_apply_result {
  */
 int app_apply(store *s, json_t *entries, const app_apply_opts *o, app_entry_err_fn on_err,
 	      void *ctx, app_apply_result *r, char *warning, size_t wlen, dbcron_err *err);
+
+/* app_apply of job structs (jobs[0..n), borrowed), the library's batch:
+ * each read by model_jobdef_from_job, the same per-key rules as its JSON
+ * object, with no JSON on the way.  An entry's name is the struct's. */
+int app_apply_jobs(store *s, const dbcron_job *jobs, size_t n, const app_apply_opts *o,
+		   app_entry_err_fn on_err, void *ctx, app_apply_result *r, char *warning,
+		   size_t wlen, dbcron_err *err);
 
 /* ------------------------------------------------- export and edit */
 

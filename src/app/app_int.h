@@ -34,15 +34,20 @@ typedef struct app_batch {
 	size_t n;
 } app_batch;
 
+/* Entry i of a batch src (borrowed) into d (initialised, cli false); its
+ * name, when it has one, into *name (borrowed from src, else NULL). */
+typedef int (*app_entry_read_fn)(const void *src, size_t i, struct model_jobdef *d,
+				 const char **name, dbcron_err *err);
+
 /*
- * entries: a `job apply` file's array (borrowed).  Each refused entry is
+ * Entries 0..n of src, each read by read.  Each refused entry is
  * reported through on_err and counted in r->nerr; then the return is
  * DBCRON_EINVAL with err saying how many, and nothing may be written.
  * DBCRON_ENOMEM otherwise.  b is filled either way (app_batch_clear).
  */
-int app_apply_check(json_t *entries, const app_apply_opts *o,
-		    app_entry_err_fn on_err, void *ctx, app_batch *b,
-		    app_apply_result *r, dbcron_err *err);
+int app_apply_check(app_entry_read_fn read, const void *src, size_t n,
+		    const app_apply_opts *o, app_entry_err_fn on_err, void *ctx,
+		    app_batch *b, app_apply_result *r, dbcron_err *err);
 /*
  * Resolve and write a checked batch: entries refused now (against the
  * clock or a stored job) are reported as above, and nothing is written.

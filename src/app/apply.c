@@ -1,7 +1,8 @@
 /*
  * Apply: a batch of job definitions checked and written as one, for every
  * front end (`job apply`, POST /api/v1/apply, PUT of one job, the
- * library's dbcron_apply and dbcron_job_add) and for `job set`.  Keeps the all-or-nothing promise: every
+ * library's dbcron_apply and dbcron_job_add, whose structs are read as
+ * structs) and for `job set`.  Keeps the all-or-nothing promise: every
  * entry is checked alone, then names unique, then resolved against the
  * database's clock and the stored jobs, before the store is written; the
  * write is one store call (one transaction), so a refused batch leaves
@@ -93,11 +94,10 @@ void app_batch_clear(app_batch *b)
 	memset(b, 0, sizeof(*b));
 }
 
-int app_apply_check(json_t *entries, const app_apply_opts *o,
-		    app_entry_err_fn on_err, void *ctx, app_batch *b,
-		    app_apply_result *r, dbcron_err *err)
+int app_apply_check(app_entry_read_fn read, const void *src, size_t n,
+		    const app_apply_opts *o, app_entry_err_fn on_err, void *ctx,
+		    app_batch *b, app_apply_result *r, dbcron_err *err)
 {
-	size_t n = json_array_size(entries);
 	model_jobdef **sorted = NULL;
 	int rc = DBCRON_ENOMEM;
 
@@ -116,7 +116,7 @@ int app_apply_check(json_t *entries, const app_apply_opts *o,
 		model_jobdef_init(&b->defs[i], false);
 		b->n = i + 1;
 		char warn[512];
-		if (model_jobdef_from_json(&b->defs[i], json_array_get(entries, i), &name, &e) ||
+		if (read(src, i, &b->defs[i], &name, &e) ||
 		    (o->user_check && model_jobdef_check_host(&b->defs[i], &e)) ||
 		    model_jobdef_check_handler(&b->defs[i].job, o->strict, warn, sizeof(warn), &e))
 			entry_error(on_err, ctx, r, i, name, "%s%s", e.msg,
@@ -380,15 +380,33 @@ out_free:
 	return rc;
 }
 
-int app_apply(store *s, json_t *entries, const app_apply_opts *o, app_entry_err_fn on_err,
-	      void *ctx, app_apply_result *r, char *warning, size_t wlen, dbcron_err *err)
+/* app_entry_read_fn of a `job apply` array. */
+static int read_json(const void *src, size_t i, model_jobdef *d, const char **name,
+		     dbcron_err *err)
+{
+	return model_jobdef_from_json(d, json_array_get((const json_t *)src, i), name, err);
+}
+
+/* app_entry_read_fn of an array of job structs: no JSON on the way. */
+static int read_struct(const void *src, size_t i, model_jobdef *d, const char **name,
+		       dbcron_err *err)
+{
+	const dbcron_job *j = (const dbcron_job *)src + i;
+	*name = j->name;
+	return model_jobdef_from_job(d, j, err);
+}
+
+/* app_apply and app_apply_jobs: the batch read by read, then written. */
+static int apply_read(store *s, app_entry_read_fn read, const void *src, size_t n,
+		      const app_apply_opts *o, app_entry_err_fn on_err, void *ctx,
+		      app_apply_result *r, char *warning, size_t wlen, dbcron_err *err)
 {
 	app_batch b = {0};
 	int rc;
 
 	if (warning && wlen)
 		warning[0] = '\0';
-	if ((rc = app_apply_check(entries, o, on_err, ctx, &b, r, err)))
+	if ((rc = app_apply_check(read, src, n, o, on_err, ctx, &b, r, err)))
 		goto out_clear;
 	if (!s && (rc = o->open(ctx, &s)))
 		goto out_clear;
@@ -396,6 +414,20 @@ int app_apply(store *s, json_t *entries, const app_apply_opts *o, app_entry_err_
 out_clear:
 	app_batch_clear(&b);
 	return rc;
+}
+
+int app_apply(store *s, json_t *entries, const app_apply_opts *o, app_entry_err_fn on_err,
+	      void *ctx, app_apply_result *r, char *warning, size_t wlen, dbcron_err *err)
+{
+	return apply_read(s, read_json, entries, json_array_size(entries), o, on_err, ctx, r,
+			  warning, wlen, err);
+}
+
+int app_apply_jobs(store *s, const dbcron_job *jobs, size_t n, const app_apply_opts *o,
+		   app_entry_err_fn on_err, void *ctx, app_apply_result *r, char *warning,
+		   size_t wlen, dbcron_err *err)
+{
+	return apply_read(s, read_struct, jobs, n, o, on_err, ctx, r, warning, wlen, err);
 }
 
 int app_job_add(store *s, model_jobdef *d, dbcron_err *err)

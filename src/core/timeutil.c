@@ -104,7 +104,7 @@ int dbcron__parse_duration(const char *s, int allow_zero, int64_t *ms,
 					      s, p);
 		}
 		int64_t add = (int64_t)v * unit;
-		if (total > INT64_MAX / 2 - add)
+		if (total > DBCRON_DURATION_MAX - add)
 			return dbcron_err_set(err, DBCRON_EPARSE,
 					      "duration '%s': too large", s);
 		total += add;

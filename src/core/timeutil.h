@@ -10,8 +10,13 @@
 
 #include "dbcron/error.h"
 
+/* The longest duration: twice it still fits an int64_t, so a deadline of
+ * now + a duration cannot overflow. */
+#define DBCRON_DURATION_MAX (INT64_MAX / 2)
+
 /* "500ms", "30s", "5m", "2h", "1d", also compound "1h30m".  > 0 only when
- * allow_zero is false.  Errors name the text and why. */
+ * allow_zero is false; at most DBCRON_DURATION_MAX.  Errors name the text
+ * and why. */
 int dbcron__parse_duration(const char *s, int allow_zero, int64_t *ms,
 			   dbcron_err *err);
 /* RFC 3339 ("2026-01-02T03:04:05Z", "+02:00" offsets, fractional secs),

@@ -324,68 +324,120 @@ static bool unique_name(parser *p, const char *base, char *out, size_t cap)
 	return true;
 }
 
-static void entry(parser *p, const char *s, const char *end)
+/* The time fields or the @ word at *t into spec (cap bytes), *t moved past
+ * them; false when the line was refused. */
+static bool read_schedule(parser *p, const char **t, const char *end, char *spec, size_t cap)
 {
-	char spec[1024], user[256] = "", base[256], name[300];
-	const char *t = s;
 	size_t nspec = 0;
 	int fields = 0;
+	if (**t == '@') {
+		const char *e = skip_word(*t, end);
+		if ((size_t)(e - *t) >= cap) {
+			refuse(p, "the @ word is too long");
+			return false;
+		}
+		memcpy(spec, *t, (size_t)(e - *t));
+		spec[e - *t] = '\0';
+		if (strcmp(spec, "@reboot") == 0) {
+			refuse(p, "@reboot: not expressible (dbcron fires on a clock, not at a "
+				  "host's boot; a systemd unit or /etc/rc.local can run it)");
+			return false;
+		}
+		*t = skip_blanks(e, end);
+		return true;
+	}
+	for (; fields < 5; fields++) {
+		const char *e = skip_word(*t, end);
+		if (e == *t)
+			break;
+		if (nspec + (size_t)(e - *t) + 2 > cap) {
+			refuse(p, "the time fields are too long");
+			return false;
+		}
+		if (nspec)
+			spec[nspec++] = ' ';
+		memcpy(spec + nspec, *t, (size_t)(e - *t));
+		nspec += (size_t)(e - *t);
+		*t = skip_blanks(e, end);
+	}
+	spec[nspec] = '\0';
+	if (fields < 5) {
+		refuse(p, "expected five time fields (or an @ word) and a command");
+		return false;
+	}
+	return true;
+}
+
+/* The system format's user column at *t (or the user the options give)
+ * into user (cap bytes, "" for none), *t moved past it; false when the
+ * line was refused. */
+static bool read_user(parser *p, const char **t, const char *end, char *user, size_t cap)
+{
+	user[0] = '\0';
+	if (!p->o->system) {
+		if (p->o->user)
+			snprintf(user, cap, "%s", p->o->user);
+		return true;
+	}
+	const char *e = skip_word(*t, end);
+	if (e == *t) {
+		refuse(p, "no user column (the system format is: time fields, user, command)");
+		return false;
+	}
+	if ((size_t)(e - *t) >= cap) {
+		refuse(p, "the user name is too long");
+		return false;
+	}
+	memcpy(user, *t, (size_t)(e - *t));
+	user[e - *t] = '\0';
+	*t = skip_blanks(e, end);
+	return true;
+}
+
+/* One entry as the object `job apply` reads, with the variables set above
+ * it; NULL when out of memory. */
+static json_t *entry_json(const parser *p, const char *name, const char *spec,
+			  const char *user, const char *cmd, const char *in)
+{
+	json_t *shell = json_object_get(p->env, "SHELL");
+	json_t *tz = json_object_get(p->env, "\001tz");
+	json_t *home = json_object_get(p->env, "HOME");
+	json_t *obj = json_object();
+	if (!obj)
+		return NULL;
+	int bad = json_object_set_new(obj, "name", json_string(name));
+	bad |= json_object_set_new(obj, "cron", json_string(spec));
+	if (tz)
+		bad |= json_object_set(obj, "tz", tz);
+	bad |= json_object_set_new(obj, "misfire", json_string("skip"));
+	bad |= json_object_set_new(obj, "overlap", json_string("allow"));
+	bad |= json_object_set_new(obj, "retries", json_integer(0));
+	bad |= json_object_set_new(
+		obj, "command", command_json(shell ? json_string_value(shell) : CRON_SHELL, cmd, in));
+	bad |= json_object_set_new(obj, "env", env_json(p));
+	if (*user)
+		bad |= json_object_set_new(obj, "user", json_string(user));
+	if (home)
+		bad |= json_object_set(obj, "cwd", home);
+	if (bad) {
+		json_decref(obj);
+		return NULL;
+	}
+	return obj;
+}
+
+static void entry(parser *p, const char *s, const char *end)
+{
+	char spec[1024], user[256], base[256], name[300];
+	const char *t = s;
 	const char *line = s;
 	size_t line_n = (size_t)(end - s);
 	while (line_n && blank(line[line_n - 1]))
 		line_n--;
 
-	if (*t == '@') {
-		const char *e = skip_word(t, end);
-		if ((size_t)(e - t) >= sizeof(spec)) {
-			refuse(p, "the @ word is too long");
-			return;
-		}
-		memcpy(spec, t, (size_t)(e - t));
-		spec[e - t] = '\0';
-		if (strcmp(spec, "@reboot") == 0) {
-			refuse(p, "@reboot: not expressible (dbcron fires on a clock, not at a "
-				  "host's boot; a systemd unit or /etc/rc.local can run it)");
-			return;
-		}
-		t = skip_blanks(e, end);
-	} else {
-		for (; fields < 5; fields++) {
-			const char *e = skip_word(t, end);
-			if (e == t)
-				break;
-			if (nspec + (size_t)(e - t) + 2 > sizeof(spec)) {
-				refuse(p, "the time fields are too long");
-				return;
-			}
-			if (nspec)
-				spec[nspec++] = ' ';
-			memcpy(spec + nspec, t, (size_t)(e - t));
-			nspec += (size_t)(e - t);
-			t = skip_blanks(e, end);
-		}
-		spec[nspec] = '\0';
-		if (fields < 5) {
-			refuse(p, "expected five time fields (or an @ word) and a command");
-			return;
-		}
-	}
-	if (p->o->system) {
-		const char *e = skip_word(t, end);
-		if (e == t) {
-			refuse(p, "no user column (the system format is: time fields, user, command)");
-			return;
-		}
-		if ((size_t)(e - t) >= sizeof(user)) {
-			refuse(p, "the user name is too long");
-			return;
-		}
-		memcpy(user, t, (size_t)(e - t));
-		user[e - t] = '\0';
-		t = skip_blanks(e, end);
-	} else if (p->o->user) {
-		snprintf(user, sizeof(user), "%s", p->o->user);
-	}
+	if (!read_schedule(p, &t, end, spec, sizeof(spec)) ||
+	    !read_user(p, &t, end, user, sizeof(user)))
+		return;
 	if (t == end) {
 		refuse(p, "no command after the %s", p->o->system ? "user column" : "time fields");
 		return;
@@ -402,29 +454,8 @@ static void entry(parser *p, const char *s, const char *end)
 		goto out_free;
 	}
 	make_name(line, line_n, cmd, base, sizeof(base));
-	if (!unique_name(p, base, name, sizeof(name)))
-		goto out_nomem;
-	json_t *shell = json_object_get(p->env, "SHELL");
-	json_t *tz = json_object_get(p->env, "\001tz");
-	json_t *home = json_object_get(p->env, "HOME");
-	obj = json_object();
-	if (!obj)
-		goto out_nomem;
-	int bad = json_object_set_new(obj, "name", json_string(name));
-	bad |= json_object_set_new(obj, "cron", json_string(spec));
-	if (tz)
-		bad |= json_object_set(obj, "tz", tz);
-	bad |= json_object_set_new(obj, "misfire", json_string("skip"));
-	bad |= json_object_set_new(obj, "overlap", json_string("allow"));
-	bad |= json_object_set_new(obj, "retries", json_integer(0));
-	bad |= json_object_set_new(
-		obj, "command", command_json(shell ? json_string_value(shell) : CRON_SHELL, cmd, in));
-	bad |= json_object_set_new(obj, "env", env_json(p));
-	if (*user)
-		bad |= json_object_set_new(obj, "user", json_string(user));
-	if (home)
-		bad |= json_object_set(obj, "cwd", home);
-	if (bad)
+	if (!unique_name(p, base, name, sizeof(name)) ||
+	    !(obj = entry_json(p, name, spec, user, cmd, in)))
 		goto out_nomem;
 
 	/* the model's own checks, so that a bad field is this line's report */

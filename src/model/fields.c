@@ -103,6 +103,13 @@ model_jobdef_id model_sched_key(dbcron_sched_kind kind)
 	}
 }
 
+bool model_field_in_scope(const dbcron_job *j, const model_field *f)
+{
+	if (f->scope == MODEL_SCOPE_ANY)
+		return true;
+	return (f->scope == MODEL_SCOPE_HANDLER) == (j->executor == DBCRON_EXEC_HANDLER);
+}
+
 static bool same_text(const char *a, const char *b)
 {
 	if (!a || !b)

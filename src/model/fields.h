@@ -121,6 +121,11 @@ static inline const void *model_field_cptr(const dbcron_job *job, const model_fi
 	return (const char *)job + f->off;
 }
 
+/* Whether row f belongs to job j's definition: a handler job has no
+ * command and nothing a command runs as, a command job no handler.  What
+ * the JSON codec writes and what a job struct gives (jobdef.h). */
+bool model_field_in_scope(const dbcron_job *j, const model_field *f);
+
 /* Called once per field in which two jobs differ; key is the key to
  * report (a schedule change reports the old and the new kind's key, so
  * it may be called twice for one row; MODEL_JK__NONE for a field without

@@ -10,6 +10,8 @@
  * accepted, with next_fire_at set.  Prints nothing.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,16 +140,58 @@ static int set_schedule(model_jobdef *d, dbcron_sched_kind kind, const char *v,
 	return replace_str(&d->job.spec, v, err);
 }
 
+/* An INT key in its range; an ENUM or UMASK key as the value its text
+ * would give (a struct's member as it is). */
 static int set_int_value(model_jobdef *d, const model_jobdef_key *k,
 			 long long v, dbcron_err *err)
 {
 	const model_field *f = model_jobdef_field(k);
-	if (!f || f->codec != MODEL_FC_INT)
+	const char *name;
+	int rc;
+	if (!f)
 		return dbcron_err_set(err, DBCRON_EINTERNAL, "not an integer key");
-	if (v < f->args.lo || v > f->args.hi)
-		return dbcron_err_set(err, DBCRON_EINVAL, "%lld is out of range %lld-%lld", v,
-				      f->args.lo, f->args.hi);
+	switch (f->codec) {
+	case MODEL_FC_INT:
+		if (v < f->args.lo || v > f->args.hi)
+			return dbcron_err_set(err, DBCRON_EINVAL, "%lld is out of range %lld-%lld", v,
+					      f->args.lo, f->args.hi);
+		break;
+	case MODEL_FC_ENUM:
+		/* a value is one its name parses back to */
+		name = v >= INT_MIN && v <= INT_MAX ? f->args.name((int)v) : NULL;
+		if (!name || f->args.parse(name) != v)
+			return dbcron_err_set(err, DBCRON_EINVAL, "%lld: expected %s", v,
+					      f->args.what);
+		break;
+	case MODEL_FC_UMASK:
+		if ((rc = runas_check_umask(v < LONG_MIN || v > LONG_MAX ? -1 : (long)v, err)))
+			return rc;
+		break;
+	default:
+		return dbcron_err_set(err, DBCRON_EINTERNAL, "not an integer key");
+	}
 	*(int *)model_field_ptr(&d->job, f) = (int)v;
+	return DBCRON_OK;
+}
+
+/* A DUR key's milliseconds by the range its text would be held to, or a
+ * TIME key's absolute instant. */
+static int set_ms_value(model_jobdef *d, const model_jobdef_key *k, int64_t ms,
+			dbcron_err *err)
+{
+	const model_field *f = model_jobdef_field(k);
+	if (!f || (f->codec != MODEL_FC_DUR && f->codec != MODEL_FC_TIME))
+		return dbcron_err_set(err, DBCRON_EINTERNAL, "not a duration or time key");
+	/* the codes and words of the text's parser */
+	if (ms < 0)
+		return dbcron_err_set(err, DBCRON_EPARSE, "%" PRId64 " ms: must not be negative",
+				      ms);
+	if (f->codec == MODEL_FC_DUR && ms == 0 && !f->args.zero)
+		return dbcron_err_set(err, DBCRON_EPARSE, "duration '0s': must be greater than zero");
+	if (f->codec == MODEL_FC_DUR && ms > DBCRON_DURATION_MAX)
+		return dbcron_err_set(err, DBCRON_EPARSE, "duration %" PRId64 " ms: too large", ms);
+	d->relative[k->id] = false;
+	*(int64_t *)model_field_ptr(&d->job, f) = ms;
 	return DBCRON_OK;
 }
 
@@ -315,6 +359,15 @@ int model_jobdef_set_int(model_jobdef *d, const model_jobdef_key *k,
 	return rc ? keyed(d, k, err, rc) : DBCRON_OK;
 }
 
+int model_jobdef_set_ms(model_jobdef *d, const model_jobdef_key *k, int64_t ms,
+			dbcron_err *err)
+{
+	int rc = mark_seen(d, k, err);
+	if (!rc)
+		rc = set_ms_value(d, k, ms, err);
+	return rc ? keyed(d, k, err, rc) : DBCRON_OK;
+}
+
 int model_jobdef_set_bool(model_jobdef *d, const model_jobdef_key *k, bool v,
 			  dbcron_err *err)
 {
@@ -351,6 +404,85 @@ int model_jobdef_set_argv(model_jobdef *d, char *const *argv, int argc,
 	j->argv = v;
 	j->argc = argc;
 	return DBCRON_OK;
+}
+
+/* One row of a job struct by its codec, typed where the struct is. */
+static int set_from_job(model_jobdef *d, const model_jobdef_key *k, const model_field *f,
+			const dbcron_job *j, dbcron_err *err)
+{
+	const void *p = model_field_cptr(j, f);
+	const char *text = f->store == MODEL_FS_TEXT || f->store == MODEL_FS_HANDLER
+				   ? *(char *const *)p : NULL;
+	int rc;
+	switch (f->codec) {
+	case MODEL_FC_SCHED:
+		return model_jobdef_set_text(d, k, j->spec ? j->spec : "", err);
+	case MODEL_FC_TZ:
+		/* unset is UTC, given as such, as a listed job shows it */
+		return model_jobdef_set_text(d, k, text ? text : "UTC", err);
+	case MODEL_FC_HANDLER:
+		return model_jobdef_set_text(d, k, text ? text : "", err);
+	case MODEL_FC_INT:
+	case MODEL_FC_ENUM:
+		return model_jobdef_set_int(d, k, *(const int *)p, err);
+	case MODEL_FC_UMASK:
+		/* -1 is the node's; the mode bits only, as they are written */
+		return j->umask < 0 ? DBCRON_OK : model_jobdef_set_int(d, k, j->umask & 0777, err);
+	case MODEL_FC_DUR:
+		return model_jobdef_set_ms(d, k, *(const int64_t *)p, err);
+	case MODEL_FC_TIME:
+		return *(const int64_t *)p < 0 ? DBCRON_OK
+					       : model_jobdef_set_ms(d, k, *(const int64_t *)p, err);
+	case MODEL_FC_BOOL:
+		return model_jobdef_set_bool(d, k, *(const bool *)p, err);
+	case MODEL_FC_ARGV:
+		for (int i = 0; j->argv && i < j->argc; i++)
+			if (!j->argv[i])
+				return keyed(d, k, err,
+					     dbcron_err_set(err, DBCRON_EINVAL, "word %d is NULL", i));
+		if (!j->argv || j->argc <= 0)
+			return keyed(d, k, err,
+				     dbcron_err_set(err, DBCRON_EINVAL,
+						    "expected a non-empty array of strings"));
+		return model_jobdef_set_argv(d, j->argv, j->argc, err);
+	case MODEL_FC_ENV:
+		for (int i = 0; j->env && i < j->envc; i++) {
+			if (!j->env[i])
+				return keyed(d, k, err, dbcron_err_set(err, DBCRON_EINVAL,
+								       "element %d is NULL", i));
+			if ((rc = model_jobdef_set_text(d, k, j->env[i], err)))
+				return rc;
+		}
+		return DBCRON_OK;
+	default:
+		/* the name, and text keys: unset ones are not given */
+		return text ? model_jobdef_set_text(d, k, text, err) : DBCRON_OK;
+	}
+}
+
+int model_jobdef_from_job(model_jobdef *d, const dbcron_job *j, dbcron_err *err)
+{
+	bool sched = false;
+	if (!j->name)
+		return dbcron_err_set(err, DBCRON_EINVAL, "a job needs a name");
+	/* every keyed row in the job's scope, in table order, as the JSON
+	 * codec writes them; the schedule's rows are one key, the kind's */
+	for (size_t i = 0; i < MODEL_NFIELDS; i++) {
+		const model_field *f = &model_fields[i];
+		model_jobdef_id id = f->key;
+		if (f->codec == MODEL_FC_SCHED) {
+			if (sched)
+				continue;
+			sched = true;
+			id = model_sched_key(j->kind);
+		}
+		if (id == MODEL_JK__NONE || !model_field_in_scope(j, f))
+			continue;
+		int rc = set_from_job(d, model_jobdef_key_of(id), f, j, err);
+		if (rc)
+			return rc;
+	}
+	return model_jobdef_check(d, err);
 }
 
 int model_jobdef_check(model_jobdef *d, dbcron_err *err)

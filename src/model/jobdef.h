@@ -71,7 +71,7 @@ void model_jobdef_help(FILE *f, model_field_scope scope);
 
 /*
  * Set one key.  Text for STR/DUR/INT keys (parsed), or the typed setters
- * below.  Checks the value alone (syntax, zone exists, handler exists) and
+ * below (set_int also takes an ENUM key's value and a UMASK).  Checks the value alone (syntax, zone exists, handler exists) and
  * that the key was not given before; errors say which key and which
  * value, DBCRON_EINVAL/EPARSE/ETZ.  d copies what it keeps.  A LIST key
  * (env) takes one element per call and may be given again; an element
@@ -83,9 +83,26 @@ int model_jobdef_set_int(model_jobdef *d, const model_jobdef_key *k,
 			 long long v, dbcron_err *err);
 int model_jobdef_set_bool(model_jobdef *d, const model_jobdef_key *k, bool v,
 			  dbcron_err *err);
+/* A DUR key's milliseconds (held to the range its text is: > 0 unless
+ * zero means something, at most DBCRON_DURATION_MAX) or a TIME key's
+ * absolute instant (>= 0). */
+int model_jobdef_set_ms(model_jobdef *d, const model_jobdef_key *k, int64_t ms,
+			dbcron_err *err);
 /* The command: copies argv[0..argc). */
 int model_jobdef_set_argv(model_jobdef *d, char *const *argv, int argc,
 			  dbcron_err *err);
+
+/*
+ * A job struct as a definition (the library's dbcron_apply): every key in
+ * the job's scope is given, as the JSON codec would write it (json.h), but
+ * through the typed setters, so a struct and its JSON object are held to
+ * the same per-key rules; then model_jobdef_check.  A handler job's
+ * command keys and a command job's handler are not read; an unset zone is
+ * "UTC"; the schedule is kind and spec (its text), interval_ms and at_ms
+ * are resolved from it.  d is initialised with cli false; j is borrowed.
+ * Errors name the key; a job without a name is DBCRON_EINVAL.
+ */
+int model_jobdef_from_job(model_jobdef *d, const dbcron_job *j, dbcron_err *err);
 
 /*
  * Checks that need the whole definition but no clock: exactly one

@@ -1,11 +1,10 @@
 /*
- * Jobs and runs <-> JSON (json.h).  Before this file the job object was
- * written in cmd_job.c, the run object in cmd_view.c and the reader in
- * `job apply`; now a front end asks here.  Invariants kept: a job object's
- * definition keys are spelled by the key table, so model_jobdef_from_json
- * reads back what model_job_json wrote; every object is built whole or not
- * at all (a failed insert is out of memory, and the caller gets NULL
- * rather than an object with keys missing).
+ * Jobs and runs <-> JSON (json.h): the job and run objects every front end
+ * prints, and the job reader of `job apply` and HTTP.  Invariants kept: a
+ * job object's definition keys are spelled by the key table, so
+ * model_jobdef_from_json reads back what model_job_json wrote; every
+ * object is built whole or not at all (a failed insert is out of memory,
+ * and the caller gets NULL rather than an object with keys missing).
  */
 #include <stdio.h>
 #include <string.h>
@@ -69,15 +68,6 @@ static json_t *strv_json(char *const *v, int n)
 		}
 	}
 	return a;
-}
-
-/* Whether a row is written for this job: a handler job has no command
- * and nothing a command runs as, a command job no handler. */
-static bool in_scope(const dbcron_job *j, const model_field *f)
-{
-	if (f->scope == MODEL_SCOPE_ANY)
-		return true;
-	return (f->scope == MODEL_SCOPE_HANDLER) == (j->executor == DBCRON_EXEC_HANDLER);
 }
 
 /* One keyed row's value by its codec into *v (NULL when out of memory);
@@ -157,7 +147,7 @@ json_t *model_job_json(const dbcron_job *j)
 			sched = true;
 			key = model_sched_key(j->kind);
 		}
-		if (key == MODEL_JK__NONE || !in_scope(j, f) || !field_json(j, f, &v))
+		if (key == MODEL_JK__NONE || !model_field_in_scope(j, f) || !field_json(j, f, &v))
 			continue;
 		put_key(o, key, v, &bad);
 	}

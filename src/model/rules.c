@@ -1,9 +1,9 @@
 /*
- * The schedule rules of rules.h.  Before this file the same-schedule rule
- * was written three ways (the CLI, each store backend) and the node-loss
- * retry rule three times (the node, each backend); now every caller asks
- * here.  The resume and first-fire rules came from the CLI (cmd_job.c and
- * jobdef.c), so that every front end places a job in its series alike.
+ * The schedule rules of rules.h, once for every caller (the CLI, HTTP, the
+ * library, the node and the store protocol): whether two schedules are the
+ * same series, the node-loss retry rule, and where a resumed or new job
+ * takes its first fire, so that every front end places a job in its
+ * series alike.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -222,9 +222,9 @@ static const char *stranded_why(claim_texts *t, const dbcron_job *j)
 /*
  * Pools (issue 23 item 5).  A node runs the jobs it has demoted (slow
  * lately) on its slow pool, whose few workers can start only so many of
- * their fires on time.  Claims used to be sized from the fast pool alone:
- * the slow jobs' fires then queued behind the slow workers, started late or
- * were skipped, while the fast workers idled and no other node could take
+ * their fires on time.  A claim sized from the fast pool alone would
+ * queue the slow jobs' fires behind the slow workers, to start late or be
+ * skipped, while the fast workers idled and no other node could take
  * them.  So the claim runs in passes over the same two statements, each
  * pass taking one pool's jobs up to that pool's limit:
  *

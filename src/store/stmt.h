@@ -234,4 +234,43 @@ enum { DBCRON_JOB_FIELDS(STORE_X_PUTIDX) STORE_NPUTCOLS };
 	"claim_token, started_ms, finished_ms, exit_code, missed, error, " \
 	"output"
 
+/*
+ * The run states and the executor the statements compare with, as SQL
+ * text to splice in: "WHERE state = " SQL_RS_SCHEDULED.  Each number is
+ * written once, here, made into its literal by the preprocessor and held
+ * to its C enum (dbcron/run.h, dbcron/job.h) at compile time, so the SQL
+ * cannot drift from the code.  (The released migrations keep their own
+ * literals: they are never edited.)
+ */
+#define STORE_SQL_TEXT_(n) #n
+#define STORE_SQL_TEXT(n) STORE_SQL_TEXT_(n)
+#define STORE_RS_SCHEDULED 1
+#define STORE_RS_RUNNING 2
+#define STORE_RS_SUCCEEDED 3
+#define STORE_RS_ABANDONED 8
+#define STORE_EXEC_HANDLER 2
+_Static_assert(STORE_RS_SCHEDULED == DBCRON_RUN_SCHEDULED, "SQL_RS_SCHEDULED");
+_Static_assert(STORE_RS_RUNNING == DBCRON_RUN_RUNNING, "SQL_RS_RUNNING");
+_Static_assert(STORE_RS_SUCCEEDED == DBCRON_RUN_SUCCEEDED, "SQL_RS_SUCCEEDED");
+_Static_assert(STORE_RS_ABANDONED == DBCRON_RUN_ABANDONED, "SQL_RS_ABANDONED");
+_Static_assert(STORE_EXEC_HANDLER == DBCRON_EXEC_HANDLER, "SQL_EXEC_HANDLER");
+#define SQL_RS_SCHEDULED STORE_SQL_TEXT(STORE_RS_SCHEDULED)
+#define SQL_RS_RUNNING STORE_SQL_TEXT(STORE_RS_RUNNING)
+#define SQL_RS_SUCCEEDED STORE_SQL_TEXT(STORE_RS_SUCCEEDED)
+#define SQL_RS_ABANDONED STORE_SQL_TEXT(STORE_RS_ABANDONED)
+#define SQL_EXEC_HANDLER STORE_SQL_TEXT(STORE_EXEC_HANDLER)
+
+/*
+ * Routing, the same text in every dialect: handler job J is stranded at N
+ * (now) for what is due at AT (its next fire, or an unclaimed run's
+ * due_at) when AT is past its misfire threshold and no live node
+ * registered its handler; then a node without the handler claims it too,
+ * to record it MISFIRED (claim.c says why).
+ */
+#define STORE_STRANDED(J, AT, N)                                                              \
+	"(" J ".executor = " SQL_EXEC_HANDLER " AND " AT " + " J ".misfire_threshold_ms < " N \
+	" AND NOT EXISTS (SELECT 1 FROM node_handlers h JOIN nodes n ON n.id = "              \
+	"h.node_id WHERE h.handler = " J ".handler AND n.state = 'alive' AND "                \
+	"n.lease_until >= " N "))"
+
 #endif

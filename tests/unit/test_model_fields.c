@@ -77,6 +77,87 @@ static void test_json_round_trip_every_field(void **state)
 	}
 }
 
+/* Changes that make a full job a bad definition, each refused alike by
+ * both roads. */
+static void bad_cron(dbcron_job *j)
+{
+	j->kind = DBCRON_SCHED_CRON;
+	dbcron__free(j->spec);
+	j->spec = dbcron__strdup("61 * * * *");
+}
+static void bad_retries(dbcron_job *j) { j->max_retries = 1001; }
+static void bad_zone(dbcron_job *j)
+{
+	dbcron__free(j->tz);
+	j->tz = dbcron__strdup("Mars/Olympus");
+}
+static void bad_env(dbcron_job *j)
+{
+	dbcron__free(j->env[1]);
+	j->env[1] = dbcron__strdup("no equals sign");
+}
+static void bad_user(dbcron_job *j)
+{
+	dbcron__free(j->user);
+	j->user = dbcron__strdup("a b");
+}
+static void no_command(dbcron_job *j) { j->argc = 0; }
+static void zero_base(dbcron_job *j) { j->retry_base_ms = 0; }
+static void no_zone(dbcron_job *j)
+{
+	dbcron__free(j->tz);
+	j->tz = NULL;
+}
+static void no_window(dbcron_job *j) { j->start_at = j->end_at = -1; }
+
+/* The library's road (model_jobdef_from_job, typed, no JSON) against a
+ * struct's JSON object (model_job_json read back): the same definition,
+ * the same keys given, the same refusals. */
+static void test_struct_reads_as_its_json(void **state)
+{
+	(void)state;
+	static const struct {
+		void (*change)(dbcron_job *);
+		bool handler;
+	} cases[] = {
+		{NULL, false},       {NULL, true},        {no_zone, false},    {no_window, true},
+		{bad_cron, false},   {bad_retries, true}, {bad_zone, false},   {bad_env, false},
+		{bad_user, false},   {no_command, false}, {zero_base, false},
+	};
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		dbcron_job j;
+		model_jobdef a, b;
+		dbcron_err ea = {0}, eb = {0};
+		const char *name;
+		char diff[1024] = "";
+		full_job(&j, "st", cases[c].handler);
+		if (cases[c].change)
+			cases[c].change(&j);
+		json_t *o = model_job_json(&j);
+		assert_non_null(o);
+		model_jobdef_init(&a, false);
+		model_jobdef_init(&b, false);
+		int ra = model_jobdef_from_job(&a, &j, &ea);
+		int rb = model_jobdef_from_json(&b, o, &name, &eb);
+		if (ra != rb)
+			fail_msg("case %zu: struct %d (%s), JSON %d (%s)", c, ra, ea.msg, rb, eb.msg);
+		if (ra)
+			assert_string_equal(ea.msg, eb.msg);
+		if (!ra && model_job_diff(&a.job, &b.job,
+					  MODEL_ROLE_NAME | MODEL_ROLE_DEF | MODEL_ROLE_STATE,
+					  keys_into, diff))
+			fail_msg("case %zu: the two roads differ in %s", c, diff);
+		for (int k = 0; !ra && k < MODEL_JK__COUNT; k++)
+			if (a.seen[k] != b.seen[k] || a.relative[k] != b.relative[k])
+				fail_msg("case %zu: key '%s' given by one road only", c,
+					 model_jobdef_key_of((model_jobdef_id)k)->name);
+		json_decref(o);
+		model_jobdef_clear(&a);
+		model_jobdef_clear(&b);
+		dbcron_job_clear(&j);
+	}
+}
+
 /* Each key's text through the CLI's road (set_text), then JSON again. */
 static void test_flags_set_every_field(void **state)
 {
@@ -259,6 +340,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_full_jobs_cover_every_field),
 		cmocka_unit_test(test_json_round_trip_every_field),
+		cmocka_unit_test(test_struct_reads_as_its_json),
 		cmocka_unit_test(test_flags_set_every_field),
 		cmocka_unit_test(test_diff_reports_keys),
 		cmocka_unit_test(test_key_table),

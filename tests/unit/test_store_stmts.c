@@ -4,13 +4,15 @@
  * fault seam and the messages.  A statement added to stmt.h and left out of
  * one dialect's sql.h would otherwise show only when that dialect runs it:
  * as a crash on a NULL text, on the one database a test may not reach.  No
- * database is needed: the tables are read, not run.
+ * database is needed: the tables are read, not run.  And the run states
+ * the SQL text compares with are the numbers of the C enum.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "store/dialect.h"
@@ -36,6 +38,26 @@ static void test_every_dialect_has_every_statement(void **state)
 	}
 }
 
+/* The state numbers spliced into the SQL are the C enum's, whichever way
+ * a future edit writes their text. */
+static void test_sql_states_are_the_enums(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *sql;
+		int value;
+	} pairs[] = {
+		{SQL_RS_SCHEDULED, DBCRON_RUN_SCHEDULED}, {SQL_RS_RUNNING, DBCRON_RUN_RUNNING},
+		{SQL_RS_SUCCEEDED, DBCRON_RUN_SUCCEEDED}, {SQL_RS_ABANDONED, DBCRON_RUN_ABANDONED},
+		{SQL_EXEC_HANDLER, DBCRON_EXEC_HANDLER},
+	};
+	for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++) {
+		char want[16];
+		snprintf(want, sizeof(want), "%d", pairs[i].value);
+		assert_string_equal(pairs[i].sql, want);
+	}
+}
+
 static void test_every_statement_is_named(void **state)
 {
 	(void)state;
@@ -52,6 +74,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_every_dialect_has_every_statement),
 		cmocka_unit_test(test_every_statement_is_named),
+		cmocka_unit_test(test_sql_states_are_the_enums),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -28,24 +28,16 @@
 	"SET utf8mb4 PATH '$')) jt)"
 
 /* Routing: job row J may run on the claiming node: a command anywhere, a
- * handler (executor 2) when it is in the node's list parameter N, unless
- * parameter R (route) is 0. */
-#define RUNS_HERE(J, R, N) "(?" #R " = 0 OR " J ".executor <> 2 OR " J ".handler IN " LIST_TEXT(N) ")"
+ * handler (SQL_EXEC_HANDLER) when it is in the node's list parameter N,
+ * unless parameter R (route) is 0. */
+#define RUNS_HERE(J, R, N)                                                         \
+	"(?" #R " = 0 OR " J ".executor <> " SQL_EXEC_HANDLER " OR " J ".handler IN " \
+	LIST_TEXT(N) ")"
 
 /* Pools: job id ID is in the claim's pass, parameter P (0: any job; 1: not
  * in the list parameter L, the node's slow pool; 2: in it), claim.c
  * "Pools". */
 #define IN_POOL(ID, P, L) "(?" #P " = 0 OR (?" #P " = 2) = (" ID " IN " LIST_I64(L) "))"
-
-/* Routing: handler job J is stranded at N (now) for what is due at AT (its
- * next fire, or an unclaimed run's due_at) when AT is past its misfire
- * threshold and no live node registered its handler; then a node without
- * the handler claims it too, to record it MISFIRED (claim.c says why). */
-#define STRANDED(J, AT, N)                                                       \
-	"(" J ".executor = 2 AND " AT " + " J ".misfire_threshold_ms < " N          \
-	" AND NOT EXISTS (SELECT 1 FROM node_handlers h JOIN nodes n ON n.id = "    \
-	"h.node_id WHERE h.handler = " J ".handler AND n.state = 'alive' AND "      \
-	"n.lease_until >= " N "))"
 
 static const char *const sql[ST__COUNT] = {
 	[ST_BEGIN] = "START TRANSACTION",
@@ -60,13 +52,13 @@ static const char *const sql[ST__COUNT] = {
 	[ST_JOB_BRIEF] = "SELECT name, next_fire_at, paused FROM jobs ORDER BY name",
 	[ST_JOB_LAST_OK] =
 		"SELECT j.name, (SELECT r.finished_ms FROM runs r WHERE r.job_id = j.id AND "
-		"r.state = 3 ORDER BY r.fire_at DESC, r.attempt DESC LIMIT 1) FROM jobs j "
+		"r.state = " SQL_RS_SUCCEEDED " ORDER BY r.fire_at DESC, r.attempt DESC LIMIT 1) FROM jobs j "
 		"ORDER BY j.name LIMIT ?1",
 	/* no LATERAL in MariaDB: a scalar subquery per job (a backward probe of
 	 * runs_fire) picks the run, the join reads it */
 	[ST_JOBS_LAST_RUN] =
 		"SELECT r.job_id, r.id, r.state, r.finished_ms FROM (SELECT (SELECT x.id FROM "
-		"runs x WHERE x.job_id = jt.v AND x.state <> 1 ORDER BY x.fire_at DESC, "
+		"runs x WHERE x.job_id = jt.v AND x.state <> " SQL_RS_SCHEDULED " ORDER BY x.fire_at DESC, "
 		"x.attempt DESC LIMIT 1) AS rid FROM JSON_TABLE(?1, '$[*]' COLUMNS (v BIGINT "
 		"PATH '$')) jt) w JOIN runs r ON r.id = w.rid",
 	[ST_JOBS_NAMED] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name IN " LIST_TEXT(1),
@@ -79,8 +71,8 @@ static const char *const sql[ST__COUNT] = {
 			   "WHERE id = " R(00),
 	[ST_JOBS_PRUNE] = "DELETE FROM jobs WHERE name NOT IN " LIST_TEXT(1),
 	[ST_RUNS_CLOSE_ORPHANS] =
-		"UPDATE runs SET state = 8, finished_ms = ?1, error = 'job deleted' "
-		"WHERE state = 1 AND node IS NULL AND NOT EXISTS "
+		"UPDATE runs SET state = " SQL_RS_ABANDONED ", finished_ms = ?1, error = 'job deleted' "
+		"WHERE state = " SQL_RS_SCHEDULED " AND node IS NULL AND NOT EXISTS "
 		"(SELECT 1 FROM jobs WHERE jobs.id = runs.job_id)",
 	[ST_JOB_SET_PAUSED] =
 		"UPDATE jobs SET paused = ?2, next_fire_at = CASE WHEN ?2 "
@@ -94,14 +86,14 @@ static const char *const sql[ST__COUNT] = {
 	[ST_RUNS_RENAME] = "UPDATE runs SET job_name = ?2 WHERE job_id = ?1",
 	[ST_TRIGGER_INSERT] =
 		"INSERT IGNORE INTO runs (job_id, job_name, fire_at, attempt, state, due_at, "
-		"created_ms) VALUES (?1, ?2, ?3, 1, 1, ?3, ?4) RETURNING id",
+		"created_ms) VALUES (?1, ?2, ?3, 1, " SQL_RS_SCHEDULED ", ?3, ?4) RETURNING id",
 	/* One clock reading for the whole claim; a last row of NULLs carries it
 	 * when no job is due (the protocol skips rows without a job). */
 	[ST_CLAIM_DUE_JOBS] =
 		"SET @dbcron_now = " DBNOW PART
 		"SELECT @dbcron_now, " STORE_JOB_COLS " FROM jobs WHERE paused = 0 AND "
 		"next_fire_at IS NOT NULL AND next_fire_at <= @dbcron_now + ?1 AND ("
-		RUNS_HERE("jobs", 3, 4) " OR " STRANDED("jobs", "jobs.next_fire_at", "@dbcron_now") ") AND "
+		RUNS_HERE("jobs", 3, 4) " OR " STORE_STRANDED("jobs", "jobs.next_fire_at", "@dbcron_now") ") AND "
 		IN_POOL("jobs.id", 5, 6) " ORDER BY next_fire_at LIMIT ?2 FOR UPDATE SKIP LOCKED" PART
 		"SELECT @dbcron_now, " NULLS_JOB,
 	/* One statement per claim whatever its size: the batch is a JSON
@@ -110,8 +102,9 @@ static const char *const sql[ST__COUNT] = {
 	[ST_FIRES_INSERT] =
 		"INSERT IGNORE INTO runs (job_id, job_name, fire_at, attempt, state, due_at, "
 		"node, claim_token, finished_ms, missed, error, created_ms) SELECT v.job_id, "
-		"v.job_name, v.fire_at, 1, v.state, v.due_at, CASE WHEN v.state = 1 THEN ?1 "
-		"END, CASE WHEN v.state = 1 THEN ?2 END, CASE WHEN v.state <> 1 THEN ?3 END, "
+		"v.job_name, v.fire_at, 1, v.state, v.due_at, CASE WHEN v.state = "
+		SQL_RS_SCHEDULED " THEN ?1 END, CASE WHEN v.state = " SQL_RS_SCHEDULED " THEN ?2 "
+		"END, CASE WHEN v.state <> " SQL_RS_SCHEDULED " THEN ?3 END, "
 		"v.missed, v.error, ?3 FROM JSON_TABLE(?4, '$[*]' COLUMNS (job_id BIGINT PATH "
 		"'$[0]', job_name VARCHAR(255) CHARACTER SET utf8mb4 PATH '$[1]', fire_at "
 		"BIGINT PATH '$[2]', state INT PATH '$[3]', due_at BIGINT PATH '$[4]', missed "
@@ -123,13 +116,13 @@ static const char *const sql[ST__COUNT] = {
 	/* Seed 000: stamp due runs with a token private to this statement,
 	 * oldest first, read them back by it, then give them the claim's. */
 	[ST_CLAIM_RUNS] =
-		"UPDATE runs SET node = ?1, claim_token = CONCAT(?2, '~') WHERE state = 1 AND "
+		"UPDATE runs SET node = ?1, claim_token = CONCAT(?2, '~') WHERE state = " SQL_RS_SCHEDULED " AND "
 		"node IS NULL AND due_at <= ?3 AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = "
-		"runs.job_id AND j.paused = 0 AND (" RUNS_HERE("j", 5, 6) " OR " STRANDED("j", "runs.due_at", "?7")
+		"runs.job_id AND j.paused = 0 AND (" RUNS_HERE("j", 5, 6) " OR " STORE_STRANDED("j", "runs.due_at", "?7")
 		") AND " IN_POOL("j.id", 8, 9) ") ORDER BY due_at LIMIT ?L4" PART
 		"SELECT id, job_id, job_name, fire_at, attempt, due_at, missed FROM runs WHERE "
-		"node = ?1 AND state = 1 AND claim_token = CONCAT(?2, '~')" PART
-		"UPDATE runs SET claim_token = ?2 WHERE node = ?1 AND state = 1 AND "
+		"node = ?1 AND state = " SQL_RS_SCHEDULED " AND claim_token = CONCAT(?2, '~')" PART
+		"UPDATE runs SET claim_token = ?2 WHERE node = ?1 AND state = " SQL_RS_SCHEDULED " AND "
 		"claim_token = CONCAT(?2, '~')",
 	[ST_JOBS_BY_IDS] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE id IN " LIST_I64(1),
 	/* Fenced by id, token and node (invariant 3).  "RETURNING id" is the
@@ -144,14 +137,14 @@ static const char *const sql[ST__COUNT] = {
 		"r.started_ms), r.finished_ms = coalesce(v.finished, r.finished_ms), "
 		"r.exit_code = CASE WHEN v.hx THEN v.xc ELSE r.exit_code END, r.error = "
 		"coalesce(v.error, r.error), r.output = coalesce(v.output, r.output), r.state = "
-		"v.state WHERE r.claim_token = v.token AND r.node = ?1 AND r.state BETWEEN 1 AND "
+		"v.state WHERE r.claim_token = v.token AND r.node = ?1 AND r.state BETWEEN " SQL_RS_SCHEDULED " AND "
 		"v.live" PART
 		"SELECT r.id FROM runs r JOIN JSON_TABLE(?2, '$[*]' COLUMNS (id BIGINT PATH "
 		"'$[0]', token VARCHAR(64) PATH '$[1]', state INT PATH '$[2]')) v ON r.id = "
 		"v.id WHERE r.claim_token = v.token AND r.node = ?1 AND r.state = v.state",
 	[ST_RETRY_INSERT] =
 		"INSERT IGNORE INTO runs (job_id, job_name, fire_at, attempt, state, due_at, "
-		"created_ms) SELECT r.job_id, r.job_name, r.fire_at, r.attempt + 1, 1, v.due, "
+		"created_ms) SELECT r.job_id, r.job_name, r.fire_at, r.attempt + 1, " SQL_RS_SCHEDULED ", v.due, "
 		"?1 FROM JSON_TABLE(?2, '$[*]' COLUMNS (id BIGINT PATH '$[0]', due BIGINT PATH "
 		"'$[1]')) v JOIN runs r ON r.id = v.id WHERE EXISTS (SELECT 1 FROM jobs j "
 		"WHERE j.id = r.job_id)",
@@ -184,19 +177,19 @@ static const char *const sql[ST__COUNT] = {
 	[ST_NODES_LAGGING] = "SELECT id, lease_until - " DBNOW " FROM nodes WHERE state = "
 			     "'alive' AND lease_until > " DBNOW " AND seen_gen < ?1 ORDER BY id",
 	[ST_JOBS_STATE] = "SELECT id, paused FROM jobs WHERE id IN " LIST_I64(1),
-	[ST_NODE_RUNNING] = "SELECT count(*) FROM runs WHERE node = ?1 AND state = 2",
+	[ST_NODE_RUNNING] = "SELECT count(*) FROM runs WHERE node = ?1 AND state = " SQL_RS_RUNNING,
 	[ST_NODES_ORPHANED] = "SELECT n.id, n.lease_until FROM nodes n WHERE n.state <> 'alive' "
 			      "AND EXISTS (SELECT 1 FROM runs r WHERE r.node = n.id AND "
-			      "r.state IN (1, 2)) FOR UPDATE SKIP LOCKED",
+			      "r.state IN (" SQL_RS_SCHEDULED ", " SQL_RS_RUNNING ")) FOR UPDATE SKIP LOCKED",
 	[ST_NODE_STOP] = "UPDATE nodes SET state = 'stopped', heartbeat_ms = " DBNOW
 			 ", lease_until = " DBNOW " WHERE id = ?1 AND incarnation = ?2 AND "
 			 "state = 'alive'",
 	[ST_RUNS_UNCLAIM_NODE] = "UPDATE runs SET node = NULL, claim_token = NULL WHERE "
-				 "node = ?1 AND state = 1",
+				 "node = ?1 AND state = " SQL_RS_SCHEDULED,
 	[ST_RUNS_RELEASE] = "UPDATE runs SET node = NULL, claim_token = NULL WHERE id = "
-			    R(00) " AND claim_token = " R(01) " AND node = ?1 AND state = 1",
+			    R(00) " AND claim_token = " R(01) " AND node = ?1 AND state = " SQL_RS_SCHEDULED,
 	[ST_RUNS_RELEASE_CLAIM] = "UPDATE runs SET node = NULL, claim_token = NULL WHERE node = ?1 "
-				  "AND claim_token = ?2 AND state = 1",
+				  "AND claim_token = ?2 AND state = " SQL_RS_SCHEDULED,
 	[ST_NODES_LAPSED] = "SELECT 1 FROM nodes WHERE state = 'alive' AND lease_until < ?1 "
 			    "LIMIT 1",
 	/* The nodes row is the mutex: of two concurrent reapers exactly one
@@ -210,16 +203,17 @@ static const char *const sql[ST__COUNT] = {
 	 * read after the lock wait, in its new state, and matched either way. */
 	[ST_RUNS_ABANDON_LOST] =
 		"SELECT id, job_id, fire_at, attempt, started_ms FROM runs WHERE node = "
-		R(00) " AND (state = 2 OR (state = 1 AND due_at < " R(01) ")) FOR UPDATE" PART
+		R(00) " AND (state = " SQL_RS_RUNNING " OR (state = " SQL_RS_SCHEDULED
+		" AND due_at < " R(01) ")) FOR UPDATE" PART
 		/* assignments read the row as updated so far: state goes last */
-		EACH "UPDATE runs SET error = CASE WHEN state = 2 THEN 'node lost' ELSE 'node "
-		"lost before its start was written' END, finished_ms = ?1, state = 8 WHERE "
-		"id = " R(00),
+		EACH "UPDATE runs SET error = CASE WHEN state = " SQL_RS_RUNNING " THEN 'node lost' "
+		"ELSE 'node lost before its start was written' END, finished_ms = ?1, state = "
+		SQL_RS_ABANDONED " WHERE id = " R(00),
 	[ST_RUNS_UNCLAIM_LOST] = "UPDATE runs SET node = NULL, claim_token = NULL WHERE "
-				 "node = " R(00) " AND state = 1 AND due_at >= " R(01),
+				 "node = " R(00) " AND state = " SQL_RS_SCHEDULED " AND due_at >= " R(01),
 	[ST_JOB_RUNNING] =
 		"SELECT 1 FROM runs r JOIN nodes n ON n.id = r.node WHERE r.job_id = ?1 AND "
-		"r.state = 2 AND r.id <> ?2 AND n.state = 'alive' LIMIT 1",
+		"r.state = " SQL_RS_RUNNING " AND r.id <> ?2 AND n.state = 'alive' LIMIT 1",
 	[ST_SCHEDULE_LOCK] = "SELECT fence FROM locks WHERE name = 'dbcron:schedule' FOR UPDATE",
 	[ST_SCHEDULE_LOCK_INIT] = "INSERT IGNORE INTO locks (name, owner, since_ms, until_ms, fence) "
 				  "VALUES ('dbcron:schedule', '', 0, 0, 0)",
@@ -246,10 +240,10 @@ static const char *const sql[ST__COUNT] = {
 	 * until they have, its row stays */
 	[ST_NODES_PRUNE] = "DELETE FROM nodes WHERE state IN ('stopped', 'dead') AND "
 			   "heartbeat_ms < ?1 AND NOT EXISTS (SELECT 1 FROM runs r WHERE "
-			   "r.node = nodes.id AND r.state IN (1, 2))",
+			   "r.node = nodes.id AND r.state IN (" SQL_RS_SCHEDULED ", " SQL_RS_RUNNING "))",
 	[ST_NODES_LIST] =
 		"SELECT id, host, pid, workers, state, started_ms, heartbeat_ms, lease_until, "
-		"(SELECT count(*) FROM runs r WHERE r.node = nodes.id AND r.state = 2) FROM "
+		"(SELECT count(*) FROM runs r WHERE r.node = nodes.id AND r.state = " SQL_RS_RUNNING ") FROM "
 		"nodes ORDER BY id",
 	/* Seed 002: insert, or take over only an expired lease, in one
 	 * statement; a take-over bumps the fence.  The assignments read the
@@ -279,7 +273,7 @@ static const char *const sql[ST__COUNT] = {
 		"?12, ?13, ?14, " DBNOW ") RETURNING id",
 	/* The oldest first through runs_fire_at, a bounded batch a statement. */
 	[ST_PRUNE_RUNS] = "DELETE FROM runs WHERE fire_at < ?1 AND finished_ms < ?1 AND state "
-			  "NOT IN (1, 2) ORDER BY fire_at LIMIT ?L2",
+			  "NOT IN (" SQL_RS_SCHEDULED ", " SQL_RS_RUNNING ") ORDER BY fire_at LIMIT ?L2",
 };
 
 /* Where the server has no INSERT ... RETURNING (MySQL; MariaDB before
@@ -298,13 +292,14 @@ static const char *const sql_no_returning[ST__COUNT] = {
 		"SELECT LAST_INSERT_ID(), name FROM jobs WHERE id = LAST_INSERT_ID()",
 	[ST_TRIGGER_INSERT] =
 		"INSERT IGNORE INTO runs (job_id, job_name, fire_at, attempt, state, due_at, "
-		"created_ms) VALUES (?1, ?2, ?3, 1, 1, ?3, ?4)" PART IF_CHANGED
+		"created_ms) VALUES (?1, ?2, ?3, 1, " SQL_RS_SCHEDULED ", ?3, ?4)" PART IF_CHANGED
 		"SELECT LAST_INSERT_ID()",
 	[ST_FIRES_INSERT] =
 		"INSERT IGNORE INTO runs (job_id, job_name, fire_at, attempt, state, due_at, "
 		"node, claim_token, finished_ms, missed, error, created_ms) SELECT v.job_id, "
-		"v.job_name, v.fire_at, 1, v.state, v.due_at, CASE WHEN v.state = 1 THEN ?1 "
-		"END, CONCAT(?2, '~'), CASE WHEN v.state <> 1 THEN ?3 END, "
+		"v.job_name, v.fire_at, 1, v.state, v.due_at, CASE WHEN v.state = "
+		SQL_RS_SCHEDULED " THEN ?1 END, CONCAT(?2, '~'), CASE WHEN v.state <> "
+		SQL_RS_SCHEDULED " THEN ?3 END, "
 		"v.missed, v.error, ?3 FROM JSON_TABLE(?4, '$[*]' COLUMNS (job_id BIGINT PATH "
 		"'$[0]', job_name VARCHAR(255) CHARACTER SET utf8mb4 PATH '$[1]', fire_at "
 		"BIGINT PATH '$[2]', state INT PATH '$[3]', due_at BIGINT PATH '$[4]', missed "
@@ -315,7 +310,7 @@ static const char *const sql_no_returning[ST__COUNT] = {
 		"r.attempt = 1 WHERE r.claim_token = CONCAT(?2, '~')" PART
 		"UPDATE runs r JOIN JSON_TABLE(?4, '$[*]' COLUMNS (job_id BIGINT PATH '$[0]', "
 		"fire_at BIGINT PATH '$[2]')) v ON r.job_id = v.job_id AND r.fire_at = "
-		"v.fire_at AND r.attempt = 1 SET r.claim_token = CASE WHEN r.state = 1 THEN ?2 "
+		"v.fire_at AND r.attempt = 1 SET r.claim_token = CASE WHEN r.state = " SQL_RS_SCHEDULED " THEN ?2 "
 		"END WHERE r.claim_token = CONCAT(?2, '~')",
 	[ST_LOG_RUN] =
 		"INSERT IGNORE INTO runs (job_id, job_name, fire_at, attempt, state, due_at, "

@@ -14,20 +14,10 @@
 
 
 /* Routing: job row J may run on the claiming node: a command anywhere, a
- * handler (executor 2) when it is in the node's list L, unless R (route)
- * is 0. */
+ * handler (SQL_EXEC_HANDLER) when it is in the node's list L, unless R
+ * (route) is 0. */
 #define RUNS_HERE(J, R, L)                                                       \
-	"(" R " = 0 OR " J ".executor <> 2 OR " J ".handler = ANY (" L "))"
-
-/* Routing: handler job J is stranded at N (now) for what is due at AT (its
- * next fire, or an unclaimed run's due_at) when AT is past its misfire
- * threshold and no live node registered its handler; then a node without
- * the handler claims it too, to record it MISFIRED (claim.c says why). */
-#define STRANDED(J, AT, N)                                                       \
-	"(" J ".executor = 2 AND " AT " + " J ".misfire_threshold_ms < " N          \
-	" AND NOT EXISTS (SELECT 1 FROM node_handlers h JOIN nodes n ON n.id = "    \
-	"h.node_id WHERE h.handler = " J ".handler AND n.state = 'alive' AND "      \
-	"n.lease_until >= " N "))"
+	"(" R " = 0 OR " J ".executor <> " SQL_EXEC_HANDLER " OR " J ".handler = ANY (" L "))"
 
 /* Pools: job id ID is in the claim's pass P (0: any job; 1: not in the
  * list L, the node's slow pool; 2: in it), claim.c "Pools". */
@@ -59,13 +49,13 @@ static const char *const sql[ST__COUNT] = {
 	[ST_JOB_BRIEF] = "SELECT name, next_fire_at, paused::int FROM jobs ORDER BY name",
 	[ST_JOB_LAST_OK] =
 		"SELECT j.name, (SELECT r.finished_ms FROM runs r WHERE r.job_id = j.id AND "
-		"r.state = 3 ORDER BY r.fire_at DESC, r.attempt DESC LIMIT 1) FROM jobs j "
+		"r.state = " SQL_RS_SUCCEEDED " ORDER BY r.fire_at DESC, r.attempt DESC LIMIT 1) FROM jobs j "
 		"ORDER BY j.name LIMIT $1::bigint",
 	/* one LATERAL probe of runs' UNIQUE index, backwards, per job */
 	[ST_JOBS_LAST_RUN] =
 		"SELECT v.id, r.id, r.state, r.finished_ms FROM unnest($1::bigint[]) v(id) "
 		"CROSS JOIN LATERAL (SELECT x.id, x.state, x.finished_ms FROM runs x WHERE "
-		"x.job_id = v.id AND x.state <> 1 ORDER BY x.fire_at DESC, x.attempt DESC "
+		"x.job_id = v.id AND x.state <> " SQL_RS_SCHEDULED " ORDER BY x.fire_at DESC, x.attempt DESC "
 		"LIMIT 1) r",
 	[ST_JOBS_NAMED] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name = ANY ($1::text[])",
 	[ST_JOBS_BY_NAMES] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name = ANY ($1::text[]) "
@@ -79,8 +69,8 @@ static const char *const sql[ST__COUNT] = {
 	[ST_JOBS_PRUNE] = "DELETE FROM jobs j WHERE NOT EXISTS (SELECT 1 FROM "
 			  "unnest($1::text[]) u(n) WHERE u.n = j.name)",
 	[ST_RUNS_CLOSE_ORPHANS] =
-		"UPDATE runs r SET state = 8, error = 'job deleted', finished_ms = $1::bigint "
-		"WHERE state = 1 AND node IS NULL AND NOT EXISTS "
+		"UPDATE runs r SET state = " SQL_RS_ABANDONED ", error = 'job deleted', finished_ms = $1::bigint "
+		"WHERE state = " SQL_RS_SCHEDULED " AND node IS NULL AND NOT EXISTS "
 		"(SELECT 1 FROM jobs j WHERE j.id = r.job_id)",
 	[ST_JOB_SET_PAUSED] =
 		"UPDATE jobs SET paused = $2::int::bool, next_fire_at = CASE WHEN "
@@ -95,7 +85,7 @@ static const char *const sql[ST__COUNT] = {
 	[ST_RUNS_RENAME] = "UPDATE runs SET job_name = $2::text WHERE job_id = $1::bigint",
 	[ST_TRIGGER_INSERT] =
 		"INSERT INTO runs (job_id, job_name, fire_at, attempt, state, due_at, missed, "
-		"created_ms) VALUES ($1::bigint, $2::text, $3::bigint, 1, 1, $3::bigint, 0, "
+		"created_ms) VALUES ($1::bigint, $2::text, $3::bigint, 1, " SQL_RS_SCHEDULED ", $3::bigint, 0, "
 		"$4::bigint) ON CONFLICT DO NOTHING RETURNING id",
 	/* SKIP LOCKED lets concurrent claimers take disjoint jobs without
 	 * waiting (invariant 5: LIMIT). */
@@ -103,15 +93,16 @@ static const char *const sql[ST__COUNT] = {
 		"WITH c AS (SELECT " DBNOW " AS now) SELECT c.now, j.* FROM c LEFT JOIN "
 		"LATERAL (SELECT " STORE_JOB_COLS " FROM jobs WHERE NOT paused AND "
 		"next_fire_at IS NOT NULL AND next_fire_at <= c.now + $1::bigint AND ("
-		RUNS_HERE("jobs", "$3::int", "$4::text[]") " OR " STRANDED("jobs", "jobs.next_fire_at", "c.now")
+		RUNS_HERE("jobs", "$3::int", "$4::text[]") " OR " STORE_STRANDED("jobs", "jobs.next_fire_at", "c.now")
 		") AND " IN_POOL("jobs.id", "$5::int", "$6::bigint[]")
 		" ORDER BY next_fire_at LIMIT $2::int FOR UPDATE "
 		"OF jobs SKIP LOCKED) j ON true",
 	[ST_FIRES_INSERT] =
 		"INSERT INTO runs (job_id, job_name, fire_at, attempt, state, due_at, node, "
 		"claim_token, finished_ms, missed, error, created_ms) SELECT v.job_id, "
-		"v.job_name, v.fire_at, 1, v.state, v.due_at, CASE WHEN v.state = 1 THEN "
-		"$1::text END, CASE WHEN v.state = 1 THEN $2::text END, CASE WHEN v.state = 1 "
+		"v.job_name, v.fire_at, 1, v.state, v.due_at, CASE WHEN v.state = "
+		SQL_RS_SCHEDULED " THEN $1::text END, CASE WHEN v.state = " SQL_RS_SCHEDULED
+		" THEN $2::text END, CASE WHEN v.state = " SQL_RS_SCHEDULED " "
 		"THEN NULL ELSE $3::bigint END, v.missed, v.error, $3::bigint FROM "
 		"unnest($4::bigint[], $5::text[], $6::bigint[], $7::int[], $8::bigint[], "
 		"$9::bigint[], $10::text[]) v(job_id, job_name, fire_at, state, due_at, "
@@ -125,15 +116,15 @@ static const char *const sql[ST__COUNT] = {
 	 * rescan skips the rows the last one locked, so one claim could take
 	 * every unclaimed run (conf_test_concurrent_claimers saw 11 of 7). */
 	[ST_CLAIM_RUNS] =
-		"WITH c AS MATERIALIZED (SELECT r.id FROM runs r WHERE r.state = 1 AND "
+		"WITH c AS MATERIALIZED (SELECT r.id FROM runs r WHERE r.state = " SQL_RS_SCHEDULED " AND "
 		"r.node IS NULL AND r.due_at <= $3::bigint AND EXISTS (SELECT 1 FROM jobs "
 		"WHERE jobs.id = r.job_id AND NOT jobs.paused AND ("
 		RUNS_HERE("jobs", "$5::int", "$6::text[]") " OR "
-		STRANDED("jobs", "r.due_at", "$7::bigint") ") AND "
+		STORE_STRANDED("jobs", "r.due_at", "$7::bigint") ") AND "
 		IN_POOL("jobs.id", "$8::int", "$9::bigint[]") ") ORDER BY "
 		"r.due_at LIMIT $4::int FOR UPDATE OF r SKIP LOCKED) UPDATE runs SET node = "
 		"$1::text, claim_token = $2::text FROM c WHERE runs.id = c.id AND "
-		"runs.state = 1 AND runs.node IS NULL RETURNING runs.id, runs.job_id, "
+		"runs.state = " SQL_RS_SCHEDULED " AND runs.node IS NULL RETURNING runs.id, runs.job_id, "
 		"runs.job_name, runs.fire_at, runs.attempt, runs.due_at, runs.missed",
 	[ST_JOBS_BY_IDS] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE id = ANY ($1::bigint[])",
 	[ST_RUNS_APPLY] =
@@ -144,11 +135,11 @@ static const char *const sql[ST__COUNT] = {
 		"unnest($2::bigint[], $3::text[], $4::int[], $5::bigint[], $6::bigint[], "
 		"$7::bool[], $8::int[], $9::text[], $10::text[], $11::int[]) v(id, token, state, "
 		"started, finished, hx, exit, error, output, live) WHERE runs.id = v.id AND "
-		"runs.claim_token = v.token AND runs.node = $1::text AND runs.state BETWEEN 1 "
-		"AND v.live RETURNING runs.id",
+		"runs.claim_token = v.token AND runs.node = $1::text AND runs.state BETWEEN "
+		SQL_RS_SCHEDULED " AND v.live RETURNING runs.id",
 	[ST_RETRY_INSERT] =
 		"INSERT INTO runs (job_id, job_name, fire_at, attempt, state, due_at, missed, "
-		"created_ms) SELECT r.job_id, r.job_name, r.fire_at, r.attempt + 1, 1, v.due, "
+		"created_ms) SELECT r.job_id, r.job_name, r.fire_at, r.attempt + 1, " SQL_RS_SCHEDULED ", v.due, "
 		"0, $1::bigint FROM unnest($2::bigint[], $3::bigint[]) v(id, due) JOIN runs r "
 		"ON r.id = v.id WHERE EXISTS (SELECT 1 FROM jobs j WHERE j.id = r.job_id) "
 		"ON CONFLICT DO NOTHING",
@@ -180,19 +171,19 @@ static const char *const sql[ST__COUNT] = {
 	[ST_NODES_LAGGING] = "SELECT id, lease_until - " DBNOW " FROM nodes WHERE state = "
 			     "'alive' AND lease_until > " DBNOW " AND seen_gen < $1::bigint ORDER BY id",
 	[ST_JOBS_STATE] = "SELECT id, paused::int FROM jobs WHERE id = ANY ($1::bigint[])",
-	[ST_NODE_RUNNING] = "SELECT count(*) FROM runs WHERE node = $1::text AND state = 2",
+	[ST_NODE_RUNNING] = "SELECT count(*) FROM runs WHERE node = $1::text AND state = " SQL_RS_RUNNING,
 	[ST_NODES_ORPHANED] = "SELECT n.id, n.lease_until FROM nodes n WHERE n.state <> 'alive' "
 			      "AND EXISTS (SELECT 1 FROM runs r WHERE r.node = n.id AND "
-			      "r.state IN (1, 2)) FOR UPDATE OF n SKIP LOCKED",
+			      "r.state IN (" SQL_RS_SCHEDULED ", " SQL_RS_RUNNING ")) FOR UPDATE OF n SKIP LOCKED",
 	[ST_NODE_STOP] = "UPDATE nodes SET state = 'stopped', heartbeat_ms = " DBNOW
 			 ", lease_until = " DBNOW " WHERE id = $1::text AND incarnation = "
 			 "$2::text AND state = 'alive'",
 	[ST_RUNS_UNCLAIM_NODE] = "UPDATE runs SET node = NULL, claim_token = NULL WHERE node "
-				 "= $1::text AND state = 1",
+				 "= $1::text AND state = " SQL_RS_SCHEDULED,
 	[ST_RUNS_RELEASE] =
 		"UPDATE runs SET node = NULL, claim_token = NULL FROM unnest($2::bigint[], "
 		"$3::text[]) v(id, token) WHERE runs.id = v.id AND runs.claim_token = v.token "
-		"AND runs.node = $1::text AND runs.state = 1",
+		"AND runs.node = $1::text AND runs.state = " SQL_RS_SCHEDULED,
 	[ST_NODES_LAPSED] = "SELECT 1 FROM nodes WHERE state = 'alive' AND lease_until < "
 			    "$1::bigint LIMIT 1",
 	/* The nodes row is the mutex: of two concurrent reapers exactly one
@@ -207,21 +198,22 @@ static const char *const sql[ST__COUNT] = {
 	 * RUNNING meanwhile is matched either way (READ COMMITTED re-checks
 	 * the row after the lock wait). */
 	[ST_RUNS_ABANDON_LOST] =
-		"UPDATE runs SET state = 8, error = CASE WHEN runs.state = 2 THEN 'node lost' "
-		"ELSE 'node lost before its start was written' END, finished_ms = $1::bigint "
-		"FROM unnest($2::text[], $3::bigint[]) v(node, lease_until) WHERE runs.node = "
-		"v.node AND (runs.state = 2 OR (runs.state = 1 AND runs.due_at < "
+		"UPDATE runs SET state = " SQL_RS_ABANDONED ", error = CASE WHEN runs.state = "
+		SQL_RS_RUNNING " THEN 'node lost' ELSE 'node lost before its start was written' "
+		"END, finished_ms = $1::bigint FROM unnest($2::text[], $3::bigint[]) v(node, "
+		"lease_until) WHERE runs.node = v.node AND (runs.state = " SQL_RS_RUNNING
+		" OR (runs.state = " SQL_RS_SCHEDULED " AND runs.due_at < "
 		"v.lease_until)) RETURNING runs.id, runs.job_id, runs.fire_at, runs.attempt, "
 		"runs.started_ms",
 	[ST_RUNS_UNCLAIM_LOST] =
 		"UPDATE runs SET node = NULL, claim_token = NULL FROM unnest($1::text[], "
 		"$2::bigint[]) v(node, lease_until) WHERE runs.node = v.node AND runs.state = "
-		"1 AND runs.due_at >= v.lease_until",
+		SQL_RS_SCHEDULED " AND runs.due_at >= v.lease_until",
 	[ST_JOB_RUNNING] =
 		"SELECT 1 FROM runs r JOIN nodes n ON n.id = r.node WHERE r.job_id = "
-		"$1::bigint AND r.state = 2 AND r.id <> $2::bigint AND n.state = 'alive' LIMIT 1",
+		"$1::bigint AND r.state = " SQL_RS_RUNNING " AND r.id <> $2::bigint AND n.state = 'alive' LIMIT 1",
 	[ST_RUNS_RELEASE_CLAIM] = "UPDATE runs SET node = NULL, claim_token = NULL WHERE node = "
-				  "$1::text AND claim_token = $2::text AND state = 1",
+				  "$1::text AND claim_token = $2::text AND state = " SQL_RS_SCHEDULED,
 	[ST_SCHEDULE_LOCK] = "SELECT fence FROM locks WHERE name = 'dbcron:schedule' FOR UPDATE",
 	[ST_SCHEDULE_LOCK_INIT] = "INSERT INTO locks (name, owner, since_ms, until_ms, fence) VALUES "
 				  "('dbcron:schedule', '', 0, 0, 0) ON CONFLICT DO NOTHING",
@@ -240,11 +232,11 @@ static const char *const sql[ST__COUNT] = {
 	 * until they have, its row stays */
 	[ST_NODES_PRUNE] = "DELETE FROM nodes WHERE state IN ('stopped', 'dead') AND "
 			   "heartbeat_ms < $1::bigint AND NOT EXISTS (SELECT 1 FROM runs r WHERE "
-			   "r.node = nodes.id AND r.state IN (1, 2))",
+			   "r.node = nodes.id AND r.state IN (" SQL_RS_SCHEDULED ", " SQL_RS_RUNNING "))",
 	[ST_NODES_LIST] =
 		"SELECT n.id, n.host, n.pid, n.workers, n.state, n.started_ms, n.heartbeat_ms, "
-		"n.lease_until, (SELECT count(*) FROM runs r WHERE r.node = n.id AND r.state "
-		"= 2) FROM nodes n ORDER BY n.id",
+		"n.lease_until, (SELECT count(*) FROM runs r WHERE r.node = n.id AND r.state = "
+		SQL_RS_RUNNING ") FROM nodes n ORDER BY n.id",
 	/* Seed 002: insert, or take over only an expired lease, in one
 	 * statement; every take-over bumps the fence. */
 	[ST_LOCK_ACQUIRE] =
@@ -274,7 +266,8 @@ static const char *const sql[ST__COUNT] = {
 	/* The oldest first through runs_fire_at, a bounded batch a statement:
 	 * each holds its locks for a moment, never the whole log. */
 	[ST_PRUNE_RUNS] = "DELETE FROM runs WHERE id IN (SELECT id FROM runs WHERE fire_at < "
-			  "$1::bigint AND finished_ms < $1::bigint AND state NOT IN (1, 2) "
+			  "$1::bigint AND finished_ms < $1::bigint AND state NOT IN ("
+			  SQL_RS_SCHEDULED ", " SQL_RS_RUNNING ") "
 			  "ORDER BY fire_at LIMIT $2::int)",
 };
 

@@ -15,21 +15,11 @@
 #define NOW_SQL "CAST(round((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)"
 
 /* Routing: job row J may run on the claiming node: a command anywhere, a
- * handler (executor 2) when it is in the node's list L, unless R (route)
- * is 0. */
+ * handler (SQL_EXEC_HANDLER) when it is in the node's list L, unless R
+ * (route) is 0. */
 #define RUNS_HERE(J, R, L)                                                       \
-	"(" R " = 0 OR " J ".executor <> 2 OR " J ".handler IN (SELECT value FROM "   \
+	"(" R " = 0 OR " J ".executor <> " SQL_EXEC_HANDLER " OR " J ".handler IN (SELECT value FROM "   \
 	"json_each(" L ")))"
-
-/* Routing: handler job J is stranded at N (now) for what is due at AT (its
- * next fire, or an unclaimed run's due_at) when AT is past its misfire
- * threshold and no live node registered its handler; then a node without
- * the handler claims it too, to record it MISFIRED (claim.c says why). */
-#define STRANDED(J, AT, N)                                                       \
-	"(" J ".executor = 2 AND " AT " + " J ".misfire_threshold_ms < " N          \
-	" AND NOT EXISTS (SELECT 1 FROM node_handlers h JOIN nodes n ON n.id = "    \
-	"h.node_id WHERE h.handler = " J ".handler AND n.state = 'alive' AND "      \
-	"n.lease_until >= " N "))"
 
 /* Pools: job id ID is in the claim's pass P (0: any job; 1: not in the
  * list L, the node's slow pool; 2: in it), claim.c "Pools". */
@@ -55,12 +45,12 @@ static const char *const sql[ST__COUNT] = {
 	[ST_JOB_BRIEF] = "SELECT name, next_fire_at, paused FROM jobs ORDER BY name",
 	[ST_JOB_LAST_OK] =
 		"SELECT j.name, (SELECT r.finished_ms FROM runs r WHERE r.job_id = j.id AND "
-		"r.state = 3 ORDER BY r.fire_at DESC, r.attempt DESC LIMIT 1) FROM jobs j "
+		"r.state = " SQL_RS_SUCCEEDED " ORDER BY r.fire_at DESC, r.attempt DESC LIMIT 1) FROM jobs j "
 		"ORDER BY j.name LIMIT ?1",
 	/* the scalar subquery walks runs' UNIQUE index backwards per job */
 	[ST_JOBS_LAST_RUN] =
 		"SELECT r.job_id, r.id, r.state, r.finished_ms FROM (SELECT (SELECT x.id FROM "
-		"runs x WHERE x.job_id = j." V0 " AND x.state <> 1 ORDER BY x.fire_at DESC, "
+		"runs x WHERE x.job_id = j." V0 " AND x.state <> " SQL_RS_SCHEDULED " ORDER BY x.fire_at DESC, "
 		"x.attempt DESC LIMIT 1) AS rid FROM json_each(?1) j) w JOIN runs r ON r.id = "
 		"w.rid",
 	[ST_JOBS_NAMED] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name IN "
@@ -75,8 +65,8 @@ static const char *const sql[ST__COUNT] = {
 	[ST_JOBS_PRUNE] = "DELETE FROM jobs WHERE name NOT IN (SELECT " V0
 			  " FROM json_each(?1))",
 	[ST_RUNS_CLOSE_ORPHANS] =
-		"UPDATE runs SET state = 8, finished_ms = ?1, error = 'job deleted' "
-		"WHERE state = 1 AND node IS NULL AND NOT EXISTS "
+		"UPDATE runs SET state = " SQL_RS_ABANDONED ", finished_ms = ?1, error = 'job deleted' "
+		"WHERE state = " SQL_RS_SCHEDULED " AND node IS NULL AND NOT EXISTS "
 		"(SELECT 1 FROM jobs WHERE jobs.id = runs.job_id)",
 	[ST_JOB_SET_PAUSED] =
 		"UPDATE jobs SET paused = ?2, next_fire_at = CASE WHEN ?2 "
@@ -90,20 +80,21 @@ static const char *const sql[ST__COUNT] = {
 	[ST_RUNS_RENAME] = "UPDATE runs SET job_name = ?2 WHERE job_id = ?1",
 	[ST_TRIGGER_INSERT] =
 		"INSERT INTO runs(job_id, job_name, fire_at, attempt, state, due_at, "
-		"created_ms) VALUES (?1, ?2, ?3, 1, 1, ?3, ?4) ON CONFLICT DO NOTHING "
+		"created_ms) VALUES (?1, ?2, ?3, 1, " SQL_RS_SCHEDULED ", ?3, ?4) ON CONFLICT DO NOTHING "
 		"RETURNING id",
 	/* The partial index jobs_due matches the WHERE literally. */
 	[ST_CLAIM_DUE_JOBS] =
 		"SELECT c.now, j.* FROM (SELECT " NOW_SQL " AS now) AS c LEFT JOIN "
 		"(SELECT " STORE_JOB_COLS " FROM jobs WHERE paused = 0 AND next_fire_at "
 		"IS NOT NULL AND next_fire_at <= " NOW_SQL " + ?1 AND (" RUNS_HERE("jobs", "?3", "?4")
-		" OR " STRANDED("jobs", "jobs.next_fire_at", NOW_SQL) ") AND " IN_POOL("jobs.id", "?5", "?6")
+		" OR " STORE_STRANDED("jobs", "jobs.next_fire_at", NOW_SQL) ") AND " IN_POOL("jobs.id", "?5", "?6")
 		" ORDER BY next_fire_at LIMIT ?2) AS j ON true",
 	[ST_FIRES_INSERT] =
 		"INSERT INTO runs(job_id, job_name, fire_at, attempt, state, due_at, node, "
 		"claim_token, finished_ms, missed, error, created_ms) VALUES (" R(00) ", "
-		R(01) ", " R(02) ", 1, " R(03) ", " R(04) ", CASE WHEN " R(03) " = 1 THEN "
-		"?1 END, CASE WHEN " R(03) " = 1 THEN ?2 END, CASE WHEN " R(03) " <> 1 THEN "
+		R(01) ", " R(02) ", 1, " R(03) ", " R(04) ", CASE WHEN " R(03) " = " SQL_RS_SCHEDULED
+		" THEN ?1 END, CASE WHEN " R(03) " = " SQL_RS_SCHEDULED " THEN ?2 END, CASE WHEN "
+		R(03) " <> " SQL_RS_SCHEDULED " THEN "
 		"?3 END, " R(05) ", " R(06) ", ?3) ON CONFLICT DO NOTHING",
 		/* "RETURNING id, job_id, job_name, fire_at, state, due_at,
 		 * missed": see made_kind */
@@ -112,9 +103,9 @@ static const char *const sql[ST__COUNT] = {
 	 * limit (without statistics the planner would pick (node, state)). */
 	[ST_CLAIM_RUNS] =
 		"UPDATE runs SET node = ?1, claim_token = ?2 WHERE id IN (SELECT r.id FROM "
-		"runs r INDEXED BY runs_unclaimed WHERE r.state = 1 AND r.node IS NULL AND "
+		"runs r INDEXED BY runs_unclaimed WHERE r.state = " SQL_RS_SCHEDULED " AND r.node IS NULL AND "
 		"r.due_at <= ?3 AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = r.job_id AND "
-		"j.paused = 0 AND (" RUNS_HERE("j", "?5", "?6") " OR " STRANDED("j", "r.due_at", "?7") ") AND "
+		"j.paused = 0 AND (" RUNS_HERE("j", "?5", "?6") " OR " STORE_STRANDED("j", "r.due_at", "?7") ") AND "
 		IN_POOL("j.id", "?8", "?9") ") "
 		"ORDER BY r.due_at LIMIT ?4) RETURNING id, job_id, job_name, fire_at, "
 		"attempt, due_at, missed",
@@ -125,11 +116,11 @@ static const char *const sql[ST__COUNT] = {
 		"started_ms), finished_ms = coalesce(" R(04) ", finished_ms), exit_code = "
 		"CASE WHEN " R(05) " THEN " R(06) " ELSE exit_code END, error = coalesce("
 		R(07) ", error), output = coalesce(" R(08) ", output) WHERE id = " R(00)
-		" AND claim_token = " R(01) " AND node = ?1 AND state BETWEEN 1 AND " R(09),
+		" AND claim_token = " R(01) " AND node = ?1 AND state BETWEEN " SQL_RS_SCHEDULED " AND " R(09),
 		/* "RETURNING id": see made_kind */
 	[ST_RETRY_INSERT] =
 		"INSERT INTO runs(job_id, job_name, fire_at, attempt, state, due_at, "
-		"created_ms) SELECT r.job_id, r.job_name, r.fire_at, r.attempt + 1, 1, "
+		"created_ms) SELECT r.job_id, r.job_name, r.fire_at, r.attempt + 1, " SQL_RS_SCHEDULED ", "
 		R(01) ", ?1 FROM runs r WHERE r.id = " R(00) " AND EXISTS (SELECT 1 FROM "
 		"jobs j WHERE j.id = r.job_id) ON CONFLICT DO NOTHING",
 	[ST_JOBS_NEXT_IF_NULL] = "UPDATE jobs SET next_fire_at = " R(01) " WHERE id = "
@@ -158,17 +149,17 @@ static const char *const sql[ST__COUNT] = {
 			     "'alive' AND lease_until > " NOW_SQL " AND seen_gen < ?1 ORDER BY id",
 	[ST_JOBS_STATE] = "SELECT id, paused FROM jobs WHERE id IN (SELECT " V0
 			  " FROM json_each(?1))",
-	[ST_NODE_RUNNING] = "SELECT count(*) FROM runs WHERE node = ?1 AND state = 2",
+	[ST_NODE_RUNNING] = "SELECT count(*) FROM runs WHERE node = ?1 AND state = " SQL_RS_RUNNING,
 	[ST_NODES_ORPHANED] = "SELECT n.id, n.lease_until FROM nodes n WHERE n.state <> 'alive' "
 			      "AND EXISTS (SELECT 1 FROM runs r WHERE r.node = n.id AND "
-			      "r.state IN (1, 2))",
+			      "r.state IN (" SQL_RS_SCHEDULED ", " SQL_RS_RUNNING "))",
 	[ST_NODE_STOP] = "UPDATE nodes SET state = 'stopped', heartbeat_ms = " NOW_SQL
 			 ", lease_until = " NOW_SQL " WHERE id = ?1 AND incarnation = ?2 AND "
 			 "state = 'alive'",
 	[ST_RUNS_UNCLAIM_NODE] = "UPDATE runs SET node = NULL, claim_token = NULL WHERE "
-				 "node = ?1 AND state = 1",
+				 "node = ?1 AND state = " SQL_RS_SCHEDULED,
 	[ST_RUNS_RELEASE] = "UPDATE runs SET node = NULL, claim_token = NULL WHERE id = "
-			    R(00) " AND claim_token = " R(01) " AND node = ?1 AND state = 1",
+			    R(00) " AND claim_token = " R(01) " AND node = ?1 AND state = " SQL_RS_SCHEDULED,
 	[ST_NODES_LAPSED] = "SELECT 1 FROM nodes WHERE state = 'alive' AND lease_until < ?1 "
 			    "LIMIT 1",
 	[ST_NODES_EXPIRE] = "UPDATE nodes SET state = 'dead' WHERE state = 'alive' AND "
@@ -176,18 +167,19 @@ static const char *const sql[ST__COUNT] = {
 	[ST_NODE_GET] = "SELECT incarnation, state, lease_until, host, pid FROM nodes "
 			"WHERE id = ?1",
 	[ST_RUNS_ABANDON_LOST] =
-		"UPDATE runs SET state = 8, finished_ms = ?1, error = CASE WHEN state = 2 "
-		"THEN 'node lost' ELSE 'node lost before its start was written' END WHERE "
-		"node = " R(00) " AND (state = 2 OR (state = 1 AND due_at < " R(01) ")) "
+		"UPDATE runs SET state = " SQL_RS_ABANDONED ", finished_ms = ?1, error = CASE WHEN "
+		"state = " SQL_RS_RUNNING " THEN 'node lost' ELSE 'node lost before its start was "
+		"written' END WHERE node = " R(00) " AND (state = " SQL_RS_RUNNING " OR (state = "
+		SQL_RS_SCHEDULED " AND due_at < " R(01) ")) "
 		"RETURNING id, job_id, fire_at, attempt, started_ms",
 	[ST_RUNS_UNCLAIM_LOST] = "UPDATE runs SET node = NULL, claim_token = NULL WHERE "
-				 "node = " R(00) " AND state = 1 AND due_at >= " R(01),
+				 "node = " R(00) " AND state = " SQL_RS_SCHEDULED " AND due_at >= " R(01),
 	[ST_JOB_RUNNING] =
-		"SELECT 1 FROM runs r WHERE r.job_id = ?1 AND r.state = 2 AND r.id <> ?2 "
+		"SELECT 1 FROM runs r WHERE r.job_id = ?1 AND r.state = " SQL_RS_RUNNING " AND r.id <> ?2 "
 		"AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.id = r.node AND n.state <> "
 		"'alive') LIMIT 1",
 	[ST_RUNS_RELEASE_CLAIM] = "UPDATE runs SET node = NULL, claim_token = NULL WHERE node = ?1 "
-				  "AND claim_token = ?2 AND state = 1",
+				  "AND claim_token = ?2 AND state = " SQL_RS_SCHEDULED,
 	/* BEGIN IMMEDIATE already makes claimers take turns */
 	[ST_SCHEDULE_LOCK] = "SELECT 1",
 	[ST_SCHEDULE_LOCK_INIT] = "SELECT 1",
@@ -214,10 +206,10 @@ static const char *const sql[ST__COUNT] = {
 	 * until they have, its row stays */
 	[ST_NODES_PRUNE] = "DELETE FROM nodes WHERE state IN ('stopped', 'dead') AND "
 			   "heartbeat_ms < ?1 AND NOT EXISTS (SELECT 1 FROM runs r WHERE "
-			   "r.node = nodes.id AND r.state IN (1, 2))",
+			   "r.node = nodes.id AND r.state IN (" SQL_RS_SCHEDULED ", " SQL_RS_RUNNING "))",
 	[ST_NODES_LIST] =
 		"SELECT id, host, pid, workers, state, started_ms, heartbeat_ms, lease_until, "
-		"(SELECT count(*) FROM runs r WHERE r.node = nodes.id AND r.state = 2) FROM "
+		"(SELECT count(*) FROM runs r WHERE r.node = nodes.id AND r.state = " SQL_RS_RUNNING ") FROM "
 		"nodes ORDER BY id",
 	[ST_LOCK_ACQUIRE] =
 		"INSERT INTO locks(name, owner, since_ms, until_ms, fence) VALUES (?1, ?2, "
@@ -241,7 +233,7 @@ static const char *const sql[ST__COUNT] = {
 	 * is at most its finish (pre-read SKIPPED rows: a second later). */
 	[ST_PRUNE_RUNS] = "DELETE FROM runs WHERE id IN (SELECT id FROM runs INDEXED BY "
 			  "runs_fire_at WHERE fire_at < ?1 AND finished_ms < ?1 AND state NOT IN "
-			  "(1, 2) ORDER BY fire_at LIMIT ?2)",
+			  "(" SQL_RS_SCHEDULED ", " SQL_RS_RUNNING ") ORDER BY fire_at LIMIT ?2)",
 };
 
 /* The statements whose batch runs row by row (the rest take a one-column
