@@ -648,13 +648,20 @@ static int locked_fn(const dbcron_lock_guard *g, void *arg)
 	if (c->steal) {
 		/* a frozen holder's lease ends; someone else takes it */
 		char sql[700];
-		snprintf(sql, sizeof(sql), "sqlite3 '%s' \"update locks set until_ms = 0 where name = '%s'\"",
+		/* the keeper may hold the write lock renewing: wait for it */
+		snprintf(sql, sizeof(sql),
+			 "sqlite3 -cmd '.timeout 10000' '%s' \"update locks set until_ms = 0 where name = '%s'\"",
 			 c->url + 7, l->name);
-		if (system(sql) != 0)
-			return 98;
+		/* the keeper may renew between the two (a slow machine): the
+		 * lease ends again until the thief has it */
 		dbcron_lease mine, holder;
-		if (dbcron_lock_acquire(db2, l->name, "thief", 60000, &mine, &holder, &err))
-			return 97;
+		int tries = 0;
+		do {
+			if (system(sql) != 0)
+				return 98;
+			if (++tries > 50)
+				return 97;
+		} while (dbcron_lock_acquire(db2, l->name, "thief", 60000, &mine, &holder, &err));
 	}
 	int64_t end_ms = 0, now = 0;
 	dbcron_db_now_ms(db2, &now, &err);
