@@ -9,12 +9,21 @@
  * escapes in log.h), so a log reader can never be shown a field or a line
  * that the code did not write.  The formatter is pure
  * (dbcron__log_format) so tests can check it byte for byte.
+ *
+ * When stderr is the journal (systemd sets JOURNAL_STREAM to its device and
+ * inode), each line written there starts with the syslog priority "<N>",
+ * which journald strips and keeps as the entry's priority, so that
+ * `journalctl -p warning` shows warnings and errors only.  Sinks never get
+ * the prefix: it belongs to the stream, not to the line.
  */
 #include <inttypes.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "core/log.h"
@@ -237,6 +246,38 @@ size_t dbcron__log_format(char *buf, size_t cap, int64_t ts_ms, int level, const
 	return b.n;
 }
 
+bool dbcron__log_is_journal(const char *journal_stream, int fd)
+{
+	unsigned long long dev, ino;
+	char tail;
+	struct stat st;
+	if (!journal_stream ||
+	    sscanf(journal_stream, "%llu:%llu%c", &dev, &ino, &tail) != 2 || fstat(fd, &st))
+		return false;
+	return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+}
+
+const char *dbcron__log_priority(int level)
+{
+	/* syslog's: 3 err, 4 warning, 6 info, 7 debug */
+	static const char *const prio[] = {"<7>", "<6>", "<4>", "<3>"};
+	return level >= LOG_DEBUG && level <= LOG_ERROR ? prio[level] : "<6>";
+}
+
+/* 0 unknown, 1 stderr is the journal, 2 it is not: decided at the first
+ * line (the stream does not change under a running process). */
+static atomic_int journal;
+
+static bool to_journal(void)
+{
+	int j = atomic_load(&journal);
+	if (!j) {
+		j = dbcron__log_is_journal(getenv("JOURNAL_STREAM"), STDERR_FILENO) ? 1 : 2;
+		atomic_store(&journal, j);
+	}
+	return j == 1;
+}
+
 void dbcron__log_fields(int level, const char *event, const dbcron__log_field *f, size_t n)
 {
 	const dbcron__log_sink *k = bound;
@@ -248,6 +289,14 @@ void dbcron__log_fields(int level, const char *event, const dbcron__log_field *f
 		k->fn(k->ctx, level, line, len);
 		return;
 	}
-	ssize_t w = write(STDERR_FILENO, line, len);
+	/* still one write: a line is never split from its priority */
+	struct iovec v[2] = {{0}, {line, len}};
+	int nv = 1;
+	if (to_journal()) {
+		const char *p = dbcron__log_priority(level);
+		v[0] = (struct iovec){(void *)p, strlen(p)};
+		nv = 2;
+	}
+	ssize_t w = writev(STDERR_FILENO, nv == 2 ? v : v + 1, nv);
 	(void)w;
 }

@@ -24,6 +24,7 @@
 #ifndef DBCRON_CORE_LOG_H
 #define DBCRON_CORE_LOG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -88,5 +89,11 @@ const dbcron__log_sink *dbcron__log_bind(const dbcron__log_sink *sink);
  */
 size_t dbcron__log_format(char *buf, size_t cap, int64_t ts_ms, int level, const char *event,
 			  const dbcron__log_field *f, size_t n);
+
+/* Whether fd is the stream JOURNAL_STREAM ("DEV:INODE", as systemd sets
+ * it) names; false for NULL or anything malformed. */
+bool dbcron__log_is_journal(const char *journal_stream, int fd);
+/* The syslog priority prefix of a level ("<3>" for LOG_ERROR ...). */
+const char *dbcron__log_priority(int level);
 
 #endif

@@ -12,7 +12,10 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/log.h"
 
@@ -250,6 +253,67 @@ static void test_truncation(void **state)
 	assert_null(strstr(line, "truncated"));
 }
 
+/* JOURNAL_STREAM names stderr: every line written there carries its
+ * syslog priority (journalctl -p reads it); any other value, none. */
+static void test_journal_priority(void **state)
+{
+	(void)state;
+	char path[] = "/tmp/dbcron-test-log.XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	struct stat st;
+	assert_int_equal(fstat(fd, &st), 0);
+	char js[64], other[64];
+	snprintf(js, sizeof(js), "%llu:%llu", (unsigned long long)st.st_dev,
+		 (unsigned long long)st.st_ino);
+	snprintf(other, sizeof(other), "%llu:%llu", (unsigned long long)st.st_dev,
+		 (unsigned long long)st.st_ino + 1);
+	assert_true(dbcron__log_is_journal(js, fd));
+	assert_false(dbcron__log_is_journal(other, fd));
+	assert_false(dbcron__log_is_journal(NULL, fd));
+	assert_false(dbcron__log_is_journal("", fd));
+	assert_false(dbcron__log_is_journal("12:", fd));
+	char junk[80];
+	snprintf(junk, sizeof(junk), "%sx", js);
+	assert_false(dbcron__log_is_journal(junk, fd));
+	assert_string_equal(dbcron__log_priority(LOG_ERROR), "<3>");
+	assert_string_equal(dbcron__log_priority(LOG_WARN), "<4>");
+	assert_string_equal(dbcron__log_priority(LOG_INFO), "<6>");
+	assert_string_equal(dbcron__log_priority(LOG_DEBUG), "<7>");
+
+	/* the process's first line decides; stderr is the file now */
+	int saved = dup(STDERR_FILENO);
+	assert_true(saved >= 0);
+	assert_int_equal(setenv("JOURNAL_STREAM", js, 1), 0);
+	assert_true(dup2(fd, STDERR_FILENO) >= 0);
+	dbcron__log_set_level(LOG_DEBUG);
+	dbcron__log(LOG_ERROR, "t.err");
+	dbcron__log(LOG_WARN, "t.warn");
+	dbcron__log(LOG_INFO, "t.info");
+	dbcron__log(LOG_DEBUG, "t.debug");
+	assert_true(dup2(saved, STDERR_FILENO) >= 0);
+	close(saved);
+	unsetenv("JOURNAL_STREAM");
+	char buf[1024] = "";
+	ssize_t got = pread(fd, buf, sizeof(buf) - 1, 0);
+	assert_true(got > 0);
+	close(fd);
+	unlink(path);
+	const char *want[] = {"<3>ts=", "<4>ts=", "<6>ts=", "<7>ts="};
+	const char *ev[] = {"event=t.err", "event=t.warn", "event=t.info", "event=t.debug"};
+	char *l = buf;
+	for (int i = 0; i < 4; i++) {
+		assert_non_null(l);
+		assert_memory_equal(l, want[i], strlen(want[i]));
+		char *nl = strchr(l, '\n');
+		assert_non_null(nl);
+		*nl = '\0';
+		assert_non_null(strstr(l, ev[i]));
+		l = nl + 1;
+	}
+	assert_string_equal(l, "");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -257,6 +321,7 @@ int main(void)
 		cmocka_unit_test(test_utf8),             cmocka_unit_test(test_keys_and_event),
 		cmocka_unit_test(test_round_trip_all_bytes),
 		cmocka_unit_test(test_truncation),
+		cmocka_unit_test(test_journal_priority),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
