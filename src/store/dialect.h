@@ -25,7 +25,7 @@
 #include "dbcron/error.h"
 #include "store/stmt.h"
 
-#define STORE_DIALECT_VERSION 3
+#define STORE_DIALECT_VERSION 4
 
 /* Capability bits, read by the protocol only. */
 #define STORE_CAP_SKIP_LOCKED 0x1u  /* concurrent claimers skip each other's rows */
@@ -153,6 +153,12 @@ typedef struct store_dialect {
 	 * database; the hook may be NULL too).  Its owner keeps its mode
 	 * right: it holds every job's command line and output. */
 	const char *(*file)(const store_conn *c);
+
+	/* How many times the connection was made again since open (a server
+	 * restarted or failed over, a session given up); may be NULL (never).
+	 * A node that reconnected was cut off, and so perhaps were the others:
+	 * its reap rule waits (sched/dblease.c). */
+	unsigned long (*reconnects)(const store_conn *c);
 } store_dialect;
 
 extern const store_dialect store_sqlite_dialect;

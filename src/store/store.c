@@ -96,6 +96,11 @@ const char *store_file(const store *s)
 	return s->d->file ? s->d->file(s->c) : NULL;
 }
 
+unsigned long store_reconnects(const store *s)
+{
+	return s->d->reconnects ? s->d->reconnects(s->c) : 0;
+}
+
 int store_migrate(store *s, int *from, int *to, dbcron_err *err)
 {
 	int f = 0, rc;

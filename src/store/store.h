@@ -418,6 +418,9 @@ const char *store_name(const store *s);
 /* The local file that holds the database (SQLite), or NULL (a server).
  * Owned by s. */
 const char *store_file(const store *s);
+/* How many times the handle connected again since it was opened (0 for a
+ * database without a connection: SQLite). */
+unsigned long store_reconnects(const store *s);
 
 int store_open(const char *url, store **out, dbcron_err *err);
 /* store_open's flags. */

@@ -47,6 +47,38 @@ use_backend() {
   "$DBCRON_BIN" init >/dev/null
 }
 
+# use_private_pg: a PostgreSQL server of the test's own (scripts/pg-tmp.sh),
+# for the tests that freeze, stop or reconfigure their server, which the
+# shared one must never see; DBCRON_DB points at it, with the schema, and
+# PGDIR is its pg-tmp.sh directory.  Stopped (thawed first) at exit.
+use_private_pg() {
+  PGDIR=$(mktemp -d "/tmp/dbcron-pgpriv.XXXXXX")
+  chmod 755 "$PGDIR" # the server runs as its own user
+  t_on_exit _private_pg_stop
+  DBCRON_DB=$(bash "$DBCRON_SRC/scripts/pg-tmp.sh" start "$PGDIR/srv") || fail "cannot start a private PostgreSQL"
+  PGPORT_PRIV=$(sed -n 's/.*port=\([0-9]*\).*/\1/p' <<<"$DBCRON_DB")
+  BACKEND=pg PGDB=postgres
+  export DBCRON_DB
+  t_use_db pg "$DBCRON_DB"
+  "$DBCRON_BIN" init >/dev/null
+}
+_private_pg_stop() {
+  [ -n "${PGDIR:-}" ] || return 0
+  pg_thaw
+  bash "$DBCRON_SRC/scripts/pg-tmp.sh" stop "$PGDIR/srv" || true
+  rm -rf "$PGDIR"
+}
+# pg_freeze / pg_thaw: SIGSTOP / SIGCONT the private server's postmaster and
+# every process it started (the postmaster first: it forks no more).
+pg_server_pids() {
+  local pm
+  pm=$(head -n 1 "$PGDIR/srv/data/postmaster.pid" 2>/dev/null) || return 0
+  echo "$pm"
+  pgrep -P "$pm" || true
+}
+pg_freeze() { local p; for p in $(pg_server_pids); do kill -STOP "$p" 2>/dev/null || true; done; }
+pg_thaw() { local p; for p in $(pg_server_pids); do kill -CONT "$p" 2>/dev/null || true; done; }
+
 # Node tests print what dbcron prints: dbc runs the binary, output on stdout.
 dbc() { "$DBCRON_BIN" "$@"; }
 

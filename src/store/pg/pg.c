@@ -21,7 +21,9 @@
  * refused before libpq sees it: libpq would quote the password's tail as
  * the host.
  */
+#include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +32,9 @@
 
 #include "core/alloc.h"
 #include "core/dynlib.h"
+#include "core/timeutil.h"
 #include "store/dialect.h"
+#include "store/pg/classify.h"
 #include "store/pg/schema.h"
 #include "store/pg/sql.h"
 #include "store/stmt.h"
@@ -48,11 +52,12 @@ static const char *const array_types[] = {
  * every libpq function this file calls goes through `pq`. */
 #define PG_LIBPQ_FUNCS(X)                                                              \
 	X(PQclear) X(PQcmdTuples) X(PQconnectdbParams) X(PQconninfoFree)               \
-	X(PQconninfoParse) X(PQconsumeInput) X(PQerrorMessage) X(PQexec)               \
-	X(PQexecParams) X(PQexecPrepared) X(PQfinish) X(PQfreemem) X(PQgetisnull)      \
-	X(PQgetvalue) X(PQisBusy) X(PQntuples) X(PQpass) X(PQprepare) X(PQreset)       \
-	X(PQresultErrorField) X(PQresultErrorMessage) X(PQresultStatus)                \
-	X(PQsetNoticeProcessor) X(PQstatus) X(PQtransactionStatus)
+	X(PQconninfoParse) X(PQconsumeInput) X(PQerrorMessage) X(PQfinish) X(PQflush)  \
+	X(PQfreemem) X(PQgetisnull) X(PQgetResult) X(PQgetvalue) X(PQisBusy)           \
+	X(PQntuples) X(PQparameterStatus) X(PQpass) X(PQreset) X(PQresultErrorField)   \
+	X(PQresultErrorMessage) X(PQresultStatus) X(PQsendPrepare) X(PQsendQuery)      \
+	X(PQsendQueryParams) X(PQsendQueryPrepared) X(PQsetNoticeReceiver)             \
+	X(PQsetnonblocking) X(PQsocket) X(PQstatus) X(PQtransactionStatus)
 typedef struct pg_libpq {
 	PG_LIBPQ_FUNCS(DBCRON_DYNLIB_MEMBER)
 } pg_libpq;
@@ -80,6 +85,13 @@ struct store_conn {
 	size_t nsecrets;
 	bool prepared[ST__COUNT];
 	char tune[256]; /* SET statements for a node's session, "" for none */
+	int64_t deadline_ms; /* a node's statement deadline, 0 for none */
+	bool broken; /* given up (deadline, a session that cannot write): reconnect */
+	unsigned long reconnects;
+	/* A WARNING that came with a statement that commits (a cancelled
+	 * synchronous-replication wait): the outcome is unknown. */
+	bool commits, warned;
+	char warning[300];
 	PGresult *res; /* the open result */
 	int row, nrows;
 	/* Parameter texts of the statement being sent. */
@@ -208,15 +220,10 @@ static bool add_secret(store_conn *s, const char *t, size_t n, bool decode)
 	return true;
 }
 
-static bool sqlstate_is(const PGresult *res, const char *code)
-{
-	const char *st = res ? pq.PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-	return st && strncmp(st, code, strlen(code)) == 0;
-}
-
-/* Native error -> dbcron class: a lost server is DBCRON_ECONN (the node
- * backs off and the next operation reconnects), lock and serialization
- * failures DBCRON_EBUSY, integrity violations DBCRON_ECONSTRAINT. */
+/* Native error -> dbcron class (classify.c): an error that means this
+ * session is no use any more (a lost server, one that is no longer the
+ * primary) is DBCRON_ECONN and gives the session up, so that the next
+ * operation reconnects instead of retrying on it. */
 static int fail(store_conn *s, const PGresult *res, const char *what, dbcron_err *err)
 {
 	char msg[400];
@@ -224,32 +231,148 @@ static int fail(store_conn *s, const PGresult *res, const char *what, dbcron_err
 	if (!text || !*text)
 		text = pq.PQerrorMessage(s->conn);
 	scrub(s, text, msg, sizeof(msg));
-	if (pq.PQstatus(s->conn) == CONNECTION_BAD || sqlstate_is(res, "08") ||
-	    sqlstate_is(res, "57P"))
+	const char *st = res ? pq.PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	switch (pg_classify(st, pq.PQstatus(s->conn) == CONNECTION_BAD)) {
+	case PG_ERR_RECONNECT:
+		s->broken = true;
 		return dbcron_err_set(err, DBCRON_ECONN, "%s: lost the connection to %s: %s", what,
 				      s->masked, msg);
-	if (sqlstate_is(res, "40001") || sqlstate_is(res, "40P01") || sqlstate_is(res, "55P03") ||
-	    sqlstate_is(res, "57014"))
+	case PG_ERR_BUSY:
 		return dbcron_err_set(err, DBCRON_EBUSY, "%s: %s", what, msg);
-	if (sqlstate_is(res, "23"))
+	case PG_ERR_CONSTRAINT:
 		return dbcron_err_set(err, DBCRON_ECONSTRAINT, "%s: %s", what, msg);
+	case PG_ERR_OTHER:
+		break;
+	}
 	return dbcron_err_set(err, DBCRON_EDB, "%s: %s", what, msg);
 }
 
-static void quiet_notices(void *arg, const char *message)
+/*
+ * Notices are dropped, but for a WARNING that comes with a statement that
+ * commits: PostgreSQL reports a COMMIT whose wait for a synchronous
+ * standby was cancelled (statement_timeout, a cancel, a shutdown) as a
+ * success with the WARNING "canceling wait for synchronous replication
+ * ... committed locally, but might not have been replicated".  After a
+ * failover that commit may be gone, so it is no success: pg_exec turns it
+ * into an unknown outcome.  The severity is read unlocalized, so a server
+ * speaking another language is read the same.
+ */
+static void on_notice(void *arg, const PGresult *res)
 {
-	(void)arg;
-	(void)message;
+	store_conn *s = arg;
+	const char *sev = pq.PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED);
+	if (!s->commits || s->warned || !sev || strcmp(sev, "WARNING") != 0)
+		return;
+	s->warned = true;
+	scrub(s, pq.PQresultErrorMessage(res), s->warning, sizeof(s->warning));
+}
+
+/* ---- the statement deadline ---- */
+
+/* Wait for the socket (events) until the deadline (mono ms, 0: none):
+ * 0 ready, 1 the deadline passed, -1 the socket failed. */
+static int wait_socket(store_conn *s, short events, int64_t deadline)
+{
+	for (;;) {
+		int ms = -1;
+		if (deadline) {
+			int64_t left = deadline - dbcron__mono_ms();
+			if (left <= 0)
+				return 1;
+			ms = left > 60000 ? 60000 : (int)left;
+		}
+		struct pollfd pfd = {.fd = pq.PQsocket(s->conn), .events = events};
+		if (pfd.fd < 0)
+			return -1;
+		int n = poll(&pfd, 1, ms);
+		if (n > 0)
+			return 0;
+		if (n < 0 && errno != EINTR)
+			return -1;
+	}
+}
+
+/* The deadline passed: the session is given up, and whatever it was
+ * doing (a COMMIT too) has an unknown outcome, as a lost reply has. */
+static int overdue(store_conn *s, const char *what, dbcron_err *err)
+{
+	s->broken = true;
+	return dbcron_err_set(err, DBCRON_ECONN,
+			      "%s: no reply from %s within the statement deadline (%lld ms): "
+			      "connection given up, outcome unknown",
+			      what, s->masked, (long long)s->deadline_ms);
+}
+
+/*
+ * The result of what was just sent (sent: what the PQsend* call returned),
+ * waited for with poll() until the deadline, never inside libpq: a frozen
+ * or unreachable server (its TCP connection still up) must not pin the db
+ * thread, or the node never follows a failover.  As PQexec, the first
+ * error wins over later results.  On success *out is the result (the
+ * caller clears it).
+ */
+static int result_of(store_conn *s, int sent, const char *what, PGresult **out, dbcron_err *err)
+{
+	PGresult *keep = NULL;
+	int w = 0, f, rc;
+	*out = NULL;
+	if (!sent)
+		return fail(s, NULL, what, err);
+	int64_t deadline = s->deadline_ms ? dbcron__mono_ms() + s->deadline_ms : 0;
+	while ((f = pq.PQflush(s->conn)) == 1 &&
+	       (w = wait_socket(s, POLLIN | POLLOUT, deadline)) == 0 && pq.PQconsumeInput(s->conn))
+		;
+	if (w > 0)
+		return overdue(s, what, err);
+	for (;;) {
+		while (pq.PQstatus(s->conn) == CONNECTION_OK && pq.PQisBusy(s->conn)) {
+			if ((w = wait_socket(s, POLLIN, deadline)) > 0) {
+				pq.PQclear(keep);
+				return overdue(s, what, err);
+			}
+			if (w < 0 || !pq.PQconsumeInput(s->conn))
+				break;
+		}
+		/* a connection gone has no more to read: this does not wait */
+		PGresult *r = pq.PQgetResult(s->conn);
+		if (!r)
+			break;
+		ExecStatusType st = keep ? pq.PQresultStatus(keep) : PGRES_COMMAND_OK;
+		if (keep && st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+			pq.PQclear(r);
+			continue;
+		}
+		pq.PQclear(keep);
+		keep = r;
+	}
+	ExecStatusType st = keep ? pq.PQresultStatus(keep) : PGRES_FATAL_ERROR;
+	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+		rc = fail(s, keep, what, err);
+		pq.PQclear(keep);
+		return rc;
+	}
+	*out = keep;
+	return DBCRON_OK;
+}
+
+/* A statement without parameters (session settings, DDL, the schema
+ * queries), under the deadline; *out as result_of, or NULL to drop it. */
+static int cmd(store_conn *s, const char *text, const char *what, PGresult **out,
+	       dbcron_err *err)
+{
+	PGresult *res = NULL;
+	int rc = result_of(s, pq.PQsendQuery(s->conn, text), what, &res, err);
+	if (out && !rc)
+		*out = res;
+	else
+		pq.PQclear(res);
+	return rc;
 }
 
 /* The node's session settings, on this connection (again after a reset). */
 static int apply_tune(store_conn *s, dbcron_err *err)
 {
-	PGresult *res = pq.PQexec(s->conn, s->tune);
-	int rc = pq.PQresultStatus(res) == PGRES_COMMAND_OK ? DBCRON_OK
-							 : fail(s, res, "setting session timeouts", err);
-	pq.PQclear(res);
-	return rc;
+	return cmd(s, s->tune, "setting session timeouts", NULL, err);
 }
 
 /*
@@ -259,6 +382,14 @@ static int apply_tune(store_conn *s, dbcron_err *err)
  * frozen inside a transaction and frees what it locked; statement_timeout
  * ten leases: a runaway statement cannot hold the db thread for good.  The
  * isolation level is pinned at connect (options).
+ *
+ * The client's own deadline on every statement is one lease (at least a
+ * second): a statement that outlives the lease has cost the lease anyway,
+ * and a server that does not answer for that long (frozen, partitioned,
+ * powered off with the TCP connection up) is given up, so that the next
+ * operation reconnects and, with a multi-host URL, finds the primary.
+ * Shorter, a loaded but healthy server would see its slow statements cut
+ * and retried.
  */
 static int pg_tune(store_conn *s, int64_t lease_ms, dbcron_err *err)
 {
@@ -267,32 +398,54 @@ static int pg_tune(store_conn *s, int64_t lease_ms, dbcron_err *err)
 		 "SET lock_timeout = %lld; SET idle_in_transaction_session_timeout = %lld; "
 		 "SET statement_timeout = %lld",
 		 (long long)lock, (long long)lease_ms, (long long)(lease_ms * 10));
+	s->deadline_ms = lease_ms > 1000 ? lease_ms : 1000;
 	return apply_tune(s, err);
+}
+
+/* A node's session on a server that cannot take its writes: a standby
+ * (the old primary, demoted), or default_transaction_read_only on. */
+static bool read_only(const store_conn *s)
+{
+	return s->tune[0] && pg_session_read_only(pq.PQparameterStatus(s->conn, "in_hot_standby"),
+						  pq.PQparameterStatus(s->conn,
+								       "default_transaction_read_only"));
 }
 
 /*
  * Before the first statement of an operation: reconnect when the connection
  * broke (also when the server said goodbye while we were idle, which
- * PQconsumeInput notices).
+ * PQconsumeInput notices), was given up, or cannot write.  libpq connects
+ * host by host of a multi-host URL, each within connect_timeout, and with
+ * target_session_attrs=read-write passes over standbys.
  */
 static int ready(store_conn *s, dbcron_err *err)
 {
 	/* An idle connection has nothing to read.  A server shutting down sends
 	 * a FATAL message and closes: the first read takes the message, the
 	 * second sees the end of the stream. */
-	if (pq.PQstatus(s->conn) == CONNECTION_OK && pq.PQconsumeInput(s->conn) &&
-	    (pq.PQisBusy(s->conn), pq.PQconsumeInput(s->conn)) && pq.PQstatus(s->conn) == CONNECTION_OK)
+	if (!s->broken && pq.PQstatus(s->conn) == CONNECTION_OK && pq.PQconsumeInput(s->conn) &&
+	    (pq.PQisBusy(s->conn), pq.PQconsumeInput(s->conn)) &&
+	    pq.PQstatus(s->conn) == CONNECTION_OK && !read_only(s))
 		return DBCRON_OK;
 	pq.PQreset(s->conn);
+	s->broken = false;
+	s->reconnects++;
 	memset(s->prepared, 0, sizeof(s->prepared));
 	if (pq.PQstatus(s->conn) != CONNECTION_OK) {
 		char msg[400];
 		scrub(s, pq.PQerrorMessage(s->conn), msg, sizeof(msg));
 		return dbcron_err_set(err, DBCRON_ECONN, "cannot reach %s: %s", s->masked, msg);
 	}
-	if (s->tune[0])
-		return apply_tune(s, err);
-	return DBCRON_OK;
+	int rc = s->tune[0] ? apply_tune(s, err) : DBCRON_OK;
+	if (!rc && read_only(s)) {
+		s->broken = true;
+		rc = dbcron_err_set(err, DBCRON_ECONN,
+				    "%s is read-only (a standby, or default_transaction_read_only "
+				    "is on): no primary to write to; add the other hosts and "
+				    "target_session_attrs=read-write to the URL",
+				    s->masked);
+	}
+	return rc;
 }
 
 /* ---- statements ---- */
@@ -310,34 +463,22 @@ static bool tx_control(int id)
 	return id == ST_BEGIN || id == ST_BEGIN_WRITE || id == ST_COMMIT || id == ST_ROLLBACK;
 }
 
-static int pg_exec(store_conn *s, int id, const store_param *p, int np, dbcron_err *err)
+/* The parameters as libpq's texts in vals; how many, or -code. */
+static int encode_params(store_conn *s, int id, const store_param *p, int np,
+			 const char **vals, dbcron_err *err)
 {
-	const char *vals[MAX_PARAMS];
-	char name[24];
-	int n = 0, rc;
-
-	pg_reset(s);
-	if (id < 0 || id >= ST__COUNT)
-		return dbcron_err_set(err, DBCRON_EINTERNAL, "postgresql: statement %d", id);
-	PGTransactionStatusType ts = pq.PQtransactionStatus(s->conn);
-	if ((ts == PQTRANS_IDLE || ts == PQTRANS_UNKNOWN) && (rc = ready(s, err)))
-		return rc;
+	int n = 0;
 	for (int i = 0; i < np; i++) {
-		if (p[i].t == SP_BATCH) {
-			for (int c = 0; c < p[i].b->ncols; c++) {
-				if (n == MAX_PARAMS)
-					return dbcron_err_set(err, DBCRON_EINTERNAL, "%s: too many parameters",
-							      store_stmt_what(id));
-				if (!(vals[n] = array_text(&s->arrays[n], p[i].b, c)))
-					return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory in %s",
-							      store_stmt_what(id));
-				n++;
-			}
+		int cols = p[i].t == SP_BATCH ? p[i].b->ncols : 1;
+		if (n + cols > MAX_PARAMS)
+			return -dbcron_err_set(err, DBCRON_EINTERNAL, "%s: too many parameters",
+					       store_stmt_what(id));
+		for (int c = 0; p[i].t == SP_BATCH && c < cols; c++, n++)
+			if (!(vals[n] = array_text(&s->arrays[n], p[i].b, c)))
+				return -dbcron_err_set(err, DBCRON_ENOMEM, "out of memory in %s",
+						       store_stmt_what(id));
+		if (p[i].t == SP_BATCH)
 			continue;
-		}
-		if (n == MAX_PARAMS)
-			return dbcron_err_set(err, DBCRON_EINTERNAL, "%s: too many parameters",
-					      store_stmt_what(id));
 		if (p[i].t == SP_NULL) {
 			vals[n] = NULL;
 		} else if (p[i].t == SP_TEXT) {
@@ -348,33 +489,68 @@ static int pg_exec(store_conn *s, int id, const store_param *p, int np, dbcron_e
 		}
 		n++;
 	}
-	PGresult *res;
+	return n;
+}
+
+/* A statement that commits: COMMIT, or one outside a transaction block
+ * (autocommit); a warning with its reply makes its outcome unknown. */
+static int committed_or_unknown(store_conn *s, int id, PGresult *res, dbcron_err *err)
+{
+	if (!s->warned)
+		return DBCRON_OK;
+	pq.PQclear(res);
+	s->broken = true;
+	return dbcron_err_set(err, DBCRON_ECONN,
+			      "%s: outcome unknown: %s answered with a warning (%s); it may be lost "
+			      "in a failover",
+			      store_stmt_what(id), s->masked, s->warning);
+}
+
+static int pg_exec(store_conn *s, int id, const store_param *p, int np, dbcron_err *err)
+{
+	const char *vals[MAX_PARAMS];
+	char name[24];
+	int n, rc;
+	PGresult *res = NULL;
+
+	pg_reset(s);
+	if (id < 0 || id >= ST__COUNT)
+		return dbcron_err_set(err, DBCRON_EINTERNAL, "postgresql: statement %d", id);
+	PGTransactionStatusType ts = pq.PQtransactionStatus(s->conn);
+	if ((s->broken || ts == PQTRANS_IDLE || ts == PQTRANS_UNKNOWN) && (rc = ready(s, err)))
+		return rc;
+	if ((n = encode_params(s, id, p, np, vals, err)) < 0)
+		return -n;
+	const char *what = store_stmt_what(id);
+	s->commits = id == ST_COMMIT ||
+		     (!tx_control(id) && pq.PQtransactionStatus(s->conn) == PQTRANS_IDLE);
+	s->warned = false;
 	if (tx_control(id)) {
-		res = pq.PQexecParams(s->conn, texts.text[id], 0, NULL, NULL, NULL, NULL, 0);
+		rc = result_of(s, pq.PQsendQueryParams(s->conn, texts.text[id], 0, NULL, NULL, NULL,
+						       NULL, 0),
+			       what, &res, err);
 	} else {
 		snprintf(name, sizeof(name), "dbcron_%d", id);
 		if (!s->prepared[id]) {
-			res = pq.PQprepare(s->conn, name, texts.text[id], 0, NULL);
-			if (pq.PQresultStatus(res) != PGRES_COMMAND_OK) {
-				rc = fail(s, res, store_stmt_what(id), err);
-				pq.PQclear(res);
-				return rc;
-			}
+			if ((rc = result_of(s, pq.PQsendPrepare(s->conn, name, texts.text[id], 0, NULL),
+					    what, &res, err)))
+				goto out;
 			pq.PQclear(res);
 			s->prepared[id] = true;
 		}
-		res = pq.PQexecPrepared(s->conn, name, n, vals, NULL, NULL, 0);
+		rc = result_of(s, pq.PQsendQueryPrepared(s->conn, name, n, vals, NULL, NULL, 0), what,
+			       &res, err);
 	}
-	ExecStatusType st = pq.PQresultStatus(res);
-	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
-		rc = fail(s, res, store_stmt_what(id), err);
-		pq.PQclear(res);
-		return rc;
-	}
+	if (!rc && s->commits)
+		rc = committed_or_unknown(s, id, res, err);
+	if (rc)
+		goto out;
 	s->res = res;
 	s->row = -1;
 	s->nrows = pq.PQntuples(res);
-	return DBCRON_OK;
+out:
+	s->commits = false;
+	return rc;
 }
 
 static int pg_next(store_conn *s, dbcron_err *err)
@@ -414,10 +590,12 @@ static int64_t pg_changes(store_conn *s)
 static bool pg_in_tx(store_conn *s)
 {
 	PGTransactionStatusType ts = pq.PQtransactionStatus(s->conn);
-	return ts == PQTRANS_INTRANS || ts == PQTRANS_INERROR;
+	return !s->broken && (ts == PQTRANS_INTRANS || ts == PQTRANS_INERROR);
 }
 
 static const char *pg_display(const store_conn *s) { return s->masked; }
+
+static unsigned long pg_reconnects(const store_conn *s) { return s->reconnects; }
 
 /* ---- open, close ---- */
 
@@ -511,13 +689,21 @@ static int pg_open(const char *url, unsigned flags, store_conn **out, dbcron_err
 	 * plans: the batch statements join unnest() of a parameter array, and a
 	 * generic plan, blind to the array's size and to how many runs a node
 	 * holds, was seen to pick a nested loop over every claimed run for every
-	 * element (a second per batch at 20,000 claimed runs). */
-	const char *const kw[] = {"connect_timeout", "client_encoding", "options", "dbname",
+	 * element (a second per batch at 20,000 claimed runs).
+	 * Failover (docs/cluster.md "Failover"): connect_timeout is per host,
+	 * so a frozen or black-holed first host of a multi-host URL costs 5 s
+	 * before libpq tries the next; keepalives find an idle connection to
+	 * a server that vanished, and tcp_user_timeout one whose data is never
+	 * acknowledged, instead of ~15 minutes of TCP retransmission (the
+	 * statement deadline, pg_tune, bounds each statement of a node). */
+	const char *const kw[] = {"connect_timeout", "client_encoding", "options",
+				  "keepalives", "keepalives_idle", "keepalives_interval",
+				  "keepalives_count", "tcp_user_timeout", "dbname",
 				  "fallback_application_name", NULL};
-	const char *const vals[] = {"10", "UTF8",
+	const char *const vals[] = {"5", "UTF8",
 				    "-c plan_cache_mode=force_custom_plan "
 				    "-c default_transaction_isolation=read\\ committed",
-				    url, "dbcron", NULL};
+				    "1", "5", "2", "3", "10000", url, "dbcron", NULL};
 	s->conn = pq.PQconnectdbParams(kw, vals, 1);
 	if (!s->conn)
 		goto out_oom;
@@ -531,7 +717,7 @@ static int pg_open(const char *url, unsigned flags, store_conn **out, dbcron_err
 		rc = dbcron_err_set(err, DBCRON_ECONN, "cannot connect to %s: %s", s->masked, msg);
 		goto out_close;
 	}
-	pq.PQsetNoticeProcessor(s->conn, quiet_notices, NULL);
+	pq.PQsetNoticeReceiver(s->conn, on_notice, s);
 	*out = s;
 	return DBCRON_OK;
 out_oom:
@@ -543,29 +729,14 @@ out_close:
 
 /* ---- schema ---- */
 
-/* A statement without parameters (DDL, the schema queries). */
-static int cmd(store_conn *s, const char *text, const char *what, PGresult **out,
-	       dbcron_err *err)
-{
-	PGresult *res = pq.PQexecParams(s->conn, text, 0, NULL, NULL, NULL, NULL, 0);
-	ExecStatusType st = pq.PQresultStatus(res);
-	int rc = DBCRON_OK;
-	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
-		rc = fail(s, res, what, err);
-	if (out && !rc)
-		*out = res;
-	else
-		pq.PQclear(res);
-	return rc;
-}
-
 static int pg_schema_read(store_conn *s, int *version, dbcron_err *err)
 {
 	PGresult *res = NULL;
 	int rc;
 	*version = 0;
 	pg_reset(s);
-	if (pq.PQtransactionStatus(s->conn) == PQTRANS_IDLE || pq.PQtransactionStatus(s->conn) == PQTRANS_UNKNOWN)
+	PGTransactionStatusType ts = pq.PQtransactionStatus(s->conn);
+	if (s->broken || ts == PQTRANS_IDLE || ts == PQTRANS_UNKNOWN)
 		if ((rc = ready(s, err)))
 			return rc;
 	if ((rc = cmd(s, "SELECT to_regclass('schema_version') IS NOT NULL", "checking the schema",
@@ -625,7 +796,7 @@ static int pg_migrate(store_conn *s, int *from, dbcron_err *err)
 	return DBCRON_OK;
 out_rollback:
 	if (pg_in_tx(s))
-		pq.PQclear(pq.PQexecParams(s->conn, "ROLLBACK", 0, NULL, NULL, NULL, NULL, 0));
+		cmd(s, "ROLLBACK", "rolling the migration back", NULL, NULL);
 	return rc;
 }
 
@@ -651,4 +822,5 @@ const store_dialect store_pg_dialect = {
 	.schema_read = pg_schema_read,
 	.migrate = pg_migrate,
 	.tune = pg_tune,
+	.reconnects = pg_reconnects,
 };

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Issue 25: the PostgreSQL server frozen (SIGSTOP of its postmaster and
+# every backend) for longer than the lease, its TCP connections still up,
+# as a frozen primary is before a failover.  A node must not hang inside
+# libpq: its statement deadline gives the session up and says so within the
+# freeze; after SIGCONT both nodes schedule again, with no fire executed
+# twice or lost (counted from the run log and from what the jobs wrote).
+# On its own server: the freeze would stop every test beside it.
+source "$(dirname "$0")/nodelib.bash"
+use_private_pg
+
+J=5
+every_jobs f $J 1s "" "$RECORD" > "$T/jobs.json"
+dbc job apply "$T/jobs.json" >/dev/null
+start_node a --lease 3s
+start_node b --lease 3s
+succeeded_after() {
+  [ "$(runs_csv | awk -F, -v t="$1" '$4 == "succeeded" && $2 > t' | wc -l)" -ge "$2" ]
+}
+wait_until 30 succeeded_after 0 10 || fail "the nodes did not start running fires"
+
+t_freeze=$(date +%s%3N)
+pg_freeze
+# both nodes give their session up at the deadline (one lease) and say so,
+# while the server is still frozen
+said() { grep -q "statement deadline" "$T/node-$1.log"; }
+wait_until 8 said a || _t_fail "node a said nothing of the frozen server within 8 s (hung in libpq?)"
+wait_until 2 said b || _t_fail "node b said nothing of the frozen server"
+frozen_for=$(( $(date +%s%3N) - t_freeze ))
+sleep $(( frozen_for < 8000 ? (8000 - frozen_for) / 1000 + 1 : 0 ))
+pg_thaw
+t_thaw=$(date +%s%3N)
+echo "froze PostgreSQL for $(( t_thaw - t_freeze )) ms"
+# scheduling again: fires after the thaw succeed, on both nodes
+wait_until 30 succeeded_after $(( t_thaw + 1000 )) 20 || fail "no fires ran after the thaw"
+back() { runs_csv | awk -F, -v t="$t_thaw" -v n="$1" '$4 == "succeeded" && $2 > t && $5 == n' | grep -q .; }
+wait_until 20 back a || _t_fail "node a ran nothing after the thaw"
+wait_until 20 back b || _t_fail "node b ran nothing after the thaw"
+echo "first fire after the thaw ran $(( $(runs_csv | awk -F, -v t="$t_thaw" '$4 == "succeeded" && $2 > t { print $2 }' | sort -n | head -n 1) - t_thaw )) ms after it"
+sleep 2
+end_ms=$(date +%s%3N)
+stop_node a
+stop_node b
+
+runs_csv > "$T/runs.csv"
+check_no_dup_exec "$T/runs.csv"
+check_no_loss "$T/runs.csv" f $J "$end_ms"
+t_done
