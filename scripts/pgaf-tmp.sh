@@ -82,7 +82,8 @@ wait_for() {
 }
 
 # run_bg NETNS LOG CMD...: a pg_autoctl service in the background, as a
-# session leader whose pid is kept (stop kills its whole process group)
+# session leader whose pid is kept (stop signals its process group; the
+# postgres it started is stopped by pg_autoctl, or killed by its pid file)
 run_bg() {
   local ns=$1 log=$2; shift 2
   if [ -n "$ns" ]; then
@@ -104,6 +105,9 @@ start() {
   command -v pg_autoctl >/dev/null && [ -f "$bindir/../lib/pgautofailover.so" ] ||
     die "pg_auto_failover not installed (apt-get install postgresql-15-auto-failover)"
   mkdir -p "$dir/xdg/config" "$dir/xdg/data" "$dir/xdg/run"
+  # PostgreSQL's default socket directory (the monitor's; each data node
+  # mounts one of its own there), missing where no server ever ran
+  [ -d /run/postgresql ] || install -d -o postgres -g postgres -m 2775 /run/postgresql
   chmod 755 "$dir"
   chown postgres: "$dir"
   chown -R postgres: "$dir/xdg"
@@ -119,7 +123,7 @@ MPORT=$mport
 NS1=pgaf${id}n1
 NS2=pgaf${id}n2
 MONITOR_URL='postgres://autoctl_node@$net.1:$mport/pg_auto_failover?sslmode=disable'
-URL='postgresql://postgres@$net.2:$PORT,$net.3:$PORT/dbcron?target_session_attrs=read-write&connect_timeout=2'
+URL='postgresql://postgres@$net.2:$PORT,$net.3:$PORT/dbcron?target_session_attrs=read-write'
 ENV
   source "$dir/env"
   ip link add "$BR" type bridge

@@ -29,8 +29,8 @@
 #   recovery   seconds from the promotion (the new primary's first report
 #              of wait_primary/primary to the monitor; for kill, the
 #              restarted postmaster's start) to the first fire started on
-#              time (under 1 s late): at most 15 s; and each node starts
-#              runs again after it
+#              time (under 1 s late, by the database's clock): at most
+#              15 s; and each node starts fires on time again after it
 # Skipped (77) only when pg_auto_failover is not installed or the test is
 # not root (namespaces) and DBCRON_REQUIRE_FAILOVER is unset; CI sets it.
 set -euo pipefail
@@ -54,6 +54,8 @@ _pgaf_exit() {
   if [ "$1" -ne 0 ] && [ "$1" -ne 77 ] || [ "$T_FAILS" -gt 0 ]; then
     pgaf state >&2 2>/dev/null || true
   fi
+  # its logs kept with the test's when the test's dir is kept
+  cp "$PGAF"/*.log "$T/" 2>/dev/null || true
   pgaf stop >/dev/null 2>&1 || true
 }
 t_on_exit _pgaf_exit
@@ -69,7 +71,7 @@ export DBCRON_DB=$URL
 mon() { psql "$MONITOR_URL" -XAtq -c "$1"; }
 dbc init >/dev/null
 
-rec='echo "$DBCRON_JOB $DBCRON_FIRE_AT_MS $DBCRON_ATTEMPT $DBCRON_NODE" >> '"$T/exec.log"
+rec='echo "$DBCRON_JOB $DBCRON_FIRE_AT_MS $DBCRON_ATTEMPT $DBCRON_NODE $(date +%s%3N)" >> '"$T/exec.log"
 {
   every_jobs rec 8 1s "" "$rec" | sed '$d'
   echo ","
@@ -79,11 +81,13 @@ dbc job apply "$T/jobs.json" >/dev/null
 # a small claim batch: ten fires a second need all three nodes
 for n in n1 n2 n3; do start_node $n --grace 5s --claim-batch 4; done
 
-# nodes_since MS: how many nodes started a run of a fire at or after MS
-nodes_since() {
-  runs_csv --since "$(( $1 / 1000 + 1 ))" | awk -F, '$6 != "" { print $5 }' | sort -u | wc -l
+# scheduling MS SKEW: every node has started, at or after MS (this
+# machine's clock), a fire under 1 s late, with the database's clock SKEW
+# ms ahead of this machine's (from what the jobs wrote)
+scheduling() {
+  [ -f "$T/exec.log" ] && [ "$(awk -v t="$1" -v s="${2:-0}" \
+    'NF == 5 && $5 >= t && $5 - ($2 - s) < 1000 { print $4 }' "$T/exec.log" | sort -u | wc -l)" -eq 3 ]
 }
-scheduling() { [ "$(nodes_since "$1")" -eq 3 ]; }
 wait_until 120 scheduling "$t0" || fail "the three nodes did not start scheduling"
 
 # promoted_since MS OLD: when (epoch ms) a node other than OLD first
@@ -141,7 +145,7 @@ fault() {
     fi
     ;;
   esac
-  wait_until 120 scheduling "$(( promo + skew ))" ||
+  wait_until 120 scheduling "$promo" "$skew" ||
     echo "$name: not every node scheduling again 120 s after the promotion" >&2
   [ -z "$sw" ] || wait "$sw" || echo "$name: pg_autoctl perform switchover failed: $(tail -n 3 "$T/switchover.log")" >&2
   echo "$name $start $promo $skew" >>"$T/faults"
@@ -157,6 +161,9 @@ pgaf skew "$(( 3 - $(pgaf primary) ))" +2
 fault skew+2 2000
 fault skew-2 0
 wait_until 180 pgaf ready || true
+# the fires due until now run before the nodes stop
+t=$(now_ms)
+wait_until 60 scheduling "$(( t + 1000 ))" || true
 end=$(now_ms)
 echo "end $end 0 0" >>"$T/faults"
 stop_node n1 && stop_node n2 && stop_node n3
@@ -167,7 +174,7 @@ echo "runs: $(wc -l <"$T/runs.csv") rows, executions: $(wc -l <"$T/exec.log")"
 python3 - "$T/runs.csv" "$T/exec.log" "$T/faults" >"$T/report" <<'PY'
 import collections, sys
 runs = [l.rstrip("\n").split(",") for l in open(sys.argv[1]) if l.strip()]
-execs = [l.split() for l in open(sys.argv[2]) if len(l.split()) == 4]
+execs = [l.split() for l in open(sys.argv[2]) if len(l.split()) == 5]
 faults = [l.split() for l in open(sys.argv[3])]
 ran = collections.Counter((e[0], int(e[1])) for e in execs)
 # every instant of each job from its first fire, covered by attempt-1 rows
@@ -194,16 +201,16 @@ for i, (name, start, promo, skew) in enumerate(faults[:-1]):
                 print("lost %s %d" % (job, f), file=sys.stderr)
             f += 1000
     aband = sum(1 for r in runs if r[3] == "abandoned" and dlo <= int(r[1]) < dhi)
-    # the first fire after the promotion started under 1 s late, and each
-    # node's first
-    ontime = sorted((int(r[1]), r[4]) for r in runs
-                    if r[5] and int(r[1]) >= promo + skew and dlo <= int(r[1]) < dhi
-                    and int(r[5]) - int(r[1]) < 1000)
-    rec = (ontime[0][0] - skew - promo) / 1000 if ontime else -1
+    # the first fire started after the promotion under 1 s late, and each
+    # node's first: from what the jobs wrote, when they started (this
+    # machine's clock) against their fire time (the database's, skew ahead)
+    ontime = sorted((int(e[4]), e[3]) for e in execs
+                    if promo <= int(e[4]) < hi and int(e[4]) - (int(e[1]) - skew) < 1000)
+    rec = (ontime[0][0] - promo) / 1000 if ontime else -1
     per_node = {}
-    for f, node in ontime:
-        per_node.setdefault(node, f)
-    rec_all = (max(per_node.values()) - skew - promo) / 1000 if len(per_node) == 3 else -1
+    for t, node in ontime:
+        per_node.setdefault(node, t)
+    rec_all = (max(per_node.values()) - promo) / 1000 if len(per_node) == 3 else -1
     print(name, dups, lost, aband, "%.1f" % rec, "%.1f" % rec_all, len(per_node))
 PY
 printf '%-11s %4s %4s %9s %9s %9s\n' fault dups lost abandoned recovery all-nodes
