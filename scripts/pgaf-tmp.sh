@@ -24,9 +24,9 @@
 #   pgaf-tmp.sh state DIR     -> pg_autoctl show state
 # Each data node runs in a network namespace of its own, joined to the
 # others by a bridge in this one (where the monitor and the test's dbcron
-# nodes are): detaching a node's veth from the bridge is a black hole with
-# nothing to install (no nft, no netem), and both data nodes listen on the
-# same port.  Needs root (namespaces); PostgreSQL refuses root, so the
+# nodes are): detaching a node's veth from the bridge (and a reverse-path
+# check on it) is a black hole with nothing to install (no nft, no netem),
+# and both data nodes listen on the same port.  Needs root (namespaces); PostgreSQL refuses root, so the
 # servers run as the "postgres" user, as in scripts/pg-tmp.sh.
 set -euo pipefail
 cmd=${1:?usage: pgaf-tmp.sh start|stop|primary|ready|pids|cut|heal|skew|switchover|state DIR [N] [SECS]}
@@ -135,6 +135,11 @@ ENV
     ip netns add "$ns"
     ip link add "pgaf${id}v$n" type veth peer name eth0 netns "$ns"
     ip link set "pgaf${id}v$n" master "$BR" up
+    # Detached from the bridge (cut), this end still hands the node's
+    # packets to this namespace's IP layer, which takes any packet for one
+    # of its addresses: a strict reverse-path check drops them (their
+    # source is routed through the bridge), so the black hole is both ways.
+    echo 1 >"/proc/sys/net/ipv4/conf/pgaf${id}v$n/rp_filter"
     ip -n "$ns" addr add "$NET.$((n + 1))/24" dev eth0
     ip -n "$ns" link set eth0 up
     ip -n "$ns" link set lo up
