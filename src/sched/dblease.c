@@ -13,8 +13,11 @@
  *    heartbeat, and the lease is valid from the moment the heartbeat was
  *    asked for, minus a margin (dbloop_set_lease);
  *  a node reaps only leases that ended before its own previous heartbeat
- *    (node_reap_bound), so a stall that held every node's heartbeat at
- *    once does not make the first one back declare the others dead.
+ *    (node_reap_bound), and none until a whole lease (by its own monotonic
+ *    clock) after its last failed call or reconnect, so a stall or an
+ *    outage that held every node's heartbeat at once (a database restart
+ *    or failover) does not make the first one back declare the others
+ *    dead.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -103,7 +106,8 @@ int dbloop_register(dbcron_node *n, dbcron_err *err)
 		return rc;
 	dbloop_set_lease(n, t0, t1, dbcron__mono_ms(), now, before + n->cfg.lease_ms, true);
 	n->prev_beat_db = before; /* we could write then: the reap bound */
-	n->healthy_since_db = before;
+	n->healthy_since_mono = t0;
+	n->reconnects_seen = store_reconnects(n->st);
 	return DBCRON_OK;
 }
 
@@ -288,10 +292,17 @@ int dbloop_heartbeat(dbcron_node *n, dbcron_err *err)
 	}
 	if (rc || (rc = handlers_catch_up(n, err)))
 		return rc;
-	/* leases that ended before our previous beat, not just before now */
-	if (n->healthy_since_db < 0)
-		n->healthy_since_db = now;
-	int64_t before = node_reap_bound(n->prev_beat_db, n->healthy_since_db, now, n->cfg.lease_ms);
+	/* leases that ended before our previous beat, not just before now,
+	 * and none for a lease after we were cut off */
+	unsigned long rec = store_reconnects(n->st);
+	if (rec != n->reconnects_seen) {
+		n->reconnects_seen = rec;
+		n->healthy_since_mono = -1;
+	}
+	int64_t mono = dbcron__mono_ms();
+	if (n->healthy_since_mono < 0)
+		n->healthy_since_mono = mono;
+	int64_t before = node_reap_bound(n->prev_beat_db, n->healthy_since_mono, mono, n->cfg.lease_ms);
 	n->prev_beat_db = now;
 	if (before < 0)
 		return DBCRON_OK;

@@ -15,8 +15,9 @@
 /* ---- dbloop.c ---- */
 /* 2 * bytes hex digits of randomness (bytes <= 32) and a NUL. */
 void dbloop_random_hex(char *out, size_t bytes);
-/* Database work that failed: log it and wait *backoff (doubled for next
- * time, up to 5 s), but never past `cap` (mono ms). */
+/* Database work that failed: log it and wait (a lost connection 250-500
+ * ms, else *backoff, doubled for next time up to 5 s), but never past
+ * `cap` (mono ms). */
 void dbloop_trouble(dbcron_node *n, const dbcron_err *err, int64_t *backoff, int64_t cap);
 
 /* ---- dblease.c ---- */

@@ -78,7 +78,7 @@ int dbcron_node_create(const dbcron_node_config *cfg, dbcron_node **out,
 	n->cfg = *cfg;
 	n->cfg.db_file = NULL;
 	n->prev_beat_db = -1;
-	n->healthy_since_db = -1;
+	n->healthy_since_mono = -1;
 	n->unleased_for = -1;
 	n->log = (dbcron__log_sink){.level = cfg->log_level, .fn = cfg->log, .ctx = cfg->log_ctx};
 	dbcron_node_config def;

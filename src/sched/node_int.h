@@ -76,9 +76,11 @@ struct dbcron_node {
 	int64_t lease_until_db;      /* mu: the lease's end as written (at most) */
 	int64_t prev_beat_db;        /* db thread: the last successful heartbeat's
 				      * database time, -1 before the first */
-	int64_t healthy_since_db;    /* db thread: database time of the first
+	int64_t healthy_since_mono;  /* db thread: monotonic time of the first
 				      * heartbeat since the last failed database
-				      * call, -1 while they fail */
+				      * call or reconnect, -1 while they fail */
+	unsigned long reconnects_seen; /* db thread: store_reconnects() as of
+					* the last heartbeat */
 	uint64_t lease_gen;          /* mu: +1 each time the node learns it was
 				      * fenced; a fire of an older one is not ours */
 	dbcron_err fatal;            /* mu: why the node stopped by itself */
@@ -195,15 +197,20 @@ bool dispatch_job_is_slow(const job_state *js, int64_t now_mono);
 void dispatch_sweep_jobs(dbcron_node *n, int64_t now_mono);
 
 /*
- * The reap bound of a heartbeat at database time `now` (dblease.c): leases
- * that ended before it are taken over, or -1 for none.  A lease that ended
+ * The reap bound of a heartbeat (dblease.c): leases that ended before it
+ * are taken over, or -1 for none.  prev_beat is database time;
+ * healthy_since and now are the node's monotonic clock (the database
+ * clock changes owner at a failover: a skew between the old primary and
+ * the new one must not pass for a lease of good writes).  A lease that ended
  * before our previous beat belongs to a node that could have renewed it
  * when we could write, unless the database was unwritable for all of us (a
  * write lock held past the lease).  After such a stall the first writers
  * come back a few hundred milliseconds apart, and one that beat twice in
  * that time would declare the others dead: so nothing is reaped until we
  * have written without a failure for a whole lease, which every live node
- * renews within.
+ * renews within.  The same after a reconnect (a restart, a failover, a
+ * session given up at its deadline), even one no call saw fail: when we
+ * were cut off, so perhaps was everyone.
  */
 static inline int64_t node_reap_bound(int64_t prev_beat, int64_t healthy_since, int64_t now,
 				      int64_t lease_ms)

@@ -212,7 +212,7 @@ static void test_reap_from_previous_beat(void **state)
 	/* n1 has beaten steadily for ten leases, the last time before n2's
 	 * lease ended */
 	n->prev_beat_db = before;
-	n->healthy_since_db = before - 10 * n->cfg.lease_ms;
+	n->healthy_since_mono = dbcron__mono_ms() - 10 * n->cfg.lease_ms;
 	usleep(100 * 1000); /* n2's lease is over */
 
 	char st[16] = "";
@@ -220,6 +220,57 @@ static void test_reap_from_previous_beat(void **state)
 	assert_int_equal(store_nodes_list(s, node_state, st, &err), DBCRON_OK);
 	assert_string_equal(st, "alive");
 	/* the next beat: n2's lease ended before the previous one */
+	assert_int_equal(dbloop_heartbeat(n, &err), DBCRON_OK);
+	assert_int_equal(store_nodes_list(s, node_state, st, &err), DBCRON_OK);
+	assert_string_equal(st, "dead");
+
+	n->st = NULL;
+	dbcron_node_free(n);
+	store_close(s);
+}
+
+/*
+ * After a reconnect (store_reconnects() moved: a restart, a failover, a
+ * session given up at its deadline) a node reaps nobody for a lease by its
+ * own clock, though its heartbeats work and the others' leases ended long
+ * before its previous beat: everyone was cut off together, and the others
+ * are reconnecting too (issue 25).  SQLite never reconnects: the count the
+ * node saw last is made to differ instead.
+ */
+static void test_no_reap_after_reconnect(void **state)
+{
+	(void)state;
+	char url[600];
+	snprintf(url, sizeof(url), "sqlite:%s/rc.db", dir);
+	dbcron_err err = {0};
+	store *s;
+	assert_int_equal(store_open(url, &s, &err), DBCRON_OK);
+	assert_int_equal(store_migrate(s, NULL, NULL, &err), DBCRON_OK);
+	store_node_info b = {.node_id = "n2", .incarnation = "inc-b", .host = "h", .pid = 1,
+			     .workers = 1, .lease_ms = 50};
+	assert_int_equal(store_node_register(s, &b, &err), DBCRON_OK);
+	dbcron_node_config cfg;
+	dbcron_node_config_init(&cfg);
+	cfg.db_url = url;
+	cfg.node_id = "n1";
+	cfg.log_level = DBCRON_LOG_OFF;
+	dbcron_node *n;
+	assert_int_equal(dbcron_node_create(&cfg, &n, &err), DBCRON_OK);
+	n->st = s;
+	assert_int_equal(dbloop_register(n, &err), DBCRON_OK);
+	usleep(100 * 1000); /* n2's lease is over */
+	assert_int_equal(store_now_ms(s, &n->prev_beat_db, &err), DBCRON_OK);
+	n->healthy_since_mono = dbcron__mono_ms() - 10 * n->cfg.lease_ms;
+	n->reconnects_seen = store_reconnects(s) + 1; /* the handle reconnected */
+
+	char st[16] = "";
+	for (int beat = 0; beat < 3; beat++) {
+		assert_int_equal(dbloop_heartbeat(n, &err), DBCRON_OK);
+		assert_int_equal(store_nodes_list(s, node_state, st, &err), DBCRON_OK);
+		assert_string_equal(st, "alive");
+	}
+	/* a lease of good beats since: reaping resumes */
+	n->healthy_since_mono -= n->cfg.lease_ms;
 	assert_int_equal(dbloop_heartbeat(n, &err), DBCRON_OK);
 	assert_int_equal(store_nodes_list(s, node_state, st, &err), DBCRON_OK);
 	assert_string_equal(st, "dead");
@@ -237,6 +288,7 @@ int main(void)
 		cmocka_unit_test(test_take_claim_oom),
 		cmocka_unit_test(test_reap_bound_after_stall),
 		cmocka_unit_test(test_reap_from_previous_beat),
+		cmocka_unit_test(test_no_reap_after_reconnect),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	char path[700];

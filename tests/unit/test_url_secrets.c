@@ -55,6 +55,15 @@ static void test_mask_table(void **state)
 		{"postgresql://u:pw@[::1]:5432/db", "postgresql://u:***@[::1]:5432/db"},
 		{"postgresql://[::1]:5432/db", "postgresql://[::1]:5432/db"},
 		{"postgresql://u@h/db", "postgresql://u@h/db"},
+		/* multi-host URLs (issue 25): the hosts and ports stay, only the
+		 * password goes */
+		{"postgresql://u:s3cret@h1:5432,h2:5433/db?target_session_attrs=read-write",
+		 "postgresql://u:***@h1:5432,h2:5433/db?target_session_attrs=read-write"},
+		{"postgresql://u:pw@[::1]:5432,[::2]:5433/db", "postgresql://u:***@[::1]:5432,[::2]:5433/db"},
+		{"postgresql://h1,h2,h3/db?password=pw&target_session_attrs=primary",
+		 "postgresql://h1,h2,h3/db?password=***&target_session_attrs=primary"},
+		{"host=h1,h2 port=5432,5433 password=s3 dbname=x target_session_attrs=read-write",
+		 "host=h1,h2 port=5432,5433 password=*** dbname=x target_session_attrs=read-write"},
 		{"mysql://u:Sup3rSecret@h:3306/db", "mysql://u:***@h:3306/db"},
 		{"host=h password=p@ss dbname=x", "host=h password=*** dbname=x"},
 		{"host=h password = 's3 c\\'ret' dbname=x", "host=h password = *** dbname=x"},
@@ -102,6 +111,10 @@ static const char *const forms[] = {
 	"host=127.0.0.1 port=1 password='zqjx",
 	"host=127.0.0.1 port=1 password=zqjx bogus",
 	"host=127.0.0.1 port=1 dbname=postgresql://u:zq@jx@127.0.0.1:1/db",
+	"postgresql://u:zq@127.0.0.1:1,127.0.0.1:2/db?target_session_attrs=read-write",
+	"postgresql://u:zq@jx@127.0.0.1:1,127.0.0.1:2/db",
+	"postgresql://u@127.0.0.1:1,127.0.0.1:2/db?password=zq&target_session_attrs=read-write",
+	"host=127.0.0.1,127.0.0.1 port=1,2 password=zq@jx target_session_attrs=read-write",
 };
 
 static void test_mask_never_shows_password(void **state)
@@ -172,6 +185,19 @@ static void test_open_errors(void **state)
 	assert_int_equal(store_open("postgresql://u:zq%40jx@127.0.0.1:1/db?connect_timeout=2", &s, &err),
 			 DBCRON_ECONN);
 	assert_non_null(strstr(err.msg, "cannot connect to postgresql://u:***@127.0.0.1:1/db"));
+	/* a multi-host URL reaches libpq as written: it tries each host */
+	assert_int_equal(store_open("postgresql://u:zq@127.0.0.1:1,127.0.0.1:2/db"
+				    "?target_session_attrs=read-write",
+				    &s, &err),
+			 DBCRON_ECONN);
+	assert_non_null(strstr(err.msg, "cannot connect to postgresql://u:***@127.0.0.1:1,127.0.0.1:2/db"
+					"?target_session_attrs=read-write"));
+	assert_non_null(strstr(err.msg, "port 1 failed"));
+	assert_non_null(strstr(err.msg, "port 2 failed"));
+	assert_int_equal(store_open("host=127.0.0.1,127.0.0.1 port=1,2 password=zq", &s, &err),
+			 DBCRON_ECONN);
+	assert_non_null(strstr(err.msg, "port 2 failed"));
+	assert_no_piece(err.msg, "key=value multi-host");
 	/* the password libpq takes from the environment is scrubbed from what
 	 * libpq says, too: here it quotes it back as a bad port (the URL
 	 * itself, shown first, holds no password) */
