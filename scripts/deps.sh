@@ -12,6 +12,10 @@ pkgs=(build-essential cmake pkg-config git python3
 if [ "${1:-}" = "--with-quartz" ]; then
   pkgs+=(default-jdk-headless libquartz2-java)
 fi
+# `make failover-test` only (tests/it/failover_pg.sh): pg_auto_failover
+if [ "${1:-}" = "--with-failover" ]; then
+  pkgs+=(postgresql-15-auto-failover)
+fi
 # `make deb` only (scripts/deb.sh): the Debian packaging tools
 if [ "${1:-}" = "--with-deb" ]; then
   pkgs+=(debhelper dpkg-dev)
