@@ -8,14 +8,12 @@ pkgs=(build-essential cmake pkg-config git python3
       libmariadb-dev mariadb-server mariadb-client
       libglib2.0-dev libjansson-dev libcmocka-dev libsystemd-dev libmicrohttpd-dev
       curl jq apache2-utils chromium
-      clang libclang-rt-14-dev procps util-linux faketime zsh)
+      clang libclang-rt-14-dev procps util-linux faketime zsh
+      postgresql-15-auto-failover iproute2)
 if [ "${1:-}" = "--with-quartz" ]; then
   pkgs+=(default-jdk-headless libquartz2-java)
 fi
-# `make failover-test` only (tests/it/failover_pg.sh): pg_auto_failover
-if [ "${1:-}" = "--with-failover" ]; then
-  pkgs+=(postgresql-15-auto-failover)
-fi
+
 # `make deb` only (scripts/deb.sh): the Debian packaging tools
 if [ "${1:-}" = "--with-deb" ]; then
   pkgs+=(debhelper dpkg-dev)

@@ -21,7 +21,7 @@ wait_until 30 succeeded_after 0 10 || fail "the nodes did not start running fire
 
 t_freeze=$(date +%s%3N)
 pg_freeze
-# both nodes give their session up at the deadline (one lease) and say so,
+# both nodes give their session up at the deadline (half a lease) and say so,
 # while the server is still frozen
 said() { grep -q "statement deadline" "$T/node-$1.log"; }
 wait_until 15 said a || _t_fail "node a said nothing of the frozen server within 15 s (hung in libpq?)"

@@ -383,13 +383,15 @@ static int apply_tune(store_conn *s, dbcron_err *err)
  * ten leases: a runaway statement cannot hold the db thread for good.  The
  * isolation level is pinned at connect (options).
  *
- * The client's own deadline on every statement is one lease (at least a
- * second): a statement that outlives the lease has cost the lease anyway,
- * and a server that does not answer for that long (frozen, partitioned,
- * powered off with the TCP connection up) is given up, so that the next
- * operation reconnects and, with a multi-host URL, finds the primary.
- * Shorter, a loaded but healthy server would see its slow statements cut
- * and retried.
+ * The client's own deadline on every statement is half a lease (at least
+ * a second).  A node stops its at-least-once runs when its lease has gone
+ * three quarters of a lease unrenewed; a server that does not answer for
+ * half a lease (frozen, partitioned, powered off with the TCP connection
+ * up) is given up then, so that the next operation reconnects, with a
+ * multi-host URL finds the new primary, and can still renew the lease in
+ * time when the failover is quick.  A full lease would always come too
+ * late for that; much shorter, a loaded but healthy server would see its
+ * slow statements cut and retried.
  */
 static int pg_tune(store_conn *s, int64_t lease_ms, dbcron_err *err)
 {
@@ -398,7 +400,7 @@ static int pg_tune(store_conn *s, int64_t lease_ms, dbcron_err *err)
 		 "SET lock_timeout = %lld; SET idle_in_transaction_session_timeout = %lld; "
 		 "SET statement_timeout = %lld",
 		 (long long)lock, (long long)lease_ms, (long long)(lease_ms * 10));
-	s->deadline_ms = lease_ms > 1000 ? lease_ms : 1000;
+	s->deadline_ms = lease_ms / 2 > 1000 ? lease_ms / 2 : 1000;
 	return apply_tune(s, err);
 }
 
