@@ -108,8 +108,11 @@ assert_ge "$replaced" 2 "overlap replace: older runs stopped and recorded"
 once=$(runs_csv --job mf-once | awk -F, '$3 == 1 && $9 > 0' | wc -l)
 assert_eq 1 "$once" "misfire fire_once: one run stands for the missed fires"
 assert_eq 0 "$(runs_where mf-once misfired | wc -l)" "misfire fire_once: no misfired rows"
-assert_eq 1 "$(runs_where mf-skip misfired | wc -l)" "misfire skip: one MISFIRED record"
-runs_where mf-skip misfired | awk -F, '$9 < 1 { exit 1 }' || fail "misfire skip: missed count recorded"
+# One MISFIRED row stands for the piled-up fires, with their count; on a
+# busy machine a later fire may also start over the threshold late and be
+# recorded MISFIRED on its own (missed 0: "started too late").
+assert_eq 1 "$(runs_where mf-skip misfired | awk -F, '$9 >= 1' | wc -l)" \
+  "misfire skip: one MISFIRED record stands for the missed fires, with their count"
 assert_eq 1 "$(runs_where mf-catch misfired | wc -l)" "catch_up: older missed fires recorded MISFIRED"
 # The missed fires are those more than the threshold (1 s) old at the
 # planner's now, which the MISFIRED row keeps as its finished time: of
