@@ -30,18 +30,16 @@ sqlp() { echo $(( $(cat "$dir/base") + 10 * $1 )); }
 gcp() { echo $(( $(cat "$dir/base") + 10 * $1 + 1 )); }
 
 run_member() {
-  local i=$1 new=${2:-} m=$dir/m$1 b
+  local i=$1 new=${2:-} m=$dir/m$1 b start=()
   b=$(cat "$dir/base")
   local gcomm="gcomm://127.0.0.1:$((b + 11)),127.0.0.1:$((b + 21)),127.0.0.1:$((b + 31))"
   [ -n "$new" ] && gcomm="gcomm://"
   local opts="gmcast.listen_addr=tcp://127.0.0.1:$(gcp "$i"); ist.recv_addr=127.0.0.1:$((b + 10 * i + 2))"
   opts+="; gcache.size=16M; gcache.page_size=16M; evs.keepalive_period=PT0.5S"
-  # member 3 weighs 3: with member 1 dead and member 2 frozen it still
-  # holds a quorum alone (3 of the 4 its last view held)
-  [ "$i" = 3 ] && opts+="; pc.weight=3"
   opts+="; evs.suspect_timeout=PT3S; evs.inactive_timeout=PT5S; evs.inactive_check_period=PT0.5S"
   opts+="; evs.install_timeout=PT5S; evs.join_retrans_period=PT0.5S; pc.announce_timeout=PT1S"
   rm -f "$m/sock" "$m/pid"
+  [ -s "$m/position" ] && start=(--wsrep-start-position="$(cat "$m/position")")
   "$server" --no-defaults --datadir="$m/data" --socket="$m/sock" --port="$(sqlp "$i")" \
     --bind-address=127.0.0.1 --pid-file="$m/pid" --log-error="$m/server.log" --tmpdir="$m/tmp" \
     --skip-name-resolve --innodb-flush-log-at-trx-commit=0 --sync-binlog=0 \
@@ -51,7 +49,8 @@ run_member() {
     --wsrep-cluster-name=dbcron_test --wsrep-cluster-address="$gcomm" \
     --wsrep-node-name="g$i" --wsrep-node-address="127.0.0.1:$(gcp "$i")" \
     --wsrep-sst-method=rsync --wsrep-sst-receive-address="127.0.0.1:$((b + 10 * i + 3))" \
-    --wsrep-provider-options="$opts" --wsrep-slave-threads=2 "${as_user[@]}" >/dev/null 2>&1 &
+    --wsrep-provider-options="$opts" --wsrep-slave-threads=2 "${start[@]}" "${as_user[@]}" \
+    >/dev/null 2>&1 &
   echo $! > "$m/spid"
 }
 
@@ -119,7 +118,19 @@ kill)
   ;;
 restart)
   stop_member "$3"
+  # A member killed with kill -9 does not know its position: read it back
+  # from InnoDB first (what galera_recovery does), so that it rejoins with
+  # the write sets it missed (IST) rather than a full copy, during which
+  # its donor would take no writes.
+  m=$dir/m$3
+  : > "$m/recover.log"
+  [ "$(id -u)" -eq 0 ] && chown mysql: "$m/recover.log"
+  "$server" --no-defaults --datadir="$m/data" --tmpdir="$m/tmp" --log-error="$m/recover.log" \
+    --innodb-log-file-size=16M --binlog-format=ROW --wsrep-on=ON --wsrep-provider="$provider" \
+    --wsrep-cluster-address=gcomm:// --wsrep-recover "${as_user[@]}" >/dev/null 2>&1 || true
+  { sed -n 's/.*WSREP: Recovered position: *//p' "$m/recover.log" || true; } | tail -n 1 > "$m/position"
   run_member "$3"
+  rm -f "$m/position"
   wait_synced "$3"
   ;;
 pid) cat "$dir/m$3/spid" ;;
