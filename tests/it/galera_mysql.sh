@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Two nodes on a three-member MariaDB Galera cluster (scripts/galera-tmp.sh),
 # through a URL that lists the three members: the member they write
-# through is killed (kill -9), then the member they moved to is frozen
-# (SIGSTOP, 20 s; member 1 restarted before, so that a quorum remains).
-# After each, the nodes write through another member within seconds, fires
-# are on time again well before the thaw; at the end no fire ran twice and none was lost (counted
-# from the file the jobs append to and from the run log), both nodes run
-# fires again, and the time from each fault to the first fire run on time
-# afterwards (the last late fire) is printed.  Skipped when galera-4 is not installed, unless
-# DBCRON_REQUIRE_FAILOVER is set (CI: then it fails).
+# through is killed (kill -9), then, with that member back (so that a
+# quorum remains), the member they moved to is frozen (SIGSTOP, 20 s).
+# After each, the nodes write through another member within seconds and
+# fires are on time again well before the thaw.  At the end no fire ran
+# twice and none was lost (counted from the file the jobs append to and
+# from the run log), both nodes renew their leases again, and each fault's
+# recovery time (until after the last late fire) is printed.  Skipped when
+# galera-4 or rsync is missing, unless DBCRON_REQUIRE_FAILOVER is set.
 source "$(dirname "$0")/nodelib.bash"
 
 if [ ! -f /usr/lib/galera/libgalera_smm.so ] || ! command -v rsync >/dev/null; then
@@ -91,6 +91,10 @@ kill -CONT "$(galera pid "$G" "$m")"
 t_cont=$(date +%s%3N)
 wait_until 60 on_time_since "$t_cont" || fail "fires not on time again within 60 s of the thaw"
 sleep 3
+# both nodes hold a lease renewed after the thaw (a node claims only then;
+# which one takes a second's fires is a race, so fires alone cannot tell)
+beat=$(g3 "SELECT count(*) FROM nodes WHERE state = 'alive' AND heartbeat_ms > $t_cont + 2000")
+assert_eq 2 "$beat" "both nodes renew their leases again after the thaw"
 end_ms=$(date +%s%3N)
 stop_node m1
 stop_node m2
@@ -106,9 +110,5 @@ check_no_dup_exec "$T/runs.csv"
 dups=$(awk '{ print $1, $2 }' "$T/exec.log" | sort | uniq -d | wc -l)
 assert_eq 0 "$dups" "no fire executed twice (not even a retry of an abandoned run)"
 check_no_loss "$T/runs.csv" r $J "$end_ms"
-for n in m1 m2; do
-  after=$(awk -v t="$t_cont" -v n="$n" '$4 == n && $2 > t' "$T/exec.log" | wc -l)
-  assert_ge "$after" 3 "node $n runs fires again after the thaw"
-done
 echo "galera_mysql: recovery kill=${rec_kill} ms stop=${rec_stop} ms"
 t_done

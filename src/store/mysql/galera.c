@@ -104,9 +104,13 @@ int my__galera_check(store_conn *q, dbcron_err *err)
 				      w.primary ? "" : "not in the primary component, ",
 				      w.state[0] ? w.state : "not ready");
 	/* one causal read: what the cluster committed before is applied
-	 * here before this session reads anything */
-	return each_row(q, "SET STATEMENT wsrep_sync_wait = 1 FOR SELECT " MEMBER_OF_SESSION,
-			"connecting: waiting for the Galera member to catch up", read_member, NULL, err);
+	 * here before this session reads anything; a member that cannot
+	 * catch up in time (its cluster stalled) is passed over as well */
+	rc = each_row(q, "SET STATEMENT wsrep_sync_wait = 1 FOR SELECT " MEMBER_OF_SESSION,
+		      "connecting: waiting for the Galera member to catch up", read_member, NULL, err);
+	if (rc && rc != DBCRON_ENOMEM && err)
+		err->code = DBCRON_ECONN;
+	return rc && rc != DBCRON_ENOMEM ? DBCRON_ECONN : rc;
 }
 
 int my__galera_beat(store_conn *q, const char *node_id, dbcron_err *err)
