@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Two nodes on a three-member MariaDB Galera cluster (scripts/galera-tmp.sh),
-# through a URL that lists the three members: the member they write
-# through is killed (kill -9), then, with that member back (so that a
-# quorum remains), the member they moved to is frozen (SIGSTOP, 20 s).
-# After each, the nodes write through another member within seconds and
-# fires are on time again well before the thaw.  At the end no fire ran
-# twice and none was lost (counted from the file the jobs append to and
-# from the run log), both nodes renew their leases again, and each fault's
-# recovery time (until after the last late fire) is printed.  Skipped when
-# galera-4 or rsync is missing, unless DBCRON_REQUIRE_FAILOVER is set.
+# through a URL that lists the three members.  One node's session ended by
+# the server: that node alone moves to the next member, and must come back
+# (one writer member at a time).  Then the member the nodes write through is
+# killed (kill -9), and, with it back (so that a quorum remains), the member
+# they moved to is frozen (SIGSTOP, 20 s).  After each, the nodes write
+# through another member within seconds and fires are on time again well
+# before the thaw.  At the end no fire ran twice and none was lost (counted
+# from the file the jobs append to and from the run log), both nodes renew
+# their leases again, and each fault's recovery time (until after the last
+# late fire) is printed.  Skipped when galera-4 or rsync is missing, unless
+# DBCRON_REQUIRE_FAILOVER is set.
 source "$(dirname "$0")/nodelib.bash"
 
 if [ ! -f /usr/lib/galera/libgalera_smm.so ] || ! command -v rsync >/dev/null; then
@@ -53,6 +55,7 @@ writer() {
   echo $out
 }
 writer_is() { [ "$(writer)" = "g$1" ]; }
+writers_are() { [ "$(writer)" = "$1" ]; }
 # recovery_ms FROM TO: ms from FROM until fires ran on time again: after
 # the last fire due in (FROM, TO] that some job ran late (1 s or more after
 # its time) or not at all; 0 when none was late
@@ -73,9 +76,23 @@ on_time_since() {
 writer_now() { local w; w=$(writer); case "$w" in g[123]) echo "$w" ;; esac; }
 moved_off() { local w; w=$(writer_now) && [ -n "$w" ] && [ "$w" != "g$1" ]; }
 
-t_section "kill -9 of the writer member"
+t_section "one writer member"
 wait_until 30 writer_is 1 ||
   fail "the nodes do not write through member 1 (the URL's first): $(writer)"
+# one node's session ended by the server: that node alone moves to member
+# 2; seeing the other node on member 1, both stop claiming, and the one
+# that moved comes back to the first host of its URL
+my1() { mariadb --no-defaults -uroot --socket="$G/m1/sock" -N -B -e "$1"; }
+t_split=$(date +%s%3N)
+my1 "KILL $(my1 "SELECT ID FROM information_schema.PROCESSLIST WHERE DB = 'dbcron' AND ID <> CONNECTION_ID() LIMIT 1")"
+wait_until 20 writers_are "g1 g2" || fail "no node moved to member 2 alone: $(writer)"
+wait_until 60 writer_is 1 || fail "the node on member 2 did not come back to member 1: $(writer)"
+pass "a node that moved to another member alone came back to the URL's first"
+wait_until 30 on_time_since "$t_split" || fail "fires not on time again after the split"
+rec_split=$(recovery_ms "$t_split" "$(( $(date +%s%3N) - 1200 ))")
+echo "fires on time again after the split: $rec_split ms"
+
+t_section "kill -9 of the writer member"
 t_kill=$(date +%s%3N)
 galera kill "$G" 1
 wait_until 90 moved_off 1 || fail "the nodes did not move to one other member: $(writer)"
@@ -120,5 +137,5 @@ check_no_dup_exec "$T/runs.csv"
 dups=$(awk '{ print $1, $2 }' "$T/exec.log" | sort | uniq -d | wc -l)
 assert_eq 0 "$dups" "no fire executed twice (not even a retry of an abandoned run)"
 check_no_loss "$T/runs.csv" r $J "$end_ms"
-echo "galera_mysql: recovery kill=${rec_kill} ms stop=${rec_stop} ms"
+echo "galera_mysql: recovery split=${rec_split} ms kill=${rec_kill} ms stop=${rec_stop} ms"
 t_done
