@@ -6,6 +6,7 @@ set -euo pipefail
 pkgs=(build-essential cmake pkg-config git python3
       libsqlite3-dev sqlite3 libpq-dev postgresql postgresql-contrib
       libmariadb-dev mariadb-server mariadb-client
+      galera-4 rsync
       libglib2.0-dev libjansson-dev libcmocka-dev libsystemd-dev libmicrohttpd-dev
       curl jq apache2-utils chromium
       clang libclang-rt-14-dev procps util-linux faketime zsh

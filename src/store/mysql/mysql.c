@@ -46,56 +46,105 @@ static store_sql_texts texts_no_returning = STORE_SQL_TEXTS_INIT;
 
 /* ---- connection ---- */
 
-static int connect_db(store_conn *q, dbcron_err *err)
+/* q->db: a session on host h, set up as every session is. */
+static int connect_host(store_conn *q, const my_host *h, dbcron_err *err)
 {
-	if (q->db)
-		my__lib.mysql_close(q->db);
-	my__close_stmts(q);
-	q->connected = q->in_tx = false;
-	if (!(q->db = my__lib.mysql_init(NULL)))
+	MYSQL *db = my__lib.mysql_init(NULL);
+	if (!db)
 		return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory connecting to %s", q->masked);
-	unsigned timeout = 10;
+	/* A node's connection: no statement waits longer than its lease for
+	 * the server (a frozen or unreachable one), so the node moves on to
+	 * the next host instead of hanging; the lease bounds what the node
+	 * may wait anyway (a longer statement would let its lease lapse). */
+	unsigned timeout = q->io_timeout_s ? q->io_timeout_s : 10;
 	my_bool off = 0;
-	my__lib.mysql_options(q->db, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
-	my__lib.mysql_options(q->db, MYSQL_OPT_RECONNECT, &off);
-	my__lib.mysql_options(q->db, MYSQL_SET_CHARSET_NAME, "utf8mb4");
-	my__lib.mysql_options(q->db, MYSQL_READ_DEFAULT_GROUP, NULL);
+	my__lib.mysql_options(db, MYSQL_OPT_CONNECT_TIMEOUT, &timeout);
+	if (q->io_timeout_s) {
+		my__lib.mysql_options(db, MYSQL_OPT_READ_TIMEOUT, &q->io_timeout_s);
+		my__lib.mysql_options(db, MYSQL_OPT_WRITE_TIMEOUT, &q->io_timeout_s);
+	}
+	my__lib.mysql_options(db, MYSQL_OPT_RECONNECT, &off);
+	my__lib.mysql_options(db, MYSQL_SET_CHARSET_NAME, "utf8mb4");
+	my__lib.mysql_options(db, MYSQL_READ_DEFAULT_GROUP, NULL);
 	/* Every session alike: READ COMMITTED as the claim protocol assumes,
 	 * UTC for UNIX_TIMESTAMP(), and strict mode so that a bad value is an
 	 * error, not a warning. */
-	my__lib.mysql_options(q->db, MYSQL_INIT_COMMAND, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
-	my__lib.mysql_options(q->db, MYSQL_INIT_COMMAND,
+	my__lib.mysql_options(db, MYSQL_INIT_COMMAND, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
+	my__lib.mysql_options(db, MYSQL_INIT_COMMAND,
 		      "SET SESSION time_zone = '+00:00', sql_mode = "
 		      "'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION,NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO'");
 	/* matched, not changed, rows: a renew to the same instant still counts */
-	if (!my__lib.mysql_real_connect(q->db, q->host, q->user, q->pass, q->dbname, q->port, q->socket,
+	if (!my__lib.mysql_real_connect(db, h->name, q->user, q->pass, q->dbname, h->port, q->socket,
 				CLIENT_FOUND_ROWS)) {
-		int rc = dbcron_err_set(err, DBCRON_ECONN, "cannot connect to %s: %s", q->masked,
-					my__lib.mysql_error(q->db));
-		my__lib.mysql_close(q->db);
-		q->db = NULL;
+		int rc;
+		if (q->nhosts > 1)
+			rc = dbcron_err_set(err, DBCRON_ECONN, "cannot connect to %s (host %s:%u): %s",
+					    q->masked, h->name ? h->name : "localhost", h->port,
+					    my__lib.mysql_error(db));
+		else
+			rc = dbcron_err_set(err, DBCRON_ECONN, "cannot connect to %s: %s", q->masked,
+					    my__lib.mysql_error(db));
+		my__lib.mysql_close(db);
 		return rc;
 	}
+	q->db = db;
+	return DBCRON_OK;
+}
+
+/* The server version and what follows from it, on a fresh session. */
+static int server_checks(store_conn *q, dbcron_err *err)
+{
 	const char *info = my__lib.mysql_get_server_info(q->db);
 	unsigned long ver = my__lib.mysql_get_server_version(q->db);
 	q->mariadb = info && strstr(info, "MariaDB");
 	/* FOR UPDATE SKIP LOCKED and JSON_TABLE: MariaDB 10.6, MySQL 8.0.4.
 	 * INSERT ... RETURNING only on MariaDB (10.5); elsewhere the inserts
 	 * read back (sql_no_returning). */
-	if (q->mariadb ? ver < 100600 : ver < 80004) {
-		int rc = dbcron_err_set(err, DBCRON_EINVAL,
-					"%s runs %s %s: dbcron needs MariaDB 10.6 or MySQL 8.0.4 or "
-					"later (FOR UPDATE SKIP LOCKED, JSON_TABLE)",
-					q->masked, q->mariadb ? "MariaDB" : "MySQL", info ? info : "?");
-		my__lib.mysql_close(q->db);
-		q->db = NULL;
-		return rc;
-	}
+	if (q->mariadb ? ver < 100600 : ver < 80004)
+		return dbcron_err_set(err, DBCRON_EINVAL,
+				      "%s runs %s %s: dbcron needs MariaDB 10.6 or MySQL 8.0.4 or "
+				      "later (FOR UPDATE SKIP LOCKED, JSON_TABLE)",
+				      q->masked, q->mariadb ? "MariaDB" : "MySQL", info ? info : "?");
 	q->insert_returning = q->mariadb && !q->no_returning_asked;
 	q->connected = true;
-	if (q->tune[0])
-		return my__run_text(q, q->tune, "setting session timeouts", err);
-	return DBCRON_OK;
+	int rc = q->mariadb ? my__galera_check(q, err) : DBCRON_OK;
+	if (!rc && q->tune[0])
+		rc = my__run_text(q, q->tune, "setting session timeouts", err);
+	return rc;
+}
+
+/*
+ * Each host once, in the URL's order, from the one connected to last (the
+ * one after it when that connection was lost): the first that answers and
+ * may take writes.  Every node lists the hosts in one order, so they all
+ * write through the same one (docs/cluster.md "MariaDB Galera").
+ */
+static int connect_db(store_conn *q, dbcron_err *err)
+{
+	if (q->db)
+		my__lib.mysql_close(q->db);
+	q->db = NULL;
+	my__close_stmts(q);
+	q->connected = q->in_tx = false;
+	int start = q->rotate ? (q->cur + 1) % q->nhosts : q->cur, rc = DBCRON_ECONN;
+	q->rotate = false;
+	for (int k = 0; k < q->nhosts; k++) {
+		q->cur = (start + k) % q->nhosts;
+		if ((rc = connect_host(q, &q->hosts[q->cur], err))) {
+			if (rc == DBCRON_ENOMEM)
+				return rc;
+			continue;
+		}
+		if ((rc = server_checks(q, err)) == DBCRON_OK)
+			return DBCRON_OK;
+		my__lib.mysql_close(q->db);
+		q->db = NULL;
+		my__close_stmts(q);
+		q->connected = false;
+		if (rc != DBCRON_ECONN)
+			return rc;
+	}
+	return rc;
 }
 
 /* Before the first statement of an operation: reconnect after a loss. */
@@ -112,6 +161,17 @@ static bool tx_control(int id)
 }
 
 static void my_reset(store_conn *q) { my__clear_result(q); }
+
+/* What a Galera member needs before statement id (galera.c): a node's
+ * heartbeat records its member, a claim waits while members disagree. */
+static int galera_before(store_conn *q, int id, const store_param *p, int np, dbcron_err *err)
+{
+	if (id == ST_NODE_HEARTBEAT && np > 0 && p[0].t == SP_TEXT)
+		return my__galera_beat(q, p[0].s, err);
+	if (id == ST_CLAIM_DUE_JOBS || id == ST_CLAIM_RUNS)
+		return my__galera_claim_ok(q, err);
+	return DBCRON_OK;
+}
 
 static int my_exec(store_conn *q, int id, const store_param *p, int np, dbcron_err *err)
 {
@@ -137,6 +197,8 @@ static int my_exec(store_conn *q, int id, const store_param *p, int np, dbcron_e
 			q->in_tx = false;
 		return rc;
 	}
+	if (q->galera && (rc = galera_before(q, id, p, np, err)))
+		return rc;
 	const char *text =
 		!q->insert_returning && sql_no_returning[id] ? texts_no_returning.text[id]
 							      : texts.text[id];
@@ -198,9 +260,12 @@ static const char *my_display(const store_conn *q) { return q->masked; }
 /*
  * Waits bounded by the lease: a row or table lock held elsewhere fails our
  * statement after a third of it (retried) instead of stalling the
- * heartbeat; a runaway statement is ended after ten leases; and (MariaDB)
- * a session idle inside a transaction for a lease is ended by the server,
- * freeing what it locked.  Whole seconds: the server counts in seconds.
+ * heartbeat; a runaway statement is ended after ten leases; (MariaDB) a
+ * session idle inside a transaction for a lease is ended by the server,
+ * freeing what it locked; and the driver gives up on a server that has not
+ * answered for a lease (read, write and connect timeouts: a frozen or
+ * unreachable server), so that the node moves on to the next host of the
+ * URL.  Whole seconds: the server and the driver count in seconds.
  */
 static int my_tune(store_conn *q, int64_t lease_ms, dbcron_err *err)
 {
@@ -218,6 +283,13 @@ static int my_tune(store_conn *q, int64_t lease_ms, dbcron_err *err)
 			 "SET SESSION innodb_lock_wait_timeout = %ld, lock_wait_timeout = %ld, "
 			 "max_execution_time = %lld",
 			 lock_s, lock_s, (long long)(lease_ms * 10));
+	/* the driver takes its timeouts at connect: a new session */
+	unsigned io_s = (unsigned)idle_s;
+	bool again = q->connected && !q->in_tx && io_s != q->io_timeout_s;
+	q->lease_ms = lease_ms;
+	q->io_timeout_s = io_s;
+	if (again)
+		return connect_db(q, err);
 	int rc = ready(q, err);
 	return rc ? rc : my__run_text(q, q->tune, "setting session timeouts", err);
 }
@@ -229,110 +301,6 @@ static bool my_accepts(const char *url)
 	return strncmp(url, "mysql://", 8) == 0 || strncmp(url, "mariadb://", 10) == 0;
 }
 
-static int hexval(char c)
-{
-	return c >= '0' && c <= '9' ? c - '0'
-	       : c >= 'a' && c <= 'f' ? c - 'a' + 10
-	       : c >= 'A' && c <= 'F' ? c - 'A' + 10
-				      : -1;
-}
-
-/* A percent-decoded copy of s[0, n); NULL on out of memory. */
-static char *decoded(const char *s, size_t n)
-{
-	char *o = dbcron__calloc(n + 1, 1);
-	if (!o)
-		return NULL;
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++) {
-		int hi, lo;
-		if (s[i] == '%' && i + 2 < n + 1 && (hi = hexval(s[i + 1])) >= 0 &&
-		    (lo = hexval(s[i + 2])) >= 0) {
-			o[k++] = (char)(hi * 16 + lo);
-			i += 2;
-		} else {
-			o[k++] = s[i];
-		}
-	}
-	return o;
-}
-
-/*
- * mysql://[user[:password]@][host][:port][/database][?socket=PATH]
- * (mariadb:// alike).  The user-info ends at the last '@' before the path,
- * so an '@' in a password needs no encoding; a host of "localhost" or a
- * socket= parameter means the unix socket.  Without a password in the URL,
- * MYSQL_PWD from the environment is used, as the mysql client does.
- */
-static int parse_url(store_conn *q, const char *url, dbcron_err *err)
-{
-	const char *p = strstr(url, "://") + 3;
-	const char *path = strchr(p, '/');
-	const char *qm = strchr(p, '?');
-	const char *auth_end = path ? path : (qm ? qm : p + strlen(p));
-	const char *at = NULL;
-	for (const char *c = p; c < auth_end; c++)
-		if (*c == '@')
-			at = c;
-	const char *hp = p;
-	if (at) {
-		const char *colon = memchr(p, ':', (size_t)(at - p));
-		size_t ul = colon ? (size_t)(colon - p) : (size_t)(at - p);
-		if (!(q->user = decoded(p, ul)))
-			return DBCRON_ENOMEM;
-		if (colon && !(q->pass = decoded(colon + 1, (size_t)(at - colon - 1))))
-			return DBCRON_ENOMEM;
-		hp = at + 1;
-	}
-	const char *hend = auth_end;
-	const char *pc = NULL;
-	for (const char *c = hp; c < hend; c++)
-		if (*c == ':')
-			pc = c;
-	size_t hl = (size_t)((pc ? pc : hend) - hp);
-	if (hl && !(q->host = decoded(hp, hl)))
-		return DBCRON_ENOMEM;
-	if (pc) {
-		char *e;
-		long port = strtol(pc + 1, &e, 10);
-		if (e != hend || port <= 0 || port > 65535)
-			return dbcron_err_set(err, DBCRON_EINVAL, "MySQL URL '%s': bad port", q->masked);
-		q->port = (unsigned)port;
-	}
-	if (path) {
-		const char *dend = qm && qm > path ? qm : path + strlen(path);
-		if (dend > path + 1 && !(q->dbname = decoded(path + 1, (size_t)(dend - path - 1))))
-			return DBCRON_ENOMEM;
-	}
-	for (const char *kv = qm ? qm + 1 : NULL; kv && *kv;) {
-		const char *amp = strchr(kv, '&');
-		size_t n = amp ? (size_t)(amp - kv) : strlen(kv);
-		if (n > 7 && strncmp(kv, "socket=", 7) == 0) {
-			if (!(q->socket = decoded(kv + 7, n - 7)))
-				return DBCRON_ENOMEM;
-		} else if (n == 18 && strncmp(kv, "insert_returning=0", 18) == 0) {
-			q->no_returning_asked = true;
-		} else if (n == 18 && strncmp(kv, "insert_returning=1", 18) == 0) {
-			q->no_returning_asked = false;
-		} else {
-			return dbcron_err_set(err, DBCRON_EINVAL,
-					      "MySQL URL '%s': unknown parameter '%.*s' (known: socket, "
-					      "insert_returning=0|1)",
-					      q->masked, (int)n, kv);
-		}
-		kv = amp ? amp + 1 : NULL;
-	}
-	if (!q->dbname)
-		return dbcron_err_set(err, DBCRON_EINVAL, "MySQL URL '%s': no database (mysql://user@host/DB)",
-				      q->masked);
-	if (!q->pass) {
-		const char *env = getenv("MYSQL_PWD");
-		if (env && *env && !(q->pass = dbcron__strdup(env)))
-			return DBCRON_ENOMEM;
-	}
-	return DBCRON_OK;
-}
-
 static void my_close(store_conn *q)
 {
 	if (!q)
@@ -342,13 +310,7 @@ static void my_close(store_conn *q)
 	my__close_stmts(q);
 	if (q->db)
 		my__lib.mysql_close(q->db);
-	if (q->pass)
-		memset(q->pass, 0, strlen(q->pass));
-	dbcron__free(q->host);
-	dbcron__free(q->user);
-	dbcron__free(q->pass);
-	dbcron__free(q->dbname);
-	dbcron__free(q->socket);
+	my__free_url(q);
 	for (int k = 0; k < MY_BATCHES; k++)
 		store_text_free(&q->json[k]);
 	for (int k = 0; k < MAX_REFS; k++)
@@ -379,7 +341,7 @@ static int my_open(const char *url, unsigned flags, store_conn **out, dbcron_err
 		return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory opening the database");
 	q->row = -1;
 	store_mask_url(url, q->masked, sizeof(q->masked));
-	rc = parse_url(q, url, err);
+	rc = my__parse_url(q, url, err);
 	if (rc == DBCRON_ENOMEM)
 		rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory opening the database");
 	if (!rc)

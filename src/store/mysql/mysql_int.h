@@ -1,7 +1,8 @@
 /*
  * Private to src/store/mysql/: the connection state mysql.c keeps and
  * script.c runs statements on, the markers of a statement script, and the
- * interpreter's entry points.  mysql.c calls script.c, never the reverse.
+ * interpreter's entry points.  mysql.c calls script.c, hosts.c and
+ * galera.c; galera.c calls script.c; never the reverse.
  */
 #ifndef DBCRON_STORE_MYSQL_INT_H
 #define DBCRON_STORE_MYSQL_INT_H
@@ -34,6 +35,10 @@ extern my_libmariadb my__lib;
 /* Loads libmariadb (once); before any my__lib call. */
 int my__load(dbcron_err *err);
 
+/* The database clock (invariant 4) in epoch ms.  NOW(3) is fixed for one
+ * statement; sessions run in UTC. */
+#define DBNOW "CAST(ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) AS SIGNED)"
+
 /* A statement's text may be a script of parts separated by PART, each
  * part's text led by its prefixes. */
 #define PART "\x1f"
@@ -63,17 +68,45 @@ typedef struct stmt {
 	part parts[MAX_PARTS];
 } stmt;
 
+/* Statements of the dialect's own, prepared like the protocol's, after
+ * them in stmts[] (galera.c). */
+enum { MY_ST_WRITER_SEEN = ST__COUNT, MY_ST_WRITER_OTHER, MY_ST__END };
+
+/* Hosts a URL may list: members of one Galera cluster, tried in order. */
+#define MY_HOSTS_MAX 16
+
+typedef struct my_host {
+	char *name; /* NULL: the driver's default (localhost, the socket) */
+	unsigned port; /* 0: the default */
+} my_host;
+
 struct store_conn {
 	MYSQL *db;
 	char masked[256];
 	/* what the URL said, for reconnects */
-	char *host, *user, *pass, *dbname, *socket;
-	unsigned port;
+	my_host hosts[MY_HOSTS_MAX];
+	int nhosts;
+	int cur; /* the host connected to, or last tried */
+	/* the connection to hosts[cur] was lost: the next connect starts at
+	 * the host after it */
+	bool rotate;
+	char *user, *pass, *dbname, *socket;
+	/* a node's connection (tune): its lease, and the read, write and
+	 * connect timeouts in whole seconds that follow from it; 0: none */
+	int64_t lease_ms;
+	unsigned io_timeout_s;
 	bool connected, in_tx, mariadb;
+	/* MariaDB Galera (wsrep on): the member's name as the writer
+	 * registry records it, and since when (monotonic ms, 0: never) the
+	 * registry shows another live node writing through another member */
+	bool galera;
+	char member[160];
+	int64_t split_since;
+	char split_with[200];
 	/* the server has INSERT ... RETURNING and the URL did not turn it off */
 	bool insert_returning, no_returning_asked;
 	char tune[256]; /* SET for a node's session, "" for none */
-	stmt stmts[ST__COUNT];
+	stmt stmts[MY_ST__END];
 	/* the current result, copied out: rows of ncols cells (NULL: NULL) */
 	char **cells;
 	size_t ncells, cap, nrows;
@@ -110,5 +143,34 @@ int my__run_parts(store_conn *q, int id, const store_param *p, int np, const sto
 		  size_t brow, bool made, dbcron_err *err);
 /* Empties the copied result. */
 void my__clear_result(store_conn *q);
+
+/* ---- hosts.c ---- */
+
+/* q's hosts, user, password, database and options from a mysql:// or
+ * mariadb:// URL; DBCRON_ENOMEM without a message. */
+int my__parse_url(store_conn *q, const char *url, dbcron_err *err);
+/* Frees what my__parse_url set (the password wiped first). */
+void my__free_url(store_conn *q);
+
+/* ---- galera.c ---- */
+
+/*
+ * Right after a connect: is the server a Galera member, and one that may
+ * take writes (synced, in the primary component)?  DBCRON_ECONN when it
+ * is not (the caller tries the next host); a member's reads then wait
+ * until it has applied what the cluster committed before (one causal
+ * read), so that a node that moved to it sees its own last writes.
+ */
+int my__galera_check(store_conn *q, dbcron_err *err);
+/*
+ * Before a node's heartbeat (node_id its id): record the member this
+ * node writes through, and look for another live node writing through
+ * another one (one writer member at a time, docs/cluster.md).
+ */
+int my__galera_beat(store_conn *q, const char *node_id, dbcron_err *err);
+/* Before a claim: DBCRON_EBUSY while the split the last heartbeat saw
+ * lasts, and (it lasting two leases) the connection dropped so that the
+ * next one starts again from the first host of the URL. */
+int my__galera_claim_ok(store_conn *q, dbcron_err *err);
 
 #endif

@@ -2,7 +2,8 @@
  * MySQL / MariaDB schema, as numbered migrations: migrations[k] upgrades a
  * database at version k to version k + 1; a released entry is never edited,
  * only followed by a new one.  The logical schema is the SQLite and
- * PostgreSQL dialects' at their current versions.
+ * PostgreSQL dialects' at their current versions, plus galera_writers
+ * (migration 5), which only this dialect needs.
  *
  * InnoDB, utf8mb4 with the binary collation (names compare as bytes, as on
  * the other dialects).  There are no partial indexes: the due indexes lead
@@ -15,7 +16,7 @@
 #define DBCRON_STORE_MYSQL_SCHEMA_H
 
 /* Highest migration this binary knows. */
-#define DBCRON_MY_SCHEMA_VERSION 4
+#define DBCRON_MY_SCHEMA_VERSION 5
 
 #define MY_TABLE_OPTS " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
 
@@ -137,6 +138,16 @@ static const char *const my_migration_4[] = {
 	NULL,
 };
 
+/* 5: MariaDB Galera, the member each node writes through (galera.c):
+ * one writer member at a time.  This dialect's own; empty elsewhere. */
+static const char *const my_migration_5[] = {
+	"CREATE TABLE IF NOT EXISTS galera_writers ("
+	" node VARCHAR(320) NOT NULL PRIMARY KEY,"
+	" member VARCHAR(255) NOT NULL,"
+	" seen_ms BIGINT NOT NULL)" MY_TABLE_OPTS,
+	NULL,
+};
+
 static const struct {
 	int version;
 	const char *const *stmts;
@@ -145,6 +156,7 @@ static const struct {
 	{2, my_migration_2},
 	{3, my_migration_3},
 	{4, my_migration_4},
+	{5, my_migration_5},
 };
 
 _Static_assert(sizeof(my_migrations) / sizeof(my_migrations[0]) == DBCRON_MY_SCHEMA_VERSION,

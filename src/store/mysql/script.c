@@ -33,11 +33,22 @@
 
 /* ---- errors ---- */
 
+/*
+ * The session is of no more use: the server went away or did not answer
+ * within the read timeout (2006, 2013), ended it, or (Galera) the member
+ * cannot take writes any more: 1047 "WSREP has not yet prepared node for
+ * application use" (left the primary component, or still joining) and 1180
+ * (a COMMIT the member could not complete).  The next operation connects
+ * again, to the next host of the URL; a COMMIT that met one of these may
+ * have landed (dialect.h: DBCRON_ECONN).  A Galera certification failure
+ * comes as a deadlock (1213) and is retried like one.
+ */
 static bool conn_errno(unsigned e)
 {
 	return e == CR_SERVER_GONE_ERROR || e == CR_SERVER_LOST || e == CR_CONNECTION_ERROR ||
 	       e == CR_CONN_HOST_ERROR || e == CR_SERVER_LOST_EXTENDED || e == ER_CONNECTION_KILLED ||
-	       e == ER_SERVER_SHUTDOWN || e == CR_COMMANDS_OUT_OF_SYNC || e == 4031 /* idle ended */;
+	       e == ER_SERVER_SHUTDOWN || e == CR_COMMANDS_OUT_OF_SYNC || e == 4031 /* idle ended */ ||
+	       e == ER_UNKNOWN_COM_ERROR || e == ER_ERROR_DURING_COMMIT;
 }
 
 static int classify(store_conn *q, unsigned e, const char *what, const char *msg,
@@ -46,6 +57,7 @@ static int classify(store_conn *q, unsigned e, const char *what, const char *msg
 	if (conn_errno(e)) {
 		q->connected = false;
 		q->in_tx = false;
+		q->rotate = e != 4031; /* our own idleness is no fault of the host's */
 		return dbcron_err_set(err, DBCRON_ECONN, "%s: lost the connection to %s: %s", what,
 				      q->masked, msg);
 	}
@@ -83,7 +95,7 @@ static void free_parts(stmt *s);
 
 void my__close_stmts(store_conn *q)
 {
-	for (int i = 0; i < ST__COUNT; i++)
+	for (int i = 0; i < MY_ST__END; i++)
 		free_parts(&q->stmts[i]);
 }
 

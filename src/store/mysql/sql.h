@@ -15,9 +15,6 @@
 #include "store/mysql/mysql_int.h"
 #include "store/stmt.h"
 
-/* The database clock (invariant 4) in epoch ms.  NOW(3) is fixed for one
- * statement; sessions run in UTC. */
-#define DBNOW "CAST(ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) AS SIGNED)"
 #define R(n) "?1" #n
 /* a row of NULLs as wide as STORE_JOB_COLS */
 #define NULLS_JOB STORE_JOB_NULLS
