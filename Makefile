@@ -54,7 +54,7 @@ asan: deps
 # Three at a time: every process is several times slower under ASan.  The
 # failover tests are left out: their C paths (deadline, reconnect, reap
 # after a reconnect) run under ASan in it_pg_frozen, it_pg_readonly,
-# it_pg_syncrep and it_pg_outage_nodes, and their formations would take a
+# it_pg_syncrep and it_outage_nodes_pg, and their formations would take a
 # slot each for minutes.
 asan-test: asan
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

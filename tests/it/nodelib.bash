@@ -68,6 +68,36 @@ _private_pg_stop() {
   bash "$DBCRON_SRC/scripts/pg-tmp.sh" stop "$PGDIR/srv" || true
   rm -rf "$PGDIR"
 }
+# use_private_mysql: the same with a MariaDB server of the test's own
+# (scripts/mariadb-tmp.sh); MYDIR is its directory.
+use_private_mysql() {
+  MYDIR=$(mktemp -d "/tmp/dbcron-mypriv.XXXXXX")
+  chmod 755 "$MYDIR" # the server runs as its own user
+  t_on_exit _private_mysql_stop
+  local url
+  url=$(bash "$DBCRON_SRC/scripts/mariadb-tmp.sh" start "$MYDIR/srv") || fail "cannot start a private MariaDB"
+  mariadb --no-defaults -uroot --socket="$MYDIR/srv/sock" -e "CREATE DATABASE dbcron_it" ||
+    fail "cannot create the test database"
+  DBCRON_DB=${url%/*}/dbcron_it
+  BACKEND=mysql MYDB=dbcron_it
+  export DBCRON_DB
+  t_use_db mysql "$DBCRON_DB"
+  "$DBCRON_BIN" init >/dev/null
+}
+_private_mysql_stop() {
+  [ -n "${MYDIR:-}" ] || return 0
+  bash "$DBCRON_SRC/scripts/mariadb-tmp.sh" stop "$MYDIR/srv" || true
+  rm -rf "$MYDIR"
+}
+# db_outage SECS: the private server (use_private_pg / use_private_mysql)
+# stopped, SECS seconds, started again on the same port.
+db_outage() {
+  case $BACKEND in
+  pg) bash "$DBCRON_SRC/scripts/pg-tmp.sh" outage "$PGDIR/srv" "$1" ;;
+  mysql) bash "$DBCRON_SRC/scripts/mariadb-tmp.sh" outage "$MYDIR/srv" "$1" ;;
+  *) fail "db_outage: no private server" ;;
+  esac
+}
 # pg_freeze / pg_thaw: SIGSTOP / SIGCONT the private server's postmaster and
 # every process it started (the postmaster first: it forks no more).
 pg_server_pids() {

@@ -152,8 +152,11 @@ static int ready(store_conn *q, dbcron_err *err)
 {
 	if (q->connected && q->db)
 		return DBCRON_OK;
+	q->reconnects++;
 	return connect_db(q, err);
 }
+
+static unsigned long my_reconnects(const store_conn *q) { return q->reconnects; }
 
 static bool tx_control(int id)
 {
@@ -462,5 +465,6 @@ const store_dialect store_mysql_dialect = {
 	.schema_read = my_schema_read,
 	.migrate = my_migrate,
 	.tune = my_tune,
+	.reconnects = my_reconnects,
 };
 

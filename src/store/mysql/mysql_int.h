@@ -96,6 +96,9 @@ struct store_conn {
 	int64_t lease_ms;
 	unsigned io_timeout_s;
 	bool connected, in_tx, mariadb;
+	/* sessions made again after a lost one (store_reconnects: a node
+	 * that reconnected reaps nobody for a lease) */
+	unsigned long reconnects;
 	/* MariaDB Galera (wsrep on): the member's name as the writer
 	 * registry records it, and since when (monotonic ms, 0: never) the
 	 * registry shows another live node writing through another member */

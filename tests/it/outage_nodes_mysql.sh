@@ -1,0 +1,3 @@
+#!/usr/bin/env bash
+# The database away for longer than the lease, on MariaDB (outage_body.bash).
+source "$(dirname "$0")/outage_body.bash" mysql
