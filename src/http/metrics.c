@@ -7,14 +7,20 @@
  * query of name, next fire and paused, nothing decoded or copied), which
  * every server reports alike.  Per-job series are capped by --metrics-max-jobs
  * (the first N by name), so label cardinality stays bounded; how many
- * were left out is itself a series.
+ * were left out is itself a series.  Third, the process's own series
+ * (dbcron_build_info and the process_* names every Prometheus client
+ * library exports), read from /proc at scrape time.
  */
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <dirent.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
+#include "dbcron/version.h"
 #include "http/http_int.h"
 #include "sched/stats.h"
 
@@ -221,6 +227,83 @@ static int job_series(FILE *f, store *s, size_t max_jobs, dbcron_err *err)
 	return rc;
 }
 
+/* When the process started (seconds since the epoch): its start in clock
+ * ticks after boot (/proc/self/stat, field 22) plus the boot time; -1
+ * when /proc cannot say. */
+static double start_time(void)
+{
+	char buf[1024];
+	double boot = -1, ticks = -1;
+	FILE *f = fopen("/proc/stat", "r");
+	if (f) {
+		while (fgets(buf, sizeof(buf), f))
+			if (sscanf(buf, "btime %lf", &boot) == 1)
+				break;
+		fclose(f);
+	}
+	f = fopen("/proc/self/stat", "r");
+	if (f) {
+		size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+		buf[n] = '\0';
+		fclose(f);
+		/* after the command name, which may hold spaces and ')' */
+		char *p = strrchr(buf, ')');
+		unsigned long long st;
+		if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
+					"%*d %*d %*d %*d %llu", &st) == 1)
+			ticks = (double)st;
+	}
+	long hz = sysconf(_SC_CLK_TCK);
+	return boot < 0 || ticks < 0 || hz <= 0 ? -1 : boot + ticks / (double)hz;
+}
+
+static void process_series(FILE *f)
+{
+	head(f, "dbcron_build_info", "gauge", "1, labelled with the version of the serving binary.");
+	fprintf(f, "dbcron_build_info{version=\"%s\"} 1\n", DBCRON_VERSION);
+	struct rusage ru;
+	if (!getrusage(RUSAGE_SELF, &ru)) {
+		head(f, "process_cpu_seconds_total", "counter", "User and system CPU time spent.");
+		fprintf(f, "process_cpu_seconds_total %.3f\n",
+			(double)ru.ru_utime.tv_sec + (double)ru.ru_stime.tv_sec +
+				(double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
+	}
+	unsigned long long vsz, rss;
+	FILE *m = fopen("/proc/self/statm", "r");
+	if (m) {
+		if (fscanf(m, "%llu %llu", &vsz, &rss) == 2) {
+			unsigned long long page = (unsigned long long)sysconf(_SC_PAGESIZE);
+			head(f, "process_virtual_memory_bytes", "gauge", "Virtual memory size.");
+			fprintf(f, "process_virtual_memory_bytes %llu\n", vsz * page);
+			head(f, "process_resident_memory_bytes", "gauge", "Resident memory size.");
+			fprintf(f, "process_resident_memory_bytes %llu\n", rss * page);
+		}
+		fclose(m);
+	}
+	DIR *d = opendir("/proc/self/fd");
+	if (d) {
+		long n = -1; /* the directory's own descriptor is not counted */
+		const struct dirent *e;
+		while ((e = readdir(d)))
+			if (e->d_name[0] != '.')
+				n++;
+		closedir(d);
+		head(f, "process_open_fds", "gauge", "Open file descriptors.");
+		fprintf(f, "process_open_fds %ld\n", n);
+	}
+	struct rlimit rl;
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY) {
+		head(f, "process_max_fds", "gauge", "The most file descriptors the process may open.");
+		fprintf(f, "process_max_fds %llu\n", (unsigned long long)rl.rlim_cur);
+	}
+	double st = start_time();
+	if (st >= 0) {
+		head(f, "process_start_time_seconds", "gauge",
+		     "When the process started, in seconds since the Unix epoch.");
+		fprintf(f, "process_start_time_seconds %.2f\n", st);
+	}
+}
+
 void http__metrics(const http_call *c, http_reply *rep)
 {
 	char *buf = NULL;
@@ -229,6 +312,7 @@ void http__metrics(const http_call *c, http_reply *rep)
 	FILE *f = open_memstream(&buf, &len);
 	if (!f)
 		return http__error(rep, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory");
+	process_series(f);
 	if (c->stats)
 		node_series(f, c->stats, c->metrics_max_jobs);
 	int rc = job_series(f, c->st, c->metrics_max_jobs, &err);

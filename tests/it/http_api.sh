@@ -374,6 +374,21 @@ for h in run_duration start_lateness claim_duration; do
 done
 assert_eq 1 "$(awk '$1 == "dbcron_job_paused{job=\"tick\"}" {print $2}' <<<"$H_BODY")" "tick is paused"
 sample() { awk -v k="$1" '$1 == k {print $2}' <<<"$H_BODY"; }
+# the process's own series, against what the kernel says of the node
+assert_eq 1 "$(sample "dbcron_build_info{version=\"$("$DBCRON_BIN" --version | awk '{print $2}')\"}")" \
+	"build info carries the binary's version"
+assert_match "$(sample process_cpu_seconds_total)" '^[0-9]+\.[0-9]+$' "process CPU seconds"
+rss_kb=$(awk '$1 == "VmRSS:" {print $2}' "/proc/$NODE_PID/status")
+assert_eq 1 "$(awk -v m="$(sample process_resident_memory_bytes)" -v k="$rss_kb" \
+	'BEGIN { print (m > k * 1024 / 2 && m < k * 1024 * 2) ? 1 : 0 }')" \
+	"resident memory near the kernel's VmRSS ($rss_kb kB)"
+fds=$(find "/proc/$NODE_PID/fd" -mindepth 1 -maxdepth 1 | wc -l)
+assert_eq 1 "$(awk -v m="$(sample process_open_fds)" -v k="$fds" 'BEGIN { print (m >= 3 && m <= k + 8 && m >= k - 8) ? 1 : 0 }')" \
+	"open fds near /proc's count ($fds)"
+started=$(awk -v hz="$(getconf CLK_TCK)" -v bt="$(awk '$1 == "btime" {print $2}' /proc/stat)" \
+	'{ sub(/.*\) /, ""); split($0, a, " "); printf "%d", bt + a[20] / hz }' "/proc/$NODE_PID/stat")
+assert_eq 1 "$(awk -v m="$(sample process_start_time_seconds)" -v k="$started" 'BEGIN { print (m - k < 2 && k - m < 2) ? 1 : 0 }')" \
+	"process start time is the node's ($started)"
 assert_match "$(sample 'dbcron_db_errors_total{node="n1",class="busy"}')" '^[1-9][0-9]*$' \
 	"the refused heartbeat is counted as busy"
 for k in connection constraint other; do
