@@ -32,15 +32,18 @@ deb: deps
 run: build
 	@bash scripts/run-demo.sh $(BUILD)/bin/dbcron
 
-# Every test, the failover tests too (they mostly wait, beside the others).
+# Every test: the suite side by side, then the database failover tests
+# (label failover: clusters of their own, timed faults) by themselves, two
+# at a time, so that the suite's load does not decide their timing.
 test: build
-	@bash scripts/test.sh $(BUILD)
+	@bash scripts/test.sh $(BUILD) -LE failover
+	@DBCRON_TEST_JOBS=2 bash scripts/test.sh $(BUILD) -L failover
 
 # The database failover tests alone (label failover, a few minutes; as
 # root: network namespaces); they fail instead of skipping when they cannot
 # run.
 failover-test: build
-	@DBCRON_REQUIRE_FAILOVER=1 bash scripts/test.sh $(BUILD) -L failover
+	@DBCRON_REQUIRE_FAILOVER=1 DBCRON_TEST_JOBS=2 bash scripts/test.sh $(BUILD) -L failover
 
 # The MariaDB Galera failover test alone (three mariadbd of its own, about
 # two and a half minutes); it fails, not skips, without galera-4.

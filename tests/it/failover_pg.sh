@@ -104,10 +104,20 @@ promoted() { [ -n "$(promoted_since "$@")" ]; }
 
 # One fault: its name, when it began, the promotion, the clock skew of the
 # database after it, in $T/faults.
+# settled_primary WHAT: waits for a primary and its standby and prints the
+# primary's node number (the monitor's view may change between two reads
+# on a loaded machine, so both are read until they agree)
+settled_primary() {
+  local p _
+  for _ in $(seq 1 180); do
+    if pgaf ready && p=$(pgaf primary) && [ -n "$p" ]; then echo "$p"; return 0; fi
+    t_pause 1
+  done
+  fail "$1: the formation is not back to a primary and its standby"
+}
 fault() {
   local name=$1 skew=${2:-0} old promo start sw="" p
-  wait_until 180 pgaf ready || fail "$name: the formation is not back to a primary and its standby"
-  old=$(pgaf primary)
+  old=$(settled_primary "$name") || fail "$name: no settled primary"
   t_section "$name (primary node$old)"
   start=$(now_ms)
   case $name in
@@ -130,8 +140,18 @@ fault() {
     ;;
   esac
   if [ "$name" = kill ]; then
-    wait_until 120 psql "$URL" -XAtqc 'select 1' >/dev/null 2>&1 || fail "kill: the primary did not come back"
-    promo=$(psql "$URL" -XAtqc 'select (extract(epoch from pg_postmaster_start_time()) * 1000)::bigint')
+    # the keeper restarts it in place; on a loaded machine the monitor may
+    # fail over instead, so the primary is read until one answers: its
+    # start, or the fault's time when it started before (a promotion)
+    promo=""
+    for _ in $(seq 1 240); do
+      promo=$(psql "$URL" -XAtqc 'select (extract(epoch from pg_postmaster_start_time()) * 1000)::bigint' 2>/dev/null) &&
+        [ -n "$promo" ] && break
+      promo=""
+      t_pause 0.5
+    done
+    [ -n "$promo" ] || fail "kill: no primary answered within 120 s"
+    [ "$promo" -ge "$start" ] || promo=$start
   else
     wait_until 120 promoted "$start" "$old" || fail "$name: no standby was promoted"
     promo=$(promoted_since "$start" "$old")
@@ -159,8 +179,8 @@ fault kill
 fault freeze
 fault blackhole
 # The standby's clock 2 s ahead, and the database moves to it: then back.
-wait_until 180 pgaf ready || fail "the formation is not back to a primary and its standby"
-pgaf skew "$(( 3 - $(pgaf primary) ))" +2
+p=$(settled_primary "skew") || fail "skew: no settled primary"
+pgaf skew "$(( 3 - p ))" +2
 fault skew+2 2000
 fault skew-2 0
 wait_until 180 pgaf ready || true

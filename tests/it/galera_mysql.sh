@@ -98,7 +98,18 @@ galera kill "$G" 1
 wait_until 90 moved_off 1 || fail "the nodes did not move to one other member: $(writer)"
 pass "both nodes write through one other member"
 wait_until 90 on_time_since "$t_kill" || fail "fires not on time again within 90 s of the kill"
-w=$(writer_now)
+# writer_now reads the members' process lists: "" for a moment while a
+# session is being made again, so read until all agree
+writer_settled() {
+  local _
+  for _ in $(seq 1 240); do
+    w=$(writer_now)
+    [ -n "$w" ] && return 0
+    sleep 0.25
+  done
+  fail "$1: the nodes do not agree on one member: $(writer)"
+}
+writer_settled "after the kill"
 echo "writer member after the kill: $w"
 t_kill_end=$(date +%s%3N)
 rec_kill=$(recovery_ms "$t_kill" "$((t_kill_end - 1200))")
@@ -110,6 +121,7 @@ t_back=$(date +%s%3N)
 t_section "SIGSTOP of the writer member for 20 s"
 wait_until 60 on_time_since "$t_back" || fail "fires not on time before the freeze"
 rec_back=$(recovery_ms "$t_kill_end" "$(( $(date +%s%3N) - 1200 ))")
+writer_settled "before the freeze"
 m=${w#g}
 t_stop=$(date +%s%3N)
 kill -STOP "$(galera pid "$G" "$m")"
