@@ -101,7 +101,14 @@ static void bad_user(dbcron_job *j)
 	dbcron__free(j->user);
 	j->user = dbcron__strdup("a b");
 }
-static void no_command(dbcron_job *j) { j->argc = 0; }
+static void no_command(dbcron_job *j)
+{
+	for (int i = 0; i < j->argc; i++) {
+		dbcron__free(j->argv[i]);
+		j->argv[i] = NULL;
+	}
+	j->argc = 0;
+}
 static void zero_base(dbcron_job *j) { j->retry_base_ms = 0; }
 static void no_zone(dbcron_job *j)
 {
