@@ -49,6 +49,7 @@ static size_t start_capacity(const dbcron_node *n, int p, int workers)
 typedef struct claim_budget {
 	size_t fast; /* runs of the jobs the fast pool runs */
 	size_t slow; /* runs of the jobs in n->slow_ids */
+	size_t both; /* runs of the two together */
 } claim_budget;
 
 static size_t free_of(size_t can, size_t used)
@@ -65,12 +66,13 @@ static size_t free_of(size_t can, size_t used)
  * the claim takes no more of their fires than the slow pool can start and
  * none while it is saturated (store/claim.c "Pools" says why a slow job
  * never borrows a fast worker).  --max-inflight and the claim batch bound the two
- * together; the slow pool's share, a few fires, is taken from them first.
+ * together (b.both): the claim's slow pass goes first and the fast pass
+ * gets what it left, so the slow pool's budget never starves the fast jobs.
  * Out of memory listing the slow jobs: nothing is claimed this time.
  */
 static claim_budget budget_of(dbcron_node *n)
 {
-	claim_budget b = {0, 0};
+	claim_budget b = {0, 0, 0};
 	size_t used_slow = 0;
 	bool ok = true;
 	pthread_mutex_lock(&n->mu);
@@ -102,12 +104,12 @@ static claim_budget budget_of(dbcron_node *n)
 	size_t total = free_of((size_t)n->cfg.max_inflight, used);
 	if (total > (size_t)n->cfg.claim_batch)
 		total = (size_t)n->cfg.claim_batch;
+	b.both = total;
 	if (n->nslow_ids && pool_load(n->slow) < pool_capacity(n->slow)) {
 		b.slow = free_of(can_slow, used_slow);
 		if (b.slow > total)
 			b.slow = total;
 	}
-	total -= b.slow;
 	if (pool_load(n->fast) >= pool_capacity(n->fast))
 		return b;
 	b.fast = free_of(can_fast, used > used_slow ? used - used_slow : 0);
@@ -229,6 +231,7 @@ long dbloop_claim(dbcron_node *n, dbcron_err *err)
 		.lock_row = n->cfg.claim_strategy == DBCRON_CLAIM_LOCK_ROW,
 		.handlers = (const char *const *)n->handlers, .nhandlers = n->nhandlers,
 		.slow_jobs = n->slow_ids, .nslow = n->nslow_ids, .slow_max = (int)budget.slow,
+		.both_max = (int)budget.both,
 	};
 	store_claim_result res = {0};
 	int64_t t0 = dbcron__mono_ms();

@@ -250,7 +250,11 @@ typedef struct claim_pass {
 	const store_batch *ids; /* the slow jobs, for both statements */
 } claim_pass;
 
-/* The passes of req (at most two), in order: the fast pool's first.
+/* The passes of req (at most two), in order: the slow pool's first, so
+ * that under a joint bound (both_max) the fast pool's pass gets what the
+ * slow one really took, a few fires, and not what it might have taken:
+ * a claim batch no larger than the slow pool's budget once gave the fast
+ * jobs nothing, on every node, for as long as a job stayed slow.
  * Scratch slot 5, its own.  Returns how many, or -1 when out of memory. */
 static int claim_passes(store *s, const store_claim_req *req, claim_pass out[2])
 {
@@ -261,9 +265,9 @@ static int claim_passes(store *s, const store_claim_req *req, claim_pass out[2])
 		return -1;
 	bool pools = store_batch_rows(ids) > 0;
 	int n = 0;
-	out[n++] = (claim_pass){pools ? POOL_NOT_SLOW : POOL_ANY, req->max, ids};
 	if (pools && req->slow_max > 0)
 		out[n++] = (claim_pass){POOL_SLOW, req->slow_max, ids};
+	out[n++] = (claim_pass){pools ? POOL_NOT_SLOW : POOL_ANY, req->max, ids};
 	return n;
 }
 
@@ -618,7 +622,9 @@ int store_claim(store *s, const store_claim_req *req, store_claim_result *out,
 	}
 	bool have_now = false;
 	for (int k = 0; k < npasses; k++) {
-		const claim_pass *pass = &passes[k];
+		claim_pass *pass = &passes[k];
+		if (req->both_max > 0 && pass->limit > req->both_max - (int)out->nruns)
+			pass->limit = req->both_max - (int)out->nruns;
 		if (pass->limit <= 0)
 			continue;
 		size_t before = out->nruns;

@@ -117,10 +117,14 @@ typedef struct store_claim_req {
 	 * slow_jobs[0..nslow) (ids, borrowed).  The claim takes at most
 	 * slow_max runs of those jobs, and max then bounds the runs of every
 	 * other job; a slow_max of 0 leaves the slow jobs' fires and runs in
-	 * the database for another node.  nslow 0: max bounds every job. */
+	 * the database for another node.  nslow 0: max bounds every job.
+	 * both_max > 0 bounds the two together: the slow jobs' pass goes first
+	 * and the other jobs get what it left, never less for the slow pool's
+	 * budget alone (0: no joint bound). */
 	const int64_t *slow_jobs;
 	size_t nslow;
 	int slow_max;
+	int both_max;
 } store_claim_req;
 
 /* A run this node now owns, with a snapshot of its job. */

@@ -1080,6 +1080,38 @@ static void conf_test_claim_pools(void **state)
 	store_claim_result_clear(&r);
 }
 
+/* Pools under a joint bound (both_max): the slow jobs' pass goes first and
+ * the other jobs get what it took from the bound, not what it might have
+ * taken (a bound no larger than slow_max once left them nothing, issue 25). */
+static void conf_test_claim_pools_joint(void **state)
+{
+	conf_ctx *c = *state;
+	int64_t now = conf_now(c);
+	conf_put(c, 1, "slow", now - 600);
+	conf_put(c, 4, "fast", now - 500);
+	dbcron_job j;
+	CONF_OK(c, store_job_get(c->s, "slow0000", &j, &c->err));
+	int64_t slow = j.id;
+	dbcron_job_clear(&j);
+	conf_planner p = {.stop = -1, .step = 60000};
+	store_claim_result r;
+	store_claim_req req = {.node_id = "n1", .token = "t1", .max = 3, .plan = conf_plan,
+			       .plan_ctx = &p, .slow_jobs = &slow, .nslow = 1, .slow_max = 3,
+			       .both_max = 3};
+	CONF_OK(c, store_claim(c->s, &req, &r, &c->err));
+	assert_int_equal(r.nruns, 3);
+	assert_int_equal(conf_runs_named(&r, "slow"), 1);
+	assert_int_equal(conf_runs_named(&r, "fast"), 2);
+	store_claim_result_clear(&r);
+	/* the bound holds over the two passes: one run in all */
+	req.token = "t2";
+	req.both_max = 1;
+	CONF_OK(c, store_claim(c->s, &req, &r, &c->err));
+	assert_int_equal(r.nruns, 1);
+	assert_int_equal(conf_runs_named(&r, "fast"), 1);
+	store_claim_result_clear(&r);
+}
+
 static int conf_name_add(void *ctx, const char *name)
 {
 	char *buf = ctx;
@@ -2497,6 +2529,7 @@ static void conf_test_locks(void **state)
 	CONF_T(conf_test_claim_stranded_runs),                                  \
 	CONF_T(conf_test_claim_stranded_race), CONF_T(conf_test_claim_runs_paused), \
 	CONF_T(conf_test_claim_pools),                                          \
+	CONF_T(conf_test_claim_pools_joint),                                    \
 	CONF_T(conf_test_node_handlers_add),                                    \
 	CONF_T(conf_test_apply), CONF_T(conf_test_apply_state_machine),         \
 	CONF_T(conf_test_reap), CONF_T(conf_test_node_register_resolves),       \

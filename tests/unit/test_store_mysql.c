@@ -376,7 +376,8 @@ static void test_reconnect_after_restart(void **state)
 	snprintf(cmd, sizeof(cmd), "bash '%s/scripts/mariadb-tmp.sh' restart '%s'", src, dir);
 	assert_int_equal(system(cmd), 0);
 	planner p;
-	store_claim_req req = {"n", "t", 0, 10, plan_every, &p, false, NULL, 0, NULL, 0, 0};
+	store_claim_req req = {.node_id = "n", .token = "t", .horizon_ms_ahead = 0,
+			       .max = 10, .plan = plan_every, .plan_ctx = &p};
 	store_claim_result res;
 	int rc = store_claim(s, &req, &res, &err);
 	if (rc) {

@@ -476,7 +476,8 @@ static void test_skip_locked_does_not_block(void **state)
 	signal(SIGALRM, on_alarm);
 	alarm(60);
 	planner p;
-	store_claim_req req = {"n1", "t1", 1000, 100, plan_every, &p, false, NULL, 0, NULL, 0, 0};
+	store_claim_req req = {.node_id = "n1", .token = "t1", .horizon_ms_ahead = 1000,
+			       .max = 100, .plan = plan_every, .plan_ctx = &p};
 	store_claim_result res;
 	assert_int_equal(store_claim(s, &req, &res, &err), DBCRON_OK);
 	alarm(0);
@@ -492,7 +493,8 @@ static void test_skip_locked_does_not_block(void **state)
 
 	/* Once released, the next claim takes the rest. */
 	PQclear(PQexec(c, "COMMIT"));
-	store_claim_req req2 = {"n1", "t2", 1000, 100, plan_every, &p, false, NULL, 0, NULL, 0, 0};
+	store_claim_req req2 = {.node_id = "n1", .token = "t2", .horizon_ms_ahead = 1000,
+			       .max = 100, .plan = plan_every, .plan_ctx = &p};
 	assert_int_equal(store_claim(s, &req2, &res, &err), DBCRON_OK);
 	assert_int_equal(res.nruns, 2);
 	store_claim_result_clear(&res);
@@ -527,7 +529,8 @@ static void test_fencing_reap_and_nodes(void **state)
 	assert_int_equal(store_node_register(s, &b, &err), DBCRON_OK);
 
 	planner p;
-	store_claim_req req = {"A", "tokA", 0, 100, plan_every, &p, false, NULL, 0, NULL, 0, 0};
+	store_claim_req req = {.node_id = "A", .token = "tokA", .horizon_ms_ahead = 0,
+			       .max = 100, .plan = plan_every, .plan_ctx = &p};
 	store_claim_result res;
 	assert_int_equal(store_claim(s, &req, &res, &err), DBCRON_OK);
 	assert_int_equal(res.nruns, 2);
@@ -584,7 +587,8 @@ static void test_fencing_reap_and_nodes(void **state)
 
 	/* B claims the retry, fails it with a retry that is out of budget
 	 * for the policy but the caller asked: a new unclaimed row. */
-	store_claim_req rb = {"B", "tokB", 0, 100, plan_every, &p, false, NULL, 0, NULL, 0, 0};
+	store_claim_req rb = {.node_id = "B", .token = "tokB", .horizon_ms_ahead = 0,
+			       .max = 100, .plan = plan_every, .plan_ctx = &p};
 	assert_int_equal(store_claim(s, &rb, &res, &err), DBCRON_OK);
 	assert_int_equal(res.nruns, 1);
 	assert_int_equal(res.runs[0].run.attempt, 2);
@@ -754,7 +758,8 @@ static void test_reconnect_after_restart(void **state)
 	/* The first call may report the loss (DBCRON_ECONN, never another
 	 * code); by the second the handle has reconnected and re-prepared. */
 	planner p;
-	store_claim_req req = {"n", "t", 0, 10, plan_every, &p, false, NULL, 0, NULL, 0, 0};
+	store_claim_req req = {.node_id = "n", .token = "t", .horizon_ms_ahead = 0,
+			       .max = 10, .plan = plan_every, .plan_ctx = &p};
 	store_claim_result res;
 	int rc = store_claim(s, &req, &res, &err);
 	if (rc) {
@@ -789,7 +794,8 @@ static void test_statement_counts(void **state)
 	assert_int_equal(store_job_put(s, jobs, N, STORE_PUT_CREATE, false, NULL, NULL, NULL, &err),
 			 DBCRON_OK);
 	planner p;
-	store_claim_req req = {"n", "t", 0, N, plan_every, &p, false, NULL, 0, NULL, 0, 0};
+	store_claim_req req = {.node_id = "n", .token = "t", .horizon_ms_ahead = 0,
+			       .max = N, .plan = plan_every, .plan_ctx = &p};
 	store_claim_result res;
 	uint64_t before = s->stmt_count;
 	assert_int_equal(store_claim(s, &req, &res, &err), DBCRON_OK);
