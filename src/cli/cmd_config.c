@@ -34,7 +34,11 @@ static void help(FILE *f)
 		"  claim-strategy, lease, heartbeat, grace, retention   as dbcron node's flags\n"
 		"  log-runs, quiet                true or false\n"
 		"  http, api-token-file, metrics-max-jobs   the HTTP server (node and serve)\n"
-		"An unknown key, a key given twice or a bad value is an error naming FILE:LINE.\n"
+		"Then the drop-ins FILE.d/*.conf (/etc/dbcron/dbcron.conf.d/*.conf for the default\n"
+		"file, also when it is missing), in the order of their names: a key in a later\n"
+		"file replaces an earlier one (db and db-file replace each other).\n"
+		"An unknown key, a key given twice in one file or a bad value is an error naming\n"
+		"FILE:LINE.\n"
 		"  --config FILE    the configuration file to read\n"
 		CLI_DB_HELP);
 }
@@ -44,7 +48,7 @@ static void origin(char *buf, size_t len, const conf_value *v, const char *path)
 	switch (v->from) {
 	case CONF_FROM_FLAG: snprintf(buf, len, "flag %s", v->label); break;
 	case CONF_FROM_ENV: snprintf(buf, len, "env %s", v->label); break;
-	case CONF_FROM_FILE: snprintf(buf, len, "%s:%d", path, v->line); break;
+	case CONF_FROM_FILE: snprintf(buf, len, "%s:%d", v->file ? v->file : path, v->line); break;
 	default: snprintf(buf, len, "default"); break;
 	}
 }
@@ -119,6 +123,8 @@ static int show(const cli_db *db)
 		printf("config file: %s (%s)\n", path, why);
 	else
 		printf("config file: none (/etc/dbcron/dbcron.conf does not exist)\n");
+	for (size_t i = 0; conf_dropin(i); i++)
+		printf("drop-in: %s\n", conf_dropin(i));
 
 	conf_value from;
 	const char *url = cli_db_url_from(cmd, db, &from, &status);

@@ -8,14 +8,19 @@
  * once per command: a named one (--config, $DBCRON_CONFIG) before the
  * command runs, the default one only when a key is not given by a flag or
  * the environment, so `dbcron --db URL job list` works for a user who
- * cannot read /etc/dbcron/dbcron.conf.  Every line of it is checked when it is
- * read (syntax, known key, no key twice), whichever key was asked for;
+ * cannot read /etc/dbcron/dbcron.conf.  Then the drop-ins: the .conf files
+ * of FILE.d (/etc/dbcron/dbcron.conf.d for the default file, read even when
+ * it is missing), in the order of their names, a later file's key
+ * replacing an earlier one's (db and db-file replace each other).  Every
+ * line is checked when it is read (syntax, known key, no key twice in one
+ * file), whichever key was asked for;
  * values are checked by the command that uses them, under the label
  * "FILE:LINE: key".  The db value is never quoted (it may hold a
  * password); conf_get hands it to the store, whose messages mask it.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,14 +45,21 @@ static const struct {
 static const char *flags[CONF__COUNT];
 static const char *flag_path;
 
-/* What the file gave: value and label point into owned memory. */
+/* More drop-ins than this in one directory is a mistake, not a setup. */
+#define CONF_DROPIN_MAX 64
+
+/* What the files gave: value, its file and label point into owned memory. */
 static struct {
 	bool loaded;
-	char *text;     /* the file's bytes, values cut out in place */
-	char *path;     /* "" when no file was read */
+	/* the bytes of the main file and each drop-in read, values cut out
+	 * in place, and their paths ([0] the main file's, "" when none) */
+	char *text[1 + CONF_DROPIN_MAX];
+	char *paths[1 + CONF_DROPIN_MAX];
+	size_t nfiles;
 	const char *why; /* "--config", "DBCRON_CONFIG" or "default" */
 	char *value[CONF__COUNT];
 	int line[CONF__COUNT];
+	const char *vfile[CONF__COUNT];
 	char *label[CONF__COUNT];
 } file;
 
@@ -89,10 +101,12 @@ void conf_free(void)
 		dbcron__free(flag_list[k]);
 		flag_list[k] = NULL;
 	}
-	if (file.text)
-		explicit_bzero(file.text, strlen(file.text));
-	dbcron__free(file.text);
-	dbcron__free(file.path);
+	for (size_t i = 0; i < file.nfiles; i++) {
+		if (file.text[i])
+			explicit_bzero(file.text[i], strlen(file.text[i]));
+		dbcron__free(file.text[i]);
+		dbcron__free(file.paths[i]);
+	}
 	memset(&file, 0, sizeof(file));
 }
 
@@ -140,10 +154,12 @@ static int slurp(int fd, char **out, size_t *len, const char **why)
 	return 0;
 }
 
-/* Checks every line and cuts the values out in place. */
+/* Checks every line and cuts the values out in place; a key replaces what
+ * an earlier file gave it. */
 static int parse(const char *cmd, const char *path, char *text, size_t len)
 {
 	int lineno = 0;
+	int here[CONF__COUNT] = {0}; /* the line of each key in this file */
 	char *p = text, *end = text + len;
 	while (p < end) {
 		char *nl = memchr(p, '\n', (size_t)(end - p));
@@ -186,23 +202,37 @@ static int parse(const char *cmd, const char *path, char *text, size_t len)
 			fprintf(stderr, "dbcron %s: %s:%d: %s: no value\n", cmd, path, lineno, p);
 			return CLI_EXIT_USAGE;
 		}
-		if (file.value[k]) {
+		if (here[k]) {
 			fprintf(stderr, "dbcron %s: %s:%d: %s: already set at line %d\n", cmd, path,
-				lineno, p, file.line[k]);
+				lineno, p, here[k]);
 			return CLI_EXIT_USAGE;
 		}
-		file.value[k] = v;
-		file.line[k] = lineno;
+		here[k] = lineno;
 		size_t n = strlen(path) + strlen(p) + 32;
-		if (!(file.label[k] = dbcron__malloc(n))) {
+		char *label = dbcron__malloc(n);
+		if (!label) {
 			fprintf(stderr, "dbcron %s: out of memory reading %s\n", cmd, path);
 			return CLI_EXIT_FAIL;
 		}
-		snprintf(file.label[k], n, "%s:%d: %s", path, lineno, p);
+		snprintf(label, n, "%s:%d: %s", path, lineno, p);
+		/* the two ways to name the database replace each other */
+		int other = k == CONF_DB ? CONF_DB_FILE : k == CONF_DB_FILE ? CONF_DB : -1;
+		for (int j = 0; j < 2; j++) {
+			int x = j ? other : k;
+			if (x < 0)
+				continue;
+			dbcron__free(file.label[x]);
+			file.label[x] = NULL;
+			file.value[x] = NULL;
+		}
+		file.value[k] = v;
+		file.line[k] = lineno;
+		file.vfile[k] = path;
+		file.label[k] = label;
 		p = eol + 1;
 	}
-	if (file.value[CONF_DB] && file.value[CONF_DB_FILE]) {
-		int a = file.line[CONF_DB], b = file.line[CONF_DB_FILE];
+	if (here[CONF_DB] && here[CONF_DB_FILE]) {
+		int a = here[CONF_DB], b = here[CONF_DB_FILE];
 		fprintf(stderr, "dbcron %s: %s:%d: db and db-file are both set (line %d); keep one\n",
 			cmd, path, a > b ? a : b, a > b ? b : a);
 		return CLI_EXIT_USAGE;
@@ -210,9 +240,69 @@ static int parse(const char *cmd, const char *path, char *text, size_t len)
 	return 0;
 }
 
+/* Reads and parses one file into slot file.nfiles; 0, or the exit status
+ * after the message (what names it: "--config", "configuration file"). */
+static int read_one(const char *cmd, const char *path, const char *what)
+{
+	const char *why;
+	size_t len = 0, i = file.nfiles;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "dbcron %s: %s %s: %s\n", cmd, what, path, strerror(errno));
+		return CLI_EXIT_USAGE;
+	}
+	int status = slurp(fd, &file.text[i], &len, &why);
+	close(fd);
+	if (status) {
+		fprintf(stderr, "dbcron %s: %s: %s\n", cmd, path, why);
+		return status;
+	}
+	if (!(file.paths[i] = dbcron__strdup(path))) {
+		dbcron__free(file.text[i]);
+		file.text[i] = NULL;
+		fprintf(stderr, "dbcron %s: out of memory reading %s\n", cmd, path);
+		return CLI_EXIT_FAIL;
+	}
+	file.nfiles++;
+	return parse(cmd, file.paths[i], file.text[i], len);
+}
+
+/* The drop-ins of main (the .conf files of MAIN.d), in the order of their names.  A
+ * missing directory is the usual case. */
+static int read_dropins(const char *cmd, const char *main_path)
+{
+	size_t n = strlen(main_path) + sizeof(".d/*.conf");
+	char *pattern = dbcron__malloc(n);
+	if (!pattern) {
+		fprintf(stderr, "dbcron %s: out of memory reading %s.d\n", cmd, main_path);
+		return CLI_EXIT_FAIL;
+	}
+	snprintf(pattern, n, "%s.d/*.conf", main_path);
+	glob_t g;
+	int rc = glob(pattern, GLOB_ERR, NULL, &g), status = 0;
+	if (rc == GLOB_NOMATCH || (rc == GLOB_ABORTED && errno == ENOENT)) {
+		rc = 0;
+		g.gl_pathc = 0;
+	} else if (rc) {
+		fprintf(stderr, "dbcron %s: %s.d: cannot list the drop-ins%s\n", cmd, main_path,
+			rc == GLOB_ABORTED ? " (not readable?)" : "");
+		status = CLI_EXIT_USAGE;
+	} else if (g.gl_pathc > CONF_DROPIN_MAX) {
+		fprintf(stderr, "dbcron %s: %s.d: %zu drop-ins, more than %d\n", cmd, main_path,
+			(size_t)g.gl_pathc, CONF_DROPIN_MAX);
+		status = CLI_EXIT_USAGE;
+	}
+	for (size_t i = 0; !status && i < g.gl_pathc; i++)
+		status = read_one(cmd, g.gl_pathv[i], "drop-in");
+	if (rc != GLOB_NOMATCH && g.gl_pathc)
+		globfree(&g);
+	dbcron__free(pattern);
+	return status;
+}
+
 static int load(const char *cmd)
 {
-	const char *path = flag_path, *env = getenv("DBCRON_CONFIG"), *why;
+	const char *path = flag_path, *env = getenv("DBCRON_CONFIG");
 	int status;
 	if (file.loaded)
 		return 0;
@@ -235,29 +325,18 @@ static int load(const char *cmd)
 		path = CONF_DEFAULT_PATH;
 		file.why = "default";
 	}
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 && errno == ENOENT && !named) {
+	if (!named && access(path, F_OK) != 0 && errno == ENOENT) {
 		/* no file is the usual case: every key has a default */
-		if (!(file.path = dbcron__strdup("")))
+		if (!(file.paths[0] = dbcron__strdup("")))
 			goto out_oom;
-		file.loaded = true;
-		return 0;
+		file.nfiles = 1;
+		status = 0;
+	} else {
+		status = read_one(cmd, path, named ? file.why : "configuration file");
 	}
-	if (fd < 0) {
-		fprintf(stderr, "dbcron %s: %s %s: %s\n", cmd, named ? file.why : "configuration file",
-			path, strerror(errno));
-		return CLI_EXIT_USAGE;
-	}
-	size_t len = 0;
-	status = slurp(fd, &file.text, &len, &why);
-	close(fd);
+	if (!status)
+		status = read_dropins(cmd, path);
 	if (status) {
-		fprintf(stderr, "dbcron %s: %s: %s\n", cmd, path, why);
-		return status;
-	}
-	if (!(file.path = dbcron__strdup(path)))
-		goto out_oom;
-	if ((status = parse(cmd, path, file.text, len))) {
 		conf_free();
 		return status;
 	}
@@ -276,9 +355,14 @@ int conf_load_named(const char *cmd)
 int conf_file(const char *cmd, const char **path, const char **why)
 {
 	int status = load(cmd);
-	*path = file.path ? file.path : "";
+	*path = file.nfiles ? file.paths[0] : "";
 	*why = file.why;
 	return status;
+}
+
+const char *conf_dropin(size_t i)
+{
+	return i + 1 < file.nfiles ? file.paths[i + 1] : NULL;
 }
 
 /* The key's environment variable, if it has one and it is set. */
@@ -293,7 +377,7 @@ static int env_get(const char *cmd, conf_key k, conf_value *out)
 			keys[k].env);
 		return CLI_EXIT_USAGE;
 	}
-	*out = (conf_value){env, CONF_FROM_ENV, keys[k].env, 0};
+	*out = (conf_value){env, CONF_FROM_ENV, keys[k].env, 0, NULL};
 	return 0;
 }
 
@@ -302,7 +386,7 @@ int conf_get(const char *cmd, conf_key k, conf_value *out)
 	*out = (conf_value){.text = NULL, .from = CONF_FROM_DEFAULT, .label = keys[k].key};
 	if (flags[k]) {
 		snprintf(flag_label[k], sizeof(flag_label[k]), "--%s", keys[k].key);
-		*out = (conf_value){flags[k], CONF_FROM_FLAG, flag_label[k], 0};
+		*out = (conf_value){flags[k], CONF_FROM_FLAG, flag_label[k], 0, NULL};
 		return 0;
 	}
 	int status = env_get(cmd, k, out);
@@ -311,7 +395,8 @@ int conf_get(const char *cmd, conf_key k, conf_value *out)
 	if ((status = load(cmd)))
 		return status;
 	if (file.value[k])
-		*out = (conf_value){file.value[k], CONF_FROM_FILE, file.label[k], file.line[k]};
+		*out = (conf_value){file.value[k], CONF_FROM_FILE, file.label[k], file.line[k],
+				    file.vfile[k]};
 	return 0;
 }
 

@@ -56,6 +56,7 @@ typedef struct conf_value {
 	 * valid until conf_free. */
 	const char *label;
 	int line; /* CONF_FROM_FILE: its line in the file */
+	const char *file; /* CONF_FROM_FILE: that file (the main one or a drop-in) */
 } conf_value;
 
 /* The key's name ("node-id"). */
@@ -95,6 +96,9 @@ int conf_load_named(const char *cmd);
  * named (--config, $DBCRON_CONFIG) or the default; loads it first.  0 or
  * the exit status, as conf_get. */
 int conf_file(const char *cmd, const char **path, const char **why);
+/* The i-th drop-in read after it (FILE.d, its .conf files in name order), NULL past
+ * the last; valid after conf_file until conf_free. */
+const char *conf_dropin(size_t i);
 
 /* Frees what conf_get read (main, when the command returns). */
 void conf_free(void);

@@ -140,6 +140,30 @@ expect_rc 0 --config "$T_DIR/bad.conf" node --workers 2 --help
 expect_rc 2 --config "$T_DIR/bad.conf" node --workers 0
 assert_contains "$T_ERR" "--workers: '0' is not an integer >= 1" "a bad flag is named as the flag"
 
+t_section "drop-ins: FILE.d/*.conf in name order, a later key replacing an earlier one"
+mkdir -p "$T_DIR/d.conf.d"
+printf 'db = %s\nworkers = 3\nlease = 5s\n' "$URL" >"$T_DIR/d.conf"
+printf 'workers = 5\n# a comment\nclaim-batch = 7\n' >"$T_DIR/d.conf.d/10-size.conf"
+printf 'workers = 6\n' >"$T_DIR/d.conf.d/20-more.conf"
+printf 'workers = 99\n' >"$T_DIR/d.conf.d/30-off.conf.disabled" # not *.conf: not read
+printf 'db-file = %s\n' "$T_DIR/url2" >"$T_DIR/d.conf.d/40-db.conf"
+expect_rc 0 --config "$T_DIR/d.conf" config show
+assert_contains "$T_OUT" "drop-in: $T_DIR/d.conf.d/10-size.conf" "config show lists the drop-ins"
+assert_match "$(show_line workers)" "^workers +6 +$T_DIR/d.conf.d/20-more.conf:1$" "the last file's value, with its file and line"
+assert_match "$(show_line claim-batch)" "^claim-batch +7 +$T_DIR/d.conf.d/10-size.conf:3$" "a key only a drop-in sets"
+assert_match "$(show_line lease)" "^lease +5s +$T_DIR/d.conf:3$" "a key only the main file sets"
+expect_rc 0 --config "$T_DIR/d.conf" job list
+assert_contains "$T_OUT" "in-b" "a drop-in's db-file replaces the main file's db"
+printf 'workers = 2\nworkers = 4\n' >"$T_DIR/d.conf.d/50-twice.conf"
+expect_rc 2 --config "$T_DIR/d.conf" config show
+assert_contains "$T_ERR" "d.conf.d/50-twice.conf:2: workers: already set at line 1" "an error names the drop-in and its line"
+expect_rc 2 --config "$T_DIR/d.conf" node
+assert_contains "$T_ERR" "d.conf.d/50-twice.conf:2" "node refuses it too"
+rm "$T_DIR/d.conf.d/50-twice.conf"
+printf 'workers = none\n' >"$T_DIR/d.conf.d/60-bad.conf"
+expect_rc 2 --config "$T_DIR/d.conf" node
+assert_contains "$T_ERR" "d.conf.d/60-bad.conf:1: workers: 'none' is not an integer >= 1" "a bad value is named by its drop-in"
+
 t_section "a named configuration file must exist; the default may be missing"
 expect_rc 2 --config "$T_DIR/nope.conf" job list --db "$URL"
 assert_contains "$T_ERR" "--config $T_DIR/nope.conf: No such file or directory" "also when no key is read from it"
