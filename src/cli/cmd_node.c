@@ -5,7 +5,9 @@
  * stops the running jobs at once.  Under systemd (Type=notify) it says
  * READY=1 once the node is registered and WATCHDOG=1 at every renewed
  * lease, so a node that cannot renew its lease for WatchdogSec is
- * restarted; outside systemd sd_notify does nothing.  With --http it also
+ * restarted, with STATUS= (claimed, running, the last database error);
+ * on a stop signal STOPPING=1 and EXTEND_TIMEOUT_USEC= for what the
+ * graceful stop may take; outside systemd sd_notify does nothing.  With --http it also
  * serves the HTTP API, which owns its own threads and store handles
  * (src/http/) and is stopped before the node is freed.
  */
@@ -13,7 +15,10 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,16 +36,23 @@
 
 static dbcron_node *running_node;
 static volatile sig_atomic_t signals_seen;
+/* Posted by the first stop signal, for the thread that tells systemd
+ * (sd_notify is not async-signal-safe). */
+static sem_t stop_sem;
+static bool stop_sem_ok;
 
 static void on_signal(int sig)
 {
 	(void)sig;
 	if (!running_node)
 		return;
-	if (signals_seen++)
+	if (signals_seen++) {
 		dbcron_node_stop_now(running_node);
-	else
+	} else {
 		dbcron_node_stop(running_node);
+		if (stop_sem_ok)
+			sem_post(&stop_sem);
+	}
 }
 
 /* libsystemd, loaded only under systemd (NOTIFY_SOCKET set): elsewhere
@@ -56,12 +68,61 @@ static dbcron_dynlib sd_lib = {.soname = "libsystemd.so.0", .package = "libsyste
 			       .what = "Running under systemd (NOTIFY_SOCKET)", .syms = sd_syms,
 			       .nsyms = sizeof(sd_syms) / sizeof(sd_syms[0]), .api = &sd};
 
-/* The node's alive callback, on its database thread. */
+/* What `dbcron node` tells systemd besides the config it runs with. */
+typedef struct node_notify {
+	bool ready;
+	node_stats *stats;
+	int64_t stop_within_ms; /* the most a graceful stop may take */
+	pthread_t stopper;
+	bool stopper_started;
+} node_notify;
+
+/* The node's alive callback, on its database thread: READY=1 the first
+ * time, WATCHDOG=1 each time, and STATUS= for `systemctl status`: what
+ * this node claimed and runs, and its last database error while recent. */
 static void notify_alive(void *ctx)
 {
-	bool *ready = ctx;
-	sd.sd_notify(0, *ready ? "WATCHDOG=1" : "READY=1\nWATCHDOG=1");
-	*ready = true;
+	node_notify *nn = ctx;
+	char status[400], last[200];
+	int64_t ago = 0;
+	unsigned long long claimed =
+		atomic_load_explicit(&nn->stats->claimed, memory_order_relaxed);
+	long long running = atomic_load_explicit(&nn->stats->busy[0], memory_order_relaxed) +
+			    atomic_load_explicit(&nn->stats->busy[1], memory_order_relaxed);
+	long long inflight = atomic_load_explicit(&nn->stats->inflight, memory_order_relaxed);
+	int k = snprintf(status, sizeof(status),
+			 "%sWATCHDOG=1\nSTATUS=claimed %llu, running %lld, in flight %lld",
+			 nn->ready ? "" : "READY=1\n", claimed, running, inflight);
+	if (node_stats_last_error(nn->stats, last, sizeof(last), &ago) && ago < 10 * 60000 &&
+	    k > 0 && (size_t)k < sizeof(status))
+		snprintf(status + k, sizeof(status) - (size_t)k, "; last database error %llds ago: %s",
+			 (long long)(ago / 1000), last);
+	/* one line: a newline in the message would start another assignment */
+	for (char *p = strchr(status, '\0') - 1; p > status && strncmp(p, "STATUS=", 7); p--)
+		if (*p == '\n')
+			*p = ' ';
+	sd.sd_notify(0, status);
+	nn->ready = true;
+}
+
+/* Once a stop signal came: STOPPING=1, and the stop timeout extended to
+ * what this stop may take (--grace for the running jobs, the kill grace,
+ * --grace again for the last writes), so a --grace above the unit's
+ * TimeoutStopSec is not cut short by SIGKILL. */
+static void *stopper_main(void *ctx)
+{
+	node_notify *nn = ctx;
+	while (sem_wait(&stop_sem) && errno == EINTR)
+		;
+	if (!running_node)
+		return NULL; /* woken by the run's end */
+	char msg[200];
+	snprintf(msg, sizeof(msg),
+		 "STOPPING=1\nSTATUS=stopping: handing back unstarted fires, waiting for "
+		 "running jobs\nEXTEND_TIMEOUT_USEC=%lld",
+		 (long long)nn->stop_within_ms * 1000);
+	sd.sd_notify(0, msg);
+	return NULL;
 }
 
 static void help(FILE *f)
@@ -76,7 +137,9 @@ static void help(FILE *f)
 		"                   [--http-host NAME]... [--metrics-max-jobs N]]\n\n"
 		"Run a scheduler node until SIGINT or SIGTERM (a second one stops running jobs at\n"
 		"once instead of after --grace).  Under systemd (Type=notify) it sends READY=1 once\n"
-		"registered and WATCHDOG=1 at every renewed lease.\n\n"
+		"registered, WATCHDOG=1 and STATUS= (claimed, running, the last database error) at\n"
+		"every renewed lease, and on a stop signal STOPPING=1 with EXTEND_TIMEOUT_USEC= for\n"
+		"what the stop may take (2 x --grace + 12 s).\n\n"
 		"  --node-id ID       stable name of this node (default HOST-PID)\n"
 		"  --workers N        threads of the fast pool (default 8)\n"
 		"  --slow-workers N   threads of the slow pool for jobs that often run > 500 ms (default 2)\n"
@@ -272,13 +335,14 @@ int cli_node(int argc, char **argv)
 	if (!cfg.db_url)
 		return rc;
 
-	bool ready = false;
+	node_notify nn = {0};
 	dbcron_err err = {0};
-	if (getenv("NOTIFY_SOCKET")) {
+	bool notify = getenv("NOTIFY_SOCKET") != NULL;
+	if (notify) {
 		if (dbcron__dynlib_load(&sd_lib, &err))
 			return cli_fail(&err);
 		cfg.alive = notify_alive;
-		cfg.alive_ctx = &ready;
+		cfg.alive_ctx = &nn;
 	}
 	dbcron_node *n = NULL;
 	http_server *hs = NULL;
@@ -286,9 +350,20 @@ int cli_node(int argc, char **argv)
 		return cli_fail(&err);
 	hc.db_url = cfg.db_url;
 	hc.stats = dbcron__node_stats(n);
+	nn.stats = hc.stats;
 	if (hc.listen && http_server_start(&hc, &hs, &err)) {
 		dbcron_node_free(n);
 		return cli_fail(&err);
+	}
+	if (notify) {
+		dbcron_node_config eff;
+		dbcron_node_config_init(&eff);
+		int64_t grace = cfg.grace_ms > 0 ? cfg.grace_ms : eff.grace_ms;
+		int64_t kill = cfg.kill_grace_ms > 0 ? cfg.kill_grace_ms : eff.kill_grace_ms;
+		nn.stop_within_ms = 2 * grace + kill + 10000;
+		stop_sem_ok = sem_init(&stop_sem, 0, 0) == 0;
+		nn.stopper_started =
+			stop_sem_ok && pthread_create(&nn.stopper, NULL, stopper_main, &nn) == 0;
 	}
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
@@ -300,6 +375,10 @@ int cli_node(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	rc = dbcron_node_run(n, &err);
 	running_node = NULL;
+	if (nn.stopper_started) {
+		sem_post(&stop_sem); /* a stop it has not seen: it returns at once */
+		pthread_join(nn.stopper, NULL);
+	}
 	http_server_stop(hs);
 	dbcron_node_free(n);
 	return rc ? cli_fail(&err) : 0;

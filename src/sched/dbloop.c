@@ -105,6 +105,7 @@ void dbloop_trouble(dbcron_node *n, const dbcron_err *err, int64_t *backoff, int
 	int64_t wait = conn ? RECONNECT_MS + jitter_ms(RECONNECT_MS) : *backoff;
 	dbcron__log(LOG_WARN, "db.error", LOG_STR("node", n->node_id), LOG_INT("code", err->code),
 		    LOG_STR("msg", err->msg), LOG_INT("retry_in_ms", wait));
+	node_stats_db_error(&n->stats, err->msg);
 	n->healthy_since_mono = -1; /* the others may have failed too: no reaping for a lease */
 	int64_t until = dbcron__mono_ms() + wait;
 	wait_db(n, until < cap ? until : cap);

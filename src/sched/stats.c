@@ -11,9 +11,11 @@
  * and the memory bounded.  jobs_mu is a leaf: the db thread counts after
  * it let go of the node's mu.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "core/alloc.h"
+#include "core/timeutil.h"
 #include "sched/stats.h"
 
 void node_stats_init(node_stats *st)
@@ -94,4 +96,24 @@ void node_hist_observe(node_hist *h, int64_t ms)
 	atomic_fetch_add_explicit(&h->bucket[i], 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&h->count, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&h->sum_ms, ms, memory_order_relaxed);
+}
+
+void node_stats_db_error(node_stats *st, const char *msg)
+{
+	pthread_mutex_lock(&st->jobs_mu);
+	snprintf(st->last_error, sizeof(st->last_error), "%s", msg ? msg : "");
+	st->last_error_mono = dbcron__mono_ms();
+	pthread_mutex_unlock(&st->jobs_mu);
+}
+
+bool node_stats_last_error(node_stats *st, char *buf, size_t len, int64_t *ago_ms)
+{
+	pthread_mutex_lock(&st->jobs_mu);
+	bool have = st->last_error_mono > 0;
+	if (have) {
+		snprintf(buf, len, "%s", st->last_error);
+		*ago_ms = dbcron__mono_ms() - st->last_error_mono;
+	}
+	pthread_mutex_unlock(&st->jobs_mu);
+	return have;
 }

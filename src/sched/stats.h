@@ -12,6 +12,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -43,6 +44,10 @@ typedef struct node_stats {
 	atomic_llong lease_until_ms;         /* database time; -1 before the first beat */
 	atomic_llong busy[2];                /* pool workers running a job: [0] fast, [1] slow */
 	atomic_ullong db_errors[STORE_ERR__COUNT]; /* the db thread's failed statements */
+	/* The db thread's last failed statement, for systemd's STATUS= (under
+	 * jobs_mu; last_error_mono 0 before the first) */
+	char last_error[200];
+	int64_t last_error_mono;
 	/* Final states written, per job: an array sorted by name under jobs_mu
 	 * (a leaf lock: nothing else is taken while it is held).  A name stays
 	 * once seen, deleted jobs included, so the array holds at most
@@ -72,6 +77,10 @@ void node_stats_jobs_each(node_stats *st, size_t max,
 			  void (*cb)(void *ctx, const node_job_runs *j), void *ctx);
 
 void node_hist_observe(node_hist *h, int64_t ms);
+/* Note msg as the last database error (db thread). */
+void node_stats_db_error(node_stats *st, const char *msg);
+/* The last database error and how long ago (ms), or false when none. */
+bool node_stats_last_error(node_stats *st, char *buf, size_t len, int64_t *ago_ms);
 
 /* The node's counters; NULL before dbcron_node_create succeeded. */
 node_stats *dbcron__node_stats(dbcron_node *n);
