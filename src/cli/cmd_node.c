@@ -125,6 +125,20 @@ static void *stopper_main(void *ctx)
 	return NULL;
 }
 
+/* The thread that says STOPPING=1; without it (no thread) a stop is only
+ * not announced. */
+static void stopper_start(node_notify *nn, const dbcron_node_config *cfg)
+{
+	dbcron_node_config eff;
+	dbcron_node_config_init(&eff);
+	int64_t grace = cfg->grace_ms > 0 ? cfg->grace_ms : eff.grace_ms;
+	int64_t kill = cfg->kill_grace_ms > 0 ? cfg->kill_grace_ms : eff.kill_grace_ms;
+	nn->stop_within_ms = 2 * grace + kill + 10000;
+	stop_sem_ok = sem_init(&stop_sem, 0, 0) == 0;
+	nn->stopper_started =
+		stop_sem_ok && pthread_create(&nn->stopper, NULL, stopper_main, nn) == 0;
+}
+
 static void help(FILE *f)
 {
 	fprintf(f,
@@ -355,16 +369,8 @@ int cli_node(int argc, char **argv)
 		dbcron_node_free(n);
 		return cli_fail(&err);
 	}
-	if (notify) {
-		dbcron_node_config eff;
-		dbcron_node_config_init(&eff);
-		int64_t grace = cfg.grace_ms > 0 ? cfg.grace_ms : eff.grace_ms;
-		int64_t kill = cfg.kill_grace_ms > 0 ? cfg.kill_grace_ms : eff.kill_grace_ms;
-		nn.stop_within_ms = 2 * grace + kill + 10000;
-		stop_sem_ok = sem_init(&stop_sem, 0, 0) == 0;
-		nn.stopper_started =
-			stop_sem_ok && pthread_create(&nn.stopper, NULL, stopper_main, &nn) == 0;
-	}
+	if (notify)
+		stopper_start(&nn, &cfg);
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
