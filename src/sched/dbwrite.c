@@ -139,6 +139,12 @@ static void settle(dbcron_node *n, fire *f, const store_update *u, bool confirme
 			    LOG_INT("fire_at", f->run.fire_at), LOG_INT("attempt", f->run.attempt),
 			    LOG_INT("run", f->run.id), LOG_STR("state", dbcron_run_state_name(u->state)),
 			    LOG_STR("msg", "an earlier try whose reply was lost had written it"));
+	} else if (u->invalid) {
+		/* a bug, not a fence: said as one, and the node goes on */
+		dbcron__log(LOG_ERROR, "run.write_dropped", LOG_STR("job", f->run.job_name),
+			    LOG_INT("fire_at", f->run.fire_at), LOG_INT("attempt", f->run.attempt),
+			    LOG_INT("run", f->run.id), LOG_STR("state", dbcron_run_state_name(u->state)),
+			    LOG_STR("msg", "write dropped: it breaks the run state machine"));
 	} else if (!u->applied) {
 		atomic_fetch_add_explicit(&n->stats.fenced, 1, memory_order_relaxed);
 		n->n_fenced++;

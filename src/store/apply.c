@@ -82,29 +82,45 @@ static int apply_followups(store *s, store_update *ups, size_t n, dbcron_err *er
 	return DBCRON_OK;
 }
 
-/* The updates in slot order (by run), each run's merged into one row of b;
- * DBCRON_EINTERNAL when a run's chain breaks the run state machine. */
-static int apply_merge(const store_update *ups, const struct apply_slot *slots, size_t n,
-		       store_batch *b, dbcron_err *err)
+/* Does the chain of one run's updates slots[i..j) break the run state
+ * machine (an update invalid alone, or one that cannot follow the last)? */
+static bool chain_broken(const store_update *ups, const struct apply_slot *slots, size_t i,
+			 size_t j)
+{
+	int prev = 0;
+	for (; i < j; i++) {
+		const store_update *v = &ups[slots[i].pos];
+		if (v->invalid || (prev && !dbcron_run_transition_ok(prev, v->state)))
+			return true;
+		prev = v->state;
+	}
+	return false;
+}
+
+/* The updates in slot order (by run), each run's merged into one row of b.
+ * A run whose chain breaks the run state machine is left out, its updates
+ * marked invalid: one bad run must not hold up every other write of the
+ * node (the batch would be refused and tried again forever). */
+static void apply_merge(store_update *ups, const struct apply_slot *slots, size_t n,
+			store_batch *b)
 {
 	for (size_t i = 0; i < n;) {
 		size_t j = i;
 		const store_update *u = &ups[slots[i].pos];
 		int64_t sm = -1, fm = -1;
 		bool hx = false;
-		int xc = 0, prev = 0;
+		int xc = 0;
 		const char *er = NULL, *ou = NULL, *tok = u->token;
 		dbcron_run_state stt = u->state;
-		for (; j < n && slots[j].run_id == u->run_id; j++) {
+		while (j < n && slots[j].run_id == u->run_id)
+			j++;
+		if (chain_broken(ups, slots, i, j)) {
+			for (; i < j; i++)
+				ups[slots[i].pos].invalid = true;
+			continue;
+		}
+		for (j = i; j < n && slots[j].run_id == u->run_id; j++) {
 			const store_update *v = &ups[slots[j].pos];
-			if (prev && !dbcron_run_transition_ok(prev, v->state)) {
-				return dbcron_err_set(err, DBCRON_EINTERNAL,
-						      "apply: run %lld: %s after %s breaks the run "
-						      "state machine",
-						      (long long)v->run_id, dbcron_run_state_name(v->state),
-						      dbcron_run_state_name(prev));
-			}
-			prev = v->state;
 			stt = v->state;
 			tok = v->token;
 			if (v->started_ms >= 0)
@@ -132,7 +148,6 @@ static int apply_merge(const store_update *ups, const struct apply_slot *slots, 
 		store_batch_i64(b, store__apply_live(stt));
 		i = j;
 	}
-	return DBCRON_OK;
 }
 
 /*
@@ -154,13 +169,10 @@ int store_apply(store *s, const char *node_id, store_update *ups, size_t n, dbcr
 		/* A run leaves SCHEDULED or RUNNING here; a hand-back is
 		 * store_runs_release(). */
 		int st = ups[i].state;
-		if (!ups[i].token || st == DBCRON_RUN_SCHEDULED ||
-		    !(dbcron_run_transition_ok(DBCRON_RUN_SCHEDULED, st) ||
-		      dbcron_run_transition_ok(DBCRON_RUN_RUNNING, st)))
-			return dbcron_err_set(err, DBCRON_EINVAL,
-					      "apply: run %lld: bad state %d or no token",
-					      (long long)ups[i].run_id, st);
-		if (ups[i].retry_due_at >= 0 || ups[i].job_next_fire_at >= 0)
+		ups[i].invalid = !ups[i].token || st == DBCRON_RUN_SCHEDULED ||
+				 !(dbcron_run_transition_ok(DBCRON_RUN_SCHEDULED, st) ||
+				   dbcron_run_transition_ok(DBCRON_RUN_RUNNING, st));
+		if (!ups[i].invalid && (ups[i].retry_due_at >= 0 || ups[i].job_next_fire_at >= 0))
 			extra = true;
 	}
 	if (n == 0)
@@ -175,10 +187,13 @@ int store_apply(store *s, const char *node_id, store_update *ups, size_t n, dbcr
 	dbcron__sort(slots, n, sizeof(*slots), apply_slot_cmp);
 
 	store_batch *b = store__scratch(s, 0, STORE_APPLY_NCOLS, store__apply_cols);
-	if ((rc = apply_merge(ups, slots, n, b, err)))
-		goto out_free;
+	apply_merge(ups, slots, n, b);
 	if (b->oom) {
 		rc = store__oom(err, "apply");
+		goto out_free;
+	}
+	if (!store_batch_rows(b)) {
+		rc = DBCRON_OK; /* every update was invalid */
 		goto out_free;
 	}
 	/* Without retries or next fires the UPDATE is the whole transaction,

@@ -178,6 +178,11 @@ typedef struct store_update {
 	int64_t job_next_fire_at; /* -1: leave */
 	/* out: true when the fence let it through */
 	bool applied;
+	/* out: not written because it breaks the run state machine (a bad
+	 * state, no token, or a chain of this run's updates in the batch that
+	 * leaves a terminal state): a bug of the caller's, dropped so that the
+	 * rest of the batch still goes out */
+	bool invalid;
 } store_update;
 
 typedef struct store_node_info {

@@ -157,8 +157,6 @@ assert_contains "$T_OUT" "in-b" "a drop-in's db-file replaces the main file's db
 printf 'workers = 2\nworkers = 4\n' >"$T_DIR/d.conf.d/50-twice.conf"
 expect_rc 2 --config "$T_DIR/d.conf" config show
 assert_contains "$T_ERR" "d.conf.d/50-twice.conf:2: workers: already set at line 1" "an error names the drop-in and its line"
-expect_rc 2 --config "$T_DIR/d.conf" node
-assert_contains "$T_ERR" "d.conf.d/50-twice.conf:2" "node refuses it too"
 rm "$T_DIR/d.conf.d/50-twice.conf"
 printf 'workers = none\n' >"$T_DIR/d.conf.d/60-bad.conf"
 expect_rc 2 --config "$T_DIR/d.conf" node

@@ -162,9 +162,12 @@ static void conf_test_guards(void **state)
 	assert_int_equal(store_claim(c->s, NULL, &res, &c->err), DBCRON_EINVAL);
 	u.token = "t";
 	u.state = DBCRON_RUN_SCHEDULED;
-	assert_int_equal(store_apply(c->s, "n", &u, 1, &c->err), DBCRON_EINVAL);
+	CONF_OK(c, store_apply(c->s, "n", &u, 1, &c->err)); /* dropped, not written */
+	assert_true(u.invalid && !u.applied);
 	u.state = 99;
-	assert_int_equal(store_apply(c->s, "n", &u, 1, &c->err), DBCRON_EINVAL);
+	CONF_OK(c, store_apply(c->s, "n", &u, 1, &c->err));
+	assert_true(u.invalid && !u.applied);
+	assert_int_equal(store_apply(c->s, NULL, &u, 1, &c->err), DBCRON_EINVAL);
 	store_node_info ni = {.node_id = "n", .incarnation = NULL, .lease_ms = 1000};
 	assert_int_equal(store_node_register(c->s, &ni, &c->err), DBCRON_EINVAL);
 	assert_int_equal(store_job_get(c->s, NULL, &j[0], &c->err), DBCRON_EINVAL);
@@ -194,8 +197,10 @@ static void conf_test_url_mask(void **state)
 	assert_null(strstr(err.msg, "Sup3rSecret"));
 }
 
-/* The run state machine: a chain that leaves a terminal state is refused
- * before anything is written. */
+/* The run state machine: a chain that leaves a terminal state is not
+ * written and marked invalid, and the rest of its batch still goes out
+ * (one bad run once held up every write of its node, tried again
+ * forever). */
 static void conf_test_state_machine(void **state)
 {
 	conf_ctx *c = *state;
@@ -209,11 +214,25 @@ static void conf_test_state_machine(void **state)
 			      conf_update(&res.runs[0], DBCRON_RUN_SUCCEEDED)};
 	CONF_OK(c, store_apply(c->s, "n1", ok, 2, &c->err));
 	assert_true(ok[0].applied && ok[1].applied);
-	store_update bad[2] = {conf_update(&res.runs[1], DBCRON_RUN_SUCCEEDED),
-			       conf_update(&res.runs[1], DBCRON_RUN_RUNNING)};
-	assert_int_equal(store_apply(c->s, "n1", bad, 2, &c->err), DBCRON_EINTERNAL);
-	assert_false(bad[0].applied || bad[1].applied);
+	store_update bad[3] = {conf_update(&res.runs[1], DBCRON_RUN_SUCCEEDED),
+			       conf_update(&res.runs[1], DBCRON_RUN_RUNNING),
+			       conf_update(&res.runs[0], DBCRON_RUN_SCHEDULED)};
+	CONF_OK(c, store_apply(c->s, "n1", bad, 3, &c->err));
+	assert_false(bad[0].applied || bad[1].applied || bad[2].applied);
+	assert_true(bad[0].invalid && bad[1].invalid && bad[2].invalid);
 	conf_list(c, NULL, DBCRON_RUN_SCHEDULED, -1, 0, &rs);
+	assert_int_equal(rs.n, 1);
+	assert_int_equal(rs.rows[0].id, res.runs[1].run.id);
+	conf_runs_clear(&rs);
+	/* beside a valid update, which goes out */
+	store_update mixed[3] = {conf_update(&res.runs[1], DBCRON_RUN_RUNNING),
+				 conf_update(&res.runs[0], DBCRON_RUN_RUNNING),
+				 conf_update(&res.runs[0], DBCRON_RUN_SUCCEEDED)};
+	mixed[1].token = NULL; /* a run's update without its token: invalid */
+	CONF_OK(c, store_apply(c->s, "n1", mixed, 3, &c->err));
+	assert_true(mixed[0].applied && !mixed[0].invalid);
+	assert_true(mixed[1].invalid && mixed[2].invalid);
+	conf_list(c, NULL, DBCRON_RUN_RUNNING, -1, 0, &rs);
 	assert_int_equal(rs.n, 1);
 	assert_int_equal(rs.rows[0].id, res.runs[1].run.id);
 	conf_runs_clear(&rs);
