@@ -385,7 +385,8 @@ int store_job_put_placed(store *s, dbcron_job *jobs, size_t n, store_put_mode mo
 		    (nd && (rc = store__run(s, ST_GEN_BUMP, NULL, 0, NULL, err))))
 			goto out_rollback;
 	}
-	if ((rc = store__tx_commit(s, err)))
+	/* the fan-in edges of what was written and pruned (needs.c) */
+	if ((rc = store__needs_put(s, jobs, n, err)) || (rc = store__tx_commit(s, err)))
 		goto out_rollback;
 	if (created)
 		*created = nc;
