@@ -148,7 +148,7 @@ int app_job_find(store *s, const char *name, dbcron_job *j, dbcron_err *err);
 int app_job_pause(store *s, const char *name, app_job_result *r, dbcron_err *err);
 int app_job_resume(store *s, const char *name, app_job_result *r, dbcron_err *err);
 int app_job_delete(store *s, const char *name, app_job_result *r, dbcron_err *err);
-/* A job others need is refused (DBCRON_EBUSY) unless force, which sets
+/* A job others need is refused (DBCRON_ECONSTRAINT) unless force, which sets
  * them aside and names them in r->detached. */
 int app_job_delete_force(store *s, const char *name, bool force, app_job_result *r,
 			 dbcron_err *err);

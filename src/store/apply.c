@@ -72,7 +72,7 @@ static int apply_followups(store *s, store_update *ups, size_t n, dbcron_err *er
 		}
 	}
 	rc = retry->oom || next->oom ? store__oom(err, "apply") : DBCRON_OK;
-	if (!rc && (store_batch_rows(retry) || nok))
+	if (!rc && store_batch_rows(retry))
 		rc = store__db_now(s, &now, err);
 	if (!rc && store_batch_rows(retry)) {
 		store_param p[] = {sp_i64(now), sp_batch(retry)};
@@ -84,7 +84,7 @@ static int apply_followups(store *s, store_update *ups, size_t n, dbcron_err *er
 	}
 	/* in the outcome's transaction: a fan-in fires once per set */
 	if (!rc && nok)
-		rc = store__needs_fanin(s, ok, nok, now, err);
+		rc = store__needs_fanin(s, ok, nok, err);
 	dbcron__free(ok);
 	return rc;
 }

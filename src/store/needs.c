@@ -263,8 +263,9 @@ int store__needs_unlink(store *s, const char *name, int64_t id, bool force, char
 	if (rc || !t.n)
 		return rc;
 	if (!force)
-		return dbcron_err_set(err, DBCRON_EBUSY, "job '%s' is needed by %s: change their --needs first%s",
-				      name, names,
+		return dbcron_err_set(err, DBCRON_ECONSTRAINT,
+				      "job '%s' is needed by %s: change their --needs first%s", name,
+				      names,
 				      detached ? ", or delete with --force to detach them (set aside "
 						 "until their --needs change)"
 					       : "");
@@ -282,9 +283,9 @@ int store__needs_unlink(store *s, const char *name, int64_t id, bool force, char
 
 /* ---- the fan-in, inside the outcome's transaction ---- */
 
-int store__needs_fanin(store *s, const int64_t *ok_jobs, size_t n, int64_t now,
-		       dbcron_err *err)
+int store__needs_fanin(store *s, const int64_t *ok_jobs, size_t n, dbcron_err *err)
 {
+	int64_t now = 0;
 	struct ids deps = {0}, ready = {0};
 	char **names = NULL;
 	int rc;
@@ -323,6 +324,9 @@ int store__needs_fanin(store *s, const int64_t *ok_jobs, size_t n, int64_t now,
 		rc = -row;
 		goto out;
 	}
+	/* the clock only for a fire: the common batch stays at one read */
+	if (ready.n && (rc = store__db_now(s, &now, err)))
+		goto out;
 	for (size_t i = 0; i < ready.n; i++) {
 		int64_t at = now, rid;
 		store_param ip[] = {sp_i64(ready.v[i]), sp_text(names[i]), sp_i64(at), sp_i64(now)};

@@ -344,7 +344,7 @@ int store_jobs_last_run(store *s, const int64_t *ids, size_t n, store_last_run_c
 /* Every job's store_job_brief, by name. */
 int store_job_briefs(store *s, store_brief_cb cb, void *ctx, dbcron_err *err);
 int store_job_set_paused(store *s, const char *name, bool paused, int64_t next_fire_at, dbcron_err *err);
-/* A job others need (--needs) is refused (DBCRON_EBUSY, naming them);
+/* A job others need (--needs) is refused (DBCRON_ECONSTRAINT, naming them);
  * store_job_delete_force with force sets them aside and detaches them,
  * their names into detached (may be NULL; "" when none). */
 int store_job_delete(store *s, const char *name, dbcron_err *err);

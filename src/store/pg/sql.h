@@ -100,11 +100,11 @@ static const char *const sql[ST__COUNT] = {
 	[ST_NEEDS_ADD] = "INSERT INTO job_needs (job_id, need_id, done) VALUES ($1::bigint, $2::bigint, 0) "
 		"ON CONFLICT DO NOTHING",
 	[ST_FANIN_LOCK] = "SELECT id FROM jobs WHERE id IN (SELECT job_id FROM job_needs WHERE "
-		"need_id IN " "(SELECT unnest($1::bigint[]))" ") ORDER BY id FOR UPDATE",
-	[ST_FANIN_MARK] = "UPDATE job_needs SET done = 1 WHERE need_id IN " "(SELECT unnest($1::bigint[]))",
+		"need_id IN (SELECT unnest($1::bigint[]))) ORDER BY id FOR UPDATE",
+	[ST_FANIN_MARK] = "UPDATE job_needs SET done = 1 WHERE need_id IN (SELECT unnest($1::bigint[]))",
 	[ST_FANIN_READY] =
 		"SELECT n.job_id, (SELECT j.name FROM jobs j WHERE j.id = n.job_id) FROM job_needs n "
-		"WHERE n.job_id IN (SELECT job_id FROM job_needs WHERE need_id IN " "(SELECT unnest($1::bigint[]))" ") AND "
+		"WHERE n.job_id IN (SELECT job_id FROM job_needs WHERE need_id IN (SELECT unnest($1::bigint[]))) AND "
 		"n.job_id NOT IN (SELECT id FROM jobs WHERE set_aside IS NOT NULL) GROUP BY n.job_id "
 		"HAVING MIN(n.done) = 1 ORDER BY n.job_id",
 	[ST_TRIGGER_INSERT] =
