@@ -630,10 +630,17 @@ static void name_usage(FILE *f)
 	fprintf(f, "usage: dbcron job pause|resume|delete|trigger NAME [--db URL | --db-file PATH]\n\n"
 		   "  pause    stop firing (a running run goes on)\n"
 		   "  resume   fire again; the next fire is computed from the database's now\n"
-		   "  delete   remove the job; its runs stay in the run log.  A job others need\n"
-		   "           (--needs) is refused unless --force, which sets them aside\n"
+		   "  delete   remove the job; its runs stay in the run log (job delete --help)\n"
 		   "  trigger  one run now, besides the schedule; prints the run id (a paused job's\n"
 		   "           run waits until the job is resumed, and it says so)\n\n" CLI_DB_HELP);
+}
+
+static void delete_usage(FILE *f)
+{
+	fprintf(f, "usage: dbcron job delete NAME [--force] [--db URL | --db-file PATH]\n\n"
+		   "Remove the job; its runs stay in the run log.  A job others need (their\n"
+		   "--needs name it) is refused, naming them, unless --force, which deletes it\n"
+		   "and sets them aside until their --needs change (it names them).\n\n" CLI_DB_HELP);
 }
 
 /* pause, resume, delete, trigger: one job by name (app/jobs.c).  A pause
@@ -644,7 +651,8 @@ static int job_by_name(const char *sub, int argc, char **argv)
 	char cmd[32];
 	snprintf(cmd, sizeof(cmd), "job %s", sub);
 	simple_args a;
-	int status = parse_simple(cmd, argc, argv, 1, false, name_usage, &a);
+	int status = parse_simple(cmd, argc, argv, 1, false,
+				  strcmp(sub, "delete") == 0 ? delete_usage : name_usage, &a);
 	if (status >= 0)
 		return status;
 	store *s = NULL;

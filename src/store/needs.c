@@ -78,7 +78,7 @@ static int edges_of(store *s, const dbcron_job *j, dbcron_err *err)
 		if ((rc = id_of(s, name, &nid, err)))
 			goto out;
 		if (!nid) {
-			rc = dbcron_err_set(err, DBCRON_ENOTFOUND,
+			rc = dbcron_err_set(err, DBCRON_EINVAL,
 					    "job '%s' needs '%s': no job named '%s'", j->name, name,
 					    name);
 			goto out;

@@ -193,7 +193,7 @@ static void conf_test_needs_refusals(void **state)
 
 	/* an unknown needed job */
 	conf_needs_job(&j[0], "d", "a,zz");
-	assert_int_equal(conf_upsert(c, j, 1), DBCRON_ENOTFOUND);
+	assert_int_equal(conf_upsert(c, j, 1), DBCRON_EINVAL);
 	assert_non_null(strstr(c->err.msg, "'zz'"));
 	dbcron_job_clear(&j[0]);
 	assert_int_equal(store_job_get(c->s, "d", &got, &c->err), DBCRON_ENOTFOUND);
