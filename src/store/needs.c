@@ -113,6 +113,10 @@ struct edge {
 struct graph {
 	struct edge *e;
 	size_t n, cap;
+	/* names whose every path was walked without a cycle: not again, so
+	 * the walk is O(names x edges), not one per path */
+	const char **done;
+	size_t ndone;
 };
 
 static int edge_one(store *s, void *arg, bool *stop, dbcron_err *err)
@@ -135,14 +139,22 @@ static int edge_one(store *s, void *arg, bool *stop, dbcron_err *err)
 	return e->from && e->to ? DBCRON_OK : store__oom(err, "needs");
 }
 
+static bool walked(const struct graph *g, const char *name)
+{
+	for (size_t i = 0; i < g->ndone; i++)
+		if (strcmp(g->done[i], name) == 0)
+			return true;
+	return false;
+}
+
 /* From name along the path path[0..depth): a back edge to a name on the
  * path is a cycle, reported "a -> b -> a".  Edges are few (NEEDS jobs
- * only) and the walk is bounded by their number. */
-static int walk(const struct graph *g, const char **path, size_t depth, dbcron_err *err)
+ * only); a path is at most one name per edge long. */
+static int walk(struct graph *g, const char **path, size_t depth, dbcron_err *err)
 {
 	const char *at = path[depth - 1];
 	for (size_t i = 0; i < g->n; i++) {
-		if (strcmp(g->e[i].from, at) != 0)
+		if (strcmp(g->e[i].from, at) != 0 || walked(g, g->e[i].to))
 			continue;
 		for (size_t k = 0; k < depth; k++) {
 			if (strcmp(path[k], g->e[i].to) != 0)
@@ -161,6 +173,7 @@ static int walk(const struct graph *g, const char **path, size_t depth, dbcron_e
 		if (rc)
 			return rc;
 	}
+	g->done[g->ndone++] = at;
 	return DBCRON_OK;
 }
 
@@ -169,11 +182,13 @@ static int check_cycles(store *s, dbcron_err *err)
 	struct graph g = {0};
 	const char **path = NULL;
 	int rc = store__each_row(s, ST_NEEDS_EDGES, NULL, 0, edge_one, &g, err);
-	if (!rc && g.n && !(path = dbcron__calloc(g.n + 2, sizeof(*path))))
+	if (!rc && g.n &&
+	    (!(path = dbcron__calloc(g.n + 2, sizeof(*path))) ||
+	     !(g.done = dbcron__calloc(2 * g.n + 2, sizeof(*g.done)))))
 		rc = store__oom(err, "needs");
-	/* from each dependent that nothing before it reached */
+	/* from each dependent no earlier walk finished */
 	for (size_t i = 0; !rc && i < g.n; i++) {
-		if (i && strcmp(g.e[i].from, g.e[i - 1].from) == 0)
+		if (walked(&g, g.e[i].from))
 			continue;
 		path[0] = g.e[i].from;
 		rc = walk(&g, path, 1, err);
@@ -183,6 +198,7 @@ static int check_cycles(store *s, dbcron_err *err)
 		dbcron__free(g.e[i].to);
 	}
 	dbcron__free(g.e);
+	dbcron__free(g.done);
 	dbcron__free(path);
 	return rc;
 }

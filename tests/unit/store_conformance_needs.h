@@ -215,6 +215,15 @@ static void conf_test_needs_refusals(void **state)
 	assert_int_equal(got.kind, DBCRON_SCHED_EVERY);
 	dbcron_job_clear(&got);
 
+	/* a diamond is no cycle: f -> c -> a and f -> e -> a */
+	conf_needs_job(&j[0], "e", "b,a");
+	conf_needs_job(&j[1], "f", "c,e");
+	CONF_OK(c, conf_upsert(c, j, 2));
+	dbcron_job_clear(&j[0]);
+	dbcron_job_clear(&j[1]);
+	CONF_OK(c, store_job_delete(c->s, "f", &c->err));
+	CONF_OK(c, store_job_delete(c->s, "e", &c->err));
+
 	/* a needed job is neither deleted nor renamed without force */
 	assert_int_equal(store_job_delete(c->s, "a", &c->err), DBCRON_ECONSTRAINT);
 	assert_non_null(strstr(c->err.msg, "needed by c"));
