@@ -7,7 +7,8 @@
 # (an unknown needed job, a schedule beside --needs, a cycle by set and by
 # apply, the delete and rename of a needed job) exit non-zero with the
 # reason and write nothing; delete --force says what it detached.
-# SQLite with one node; job_needs_pg.sh runs it on PostgreSQL with two.
+# SQLite with one node; job_needs_pg.sh and job_needs_mysql.sh run it on
+# PostgreSQL and MariaDB with two.
 source "$(dirname "$0")/nodelib.bash"
 use_backend "${1:-sqlite}"
 NODES=1
