@@ -23,6 +23,9 @@ typedef enum dbcron_sched_kind {
 	DBCRON_SCHED_EVERY = 2, /* interval_ms, anchored at anchor_ms */
 	DBCRON_SCHED_AFTER = 3, /* interval_ms after the previous run ends */
 	DBCRON_SCHED_AT = 4,    /* one instant, at_ms */
+	/* no schedule of its own: fires once each time every job named in
+	 * spec ("a,b") has succeeded since its previous fire (docs/scheduler.md) */
+	DBCRON_SCHED_NEEDS = 5,
 } dbcron_sched_kind;
 
 typedef enum dbcron_misfire {

@@ -110,6 +110,8 @@ typedef struct app_job_view {
 	app_run_vec runs;
 	const char *unrunnable;
 	char why[400];
+	/* the jobs that need it (--needs), "a, b"; "" none */
+	char needed_by[512];
 } app_job_view;
 
 /* Job name with its last nruns runs into v (cleared on every error).
@@ -134,6 +136,8 @@ typedef struct app_job_result {
 	/* pause and delete wait (at most 10 s) for every live node to see the
 	 * change; when one did not confirm, why, else "" */
 	char warning[512];
+	/* delete --force: the jobs that needed it, now set aside; "" none */
+	char detached[512];
 } app_job_result;
 
 /* One stored job into *j (dbcron_job_init'ed by the caller).
@@ -144,6 +148,10 @@ int app_job_find(store *s, const char *name, dbcron_job *j, dbcron_err *err);
 int app_job_pause(store *s, const char *name, app_job_result *r, dbcron_err *err);
 int app_job_resume(store *s, const char *name, app_job_result *r, dbcron_err *err);
 int app_job_delete(store *s, const char *name, app_job_result *r, dbcron_err *err);
+/* A job others need is refused (DBCRON_ECONSTRAINT) unless force, which sets
+ * them aside and names them in r->detached. */
+int app_job_delete_force(store *s, const char *name, bool force, app_job_result *r,
+			 dbcron_err *err);
 int app_job_trigger(store *s, const char *name, app_job_result *r, dbcron_err *err);
 
 /* ----------------------------------------------------------- apply */

@@ -363,6 +363,15 @@ void app_job_view_clear(app_job_view *v)
 	v->unrunnable = NULL;
 }
 
+/* store_name_cb: one more name into the view's needed_by. */
+static int needed_by_add(void *ctx, const char *name)
+{
+	app_job_view *v = ctx;
+	size_t l = strlen(v->needed_by);
+	snprintf(v->needed_by + l, sizeof(v->needed_by) - l, "%s%s", l ? ", " : "", name);
+	return 0;
+}
+
 int app_job_view_get(store *s, const char *name, size_t nruns, app_job_view *v,
 		     dbcron_err *err)
 {
@@ -383,6 +392,7 @@ int app_job_view_get(store *s, const char *name, size_t nruns, app_job_view *v,
 		goto out_clear;
 	}
 	v->unrunnable = app_job_unrunnable(&live, &v->job, v->why, sizeof(v->why));
+	rc = store_job_needed_by(s, name, needed_by_add, v, err);
 out_clear:
 	app_live_clear(&live);
 	if (rc)
@@ -403,6 +413,15 @@ int app_job_get(store *s, const char *name, size_t nruns, bool words, json_t **o
 	 * "unrunnable" when no live node can run it */
 	json_t *o = model_job_json_with_runs(&v.job, v.runs.v, v.runs.n);
 	if (o && v.unrunnable && json_object_set_new(o, "unrunnable", json_string(v.unrunnable))) {
+		json_decref(o);
+		o = NULL;
+	}
+	/* what needs it, as the names a needs key takes */
+	json_t *nb = o ? json_array() : NULL;
+	char name_buf[256];
+	for (const char *p = v.needed_by; nb && model_needs_next(&p, name_buf, sizeof(name_buf));)
+		json_array_append_new(nb, json_string(name_buf));
+	if (o && (!nb || json_object_set_new(o, "needed_by", nb))) {
 		json_decref(o);
 		o = NULL;
 	}
@@ -470,8 +489,14 @@ int app_job_resume(store *s, const char *name, app_job_result *r, dbcron_err *er
 
 int app_job_delete(store *s, const char *name, app_job_result *r, dbcron_err *err)
 {
+	return app_job_delete_force(s, name, false, r, err);
+}
+
+int app_job_delete_force(store *s, const char *name, bool force, app_job_result *r,
+			 dbcron_err *err)
+{
 	memset(r, 0, sizeof(*r));
-	int rc = store_job_delete(s, name, err);
+	int rc = store_job_delete_force(s, name, force, r->detached, sizeof(r->detached), err);
 	if (rc == DBCRON_ENOTFOUND)
 		return no_such_job(err, name);
 	if (!rc) {

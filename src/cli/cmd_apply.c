@@ -83,6 +83,8 @@ const struct option cli_apply_longopts[] = {
 	{"no-user-check", no_argument, NULL, 'U'},
 	{"strict", no_argument, NULL, 'S'},
 	{"dry-run", no_argument, NULL, 'n'},
+	/* job delete's: refused by every other verb */
+	{"force", no_argument, NULL, 'F'},
 	{NULL, 0, NULL, 0},
 };
 
@@ -126,6 +128,8 @@ static int apply_opt(void *ctx, int c, char *arg)
 		return parse_limit("job apply", "--max-bytes", arg, true, &a->max_bytes);
 	case 'J':
 		return parse_limit("job apply", "--max-jobs", arg, false, &a->max_jobs);
+	case 'F':
+		return cli_usage_error("job apply", "unknown option '--force'");
 	default: /* --format, in the table of every job subcommand */
 		return cli_usage_error("job apply", "unknown option '--format'");
 	}

@@ -42,6 +42,9 @@ static void add_usage(FILE *f)
 		"  --every DUR             fixed rate; first fire one interval from now\n"
 		"  --after DUR             fixed delay after the previous run ends\n"
 		"  --at TIME               once: RFC 3339, epoch seconds, now, now+DUR\n"
+		"  --needs JOBS            no schedule of its own: fires once each time every\n"
+		"                          job of JOBS (a,b; repeatable) has succeeded since\n"
+		"                          its previous fire\n"
 		"OPTIONS:\n");
 	model_jobdef_help(f, MODEL_SCOPE_ANY);
 	fprintf(f, "A COMMAND RUNS AS (docs/security.md):\n");
@@ -157,8 +160,10 @@ static int job_add(int argc, char **argv)
 		       model_time_text(d.job.next_fire_at, t, sizeof(t)),
 		       d.job.paused ? " (paused)" : "");
 	else
-		printf("added job '%s', no future fire\n", d.job.name);
-	if (d.job.next_fire_at < 0)
+		printf("added job '%s', %s\n", d.job.name,
+		       d.job.kind == DBCRON_SCHED_NEEDS ? "fires when its needs have succeeded"
+							: "no future fire");
+	if (d.job.next_fire_at < 0 && d.job.kind != DBCRON_SCHED_NEEDS)
 		fprintf(stderr, "dbcron job add: warning: '%s' never fires after now (%s); only job trigger runs it\n",
 			d.job.name, d.job.spec);
 	if (warn[0])
@@ -179,6 +184,7 @@ typedef struct simple_args {
 	cli_common cm;
 	const char *cmd;
 	const char *name;
+	bool force; /* job delete --force */
 } simple_args;
 
 /* job apply's options (cli_apply_longopts) are in the table of the other
@@ -187,8 +193,12 @@ typedef struct simple_args {
  * "unknown option '--prune'", and the abbreviations stay as they were. */
 static int simple_opt(void *ctx, int c, char *arg)
 {
-	const simple_args *a = ctx;
+	simple_args *a = ctx;
 	(void)arg;
+	if (c == 'F' && strcmp(a->cmd, "job delete") == 0) {
+		a->force = true;
+		return 0;
+	}
 	if (c == CLI_OPT_FORMAT)
 		return cli_usage_error(a->cmd, "unknown option '--format'");
 	for (const struct option *l = cli_apply_longopts; l->name; l++)
@@ -212,6 +222,7 @@ static int parse_simple(const char *cmd, int argc, char **argv, int want_pos,
 
 	a->cmd = cmd;
 	a->name = NULL;
+	a->force = false;
 	int status = cli_parse(&sp, &o, &a->cm, argc, argv);
 	if (status >= 0)
 		return status;
@@ -489,7 +500,8 @@ static void show_usage(FILE *f)
 
 /* job show's table: every field, the schedule in words, the next fires
  * in the job's zone and the last runs. */
-static int show_table(const dbcron_job *j, const app_run_vec *rv, const char *unrunnable)
+static int show_table(const dbcron_job *j, const app_run_vec *rv, const char *unrunnable,
+		      const char *needed_by)
 {
 	char t[64], b1[256];
 	printf("name:              %s\n", j->name);
@@ -507,6 +519,7 @@ static int show_table(const dbcron_job *j, const app_run_vec *rv, const char *un
 	printf("\nin words:          %s\n", jstr(words, "description"));
 	printf("tz:                %s\n", j->tz ? j->tz : "UTC");
 	printf("paused:            %s\n", j->paused ? "yes" : "no");
+	printf("needed by:         %s\n", *needed_by ? needed_by : "none");
 	/* the instants a job is given (its window), each as the field table
 	 * names it */
 	for (size_t i = 0; i < MODEL_NFIELDS; i++) {
@@ -605,7 +618,7 @@ static int job_show(int argc, char **argv)
 		status = cli_fail(&err);
 	if (rc)
 		goto out;
-	status = show_table(&v.job, &v.runs, v.unrunnable);
+	status = show_table(&v.job, &v.runs, v.unrunnable, v.needed_by);
 	app_job_view_clear(&v);
 out:
 	store_close(s);
@@ -617,9 +630,17 @@ static void name_usage(FILE *f)
 	fprintf(f, "usage: dbcron job pause|resume|delete|trigger NAME [--db URL | --db-file PATH]\n\n"
 		   "  pause    stop firing (a running run goes on)\n"
 		   "  resume   fire again; the next fire is computed from the database's now\n"
-		   "  delete   remove the job; its runs stay in the run log\n"
+		   "  delete   remove the job; its runs stay in the run log (job delete --help)\n"
 		   "  trigger  one run now, besides the schedule; prints the run id (a paused job's\n"
 		   "           run waits until the job is resumed, and it says so)\n\n" CLI_DB_HELP);
+}
+
+static void delete_usage(FILE *f)
+{
+	fprintf(f, "usage: dbcron job delete NAME [--force] [--db URL | --db-file PATH]\n\n"
+		   "Remove the job; its runs stay in the run log.  A job others need (their\n"
+		   "--needs name it) is refused, naming them, unless --force, which deletes it\n"
+		   "and sets them aside until their --needs change (it names them).\n\n" CLI_DB_HELP);
 }
 
 /* pause, resume, delete, trigger: one job by name (app/jobs.c).  A pause
@@ -630,7 +651,8 @@ static int job_by_name(const char *sub, int argc, char **argv)
 	char cmd[32];
 	snprintf(cmd, sizeof(cmd), "job %s", sub);
 	simple_args a;
-	int status = parse_simple(cmd, argc, argv, 1, false, name_usage, &a);
+	int status = parse_simple(cmd, argc, argv, 1, false,
+				  strcmp(sub, "delete") == 0 ? delete_usage : name_usage, &a);
 	if (status >= 0)
 		return status;
 	store *s = NULL;
@@ -642,9 +664,11 @@ static int job_by_name(const char *sub, int argc, char **argv)
 	char t[64];
 
 	if (strcmp(sub, "delete") == 0) {
-		rc = app_job_delete(s, a.name, &r, &err);
+		rc = app_job_delete_force(s, a.name, a.force, &r, &err);
 		if (!rc)
 			printf("deleted job '%s'\n", a.name);
+		if (!rc && r.detached[0])
+			printf("detached %s: set aside until their --needs change\n", r.detached);
 	} else if (strcmp(sub, "trigger") == 0) {
 		rc = app_job_trigger(s, a.name, &r, &err);
 		if (!rc)
@@ -683,7 +707,8 @@ static void job_usage(FILE *f)
 		   "  show NAME           a job's definition and last runs\n"
 		   "  pause NAME          stop firing\n"
 		   "  resume NAME         fire again from now\n"
-		   "  delete NAME         remove (its runs stay)\n"
+		   "  delete NAME         remove (its runs stay); a job others --need is refused\n"
+		   "                      unless --force, which sets them aside\n"
 		   "  trigger NAME        run once now\n"
 		   "  set NAME FLAGS...   change some fields of a job (as job add's flags)\n"
 		   "  rename OLD NEW      give a job a new name (its runs follow)\n"

@@ -116,7 +116,7 @@ static const char *const state_names[] = {
 static const char *const misfire_names[] = {NULL, "fire_once", "skip", "catch_up"};
 static const char *const overlap_names[] = {NULL, "skip", "allow", "queue", "replace"};
 static const char *const node_loss_names[] = {NULL, "retry", "abandon"};
-static const char *const kind_names[] = {NULL, "cron", "every", "after", "at"};
+static const char *const kind_names[] = {NULL, "cron", "every", "after", "at", "needs"};
 
 #define NAME_OF(tab, v) \
 	((v) > 0 && (size_t)(v) < sizeof(tab) / sizeof(tab[0]) ? tab[v] : "?")

@@ -22,7 +22,7 @@
  * key     K(ID, "flag-and-json-key", "snake_variant" or NULL, type) with
  *         type a model_jobdef_type (STR INT BOOL DUR ARGV LIST TIME); K0
  *         for a member no user sets directly; KSCHED for the schedule,
- *         whose four keys (cron, every, after, at) are the hook
+ *         whose five keys (cron, every, after, at, needs) are the hook
  *         DBCRON_JOB_SCHED_KEYS below.
  * codec   how a key's value is checked, set and written to JSON
  *         (jobdef.c, json.c): NONE NAME SCHED TZ ENUM INT DUR BOOL HANDLER
@@ -128,7 +128,8 @@
 	S(CRON, "cron", STR, DBCRON_SCHED_CRON)        \
 	S(EVERY, "every", DUR, DBCRON_SCHED_EVERY)     \
 	S(AFTER, "after", DUR, DBCRON_SCHED_AFTER)     \
-	S(AT, "at", STR, DBCRON_SCHED_AT)
+	S(AT, "at", STR, DBCRON_SCHED_AT)              \
+	S(NEEDS, "needs", LIST, DBCRON_SCHED_NEEDS)
 
 /* Helpers for expanding a row: FIELD_##store, and the key's parts. */
 #define DBCRON_FK_ID_K(id, flag, snake, type) MODEL_JK_##id

@@ -320,9 +320,12 @@ static void route_jobs(const http_call *c, const char *rest, http_reply *rep)
 		app_job_result r;
 		if (!may_write(c, rep))
 			return;
-		if (app_job_delete(c->st, name, &r, &err))
+		if (app_job_delete_force(c->st, name, flag(c, "force"), &r, &err))
 			return from_err(rep, &err);
 		ok(rep, MHD_HTTP_OK, json_pack("{s:s}", "deleted", name));
+		/* ?force=1 on a job others need: the dependents it set aside */
+		if (r.detached[0] && rep->json)
+			json_object_set_new(rep->json, "detached", json_string(r.detached));
 		if (r.warning[0] && rep->json)
 			json_object_set_new(rep->json, "warning", json_string(r.warning));
 		return;

@@ -83,7 +83,7 @@ const model_field *model_jobdef_field(const model_jobdef_key *k)
 	for (size_t i = 0; i < MODEL_NFIELDS; i++) {
 		const model_field *f = &model_fields[i];
 		if (f->key == k->id ||
-		    (f->codec == MODEL_FC_SCHED && k->id >= MODEL_JK_CRON && k->id <= MODEL_JK_AT))
+		    (f->codec == MODEL_FC_SCHED && k->id >= MODEL_JK_CRON && k->id <= MODEL_JK_NEEDS))
 			return f;
 	}
 	return NULL;
@@ -98,6 +98,8 @@ model_jobdef_id model_sched_key(dbcron_sched_kind kind)
 		return MODEL_JK_AFTER;
 	case DBCRON_SCHED_AT:
 		return MODEL_JK_AT;
+	case DBCRON_SCHED_NEEDS:
+		return MODEL_JK_NEEDS;
 	default:
 		return MODEL_JK_CRON;
 	}

@@ -63,6 +63,9 @@ int dbcron_job_validate(dbcron_job *job, dbcron_err *err)
 			return dbcron_err_set(err, DBCRON_EINVAL,
 					      "job '%s': --at time not resolved", n);
 		break;
+	case DBCRON_SCHED_NEEDS:
+		/* names only: which exist and make no cycle is the store's */
+		break;
 	default:
 		return dbcron_err_set(err, DBCRON_EINVAL, "job '%s': unknown schedule kind", n);
 	}
@@ -140,6 +143,8 @@ static int series_next(const dbcron_job *job, int64_t after_ms, int64_t *next, d
 			return 1;
 		}
 		return 0;
+	case DBCRON_SCHED_NEEDS:
+		return 0; /* its fires are inserted when its needs are met */
 	}
 	return -dbcron_err_set(err, DBCRON_EINVAL, "unknown schedule kind");
 }

@@ -195,7 +195,38 @@ static int set_ms_value(model_jobdef *d, const model_jobdef_key *k, int64_t ms,
 	return DBCRON_OK;
 }
 
-/* The schedule hook: the four keys of the one schedule. */
+/* More names for a NEEDS job (comma-separated, repeatable): each by the
+ * job-name rule, a name given twice kept once.  Whether they exist and
+ * make no cycle is the store's to say (store_job_put). */
+static int add_needs(model_jobdef *d, const char *v, dbcron_err *err)
+{
+	char name[256], have[256];
+	const char *p = v;
+	int rc, n = 0;
+	if (d->job.kind != DBCRON_SCHED_NEEDS && (rc = set_schedule(d, DBCRON_SCHED_NEEDS, "", err)))
+		return rc;
+	while (model_needs_next(&p, name, sizeof(name))) {
+		n++;
+		if ((rc = dbcron__name_check("needed job name", name, false, err)))
+			return rc;
+		bool dup = false;
+		for (const char *q = d->job.spec; !dup && model_needs_next(&q, have, sizeof(have));)
+			dup = strcmp(have, name) == 0;
+		if (dup)
+			continue;
+		size_t l = strlen(d->job.spec);
+		char *s = dbcron__realloc(d->job.spec, l + strlen(name) + 2);
+		if (!s)
+			return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
+		snprintf(s + l, strlen(name) + 2, "%s%s", l ? "," : "", name);
+		d->job.spec = s;
+	}
+	if (!n)
+		return dbcron_err_set(err, DBCRON_EINVAL, "'%s': expected job names, e.g. a,b", v);
+	return DBCRON_OK;
+}
+
+/* The schedule hook: the five keys of the one schedule. */
 static int set_sched(model_jobdef *d, const model_jobdef_key *k, const char *v,
 		     dbcron_err *err)
 {
@@ -231,6 +262,8 @@ static int set_sched(model_jobdef *d, const model_jobdef_key *k, const char *v,
 		if (rc)
 			return rc;
 		return set_schedule(d, DBCRON_SCHED_AT, v, err);
+	case MODEL_JK_NEEDS:
+		return add_needs(d, v, err);
 	default:
 		return dbcron_err_set(err, DBCRON_EINTERNAL, "not a schedule key");
 	}
@@ -488,7 +521,7 @@ int model_jobdef_from_job(model_jobdef *d, const dbcron_job *j, dbcron_err *err)
 int model_jobdef_check(model_jobdef *d, dbcron_err *err)
 {
 	static const model_jobdef_id scheds[] = {
-		MODEL_JK_CRON, MODEL_JK_EVERY, MODEL_JK_AFTER, MODEL_JK_AT,
+		MODEL_JK_CRON, MODEL_JK_EVERY, MODEL_JK_AFTER, MODEL_JK_AT, MODEL_JK_NEEDS,
 	};
 	const char *first = NULL;
 	char l1[64], l2[64];
@@ -499,14 +532,15 @@ int model_jobdef_check(model_jobdef *d, dbcron_err *err)
 		const model_jobdef_key *k = model_jobdef_key_of(scheds[i]);
 		if (first)
 			return dbcron_err_set(err, DBCRON_EINVAL,
-					      "two schedules (%s and %s): give exactly one of cron, every, after, at",
+					      "two schedules (%s and %s): give exactly one of cron, every, after, at, "
+					      "needs (a job with needs has no schedule of its own)",
 					      first, model_jobdef_label(d, k, l2, sizeof(l2)));
 		first = model_jobdef_label(d, k, l1, sizeof(l1));
 	}
 	if (!first)
 		return dbcron_err_set(err, DBCRON_EINVAL, d->cli
-			? "no schedule: give one of --cron EXPR, --every DUR, --after DUR, --at TIME"
-			: "no schedule: give one of the keys cron, every, after, at");
+			? "no schedule: give one of --cron EXPR, --every DUR, --after DUR, --at TIME, --needs JOBS"
+			: "no schedule: give one of the keys cron, every, after, at, needs");
 	bool cmd = d->seen[MODEL_JK_COMMAND] && d->job.argc > 0;
 	if (d->seen[MODEL_JK_HANDLER] && d->seen[MODEL_JK_COMMAND])
 		return dbcron_err_set(err, DBCRON_EINVAL, d->cli

@@ -12,6 +12,7 @@
 #include "core/alloc.h"
 #include "core/timeutil.h"
 #include "model/json.h"
+#include "model/rules.h"
 
 /* Adds v (stolen, may be NULL) to o; *bad stays set after any failure. */
 static void put(json_t *o, const char *key, json_t *v, bool *bad)
@@ -70,6 +71,20 @@ static json_t *strv_json(char *const *v, int n)
 	return a;
 }
 
+/* A NEEDS job's names as an array. */
+static json_t *needs_json(const char *spec)
+{
+	json_t *a = json_array();
+	char name[256];
+	for (const char *p = spec; a && model_needs_next(&p, name, sizeof(name));) {
+		if (json_array_append_new(a, json_string(name))) {
+			json_decref(a);
+			return NULL;
+		}
+	}
+	return a;
+}
+
 /* One keyed row's value by its codec into *v (NULL when out of memory);
  * false when the row is not written (an optional value that is unset). */
 static bool field_json(const dbcron_job *j, const model_field *f, json_t **v)
@@ -83,7 +98,8 @@ static bool field_json(const dbcron_job *j, const model_field *f, json_t **v)
 		*v = json_string(text);
 		break;
 	case MODEL_FC_SCHED:
-		*v = json_string(j->spec ? j->spec : "");
+		*v = j->kind == DBCRON_SCHED_NEEDS ? needs_json(j->spec)
+						   : json_string(j->spec ? j->spec : "");
 		break;
 	case MODEL_FC_TZ:
 		*v = json_string(text ? text : "UTC");

@@ -181,3 +181,16 @@ int model_job_first_fire(dbcron_job *job, int64_t now_ms,
 		return next_or_none(job, now_ms, &job->next_fire_at, err);
 	}
 }
+
+bool model_needs_next(const char **pos, char *buf, size_t len)
+{
+	const char *p = *pos;
+	while (p && (*p == ',' || *p == ' '))
+		p++;
+	if (!p || !*p || !len)
+		return false;
+	size_t n = strcspn(p, ", ");
+	snprintf(buf, len, "%.*s", (int)n, p);
+	*pos = p + n;
+	return true;
+}

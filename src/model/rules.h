@@ -112,4 +112,11 @@ int model_job_series(dbcron_job *job, int64_t now_ms, const dbcron_job *prev,
 int model_job_first_fire(dbcron_job *job, int64_t now_ms,
 			 const dbcron_job *prev, dbcron_err *err);
 
+/*
+ * The names of a NEEDS job's spec ("a,b"), one per call: the next name
+ * after *pos into buf (NUL-terminated), *pos moved past it; false at the
+ * end.  A name longer than buf is cut (the name rule keeps them short).
+ */
+bool model_needs_next(const char **pos, char *buf, size_t len);
+
 #endif

@@ -50,12 +50,18 @@ static int apply_followups(store *s, store_update *ups, size_t n, dbcron_err *er
 {
 	store_batch *retry = store__scratch(s, 1, 2, store__pair_cols);
 	store_batch *next = store__scratch(s, 2, 2, store__pair_cols);
-	int64_t now;
+	int64_t now, *ok = NULL;
+	size_t nok = 0;
 	int rc;
 	for (size_t i = 0; i < n; i++) {
 		const store_update *u = &ups[i];
 		if (!u->applied)
 			continue;
+		if (u->state == DBCRON_RUN_SUCCEEDED) {
+			if (!ok && !(ok = dbcron__calloc(n, sizeof(*ok))))
+				return store__oom(err, "apply");
+			ok[nok++] = u->job_id;
+		}
 		if (u->retry_due_at >= 0) {
 			store_batch_i64(retry, u->run_id);
 			store_batch_i64(retry, u->retry_due_at);
@@ -65,21 +71,22 @@ static int apply_followups(store *s, store_update *ups, size_t n, dbcron_err *er
 			store_batch_i64(next, u->job_next_fire_at);
 		}
 	}
-	if (retry->oom || next->oom)
-		return store__oom(err, "apply");
-	if (store_batch_rows(retry)) {
-		if ((rc = store__db_now(s, &now, err)))
-			return rc;
+	rc = retry->oom || next->oom ? store__oom(err, "apply") : DBCRON_OK;
+	if (!rc && store_batch_rows(retry))
+		rc = store__db_now(s, &now, err);
+	if (!rc && store_batch_rows(retry)) {
 		store_param p[] = {sp_i64(now), sp_batch(retry)};
-		if ((rc = store__run(s, ST_RETRY_INSERT, p, 2, NULL, err)))
-			return rc;
+		rc = store__run(s, ST_RETRY_INSERT, p, 2, NULL, err);
 	}
-	if (store_batch_rows(next)) {
+	if (!rc && store_batch_rows(next)) {
 		store_param p[] = {sp_batch(next)};
-		if ((rc = store__run(s, ST_JOBS_NEXT_IF_NULL, p, 1, NULL, err)))
-			return rc;
+		rc = store__run(s, ST_JOBS_NEXT_IF_NULL, p, 1, NULL, err);
 	}
-	return DBCRON_OK;
+	/* in the outcome's transaction: a fan-in fires once per set */
+	if (!rc && nok)
+		rc = store__needs_fanin(s, ok, nok, err);
+	dbcron__free(ok);
+	return rc;
 }
 
 /* Does the chain of one run's updates slots[i..j) break the run state
@@ -172,7 +179,9 @@ int store_apply(store *s, const char *node_id, store_update *ups, size_t n, dbcr
 		ups[i].invalid = !ups[i].token || st == DBCRON_RUN_SCHEDULED ||
 				 !(dbcron_run_transition_ok(DBCRON_RUN_SCHEDULED, st) ||
 				   dbcron_run_transition_ok(DBCRON_RUN_RUNNING, st));
-		if (!ups[i].invalid && (ups[i].retry_due_at >= 0 || ups[i].job_next_fire_at >= 0))
+		/* a success may complete a fan-in (needs.c) */
+		if (!ups[i].invalid && (ups[i].retry_due_at >= 0 || ups[i].job_next_fire_at >= 0 ||
+					ups[i].state == DBCRON_RUN_SUCCEEDED))
 			extra = true;
 	}
 	if (n == 0)

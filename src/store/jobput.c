@@ -165,6 +165,7 @@ typedef struct put_ctx {
 	void *place_ctx;
 	size_t at;   /* the chunk's first index in the caller's jobs */
 	bool paused; /* a job went from active to paused */
+	bool needs;  /* a NEEDS job written, or one that was (needs.c) */
 } put_ctx;
 
 /* Insert the chunk's new jobs (ins; their names and indexes in order) and
@@ -229,6 +230,7 @@ static int put_chunk(store *s, dbcron_job *jobs, const put_enc *enc, size_t n, i
 	for (size_t i = 0; i < n; i++) {
 		dbcron_job *j = &jobs[i];
 		dbcron_job *prev = nold ? bsearch(j, old, nold, sizeof(*old), job_name_cmp) : NULL;
+		pc->needs |= j->kind == DBCRON_SCHED_NEEDS || (prev && prev->kind == DBCRON_SCHED_NEEDS);
 		if (!prev && pc->place &&
 		    (rc = pc->place(pc->place_ctx, pc->at + i, j, NULL, now, err)))
 			goto out_free;
@@ -385,7 +387,10 @@ int store_job_put_placed(store *s, dbcron_job *jobs, size_t n, store_put_mode mo
 		    (nd && (rc = store__run(s, ST_GEN_BUMP, NULL, 0, NULL, err))))
 			goto out_rollback;
 	}
-	if ((rc = store__tx_commit(s, err)))
+	/* the fan-in edges of what was written and pruned (needs.c); a
+	 * write without NEEDS jobs, before or after, has none to follow */
+	if (((pc.needs || nd) && (rc = store__needs_put(s, jobs, n, err))) ||
+	    (rc = store__tx_commit(s, err)))
 		goto out_rollback;
 	if (created)
 		*created = nc;

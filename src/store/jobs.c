@@ -177,16 +177,33 @@ out_rollback:
 	return rc;
 }
 
+static int job_id_of(store *s, const char *name, int64_t *id, bool *found, dbcron_err *err);
+
 int store_job_delete(store *s, const char *name, dbcron_err *err)
 {
-	int64_t now, n = 0;
+	return store_job_delete_force(s, name, false, NULL, 0, err);
+}
+
+int store_job_delete_force(store *s, const char *name, bool force, char *detached, size_t dlen,
+			   dbcron_err *err)
+{
+	int64_t now, n = 0, id = 0;
+	bool found;
 	int rc;
+	if (detached && dlen)
+		detached[0] = '\0';
 	if (!name)
 		return dbcron_err_set(err, DBCRON_EINVAL, "job_delete: no name");
 	if ((rc = store__tx_begin(s, err)))
 		return rc;
 	store_param p[] = {sp_text(name)};
-	if ((rc = store__db_now(s, &now, err)) || (rc = store__run(s, ST_JOB_DELETE, p, 1, &n, err)))
+	if ((rc = store__db_now(s, &now, err)) || (rc = job_id_of(s, name, &id, &found, err)))
+		goto out_rollback;
+	/* what needs it, before it goes (needs.c) */
+	char none[1];
+	if ((found && (rc = store__needs_unlink(s, name, id, force, detached ? detached : none,
+						 detached ? dlen : sizeof(none), err))) ||
+	    (rc = store__run(s, ST_JOB_DELETE, p, 1, &n, err)))
 		goto out_rollback;
 	if (n == 0) {
 		rc = dbcron_err_set(err, DBCRON_ENOTFOUND, "no job named '%s'", name);
@@ -194,6 +211,7 @@ int store_job_delete(store *s, const char *name, dbcron_err *err)
 	}
 	store_param pn[] = {sp_i64(now)};
 	if ((rc = store__run(s, ST_RUNS_CLOSE_ORPHANS, pn, 1, NULL, err)) ||
+	    (rc = store__run(s, ST_NEEDS_TIDY, NULL, 0, NULL, err)) ||
 	    (rc = store__run(s, ST_GEN_BUMP, NULL, 0, NULL, err)) || (rc = store__tx_commit(s, err)))
 		goto out_rollback;
 	return DBCRON_OK;
@@ -237,6 +255,10 @@ int store_job_rename(store *s, const char *from, const char *to, dbcron_err *err
 		rc = dbcron_err_set(err, DBCRON_ENOTFOUND, "no job named '%s'", from);
 		goto out_rollback;
 	}
+	/* a dependent names it in its --needs: refused, never left naming a
+	 * job that is gone */
+	if ((rc = store__needs_unlink(s, from, id, false, NULL, 0, err)))
+		goto out_rollback;
 	store_param pr[] = {sp_text(from), sp_text(to), sp_i64(now)};
 	store_param pj[] = {sp_i64(id), sp_text(to)};
 	if ((rc = store__run(s, ST_JOB_RENAME, pr, 3, &n, err)))

@@ -74,6 +74,33 @@
 	X(RUNS_RENAME, "renaming the job's runs", "")                                    \
 	/* (job_id, name, fire_at, now) -> id, nothing on a clash */                      \
 	X(TRIGGER_INSERT, "triggering the job", "1 no duplicate fire")                   \
+	/* fan-in (needs.c): (job_id) -> need_id of its edges */                             \
+	X(NEEDS_OF, "reading the job's needs", "")                                           \
+	/* (job_id, need_id): an edge, kept with its done flag when it exists */             \
+	X(NEEDS_ADD, "recording the job's needs", "")                                        \
+	X(NEEDS_DEL, "dropping one of the job's needs", "")                                  \
+	/* (): drop the edges of jobs gone or no longer NEEDS jobs */                        \
+	X(NEEDS_TIDY, "tidying the needs", "")                                               \
+	/* () -> dependent name of edges whose needed job is gone */                         \
+	X(NEEDS_DANGLING, "checking the needs", "a dependent never waits on a job that is gone")\
+	/* () -> dependent name, needed name of every edge: the cycle check */               \
+	X(NEEDS_EDGES, "reading the needs", "no cycle")                                      \
+	/* (name) -> the names of the jobs that need it */                                   \
+	X(NEEDED_BY, "reading what needs the job", "")                                       \
+	/* (need_id, why): set aside every job that needs it; then its edges go */           \
+	X(NEEDS_SET_ASIDE, "setting the dependents aside", "")                               \
+	X(NEEDS_DETACH, "detaching the dependents", "")                                      \
+	/* batch [succeeded job id] -> id of their dependents, row-locked in id */           \
+	/* order (FOR UPDATE; SQLite holds the database): two nodes ending two */            \
+	/* needs of one job meet here, one after the other */                                \
+	X(FANIN_LOCK, "locking the dependents", "a fan-in fires once per set")               \
+	/* batch [succeeded job id]: their edges done */                                     \
+	X(FANIN_MARK, "recording the needs met", "a fan-in fires once per set")              \
+	/* batch [succeeded job id] -> id, name of their dependents (not set */              \
+	/* aside) with every edge done, read current (locking on MySQL) */                   \
+	X(FANIN_READY, "finding the dependents due", "a fan-in fires once per set")          \
+	/* (job_id): a new set begins */                                                     \
+	X(FANIN_RESET, "starting the dependent's next set", "a fan-in fires once per set")   \
 	/* (ahead_ms, limit, route, batch [handler], pool, batch [job_id]) -> now,      \
 	 * JOB_COLS (one row of NULL job columns when none); with route 1, a handler    \
 	 * job only when its handler is in the batch (what the claiming node can run),  \
@@ -259,6 +286,9 @@ _Static_assert(STORE_EXEC_HANDLER == DBCRON_EXEC_HANDLER, "SQL_EXEC_HANDLER");
 #define SQL_RS_SUCCEEDED STORE_SQL_TEXT(STORE_RS_SUCCEEDED)
 #define SQL_RS_ABANDONED STORE_SQL_TEXT(STORE_RS_ABANDONED)
 #define SQL_EXEC_HANDLER STORE_SQL_TEXT(STORE_EXEC_HANDLER)
+#define STORE_SCHED_NEEDS 5
+_Static_assert(STORE_SCHED_NEEDS == DBCRON_SCHED_NEEDS, "SQL_SCHED_NEEDS");
+#define SQL_SCHED_NEEDS STORE_SQL_TEXT(STORE_SCHED_NEEDS)
 
 /*
  * Routing, the same text in every dialect: handler job J is stranded at N

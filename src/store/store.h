@@ -349,7 +349,13 @@ int store_jobs_last_run(store *s, const int64_t *ids, size_t n, store_last_run_c
 /* Every job's store_job_brief, by name. */
 int store_job_briefs(store *s, store_brief_cb cb, void *ctx, dbcron_err *err);
 int store_job_set_paused(store *s, const char *name, bool paused, int64_t next_fire_at, dbcron_err *err);
+/* A job others need (--needs) is refused (DBCRON_ECONSTRAINT, naming them);
+ * store_job_delete_force with force sets them aside and detaches them,
+ * their names into detached (may be NULL; "" when none). */
 int store_job_delete(store *s, const char *name, dbcron_err *err);
+int store_job_delete_force(store *s, const char *name, bool force, char *detached, size_t dlen,
+			   dbcron_err *err);
+
 int store_job_trigger(store *s, const char *name, int64_t *run_id, int64_t *fire_at, dbcron_err *err);
 /* One transaction: the job from is named to, and its runs with it (the
  * run log keeps pointing at the job).  DBCRON_ENOTFOUND for from,
@@ -361,6 +367,9 @@ int store_node_register(store *s, const store_node_info *n, dbcron_err *err);
  * the database's clock), sorted, each once: what a handler job needs for a
  * node to claim it. */
 typedef int (*store_name_cb)(void *ctx, const char *name);
+/* The names of the jobs that need job name (--needs), by name. */
+int store_job_needed_by(store *s, const char *name, store_name_cb cb, void *ctx,
+			dbcron_err *err);
 int store_handlers_live(store *s, store_name_cb cb, void *ctx, dbcron_err *err);
 int store_node_heartbeat(store *s, const char *node_id, const char *incarnation, int64_t lease_ms, int64_t *db_now, dbcron_err *err);
 /* The node's heartbeat: also reports seen_gen (the jobs generation it has

@@ -117,6 +117,21 @@ int store__read_run(store *s, dbcron_run *run, dbcron_err *err);
 /* argv <-> its stored form, a JSON array of strings.  encode: *out is NULL
  * for a job without argv, else owned by the caller; DBCRON_EINVAL names the
  * argument that is not valid UTF-8.  decode: every element a string. */
+/* ---- needs.c: fan-in, inside the caller's transaction ---- */
+
+/* After a job write: the edges of the NEEDS jobs written, edges of jobs
+ * gone dropped; an unknown needed job, one the write deleted, a cycle:
+ * an error (the caller rolls back). */
+int store__needs_put(store *s, const dbcron_job *jobs, size_t n, dbcron_err *err);
+/* Before job name (id) is deleted or renamed: DBCRON_ECONSTRAINT naming what
+ * needs it, or with force those set aside and detached, their names into
+ * detached (NULL: a rename, which has no force). */
+int store__needs_unlink(store *s, const char *name, int64_t id, bool force, char *detached,
+			size_t dlen, dbcron_err *err);
+/* The jobs of ok_jobs had a run end SUCCEEDED: mark their dependents'
+ * needs and fire (a SCHEDULED run at now) each whose set is complete. */
+int store__needs_fanin(store *s, const int64_t *ok_jobs, size_t n, dbcron_err *err);
+
 int store__argv_encode(const dbcron_job *job, char **out, dbcron_err *err);
 int store__argv_decode(const char *text, dbcron_job *job, dbcron_err *err);
 /* The job's env ("KEY=VALUE" strings) as the same kind of array; NULL

@@ -287,9 +287,10 @@ static void test_json_key_errors(void **state)
 		{"{\"name\": \"x\", \"every\": \"1s\"}",
 		 "no command: give \"command\": [\"prog\", \"arg\"...] or \"handler\""},
 		{"{\"name\": \"x\", \"handler\": \"noop\"}",
-		 "no schedule: give one of the keys cron, every, after, at"},
+		 "no schedule: give one of the keys cron, every, after, at, needs"},
 		{"{\"name\": \"x\", \"every\": \"1s\", \"at\": \"now\", \"handler\": \"noop\"}",
-		 "two schedules (key 'every' and key 'at'): give exactly one of cron, every, after, at"},
+		 "two schedules (key 'every' and key 'at'): give exactly one of cron, every, after, at, "
+		 "needs (a job with needs has no schedule of its own)"},
 		{"{\"name\": \"x\", \"every\": \"1s\", \"arg\": \"a\", \"command\": [\"true\"]}",
 		 "'arg' is only for 'handler' (a command takes its arguments in 'command')"},
 	};
@@ -318,7 +319,7 @@ static void test_whole_definition_cli(void **state)
 	assert_int_equal(model_jobdef_set_text(&d, model_jobdef_find("name"), "x", &err), 0);
 	assert_int_equal(model_jobdef_check(&d, &err), DBCRON_EINVAL);
 	assert_string_equal(err.msg,
-			    "no schedule: give one of --cron EXPR, --every DUR, --after DUR, --at TIME");
+			    "no schedule: give one of --cron EXPR, --every DUR, --after DUR, --at TIME, --needs JOBS");
 	assert_int_equal(model_jobdef_set_text(&d, model_jobdef_find("after"), "5m", &err), 0);
 	assert_int_equal(model_jobdef_check(&d, &err), DBCRON_EINVAL);
 	assert_string_equal(err.msg, "no command: give -- COMMAND [ARGS...] or --handler NAME");

@@ -24,6 +24,7 @@
 #include "store_conformance.h"
 #include "store_conformance_faults.h"
 #include "store_conformance_edits.h"
+#include "store_conformance_needs.h"
 
 #include "core/alloc.h"
 #include "store/dialect.h"
@@ -467,6 +468,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		STORE_CONFORMANCE_TESTS,
 		STORE_CONFORMANCE_FAULT_TESTS,
+		STORE_CONFORMANCE_NEEDS_TESTS,
 		STORE_CONFORMANCE_EDIT_TESTS,
 		cmocka_unit_test(test_mask_and_bad_urls),
 		cmocka_unit_test(test_round_trips_constant),

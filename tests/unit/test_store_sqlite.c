@@ -18,6 +18,7 @@
 #include "store_conformance.h"
 #include "store_conformance_faults.h"
 #include "store_conformance_edits.h"
+#include "store_conformance_needs.h"
 
 static char conf_dir[256];
 static char conf_url_buf[512];
@@ -323,6 +324,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		STORE_CONFORMANCE_TESTS,
 		STORE_CONFORMANCE_FAULT_TESTS,
+		STORE_CONFORMANCE_NEEDS_TESTS,
 		STORE_CONFORMANCE_EDIT_TESTS,
 		CONF_T(test_sqlite_bulk_put),
 		CONF_T(test_sqlite_schema_newer),

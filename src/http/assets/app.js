@@ -56,7 +56,7 @@ function fill(sel, rows) {
   tb.replaceChildren(...rows);
 }
 function schedule(j) {
-  for (const k of ["cron", "every", "after", "at"]) if (j[k]) return k + " " + j[k];
+  for (const k of ["cron", "every", "after", "at", "needs"]) if (j[k]) return k + " " + j[k];
   return "-";
 }
 // The database's clock minus this browser's, from the last jobs page's

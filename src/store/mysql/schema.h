@@ -16,7 +16,7 @@
 #define DBCRON_STORE_MYSQL_SCHEMA_H
 
 /* Highest migration this binary knows. */
-#define DBCRON_MY_SCHEMA_VERSION 5
+#define DBCRON_MY_SCHEMA_VERSION 6
 
 #define MY_TABLE_OPTS " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
 
@@ -148,6 +148,16 @@ static const char *const my_migration_5[] = {
 	NULL,
 };
 
+/* 6: fan-in (issue 26 item 3): one row per (dependent, needed job),
+ * done = 1 once the needed job succeeded since the dependent's last fire
+ * (store/needs.c). */
+static const char *const my_migration_6[] = {
+	"CREATE TABLE IF NOT EXISTS job_needs (job_id BIGINT NOT NULL, need_id BIGINT NOT NULL, "
+	"done INT NOT NULL DEFAULT 0, PRIMARY KEY (job_id, need_id), "
+	"KEY job_needs_need (need_id))" MY_TABLE_OPTS,
+	NULL,
+};
+
 static const struct {
 	int version;
 	const char *const *stmts;
@@ -157,6 +167,7 @@ static const struct {
 	{3, my_migration_3},
 	{4, my_migration_4},
 	{5, my_migration_5},
+	{6, my_migration_6},
 };
 
 _Static_assert(sizeof(my_migrations) / sizeof(my_migrations[0]) == DBCRON_MY_SCHEMA_VERSION,

@@ -7,7 +7,7 @@
 #define DBCRON_STORE_PG_SCHEMA_H
 
 /* Highest migration this binary knows. */
-#define DBCRON_PG_SCHEMA_VERSION 6
+#define DBCRON_PG_SCHEMA_VERSION 7
 
 static const char *const migration_1[] = {
 	"CREATE TABLE jobs ("
@@ -136,6 +136,16 @@ static const char *const migration_6[] = {
 	NULL,
 };
 
+/* 7: fan-in (issue 26 item 3): one row per (dependent, needed job),
+ * done = 1 once the needed job succeeded since the dependent's last fire
+ * (store/needs.c). */
+static const char *const migration_7[] = {
+	"CREATE TABLE job_needs (job_id BIGINT NOT NULL, need_id BIGINT NOT NULL, "
+	"done INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (job_id, need_id))",
+	"CREATE INDEX job_needs_need ON job_needs (need_id)",
+	NULL,
+};
+
 static const struct {
 	int version;
 	const char *const *stmts;
@@ -146,6 +156,7 @@ static const struct {
 	{4, migration_4},
 	{5, migration_5},
 	{6, migration_6},
+	{7, migration_7},
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == DBCRON_PG_SCHEMA_VERSION,

@@ -161,6 +161,15 @@ static const char *const sqlite_migrations[] = {
 	 * ms; NULL: open), issue 28 item 7. */
 	"ALTER TABLE jobs ADD COLUMN start_at INTEGER;\n"
 	"ALTER TABLE jobs ADD COLUMN end_at INTEGER;\n",
+	/* 8: fan-in (issue 26 item 3): one row per (dependent, needed job),
+	 * done = 1 once the needed job succeeded since the dependent's last
+	 * fire (store/needs.c). */
+	"CREATE TABLE job_needs ("
+	" job_id INTEGER NOT NULL,"
+	" need_id INTEGER NOT NULL,"
+	" done INTEGER NOT NULL DEFAULT 0,"
+	" PRIMARY KEY (job_id, need_id));\n"
+	"CREATE INDEX job_needs_need ON job_needs(need_id);\n",
 };
 
 #define SQLITE_SCHEMA_VERSION \

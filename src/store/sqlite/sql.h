@@ -78,6 +78,29 @@ static const char *const sql[ST__COUNT] = {
 	[ST_JOB_ID] = "SELECT id FROM jobs WHERE name = ?1",
 	[ST_JOB_RENAME] = "UPDATE jobs SET name = ?2, updated_ms = ?3 WHERE name = ?1",
 	[ST_RUNS_RENAME] = "UPDATE runs SET job_name = ?2 WHERE job_id = ?1",
+	[ST_NEEDS_OF] = "SELECT need_id FROM job_needs WHERE job_id = ?1",
+	[ST_NEEDS_DEL] = "DELETE FROM job_needs WHERE job_id = ?1 AND need_id = ?2",
+	[ST_NEEDS_TIDY] = "DELETE FROM job_needs WHERE job_id NOT IN (SELECT id FROM jobs WHERE kind = "
+		SQL_SCHED_NEEDS ")",
+	[ST_NEEDS_DANGLING] = "SELECT a.name FROM job_needs n JOIN jobs a ON a.id = n.job_id WHERE NOT EXISTS "
+		"(SELECT 1 FROM jobs b WHERE b.id = n.need_id) ORDER BY a.name",
+	[ST_NEEDS_EDGES] = "SELECT a.name, b.name FROM job_needs n JOIN jobs a ON a.id = n.job_id JOIN jobs b "
+		"ON b.id = n.need_id ORDER BY a.name, b.name",
+	[ST_NEEDED_BY] = "SELECT a.name FROM job_needs n JOIN jobs a ON a.id = n.job_id JOIN jobs b ON b.id = "
+		"n.need_id WHERE b.name = ?1 ORDER BY a.name",
+	[ST_NEEDS_SET_ASIDE] = "UPDATE jobs SET set_aside = ?2 WHERE id IN (SELECT job_id FROM job_needs "
+		"WHERE need_id = ?1)",
+	[ST_NEEDS_DETACH] = "DELETE FROM job_needs WHERE need_id = ?1",
+	[ST_FANIN_RESET] = "UPDATE job_needs SET done = 0 WHERE job_id = ?1",
+	[ST_NEEDS_ADD] = "INSERT OR IGNORE INTO job_needs(job_id, need_id, done) VALUES (?1, ?2, 0)",
+	[ST_FANIN_LOCK] = "SELECT id FROM jobs WHERE id IN (SELECT job_id FROM job_needs WHERE "
+		"need_id IN " "(SELECT " V0 " FROM json_each(?1))" ") ORDER BY id",
+	[ST_FANIN_MARK] = "UPDATE job_needs SET done = 1 WHERE need_id IN " "(SELECT " V0 " FROM json_each(?1))",
+	[ST_FANIN_READY] =
+		"SELECT n.job_id, (SELECT j.name FROM jobs j WHERE j.id = n.job_id) FROM job_needs n "
+		"WHERE n.job_id IN (SELECT job_id FROM job_needs WHERE need_id IN " "(SELECT " V0 " FROM json_each(?1))" ") AND "
+		"n.job_id NOT IN (SELECT id FROM jobs WHERE set_aside IS NOT NULL) GROUP BY n.job_id "
+		"HAVING MIN(n.done) = 1 ORDER BY n.job_id",
 	[ST_TRIGGER_INSERT] =
 		"INSERT INTO runs(job_id, job_name, fire_at, attempt, state, due_at, "
 		"created_ms) VALUES (?1, ?2, ?3, 1, " SQL_RS_SCHEDULED ", ?3, ?4) ON CONFLICT DO NOTHING "
