@@ -48,7 +48,7 @@ has() { # PACKAGE PATH...
 }
 has dbcron usr/bin/dbcron usr/bin/dbcron-guard usr/share/man/man1/dbcron.1.gz \
 	lib/systemd/system/dbcron-node.service usr/lib/sysusers.d/dbcron.conf \
-	etc/dbcron/dbcron.conf.example usr/share/doc/dbcron/cli.md.gz \
+	etc/dbcron/dbcron.conf.example etc/dbcron/dbcron.conf.d/ usr/share/doc/dbcron/cli.md.gz \
 	usr/share/bash-completion/completions/dbcron usr/share/doc/dbcron/copyright
 has libdbcron0 'usr/lib/[^/]*/libdbcron\.so\.0\.[0-9.]*'
 dev_deps=$(dpkg-deb -f "$T_DIR/deb/libdbcron-dev_${v}_$a.deb" Depends)
