@@ -232,26 +232,11 @@ int store__needs_put(store *s, const dbcron_job *jobs, size_t n, dbcron_err *err
 
 /* ---- what needs a job; a delete that would strand it ---- */
 
-struct name_each {
-	store_name_cb cb;
-	void *ctx;
-};
-
-static int name_one(store *s, void *arg, bool *stop, dbcron_err *err)
-{
-	struct name_each *e = arg;
-	const char *name = s->d->col_text(s->c, 0);
-	(void)err;
-	*stop = name && e->cb(e->ctx, name) != 0;
-	return DBCRON_OK;
-}
-
 int store_job_needed_by(store *s, const char *name, store_name_cb cb, void *ctx,
 			dbcron_err *err)
 {
-	struct name_each e = {cb, ctx};
 	store_param p[] = {sp_text(name)};
-	return store__each_row(s, ST_NEEDED_BY, p, 1, name_one, &e, err);
+	return store__each_name(s, ST_NEEDED_BY, p, 1, cb, ctx, err);
 }
 
 struct names_text {

@@ -609,21 +609,7 @@ int store_nodes_prune(store *s, int64_t older_ms, int64_t *deleted, dbcron_err *
 	return rc;
 }
 
-struct name_each {
-	store_name_cb cb;
-	void *ctx;
-};
-
-static int name_one(store *s, void *arg, bool *stop, dbcron_err *err)
-{
-	struct name_each *e = arg;
-	const char *name = s->d->col_text(s->c, 0);
-	*stop = name && e->cb(e->ctx, name) != 0;
-	return DBCRON_OK;
-}
-
 int store_handlers_live(store *s, store_name_cb cb, void *ctx, dbcron_err *err)
 {
-	struct name_each e = {cb, ctx};
-	return store__each_row(s, ST_HANDLERS_LIVE, NULL, 0, name_one, &e, err);
+	return store__each_name(s, ST_HANDLERS_LIVE, NULL, 0, cb, ctx, err);
 }

@@ -162,6 +162,27 @@ int store__each_row(store *s, int id, const store_param *p, int np, store__row_f
 	return row < 0 ? -row : rc;
 }
 
+struct name_each {
+	store_name_cb cb;
+	void *ctx;
+};
+
+static int name_one(store *s, void *arg, bool *stop, dbcron_err *err)
+{
+	struct name_each *e = arg;
+	const char *name = s->d->col_text(s->c, 0);
+	(void)err;
+	*stop = name && e->cb(e->ctx, name) != 0;
+	return DBCRON_OK;
+}
+
+int store__each_name(store *s, int id, const store_param *p, int np, store_name_cb cb,
+		     void *ctx, dbcron_err *err)
+{
+	struct name_each e = {cb, ctx};
+	return store__each_row(s, id, p, np, name_one, &e, err);
+}
+
 /* Single-writer dialects take the write lock before the first read, so a
  * transaction that reads and then writes never fails halfway. */
 int store__tx_begin(store *s, dbcron_err *err)

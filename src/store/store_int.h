@@ -75,6 +75,10 @@ int store__row(store *s, int id, const store_param *p, int np, dbcron_err *err);
 typedef int (*store__row_fn)(store *s, void *arg, bool *stop, dbcron_err *err);
 int store__each_row(store *s, int id, const store_param *p, int np, store__row_fn one,
 		    void *arg, dbcron_err *err);
+/* The same for a listing of names (column 0), handed to cb until it
+ * returns non-zero. */
+int store__each_name(store *s, int id, const store_param *p, int np, store_name_cb cb,
+		     void *ctx, dbcron_err *err);
 /* Column c of the current row; NULL reads as 0 (store__i64) or -1. */
 static inline int64_t store__i64(store *s, int c) { return s->d->col_i64(s->c, c); }
 static inline int64_t store__i64n(store *s, int c)
