@@ -1,7 +1,7 @@
 # Run by `cmake --install` (CMakeLists.txt sets DBCRON_* before it): the
 # files that name installed paths, written for the prefix being installed
 # to.  file(INSTALL) adds $DESTDIR itself.
-foreach(d LIBDIR INCLUDEDIR BINDIR MANDIR SYSCONFDIR)
+foreach(d LIBDIR INCLUDEDIR BINDIR MANDIR SYSCONFDIR LIBEXECDIR)
   if(IS_ABSOLUTE "${DBCRON_${d}}")
     set(FULL_${d} "${DBCRON_${d}}")
   else()
@@ -17,6 +17,7 @@ endif()
 set(DBCRON_PC_LIBDIR "${FULL_LIBDIR}")
 set(DBCRON_PC_INCLUDEDIR "${FULL_INCLUDEDIR}")
 set(CMAKE_INSTALL_FULL_BINDIR "${FULL_BINDIR}")
+set(CMAKE_INSTALL_FULL_LIBEXECDIR "${FULL_LIBEXECDIR}")
 configure_file(${DBCRON_SRC}/dist/dbcron.pc.in ${DBCRON_OUT}/dbcron.pc @ONLY)
 configure_file(${DBCRON_SRC}/dist/man/dbcron.1 ${DBCRON_OUT}/dbcron.1 @ONLY)
 configure_file(${DBCRON_SRC}/dist/dbcron-node.service.in ${DBCRON_OUT}/dbcron-node.service @ONLY)

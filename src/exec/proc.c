@@ -68,6 +68,7 @@
  */
 #define _GNU_SOURCE /* pipe2, GNU strerror_r */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
@@ -135,9 +136,28 @@ static void reap_blocking(pid_t pid)
 static pthread_once_t helper_once = PTHREAD_ONCE_INIT;
 static char helper_path[PATH_MAX]; /* "": fork the guard */
 
+#ifndef DBCRON_GUARD_RELDIR
+#define DBCRON_GUARD_RELDIR "../libexec/dbcron"
+#endif
+
+/* dir + name into helper_path when it is an executable there. */
+static bool helper_at(const char *dir, const char *sub)
+{
+	int w = snprintf(helper_path, sizeof(helper_path), "%s%s%s%s", dir, sub, *sub ? "/" : "",
+			 GUARD_PROGRAM);
+	if (w < 0 || (size_t)w >= sizeof(helper_path) || access(helper_path, X_OK) != 0) {
+		helper_path[0] = '\0';
+		return false;
+	}
+	return true;
+}
+
 /* $DBCRON_GUARD ("fork": no helper; a path: that one, whether or not it
  * is there, so a wrong setting fails loudly), else dbcron-guard in the
- * directory of our executable if it is there. */
+ * directory of our executable (the build tree, or a program that ships it
+ * beside itself), else where `make install` puts it: LIBEXECDIR/dbcron,
+ * relative to the installed dbcron's directory (/usr/bin/../libexec/dbcron
+ * for /usr). */
 static void find_helper(void)
 {
 	const char *env = getenv("DBCRON_GUARD");
@@ -158,10 +178,7 @@ static void find_helper(void)
 	if (!slash)
 		return;
 	slash[1] = '\0';
-	int w = snprintf(helper_path, sizeof(helper_path), "%s%s", exe, GUARD_PROGRAM);
-	if (w < 0 || (size_t)w >= sizeof(helper_path) || access(helper_path, X_OK) != 0)
-		helper_path[0] = '\0';
-	if (!helper_path[0])
+	if (!helper_at(exe, "") && !helper_at(exe, DBCRON_GUARD_RELDIR))
 		dbcron__log(LOG_DEBUG, "proc.guard", LOG_STR("helper", GUARD_PROGRAM),
 			    LOG_STR("dir", exe), LOG_STR("msg", "helper not found; guards are forked"));
 }

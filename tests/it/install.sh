@@ -21,7 +21,7 @@ DESTDIR=$ROOT cmake --install "$BUILD" --prefix "$PREFIX" >"$T_DIR/install.log" 
 assert_eq 0 "$rc" "cmake --install: $(tail -3 "$T_DIR/install.log")"
 libdir=$(sed -n 's/^libdir=//p' "$(find "$P" -name dbcron.pc)")
 lib=${libdir#"$PREFIX"/}
-for f in bin/dbcron bin/dbcron-guard "$lib/libdbcron.so.0" "$lib/libdbcron.a" \
+for f in bin/dbcron libexec/dbcron/dbcron-guard "$lib/libdbcron.so.0" "$lib/libdbcron.a" \
 	include/dbcron/dbcron.h include/dbcron/node.h "$lib/pkgconfig/dbcron.pc" \
 	share/man/man1/dbcron.1 share/bash-completion/completions/dbcron \
 	share/zsh/vendor-completions/_dbcron lib/systemd/system/dbcron-node.service \
@@ -33,6 +33,22 @@ assert_eq "" "$nothing_outside" "every file under the prefix"
 assert_match "$(cat "$P/lib/systemd/system/dbcron-node.service")" "^ExecStart=$PREFIX/bin/dbcron node "
 assert_contains "$(cat "$P/$lib/pkgconfig/dbcron.pc")" "prefix=$PREFIX"
 assert_eq "dbcron 0.1.0" "$("$P/bin/dbcron" --version)" "the installed binary runs"
+# the installed node finds its guard in libexec/dbcron (not beside it):
+# a shell job's guard is that program, not a fork of dbcron
+"$P/bin/dbcron" init --db "sqlite:$T_DIR/inst.db" >/dev/null
+"$P/bin/dbcron" job add g --every 1s --db "sqlite:$T_DIR/inst.db" -- sleep 5 >/dev/null
+t_bg "$P/bin/dbcron" node --db "sqlite:$T_DIR/inst.db" --node-id inst --grace 1s --quiet
+guard_from_libexec() {
+	local p
+	for p in $(pgrep -x dbcron-guard || true); do
+		[ "$(readlink "/proc/$p/exe" 2>/dev/null)" = "$P/libexec/dbcron/dbcron-guard" ] && return 0
+	done
+	return 1
+}
+wait_until 120 guard_from_libexec || fail "the installed node did not run its guard from $P/libexec/dbcron"
+pass "the installed node runs the guard from libexec/dbcron"
+kill -TERM "$T_BG_PID"
+wait "$T_BG_PID" || true
 
 t_section "the example configuration file is valid, commented and uncommented"
 ex=$P/etc/dbcron/dbcron.conf.example
