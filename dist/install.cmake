@@ -20,9 +20,12 @@ set(CMAKE_INSTALL_FULL_BINDIR "${FULL_BINDIR}")
 set(CMAKE_INSTALL_FULL_LIBEXECDIR "${FULL_LIBEXECDIR}")
 configure_file(${DBCRON_SRC}/dist/dbcron.pc.in ${DBCRON_OUT}/dbcron.pc @ONLY)
 configure_file(${DBCRON_SRC}/dist/man/dbcron.1 ${DBCRON_OUT}/dbcron.1 @ONLY)
+set(CMAKE_INSTALL_FULL_SYSCONFDIR "${FULL_SYSCONFDIR}")
+configure_file(${DBCRON_SRC}/dist/man/dbcron.conf.5 ${DBCRON_OUT}/dbcron.conf.5 @ONLY)
 configure_file(${DBCRON_SRC}/dist/dbcron-node.service.in ${DBCRON_OUT}/dbcron-node.service @ONLY)
 file(INSTALL ${DBCRON_OUT}/dbcron.pc DESTINATION "${FULL_LIBDIR}/pkgconfig")
 file(INSTALL ${DBCRON_OUT}/dbcron.1 DESTINATION "${FULL_MANDIR}/man1")
+file(INSTALL ${DBCRON_OUT}/dbcron.conf.5 DESTINATION "${FULL_MANDIR}/man5")
 # systemd's place under the prefix: /usr/lib/systemd/system for PREFIX=/usr,
 # /usr/local/lib/systemd/system (which systemd reads too) for the default
 file(INSTALL ${DBCRON_OUT}/dbcron-node.service DESTINATION "${CMAKE_INSTALL_PREFIX}/lib/systemd/system")

@@ -46,7 +46,7 @@ has() { # PACKAGE PATH...
 		assert_match "$list" "^\./$f$" "$f"
 	done
 }
-has dbcron usr/bin/dbcron usr/libexec/dbcron/dbcron-guard usr/share/man/man1/dbcron.1.gz \
+has dbcron usr/bin/dbcron usr/libexec/dbcron/dbcron-guard usr/share/man/man1/dbcron.1.gz usr/share/man/man5/dbcron.conf.5.gz \
 	lib/systemd/system/dbcron-node.service usr/lib/sysusers.d/dbcron.conf \
 	etc/dbcron/dbcron.conf.example etc/dbcron/dbcron.conf.d/ usr/share/doc/dbcron/cli.md.gz \
 	usr/share/bash-completion/completions/dbcron usr/share/doc/dbcron/copyright

@@ -23,7 +23,7 @@ libdir=$(sed -n 's/^libdir=//p' "$(find "$P" -name dbcron.pc)")
 lib=${libdir#"$PREFIX"/}
 for f in bin/dbcron libexec/dbcron/dbcron-guard "$lib/libdbcron.so.0" "$lib/libdbcron.a" \
 	include/dbcron/dbcron.h include/dbcron/node.h "$lib/pkgconfig/dbcron.pc" \
-	share/man/man1/dbcron.1 share/bash-completion/completions/dbcron \
+	share/man/man1/dbcron.1 share/man/man5/dbcron.conf.5 share/bash-completion/completions/dbcron \
 	share/zsh/vendor-completions/_dbcron lib/systemd/system/dbcron-node.service \
 	lib/sysusers.d/dbcron.conf share/doc/dbcron/cli.md etc/dbcron/dbcron.conf.example; do
 	test -e "$P/$f" && assert_eq 0 0 || assert_eq "$f" "missing" "installed: $f"
@@ -119,7 +119,10 @@ for page in "$P"/share/man/man*/*; do
 	assert_eq "" "$warn" "groff -ww $(basename "$page")"
 	out=$(MANWIDTH=80 man -l "$page" 2>"$T_DIR/man.err")
 	assert_eq "" "$(cat "$T_DIR/man.err")" "man -l $(basename "$page"): nothing on stderr"
-	assert_contains "$out" "dbcron job import-crontab"
+	case $page in
+	*.1) assert_contains "$out" "dbcron job import-crontab" ;;
+	*.5) assert_contains "$out" "/etc/dbcron/dbcron.conf.d/" ;;
+	esac
 	assert_not_contains "$out" "@PROJECT_"
 	assert_not_contains "$out" "@CMAKE_"
 done
