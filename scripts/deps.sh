@@ -17,7 +17,7 @@ fi
 
 # `make deb` only (scripts/deb.sh): the Debian packaging tools
 if [ "${1:-}" = "--with-deb" ]; then
-  pkgs+=(debhelper dpkg-dev)
+  pkgs+=(debhelper dpkg-dev lintian)
 fi
 
 missing=()

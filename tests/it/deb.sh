@@ -78,6 +78,20 @@ assert_not_contains "$(cat "$ctl/postinst")" "deb-systemd-helper enable 'dbcron-
 assert_contains "$(cat "$ctl/conffiles")" "/etc/dbcron/dbcron.conf.example" "the example is a conffile"
 assert_match "$(dpkg-deb -f "$T_DIR/deb/dbcron_${v}_$a.deb" Depends)" "libsqlite3-0" "shlibs: depends on libsqlite3"
 
+t_section "lintian"
+# errors and warnings fail (an override says why where one is meant:
+# debian/*.lintian-overrides); lintian comes with scripts/deps.sh --with-deb
+if command -v lintian >/dev/null; then
+	rc=0
+	lint=$(cd "$T_DIR/deb" && lintian --fail-on error,warning --tag-display-limit 0 \
+		dbcron_"${v}"_"$a".deb libdbcron0_"${v}"_"$a".deb libdbcron-dev_"${v}"_"$a".deb 2>&1) || rc=$?
+	lint=$(grep -v '^running with root privileges' <<<"$lint" || true)
+	assert_eq 0 "$rc" "lintian: $lint"
+	assert_eq "" "$(grep -E '^[EW]: ' <<<"$lint" || true)" "lintian reports no error or warning"
+elif [ "${DBCRON_REQUIRE_DEB:-0}" = 1 ]; then
+	fail "lintian is missing (bash scripts/deps.sh --with-deb)"
+fi
+
 t_section "the unpacked programs run"
 root=$T_DIR/root
 for p in dbcron libdbcron0 libdbcron-dev; do
