@@ -37,6 +37,7 @@ run: build
 # at a time, so that the suite's load does not decide their timing (beside
 # it, even at a higher priority, the Galera test's nodes lost their leases).
 test: build
+	@bash scripts/deps.sh --with-lint
 	@bash scripts/test.sh $(BUILD) -LE failover
 	@DBCRON_TEST_JOBS=2 bash scripts/test.sh $(BUILD) -L failover
 

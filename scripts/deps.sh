@@ -20,13 +20,37 @@ if [ "${1:-}" = "--with-deb" ]; then
   pkgs+=(debhelper dpkg-dev lintian)
 fi
 
+# `make test`: Node.js for the tools the tests run that Debian does not
+# package (tools/npm: the OpenAPI linter), installed there with npm ci
+lint=0
+if [ "${1:-}" = "--with-lint" ]; then
+  pkgs+=(nodejs)
+  lint=1
+fi
+npm_tools() {
+  [ "$lint" = 1 ] || return 0
+  local dir
+  dir=$(cd "$(dirname "$0")/.." && pwd)/tools/npm
+  [ -x "$dir/node_modules/.bin/redocly" ] && return 0
+  if ! command -v npm >/dev/null; then
+    # Debian's own nodejs comes without npm
+    [ "$(id -u)" -eq 0 ] || { echo "deps: npm is missing; run as root or: apt-get install npm" >&2; exit 1; }
+    apt-get install -y -qq --no-install-recommends npm >/dev/null
+  fi
+  echo "deps: installing the test tools of $dir (npm ci)" >&2
+  (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+}
+
 missing=()
 for p in "${pkgs[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
     missing+=("$p")
   fi
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -eq 0 ]; then
+  npm_tools
+  exit 0
+fi
 
 echo "deps: installing ${missing[*]}" >&2
 if [ "$(id -u)" -ne 0 ]; then
@@ -36,3 +60,4 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+npm_tools

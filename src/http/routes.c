@@ -470,9 +470,10 @@ static void text(http_reply *rep, unsigned status, const char *t)
 	rep->text_len = strlen(t);
 }
 
-/* The dashboard's files (http_assets.c, made from src/http/assets/ by
- * cmake/embed.cmake): open to everyone, since they hold no data; the page
- * asks the API for everything with the token the user types. */
+/* The dashboard's files and the OpenAPI document (http_assets.c, made
+ * from src/http/assets/ and docs/openapi.json by cmake/embed.cmake): open
+ * to everyone, since they hold no data; the page asks the API for
+ * everything with the token the user types. */
 struct http_asset {
 	const char *path;
 	const unsigned char *data;
@@ -491,9 +492,10 @@ static bool asset(const char *path, http_reply *rep)
 		rep->status = MHD_HTTP_OK;
 		rep->text = (const char *)a->data;
 		rep->text_len = a->len;
-		rep->ctype = !strcmp(ext, ".js")    ? "text/javascript; charset=utf-8"
-			     : !strcmp(ext, ".css") ? "text/css; charset=utf-8"
-						    : "text/html; charset=utf-8";
+		rep->ctype = !strcmp(ext, ".js")     ? "text/javascript; charset=utf-8"
+			     : !strcmp(ext, ".css")  ? "text/css; charset=utf-8"
+			     : !strcmp(ext, ".json") ? "application/json"
+						     : "text/html; charset=utf-8";
 		rep->csp = true;
 		return true;
 	}
@@ -527,6 +529,8 @@ void http__route(const http_call *c, http_reply *rep)
 			return method_not_allowed(rep, "GET");
 		return route_readyz(c, rep);
 	}
+	if (!strcmp(p, API "/openapi.json") && !is(c, "GET"))
+		return method_not_allowed(rep, "GET");
 	if (is(c, "GET") && asset(p, rep))
 		return;
 	if (!strcmp(p, "/metrics")) {

@@ -77,6 +77,29 @@ print("\n".join(bad))
 sys.exit(1 if bad else 0)
 PY
 assert_eq 0 "$RC" "operations the server does not serve: $OUT"
+
+t_section "the server serves this document, and an OpenAPI linter passes it"
+curl -sf -o "$T_DIR/served.json" -D "$T_DIR/served.h" "http://127.0.0.1:$(port_of)/api/v1/openapi.json" ||
+	fail "GET /api/v1/openapi.json failed"
+cmp -s "$SPEC" "$T_DIR/served.json" && pass "GET /api/v1/openapi.json is docs/openapi.json" ||
+	fail "GET /api/v1/openapi.json differs from docs/openapi.json"
+assert_match "$(cat "$T_DIR/served.h")" "Content-Type: application/json" "served as JSON"
+# Redocly's linter (scripts/deps.sh installs it with npm into tools/npm),
+# its recommended rules with redocly.yaml's one exception; a warning fails
+LINT=$DBCRON_SRC/tools/npm/node_modules/.bin/redocly
+if [ -x "$LINT" ]; then
+	RC=0
+	OUT=$(cd "$T_DIR" && REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true \
+		timeout 300 "$LINT" lint --config "$DBCRON_SRC/redocly.yaml" --max-problems 50 \
+		--format stylish "$T_DIR/served.json" 2>&1) || RC=$?
+	assert_eq 0 "$RC" "redocly lint: $(grep -vE '[║╔╚]' <<<"$OUT" | tail -n 30)"
+	# (the lines of a boxed notice about Node.js versions left out)
+	assert_not_contains "$(grep -vE '[║╔╚]' <<<"$OUT")" "warning" "redocly lint: no warning"
+elif [ "${DBCRON_REQUIRE_LINT:-0}" = 1 ]; then
+	fail "the OpenAPI linter is missing: bash scripts/deps.sh"
+else
+	echo "# the OpenAPI linter is not installed (bash scripts/deps.sh installs it): not run"
+fi
 kill "$T_BG_PID"
 wait "$T_BG_PID" || true
 
