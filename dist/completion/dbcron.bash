@@ -45,9 +45,10 @@ _dbcron()
 			return
 		fi
 		case $sub in
-		add) opts="--cron --every --after --at --tz --misfire --max-catchup --misfire-threshold --overlap --node-loss --retries --retry-base --retry-cap --jitter --timeout --start-at --end-at --paused --handler --arg --user --group --cwd --env --env-file --umask --inherit-env --no-user-check --strict" ;;
-		set) opts="--cron --every --after --at --tz --misfire --max-catchup --misfire-threshold --overlap --node-loss --retries --retry-base --retry-cap --jitter --no-jitter --timeout --start-at --end-at --handler --arg --user --group --cwd --env --env-file --umask --inherit-env --no-inherit-env --no-user-check --strict" ;;
+		add) opts="--cron --every --after --at --needs --tz --misfire --max-catchup --misfire-threshold --overlap --node-loss --retries --retry-base --retry-cap --jitter --timeout --start-at --end-at --paused --handler --arg --user --group --cwd --env --env-file --umask --inherit-env --no-user-check --strict" ;;
+		set) opts="--cron --every --after --at --needs --tz --misfire --max-catchup --misfire-threshold --overlap --node-loss --retries --retry-base --retry-cap --jitter --no-jitter --timeout --start-at --end-at --handler --arg --user --group --cwd --env --env-file --umask --inherit-env --no-inherit-env --no-user-check --strict" ;;
 		list|show|export) opts="--format" ;;
+		delete) opts="--force" ;;
 		apply) opts="--prune --dry-run --max-bytes --max-jobs --no-user-check --strict" ;;
 		import-crontab) opts="--system --user --apply --partial --no-user-check" ;;
 		esac
@@ -64,8 +65,8 @@ _dbcron()
 		opts="--tz --from --count --format"
 		;;
 	init) opts="--group" ;;
-	node) opts="--node-id --workers --slow-workers --claim-batch --max-inflight --preread --claim-strategy --lease --heartbeat --grace --retention --log-runs --quiet --http --api-token-file --http-host --metrics-max-jobs" ;;
-	serve) opts="--http --api-token-file --http-host --metrics-max-jobs" ;;
+	node) opts="--node-id --workers --slow-workers --claim-batch --max-inflight --preread --claim-strategy --lease --heartbeat --grace --retention --log-runs --quiet --http --api-token-file --http-host --http-cert --http-key --metrics-max-jobs" ;;
+	serve) opts="--http --api-token-file --http-host --http-cert --http-key --metrics-max-jobs" ;;
 	config)
 		if [ "$COMP_CWORD" -eq 2 ]; then
 			COMPREPLY=($(compgen -W "show --help" -- "$cur"))

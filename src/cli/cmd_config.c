@@ -33,7 +33,8 @@ static void help(FILE *f)
 		"  node-id, workers, slow-workers, claim-batch, max-inflight, preread,\n"
 		"  claim-strategy, lease, heartbeat, grace, retention   as dbcron node's flags\n"
 		"  log-runs, quiet                true or false\n"
-		"  http, api-token-file, metrics-max-jobs   the HTTP server (node and serve)\n"
+		"  http, api-token-file, http-host, http-cert, http-key, metrics-max-jobs\n"
+		"                                 the HTTP server (node and serve)\n"
 		"Then the drop-ins FILE.d/*.conf (/etc/dbcron/dbcron.conf.d/*.conf for the default\n"
 		"file, also when it is missing), in the order of their names: a key in a later\n"
 		"file replaces an earlier one (db and db-file replace each other).\n"
@@ -107,6 +108,8 @@ static int value_text(conf_key k, const dbcron_node_config *cfg, const http_conf
 		snprintf(buf, len, "%s", hc->token_file ? hc->token_file : "(none)");
 		break;
 	case CONF_HTTP_HOST: snprintf(buf, len, "%s", hc->hosts ? hc->hosts : "(none)"); break;
+	case CONF_HTTP_CERT: snprintf(buf, len, "%s", hc->cert_file ? hc->cert_file : "(none)"); break;
+	case CONF_HTTP_KEY: snprintf(buf, len, "%s", hc->key_file ? hc->key_file : "(none)"); break;
 	case CONF_METRICS_MAX_JOBS: snprintf(buf, len, "%zu", hc->metrics_max_jobs); break;
 	default: buf[0] = '\0'; break;
 	}

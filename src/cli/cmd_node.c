@@ -148,7 +148,8 @@ static void help(FILE *f)
 		"                   [--claim-strategy per-row|lock-row]\n"
 		"                   [--lease DUR] [--heartbeat DUR] [--grace DUR] [--retention DUR|forever]\n"
 		"                   [--log-runs] [--quiet] [--http ADDR:PORT [--api-token-file PATH]\n"
-		"                   [--http-host NAME]... [--metrics-max-jobs N]]\n\n"
+		"                   [--http-host NAME]... [--http-cert PATH --http-key PATH]\n"
+		"                   [--metrics-max-jobs N]]\n\n"
 		"Run a scheduler node until SIGINT or SIGTERM (a second one stops running jobs at\n"
 		"once instead of after --grace).  Under systemd (Type=notify) it sends READY=1 once\n"
 		"registered, WATCHDOG=1 and STATUS= (claimed, running, the last database error) at\n"
@@ -182,6 +183,8 @@ static void help(FILE *f)
 		"  --http-host NAME   a name the server answers to besides its addresses and\n"
 		"                     localhost (a request whose Host is another name is 403:\n"
 		"                     DNS rebinding); repeat it or give NAME,NAME\n"
+		"  --http-cert PATH, --http-key PATH  serve HTTPS: the PEM certificate (chain) and\n"
+		"                     its private key\n"
 		"  --metrics-max-jobs N  per-job series in /metrics for at most N jobs (default 1000)\n"
 		CLI_DB_HELP
 		"Jobs get a clean environment (HOME, USER, LOGNAME, SHELL, PATH, DBCRON_* run facts\n"
@@ -259,6 +262,8 @@ static int node_key(const char *cmd, conf_key k, dbcron_node_config *cfg, http_c
 		hc->hosts = v.text;
 		return 0;
 	}
+	case CONF_HTTP_CERT: hc->cert_file = v.text; return 0;
+	case CONF_HTTP_KEY: hc->key_file = v.text; return 0;
 	case CONF_METRICS_MAX_JOBS: {
 		int n = 0;
 		if (!(rc = parse_int(cmd, &v, 0, &n)))
@@ -269,12 +274,22 @@ static int node_key(const char *cmd, conf_key k, dbcron_node_config *cfg, http_c
 	}
 }
 
+/* What both node and serve check of the HTTP settings. */
+static int http_settings_check(const char *cmd, const http_config *hc)
+{
+	if (!hc->cert_file != !hc->key_file)
+		return cli_usage_error(cmd, "--http-cert and --http-key go together");
+	if (hc->cert_file && !hc->listen)
+		return cli_usage_error(cmd, "--http-cert needs --http");
+	return 0;
+}
+
 int cli_http_settings(const char *cmd, http_config *hc)
 {
 	int rc = 0;
 	for (conf_key k = CONF_HTTP; k <= CONF_METRICS_MAX_JOBS && !rc; k++)
 		rc = node_key(cmd, k, NULL, hc);
-	return rc;
+	return rc ? rc : http_settings_check(cmd, hc);
 }
 
 int cli_node_settings(const char *cmd, dbcron_node_config *cfg, http_config *hc)
@@ -293,7 +308,7 @@ int cli_node_settings(const char *cmd, dbcron_node_config *cfg, http_config *hc)
 		return cli_usage_error(cmd, "--api-token-file needs --http");
 	if (hc->hosts && !hc->listen)
 		return cli_usage_error(cmd, "--http-host needs --http");
-	return 0;
+	return http_settings_check(cmd, hc);
 }
 
 int cli_node(int argc, char **argv)
@@ -315,6 +330,8 @@ int cli_node(int argc, char **argv)
 		{"http", required_argument, NULL, CONF_OPT(CONF_HTTP)},
 		{"api-token-file", required_argument, NULL, CONF_OPT(CONF_API_TOKEN_FILE)},
 		{"http-host", required_argument, NULL, CONF_OPT(CONF_HTTP_HOST)},
+		{"http-cert", required_argument, NULL, CONF_OPT(CONF_HTTP_CERT)},
+		{"http-key", required_argument, NULL, CONF_OPT(CONF_HTTP_KEY)},
 		{"metrics-max-jobs", required_argument, NULL, CONF_OPT(CONF_METRICS_MAX_JOBS)},
 		{NULL, 0, NULL, 0},
 	};

@@ -18,7 +18,8 @@ static void help(FILE *f)
 {
 	fprintf(f,
 		"usage: dbcron serve --http ADDR:PORT [--api-token-file PATH] [--http-host NAME]...\n"
-		"                    [--metrics-max-jobs N] [--db URL | --db-file PATH]\n\n"
+		"                    [--http-cert PATH --http-key PATH] [--metrics-max-jobs N]\n"
+		"                    [--db URL | --db-file PATH]\n\n"
 		"Serve the HTTP API (docs/http.md) until SIGINT or SIGTERM, without scheduling.\n\n"
 		"  --http ADDR:PORT       where to listen: 127.0.0.1:8080, [::1]:8080; an address\n"
 		"                         that is not loopback needs --api-token-file\n"
@@ -29,6 +30,8 @@ static void help(FILE *f)
 		"  --http-host NAME       a name the server answers to besides its addresses and\n"
 		"                         localhost (a request whose Host is another name is 403:\n"
 		"                         DNS rebinding); repeat it or give NAME,NAME\n"
+		"  --http-cert PATH       serve HTTPS with this PEM certificate (chain) ...\n"
+		"  --http-key PATH        ... and its private key\n"
 		"  --metrics-max-jobs N   per-job series in /metrics for at most N jobs (default 1000)\n"
 		CLI_DB_HELP);
 }
@@ -47,6 +50,8 @@ int cli_serve(int argc, char **argv)
 		{"http", required_argument, NULL, CONF_OPT(CONF_HTTP)},
 		{"api-token-file", required_argument, NULL, CONF_OPT(CONF_API_TOKEN_FILE)},
 		{"http-host", required_argument, NULL, CONF_OPT(CONF_HTTP_HOST)},
+		{"http-cert", required_argument, NULL, CONF_OPT(CONF_HTTP_CERT)},
+		{"http-key", required_argument, NULL, CONF_OPT(CONF_HTTP_KEY)},
 		{"metrics-max-jobs", required_argument, NULL, CONF_OPT(CONF_METRICS_MAX_JOBS)},
 		{NULL, 0, NULL, 0},
 	};

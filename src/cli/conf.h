@@ -29,6 +29,8 @@
 	X(HTTP, "http", NULL)                          \
 	X(API_TOKEN_FILE, "api-token-file", NULL)      \
 	X(HTTP_HOST, "http-host", NULL)                \
+	X(HTTP_CERT, "http-cert", NULL)                \
+	X(HTTP_KEY, "http-key", NULL)                  \
 	X(METRICS_MAX_JOBS, "metrics-max-jobs", NULL)
 
 typedef enum conf_key {

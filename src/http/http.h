@@ -27,6 +27,8 @@ typedef struct http_config {
 	const char *hosts;        /* --http-host: names Host may be besides an
 				     address and localhost, comma-separated;
 				     NULL: none */
+	const char *cert_file;    /* --http-cert and --http-key: HTTPS with this */
+	const char *key_file;     /* PEM certificate (chain) and key; NULL: HTTP */
 } http_config;
 
 /* Defaults for the limits: 8 MiB, 256, 15 s, 1000 jobs. */

@@ -128,6 +128,7 @@ struct http_server {
 	struct node_stats *stats;
 	size_t metrics_max_jobs;
 	http_hosts hosts; /* --http-host names (hosts.c) */
+	char *tls_cert, *tls_key; /* PEM, kept while the daemon runs */
 	pthread_mutex_t conn_mu;  /* guards the waiting queue */
 	bool conn_init;           /* conn_mu exists */
 	http_conn *wait_head, *wait_tail;
@@ -650,6 +651,45 @@ bad:
 }
 
 /* After the daemon is stopped (no request thread left): the handles. */
+/* A PEM file for TLS into *out (owned, NUL-ended), its errors naming it. */
+static int read_pem(const char *flag, const char *path, char **out, dbcron_err *err)
+{
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	*out = NULL;
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return dbcron_err_set(err, DBCRON_EINVAL, "%s %s: %s", flag, path, strerror(errno));
+	for (;;) {
+		if (len + 4097 > cap) {
+			cap = cap ? cap * 2 : 8192;
+			char *nb = cap > (1u << 20) ? NULL : dbcron__realloc(buf, cap);
+			if (!nb) {
+				fclose(f);
+				if (buf)
+					explicit_bzero(buf, len);
+				dbcron__free(buf);
+				return dbcron_err_set(err, DBCRON_EINVAL, "%s %s: larger than 1 MiB",
+						      flag, path);
+			}
+			buf = nb;
+		}
+		size_t got = fread(buf + len, 1, 4096, f);
+		len += got;
+		if (got < 4096)
+			break;
+	}
+	fclose(f);
+	buf[len] = '\0';
+	if (!strstr(buf, "-----BEGIN ")) {
+		explicit_bzero(buf, len);
+		dbcron__free(buf);
+		return dbcron_err_set(err, DBCRON_EINVAL, "%s %s: not a PEM file", flag, path);
+	}
+	*out = buf;
+	return DBCRON_OK;
+}
+
 static void free_server(http_server *h)
 {
 	for (size_t i = 0; i < h->npool; i++)
@@ -662,6 +702,10 @@ static void free_server(http_server *h)
 		pthread_mutex_destroy(&h->conn_mu);
 	http__hosts_free(&h->hosts);
 	dbcron__free(h->tokens);
+	dbcron__free(h->tls_cert);
+	if (h->tls_key)
+		explicit_bzero(h->tls_key, strlen(h->tls_key));
+	dbcron__free(h->tls_key);
 	dbcron__free(h);
 }
 
@@ -729,6 +773,25 @@ int http_server_start(const http_config *c, http_server **out, dbcron_err *err)
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO;
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
+	/* HTTPS: libmicrohttpd's GnuTLS, the certificate and key from memory
+	 * (read here, so that a bad file is named before anything listens) */
+	struct MHD_OptionItem tls[] = {
+		{MHD_OPTION_HTTPS_MEM_CERT, 0, NULL},
+		{MHD_OPTION_HTTPS_MEM_KEY, 0, NULL},
+		{MHD_OPTION_END, 0, NULL},
+	};
+	if (c->cert_file) {
+		if ((rc = read_pem("--http-cert", c->cert_file, &h->tls_cert, err)) ||
+		    (rc = read_pem("--http-key", c->key_file, &h->tls_key, err)))
+			goto out_free;
+		runas_secret_file_add_as(c->key_file, "the HTTPS key");
+		tls[0].ptr_value = h->tls_cert;
+		tls[1].ptr_value = h->tls_key;
+		flags |= MHD_USE_TLS;
+	} else {
+		tls[0].option = MHD_OPTION_END;
+	}
+	errno = 0;
 	h->d = http__mhd.MHD_start_daemon(flags, 0, NULL, NULL, on_request, h,
 				MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 				MHD_OPTION_THREAD_POOL_SIZE, (unsigned)HTTP_THREADS,
@@ -738,7 +801,15 @@ int http_server_start(const http_config *c, http_server **out, dbcron_err *err)
 				MHD_OPTION_NOTIFY_COMPLETED, on_done, h,
 				MHD_OPTION_NOTIFY_CONNECTION, on_conn, h,
 				MHD_OPTION_UNESCAPE_CALLBACK, unescape, h,
+				MHD_OPTION_ARRAY, tls,
 				MHD_OPTION_END);
+	if (!h->d && c->cert_file) {
+		rc = dbcron_err_set(err, DBCRON_EINVAL,
+				    "--http %s: cannot serve HTTPS with --http-cert %s and --http-key %s "
+				    "(not a certificate and its key, or the port is taken)",
+				    c->listen, c->cert_file, c->key_file);
+		goto out_free;
+	}
 	if (!h->d) {
 		rc = dbcron_err_set(err, DBCRON_EIO, "--http %s: cannot listen there (%s)", c->listen,
 				    errno ? strerror(errno) : "in use or not an address of this host");
@@ -747,7 +818,7 @@ int http_server_start(const http_config *c, http_server **out, dbcron_err *err)
 	const union MHD_DaemonInfo *di = http__mhd.MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
 	h->port = di ? di->port : 0;
 	dbcron__log(LOG_INFO, "http.listen", LOG_STR("listen", c->listen),
-		    LOG_INT("port", (int64_t)h->port),
+		    LOG_INT("port", (int64_t)h->port), LOG_STR("tls", c->cert_file ? "yes" : "no"),
 		    LOG_STR("auth", h->ntokens ? "tokens" : "none (read-only)"));
 	*out = h;
 	return DBCRON_OK;
