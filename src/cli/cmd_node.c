@@ -41,6 +41,17 @@ static volatile sig_atomic_t signals_seen;
 static sem_t stop_sem;
 static bool stop_sem_ok;
 
+static volatile sig_atomic_t hup_pending;
+
+/* SIGHUP: the signal thread reads the API token file again. */
+static void on_hup(int sig)
+{
+	(void)sig;
+	hup_pending = 1;
+	if (stop_sem_ok)
+		sem_post(&stop_sem);
+}
+
 static void on_signal(int sig)
 {
 	(void)sig;
@@ -68,10 +79,13 @@ static dbcron_dynlib sd_lib = {.soname = "libsystemd.so.0", .package = "libsyste
 			       .what = "Running under systemd (NOTIFY_SOCKET)", .syms = sd_syms,
 			       .nsyms = sizeof(sd_syms) / sizeof(sd_syms[0]), .api = &sd};
 
-/* What `dbcron node` tells systemd besides the config it runs with. */
+/* What `dbcron node` tells systemd besides the config it runs with, and
+ * what its signal thread acts on. */
 typedef struct node_notify {
+	bool notify; /* under systemd (NOTIFY_SOCKET) */
 	bool ready;
 	node_stats *stats;
+	http_server *hs;        /* reloaded on SIGHUP; NULL without --http */
 	int64_t stop_within_ms; /* the most a graceful stop may take */
 	pthread_t stopper;
 	bool stopper_started;
@@ -105,16 +119,28 @@ static void notify_alive(void *ctx)
 	nn->ready = true;
 }
 
-/* Once a stop signal came: STOPPING=1, and the stop timeout extended to
- * what this stop may take (--grace for the running jobs, the kill grace,
- * --grace again for the last writes), so a --grace above the unit's
- * TimeoutStopSec is not cut short by SIGKILL. */
+/* The signal thread (the handlers only post): SIGHUP reads the API token
+ * file again; once a stop signal came, under systemd, STOPPING=1 and the
+ * stop timeout extended to what this stop may take (--grace for the
+ * running jobs, the kill grace, --grace again for the last writes), so a
+ * --grace above the unit's TimeoutStopSec is not cut short by SIGKILL. */
 static void *stopper_main(void *ctx)
 {
 	node_notify *nn = ctx;
-	while (sem_wait(&stop_sem) && errno == EINTR)
-		;
-	if (!running_node)
+	for (;;) {
+		while (sem_wait(&stop_sem) && errno == EINTR)
+			;
+		if (!running_node || signals_seen)
+			break;
+		if (hup_pending) {
+			hup_pending = 0;
+			dbcron_err err = {0};
+			if (http_server_reload(nn->hs, &err))
+				dbcron__log(LOG_ERROR, "http.reload", LOG_STR("msg", err.msg),
+					    LOG_STR("kept", "the tokens in use are kept"));
+		}
+	}
+	if (!running_node || !nn->notify)
 		return NULL; /* woken by the run's end */
 	char msg[200];
 	snprintf(msg, sizeof(msg),
@@ -154,7 +180,8 @@ static void help(FILE *f)
 		"once instead of after --grace).  Under systemd (Type=notify) it sends READY=1 once\n"
 		"registered, WATCHDOG=1 and STATUS= (claimed, running, the last database error) at\n"
 		"every renewed lease, and on a stop signal STOPPING=1 with EXTEND_TIMEOUT_USEC= for\n"
-		"what the stop may take (2 x --grace + 12 s).\n\n"
+		"what the stop may take (2 x --grace + 12 s).  SIGHUP reads the --api-token-file\n"
+		"again (the other settings take a restart).\n\n"
 		"  --node-id ID       stable name of this node (default HOST-PID)\n"
 		"  --workers N        threads of the fast pool (default 8)\n"
 		"  --slow-workers N   threads of the slow pool for jobs that often run > 500 ms (default 2)\n"
@@ -386,8 +413,9 @@ int cli_node(int argc, char **argv)
 		dbcron_node_free(n);
 		return cli_fail(&err);
 	}
-	if (notify)
-		stopper_start(&nn, &cfg);
+	nn.notify = notify;
+	nn.hs = hs;
+	stopper_start(&nn, &cfg);
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
@@ -395,6 +423,8 @@ int cli_node(int argc, char **argv)
 	running_node = n;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	sa.sa_handler = on_hup;
+	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	rc = dbcron_node_run(n, &err);
 	running_node = NULL;

@@ -20,7 +20,8 @@ static void help(FILE *f)
 		"usage: dbcron serve --http ADDR:PORT [--api-token-file PATH] [--http-host NAME]...\n"
 		"                    [--http-cert PATH --http-key PATH] [--metrics-max-jobs N]\n"
 		"                    [--db URL | --db-file PATH]\n\n"
-		"Serve the HTTP API (docs/http.md) until SIGINT or SIGTERM, without scheduling.\n\n"
+		"Serve the HTTP API (docs/http.md) until SIGINT or SIGTERM, without scheduling.\n"
+		"SIGHUP reads the --api-token-file again.\n\n"
 		"  --http ADDR:PORT       where to listen: 127.0.0.1:8080, [::1]:8080; an address\n"
 		"                         that is not loopback needs --api-token-file\n"
 		"  --api-token-file PATH  lines 'TOKEN ROLE' (ROLE read or admin; TOKEN may be\n"
@@ -84,6 +85,7 @@ int cli_serve(int argc, char **argv)
 	sigemptyset(&set);
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	dbcron_err err = {0};
@@ -91,8 +93,16 @@ int cli_serve(int argc, char **argv)
 	if (http_server_start(&hc, &hs, &err))
 		return cli_fail(&err);
 	int sig;
-	while (sigwait(&set, &sig) != 0)
-		;
+	for (;;) {
+		while (sigwait(&set, &sig) != 0)
+			;
+		if (sig != SIGHUP)
+			break;
+		/* the API token file again; the old tokens stay when it does
+		 * not read */
+		if (http_server_reload(hs, &err))
+			fprintf(stderr, "dbcron serve: %s (the tokens in use are kept)\n", err.msg);
+	}
 	http_server_stop(hs);
 	return CLI_EXIT_OK;
 }

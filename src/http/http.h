@@ -52,5 +52,9 @@ int http_server_start(const http_config *c, http_server **out, dbcron_err *err);
 unsigned http_server_port(const http_server *h);
 /* Stop serving (in-flight requests finish), close the store, free h. */
 void http_server_stop(http_server *h);
+/* Read the token file again (SIGHUP): the new tokens replace the old at
+ * once; a file that does not read leaves the old ones in use and says
+ * why.  Nothing to do without a token file. */
+int http_server_reload(http_server *h, dbcron_err *err);
 
 #endif

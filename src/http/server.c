@@ -121,8 +121,14 @@ struct http_server {
 	bool pool_init;          /* pool_mu and pool_cv exist */
 	store *pool[HTTP_THREADS]; /* pool[0..nfree) are free */
 	size_t npool, nfree;
+	/* the token file's entries; replaced whole by a reload (SIGHUP) under
+	 * tok_mu, which token_role reads under */
+	pthread_rwlock_t tok_mu;
+	bool tok_init;
 	http_token *tokens;
 	size_t ntokens, tokcap;
+	bool has_tokens;        /* a token file was given: never changes */
+	const char *token_file; /* borrowed from the config, for reloads */
 	size_t max_body;
 	unsigned port;
 	struct node_stats *stats;
@@ -164,7 +170,12 @@ static bool is_hex64(const char *s)
 	return n == SHA256_HEX;
 }
 
-static int read_tokens(http_server *h, const char *path, dbcron_err *err)
+typedef struct token_set {
+	http_token *v;
+	size_t n, cap;
+} token_set;
+
+static int read_tokens(token_set *h, const char *path, dbcron_err *err)
 {
 	FILE *f = fopen(path, "re");
 	char line[1024];
@@ -223,14 +234,13 @@ static int read_tokens(http_server *h, const char *path, dbcron_err *err)
 			memcpy(t.hex, hx, SHA256_HEX);
 			g_free(hx);
 		}
-		if (dbcron__grow((void **)&h->tokens, &h->tokcap, h->ntokens + 1,
-				 sizeof(*h->tokens))) {
+		if (dbcron__grow((void **)&h->v, &h->cap, h->n + 1, sizeof(*h->v))) {
 			rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
 			goto out_close;
 		}
-		h->tokens[h->ntokens++] = t;
+		h->v[h->n++] = t;
 	}
-	if (h->ntokens == 0) {
+	if (h->n == 0) {
 		dbcron_err_set(err, rc, "--api-token-file %s: no tokens in it", path);
 		goto out_close;
 	}
@@ -241,12 +251,13 @@ out_close:
 }
 
 /* The role of a bearer token: every entry compared, no early exit. */
-static http_role token_role(const http_server *h, const char *token)
+static http_role token_role(http_server *h, const char *token)
 {
 	gchar *hx = g_compute_checksum_for_string(G_CHECKSUM_SHA256, token, -1);
 	http_role role = HTTP_ROLE_NONE;
 	if (!hx)
 		return role;
+	pthread_rwlock_rdlock(&h->tok_mu);
 	for (size_t i = 0; i < h->ntokens; i++) {
 		unsigned char diff = 0;
 		for (int k = 0; k < SHA256_HEX; k++)
@@ -255,8 +266,31 @@ static http_role token_role(const http_server *h, const char *token)
 		unsigned m = (unsigned)((diff - 1) >> 8) & 1u; /* 1 when diff == 0 */
 		role = (http_role)((unsigned)role | (m * (unsigned)h->tokens[i].role));
 	}
+	pthread_rwlock_unlock(&h->tok_mu);
 	g_free(hx);
 	return role;
+}
+
+int http_server_reload(http_server *h, dbcron_err *err)
+{
+	if (!h || !h->token_file)
+		return DBCRON_OK;
+	token_set t = {0};
+	int rc = read_tokens(&t, h->token_file, err);
+	if (rc) {
+		dbcron__free(t.v);
+		return rc; /* the tokens in use stay */
+	}
+	pthread_rwlock_wrlock(&h->tok_mu);
+	http_token *old = h->tokens;
+	h->tokens = t.v;
+	h->ntokens = t.n;
+	h->tokcap = t.cap;
+	pthread_rwlock_unlock(&h->tok_mu);
+	dbcron__free(old);
+	dbcron__log(LOG_INFO, "http.reload", LOG_STR("api_token_file", h->token_file),
+		    LOG_UINT("tokens", t.n));
+	return DBCRON_OK;
 }
 
 /* ------------------------------------------------- connections waiting */
@@ -427,12 +461,12 @@ static void handle_give(http_server *h, store *st)
 /* ---------------------------------------------------------- requests */
 
 /* The caller's role from the Authorization header. */
-static http_role caller_role(const http_server *h, struct MHD_Connection *c, bool *bad_token)
+static http_role caller_role(http_server *h, struct MHD_Connection *c, bool *bad_token)
 {
 	const char *auth = http__mhd.MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 						       MHD_HTTP_HEADER_AUTHORIZATION);
 	*bad_token = false;
-	if (h->ntokens == 0)
+	if (!h->has_tokens)
 		return HTTP_ROLE_READ;
 	if (auth && !strncasecmp(auth, "Bearer ", 7)) {
 		const char *t = auth + 7;
@@ -478,7 +512,7 @@ static enum MHD_Result on_headers(http_server *h, struct MHD_Connection *c,
 		/* only writes take a body, and they need admin: say why as the
 		 * route would, without reading the body first */
 		http_call call = {.conn = c, .method = method, .role = up->role,
-				  .tokens = h->ntokens > 0, .bad_token = up->bad_token};
+				  .tokens = h->has_tokens, .bad_token = up->bad_token};
 		http__may_write(&call, &rep);
 		return send_reply(c, &rep);
 	}
@@ -533,7 +567,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
 	http_call call = {.conn = c, .method = method, .path = url,
 			  .body = up->buf ? up->buf : "", .body_len = up->len,
-			  .st = NULL, .tokens = h->ntokens > 0, .stats = h->stats,
+			  .st = NULL, .tokens = h->has_tokens, .stats = h->stats,
 			  .metrics_max_jobs = h->metrics_max_jobs,
 			  .role = up->role, .bad_token = up->bad_token};
 	call.st = handle_take(h);
@@ -552,7 +586,7 @@ static void on_done(void *cls, struct MHD_Connection *c, void **con_cls,
 	/* a connection that has shown a token of the file is an authenticated
 	 * client's: it never goes back to the queue, so slow clients cannot
 	 * push it out (the idle timeout still closes it) */
-	bool authenticated = up && h->ntokens > 0 && up->role >= HTTP_ROLE_READ;
+	bool authenticated = up && h->has_tokens && up->role >= HTTP_ROLE_READ;
 	if (up) {
 		dbcron__free(up->buf);
 		dbcron__free(up);
@@ -702,6 +736,8 @@ static void free_server(http_server *h)
 		pthread_mutex_destroy(&h->conn_mu);
 	http__hosts_free(&h->hosts);
 	dbcron__free(h->tokens);
+	if (h->tok_init)
+		pthread_rwlock_destroy(&h->tok_mu);
 	dbcron__free(h->tls_cert);
 	if (h->tls_key)
 		explicit_bzero(h->tls_key, strlen(h->tls_key));
@@ -740,8 +776,22 @@ int http_server_start(const http_config *c, http_server **out, dbcron_err *err)
 	if (h->stats)
 		atomic_store(&h->stats->jobs_max, c->metrics_max_jobs);
 	h->metrics_max_jobs = c->metrics_max_jobs;
-	if (c->token_file && (rc = read_tokens(h, c->token_file, err)))
+	if (pthread_rwlock_init(&h->tok_mu, NULL)) {
+		rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
 		goto out_free;
+	}
+	h->tok_init = true;
+	if (c->token_file) {
+		token_set t = {0};
+		rc = read_tokens(&t, c->token_file, err);
+		h->tokens = t.v;
+		h->ntokens = t.n;
+		h->tokcap = t.cap;
+		if (rc)
+			goto out_free;
+		h->has_tokens = true;
+		h->token_file = c->token_file;
+	}
 	/* a secret of this process from now on: no job's env-file may be it */
 	if (c->token_file)
 		runas_secret_file_add_as(c->token_file, "API tokens");
@@ -819,7 +869,7 @@ int http_server_start(const http_config *c, http_server **out, dbcron_err *err)
 	h->port = di ? di->port : 0;
 	dbcron__log(LOG_INFO, "http.listen", LOG_STR("listen", c->listen),
 		    LOG_INT("port", (int64_t)h->port), LOG_STR("tls", c->cert_file ? "yes" : "no"),
-		    LOG_STR("auth", h->ntokens ? "tokens" : "none (read-only)"));
+		    LOG_STR("auth", h->has_tokens ? "tokens" : "none (read-only)"));
 	*out = h;
 	return DBCRON_OK;
 out_free:
