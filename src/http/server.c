@@ -724,6 +724,48 @@ static int read_pem(const char *flag, const char *path, char **out, dbcron_err *
 	return DBCRON_OK;
 }
 
+/* The token file's tokens, and the lock a reload takes. */
+static int tokens_start(http_server *h, const http_config *c, dbcron_err *err)
+{
+	if (pthread_rwlock_init(&h->tok_mu, NULL))
+		return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
+	h->tok_init = true;
+	if (!c->token_file)
+		return DBCRON_OK;
+	token_set t = {0};
+	int rc = read_tokens(&t, c->token_file, err);
+	h->tokens = t.v;
+	h->ntokens = t.n;
+	h->tokcap = t.cap;
+	if (rc)
+		return rc;
+	h->has_tokens = true;
+	h->token_file = c->token_file;
+	/* a secret of this process from now on: no job's env-file may be it */
+	runas_secret_file_add_as(c->token_file, "API tokens");
+	return DBCRON_OK;
+}
+
+/* HTTPS: the certificate and key into the daemon's options (tls[0..1]),
+ * or tls[0] the end of them for plain HTTP. */
+static int tls_start(http_server *h, const http_config *c, struct MHD_OptionItem *tls,
+		     unsigned *flags, dbcron_err *err)
+{
+	int rc;
+	if (!c->cert_file) {
+		tls[0].option = MHD_OPTION_END;
+		return DBCRON_OK;
+	}
+	if ((rc = read_pem("--http-cert", c->cert_file, &h->tls_cert, err)) ||
+	    (rc = read_pem("--http-key", c->key_file, &h->tls_key, err)))
+		return rc;
+	runas_secret_file_add_as(c->key_file, "the HTTPS key");
+	tls[0].ptr_value = h->tls_cert;
+	tls[1].ptr_value = h->tls_key;
+	*flags |= MHD_USE_TLS;
+	return DBCRON_OK;
+}
+
 static void free_server(http_server *h)
 {
 	for (size_t i = 0; i < h->npool; i++)
@@ -776,25 +818,8 @@ int http_server_start(const http_config *c, http_server **out, dbcron_err *err)
 	if (h->stats)
 		atomic_store(&h->stats->jobs_max, c->metrics_max_jobs);
 	h->metrics_max_jobs = c->metrics_max_jobs;
-	if (pthread_rwlock_init(&h->tok_mu, NULL)) {
-		rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
+	if ((rc = tokens_start(h, c, err)))
 		goto out_free;
-	}
-	h->tok_init = true;
-	if (c->token_file) {
-		token_set t = {0};
-		rc = read_tokens(&t, c->token_file, err);
-		h->tokens = t.v;
-		h->ntokens = t.n;
-		h->tokcap = t.cap;
-		if (rc)
-			goto out_free;
-		h->has_tokens = true;
-		h->token_file = c->token_file;
-	}
-	/* a secret of this process from now on: no job's env-file may be it */
-	if (c->token_file)
-		runas_secret_file_add_as(c->token_file, "API tokens");
 	if (c->hosts && (rc = http__hosts_read(&h->hosts, c->hosts, err)))
 		goto out_free;
 	/* half the slots at most wait for a request (see the top) */
@@ -830,17 +855,8 @@ int http_server_start(const http_config *c, http_server **out, dbcron_err *err)
 		{MHD_OPTION_HTTPS_MEM_KEY, 0, NULL},
 		{MHD_OPTION_END, 0, NULL},
 	};
-	if (c->cert_file) {
-		if ((rc = read_pem("--http-cert", c->cert_file, &h->tls_cert, err)) ||
-		    (rc = read_pem("--http-key", c->key_file, &h->tls_key, err)))
-			goto out_free;
-		runas_secret_file_add_as(c->key_file, "the HTTPS key");
-		tls[0].ptr_value = h->tls_cert;
-		tls[1].ptr_value = h->tls_key;
-		flags |= MHD_USE_TLS;
-	} else {
-		tls[0].option = MHD_OPTION_END;
-	}
+	if ((rc = tls_start(h, c, tls, &flags, err)))
+		goto out_free;
 	errno = 0;
 	h->d = http__mhd.MHD_start_daemon(flags, 0, NULL, NULL, on_request, h,
 				MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
