@@ -99,3 +99,54 @@ bool model_targets_has(const char *list, const char *t, size_t len)
 			return true;
 	return false;
 }
+
+int model_react_kind_of(dbcron_run_state end, bool retry_follows)
+{
+	switch (end) {
+	case DBCRON_RUN_SUCCEEDED:
+		return MODEL_REACT_SUCCESS;
+	case DBCRON_RUN_MISFIRED:
+		return MODEL_REACT_MISFIRE;
+	case DBCRON_RUN_FAILED:
+	case DBCRON_RUN_TIMED_OUT:
+	case DBCRON_RUN_ABANDONED:
+		return retry_follows ? 0 : MODEL_REACT_FAILURE;
+	default:
+		return 0;
+	}
+}
+
+const char *model_react_targets(const dbcron_job *j, int kind)
+{
+	switch (kind) {
+	case MODEL_REACT_FAILURE:
+		return j->on_failure;
+	case MODEL_REACT_SUCCESS:
+		return j->on_success;
+	case MODEL_REACT_MISFIRE:
+		return j->on_misfire;
+	default:
+		return NULL;
+	}
+}
+
+static const char *const kind_names[] = {NULL, "failure", "success", "misfire"};
+static const char *const state_names[] = {NULL, "pending", "delivering", "delivered", "failed"};
+
+const char *model_react_kind_name(int kind)
+{
+	return kind > 0 && kind < 4 ? kind_names[kind] : "?";
+}
+
+const char *model_event_state_name(int state)
+{
+	return state > 0 && state < 5 ? state_names[state] : "?";
+}
+
+int model_event_state_parse(const char *s)
+{
+	for (int i = 1; s && i < 5; i++)
+		if (strcmp(state_names[i], s) == 0)
+			return i;
+	return -1;
+}
