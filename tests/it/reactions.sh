@@ -59,6 +59,13 @@ wait_until 60 sh -c "[ \$(grep -l 'Path: /busy' '$T'/hooks/*.head | wc -l) -ge 2
 	fail "a 503 was not retried"
 pass "a 503 is delivered again"
 assert_eq 1 "$(ls "$T"/hooks/*.head | xargs grep -l 'Path: /hook' | wc -l)" "a 200 is delivered once"
+ev=$(dbc events --job bad --format json)
+assert_contains "$ev" "{\"id\":$hook_id,\"job\":\"bad\""
+assert_contains "$ev" '"kind":"failure"'
+assert_eq 1 "$(dbc events --job bad --state delivered --format csv | grep -c '/hook,delivered,1,')" "events --state delivered"
+assert_contains "$(dbc events --job bad)" "HTTP 503"
+expect_rc 2 events --state bogus
+pass "dbcron events shows the deliveries"
 
 t_section "a chain runs the downstream once per upstream success"
 wait_until 60 sh -c "[ \$(wc -l < '$T/up.log') -ge 3 ]" || fail "up did not run"
