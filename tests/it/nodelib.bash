@@ -18,7 +18,11 @@ _node_exit() {
     [ -n "$p" ] && kill -CONT "$p" 2>/dev/null || true
     [ -n "$p" ] && kill -KILL "$p" 2>/dev/null || true
   done
-  wait 2>/dev/null || true
+  # the nodes only: a bare wait would also wait for a helper the test
+  # started (a receiver, a server) that a later exit function stops
+  for p in "${NODE_PIDS[@]:-}"; do
+    [ -n "$p" ] && wait "$p" 2>/dev/null || true
+  done
   if { [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ]; } || [ "$T_FAILS" -gt 0 ]; then
     echo "--- FAILED (rc=$rc); node logs:" >&2
     for f in "$T"/node*.log; do [ -f "$f" ] && { echo "== $f" >&2; tail -n 40 "$f" >&2; }; done
