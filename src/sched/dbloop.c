@@ -192,8 +192,14 @@ void dbloop_run(dbcron_node *n)
 				dbloop_trouble(n, &err, &backoff, next_hb);
 				continue;
 			}
-			/* a full batch means more may be due: claim again */
-			next_claim = got >= n->cfg.claim_batch ? now : now + n->cfg.claim_interval_ms;
+			/* a full batch means more may be due: claim again.  The
+			 * poll drifts by up to a quarter of its period, so that
+			 * nodes do not lock into a phase where one always polls
+			 * just before the others and takes every fire (pg_frozen
+			 * saw one node run nothing for 20 s after a thaw). */
+			int64_t every = n->cfg.claim_interval_ms;
+			next_claim = got >= n->cfg.claim_batch ? now
+							       : now + every - jitter_ms(every / 4);
 		}
 		if (now >= next_maint) {
 			bool more = maintenance(n);

@@ -140,7 +140,15 @@ wait_gone() { # PID SECS: hang guard before a wait (SECS generous: a loaded mach
   local i=0
   while alive "$1"; do
     sleep 0.1; i=$((i + 1))
-    [ $i -lt $(($2 * 10)) ] || { kill -KILL "$1"; fail "pid $1 still running after $2 s"; }
+    [ $i -lt $(($2 * 10)) ] || {
+      # what it waits on, for the next one to read (seen twice, not yet understood)
+      echo "# pid $1: $(tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null)" >&2
+      for t in /proc/"$1"/task/*; do
+        echo "#   thread ${t##*/}: $(awk '/^State/ {print $2}' "$t/status" 2>/dev/null) in $(cat "$t/wchan" 2>/dev/null)" >&2
+      done
+      for f in "$T"/*.out; do echo "# $f: $(tail -c 400 "$f")" >&2; done
+      dbc locks >&2 || true
+      kill -KILL "$1"; fail "pid $1 still running after $2 s"; }
   done
 }
 wait_lines() { # FILE N: until FILE has N lines (hang guard 120 s)
