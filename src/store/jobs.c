@@ -177,8 +177,6 @@ out_rollback:
 	return rc;
 }
 
-static int job_id_of(store *s, const char *name, int64_t *id, bool *found, dbcron_err *err);
-
 int store_job_delete(store *s, const char *name, dbcron_err *err)
 {
 	return store_job_delete_force(s, name, false, NULL, 0, err);
@@ -197,7 +195,7 @@ int store_job_delete_force(store *s, const char *name, bool force, char *detache
 	if ((rc = store__tx_begin(s, err)))
 		return rc;
 	store_param p[] = {sp_text(name)};
-	if ((rc = store__db_now(s, &now, err)) || (rc = job_id_of(s, name, &id, &found, err)))
+	if ((rc = store__db_now(s, &now, err)) || (rc = store__job_id_of(s, name, &id, &found, err)))
 		goto out_rollback;
 	/* what needs it, before it goes (needs.c) */
 	char none[1];
@@ -220,9 +218,7 @@ out_rollback:
 	return rc;
 }
 
-/* The id of the job called name, inside the caller's transaction; *found
- * false (and *id untouched) when there is none. */
-static int job_id_of(store *s, const char *name, int64_t *id, bool *found, dbcron_err *err)
+int store__job_id_of(store *s, const char *name, int64_t *id, bool *found, dbcron_err *err)
 {
 	store_param p[] = {sp_text(name)};
 	int row = store__row(s, ST_JOB_ID, p, 1, err);
@@ -243,13 +239,13 @@ int store_job_rename(store *s, const char *from, const char *to, dbcron_err *err
 		return dbcron_err_set(err, DBCRON_EINVAL, "job_rename: no name");
 	if ((rc = store__tx_begin(s, err)))
 		return rc;
-	if ((rc = store__db_now(s, &now, err)) || (rc = job_id_of(s, to, &id, &found, err)))
+	if ((rc = store__db_now(s, &now, err)) || (rc = store__job_id_of(s, to, &id, &found, err)))
 		goto out_rollback;
 	if (found) {
 		rc = dbcron_err_set(err, DBCRON_EEXISTS, "job '%s' already exists", to);
 		goto out_rollback;
 	}
-	if ((rc = job_id_of(s, from, &id, &found, err)))
+	if ((rc = store__job_id_of(s, from, &id, &found, err)))
 		goto out_rollback;
 	if (!found) {
 		rc = dbcron_err_set(err, DBCRON_ENOTFOUND, "no job named '%s'", from);
@@ -287,7 +283,7 @@ int store_job_trigger(store *s, const char *name, int64_t *run_id, int64_t *fire
 		return dbcron_err_set(err, DBCRON_EINVAL, "job_trigger: no name");
 	if ((rc = store__tx_begin(s, err)))
 		return rc;
-	if ((rc = store__db_now(s, &now, err)) || (rc = job_id_of(s, name, &job_id, &found, err)))
+	if ((rc = store__db_now(s, &now, err)) || (rc = store__job_id_of(s, name, &job_id, &found, err)))
 		goto out_rollback;
 	if (!found) {
 		rc = dbcron_err_set(err, DBCRON_ENOTFOUND, "no job named '%s'", name);

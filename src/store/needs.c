@@ -26,14 +26,9 @@
 /* The id of the job called name in the caller's transaction; 0 none. */
 static int id_of(store *s, const char *name, int64_t *id, dbcron_err *err)
 {
-	store_param p[] = {sp_text(name)};
-	int row = store__row(s, ST_JOB_ID, p, 1, err);
-	if (row < 0)
-		return -row;
-	*id = row ? store__i64(s, 0) : 0;
-	if (row)
-		store__reset(s);
-	return DBCRON_OK;
+	bool found;
+	*id = 0;
+	return store__job_id_of(s, name, id, &found, err);
 }
 
 struct ids {

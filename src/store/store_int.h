@@ -75,6 +75,9 @@ int store__row(store *s, int id, const store_param *p, int np, dbcron_err *err);
 typedef int (*store__row_fn)(store *s, void *arg, bool *stop, dbcron_err *err);
 int store__each_row(store *s, int id, const store_param *p, int np, store__row_fn one,
 		    void *arg, dbcron_err *err);
+/* The id of the job called name, inside the caller's transaction; *found
+ * false (and *id untouched) when there is none (jobs.c). */
+int store__job_id_of(store *s, const char *name, int64_t *id, bool *found, dbcron_err *err);
 /* The same for a listing of names (column 0), handed to cb until it
  * returns non-zero. */
 int store__each_name(store *s, int id, const store_param *p, int np, store_name_cb cb,
