@@ -34,20 +34,23 @@
 #include "http/http.h"
 #include "sched/stats.h"
 
-static dbcron_node *running_node;
-static volatile sig_atomic_t signals_seen;
+/* Shared by the signal handlers, the signal thread and the main thread:
+ * lock-free atomics, which a handler may touch, so the thread's reads are
+ * ordered after main's writes (TSan saw plain ones race). */
+static _Atomic(dbcron_node *) running_node;
+static atomic_int signals_seen;
 /* Posted by the first stop signal, for the thread that tells systemd
  * (sd_notify is not async-signal-safe). */
 static sem_t stop_sem;
 static bool stop_sem_ok;
 
-static volatile sig_atomic_t hup_pending;
+static atomic_int hup_pending;
 
 /* SIGHUP: the signal thread reads the API token file again. */
 static void on_hup(int sig)
 {
 	(void)sig;
-	hup_pending = 1;
+	atomic_store(&hup_pending, 1);
 	if (stop_sem_ok)
 		sem_post(&stop_sem);
 }
@@ -55,12 +58,13 @@ static void on_hup(int sig)
 static void on_signal(int sig)
 {
 	(void)sig;
-	if (!running_node)
+	dbcron_node *n = atomic_load(&running_node);
+	if (!n)
 		return;
-	if (signals_seen++) {
-		dbcron_node_stop_now(running_node);
+	if (atomic_fetch_add(&signals_seen, 1)) {
+		dbcron_node_stop_now(n);
 	} else {
-		dbcron_node_stop(running_node);
+		dbcron_node_stop(n);
 		if (stop_sem_ok)
 			sem_post(&stop_sem);
 	}
@@ -130,17 +134,16 @@ static void *stopper_main(void *ctx)
 	for (;;) {
 		while (sem_wait(&stop_sem) && errno == EINTR)
 			;
-		if (!running_node || signals_seen)
+		if (!atomic_load(&running_node) || atomic_load(&signals_seen))
 			break;
-		if (hup_pending) {
-			hup_pending = 0;
+		if (atomic_exchange(&hup_pending, 0)) {
 			dbcron_err err = {0};
 			if (http_server_reload(nn->hs, &err))
 				dbcron__log(LOG_ERROR, "http.reload", LOG_STR("msg", err.msg),
 					    LOG_STR("kept", "the tokens in use are kept"));
 		}
 	}
-	if (!running_node || !nn->notify)
+	if (!atomic_load(&running_node) || !nn->notify)
 		return NULL; /* woken by the run's end */
 	char msg[200];
 	snprintf(msg, sizeof(msg),
@@ -415,19 +418,20 @@ int cli_node(int argc, char **argv)
 	}
 	nn.notify = notify;
 	nn.hs = hs;
+	/* before the thread starts: it ends at once if it sees no node */
+	atomic_store(&running_node, n);
 	stopper_start(&nn, &cfg);
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
-	running_node = n;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sa.sa_handler = on_hup;
 	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	rc = dbcron_node_run(n, &err);
-	running_node = NULL;
+	atomic_store(&running_node, NULL);
 	if (nn.stopper_started) {
 		sem_post(&stop_sem); /* a stop it has not seen: it returns at once */
 		pthread_join(nn.stopper, NULL);
