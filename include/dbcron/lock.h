@@ -57,7 +57,10 @@ DBCRON_API int dbcron_lock_release(dbcron_db *db, const dbcron_lease *lease,
  * cannot be stopped from outside, should return soon.
  *
  * While fn runs the renewal thread uses db: fn must not use that handle
- * (open another).  fn's return value goes to *fn_rc (may be NULL; 0 when
+ * (open another), and from the acquire on every statement of db is bounded
+ * by the lease (half of ttl_ms on PostgreSQL, the lease's timeouts on
+ * MariaDB, SQLite's busy wait), so a frozen server makes a renewal fail
+ * instead of hang; the bound stays on the handle.  fn's return value goes to *fn_rc (may be NULL; 0 when
  * fn did not run).  Returns DBCRON_OK when fn ran with the lease held
  * throughout and it was released; DBCRON_ELOCKED, fn not run, when another
  * owner holds it (the message names the holder and its expiry);

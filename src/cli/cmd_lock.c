@@ -397,8 +397,12 @@ int cli_lock(int argc, char **argv)
 		return status_url;
 	if (dbcron_db_open(url, &db, &err))
 		return cli_fail(&err);
-
 	int status = CLI_EXIT_FAIL;
+	if (lease__bound(db, la.ttl, &err)) {
+		status = cli_fail(&err);
+		goto out_close;
+	}
+
 	dbcron_lease lease, holder;
 	int64_t started = db_now(db), asked;
 	int rc = acquire_waiting(db, &la, &lease, &holder, &asked, &err);

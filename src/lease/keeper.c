@@ -154,7 +154,9 @@ int dbcron_lock_run(dbcron_db *db, const char *name, const char *owner, int64_t 
 	/* counted from before the acquire: the database's lease starts no
 	 * earlier, so ours never outlasts it (cmd_lock.c says the same) */
 	int64_t asked = dbcron__mono_ms();
-	rc = dbcron_lock_acquire(db, name, owner, ttl_ms, &g->lease, &holder, err);
+	rc = lease__bound(db, ttl_ms, err);
+	if (!rc)
+		rc = dbcron_lock_acquire(db, name, owner, ttl_ms, &g->lease, &holder, err);
 	if (rc == DBCRON_ELOCKED) {
 		char until[64];
 		dbcron__format_rfc3339(holder.until_ms, 0, 1, until, sizeof(until));

@@ -29,6 +29,13 @@ int lease__check_name(const char *name, dbcron_err *err)
 	return dbcron__name_check("lock name", name, false, err);
 }
 
+int lease__bound(dbcron_db *db, int64_t ttl_ms, dbcron_err *err)
+{
+	if (ttl_ms <= 0)
+		return dbcron_err_set(err, DBCRON_EINVAL, "lock ttl must be greater than zero");
+	return store_tune_for_node(api__store(db), ttl_ms, err);
+}
+
 static void copy_str(char *dst, size_t n, const char *src)
 {
 	size_t l = src ? strlen(src) : 0;

@@ -8,6 +8,12 @@
 
 store *lease__store(dbcron_db *db);
 int lease__check_name(const char *name, dbcron_err *err);
+/* Bounds every statement of db's handle by the lease (store_tune_for_node:
+ * a client-side deadline of half the ttl where the backend has one, lock
+ * waits a third), so that a renewal on a frozen or unreachable server
+ * fails and the keeper sees the lease lost, instead of waiting in the
+ * driver while another owner takes the lock.  Before the acquire. */
+int lease__bound(dbcron_db *db, int64_t ttl_ms, dbcron_err *err);
 
 /*
  * The renew rule of a held lease (keeper.c): renew every ttl/3, retry every
