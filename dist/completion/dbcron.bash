@@ -45,10 +45,10 @@ _dbcron()
 			return
 		fi
 		case $sub in
-		add) opts="--cron --every --after --at --needs --tz --misfire --max-catchup --misfire-threshold --overlap --node-loss --retries --retry-base --retry-cap --jitter --timeout --start-at --end-at --paused --handler --arg --user --group --cwd --env --env-file --umask --inherit-env --no-user-check --strict" ;;
-		set) opts="--cron --every --after --at --needs --tz --misfire --max-catchup --misfire-threshold --overlap --node-loss --retries --retry-base --retry-cap --jitter --no-jitter --timeout --start-at --end-at --handler --arg --user --group --cwd --env --env-file --umask --inherit-env --no-inherit-env --no-user-check --strict" ;;
-		list|show|export) opts="--format" ;;
-		delete) opts="--force" ;;
+		add) opts="--cron --every --after --at --needs --tz --misfire --max-catchup --misfire-threshold --overlap --node-loss --retries --retry-base --retry-cap --jitter --timeout --start-at --end-at --paused --handler --arg --user --group --cwd --env --env-file --umask --inherit-env --no-user-check --strict --format" ;;
+		set) opts="--cron --every --after --at --needs --tz --misfire --max-catchup --misfire-threshold --overlap --node-loss --retries --retry-base --retry-cap --jitter --no-jitter --timeout --start-at --end-at --handler --arg --user --group --cwd --env --env-file --umask --inherit-env --no-inherit-env --no-user-check --strict --format" ;;
+		list|show|export|pause|resume|trigger|rename) opts="--format" ;;
+		delete) opts="--force --format" ;;
 		apply) opts="--prune --dry-run --max-bytes --max-jobs --no-user-check --strict" ;;
 		import-crontab) opts="--system --user --apply --partial --no-user-check" ;;
 		esac
@@ -64,7 +64,7 @@ _dbcron()
 		db="--help"
 		opts="--tz --from --count --format"
 		;;
-	init) opts="--group" ;;
+	init) opts="--group --format" ;;
 	node) opts="--node-id --workers --slow-workers --claim-batch --max-inflight --preread --claim-strategy --lease --heartbeat --grace --retention --log-runs --quiet --http --api-token-file --http-host --http-cert --http-key --metrics-max-jobs" ;;
 	serve) opts="--http --api-token-file --http-host --http-cert --http-key --metrics-max-jobs" ;;
 	config)
@@ -72,7 +72,7 @@ _dbcron()
 			COMPREPLY=($(compgen -W "show --help" -- "$cur"))
 			return
 		fi
-		opts="--config" ;;
+		opts="--config --format" ;;
 	runs)
 		if [ "$COMP_CWORD" -eq 2 ] && [[ $cur != -* ]]; then
 			COMPREPLY=($(compgen -W "show" -- "$cur"))

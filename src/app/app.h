@@ -154,6 +154,14 @@ int app_job_delete_force(store *s, const char *name, bool force, app_job_result 
 			 dbcron_err *err);
 int app_job_trigger(store *s, const char *name, app_job_result *r, dbcron_err *err);
 
+/* What a verb did, as GET-less JSON: the HTTP API's reply and what
+ * `--format json` prints, one shape for both.  trigger: {"job", "run_id",
+ * "fire_at_ms", "paused"[, "warning"]}; pause and resume: {"job", "paused",
+ * "changed", "next_fire_at_ms"[, "warning"]}; delete: {"deleted"[,
+ * "detached"][, "warning"]}.  The caller's; NULL when out of memory. */
+typedef enum app_verb { APP_VERB_TRIGGER, APP_VERB_PAUSE, APP_VERB_RESUME, APP_VERB_DELETE } app_verb;
+json_t *app_job_result_json(const char *name, app_verb verb, const app_job_result *r);
+
 /* ----------------------------------------------------------- apply */
 
 /* `job add`: one definition d, checked by the caller (model_jobdef_check

@@ -527,3 +527,38 @@ int app_job_trigger(store *s, const char *name, app_job_result *r, dbcron_err *e
 	dbcron_job_clear(&j);
 	return rc;
 }
+
+json_t *app_job_result_json(const char *name, app_verb verb, const app_job_result *r)
+{
+	json_t *o;
+	char warn[600] = "";
+	switch (verb) {
+	case APP_VERB_TRIGGER:
+		o = json_pack("{s:s,s:I,s:I,s:b}", "job", name, "run_id", (json_int_t)r->run_id,
+			      "fire_at_ms", (json_int_t)r->fire_at, "paused", r->paused);
+		/* the run exists all the same: it only waits */
+		if (r->paused)
+			snprintf(warn, sizeof(warn),
+				 "job '%s' is paused: run %" PRId64 " waits until it is resumed", name,
+				 r->run_id);
+		break;
+	case APP_VERB_DELETE:
+		o = json_pack("{s:s}", "deleted", name);
+		if (o && r->detached[0] && json_object_set_new(o, "detached", json_string(r->detached))) {
+			json_decref(o);
+			return NULL;
+		}
+		break;
+	default:
+		o = json_pack("{s:s,s:b,s:b,s:o}", "job", name, "paused", verb == APP_VERB_PAUSE,
+			      "changed", r->changed, "next_fire_at_ms",
+			      r->next_fire >= 0 ? json_integer(r->next_fire) : json_null());
+	}
+	if (!warn[0] && r->warning[0])
+		snprintf(warn, sizeof(warn), "%s", r->warning);
+	if (o && warn[0] && json_object_set_new(o, "warning", json_string(warn))) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}

@@ -193,6 +193,8 @@ bool cli_common_opt(cli_common *cm, int c, char *arg);
 enum { CLI_FMT_TABLE, CLI_FMT_CSV, CLI_FMT_JSON };
 /* CLI_FMT_*, or -1 for a word that is none of them. */
 int cli_format_of(const char *word);
+/* {"table", "json", NULL}: the words of a command that prints one result. */
+extern const char *const cli_formats_table_json[];
 
 /* Aligned table, RFC 3339 times; with_job adds the JOB column. */
 void cli_print_runs_table(FILE *f, const dbcron_run *runs, size_t n,
@@ -202,6 +204,10 @@ void cli_print_runs_table(FILE *f, const dbcron_run *runs, size_t n,
  * milliseconds (negative: empty). */
 void cli_csv_field(FILE *f, const char *s);
 void cli_csv_ms(FILE *f, int64_t ms);
+/* `--format json` of a command that is not a listing: v (stolen) on one
+ * line of stdout.  false when v is NULL (out of memory) or the write
+ * failed. */
+bool cli_print_json_line(json_t *v);
 
 /*
  * job apply's checks and its one transaction over root, a JSON array of

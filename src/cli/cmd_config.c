@@ -19,7 +19,8 @@
 static void help(FILE *f)
 {
 	fprintf(f,
-		"usage: dbcron config show [--config FILE] [--db URL | --db-file PATH]\n\n"
+		"usage: dbcron config show [--config FILE] [--format table|json]\n"
+		"                          [--db URL | --db-file PATH]\n\n"
 		"Print every setting of the database, `dbcron node` and the HTTP server with its\n"
 		"effective value and where it came from: flag, env VAR, FILE:LINE or default.\n"
 		"A password in the database URL is masked.  Precedence: a flag, else the\n"
@@ -41,6 +42,8 @@ static void help(FILE *f)
 		"An unknown key, a key given twice in one file or a bad value is an error naming\n"
 		"FILE:LINE.\n"
 		"  --config FILE    the configuration file to read\n"
+		"  --format json    one line: {\"config_file\" (null: none), \"drop_ins\",\n"
+		"                   \"settings\": [{\"key\", \"value\", \"from\"}...]}\n"
 		CLI_DB_HELP);
 }
 
@@ -116,49 +119,91 @@ static int value_text(conf_key k, const dbcron_node_config *cfg, const http_conf
 	return 0;
 }
 
-static int show(const cli_db *db)
+/* One setting: a line of the table, or with rows (--format json) an
+ * object of its array.  false when out of memory. */
+static bool row(json_t *rows, const char *key, const char *value, const char *where)
+{
+	if (!rows) {
+		printf("%-17s %-40s %s\n", key, value, where);
+		return true;
+	}
+	return !json_array_append_new(rows, json_pack("{s:s,s:s,s:s}", "key", key, "value", value,
+						       "from", where));
+}
+
+/* The file and its drop-ins: printed, or into doc (--format json). */
+static bool show_files(json_t *doc, const char *path, const char *why)
+{
+	if (!doc) {
+		if (*path)
+			printf("config file: %s (%s)\n", path, why);
+		else
+			printf("config file: none (/etc/dbcron/dbcron.conf does not exist)\n");
+		for (size_t i = 0; conf_dropin(i); i++)
+			printf("drop-in: %s\n", conf_dropin(i));
+		return true;
+	}
+	json_t *d = json_array();
+	for (size_t i = 0; d && conf_dropin(i); i++)
+		if (json_array_append_new(d, json_string(conf_dropin(i))))
+			break;
+	return !json_object_set_new(doc, "config_file", *path ? json_string(path) : json_null()) &&
+	       !json_object_set_new(doc, "drop_ins", d);
+}
+
+static int show(const cli_db *db, bool json)
 {
 	const char *cmd = "config show", *path, *why;
 	int status = conf_file(cmd, &path, &why);
 	if (status)
 		return status;
-	if (*path)
-		printf("config file: %s (%s)\n", path, why);
-	else
-		printf("config file: none (/etc/dbcron/dbcron.conf does not exist)\n");
-	for (size_t i = 0; conf_dropin(i); i++)
-		printf("drop-in: %s\n", conf_dropin(i));
+	json_t *doc = json ? json_object() : NULL, *rows = json ? json_array() : NULL;
+	if (json && (!doc || !rows || json_object_set_new(doc, "settings", rows))) {
+		json_decref(doc);
+		return cli_oom(cmd);
+	}
+	if (!show_files(doc, path, why))
+		goto out_oom;
 
 	conf_value from;
 	const char *url = cli_db_url_from(cmd, db, &from, &status);
 	if (!url)
-		return status;
+		goto out;
 	dbcron_node_config cfg;
 	dbcron_node_config_init(&cfg);
 	http_config hc;
 	http_config_init(&hc);
 	if ((status = cli_node_settings(cmd, &cfg, &hc)))
-		return status;
+		goto out;
 
-	char masked[512], where[600], text[512];
+	char masked[512], where[600], dbwhere[620], text[512];
 	app_mask_url(url, masked, sizeof(masked));
-	printf("%-17s %-40s %s\n", "KEY", "VALUE", "FROM");
+	if (!json)
+		printf("%-17s %-40s %s\n", "KEY", "VALUE", "FROM");
 	/* db is the URL in use, whichever of db and db-file gave it */
 	origin(where, sizeof(where), &from, path);
 	bool via_file = from.text && url != from.text;
-	printf("%-17s %-40s %s%s\n", "db", masked, via_file ? "db-file, " : "", where);
-	if (via_file)
-		printf("%-17s %-40s %s\n", "db-file", from.text, where);
-	else
-		printf("%-17s %-40s %s\n", "db-file", "(none)", "default");
+	snprintf(dbwhere, sizeof(dbwhere), "%s%s", via_file ? "db-file, " : "", where);
+	if (!row(rows, "db", masked, dbwhere) ||
+	    !row(rows, "db-file", via_file ? from.text : "(none)", via_file ? where : "default"))
+		goto out_oom;
 	for (conf_key k = CONF_NODE_ID; k < CONF__COUNT; k++) {
 		conf_value v;
 		if ((status = conf_get(cmd, k, &v)) || (status = value_text(k, &cfg, &hc, text, sizeof(text))))
-			return status;
+			goto out;
 		origin(where, sizeof(where), &v, path);
-		printf("%-17s %-40s %s\n", conf_key_name(k), text, where);
+		if (!row(rows, conf_key_name(k), text, where))
+			goto out_oom;
 	}
-	return CLI_EXIT_OK;
+	status = CLI_EXIT_OK;
+	if (doc && !cli_print_json_line(json_incref(doc)))
+		goto out_oom;
+out:
+	json_decref(doc);
+	return status;
+out_oom:
+	json_decref(doc);
+	return cli_oom(cmd);
 }
 
 /* --config FILE, config's one option of its own. */
@@ -176,8 +221,10 @@ int cli_config(int argc, char **argv)
 		{"config", required_argument, NULL, 'C'},
 		{NULL, 0, NULL, 0},
 	};
-	const cli_spec sp = {.cmd = "config", .common = CLI_COMMON_DB | CLI_COMMON_HELP,
-			     .own = own, .usage = help, .own_opt = config_opt};
+	const cli_spec sp = {.cmd = "config",
+			     .common = CLI_COMMON_DB | CLI_COMMON_FORMAT | CLI_COMMON_HELP,
+			     .own = own, .usage = help, .formats = cli_formats_table_json,
+			     .own_opt = config_opt};
 	cliopt o;
 	cli_common cm;
 	int status = cli_parse(&sp, &o, &cm, argc, argv);
@@ -188,5 +235,5 @@ int cli_config(int argc, char **argv)
 	if (o.npos > 1 || o.dashdash || strcmp(o.pos[0], "show") != 0)
 		return cli_usage_error("config", "unexpected argument '%s'",
 				       strcmp(o.pos[0], "show") ? o.pos[0] : o.npos > 1 ? o.pos[1] : "--");
-	return show(&cm.db);
+	return show(&cm.db, cli_format_of(cm.format) == CLI_FMT_JSON);
 }

@@ -17,28 +17,33 @@
 #define MAX_COUNT 100000
 
 static const char cron_help[] =
-	"usage: dbcron cron next EXPR [--tz ZONE] [--from TIME] [--count N] [--format iso|epoch]\n"
-	"       dbcron cron check EXPR\n\n"
+	"usage: dbcron cron next EXPR [--tz ZONE] [--from TIME] [--count N]\n"
+	"                        [--format iso|epoch|json]\n"
+	"       dbcron cron check EXPR [--format table|json]\n\n"
 	"Compute and explain cron expressions.  The dialect follows from the field\n"
 	"count: 5 fields are Unix (cronie), 6 or 7 are Quartz (with seconds and an\n"
 	"optional year); @hourly, @daily, @weekly, @monthly, @yearly are Unix.\n"
 	"Quote EXPR; see docs/cron.md for the rules, including daylight saving.\n";
 
 static const char next_help[] =
-	"usage: dbcron cron next EXPR [--tz ZONE] [--from TIME] [--count N] [--format iso|epoch]\n\n"
+	"usage: dbcron cron next EXPR [--tz ZONE] [--from TIME] [--count N]\n"
+	"                        [--format iso|epoch|json]\n\n"
 	"Print the next fire times of EXPR, one per line, strictly after TIME.\n\n"
 	"  --tz ZONE       IANA time zone the expression is read in (default UTC)\n"
 	"  --from TIME     epoch seconds or RFC 3339 (default now)\n"
 	"  --count N       how many fires to print, 1-100000 (default 1)\n"
 	"  --format F      iso: RFC 3339 with the zone's offset (default);\n"
-	"                  epoch: integer UTC seconds\n\n"
+	"                  epoch: integer UTC seconds; json: an array, one fire a\n"
+	"                  line: {\"at\": RFC 3339, \"epoch\": seconds, \"offset\": seconds east}\n\n"
 	"Prints nothing and exits 0 when the expression never fires again.\n"
 	"Exit status 2 on an invalid expression, zone or option.\n";
 
 static const char check_help[] =
-	"usage: dbcron cron check EXPR\n\n"
+	"usage: dbcron cron check EXPR [--format table|json]\n\n"
 	"Validate EXPR and explain it in words: prints \"valid (quartz|unix): ...\"\n"
-	"and exits 0, or prints why it is invalid and exits 2.\n";
+	"and exits 0, or prints why it is invalid and exits 2.  --format json prints\n"
+	"{\"valid\": true, \"dialect\", \"description\"} or {\"valid\": false, \"error\"}\n"
+	"(exit 2) on stdout, for a form that checks as it is typed.\n";
 
 static bool is_help(const char *a)
 {
@@ -87,6 +92,25 @@ static int print_epoch(void *ctx, int64_t t, int32_t offset)
 	return 0;
 }
 
+/* --format json: "[" before the first, one object a line, "]" after
+ * (cron_next closes it). */
+typedef struct json_fires {
+	long n;
+} json_fires;
+
+static int print_json_fire(void *ctx, int64_t t, int32_t offset)
+{
+	json_fires *jf = ctx;
+	char buf[64];
+	dbcron__format_rfc3339(t * 1000, offset, 0, buf, sizeof(buf));
+	json_t *o = json_pack("{s:s,s:I,s:i}", "at", buf, "epoch", (json_int_t)t, "offset",
+			      (int)offset);
+	fputs(jf->n++ ? ",\n" : "[\n", stdout);
+	int rc = o ? json_dumpf(o, stdout, JSON_COMPACT | JSON_ENSURE_ASCII) : -1;
+	json_decref(o);
+	return rc ? -1 : 0;
+}
+
 static int cron_next(int argc, char **argv)
 {
 	char expr[2048] = "";
@@ -114,8 +138,9 @@ static int cron_next(int argc, char **argv)
 	}
 	if (!expr[0])
 		return cli_usage_error("cron next", "missing EXPR");
-	if (strcmp(format, "iso") != 0 && strcmp(format, "epoch") != 0)
-		return cli_usage_error("cron next", "--format must be iso or epoch, not '%s'", format);
+	if (strcmp(format, "iso") && strcmp(format, "epoch") && strcmp(format, "json"))
+		return cli_usage_error("cron next", "--format must be iso, epoch or json, not '%s'",
+				       format);
 	long count = 1;
 	if (count_s) {
 		char *end;
@@ -129,16 +154,21 @@ static int cron_next(int argc, char **argv)
 	if (from && dbcron__parse_time(from, now_ms, &ms, &err))
 		return cli_usage_error("cron next", "--from: %s", err.msg);
 	int64_t after = ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000);
-	bool iso = strcmp(format, "iso") == 0;
-	if (app_cron_next(expr, zone, after, count, iso ? print_iso : print_epoch, NULL, &err))
+	json_fires jf = {0};
+	bool json = strcmp(format, "json") == 0;
+	if (app_cron_next(expr, zone, after, count,
+			  json ? print_json_fire : strcmp(format, "iso") == 0 ? print_iso : print_epoch,
+			  &jf, &err))
 		return cli_fail(&err);
+	if (json)
+		fputs(jf.n ? "\n]\n" : "[]\n", stdout);
 	return fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
 }
 
 static int cron_check(int argc, char **argv)
 {
 	char expr[2048] = "", desc[1024];
-	const char *dialect;
+	const char *dialect, *format = "table", *v;
 	dbcron_err err = {0};
 
 	for (int i = 1; i < argc; i++) {
@@ -146,14 +176,31 @@ static int cron_check(int argc, char **argv)
 			fputs(check_help, stdout);
 			return CLI_EXIT_OK;
 		}
+		if ((v = opt_value("--format", argc, argv, &i))) {
+			format = v;
+			continue;
+		}
 		if (argv[i][0] == '-' && argv[i][1] == '-')
 			return cli_usage_error("cron check", "unknown option '%s'", argv[i]);
 		if (append_word(expr, sizeof(expr), argv[i]))
 			return cli_usage_error("cron check", "expression too long");
 	}
+	int fmt = cli_format_of(format);
+	if (fmt != CLI_FMT_TABLE && fmt != CLI_FMT_JSON)
+		return cli_usage_error("cron check", "--format must be table or json, not '%s'",
+				       format);
 	if (!expr[0])
 		return cli_usage_error("cron check", "missing EXPR");
-	if (app_cron_check(expr, &dialect, desc, sizeof(desc), &err))
+	int rc = app_cron_check(expr, &dialect, desc, sizeof(desc), &err);
+	if (fmt == CLI_FMT_JSON) {
+		json_t *o = rc ? json_pack("{s:b,s:s}", "valid", 0, "error", err.msg)
+			       : json_pack("{s:b,s:s,s:s}", "valid", 1, "dialect", dialect,
+					   "description", desc);
+		if (!cli_print_json_line(o))
+			return cli_oom("cron check");
+		return rc ? cli_status_for(rc) : CLI_EXIT_OK;
+	}
+	if (rc)
 		return cli_fail(&err);
 	printf("valid (%s): %s\n", dialect, desc);
 	return CLI_EXIT_OK;

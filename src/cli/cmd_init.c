@@ -22,7 +22,7 @@
 
 static void init_usage(FILE *f)
 {
-	fprintf(f, "usage: dbcron init [--group GROUP] [--db URL | --db-file PATH]\n\n"
+	fprintf(f, "usage: dbcron init [--group GROUP] [--format table|json] [--db URL | --db-file PATH]\n\n"
 		   "Create the schema, or upgrade it to this binary's version.  Safe to run\n"
 		   "again: an up-to-date schema is left as it is.\n\n"
 		   "A SQLite database file (and its -wal and -shm files) is created 0600: it\n"
@@ -30,6 +30,8 @@ static void init_usage(FILE *f)
 		   "an existing one is readable by every user of the host.\n"
 		   "  --group GROUP    make the SQLite files 0640 and owned by GROUP, for\n"
 		   "                   readers in that group (dbcron runs, job list...)\n"
+		   "  --format json    one line: {\"schema_version\", \"was\", \"files\"} (the files\n"
+		   "                   --group changed)\n"
 		   CLI_DB_HELP);
 }
 
@@ -39,9 +41,10 @@ static const char *const db_file_suffixes[] = {"", "-wal", "-shm"};
 /*
  * --group: the SQLite files 0640, owned by the group; else a warning for
  * each one others can read or write (files dbcron made are 0600; older
- * ones, or ones made by hand, may not be).  The exit status.
+ * ones, or ones made by hand, may not be).  What --group changed is
+ * printed, or with files (--format json) appended to it.  The exit status.
  */
-static int init_file_mode(const char *path, const char *group, gid_t gid)
+static int init_file_mode(const char *path, const char *group, gid_t gid, json_t *files)
 {
 	char p[4096];
 	struct stat st;
@@ -55,7 +58,12 @@ static int init_file_mode(const char *path, const char *group, gid_t gid)
 				fprintf(stderr, "dbcron init: %s: %s\n", p, strerror(errno));
 				return CLI_EXIT_FAIL;
 			}
-			printf("%s: mode 0640, group %s\n", p, group);
+			if (!files)
+				printf("%s: mode 0640, group %s\n", p, group);
+			else if (json_array_append_new(files, json_pack("{s:s,s:s,s:s}", "path", p,
+									 "mode", "0640", "group",
+									 group)))
+				return cli_oom("init");
 		} else if (st.st_mode & (S_IROTH | S_IWOTH)) {
 			fprintf(stderr,
 				"dbcron init: warning: %s is readable by every user of this host (mode %04o): "
@@ -82,8 +90,10 @@ int cli_init(int argc, char **argv)
 		{NULL, 0, NULL, 0},
 	};
 	const char *group = NULL;
-	const cli_spec sp = {.cmd = "init", .common = CLI_COMMON_DB | CLI_COMMON_HELP,
-			     .own = own, .usage = init_usage, .own_opt = init_opt, .ctx = &group};
+	const cli_spec sp = {.cmd = "init",
+			     .common = CLI_COMMON_DB | CLI_COMMON_FORMAT | CLI_COMMON_HELP,
+			     .own = own, .usage = init_usage, .formats = cli_formats_table_json,
+			     .own_opt = init_opt, .ctx = &group};
 	cliopt o;
 	cli_common cm;
 	gid_t gid = 0;
@@ -118,8 +128,19 @@ int cli_init(int argc, char **argv)
 		store_close(s);
 		return cli_fail(&err);
 	}
-	printf("schema at version %d (was %d)\n", to, from);
-	status = file ? init_file_mode(file, group, gid) : CLI_EXIT_OK;
+	json_t *files = NULL;
+	if (cli_format_of(cm.format) == CLI_FMT_JSON && !(files = json_array())) {
+		store_close(s);
+		return cli_oom("init");
+	}
+	if (!files)
+		printf("schema at version %d (was %d)\n", to, from);
+	status = file ? init_file_mode(file, group, gid, files) : CLI_EXIT_OK;
+	if (files && !status &&
+	    !cli_print_json_line(json_pack("{s:i,s:i,s:O}", "schema_version", to, "was", from,
+					   "files", files)))
+		status = cli_oom("init");
+	json_decref(files);
 	store_close(s);
 	return status;
 }

@@ -55,6 +55,7 @@ static void add_usage(FILE *f)
 		"  --strict                refuse a --handler that is not built in (by default it\n"
 		"                          is added with a warning: programs that embed a node\n"
 		"                          register their own, and only their nodes run the job)\n"
+		"  --format json           print {\"added\", \"next_fire_at_ms\", \"paused\"} on one line\n"
 		"  --db URL                database (default $DBCRON_DB, else sqlite:./dbcron.db)\n"
 		"  --db-file PATH          read the database URL from PATH (default $DBCRON_DB_FILE)\n"
 		"DUR: 500ms, 30s, 5m, 2h, 1d, or compound 1h30m.  Times relative to now use the\n"
@@ -105,8 +106,10 @@ static int job_add(int argc, char **argv)
 	dbcron_err err = {0};
 	model_jobdef d;
 	add_ctx ac = {.d = &d, .user_check = true, .err = &err};
-	const cli_spec sp = {.cmd = "job add", .common = CLI_COMMON_DB | CLI_COMMON_HELP,
-			     .own = own, .usage = add_usage, .own_opt = add_opt, .ctx = &ac};
+	const cli_spec sp = {.cmd = "job add",
+			     .common = CLI_COMMON_DB | CLI_COMMON_FORMAT | CLI_COMMON_HELP,
+			     .own = own, .usage = add_usage, .formats = cli_formats_table_json,
+			     .own_opt = add_opt, .ctx = &ac};
 	char warn[512] = "";
 	int status;
 
@@ -155,7 +158,16 @@ static int job_add(int argc, char **argv)
 		goto out_close;
 	}
 	char t[64];
-	if (d.job.next_fire_at >= 0)
+	if (cli_format_of(cm.format) == CLI_FMT_JSON) {
+		json_t *j = json_pack("{s:s,s:o,s:b}", "added", d.job.name, "next_fire_at_ms",
+				      d.job.next_fire_at >= 0 ? json_integer(d.job.next_fire_at)
+							      : json_null(),
+				      "paused", d.job.paused);
+		if (!cli_print_json_line(j)) {
+			status = cli_oom("job add");
+			goto out_close;
+		}
+	} else if (d.job.next_fire_at >= 0)
 		printf("added job '%s', next fire %s%s\n", d.job.name,
 		       model_time_text(d.job.next_fire_at, t, sizeof(t)),
 		       d.job.paused ? " (paused)" : "");
@@ -212,11 +224,10 @@ static int simple_opt(void *ctx, int c, char *arg)
 static int parse_simple(const char *cmd, int argc, char **argv, int want_pos,
 			bool formats, void (*usage)(FILE *), simple_args *a)
 {
-	static const char *const table_json[] = {"table", "json", NULL};
 	const cli_spec sp = {.cmd = cmd,
 			     .common = CLI_COMMON_DB | CLI_COMMON_FORMAT | CLI_COMMON_HELP,
 			     .own = cli_apply_longopts, .usage = usage,
-			     .formats = formats ? table_json : NULL, .own_opt = simple_opt,
+			     .formats = formats ? cli_formats_table_json : NULL, .own_opt = simple_opt,
 			     .ctx = a};
 	cliopt o;
 
@@ -627,20 +638,48 @@ out:
 
 static void name_usage(FILE *f)
 {
-	fprintf(f, "usage: dbcron job pause|resume|delete|trigger NAME [--db URL | --db-file PATH]\n\n"
+	fprintf(f, "usage: dbcron job pause|resume|delete|trigger NAME [--format table|json]\n"
+		   "                                             [--db URL | --db-file PATH]\n\n"
 		   "  pause    stop firing (a running run goes on)\n"
 		   "  resume   fire again; the next fire is computed from the database's now\n"
 		   "  delete   remove the job; its runs stay in the run log (job delete --help)\n"
 		   "  trigger  one run now, besides the schedule; prints the run id (a paused job's\n"
-		   "           run waits until the job is resumed, and it says so)\n\n" CLI_DB_HELP);
+		   "           run waits until the job is resumed, and it says so)\n"
+		   "  --format json  one line, the HTTP API's reply to the same verb:\n"
+		   "           {\"job\", \"paused\", \"changed\", \"next_fire_at_ms\"} (pause, resume),\n"
+		   "           {\"job\", \"run_id\", \"fire_at_ms\", \"paused\"} (trigger), {\"deleted\"}\n\n"
+		   CLI_DB_HELP);
 }
 
 static void delete_usage(FILE *f)
 {
-	fprintf(f, "usage: dbcron job delete NAME [--force] [--db URL | --db-file PATH]\n\n"
+	fprintf(f, "usage: dbcron job delete NAME [--force] [--format table|json] [--db URL | --db-file PATH]\n\n"
 		   "Remove the job; its runs stay in the run log.  A job others need (their\n"
 		   "--needs name it) is refused, naming them, unless --force, which deletes it\n"
-		   "and sets them aside until their --needs change (it names them).\n\n" CLI_DB_HELP);
+		   "and sets them aside until their --needs change (it names them).  --format json\n"
+		   "prints {\"deleted\", \"detached\" (when --force set some aside)}.\n\n" CLI_DB_HELP);
+}
+
+/* What a verb did, in words (--format json: app_job_result_json). */
+static void print_verb(const char *name, app_verb v, const app_job_result *r)
+{
+	char t[64];
+	if (v == APP_VERB_DELETE) {
+		printf("deleted job '%s'\n", name);
+		if (r->detached[0])
+			printf("detached %s: set aside until their --needs change\n", r->detached);
+	} else if (v == APP_VERB_TRIGGER) {
+		printf("triggered job '%s': run %" PRId64 " at %s%s\n", name, r->run_id,
+		       model_time_text(r->fire_at, t, sizeof(t)),
+		       r->paused ? "; the job is paused: the run waits until it is resumed" : "");
+	} else if (!r->changed) {
+		printf("job '%s' is already %s\n", name, v == APP_VERB_PAUSE ? "paused" : "active");
+	} else if (v == APP_VERB_PAUSE) {
+		printf("paused job '%s'\n", name);
+	} else {
+		printf("resumed job '%s', next fire %s\n", name,
+		       model_time_text(r->next_fire, t, sizeof(t)));
+	}
 }
 
 /* pause, resume, delete, trigger: one job by name (app/jobs.c).  A pause
@@ -651,7 +690,7 @@ static int job_by_name(const char *sub, int argc, char **argv)
 	char cmd[32];
 	snprintf(cmd, sizeof(cmd), "job %s", sub);
 	simple_args a;
-	int status = parse_simple(cmd, argc, argv, 1, false,
+	int status = parse_simple(cmd, argc, argv, 1, true,
 				  strcmp(sub, "delete") == 0 ? delete_usage : name_usage, &a);
 	if (status >= 0)
 		return status;
@@ -661,31 +700,23 @@ static int job_by_name(const char *sub, int argc, char **argv)
 	dbcron_err err = {0};
 	app_job_result r;
 	int rc;
-	char t[64];
-
-	if (strcmp(sub, "delete") == 0) {
+	app_verb v = !strcmp(sub, "delete")    ? APP_VERB_DELETE
+		     : !strcmp(sub, "trigger") ? APP_VERB_TRIGGER
+		     : !strcmp(sub, "pause")   ? APP_VERB_PAUSE
+					       : APP_VERB_RESUME;
+	if (v == APP_VERB_DELETE)
 		rc = app_job_delete_force(s, a.name, a.force, &r, &err);
-		if (!rc)
-			printf("deleted job '%s'\n", a.name);
-		if (!rc && r.detached[0])
-			printf("detached %s: set aside until their --needs change\n", r.detached);
-	} else if (strcmp(sub, "trigger") == 0) {
+	else if (v == APP_VERB_TRIGGER)
 		rc = app_job_trigger(s, a.name, &r, &err);
-		if (!rc)
-			printf("triggered job '%s': run %" PRId64 " at %s%s\n", a.name, r.run_id,
-			       model_time_text(r.fire_at, t, sizeof(t)),
-			       r.paused ? "; the job is paused: the run waits until it is resumed"
-					: "");
-	} else {
-		bool pause = strcmp(sub, "pause") == 0;
-		rc = pause ? app_job_pause(s, a.name, &r, &err) : app_job_resume(s, a.name, &r, &err);
-		if (!rc && !r.changed)
-			printf("job '%s' is already %s\n", a.name, pause ? "paused" : "active");
-		else if (!rc && pause)
-			printf("paused job '%s'\n", a.name);
-		else if (!rc)
-			printf("resumed job '%s', next fire %s\n", a.name,
-			       model_time_text(r.next_fire, t, sizeof(t)));
+	else if (v == APP_VERB_PAUSE)
+		rc = app_job_pause(s, a.name, &r, &err);
+	else
+		rc = app_job_resume(s, a.name, &r, &err);
+	if (!rc && cli_format_of(a.cm.format) == CLI_FMT_JSON) {
+		if (!cli_print_json_line(app_job_result_json(a.name, v, &r)))
+			status = cli_oom(cmd);
+	} else if (!rc) {
+		print_verb(a.name, v, &r);
 	}
 	if (!rc && r.warning[0])
 		fprintf(stderr, "dbcron %s: warning: %s\n", cmd, r.warning);

@@ -72,6 +72,7 @@ static void set_usage(FILE *f)
 		"  --handler replaces the command (and what it runs as); -- COMMAND replaces\n"
 		"      the handler or the command; --env replaces the whole environment list\n"
 		"  --no-user-check, --strict, --db URL, --db-file PATH: as for `job add`\n"
+		"  --format json: one line, {\"job\", \"changed\", \"next_fire_at_ms\"}\n"
 		"A field is removed by editing a `job export` file and applying it.\n"
 		"A rename is `job rename OLD NEW`.\n");
 }
@@ -115,8 +116,10 @@ static int job_set(int argc, char **argv)
 	model_jobdef d;
 	app_job_set_opts so = {.user_check = true};
 	set_ctx sc = {.d = &d, .so = &so, .err = &err};
-	const cli_spec sp = {.cmd = "job set", .common = CLI_COMMON_DB | CLI_COMMON_HELP,
-			     .own = own, .usage = set_usage, .own_opt = set_opt, .ctx = &sc};
+	const cli_spec sp = {.cmd = "job set",
+			     .common = CLI_COMMON_DB | CLI_COMMON_FORMAT | CLI_COMMON_HELP,
+			     .own = own, .usage = set_usage, .formats = cli_formats_table_json,
+			     .own_opt = set_opt, .ctx = &sc};
 	app_job_set_result r;
 	store *s = NULL;
 	int status;
@@ -165,7 +168,15 @@ static int job_set(int argc, char **argv)
 		goto out_close;
 	}
 	char t[64];
-	if (!r.changed)
+	if (cli_format_of(cm.format) == CLI_FMT_JSON) {
+		json_t *j = json_pack("{s:s,s:b,s:o}", "job", o.pos[0], "changed", r.changed,
+				      "next_fire_at_ms",
+				      r.next_fire >= 0 ? json_integer(r.next_fire) : json_null());
+		if (!cli_print_json_line(j)) {
+			status = cli_oom("job set");
+			goto out_close;
+		}
+	} else if (!r.changed)
 		printf("job '%s' unchanged (the fields given were as stored)\n", o.pos[0]);
 	else
 		printf("changed job '%s', next fire %s\n", o.pos[0],
@@ -184,19 +195,19 @@ out_clear:
 
 static void rename_usage(FILE *f)
 {
-	fprintf(f, "usage: dbcron job rename OLD NEW [--db URL | --db-file PATH]\n\n"
+	fprintf(f, "usage: dbcron job rename OLD NEW [--format table|json] [--db URL | --db-file PATH]\n\n"
 		   "Give a job a new name, in one transaction; NEW is checked as any job name\n"
-		   "and must not be taken.  Its runs follow it: `runs --job NEW` lists them all.\n\n"
+		   "and must not be taken.  Its runs follow it: `runs --job NEW` lists them all.\n"
+		   "--format json prints {\"renamed\": OLD, \"to\": NEW}.\n\n"
 		   CLI_DB_HELP);
 }
 
-/* export's --format: json only; rename has none. */
+/* export's --format: json only, the form job apply reads (rename's is
+ * table or json, checked by cli_parse). */
 static int plain_opt(void *ctx, int c, char *arg)
 {
 	const cliopt *o = ctx;
 	(void)c; /* CLI_OPT_FORMAT, the only one */
-	if (strcmp(o->cmd, "job export"))
-		return cli_usage_error(o->cmd, "unknown option '--format'");
 	if (strcmp(arg, "json"))
 		return cli_usage_error(o->cmd, "--format '%s': expected json (the form job apply "
 					       "reads)", arg);
@@ -210,7 +221,9 @@ static int parse_plain(const char *cmd, cliopt *o, int argc, char **argv, int wa
 {
 	const cli_spec sp = {.cmd = cmd,
 			     .common = CLI_COMMON_DB | CLI_COMMON_FORMAT | CLI_COMMON_HELP,
-			     .usage = usage, .own_opt = plain_opt, .ctx = o};
+			     .usage = usage,
+			     .formats = strcmp(cmd, "job export") ? cli_formats_table_json : NULL,
+			     .own_opt = plain_opt, .ctx = o};
 	int status = cli_parse(&sp, o, cm, argc, argv);
 	if (status >= 0)
 		return status;
@@ -236,7 +249,10 @@ static int job_rename(int argc, char **argv)
 		return status;
 	dbcron_err err = {0};
 	int rc = app_job_rename(s, o.pos[0], o.pos[1], &err);
-	if (!rc)
+	if (!rc && cli_format_of(cm.format) == CLI_FMT_JSON) {
+		if (!cli_print_json_line(json_pack("{s:s,s:s}", "renamed", o.pos[0], "to", o.pos[1])))
+			status = cli_oom("job rename");
+	} else if (!rc)
 		printf("renamed job '%s' to '%s'\n", o.pos[0], o.pos[1]);
 	else
 		status = cli_fail_in("job rename", &err);

@@ -33,3 +33,12 @@ void cli_csv_ms(FILE *f, int64_t ms)
 	if (ms >= 0)
 		fprintf(f, "%" PRId64, ms);
 }
+
+bool cli_print_json_line(json_t *v)
+{
+	if (!v)
+		return false;
+	int rc = json_dumpf(v, stdout, JSON_COMPACT | JSON_ENSURE_ASCII);
+	json_decref(v);
+	return rc == 0 && fputc('\n', stdout) != EOF;
+}

@@ -67,6 +67,8 @@ bool cli_common_opt(cli_common *cm, int c, char *arg)
 	}
 }
 
+const char *const cli_formats_table_json[] = {"table", "json", NULL};
+
 int cli_format_of(const char *word)
 {
 	if (!word || !strcmp(word, "table"))

@@ -248,24 +248,12 @@ static void job_verb(const http_call *c, const char *name, const char *verb, htt
 		rc = app_job_resume(c->st, name, &r, &err);
 	if (rc)
 		return from_err(rep, &err);
-	if (!strcmp(verb, "trigger")) {
-		ok(rep, MHD_HTTP_CREATED,
-		   json_pack("{s:s,s:I,s:I,s:b}", "job", name, "run_id", (json_int_t)r.run_id,
-			     "fire_at_ms", (json_int_t)r.fire_at, "paused", r.paused));
-		/* 201 all the same: the run exists, it only waits */
-		if (r.paused && rep->json)
-			json_object_set_new(rep->json, "warning",
-					    json_sprintf("job '%s' is paused: run %" PRId64
-							 " waits until it is resumed",
-							 name, r.run_id));
-		return;
-	}
-	ok(rep, MHD_HTTP_OK,
-	   json_pack("{s:s,s:b,s:b,s:o}", "job", name, "paused", !strcmp(verb, "pause"),
-		     "changed", r.changed, "next_fire_at_ms",
-		     r.next_fire >= 0 ? json_integer(r.next_fire) : json_null()));
-	if (r.warning[0] && rep->json)
-		json_object_set_new(rep->json, "warning", json_string(r.warning));
+	app_verb v = !strcmp(verb, "trigger") ? APP_VERB_TRIGGER
+		     : !strcmp(verb, "pause") ? APP_VERB_PAUSE
+					      : APP_VERB_RESUME;
+	/* 201 for a trigger: a run was made (paused or not) */
+	ok(rep, v == APP_VERB_TRIGGER ? MHD_HTTP_CREATED : MHD_HTTP_OK,
+	   app_job_result_json(name, v, &r));
 }
 
 static bool parse_count(const char *v, long max, long *out);
@@ -322,13 +310,8 @@ static void route_jobs(const http_call *c, const char *rest, http_reply *rep)
 			return;
 		if (app_job_delete_force(c->st, name, flag(c, "force"), &r, &err))
 			return from_err(rep, &err);
-		ok(rep, MHD_HTTP_OK, json_pack("{s:s}", "deleted", name));
-		/* ?force=1 on a job others need: the dependents it set aside */
-		if (r.detached[0] && rep->json)
-			json_object_set_new(rep->json, "detached", json_string(r.detached));
-		if (r.warning[0] && rep->json)
-			json_object_set_new(rep->json, "warning", json_string(r.warning));
-		return;
+		/* ?force=1 on a job others need: "detached" names the dependents */
+		return ok(rep, MHD_HTTP_OK, app_job_result_json(name, APP_VERB_DELETE, &r));
 	}
 	method_not_allowed(rep, "GET, PUT, DELETE");
 }
