@@ -85,6 +85,13 @@ void store__audit_add(store_audit *a, const char *action, const char *job, json_
 
 /* ---- the one secrets rule ---- */
 
+/* The masker finds a secret only in a URI or in key=value text
+ * (store_url_secrets): anything else is kept as it is, unparsed. */
+static bool may_hide(const char *v)
+{
+	return strstr(v, "://") || strchr(v, '=');
+}
+
 static json_t *masked_string(const char *v)
 {
 	char small[512];
@@ -111,6 +118,8 @@ static void mask_value(json_t *v, bool env)
 				continue;
 			const char *t = json_string_value(e);
 			const char *eq = env ? strchr(t, '=') : NULL;
+			if (!env && !may_hide(t))
+				continue;
 			json_t *m;
 			if (eq) {
 				/* KEY=VALUE: the name stays, the value never */
@@ -141,7 +150,7 @@ void store__audit_redact(json_t *def)
 		bool env = strcmp(key, "env") == 0;
 		if (json_is_array(v)) {
 			mask_value(v, env);
-		} else if (json_is_string(v)) {
+		} else if (json_is_string(v) && may_hide(json_string_value(v))) {
 			json_t *m = masked_string(json_string_value(v));
 			json_object_set_new(def, key, m ? m : json_string("***"));
 		}
