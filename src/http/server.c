@@ -297,7 +297,9 @@ static http_role token_role(http_server *h, const char *token, char *name)
 		/* branch-free select of the matching entry's role and index */
 		unsigned m = (unsigned)((diff - 1) >> 8) & 1u; /* 1 when diff == 0 */
 		role = (http_role)((unsigned)role | (m * (unsigned)h->tokens[i].role));
-		at |= m * i;
+		/* the first matching entry's name (a token may be listed twice) */
+		size_t take = (size_t)(m & ~any & 1u);
+		at = at * (1 - take) + i * take;
 		any |= m;
 	}
 	if (any)

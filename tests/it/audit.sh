@@ -109,6 +109,8 @@ READER=read-token-0123456789abcdef
 	echo "$OPS admin ops-bot"
 	echo "$ANON admin"
 	echo "$READER read"
+	# a token listed twice is known by its first line's name
+	echo "$OPS read ops-bot-again"
 } >"$T_DIR/tokens"
 t_bg "$DBCRON_BIN" serve --http 127.0.0.1:0 --api-token-file "$T_DIR/tokens" 2>"$T_DIR/serve.log"
 port_of() { grep -o 'event=http.listen .*port=[0-9]*' "$T_DIR/serve.log" | grep -o '[0-9]*$' | head -1; }
