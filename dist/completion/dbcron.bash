@@ -34,7 +34,7 @@ _dbcron()
 		;;
 	esac
 	if [ "$COMP_CWORD" -eq 1 ]; then
-		COMPREPLY=($(compgen -W "cron init job node runs nodes lock locks serve config --config --db --db-file --help --version" -- "$cur"))
+		COMPREPLY=($(compgen -W "cron init job node runs audit nodes lock locks serve config --config --db --db-file --help --version" -- "$cur"))
 		return
 	fi
 	local db="--db --db-file --help"
@@ -79,6 +79,7 @@ _dbcron()
 			return
 		fi
 		opts="--job --state --since --limit --format --output --follow --interval" ;;
+	audit) opts="--job --since --limit --format" ;;
 	nodes) opts="--format --prune" ;;
 	lock) opts="--ttl --owner --wait --kill-grace --held-exit" ;;
 	locks) opts="--format" ;;

@@ -74,6 +74,16 @@ DBCRON_API int dbcron_db_open_file(const char *path, unsigned flags, dbcron_db *
 				   dbcron_err *err);
 /* Closes the connection and frees db.  NULL is accepted. */
 DBCRON_API void dbcron_db_close(dbcron_db *db);
+/*
+ * Who the changes made through db are by, for the audit trail (`dbcron
+ * audit`, docs/cli.md): every job write, pause, resume, delete, rename
+ * and trigger of this handle records actor.  The default is
+ * "lib:PROGRAM" (the program's short name); an embedder that acts for
+ * someone names them here, e.g. "lib:billing (user 42)".  actor is
+ * copied (at most 255 bytes are kept); NULL or "" restores the default.
+ * Not a credential: whoever holds the handle may say anything.
+ */
+DBCRON_API void dbcron_db_set_actor(dbcron_db *db, const char *actor);
 /* The database's clock (epoch ms), which every age and schedule uses. */
 DBCRON_API int dbcron_db_now_ms(dbcron_db *db, int64_t *now_ms, dbcron_err *err);
 

@@ -3,10 +3,13 @@
  * with its schema checked (or migrated on request), and nothing else, so a
  * handle is exactly a store a library user may hold.
  */
+#define _GNU_SOURCE /* program_invocation_short_name */
+#include <errno.h>
 #include <string.h>
 
 #include "api/api.h"
 #include "core/alloc.h"
+#include "core/text.h"
 #include "dbcron/dbcron.h"
 #include "exec/runas.h"
 
@@ -47,6 +50,7 @@ int dbcron_db_open_ex(const char *url, unsigned flags, dbcron_db **out, dbcron_e
 		dbcron_db_close(db);
 		return rc;
 	}
+	dbcron_db_set_actor(db, NULL);
 	*out = db;
 	return DBCRON_OK;
 }
@@ -80,6 +84,19 @@ void dbcron_db_close(dbcron_db *db)
 	if (db->st)
 		store_close(db->st);
 	dbcron__free(db);
+}
+
+void dbcron_db_set_actor(dbcron_db *db, const char *actor)
+{
+	char def[STORE_ACTOR_MAX];
+	if (!db)
+		return;
+	if (!actor || !*actor) {
+		dbcron__textf(def, sizeof(def), "lib:%s",
+			      *program_invocation_short_name ? program_invocation_short_name : "?");
+		actor = def;
+	}
+	store_set_actor(db->st, actor);
 }
 
 int dbcron_db_now_ms(dbcron_db *db, int64_t *now_ms, dbcron_err *err)

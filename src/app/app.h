@@ -327,6 +327,24 @@ json_t *app_run_view_json(const app_run_view *v);
 int app_run_get(store *s, int64_t id, json_t **out, dbcron_err *err);
 
 /*
+ * The audit trail (issue 29 item 2; store.h "The audit trail"): `dbcron
+ * audit`, GET /api/v1/audit and the dashboard read it through here.
+ * app_audit_since: --since as TIME (RFC 3339, epoch seconds, now, now+DUR)
+ * or DUR back from now (the database's clock), into *ms.
+ * app_audit_row_json: {"id", "at_ms", "at" (RFC 3339), "actor", "action",
+ * "job" (null for none), "detail" (the stored object)}; a new reference,
+ * NULL when out of memory.
+ * app_audit_each: the rows of f, oldest first, to cb (the row is the
+ * store's, valid during the call).
+ * app_audit_list: {"audit": [app_audit_row_json...]}, oldest first.
+ */
+int app_audit_since(const char *text, int64_t now_ms, int64_t *ms, dbcron_err *err);
+json_t *app_audit_row_json(const store_audit_row *r);
+int app_audit_each(store *s, const store_audit_filter *f, store_audit_cb cb, void *ctx,
+		   dbcron_err *err);
+int app_audit_list(store *s, const store_audit_filter *f, json_t **out, dbcron_err *err);
+
+/*
  * Following the run log (`runs --follow`): each poll hands out the runs
  * that ended since the last one, in the order they ended (finished_ms,
  * then id), each once.  A poll re-reads only the runs it watches (seen

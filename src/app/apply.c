@@ -362,6 +362,10 @@ int app_apply_write(store *s, app_batch *b, const app_apply_opts *o,
 		dbcron_job_init(&b->defs[i].job);
 	}
 	place_ctx pc = {b, o};
+	/* the audit trail's action: what the caller asked for */
+	store_audit_verb(s, o->mode == APP_APPLY_CREATE	  ? "add"
+			    : o->mode == APP_APPLY_UPDATE ? "set"
+							  : "apply");
 	rc = store_job_put_placed(s, jobs, b->n,
 				  o->mode == APP_APPLY_CREATE ? STORE_PUT_CREATE : STORE_PUT_UPSERT,
 				  o->prune, place_entry, &pc, &r->created, &r->updated, &r->deleted,
@@ -440,6 +444,7 @@ int app_job_add(store *s, model_jobdef *d, dbcron_err *err)
 	 * put's refusal (DBCRON_EEXISTS), inside its transaction */
 	if ((rc = store_now_ms(s, &now, err)) || (rc = model_jobdef_finish(d, now, NULL, err)))
 		return rc;
+	store_audit_verb(s, "add");
 	return store_job_put(s, &d->job, 1, STORE_PUT_CREATE, false, &created, &updated,
 			     &deleted, err);
 }

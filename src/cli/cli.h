@@ -30,6 +30,7 @@ int cli_cron(int argc, char **argv);  /* cmd_cron.c */
 int cli_init(int argc, char **argv);  /* cmd_init.c */
 int cli_job(int argc, char **argv);   /* cmd_job.c */
 int cli_runs(int argc, char **argv);  /* cmd_runs.c */
+int cli_audit(int argc, char **argv); /* cmd_audit.c */
 int cli_nodes(int argc, char **argv); /* cmd_nodes.c */
 int cli_node(int argc, char **argv);  /* cmd_node.c */
 int cli_lock(int argc, char **argv);  /* cmd_lock.c */

@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include "cli/cli.h"
 #include "cli/conf.h"
 #include "core/alloc.h"
+#include "core/text.h"
 #include "dbcron/dbcron.h"
 #include "exec/runas.h"
 
@@ -31,6 +33,7 @@ static const struct {
 	{"job", cli_job, "job add|list|show|set|rename|pause|resume|delete|trigger|apply|export|import-crontab"},
 	{"node", cli_node, "run a scheduler node until SIGINT/SIGTERM"},
 	{"runs", cli_runs, "show the run log"},
+	{"audit", cli_audit, "show the audit trail: who changed which job, when, and how"},
 	{"nodes", cli_nodes, "show scheduler nodes and their heartbeats"},
 	{"lock", cli_lock, "run a command under a cluster-wide lease lock"},
 	{"locks", cli_locks, "show lease locks"},
@@ -193,6 +196,27 @@ static bool may_create(const char *cmd)
 	return false;
 }
 
+/* Who the CLI's changes are by, for the audit trail: "cli:USER", the
+ * real uid's name (its number when it has none), and " (sudo: NAME)"
+ * when sudo started us, so that a change made as root still names the
+ * person. */
+static void cli_actor(store *s)
+{
+	char buf[1024], who[STORE_ACTOR_MAX];
+	struct passwd pw, *res = NULL;
+	uid_t uid = getuid();
+	const char *sudo = getenv("SUDO_USER");
+	if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) == 0 && res)
+		dbcron__textf(who, sizeof(who), "cli:%s", res->pw_name);
+	else
+		dbcron__textf(who, sizeof(who), "cli:%lu", (unsigned long)uid);
+	if (sudo && *sudo) {
+		size_t n = strlen(who);
+		dbcron__textf(who + n, sizeof(who) - n, " (sudo: %s)", sudo);
+	}
+	store_set_actor(s, who);
+}
+
 int cli_open_store(const char *cmd, const cli_db *d, store **out)
 {
 	dbcron_err err = {0};
@@ -207,6 +231,8 @@ int cli_open_store(const char *cmd, const cli_db *d, store **out)
 		if (rc) {
 			store_close(*out);
 			*out = NULL;
+		} else {
+			cli_actor(*out);
 		}
 	}
 	return rc ? cli_fail(&err) : 0;

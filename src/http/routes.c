@@ -380,6 +380,39 @@ static void route_runs(const http_call *c, const char *rest, http_reply *rep)
 	ok(rep, MHD_HTTP_OK, j);
 }
 
+/* ------------------------------------------------------------- audit */
+
+/* GET /api/v1/audit?job=&since=&limit=: the newest limit rows (default
+ * RUNS_PAGE_DEFAULT, at most RUNS_PAGE_MAX), oldest first, as `dbcron
+ * audit --format json` reads them. */
+static void route_audit(const http_call *c, http_reply *rep)
+{
+	dbcron_err err = {0};
+	json_t *j;
+	if (!is(c, "GET"))
+		return method_not_allowed(rep, "GET");
+	if (!may_read(c, rep))
+		return;
+	store_audit_filter f = {.job = arg(c, "job"), .since_ms = -1, .limit = RUNS_PAGE_DEFAULT};
+	const char *v;
+	if ((v = arg(c, "limit")) && !parse_count(v, RUNS_PAGE_MAX, &f.limit))
+		return http__error(rep, MHD_HTTP_BAD_REQUEST, "invalid",
+				   "limit '%.40s': expected a whole number from 1 to %d", v,
+				   RUNS_PAGE_MAX);
+	if (f.job && !*f.job)
+		f.job = NULL;
+	if ((v = arg(c, "since")) && *v) {
+		int64_t now;
+		if (app_now_ms(c->st, &now, &err))
+			return from_err(rep, &err);
+		if (app_audit_since(v, now, &f.since_ms, &err))
+			return http__error(rep, MHD_HTTP_BAD_REQUEST, "invalid", "since: %s", err.msg);
+	}
+	if (app_audit_list(c->st, &f, &j, &err))
+		return from_err(rep, &err);
+	ok(rep, MHD_HTTP_OK, j);
+}
+
 /* -------------------------------------------------------------- cron */
 
 #define CRON_COUNT_DEFAULT 5
@@ -532,6 +565,8 @@ void http__route(const http_call *c, http_reply *rep)
 		return route_runs(c, p + 5, rep);
 	if (!strcmp(p, "/apply"))
 		return route_apply(c, rep);
+	if (!strcmp(p, "/audit"))
+		return route_audit(c, rep);
 	if (!strncmp(p, "/cron/", 6))
 		return route_cron(c, p + 5, rep);
 	if (!strcmp(p, "/nodes") || !strcmp(p, "/locks")) {

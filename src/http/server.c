@@ -91,6 +91,7 @@
 
 #include "core/alloc.h"
 #include "core/log.h"
+#include "core/text.h"
 #include "exec/runas.h"
 #include "http/http_int.h"
 #include "sched/stats.h"
@@ -109,9 +110,14 @@ typedef struct http_conn {
 	int fd; /* libmicrohttpd's socket, open until after the CLOSED notice */
 } http_conn;
 
+/* A token's name in the audit trail: the file's third field, or
+ * "token#LINE" for a line without one. */
+#define TOKEN_NAME_MAX 64
+
 typedef struct http_token {
 	char hex[SHA256_HEX + 1]; /* lower-case SHA-256 of the token */
 	http_role role;
+	char name[TOKEN_NAME_MAX];
 } http_token;
 
 struct http_server {
@@ -148,6 +154,7 @@ typedef struct http_upload {
 	bool too_big;
 	http_role role; /* decided on the headers */
 	bool bad_token; /* a bearer token was given and is unknown */
+	char actor[TOKEN_NAME_MAX + 8]; /* "http:NAME": who its changes are by */
 } http_upload;
 
 void http_config_init(http_config *c)
@@ -170,6 +177,18 @@ static bool is_hex64(const char *s)
 	return n == SHA256_HEX;
 }
 
+/* A token's name goes into the audit trail as it is: plain characters. */
+static bool token_name_ok(const char *n)
+{
+	size_t len = strlen(n);
+	if (len == 0 || len >= TOKEN_NAME_MAX)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if (!isalnum((unsigned char)n[i]) && !strchr("._@-", n[i]))
+			return false;
+	return true;
+}
+
 typedef struct token_set {
 	http_token *v;
 	size_t n, cap;
@@ -185,7 +204,7 @@ static int read_tokens(token_set *h, const char *path, dbcron_err *err)
 		return dbcron_err_set(err, DBCRON_EIO, "--api-token-file %s: %s", path,
 				      strerror(errno));
 	while (fgets(line, sizeof(line), f)) {
-		char tok[512], role[32], extra[2];
+		char tok[512], role[32], name[TOKEN_NAME_MAX + 1], extra[2];
 		lineno++;
 		if (!strchr(line, '\n') && !feof(f)) {
 			dbcron_err_set(err, rc, "--api-token-file %s:%d: line too long", path, lineno);
@@ -196,13 +215,22 @@ static int read_tokens(token_set *h, const char *path, dbcron_err *err)
 			p++;
 		if (!*p || *p == '#')
 			continue;
-		int k = sscanf(p, "%511s %31s %1s", tok, role, extra);
-		if (k != 2) {
-			dbcron_err_set(err, rc, "--api-token-file %s:%d: expected 'TOKEN ROLE' (ROLE read or admin)",
+		int k = sscanf(p, "%511s %31s %64s %1s", tok, role, name, extra);
+		if (k != 2 && k != 3) {
+			dbcron_err_set(err, rc, "--api-token-file %s:%d: expected 'TOKEN ROLE [NAME]' (ROLE read or admin)",
 				       path, lineno);
 			goto out_close;
 		}
 		http_token t = {.role = HTTP_ROLE_NONE};
+		if (k == 3 && !token_name_ok(name)) {
+			dbcron_err_set(err, rc, "--api-token-file %s:%d: a name is 1-63 of A-Z a-z 0-9 . _ @ -",
+				       path, lineno);
+			goto out_close;
+		}
+		if (k == 3)
+			memcpy(t.name, name, strlen(name) + 1);
+		else
+			dbcron__textf(t.name, sizeof(t.name), "token#%d", lineno);
 		if (!strcmp(role, "read"))
 			t.role = HTTP_ROLE_READ;
 		else if (!strcmp(role, "admin"))
@@ -250,11 +278,15 @@ out_close:
 	return rc;
 }
 
-/* The role of a bearer token: every entry compared, no early exit. */
-static http_role token_role(http_server *h, const char *token)
+/* The role of a bearer token, and its name into name[TOKEN_NAME_MAX]
+ * ("" when none matched): every entry compared, no early exit. */
+static http_role token_role(http_server *h, const char *token, char *name)
 {
 	gchar *hx = g_compute_checksum_for_string(G_CHECKSUM_SHA256, token, -1);
 	http_role role = HTTP_ROLE_NONE;
+	size_t at = 0;
+	unsigned any = 0;
+	name[0] = '\0';
 	if (!hx)
 		return role;
 	pthread_rwlock_rdlock(&h->tok_mu);
@@ -262,10 +294,16 @@ static http_role token_role(http_server *h, const char *token)
 		unsigned char diff = 0;
 		for (int k = 0; k < SHA256_HEX; k++)
 			diff |= (unsigned char)(hx[k] ^ h->tokens[i].hex[k]);
-		/* branch-free select of the matching entry's role */
+		/* branch-free select of the matching entry's role and index */
 		unsigned m = (unsigned)((diff - 1) >> 8) & 1u; /* 1 when diff == 0 */
 		role = (http_role)((unsigned)role | (m * (unsigned)h->tokens[i].role));
+		/* the first matching entry's name (a token may be listed twice) */
+		size_t take = (size_t)(m & ~any & 1u);
+		at = at * (1 - take) + i * take;
+		any |= m;
 	}
+	if (any)
+		memcpy(name, h->tokens[at].name, TOKEN_NAME_MAX);
 	pthread_rwlock_unlock(&h->tok_mu);
 	g_free(hx);
 	return role;
@@ -460,23 +498,28 @@ static void handle_give(http_server *h, store *st)
 
 /* ---------------------------------------------------------- requests */
 
-/* The caller's role from the Authorization header. */
-static http_role caller_role(http_server *h, struct MHD_Connection *c, bool *bad_token)
+/* The caller's role from the Authorization header, and who it is for the
+ * audit trail into up->actor ("http:NAME", or "http:anonymous"). */
+static http_role caller_role(http_server *h, struct MHD_Connection *c, http_upload *up)
 {
 	const char *auth = http__mhd.MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 						       MHD_HTTP_HEADER_AUTHORIZATION);
-	*bad_token = false;
+	char name[TOKEN_NAME_MAX];
+	up->bad_token = false;
+	dbcron__textf(up->actor, sizeof(up->actor), "http:anonymous");
 	if (!h->has_tokens)
 		return HTTP_ROLE_READ;
 	if (auth && !strncasecmp(auth, "Bearer ", 7)) {
 		const char *t = auth + 7;
 		while (*t == ' ')
 			t++;
-		http_role role = token_role(h, t);
-		*bad_token = role == HTTP_ROLE_NONE;
+		http_role role = token_role(h, t, name);
+		up->bad_token = role == HTTP_ROLE_NONE;
+		if (name[0])
+			dbcron__textf(up->actor, sizeof(up->actor), "http:%s", name);
 		return role;
 	}
-	*bad_token = auth != NULL;
+	up->bad_token = auth != NULL;
 	return HTTP_ROLE_NONE;
 }
 
@@ -507,7 +550,7 @@ static enum MHD_Result on_headers(http_server *h, struct MHD_Connection *c,
 			    "name given with --http-host)", host);
 		return send_reply(c, &rep);
 	}
-	up->role = caller_role(h, c, &up->bad_token);
+	up->role = caller_role(h, c, up);
 	if (has_body(c) && up->role < HTTP_ROLE_ADMIN) {
 		/* only writes take a body, and they need admin: say why as the
 		 * route would, without reading the body first */
@@ -571,6 +614,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 			  .metrics_max_jobs = h->metrics_max_jobs,
 			  .role = up->role, .bad_token = up->bad_token};
 	call.st = handle_take(h);
+	/* the handle is this request's alone until given back */
+	store_set_actor(call.st, up->actor);
 	http__route(&call, &rep);
 	handle_give(h, call.st);
 	if (!rep.json && !rep.text && !rep.owned_text)

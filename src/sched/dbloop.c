@@ -123,7 +123,7 @@ static bool maintenance(dbcron_node *n)
 {
 	dbcron_err err = {0};
 	store_lock_row holder = {0};
-	int64_t fence, until, now, deleted = 0, d = 0;
+	int64_t fence, until, now, deleted = 0, audited = 0, d = 0;
 	bool more = false;
 	int rc = store_lock_acquire(n->st, "dbcron:maintenance", n->node_id,
 				    5 * 60000, &fence, &until, &holder, &err);
@@ -147,12 +147,21 @@ static bool maintenance(dbcron_node *n)
 			deleted += d;
 		} while (!rc && d == STORE_PRUNE_BATCH && dbcron__mono_ms() < stop_at);
 		more = !rc && d == STORE_PRUNE_BATCH;
+		/* the audit trail keeps what the run log keeps: a batch a
+		 * pass once the run log is done (a full one asks for more) */
+		if (!rc && !more) {
+			rc = store_prune_audit_some(n->st, now - n->cfg.retention_ms,
+						    STORE_PRUNE_BATCH, &d, &err);
+			audited = rc ? 0 : d;
+			more = !rc && d == STORE_PRUNE_BATCH;
+		}
 	}
 	if (rc)
 		dbcron__log(LOG_WARN, "maintenance", LOG_STR("node", n->node_id), LOG_STR("msg", err.msg));
-	else if (deleted)
+	else if (deleted || audited)
 		dbcron__log(LOG_INFO, "maintenance", LOG_STR("node", n->node_id),
-			    LOG_INT("pruned_runs", deleted), LOG_INT("older_than_ms", n->cfg.retention_ms),
+			    LOG_INT("pruned_runs", deleted), LOG_INT("pruned_audit", audited),
+			    LOG_INT("older_than_ms", n->cfg.retention_ms),
 			    LOG_STR("more", more ? "yes" : "no"));
 	store_lock_release(n->st, "dbcron:maintenance", n->node_id, fence, &err);
 	return more;

@@ -166,6 +166,8 @@ typedef struct put_ctx {
 	size_t at;   /* the chunk's first index in the caller's jobs */
 	bool paused; /* a job went from active to paused */
 	bool needs;  /* a NEEDS job written, or one that was (needs.c) */
+	store_audit audit; /* a row per job added or changed (audit.c) */
+	const char *verb;  /* the rows' action */
 } put_ctx;
 
 /* Insert the chunk's new jobs (ins; their names and indexes in order) and
@@ -235,6 +237,7 @@ static int put_chunk(store *s, dbcron_job *jobs, const put_enc *enc, size_t n, i
 		    (rc = pc->place(pc->place_ctx, pc->at + i, j, NULL, now, err)))
 			goto out_free;
 		if (!prev) {
+			store__audit_job(&pc->audit, pc->verb, j->name, NULL, j, NULL);
 			put_row(ins, j, &enc[i]);
 			order[nins++] = (struct name_idx){j->name, i};
 			continue;
@@ -267,6 +270,11 @@ static int put_chunk(store *s, dbcron_job *jobs, const put_enc *enc, size_t n, i
 		    model_job_diff(j, prev, MODEL_ROLE_DEF | MODEL_ROLE_STATE | MODEL_ROLE_PLACE,
 				   NULL, NULL) == 0)
 			continue;
+		/* the trail says what a user changed: a schedule's place moved
+		 * by the rules alone is no change of theirs */
+		if (prev->set_aside ||
+		    model_job_diff(j, prev, MODEL_ROLE_DEF | MODEL_ROLE_STATE, NULL, NULL))
+			store__audit_job(&pc->audit, pc->verb, j->name, prev, j, NULL);
 		store_batch_i64(upd, j->id);
 		put_row(upd, j, &enc[i]);
 	}
@@ -329,7 +337,9 @@ int store_job_put_placed(store *s, dbcron_job *jobs, size_t n, store_put_mode mo
 			 store_put_place_fn place, void *place_ctx, size_t *created,
 			 size_t *updated, size_t *deleted, dbcron_err *err)
 {
-	put_ctx pc = {.mode = mode, .place = place, .place_ctx = place_ctx};
+	put_ctx pc = {.mode = mode, .place = place, .place_ctx = place_ctx,
+		      .verb = s->put_verb ? s->put_verb : "put"};
+	s->put_verb = NULL; /* this put's alone: never a later caller's */
 	size_t nc = 0, nu = 0;
 	int64_t nd = 0, now;
 	put_enc *enc = NULL;
@@ -359,6 +369,7 @@ int store_job_put_placed(store *s, dbcron_job *jobs, size_t n, store_put_mode mo
 	for (size_t i = 0; i < n; i++)
 		if ((rc = put_encode(&jobs[i], &enc[i], err)))
 			goto out_free;
+	store__audit_begin(s, &pc.audit);
 	if ((rc = store__tx_begin(s, err)))
 		goto out_free;
 	if ((rc = store__db_now(s, &now, err)))
@@ -386,11 +397,16 @@ int store_job_put_placed(store *s, dbcron_job *jobs, size_t n, store_put_mode mo
 		    (nd && (rc = store__run(s, ST_RUNS_CLOSE_ORPHANS, pn, 1, NULL, err))) ||
 		    (nd && (rc = store__run(s, ST_GEN_BUMP, NULL, 0, NULL, err))))
 			goto out_rollback;
+		/* the names pruned are not read back (no RETURNING on every
+		 * dialect): the trail records how many went */
+		json_t *extra = nd ? json_pack("{sI}", "pruned", (json_int_t)nd) : NULL;
+		if (nd)
+			store__audit_add(&pc.audit, pc.verb, NULL, extra);
 	}
 	/* the fan-in edges of what was written and pruned (needs.c); a
 	 * write without NEEDS jobs, before or after, has none to follow */
 	if (((pc.needs || nd) && (rc = store__needs_put(s, jobs, n, err))) ||
-	    (rc = store__tx_commit(s, err)))
+	    (rc = store__audit_write(s, &pc.audit, NULL, err)) || (rc = store__tx_commit(s, err)))
 		goto out_rollback;
 	if (created)
 		*created = nc;
@@ -402,6 +418,7 @@ int store_job_put_placed(store *s, dbcron_job *jobs, size_t n, store_put_mode mo
 out_rollback:
 	store__tx_rollback(s);
 out_free:
+	store__audit_free(&pc.audit);
 	for (size_t i = 0; i < n; i++)
 		put_enc_free(&enc[i]);
 	dbcron__free(enc);

@@ -152,28 +152,56 @@ int store_job_briefs(store *s, store_brief_cb cb, void *ctx, dbcron_err *err)
 	return store__each_row(s, ST_JOB_BRIEF, NULL, 0, brief_one, &e, err);
 }
 
+/* The job called name as it is inside the caller's transaction, for the
+ * trail's before; *found false when there is none. */
+static int job_now(store *s, const char *name, dbcron_job *out, bool *found, dbcron_err *err)
+{
+	store_param p[] = {sp_text(name)};
+	dbcron_job_init(out);
+	int row = store__row(s, ST_JOB_GET, p, 1, err);
+	if (row < 0)
+		return -row;
+	if (!(*found = row > 0))
+		return DBCRON_OK;
+	int rc = store__read_job_lenient(s, out, err);
+	store__reset(s);
+	return rc;
+}
+
 int store_job_set_paused(store *s, const char *name, bool paused, int64_t next_fire_at,
 			 dbcron_err *err)
 {
-	int64_t n = 0;
+	store_audit a;
+	dbcron_job prev;
+	bool found;
 	int rc;
 	if (!name)
 		return dbcron_err_set(err, DBCRON_EINVAL, "job_set_paused: no name");
+	store__audit_begin(s, &a);
+	dbcron_job_init(&prev);
 	/* A pause tells the nodes (GEN_BUMP): fires they claimed before it
 	 * must not start (store_nodes_wait_seen). */
 	store_param p[] = {sp_text(name), sp_i64(paused), sp_i64n(next_fire_at)};
-	if ((rc = store__tx_begin(s, err)) || (rc = store__run(s, ST_JOB_SET_PAUSED, p, 3, &n, err)))
+	if ((rc = store__tx_begin(s, err)) || (rc = job_now(s, name, &prev, &found, err)))
 		goto out_rollback;
-	if (n == 0) {
+	if (!found) {
 		rc = dbcron_err_set(err, DBCRON_ENOTFOUND, "no job named '%s'", name);
 		goto out_rollback;
 	}
-	if ((paused && (rc = store__run(s, ST_GEN_BUMP, NULL, 0, NULL, err))) ||
-	    (rc = store__tx_commit(s, err)))
+	if ((rc = store__run(s, ST_JOB_SET_PAUSED, p, 3, NULL, err)))
 		goto out_rollback;
-	return DBCRON_OK;
+	store__audit_add(&a, paused ? "pause" : "resume", name,
+			 json_pack("{s{s{sbsb}}}", "changes", "paused", "before", prev.paused,
+				   "after", paused));
+	if ((paused && (rc = store__run(s, ST_GEN_BUMP, NULL, 0, NULL, err))) ||
+	    (rc = store__audit_write(s, &a, NULL, err)) || (rc = store__tx_commit(s, err)))
+		goto out_rollback;
+	goto out_free;
 out_rollback:
 	store__tx_rollback(s);
+out_free:
+	store__audit_free(&a);
+	dbcron_job_clear(&prev);
 	return rc;
 }
 
@@ -186,19 +214,25 @@ int store_job_delete_force(store *s, const char *name, bool force, char *detache
 			   dbcron_err *err)
 {
 	int64_t now, n = 0, id = 0;
+	dbcron_job prev;
+	store_audit a;
 	bool found;
 	int rc;
 	if (detached && dlen)
 		detached[0] = '\0';
 	if (!name)
 		return dbcron_err_set(err, DBCRON_EINVAL, "job_delete: no name");
+	store__audit_begin(s, &a);
+	dbcron_job_init(&prev);
 	if ((rc = store__tx_begin(s, err)))
-		return rc;
+		goto out_free;
 	store_param p[] = {sp_text(name)};
-	if ((rc = store__db_now(s, &now, err)) || (rc = store__job_id_of(s, name, &id, &found, err)))
+	/* the whole definition, for the trail's before */
+	if ((rc = store__db_now(s, &now, err)) || (rc = job_now(s, name, &prev, &found, err)))
 		goto out_rollback;
+	id = prev.id;
 	/* what needs it, before it goes (needs.c) */
-	char none[1];
+	char none[1] = "";
 	if ((found && (rc = store__needs_unlink(s, name, id, force, detached ? detached : none,
 						 detached ? dlen : sizeof(none), err))) ||
 	    (rc = store__run(s, ST_JOB_DELETE, p, 1, &n, err)))
@@ -207,14 +241,22 @@ int store_job_delete_force(store *s, const char *name, bool force, char *detache
 		rc = dbcron_err_set(err, DBCRON_ENOTFOUND, "no job named '%s'", name);
 		goto out_rollback;
 	}
+	/* with force, what it detached from its dependents */
+	const char *gone = detached ? detached : none;
+	store__audit_job(&a, "delete", name, &prev, NULL,
+			 *gone ? json_pack("{ss}", "detached", gone) : NULL);
 	store_param pn[] = {sp_i64(now)};
 	if ((rc = store__run(s, ST_RUNS_CLOSE_ORPHANS, pn, 1, NULL, err)) ||
 	    (rc = store__run(s, ST_NEEDS_TIDY, NULL, 0, NULL, err)) ||
-	    (rc = store__run(s, ST_GEN_BUMP, NULL, 0, NULL, err)) || (rc = store__tx_commit(s, err)))
+	    (rc = store__run(s, ST_GEN_BUMP, NULL, 0, NULL, err)) ||
+	    (rc = store__audit_write(s, &a, NULL, err)) || (rc = store__tx_commit(s, err)))
 		goto out_rollback;
-	return DBCRON_OK;
+	goto out_free;
 out_rollback:
 	store__tx_rollback(s);
+out_free:
+	store__audit_free(&a);
+	dbcron_job_clear(&prev);
 	return rc;
 }
 
@@ -233,12 +275,14 @@ int store__job_id_of(store *s, const char *name, int64_t *id, bool *found, dbcro
 int store_job_rename(store *s, const char *from, const char *to, dbcron_err *err)
 {
 	int64_t now, id = 0, n = 0;
+	store_audit a;
 	bool found;
 	int rc;
 	if (!from || !to)
 		return dbcron_err_set(err, DBCRON_EINVAL, "job_rename: no name");
+	store__audit_begin(s, &a);
 	if ((rc = store__tx_begin(s, err)))
-		return rc;
+		goto out_free;
 	if ((rc = store__db_now(s, &now, err)) || (rc = store__job_id_of(s, to, &id, &found, err)))
 		goto out_rollback;
 	if (found) {
@@ -263,13 +307,19 @@ int store_job_rename(store *s, const char *from, const char *to, dbcron_err *err
 		rc = dbcron_err_set(err, DBCRON_ENOTFOUND, "no job named '%s'", from);
 		goto out_rollback;
 	}
+	/* the row is the job's under its new name: what --job NEW finds */
+	store__audit_add(&a, "rename", to,
+			 json_pack("{s{s{ssss}}}", "changes", "name", "before", from, "after", to));
 	/* nodes holding the job by id see the new name at their next read */
 	if ((rc = store__run(s, ST_RUNS_RENAME, pj, 2, NULL, err)) ||
-	    (rc = store__run(s, ST_GEN_BUMP, NULL, 0, NULL, err)) || (rc = store__tx_commit(s, err)))
+	    (rc = store__run(s, ST_GEN_BUMP, NULL, 0, NULL, err)) ||
+	    (rc = store__audit_write(s, &a, NULL, err)) || (rc = store__tx_commit(s, err)))
 		goto out_rollback;
-	return DBCRON_OK;
+	goto out_free;
 out_rollback:
 	store__tx_rollback(s);
+out_free:
+	store__audit_free(&a);
 	return rc;
 }
 
@@ -277,12 +327,14 @@ int store_job_trigger(store *s, const char *name, int64_t *run_id, int64_t *fire
 		      dbcron_err *err)
 {
 	int64_t now, job_id = 0, rid = 0;
+	store_audit a;
 	bool found;
 	int rc;
 	if (!name)
 		return dbcron_err_set(err, DBCRON_EINVAL, "job_trigger: no name");
+	store__audit_begin(s, &a);
 	if ((rc = store__tx_begin(s, err)))
-		return rc;
+		goto out_free;
 	if ((rc = store__db_now(s, &now, err)) || (rc = store__job_id_of(s, name, &job_id, &found, err)))
 		goto out_rollback;
 	if (!found) {
@@ -291,16 +343,21 @@ int store_job_trigger(store *s, const char *name, int64_t *run_id, int64_t *fire
 	}
 	int64_t at = now;
 	store_param ip[] = {sp_i64(job_id), sp_text(name), sp_i64(at), sp_i64(now)};
-	if ((rc = store__insert_bumped(s, ST_TRIGGER_INSERT, ip, 4, 2, -1, &at, &rid, err)) ||
-	    (rc = store__tx_commit(s, err)))
+	if ((rc = store__insert_bumped(s, ST_TRIGGER_INSERT, ip, 4, 2, -1, &at, &rid, err)))
+		goto out_rollback;
+	store__audit_add(&a, "trigger", name,
+			 json_pack("{sIsI}", "run_id", (json_int_t)rid, "fire_at_ms", (json_int_t)at));
+	if ((rc = store__audit_write(s, &a, NULL, err)) || (rc = store__tx_commit(s, err)))
 		goto out_rollback;
 	if (run_id)
 		*run_id = rid;
 	if (fire_at)
 		*fire_at = at;
-	return DBCRON_OK;
+	goto out_free;
 out_rollback:
 	store__tx_rollback(s);
+out_free:
+	store__audit_free(&a);
 	return rc;
 }
 

@@ -361,8 +361,18 @@ int store_node_stop(store *s, const char *node_id, const char *incarnation, dbcr
 	}
 	int64_t now, unclaimed = 0;
 	if ((rc = store__run(s, ST_RUNS_UNCLAIM_NODE, p, 1, &unclaimed, err)) ||
-	    (unclaimed && ((rc = store__db_now(s, &now, err)) || (rc = close_deleted(s, now, NULL, err)))) ||
-	    (rc = store__tx_commit(s, err)))
+	    (unclaimed && ((rc = store__db_now(s, &now, err)) || (rc = close_deleted(s, now, NULL, err)))))
+		goto out_rollback;
+	/* the node's own change, whoever holds the handle */
+	char actor[STORE_ACTOR_MAX];
+	dbcron__textf(actor, sizeof(actor), "node:%s", node_id);
+	store_audit a;
+	store__audit_begin(s, &a);
+	store__audit_add(&a, "node-stop", NULL,
+			 json_pack("{sssI}", "node", node_id, "handed_back", (json_int_t)unclaimed));
+	rc = store__audit_write(s, &a, actor, err);
+	store__audit_free(&a);
+	if (rc || (rc = store__tx_commit(s, err)))
 		goto out_rollback;
 	return DBCRON_OK;
 out_rollback:

@@ -203,7 +203,15 @@
 	 * finished, exit, missed, error, output) -> id, nothing on a clash */           \
 	X(LOG_RUN, "logging the run", "1 no duplicate fire")                             \
 	/* (cutoff): terminal runs finished before it */                                  \
-	X(PRUNE_RUNS, "pruning runs", "only terminal runs, a bounded batch")
+	X(PRUNE_RUNS, "pruning runs", "only terminal runs, a bounded batch")            \
+	/* (actor) batch [action, job|NULL, detail]: at_ms is the database clock  \
+	 * (audit.c; always inside the change's own transaction) */                \
+	X(AUDIT_INSERT, "writing the audit trail", "a change and its audit row commit together") \
+	/* (job|NULL, since|-1, limit|-1) -> id, at_ms, actor, action, job, detail \
+	 * of the newest limit rows, oldest first */                               \
+	X(AUDIT_LIST, "listing the audit trail", "")                                    \
+	/* (cutoff, limit): audit rows older than cutoff, the oldest first */     \
+	X(PRUNE_AUDIT, "pruning the audit trail", "a bounded batch")
 
 typedef enum store_stmt {
 #define STORE_X_ENUM(id, what, inv) ST_##id,

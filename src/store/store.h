@@ -50,6 +50,9 @@ struct store_conn;
 struct store_faults;
 struct store_scratch;
 
+/* The longest actor kept (longer ones are cut at a character). */
+#define STORE_ACTOR_MAX 256
+
 /* A handle: one connection and what the protocol keeps with it. */
 struct store {
 	const struct store_dialect *d;
@@ -62,6 +65,12 @@ struct store {
 	/* NULL, or where every failed statement of this handle is counted by
 	 * class (borrowed; relaxed adds, read by another thread) */
 	atomic_ullong *err_counts;
+	/* Who this handle's changes are by, for the audit trail (audit.c):
+	 * "cli:USER", "http:TOKEN", "lib:PROGRAM"; "" reads as "unknown". */
+	char actor[STORE_ACTOR_MAX];
+	/* The action the next job put records ("add", "set", "apply"; a
+	 * static string, NULL: "put"), set by the app just before the put. */
+	const char *put_verb;
 };
 
 /* Count this handle's failed statements into counts[STORE_ERR__COUNT]
@@ -431,6 +440,41 @@ int store_prune_runs(store *s, int64_t cutoff_ms, int64_t *deleted, dbcron_err *
  * in one short statement (no lock held for the whole log). */
 #define STORE_PRUNE_BATCH 5000
 int store_prune_runs_some(store *s, int64_t cutoff_ms, int64_t limit, int64_t *deleted, dbcron_err *err);
+/*
+ * The audit trail (issue 29 item 2, audit.c).  Every change of a job
+ * (put, pause, resume, delete, rename, trigger) and a node's stop writes
+ * one row per job it changed, in the change's own transaction: a change
+ * that rolls back leaves no row, a row never outlives its change.
+ * store_set_actor: who the handle's later changes are by (copied, cut to
+ * STORE_ACTOR_MAX - 1 bytes at a character; NULL or "": "unknown").
+ * A node's stop is always "node:NODE_ID", whoever holds the handle.
+ * store_audit_verb: the action the handle's next job puts record (a
+ * static string; NULL: "put").
+ */
+void store_set_actor(store *s, const char *actor);
+const char *store_actor(const store *s);
+void store_audit_verb(store *s, const char *verb);
+/* One row of the trail; valid only during the callback. */
+typedef struct store_audit_row {
+	int64_t id, at_ms; /* at_ms: the database clock at the change */
+	const char *actor, *action;
+	const char *job;    /* NULL: a change of no one job */
+	const char *detail; /* a JSON object: "changes": {key: {before, after}}, ... */
+} store_audit_row;
+typedef int (*store_audit_cb)(void *ctx, const store_audit_row *row);
+typedef struct store_audit_filter {
+	const char *job;  /* NULL: every row */
+	int64_t since_ms; /* -1: all; compares at_ms */
+	long limit;       /* 0: no limit; else the newest limit rows */
+} store_audit_filter;
+/* The rows f lets through, oldest first. */
+int store_audit_list(store *s, const store_audit_filter *f, store_audit_cb cb, void *ctx,
+		     dbcron_err *err);
+/* Retention: at most limit audit rows older than cutoff, the oldest first,
+ * in one short statement (as store_prune_runs_some). */
+int store_prune_audit_some(store *s, int64_t cutoff_ms, int64_t limit, int64_t *deleted,
+			   dbcron_err *err);
+
 /* The backend's name: "sqlite", "postgresql". */
 const char *store_name(const store *s);
 /* The local file that holds the database (SQLite), or NULL (a server).

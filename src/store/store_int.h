@@ -46,6 +46,8 @@
 #ifndef DBCRON_STORE_INT_H
 #define DBCRON_STORE_INT_H
 
+#include <jansson.h>
+
 #include "store/dialect.h"
 #include "store/store.h"
 
@@ -144,6 +146,38 @@ int store__argv_decode(const char *text, dbcron_job *job, dbcron_err *err);
 /* The job's env ("KEY=VALUE" strings) as the same kind of array; NULL
  * when it has none.  Read back by store__read_job. */
 int store__env_encode(const dbcron_job *job, char **out, dbcron_err *err);
+
+/* ---- audit.c: the audit trail, inside the caller's transaction ----
+ * A change collects its rows (begin, then add or job), writes them all in
+ * one statement (write) before its COMMIT, and frees what they borrowed
+ * (free, on every path).  The rows live in the handle's scratch batch 5:
+ * nothing a change calls between begin and write uses batch 5. */
+typedef struct store_audit {
+	store_batch *b;  /* [action, job, detail] */
+	char **owned;    /* the texts b borrows */
+	size_t n, cap;
+	bool oom;
+} store_audit;
+void store__audit_begin(store *s, store_audit *a);
+/* One row: detail is stolen (NULL: {}); out of memory is a->oom, which
+ * write reports. */
+void store__audit_add(store_audit *a, const char *action, const char *job, json_t *detail);
+/* The row of a job written, from before (NULL: a new job) to after (NULL:
+ * deleted): "changes" holds each key of the definition that differs
+ * (model_job_diff; every key of a new or deleted job) as {"before": ..,
+ * "after": ..}, secrets masked (store__audit_redact); extra (stolen, may
+ * be NULL) adds its keys to the detail. */
+void store__audit_job(store_audit *a, const char *action, const char *job,
+		      const dbcron_job *before, const dbcron_job *after, json_t *extra);
+/* The one secrets rule of the trail: a definition's JSON with every env
+ * value replaced by "***" (the names stay) and every other string passed
+ * through the URL masker (store_mask_url: the passwords of URLs and
+ * conninfo, "password=" values).  Changes def in place. */
+void store__audit_redact(json_t *def);
+/* The rows as one statement, by actor (NULL: the handle's); none when
+ * there are no rows; DBCRON_ENOMEM when a row could not be made. */
+int store__audit_write(store *s, store_audit *a, const char *actor, dbcron_err *err);
+void store__audit_free(store_audit *a);
 
 /* ---- fault.c: the fault seam, before sending statement id and after ---- */
 int store__fault_before(store *s, int id, dbcron_err *err);

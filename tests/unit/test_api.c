@@ -18,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "dbcron/dbcron.h"
 
 static char dir[] = "/tmp/dbcron-api.XXXXXX";
@@ -334,6 +336,69 @@ static void test_verbs(void **state)
 	assert_int_equal(dbcron_job_delete(db, "v", &r, &err), DBCRON_OK);
 	assert_true(r.changed);
 	assert_int_equal(njobs(db), 0);
+	dbcron_db_close(db);
+}
+
+/* The audit trail of the database at url: "actor|action|job" a line,
+ * oldest first (read with SQLite itself: the library has no reader). */
+static void audit_rows(char *out, size_t len)
+{
+	sqlite3 *h;
+	sqlite3_stmt *st;
+	size_t at = 0;
+	out[0] = '\0';
+	assert_int_equal(sqlite3_open_v2(url + strlen("sqlite:"), &h, SQLITE_OPEN_READONLY, NULL),
+			 SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(h, "SELECT actor || '|' || action || '|' || "
+					       "coalesce(job, '-') FROM audit ORDER BY id",
+					    -1, &st, NULL),
+			 SQLITE_OK);
+	while (sqlite3_step(st) == SQLITE_ROW && at < len)
+		at += (size_t)snprintf(out + at, len - at, "%s\n", sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+	sqlite3_close(h);
+}
+
+/* Each change made through the library leaves an audit row by
+ * "lib:PROGRAM", or by the actor the embedder names; a refused one none. */
+static void test_audit(void **state)
+{
+	dbcron_db *db = fresh();
+	dbcron_err err = {0};
+	dbcron_job j;
+	dbcron_job_result r;
+	dbcron_apply_result ar;
+	char rows[4096];
+	(void)state;
+
+	shell_job(&j, "la", "1h");
+	assert_int_equal(dbcron_job_add(db, &j, NULL, &err), DBCRON_OK);
+	shell_job(&j, "la", "2h");
+	assert_int_equal(dbcron_job_update(db, &j, NULL, &err), DBCRON_OK);
+	assert_int_equal(dbcron_job_pause(db, "la", &r, &err), DBCRON_OK);
+	assert_int_equal(dbcron_job_resume(db, "la", &r, &err), DBCRON_OK);
+	assert_int_equal(dbcron_job_trigger(db, "la", &r, &err), DBCRON_OK);
+	const char *doc = "[{\"name\": \"lb\", \"every\": \"5m\", \"command\": [\"true\"]}]";
+	assert_int_equal(dbcron_apply_json(db, doc, strlen(doc), NULL, &ar, &err), DBCRON_OK);
+	dbcron_apply_result_clear(&ar);
+	/* refused: a bad cron, a name taken */
+	const char *bad = "[{\"name\": \"lc\", \"cron\": \"61 * * * *\", \"command\": [\"true\"]}]";
+	assert_int_not_equal(dbcron_apply_json(db, bad, strlen(bad), NULL, &ar, &err), DBCRON_OK);
+	dbcron_apply_result_clear(&ar);
+	assert_int_equal(dbcron_job_add(db, &j, NULL, &err), DBCRON_EEXISTS);
+	dbcron_db_set_actor(db, "lib:billing (user 42)");
+	assert_int_equal(dbcron_job_delete(db, "lb", &r, &err), DBCRON_OK);
+	dbcron_db_set_actor(db, NULL);
+	assert_int_equal(dbcron_job_pause(db, "la", &r, &err), DBCRON_OK);
+	audit_rows(rows, sizeof(rows));
+	assert_string_equal(rows, "lib:test_api|add|la\n"
+				  "lib:test_api|set|la\n"
+				  "lib:test_api|pause|la\n"
+				  "lib:test_api|resume|la\n"
+				  "lib:test_api|trigger|la\n"
+				  "lib:test_api|apply|lb\n"
+				  "lib:billing (user 42)|delete|lb\n"
+				  "lib:test_api|pause|la\n");
 	dbcron_db_close(db);
 }
 
@@ -818,7 +883,7 @@ int main(void)
 		cmocka_unit_test(test_verbs),      cmocka_unit_test(test_runs_iter),
 		cmocka_unit_test(test_nodes_locks), cmocka_unit_test(test_node_db_file),
 		cmocka_unit_test(test_node_late_handler), cmocka_unit_test(test_lock_run),
-		cmocka_unit_test(test_node_log_sink),
+		cmocka_unit_test(test_node_log_sink), cmocka_unit_test(test_audit),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	char cmd[600];

@@ -25,6 +25,7 @@
 #include "store_conformance_faults.h"
 #include "store_conformance_edits.h"
 #include "store_conformance_needs.h"
+#include "store_conformance_audit.h"
 
 #include "core/alloc.h"
 #include "store/dialect.h"
@@ -469,6 +470,7 @@ int main(void)
 		STORE_CONFORMANCE_TESTS,
 		STORE_CONFORMANCE_FAULT_TESTS,
 		STORE_CONFORMANCE_NEEDS_TESTS,
+		STORE_CONFORMANCE_AUDIT_TESTS,
 		STORE_CONFORMANCE_EDIT_TESTS,
 		cmocka_unit_test(test_mask_and_bad_urls),
 		cmocka_unit_test(test_round_trips_constant),

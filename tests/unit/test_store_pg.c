@@ -30,6 +30,7 @@
 #include "store_conformance_faults.h"
 #include "store_conformance_edits.h"
 #include "store_conformance_needs.h"
+#include "store_conformance_audit.h"
 
 #include "core/alloc.h"
 #include "core/timeutil.h"
@@ -872,6 +873,7 @@ int main(void)
 		STORE_CONFORMANCE_TESTS,
 		STORE_CONFORMANCE_FAULT_TESTS,
 		STORE_CONFORMANCE_NEEDS_TESTS,
+		STORE_CONFORMANCE_AUDIT_TESTS,
 		STORE_CONFORMANCE_EDIT_TESTS,
 		cmocka_unit_test(test_mask_url),
 		cmocka_unit_test(test_password_never_in_errors),

@@ -19,6 +19,7 @@
 #include "store_conformance_faults.h"
 #include "store_conformance_edits.h"
 #include "store_conformance_needs.h"
+#include "store_conformance_audit.h"
 
 static char conf_dir[256];
 static char conf_url_buf[512];
@@ -325,6 +326,7 @@ int main(void)
 		STORE_CONFORMANCE_TESTS,
 		STORE_CONFORMANCE_FAULT_TESTS,
 		STORE_CONFORMANCE_NEEDS_TESTS,
+		STORE_CONFORMANCE_AUDIT_TESTS,
 		STORE_CONFORMANCE_EDIT_TESTS,
 		CONF_T(test_sqlite_bulk_put),
 		CONF_T(test_sqlite_schema_newer),

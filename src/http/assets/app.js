@@ -202,6 +202,24 @@ const views = {
     }));
     return j.nodes.length + " nodes";
   },
+  async audit() {
+    const q = new URLSearchParams({ limit: "100" });
+    const job = $("#a-job").value.trim(), since = $("#a-since").value.trim();
+    if (job) q.set("job", job);
+    if (since) q.set("since", since);
+    const j = await get("/audit?" + q);
+    // newest first on a page: the last change is what one looks for
+    fill("#audit", j.audit.slice().reverse().map((a) => {
+      const tr = document.createElement("tr");
+      const ch = Object.entries((a.detail && a.detail.changes) || {})
+        .map(([k, v]) => k + ": " + JSON.stringify(v.before) + " \u2192 " + JSON.stringify(v.after));
+      for (const [k, v] of Object.entries(a.detail || {})) if (k !== "changes") ch.push(k + "=" + JSON.stringify(v));
+      tr.append(td(a.at), td(a.actor), td(a.action),
+                a.job ? link(a.job, "#job/" + encodeURIComponent(a.job)) : td(null), td(ch.join("; "), "cmd"));
+      return tr;
+    }));
+    return j.audit.length + " audit rows";
+  },
   async locks() {
     const j = await get("/locks");
     fill("#locks", j.locks.map((l) => {
@@ -237,6 +255,7 @@ $("#auth").onsubmit = (e) => {
   refresh();
 };
 $("#run-filter").onsubmit = (e) => { e.preventDefault(); runCursors = []; refresh(); };
+$("#audit-filter").onsubmit = (e) => { e.preventDefault(); refresh(); };
 $("#runs-older").onclick = () => { if (runNext) { runCursors.push(runNext); refresh(); } };
 $("#runs-newest").onclick = () => { runCursors = []; refresh(); };
 $("#jobs-next").onclick = () => { if (jobNext) { jobCursors.push(jobNext); refresh(); } };

@@ -16,7 +16,7 @@
 #define DBCRON_STORE_MYSQL_SCHEMA_H
 
 /* Highest migration this binary knows. */
-#define DBCRON_MY_SCHEMA_VERSION 6
+#define DBCRON_MY_SCHEMA_VERSION 7
 
 #define MY_TABLE_OPTS " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
 
@@ -158,6 +158,25 @@ static const char *const my_migration_6[] = {
 	NULL,
 };
 
+/* audit: renumber after the outbox */
+/* 7: the audit trail (issue 29 item 2): one row per change, written in
+ * the change's own transaction (store/audit.c); at_ms is the database
+ * clock, job the job's name then (NULL: no job), detail a JSON object of
+ * the changed keys' before and after, secrets masked.  Pruned with the
+ * run log's retention (by at_ms). */
+static const char *const my_migration_7[] = {
+	"CREATE TABLE IF NOT EXISTS audit ("
+	" id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,"
+	" at_ms BIGINT NOT NULL,"
+	" actor VARCHAR(320) NOT NULL,"
+	" action VARCHAR(32) NOT NULL,"
+	" job VARCHAR(255) NULL,"
+	" detail MEDIUMTEXT NOT NULL,"
+	" KEY audit_at (at_ms),"
+	" KEY audit_job (job, id))" MY_TABLE_OPTS,
+	NULL,
+};
+
 static const struct {
 	int version;
 	const char *const *stmts;
@@ -168,6 +187,7 @@ static const struct {
 	{4, my_migration_4},
 	{5, my_migration_5},
 	{6, my_migration_6},
+	{7, my_migration_7},
 };
 
 _Static_assert(sizeof(my_migrations) / sizeof(my_migrations[0]) == DBCRON_MY_SCHEMA_VERSION,

@@ -294,6 +294,12 @@ static const char *const sql[ST__COUNT] = {
 	/* The oldest first through runs_fire_at, a bounded batch a statement. */
 	[ST_PRUNE_RUNS] = "DELETE FROM runs WHERE fire_at < ?1 AND finished_ms < ?1 AND state "
 			  "NOT IN (" SQL_RS_SCHEDULED ", " SQL_RS_RUNNING ") ORDER BY fire_at LIMIT ?L2",
+	[ST_AUDIT_INSERT] = "INSERT INTO audit (at_ms, actor, action, job, detail) VALUES (" DBNOW
+			    ", ?1, " R(00) ", " R(01) ", " R(02) ")",
+	[ST_AUDIT_LIST] = "SELECT * FROM (SELECT id, at_ms, actor, action, job, detail FROM audit "
+			  "WHERE (?1 IS NULL OR job = ?1) AND (?2 < 0 OR at_ms >= ?2) ORDER BY id "
+			  "DESC LIMIT ?L3) x ORDER BY id",
+	[ST_PRUNE_AUDIT] = "DELETE FROM audit WHERE at_ms < ?1 ORDER BY at_ms LIMIT ?L2",
 };
 
 /* Where the server has no INSERT ... RETURNING (MySQL; MariaDB before
@@ -344,6 +350,7 @@ static const char *const sql_no_returning[ST__COUNT] = {
 static const bool per_row[ST__COUNT] = {
 	[ST_JOBS_INSERT] = true,   [ST_JOBS_UPDATE] = true,	  [ST_RUNS_RELEASE] = true,
 	[ST_RUNS_ABANDON_LOST] = true, [ST_RUNS_UNCLAIM_LOST] = true, [ST_JOBS_SET_ASIDE] = true,
+	[ST_AUDIT_INSERT] = true,
 };
 
 /* A row-by-row UPDATE whose "RETURNING key" is made from the batch row's

@@ -7,7 +7,7 @@
 #define DBCRON_STORE_PG_SCHEMA_H
 
 /* Highest migration this binary knows. */
-#define DBCRON_PG_SCHEMA_VERSION 7
+#define DBCRON_PG_SCHEMA_VERSION 8
 
 static const char *const migration_1[] = {
 	"CREATE TABLE jobs ("
@@ -146,6 +146,20 @@ static const char *const migration_7[] = {
 	NULL,
 };
 
+/* audit: renumber after the outbox */
+/* 8: the audit trail (issue 29 item 2): one row per change, written in
+ * the change's own transaction (store/audit.c); at_ms is the database
+ * clock, job the job's name then (NULL: no job), detail a JSON object of
+ * the changed keys' before and after, secrets masked.  Pruned with the
+ * run log's retention (by at_ms). */
+static const char *const migration_8[] = {
+	"CREATE TABLE audit (id BIGSERIAL PRIMARY KEY, at_ms BIGINT NOT NULL, "
+	"actor TEXT NOT NULL, action TEXT NOT NULL, job TEXT, detail TEXT NOT NULL)",
+	"CREATE INDEX audit_at ON audit (at_ms)",
+	"CREATE INDEX audit_job ON audit (job, id)",
+	NULL,
+};
+
 static const struct {
 	int version;
 	const char *const *stmts;
@@ -157,6 +171,7 @@ static const struct {
 	{5, migration_5},
 	{6, migration_6},
 	{7, migration_7},
+	{8, migration_8},
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == DBCRON_PG_SCHEMA_VERSION,

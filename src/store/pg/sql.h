@@ -293,6 +293,16 @@ static const char *const sql[ST__COUNT] = {
 			  "$1::bigint AND finished_ms < $1::bigint AND state NOT IN ("
 			  SQL_RS_SCHEDULED ", " SQL_RS_RUNNING ") "
 			  "ORDER BY fire_at LIMIT $2::int)",
+	[ST_AUDIT_INSERT] = "INSERT INTO audit (at_ms, actor, action, job, detail) SELECT " DBNOW
+			    ", $1::text, v.action, v.job, v.detail FROM unnest($2::text[], "
+			    "$3::text[], $4::text[]) WITH ORDINALITY v(action, job, detail, k) "
+			    "ORDER BY v.k",
+	[ST_AUDIT_LIST] = "SELECT * FROM (SELECT id, at_ms, actor, action, job, detail FROM audit "
+			  "WHERE ($1::text IS NULL OR job = $1::text) AND ($2::bigint < 0 OR at_ms >= "
+			  "$2::bigint) ORDER BY id DESC LIMIT CASE WHEN $3::bigint < 0 THEN NULL ELSE "
+			  "$3::bigint END) x ORDER BY id",
+	[ST_PRUNE_AUDIT] = "DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE at_ms < "
+			   "$1::bigint ORDER BY at_ms LIMIT $2::int)",
 };
 
 #endif

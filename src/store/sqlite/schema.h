@@ -170,6 +170,21 @@ static const char *const sqlite_migrations[] = {
 	" done INTEGER NOT NULL DEFAULT 0,"
 	" PRIMARY KEY (job_id, need_id));\n"
 	"CREATE INDEX job_needs_need ON job_needs(need_id);\n",
+	/* audit: renumber after the outbox */
+	/* 9: the audit trail (issue 29 item 2): one row per change, written
+	 * in the change's own transaction (store/audit.c); at_ms is the
+	 * database clock, job the job's name then (NULL: no job), detail a
+	 * JSON object of the changed keys' before and after, secrets masked.
+	 * Pruned with the run log's retention (by at_ms). */
+	"CREATE TABLE audit ("
+	" id INTEGER PRIMARY KEY AUTOINCREMENT,"
+	" at_ms INTEGER NOT NULL,"
+	" actor TEXT NOT NULL,"
+	" action TEXT NOT NULL,"
+	" job TEXT,"
+	" detail TEXT NOT NULL);\n"
+	"CREATE INDEX audit_at ON audit(at_ms);\n"
+	"CREATE INDEX audit_job ON audit(job, id);\n",
 };
 
 #define SQLITE_SCHEMA_VERSION \

@@ -257,6 +257,13 @@ static const char *const sql[ST__COUNT] = {
 	[ST_PRUNE_RUNS] = "DELETE FROM runs WHERE id IN (SELECT id FROM runs INDEXED BY "
 			  "runs_fire_at WHERE fire_at < ?1 AND finished_ms < ?1 AND state NOT IN "
 			  "(" SQL_RS_SCHEDULED ", " SQL_RS_RUNNING ") ORDER BY fire_at LIMIT ?2)",
+	[ST_AUDIT_INSERT] = "INSERT INTO audit(at_ms, actor, action, job, detail) VALUES (" NOW_SQL
+			    ", ?1, " R(00) ", " R(01) ", " R(02) ")",
+	[ST_AUDIT_LIST] = "SELECT * FROM (SELECT id, at_ms, actor, action, job, detail FROM audit "
+			  "WHERE (?1 IS NULL OR job = ?1) AND (?2 < 0 OR at_ms >= ?2) ORDER BY id "
+			  "DESC LIMIT ?3) ORDER BY id",
+	[ST_PRUNE_AUDIT] = "DELETE FROM audit WHERE id IN (SELECT id FROM audit WHERE at_ms < ?1 "
+			   "ORDER BY at_ms LIMIT ?2)",
 };
 
 /* The statements whose batch runs row by row (the rest take a one-column
@@ -266,6 +273,7 @@ static const bool per_row[ST__COUNT] = {
 	[ST_JOBS_ADVANCE] = true,  [ST_RUNS_APPLY] = true,	  [ST_RETRY_INSERT] = true,
 	[ST_JOBS_NEXT_IF_NULL] = true, [ST_RUNS_RELEASE] = true,
 	[ST_RUNS_ABANDON_LOST] = true, [ST_RUNS_UNCLAIM_LOST] = true, [ST_JOBS_SET_ASIDE] = true,
+	[ST_AUDIT_INSERT] = true,
 };
 
 /* Run row by row, a RETURNING clause costs SQLite a temporary table per
