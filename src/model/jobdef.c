@@ -50,7 +50,7 @@ const model_jobdef_key *model_jobdef_find(const char *name)
 
 const model_jobdef_key *model_jobdef_key_of(model_jobdef_id id)
 {
-	return id < MODEL_JK__COUNT ? &model_jobdef_keys[id] : NULL;
+	return id >= 0 && id < MODEL_JK__COUNT ? &model_jobdef_keys[id] : NULL; /* __NONE is -1 */
 }
 
 const char *model_jobdef_label(const model_jobdef *d, const model_jobdef_key *k,
