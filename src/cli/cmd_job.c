@@ -100,7 +100,7 @@ static int add_opt(void *ctx, int c, char *arg)
 
 static int job_add(int argc, char **argv)
 {
-	struct option own[MODEL_JK__COUNT + 3];
+	struct option own[MODEL_JK__COUNT + MODEL_JK_NALIASES + 3];
 	cliopt o;
 	cli_common cm;
 	dbcron_err err = {0};
