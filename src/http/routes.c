@@ -440,7 +440,7 @@ static void route_cron(const http_call *c, const char *rest, http_reply *rep)
 	if (!strcmp(rest, "/check")) {
 		const char *dialect;
 		char desc[1024];
-		if (app_cron_check(expr, &dialect, desc, sizeof(desc), &err))
+		if (app_cron_check(expr, -1, &dialect, desc, sizeof(desc), &err))
 			return from_err(rep, &err);
 		return ok(rep, MHD_HTTP_OK, json_pack("{s:s,s:b,s:s,s:s}", "expr", expr, "valid", 1,
 						      "dialect", dialect, "description", desc));
@@ -460,7 +460,7 @@ static void route_cron(const http_call *c, const char *rest, http_reply *rep)
 	if (!fires)
 		return;
 	int64_t after = from >= 0 ? from / 1000 : -((-from + 999) / 1000);
-	if (app_cron_next(expr, tz && *tz ? tz : NULL, after, count, add_fire, fires, &err)) {
+	if (app_cron_next(expr, tz && *tz ? tz : NULL, -1, after, count, add_fire, fires, &err)) {
 		json_decref(fires);
 		return from_err(rep, &err);
 	}
