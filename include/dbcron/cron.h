@@ -33,6 +33,16 @@ typedef enum dbcron_cron_dialect {
  */
 DBCRON_API int dbcron_cron_parse(const char *expr, dbcron_cron **out,
 				 dbcron_err *err);
+/*
+ * As dbcron_cron_parse, and an item H, H(a-b), H/n or H(a-b)/n in any
+ * field but the year takes its value from seed: field f's value is
+ * lo + mix(seed, f) % count (a step: its start), the same for one seed on
+ * every host and in every version.  Day-of-month H stays within 1-28.
+ * dbcron_cron_parse refuses H ("H needs a job: ..."); a job's seed is
+ * stored with it (dbcron_job.spread_seed).
+ */
+DBCRON_API int dbcron_cron_parse_seeded(const char *expr, uint64_t seed, dbcron_cron **out,
+					dbcron_err *err);
 DBCRON_API void dbcron_cron_free(dbcron_cron *c);
 DBCRON_API dbcron_cron_dialect dbcron_cron_get_dialect(const dbcron_cron *c);
 

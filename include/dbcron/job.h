@@ -70,6 +70,9 @@ typedef struct dbcron_job {
 	int max_retries;
 	int64_t retry_base_ms, retry_cap_ms;
 	bool retry_jitter;
+	int64_t start_jitter_ms; /* a random delay in [0, this) before each run; 0 none */
+	int64_t spread_ms;       /* EVERY: a stable offset in [0, this); 0 none */
+	int64_t spread_seed;     /* H's and spread's value (docs/cron.md); -1 none */
 	int64_t timeout_ms; /* 0 = none */
 	/* The window: no fire before start_at, none after end_at (-1: open). */
 	int64_t start_at, end_at;

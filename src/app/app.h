@@ -379,12 +379,14 @@ void app_follow_clear(app_follow *fw);
 typedef int (*app_fire_fn)(void *ctx, int64_t t, int32_t offset);
 
 /* The next count fires of expr in zone (NULL: UTC) strictly after after_s,
- * fewer when it stops firing.  DBCRON_EPARSE (the field at fault) or
- * DBCRON_ETZ. */
-int app_cron_next(const char *expr, const char *zone, int64_t after_s, long count,
+ * fewer when it stops firing; H takes its values from seed (-1: none, and
+ * an H is refused, "H needs a job").  DBCRON_EPARSE (the field at fault)
+ * or DBCRON_ETZ. */
+int app_cron_next(const char *expr, const char *zone, int64_t seed, int64_t after_s, long count,
 		  app_fire_fn cb, void *ctx, dbcron_err *err);
-/* Valid: *dialect "quartz" or "unix" and the expression in words. */
-int app_cron_check(const char *expr, const char **dialect, char *desc, size_t len,
+/* Valid: *dialect "quartz" or "unix" and the expression in words (H as
+ * seed gives it, as for app_cron_next). */
+int app_cron_check(const char *expr, int64_t seed, const char **dialect, char *desc, size_t len,
 		   dbcron_err *err);
 
 /* ------------------------------------------------- nodes and locks */

@@ -60,4 +60,14 @@ int app_apply_write(store *s, app_batch *b, const app_apply_opts *o,
 		    char *warning, size_t wlen, dbcron_err *err);
 void app_batch_clear(app_batch *b);
 
+/*
+ * The seeds of H and --spread (app/spread.c), before the definitions are
+ * resolved: a given seed is kept, a stored job's (prevs, sorted by name,
+ * may be NULL) is kept while its schedule is the same, and a job whose
+ * schedule has H or --spread and no seed gets the least-used one of its
+ * schedule, counted over the stored jobs (one read) and the batch.
+ */
+int app__spread_seeds(store *s, struct model_jobdef *defs, size_t n, const job_vec *prevs,
+		      dbcron_err *err);
+
 #endif

@@ -328,6 +328,8 @@ int app_apply_write(store *s, app_batch *b, const app_apply_opts *o,
 			rc = no_such_job(err, b->defs[i].job.name);
 			goto out_free;
 		}
+	if ((rc = app__spread_seeds(s, b->defs, b->n, &jv, err)))
+		goto out_free;
 	for (size_t i = 0; i < b->n; i++) {
 		dbcron_err e = {0};
 		if (model_jobdef_finish(&b->defs[i], now, find_prev(&jv, b->defs[i].job.name), &e))
@@ -442,7 +444,8 @@ int app_job_add(store *s, model_jobdef *d, dbcron_err *err)
 
 	/* no stored job to resolve against: a name that is taken is the
 	 * put's refusal (DBCRON_EEXISTS), inside its transaction */
-	if ((rc = store_now_ms(s, &now, err)) || (rc = model_jobdef_finish(d, now, NULL, err)))
+	if ((rc = store_now_ms(s, &now, err)) || (rc = app__spread_seeds(s, d, 1, NULL, err)) ||
+	    (rc = model_jobdef_finish(d, now, NULL, err)))
 		return rc;
 	store_audit_verb(s, "add");
 	return store_job_put(s, &d->job, 1, STORE_PUT_CREATE, false, &created, &updated,

@@ -9,12 +9,18 @@
 #include "app/app.h"
 #include "dbcron/cron.h"
 
-int app_cron_next(const char *expr, const char *zone, int64_t after_s, long count,
+static int parse(const char *expr, int64_t seed, dbcron_cron **c, dbcron_err *err)
+{
+	return seed >= 0 ? dbcron_cron_parse_seeded(expr, (uint64_t)seed, c, err)
+			 : dbcron_cron_parse(expr, c, err);
+}
+
+int app_cron_next(const char *expr, const char *zone, int64_t seed, int64_t after_s, long count,
 		  app_fire_fn cb, void *ctx, dbcron_err *err)
 {
 	dbcron_cron *c = NULL;
 	dbcron_tz *tz = NULL;
-	int rc = dbcron_cron_parse(expr, &c, err);
+	int rc = parse(expr, seed, &c, err);
 	if (rc)
 		return rc;
 	if ((rc = dbcron_tz_open(zone, &tz, err)))
@@ -33,11 +39,11 @@ out_free_cron:
 	return rc;
 }
 
-int app_cron_check(const char *expr, const char **dialect, char *desc, size_t len,
+int app_cron_check(const char *expr, int64_t seed, const char **dialect, char *desc, size_t len,
 		   dbcron_err *err)
 {
 	dbcron_cron *c = NULL;
-	int rc = dbcron_cron_parse(expr, &c, err);
+	int rc = parse(expr, seed, &c, err);
 	if (rc)
 		return rc;
 	dbcron_cron_describe(c, desc, len);

@@ -71,6 +71,9 @@ static bool same_group(model_jobdef_id given, model_jobdef_id stored)
 	model_field_scope ss = model_jobdef_field(model_jobdef_key_of(stored))->scope;
 	bool sched_g = given >= MODEL_JK_CRON && given <= MODEL_JK_NEEDS;
 	bool sched_s = stored >= MODEL_JK_CRON && stored <= MODEL_JK_NEEDS;
+	/* a new schedule or spread gets a new seed, unless one is given */
+	if (stored == MODEL_JK_SPREAD_SEED)
+		return sched_g || given == MODEL_JK_SPREAD;
 	if (sched_g || sched_s)
 		return sched_g && sched_s;
 	if (given == MODEL_JK_HANDLER)

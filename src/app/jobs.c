@@ -158,7 +158,7 @@ const char *app_schedule_words(const dbcron_job *j, char *buf, size_t len)
 	if (j->kind == DBCRON_SCHED_CRON) {
 		dbcron_cron *c = NULL;
 		dbcron_err e = {0};
-		if (!dbcron_cron_parse(j->spec, &c, &e)) {
+		if (!model_job_cron(j, &c, &e)) {
 			dbcron_cron_describe(c, buf, len);
 			dbcron_cron_free(c);
 			return buf;

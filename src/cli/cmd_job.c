@@ -21,6 +21,7 @@
 #include "core/alloc.h"
 #include "core/sort.h"
 #include "core/timeutil.h"
+#include "cron/spread.h"
 #include "model/jobdef.h"
 #include "model/json.h"
 #include "model/rules.h"
@@ -100,7 +101,7 @@ static int add_opt(void *ctx, int c, char *arg)
 
 static int job_add(int argc, char **argv)
 {
-	struct option own[MODEL_JK__COUNT + 3];
+	struct option own[MODEL_JK__COUNT + MODEL_JK_NALIASES + 3];
 	cliopt o;
 	cli_common cm;
 	dbcron_err err = {0};
@@ -511,6 +512,26 @@ static void show_usage(FILE *f)
 
 /* job show's table: every field, the schedule in words, the next fires
  * in the job's zone and the last runs. */
+
+/* H's and --spread's seed (docs/cron.md) and --start-jitter, when the job
+ * has them: the values "in words" shows come from the seed. */
+static void show_spread(const dbcron_job *j)
+{
+	char b[64], o[64];
+	if (j->kind == DBCRON_SCHED_EVERY && j->spread_ms > 0) {
+		dbcron__format_duration(j->spread_ms, b, sizeof(b));
+		dbcron__format_duration(dbcron__spread_offset_ms(j->spread_seed, j->spread_ms), o,
+					sizeof(o));
+		printf("spread:            within %s: offset %s (seed %" PRId64 ")\n", b, o,
+		       j->spread_seed);
+	} else if (j->spread_seed >= 0) {
+		printf("spread:            H from seed %" PRId64 "\n", j->spread_seed);
+	}
+	if (j->start_jitter_ms > 0) {
+		dbcron__format_duration(j->start_jitter_ms, b, sizeof(b));
+		printf("start jitter:      a random delay of up to %s before each run\n", b);
+	}
+}
 static int show_table(const dbcron_job *j, const app_run_vec *rv, const char *unrunnable,
 		      const char *needed_by)
 {
@@ -528,6 +549,7 @@ static int show_table(const dbcron_job *j, const app_run_vec *rv, const char *un
 		return cli_oom("job show");
 	app_job_add_words(words, j);
 	printf("\nin words:          %s\n", jstr(words, "description"));
+	show_spread(j);
 	printf("tz:                %s\n", j->tz ? j->tz : "UTC");
 	printf("paused:            %s\n", j->paused ? "yes" : "no");
 	printf("needed by:         %s\n", *needed_by ? needed_by : "none");

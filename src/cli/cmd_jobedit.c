@@ -23,9 +23,21 @@
 
 size_t cli_jobdef_longopts(struct option *out, bool negations)
 {
-	/* "--no-jitter": getopt keeps the pointer, so the names live here */
-	static char neg[MODEL_JK__COUNT][48];
+	/* "--no-inherit-env": getopt keeps the pointer, so the names live here */
+	static char neg[MODEL_JK__COUNT + MODEL_JK_NALIASES][48];
 	size_t n = 0;
+	/* old names ("--jitter", "--no-jitter") take the key's option codes */
+	for (size_t i = 0; i < MODEL_JK_NALIASES; i++) {
+		const model_jobdef_alias *a = &model_jobdef_aliases[i];
+		bool flag = model_jobdef_key_of(a->id)->type == MODEL_JD_BOOL;
+		out[n++] = (struct option){a->name, flag ? no_argument : required_argument, NULL,
+					   CLI_OPT_KEY + (int)a->id};
+		if (negations && flag) {
+			snprintf(neg[MODEL_JK__COUNT + i], sizeof(neg[0]), "no-%s", a->name);
+			out[n++] = (struct option){neg[MODEL_JK__COUNT + i], no_argument, NULL,
+						   CLI_OPT_NOKEY + (int)a->id};
+		}
+	}
 	for (const model_jobdef_key *k = model_jobdef_keys; k->name; k++) {
 		if (k->type == MODEL_JD_ARGV || k->id == MODEL_JK_NAME)
 			continue;
@@ -62,7 +74,7 @@ static void set_usage(FILE *f)
 		"usage: dbcron job set NAME [FLAGS...] [-- COMMAND [ARGS...]]\n\n"
 		"Change the given fields of a stored job, in one transaction; the others keep\n"
 		"their values.  FLAGS are those of `job add` (dbcron job add --help), checked\n"
-		"the same way, plus --no-jitter, --no-inherit-env and --no-paused.  --paused\n"
+		"the same way, plus --no-retry-jitter, --no-inherit-env and --no-paused.  --paused\n"
 		"and --no-paused pause and resume the job as job pause and job resume do\n"
 		"(the rule for \"paused\" in docs/cli.md, the same for job apply and HTTP).\n"
 		"  a schedule flag (--cron, --every, --after, --at, --needs) replaces the\n"
@@ -81,7 +93,7 @@ static void set_usage(FILE *f)
  * two that are not part of the definition. */
 #define OPT_NO_USER_CHECK 'U'
 #define OPT_STRICT 'S'
-_Static_assert(2 * MODEL_JK__COUNT + 3 <= CLI_MAX_LONGOPTS - 4,
+_Static_assert(2 * (MODEL_JK__COUNT + MODEL_JK_NALIASES) + 3 <= CLI_MAX_LONGOPTS - 4,
 	       "job set's options fit cli_parse's table");
 
 typedef struct set_ctx {
@@ -109,7 +121,7 @@ static int set_opt(void *ctx, int c, char *arg)
 
 static int job_set(int argc, char **argv)
 {
-	struct option own[2 * MODEL_JK__COUNT + 3];
+	struct option own[2 * (MODEL_JK__COUNT + MODEL_JK_NALIASES) + 3];
 	cliopt o;
 	cli_common cm;
 	dbcron_err err = {0};

@@ -26,7 +26,8 @@
  *         DBCRON_JOB_SCHED_KEYS below.
  * codec   how a key's value is checked, set and written to JSON
  *         (jobdef.c, json.c): NONE NAME SCHED TZ ENUM INT DUR BOOL HANDLER
- *         TEXT ACCOUNT PATH ARGV ENV UMASK TIME (an instant: RFC 3339,
+ *         TEXT ACCOUNT PATH ARGV ENV UMASK SEED (an int64 >= 0, -1 unset)
+ *         TIME (an instant: RFC 3339,
  *         epoch seconds, now or now+DUR, relative ones resolved against the
  *         database clock).  SCHED marks the rows of the schedule hook
  *         (kind, text, interval): one schedule, compared and reported once.
@@ -82,8 +83,15 @@
 	  (), ANY, DEF, 60000, H("DUR", "first backoff (default 1m)"))                     \
 	X(retry_cap_ms, retry_cap_ms, I64, K(RETRY_CAP, "retry-cap", "retry_cap", DUR), DUR,      \
 	  (), ANY, DEF, 3600000, H("DUR", "longest backoff (default 1h)"))                 \
-	X(retry_jitter, retry_jitter, BOOL, K(JITTER, "jitter", NULL, BOOL), BOOL, (), ANY, DEF,  \
-	  0, H("", "randomise backoffs"))                                                          \
+	X(retry_jitter, retry_jitter, BOOL, K(RETRY_JITTER, "retry-jitter", "retry_jitter", BOOL), \
+	  BOOL, (), ANY, DEF, 0, H("", "randomise backoffs (old name: --jitter)"))                \
+	X(start_jitter_ms, start_jitter_ms, I64, K(START_JITTER, "start-jitter", "start_jitter",   \
+	  DUR), DUR, (.zero = 1, .omit = 1), ANY, DEF, 0,                                          \
+	  H("DUR", "start each run after a random delay in [0, DUR)"))                            \
+	X(spread_ms, spread_ms, I64, K(SPREAD, "spread", NULL, DUR), DUR, (.zero = 1, .omit = 1), \
+	  ANY, DEF, 0, H("DUR", "--every: a stable offset within DUR, level over jobs"))           \
+	X(spread_seed, spread_seed, I64N, K(SPREAD_SEED, "spread-seed", "spread_seed", INT), SEED, \
+	  (), ANY, DEF, -1, H("N", "H's and --spread's seed (default: chosen, then kept)"))        \
 	X(timeout_ms, timeout_ms, I64, K(TIMEOUT, "timeout", NULL, DUR), DUR, (.zero = 1), ANY, DEF, \
 	  0, H("DUR", "stop a run after DUR (default none)"))                                      \
 	X(start_at, start_at, I64N, K(START_AT, "start-at", "start_at", TIME), TIME, (), ANY, DEF,  \

@@ -41,6 +41,7 @@ struct cron_item {
 	uint8_t kind;
 	uint8_t w;     /* CI_LAST: nearest weekday (LW, L-nW) */
 	uint8_t step;  /* 1 unless a step was given */
+	uint8_t h;     /* from H: 0, else the number of values H chose among */
 	int16_t lo, hi;
 	int16_t arg;
 };

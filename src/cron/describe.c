@@ -68,6 +68,13 @@ static void put_value(struct sbuf *s, const dbcron_cron *c, int f, int v)
 		put(s, "%d", v);
 }
 
+/* An H item says so after its value: "at minute 17 (H)". */
+static void put_h(struct sbuf *s, const struct cron_item *it)
+{
+	if (it->h)
+		put(s, " (H)");
+}
+
 static bool named(int f)
 {
 	return f == CF_MON || f == CF_DOW || f == CF_YEAR;
@@ -89,6 +96,7 @@ static void put_item(struct sbuf *s, const dbcron_cron *c, const struct cron_ite
 		if (!named(f))
 			put(s, "%s ", f == CF_DOM ? "day" : unit[f]);
 		put_value(s, c, f, it->lo);
+		put_h(s, it);
 		break;
 	case CI_RANGE:
 	case CI_FROM:
@@ -105,6 +113,7 @@ static void put_item(struct sbuf *s, const dbcron_cron *c, const struct cron_ite
 		put_value(s, c, f, it->lo);
 		put(s, " through ");
 		put_value(s, c, f, it->hi);
+		put_h(s, it);
 		break;
 	default:
 		break;
@@ -141,6 +150,7 @@ static void put_list(struct sbuf *s, const dbcron_cron *c, int f)
 			if (i)
 				put(s, i + 1 == n ? " and " : ", ");
 			put_value(s, c, f, c->items[b + i].lo);
+			put_h(s, &c->items[b + i]);
 		}
 		return;
 	}
@@ -171,6 +181,9 @@ static void put_time(struct sbuf *s, const dbcron_cron *c)
 		put(s, "at %02d:%02d", it[c->first[CF_HOUR]].lo, it[c->first[CF_MIN]].lo);
 		if (quartz)
 			put(s, ":%02d", it[c->first[CF_SEC]].lo);
+		if (it[c->first[CF_HOUR]].h || it[c->first[CF_MIN]].h ||
+		    (quartz && it[c->first[CF_SEC]].h))
+			put(s, " (H)");
 		return;
 	}
 	/* The coarsest field that is not a bare '*'; coarser ones are

@@ -20,6 +20,7 @@
 
 #include "core/alloc.h"
 #include "cron/cron_int.h"
+#include "cron/spread.h"
 
 #define MAX_EXPR_LEN 1024
 #define MAX_FIELD_ITEMS 100
@@ -69,6 +70,8 @@ struct pctx {
 	const char *item;       /* current list element, for messages */
 	size_t item_len;
 	dbcron_err *err;
+	bool seeded;            /* H has a value to take (parse_seeded) */
+	uint64_t seed;
 };
 
 static int perr(const struct pctx *x, const char *fmt, ...) DBCRON_PRINTF(2, 3);
@@ -310,6 +313,72 @@ static int parse_dow_special(const struct pctx *x, const char *p, const char *en
 	return 0;
 }
 
+/*
+ * H, H(a-b), H/n, H(a-b)/n: a value (or a step's start) chosen by the
+ * seed, so that many jobs with one expression spread over the field
+ * instead of all firing at its first value.  The value of field f is
+ * lo + mix(seed, f) % count; a step starts at lo + mix % n (n at most the
+ * count, so the start is in the range) and goes on every n to the end.
+ * Day-of-month stays within 1-28 (every month has those days); a 5-field
+ * day-of-week within 0-6 (0 and 7 are both Sunday).  The year has no H:
+ * a job that fires in one year chosen by its name is no use to anyone.
+ */
+static int parse_hash(const struct pctx *x, const char *p, const char *end,
+		      struct cron_item *it)
+{
+	int lo = x->def->lo, hi = x->def->hi, rc;
+
+	if (x->f == CF_YEAR)
+		return perr(x, "H cannot apply to the year field");
+	if (x->f == CF_DOM)
+		hi = 28;
+	else if (x->f == CF_DOW && x->dialect == DBCRON_CRON_UNIX)
+		hi = 6;
+	p++;
+	if (p < end && *p == '(') {
+		const char *close = memchr(p, ')', (size_t)(end - p));
+		p++;
+		if (!close)
+			return perr(x, "'%.*s': H( needs a range and a ')', e.g. H(0-29)",
+				    (int)x->item_len, x->item);
+		if ((rc = parse_value(x, &p, close, false, &lo)))
+			return rc;
+		if (p == close || *p != '-')
+			return perr(x, "'%.*s': H( needs a range, e.g. H(0-29)",
+				    (int)x->item_len, x->item);
+		p++;
+		if ((rc = parse_value(x, &p, close, false, &hi)) || (rc = trailing(x, p, close)))
+			return rc;
+		if (lo > hi)
+			return perr(x, "range '%.*s' runs backwards", (int)x->item_len, x->item);
+		if (x->f == CF_DOM && hi > 28)
+			return perr(x, "'%.*s': H in day-of-month stays within 1-28 (every month has those days)",
+				    (int)x->item_len, x->item);
+		p = close + 1;
+	}
+	int count = hi - lo + 1;
+	uint64_t m = dbcron__spread_mix(x->seed, (int)x->f);
+	it->lo = it->hi = (int16_t)(lo + (int)(m % (uint64_t)count));
+	it->kind = CI_VALUE;
+	it->h = (uint8_t)count;
+	if (p < end && *p == '/') {
+		if ((rc = parse_step(x, &p, end, it)))
+			return rc;
+		int n = it->step < count ? it->step : count;
+		it->kind = CI_RANGE;
+		it->lo = (int16_t)(lo + (int)(m % (uint64_t)n));
+		it->hi = (int16_t)hi;
+		it->h = (uint8_t)n;
+	}
+	if ((rc = trailing(x, p, end)))
+		return rc;
+	/* the syntax is checked first, so a bad H is refused as such */
+	if (!x->seeded)
+		return dbcron_err_set(x->err, DBCRON_EPARSE,
+				      "H needs a job: its value comes from the job's name (cron next --job NAME)");
+	return 0;
+}
+
 static int parse_item(const struct pctx *x, struct cron_item *it)
 {
 	const char *p = x->item, *end = x->item + x->item_len;
@@ -330,6 +399,8 @@ static int parse_item(const struct pctx *x, struct cron_item *it)
 		it->kind = CI_ANY;
 		return trailing(x, p + 1, end);
 	}
+	if (toupper((unsigned char)*p) == 'H')
+		return parse_hash(x, p, end, it);
 	if (*p == '*') {
 		it->kind = CI_STAR;
 		it->lo = (int16_t)x->def->lo;
@@ -730,7 +801,8 @@ static int split_fields(const char *s, const char *e, const char *fs[8], size_t 
 	return DBCRON_OK;
 }
 
-int dbcron_cron_parse(const char *expr, dbcron_cron **out, dbcron_err *err)
+static int parse_expr(const char *expr, bool seeded, uint64_t seed, dbcron_cron **out,
+		      dbcron_err *err)
 {
 	struct cron_item items[CF_COUNT * MAX_FIELD_ITEMS];
 	const char *fs[8];
@@ -753,6 +825,8 @@ int dbcron_cron_parse(const char *expr, dbcron_cron **out, dbcron_err *err)
 	struct pctx x = {0};
 	x.dialect = nf == 5 ? DBCRON_CRON_UNIX : DBCRON_CRON_QUARTZ;
 	x.err = err;
+	x.seeded = seeded;
+	x.seed = seed;
 	int base = nf == 5 ? CF_MIN : CF_SEC;
 	for (int f = 0; f < CF_COUNT; f++) {
 		first[f] = (uint16_t)total;
@@ -796,6 +870,28 @@ int dbcron_cron_parse(const char *expr, dbcron_cron **out, dbcron_err *err)
 	compile(c);
 	*out = c;
 	return DBCRON_OK;
+}
+
+int dbcron_cron_parse(const char *expr, dbcron_cron **out, dbcron_err *err)
+{
+	return parse_expr(expr, false, 0, out, err);
+}
+
+int dbcron_cron_parse_seeded(const char *expr, uint64_t seed, dbcron_cron **out,
+			     dbcron_err *err)
+{
+	return parse_expr(expr, true, seed, out, err);
+}
+
+int dbcron__cron_h_slots(const dbcron_cron *c, int *field)
+{
+	for (int f = 0; f < CF_COUNT; f++)
+		for (unsigned i = c->first[f]; i < c->first[f + 1]; i++)
+			if (c->items[i].h) {
+				*field = f;
+				return c->items[i].h;
+			}
+	return 0;
 }
 
 void dbcron_cron_free(dbcron_cron *c)

@@ -425,6 +425,37 @@ static int add_fire(void *ctx, int64_t t, int32_t offset)
 	return json_array_append_new(ctx, json_pack("{s:s,s:I}", "at", buf, "epoch", (json_int_t)t));
 }
 
+/* H's seed for cron/next and cron/check: ?seed=N, or ?job=NAME (that
+ * job's stored seed); -1 for none.  False after replying 400 or 404. */
+static bool cron_seed(const http_call *c, http_reply *rep, int64_t *seed)
+{
+	const char *v = arg(c, "seed"), *job = arg(c, "job");
+	dbcron_err err = {0};
+	*seed = -1;
+	if (v && *v) {
+		char *end;
+		errno = 0;
+		long long n = strtoll(v, &end, 10);
+		if (errno || end == v || *end || n < 0) {
+			http__error(rep, MHD_HTTP_BAD_REQUEST, "invalid",
+				    "seed '%.40s': expected a whole number 0 or more", v);
+			return false;
+		}
+		*seed = n;
+	}
+	if (job && *job) {
+		dbcron_job j;
+		dbcron_job_init(&j);
+		if (app_job_find(c->st, job, &j, &err)) {
+			from_err(rep, &err);
+			return false;
+		}
+		*seed = j.spread_seed;
+		dbcron_job_clear(&j);
+	}
+	return true;
+}
+
 static void route_cron(const http_call *c, const char *rest, http_reply *rep)
 {
 	dbcron_err err = {0};
@@ -437,10 +468,13 @@ static void route_cron(const http_call *c, const char *rest, http_reply *rep)
 		return http__error(rep, MHD_HTTP_NOT_FOUND, "not_found", "no such resource (cron/next or cron/check)");
 	if (!expr || !*expr)
 		return http__error(rep, MHD_HTTP_BAD_REQUEST, "invalid", "expr: missing (?expr=...)");
+	int64_t seed;
+	if (!cron_seed(c, rep, &seed))
+		return;
 	if (!strcmp(rest, "/check")) {
 		const char *dialect;
 		char desc[1024];
-		if (app_cron_check(expr, &dialect, desc, sizeof(desc), &err))
+		if (app_cron_check(expr, seed, &dialect, desc, sizeof(desc), &err))
 			return from_err(rep, &err);
 		return ok(rep, MHD_HTTP_OK, json_pack("{s:s,s:b,s:s,s:s}", "expr", expr, "valid", 1,
 						      "dialect", dialect, "description", desc));
@@ -460,7 +494,7 @@ static void route_cron(const http_call *c, const char *rest, http_reply *rep)
 	if (!fires)
 		return;
 	int64_t after = from >= 0 ? from / 1000 : -((-from + 999) / 1000);
-	if (app_cron_next(expr, tz && *tz ? tz : NULL, after, count, add_fire, fires, &err)) {
+	if (app_cron_next(expr, tz && *tz ? tz : NULL, seed, after, count, add_fire, fires, &err)) {
 		json_decref(fires);
 		return from_err(rep, &err);
 	}

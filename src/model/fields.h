@@ -44,6 +44,7 @@ typedef enum model_field_codec {
 	MODEL_FC_ENV,
 	MODEL_FC_UMASK,
 	MODEL_FC_TIME,
+	MODEL_FC_SEED,
 } model_field_codec;
 
 typedef enum model_field_scope {
@@ -66,6 +67,7 @@ typedef enum model_field_role {
 typedef struct model_field_args {
 	long long lo, hi;                  /* INT: the range */
 	int zero;                          /* DUR: zero is a value */
+	int omit;                          /* DUR: zero is not written (a rarely used key) */
 	int (*parse)(const char *);        /* ENUM: name -> value, -1 unknown */
 	const char *(*name)(int);          /* ENUM: value -> name */
 	const char *what;                  /* ENUM: the choices; ACCOUNT, PATH: the word */

@@ -14,6 +14,14 @@
 #include "exec/exec.h"
 #include "dbcron/job.h"
 #include "model/rules.h"
+#include "cron/spread.h"
+
+int model_job_cron(const dbcron_job *job, dbcron_cron **out, dbcron_err *err)
+{
+	if (job->spread_seed >= 0)
+		return dbcron_cron_parse_seeded(job->spec, (uint64_t)job->spread_seed, out, err);
+	return dbcron_cron_parse(job->spec, out, err);
+}
 
 /* The stored-name rule (core/text.h) with the message users know. */
 static int valid_name(const char *s)
@@ -46,7 +54,7 @@ int dbcron_job_validate(dbcron_job *job, dbcron_err *err)
 	switch (job->kind) {
 	case DBCRON_SCHED_CRON: {
 		dbcron_cron *c = NULL;
-		rc = dbcron_cron_parse(job->spec, &c, err);
+		rc = model_job_cron(job, &c, err);
 		if (rc)
 			return rc;
 		dbcron_cron_free(c);
@@ -68,6 +76,17 @@ int dbcron_job_validate(dbcron_job *job, dbcron_err *err)
 		break;
 	default:
 		return dbcron_err_set(err, DBCRON_EINVAL, "job '%s': unknown schedule kind", n);
+	}
+	if (job->spread_ms > 0 && job->kind != DBCRON_SCHED_EVERY)
+		return dbcron_err_set(err, DBCRON_EINVAL,
+				      "job '%s': --spread is for --every jobs (a cron job spreads with H, "
+				      "e.g. 'H * * * *')", n);
+	if (job->spread_ms > 0 && job->spread_ms > job->interval_ms) {
+		char sp[32];
+		dbcron__format_duration(job->spread_ms, sp, sizeof(sp));
+		return dbcron_err_set(err, DBCRON_EINVAL,
+				      "job '%s': --spread %s is longer than --every %s", n, sp,
+				      job->spec);
 	}
 	if (job->max_retries < 0 || job->max_retries > 1000)
 		return dbcron_err_set(err, DBCRON_EINVAL,
@@ -107,7 +126,7 @@ static int series_next(const dbcron_job *job, int64_t after_ms, int64_t *next, d
 	case DBCRON_SCHED_CRON: {
 		dbcron_cron *c = NULL;
 		dbcron_tz *tz = NULL;
-		int rc = dbcron_cron_parse(job->spec, &c, err);
+		int rc = model_job_cron(job, &c, err);
 		if (rc)
 			return -rc;
 		rc = dbcron_tz_open(job->tz, &tz, err);

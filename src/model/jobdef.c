@@ -39,12 +39,19 @@ void model_jobdef_clear(model_jobdef *d)
 	memset(d->relative, 0, sizeof(d->relative));
 }
 
+const model_jobdef_alias model_jobdef_aliases[MODEL_JK_NALIASES] = {
+	{"jitter", MODEL_JK_RETRY_JITTER}, /* until issue 28: a retry's jitter was all there was */
+};
+
 const model_jobdef_key *model_jobdef_find(const char *name)
 {
 	for (const model_jobdef_key *k = model_jobdef_keys; k->name; k++)
 		if (strcmp(k->name, name) == 0 ||
 		    (k->snake && strcmp(k->snake, name) == 0))
 			return k;
+	for (size_t i = 0; i < MODEL_JK_NALIASES; i++)
+		if (strcmp(model_jobdef_aliases[i].name, name) == 0)
+			return model_jobdef_key_of(model_jobdef_aliases[i].id);
 	return NULL;
 }
 
@@ -167,6 +174,12 @@ static int set_int_value(model_jobdef *d, const model_jobdef_key *k,
 		if ((rc = runas_check_umask(v < LONG_MIN || v > LONG_MAX ? -1 : (long)v, err)))
 			return rc;
 		break;
+	case MODEL_FC_SEED:
+		/* any value a signed BIGINT holds that is not "unset" */
+		if (v < 0)
+			return dbcron_err_set(err, DBCRON_EINVAL, "%lld: expected 0 or more", v);
+		*(int64_t *)model_field_ptr(&d->job, f) = (int64_t)v;
+		return DBCRON_OK;
 	default:
 		return dbcron_err_set(err, DBCRON_EINTERNAL, "not an integer key");
 	}
@@ -235,7 +248,9 @@ static int set_sched(model_jobdef *d, const model_jobdef_key *k, const char *v,
 	switch (k->id) {
 	case MODEL_JK_CRON: {
 		dbcron_cron *c = NULL;
-		rc = dbcron_cron_parse(v, &c, err);
+		/* the syntax only: H's value comes from the job's seed, which
+		 * is chosen when the job is written (app/spread.c) */
+		rc = dbcron_cron_parse_seeded(v, 0, &c, err);
 		if (rc && err) {
 			/* the engine's message names the field; add the text */
 			char reason[sizeof(err->msg)];
@@ -327,7 +342,8 @@ static int set_text(model_jobdef *d, const model_jobdef_key *k, const char *v,
 			return rc;
 		*(int *)slot = p;
 		return DBCRON_OK;
-	case MODEL_FC_INT: {
+	case MODEL_FC_INT:
+	case MODEL_FC_SEED: {
 		char *end;
 		errno = 0;
 		long long n = strtoll(v, &end, 10);
@@ -462,7 +478,12 @@ static int set_from_job(model_jobdef *d, const model_jobdef_key *k, const model_
 		/* -1 is the node's; the mode bits only, as they are written */
 		return j->umask < 0 ? DBCRON_OK : model_jobdef_set_int(d, k, j->umask & 0777, err);
 	case MODEL_FC_DUR:
+		if (f->args.omit && *(const int64_t *)p == 0)
+			return DBCRON_OK;
 		return model_jobdef_set_ms(d, k, *(const int64_t *)p, err);
+	case MODEL_FC_SEED:
+		return *(const int64_t *)p < 0 ? DBCRON_OK
+					       : model_jobdef_set_int(d, k, *(const int64_t *)p, err);
 	case MODEL_FC_TIME:
 		return *(const int64_t *)p < 0 ? DBCRON_OK
 					       : model_jobdef_set_ms(d, k, *(const int64_t *)p, err);

@@ -51,12 +51,21 @@ typedef struct model_jobdef {
 /* The key table in model_jobdef_id order, terminated by a NULL name. */
 extern const model_jobdef_key model_jobdef_keys[];
 
+/* Old names still accepted (flag and JSON key), shown as the key's own
+ * name: "jitter" for retry-jitter.  MODEL_JK_NALIASES entries. */
+typedef struct model_jobdef_alias {
+	const char *name;
+	model_jobdef_id id;
+} model_jobdef_alias;
+#define MODEL_JK_NALIASES 1
+extern const model_jobdef_alias model_jobdef_aliases[MODEL_JK_NALIASES];
+
 void model_jobdef_init(model_jobdef *d, bool cli);
 void model_jobdef_clear(model_jobdef *d);
 /* "--every", "-- COMMAND" or "key 'every'" into buf (caller's); returns buf. */
 const char *model_jobdef_label(const model_jobdef *d, const model_jobdef_key *k,
 			       char *buf, size_t len);
-/* By long name or snake_case variant; NULL when unknown.  The entry is
+/* By long name, snake_case variant or old name; NULL when unknown.  The entry is
  * static. */
 const model_jobdef_key *model_jobdef_find(const char *name);
 const model_jobdef_key *model_jobdef_key_of(model_jobdef_id id);

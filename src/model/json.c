@@ -111,7 +111,14 @@ static bool field_json(const dbcron_job *j, const model_field *f, json_t **v)
 		*v = json_integer(*(const int *)p);
 		break;
 	case MODEL_FC_DUR:
+		if (f->args.omit && *(const int64_t *)p == 0)
+			return false;
 		*v = duration_json(*(const int64_t *)p);
+		break;
+	case MODEL_FC_SEED:
+		if (*(const int64_t *)p < 0)
+			return false;
+		*v = json_integer(*(const int64_t *)p);
 		break;
 	case MODEL_FC_BOOL:
 		*v = json_boolean(*(const bool *)p);

@@ -12,6 +12,7 @@
 #include "core/text.h"
 #include "core/alloc.h"
 #include "core/timeutil.h"
+#include "cron/spread.h"
 #include "model/rules.h"
 
 const char *model_zone_norm(const char *tz)
@@ -29,8 +30,13 @@ static bool same_text(const char *a, const char *b)
 /* The series itself: what keeps an EVERY anchor and an AT instant. */
 static bool same_series(const dbcron_job *a, const dbcron_job *b)
 {
+	/* the seed places H's fires and the spread's phase: a new one is a
+	 * new series (for other kinds it is kept and means nothing) */
 	return a->kind == b->kind && same_text(a->spec, b->spec) &&
-	       same_text(model_zone_norm(a->tz), model_zone_norm(b->tz));
+	       same_text(model_zone_norm(a->tz), model_zone_norm(b->tz)) &&
+	       a->spread_ms == b->spread_ms &&
+	       (a->spread_seed == b->spread_seed ||
+		(a->kind != DBCRON_SCHED_CRON && a->spread_ms == 0));
 }
 
 bool model_same_schedule(const dbcron_job *a, const dbcron_job *b)
@@ -151,8 +157,16 @@ int model_job_series(dbcron_job *job, int64_t now_ms, const dbcron_job *prev,
 		job->spec = spec;
 		return DBCRON_OK;
 	}
-	if (job->kind == DBCRON_SCHED_EVERY)
-		job->anchor_ms = keep ? prev->anchor_ms : now_ms;
+	if (job->kind == DBCRON_SCHED_EVERY && keep)
+		job->anchor_ms = prev->anchor_ms;
+	else if (job->kind == DBCRON_SCHED_EVERY && job->spread_ms > 0 && job->interval_ms > 0)
+		/* --spread: the phase is the seed's offset from the interval's
+		 * grid (epoch multiples), not the moment it was defined, so
+		 * many jobs' phases are where their seeds put them */
+		job->anchor_ms = now_ms - now_ms % job->interval_ms +
+				 dbcron__spread_offset_ms(job->spread_seed, job->spread_ms);
+	else if (job->kind == DBCRON_SCHED_EVERY)
+		job->anchor_ms = now_ms;
 	return DBCRON_OK;
 }
 

@@ -11,7 +11,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dbcron/cron.h"
 #include "dbcron/job.h"
+
+/* A CRON job's expression, parsed with the job's seed when it has one
+ * (H takes its value from it, docs/cron.md); without one an H is refused.
+ * The caller frees *out with dbcron_cron_free. */
+int model_job_cron(const dbcron_job *job, dbcron_cron **out, dbcron_err *err);
 
 /* One zone name: NULL, "" and "UTC" are all UTC. */
 const char *model_zone_norm(const char *tz);

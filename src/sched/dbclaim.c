@@ -201,9 +201,9 @@ size_t dbloop_take_claim(dbcron_node *n, const store_claim_result *res, const ch
 		fire *f = fs[i];
 		f->js->blocked = JOB_OK; /* claimable again: resumed */
 		f->gen = n->lease_gen;
-		(void)timer_push(&n->heap, &f->tn, f->run.due_at); /* reserved */
+		(void)timer_push(&n->heap, &f->tn, fire_start_at(f)); /* reserved */
 		fire_set_phase(f, FIRE_CLAIMED);
-		if (!top || f->run.due_at < top->due)
+		if (!top || fire_start_at(f) < top->due)
 			wake = true;
 		n->inflight++;
 		n->n_claimed++;

@@ -160,7 +160,7 @@ static void settle(dbcron_node *n, fire *f, const store_update *u, bool confirme
 	bool landed = u->applied || confirmed;
 	if (landed && !f->start_counted && u->started_ms >= 0) {
 		f->start_counted = true;
-		node_hist_observe(&n->stats.late_ms, u->started_ms - f->run.due_at);
+		node_hist_observe(&n->stats.late_ms, u->started_ms - fire_start_at(f));
 	}
 	if (landed && f->phase == FIRE_WRITING) {
 		if ((int)u->state >= 0 && u->state < NODE_STATE_MAX)

@@ -99,7 +99,7 @@ void dispatch_unhold(dbcron_node *n, job_state *js)
 		return;
 	for (fire *f; (f = fire_list_pop(&js->held));) {
 		fire_set_phase(f, FIRE_CLAIMED);
-		if (timer_push(&n->heap, &f->tn, f->run.due_at))
+		if (timer_push(&n->heap, &f->tn, fire_start_at(f)))
 			finish_unstarted(n, f, DBCRON_RUN_FAILED, "out of memory");
 	}
 	pthread_cond_signal(&n->timer_cv);
@@ -133,7 +133,7 @@ void dispatch_block_jobs(dbcron_node *n)
 		}
 		if (f->phase == FIRE_HELD)
 			fire_set_phase(f, FIRE_CLAIMED);
-		if (timer_push(&n->heap, &f->tn, f->run.due_at))
+		if (timer_push(&n->heap, &f->tn, fire_start_at(f)))
 			finish_unstarted(n, f, DBCRON_RUN_FAILED, "out of memory");
 	}
 	/* At-most-once fires waiting for their fenced start write. */
@@ -167,7 +167,7 @@ static bool start_or_hold(dbcron_node *n, fire *f, int64_t now_db)
 {
 	job_state *js = f->js;
 	const dbcron_job *job = &f->snap->job;
-	int64_t late = now_db - f->run.fire_at;
+	int64_t late = now_db - f->run.fire_at - f->delay_ms;
 
 	if (js->blocked) {
 		end_blocked(n, f);
@@ -376,7 +376,7 @@ static void worker_main(void *arg)
 	if (n->cfg.log_runs)
 		dbcron__log(LOG_INFO, "run.start", LOG_STR("job", f->run.job_name),
 			    LOG_INT("fire_at", f->run.fire_at), LOG_INT("attempt", f->run.attempt),
-			    LOG_INT("run", f->run.id), LOG_INT("late_ms", started - f->run.fire_at),
+			    LOG_INT("run", f->run.id), LOG_INT("late_ms", started - f->run.fire_at - f->delay_ms),
 			    LOG_STR("pool", f->slow ? "slow" : "fast"));
 
 	exec_req req = {
@@ -419,7 +419,7 @@ static void worker_main(void *arg)
 	if (!n->stopping && (next = fire_list_pop(&js->held))) {
 		if (!node_may_start(n, next, dbcron__mono_ms())) {
 			fire_set_phase(next, FIRE_CLAIMED);
-			if (timer_push(&n->heap, &next->tn, next->run.due_at))
+			if (timer_push(&n->heap, &next->tn, fire_start_at(next)))
 				finish_unstarted(n, next, DBCRON_RUN_FAILED, "out of memory");
 			pthread_cond_signal(&n->timer_cv);
 			next = NULL;

@@ -11,7 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/random.h>
+
 #include "core/alloc.h"
+#include "core/timeutil.h"
 #include "core/log.h"
 #include "sched/inflight.h"
 
@@ -120,7 +123,7 @@ static bool snap_same(const dbcron_job *a, const dbcron_job *b)
 	    a->max_retries != b->max_retries ||
 	    a->retry_base_ms != b->retry_base_ms ||
 	    a->retry_cap_ms != b->retry_cap_ms ||
-	    a->retry_jitter != b->retry_jitter ||
+	    a->retry_jitter != b->retry_jitter || a->start_jitter_ms != b->start_jitter_ms ||
 	    a->timeout_ms != b->timeout_ms || a->executor != b->executor ||
 	    a->argc != b->argc || a->created_ms != b->created_ms)
 		return false;
@@ -171,6 +174,19 @@ static void snap_put(job_snap *s)
 
 /* ---- fires ----------------------------------------------------------- */
 
+/* --start-jitter: the first attempt of a fire waits a random time in
+ * [0, start_jitter_ms) (a retry has its backoff).  getrandom, so that
+ * nodes started together do not share a sequence. */
+static int64_t start_delay(const dbcron_job *job, const dbcron_run *run)
+{
+	uint64_t r = 0;
+	if (job->start_jitter_ms <= 0 || run->attempt != 1)
+		return 0;
+	if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
+		r = (uint64_t)dbcron__mono_us() * 0x9E3779B97F4A7C15ULL;
+	return (int64_t)(r % (uint64_t)job->start_jitter_ms);
+}
+
 fire *fire_new(struct dbcron_node *n, job_state *js, const store_claimed *c)
 {
 	fire *f = dbcron__calloc(1, sizeof(*f));
@@ -193,6 +209,7 @@ fire *fire_new(struct dbcron_node *n, job_state *js, const store_claimed *c)
 	f->snap = snap_get(js, c->job);
 	if (!f->snap)
 		goto out_run;
+	f->delay_ms = start_delay(&f->snap->job, &f->run);
 	js->nfires++;
 	return f;
 out_run:

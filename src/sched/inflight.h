@@ -130,6 +130,12 @@ struct fire {
 	bool launched;    /* mu: its worker passed the last lease check and
 			   * runs the job (a queued one has not started) */
 	uint64_t gen;     /* the node's lease generation when claimed */
+	/* --start-jitter: a random delay in [0, start_jitter_ms) chosen when
+	 * the first attempt is claimed; it starts at fire_start_at().  The
+	 * run's fire_at and due_at stay the instant; lateness and the misfire
+	 * threshold are counted from due_at + delay_ms (the delay was asked
+	 * for, it is not late). */
+	int64_t delay_ms;
 	/* Database-clock times; -1 until known.  started_db is written by the
 	 * worker as it starts the job, without the mutex. */
 	atomic_llong started_db;
@@ -148,6 +154,12 @@ struct fire {
 	 * (a lost COMMIT reply), so a later refusal may be our own write */
 	bool write_doubt;
 };
+
+/* When the fire may start: its due instant plus its start jitter. */
+static inline int64_t fire_start_at(const fire *f)
+{
+	return f->run.due_at + f->delay_ms;
+}
 
 #define INFLIGHT_SLOW_RING 11 /* slow-run times kept per job */
 

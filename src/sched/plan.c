@@ -22,6 +22,7 @@ typedef struct cache_entry {
 	int64_t job_id;
 	char *spec;
 	char *tz_name;
+	int64_t seed; /* H's (model_job_cron) */
 	dbcron_cron *cron;
 	dbcron_tz *tz;
 } cache_entry;
@@ -105,7 +106,8 @@ static int cached_cron(planner *p, const dbcron_job *job, cache_entry **out)
 	while (p->slots[i].job_id && p->slots[i].job_id != job->id)
 		i = (i + 1) & (p->nslots - 1);
 	cache_entry *e = &p->slots[i];
-	if (e->job_id && str_eq(e->spec, job->spec) && str_eq(e->tz_name, job->tz)) {
+	if (e->job_id && str_eq(e->spec, job->spec) && str_eq(e->tz_name, job->tz) &&
+	    e->seed == job->spread_seed) {
 		*out = e;
 		return 0;
 	}
@@ -114,10 +116,11 @@ static int cached_cron(planner *p, const dbcron_job *job, cache_entry **out)
 	else
 		p->used++;
 	e->job_id = job->id;
+	e->seed = job->spread_seed;
 	e->spec = dbcron__strdup(job->spec ? job->spec : "");
 	e->tz_name = dbcron__strdup(job->tz ? job->tz : "");
 	if (!e->spec || !e->tz_name ||
-	    dbcron_cron_parse(job->spec, &e->cron, &p->err) ||
+	    model_job_cron(job, &e->cron, &p->err) ||
 	    dbcron_tz_open(job->tz, &e->tz, &p->err)) {
 		entry_clear(e);
 		e->job_id = -1; /* tombstone keeps probe chains intact */

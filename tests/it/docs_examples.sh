@@ -132,7 +132,7 @@ mapfile -t SUBS < <(subcommands)
 
 # The options the help text of "$@" lists: usage lines and option lines.
 # A help that hands its flags over to another's ("FLAGS are those of `job
-# add` (dbcron job add --help) ..., plus --no-jitter and --no-inherit-env;
+# add` (dbcron job add --help) ..., plus --no-retry-jitter and --no-inherit-env;
 # not --paused") lists that one's options, plus the ones after "plus", less
 # the ones after "not".
 own_options() {

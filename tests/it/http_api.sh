@@ -262,6 +262,21 @@ assert_contains "$(jget .error.message)" "Mars/Olympus"
 expect 400 GET "/api/v1/cron/next?expr=*+*+*+*+*&count=0" "$READER"
 expect 400 GET "/api/v1/cron/next" "$READER"
 expect 404 GET "/api/v1/cron/later?expr=*+*+*+*+*" "$READER"
+# H: a seed given, or a stored job's (docs/cron.md), as the CLI's
+expect_rc 0 cron next 'H H(8-17) * * *' --seed 12345 --from 1767225600 --count 3
+expect 200 GET "/api/v1/cron/next?expr=H+H(8-17)+*+*+*&seed=12345&from=1767225600&count=3" "$READER"
+assert_eq "$T_OUT" "$(jget '.fires[].at')" "H with ?seed: the fires of cron next --seed"
+expect_rc 0 job add hjob --cron 'H * * * *' -- true
+expect_rc 0 cron next --job hjob --from 1767225600 --count 2
+expect 200 GET "/api/v1/cron/next?expr=H+*+*+*+*&job=hjob&from=1767225600&count=2" "$READER"
+assert_eq "$T_OUT" "$(jget '.fires[].at')" "H with ?job: the fires of cron next --job"
+expect 200 GET "/api/v1/cron/check?expr=H+*+*+*+*&job=hjob" "$READER"
+assert_contains "$(jget .description)" "(H)"
+expect 400 GET "/api/v1/cron/check?expr=H+*+*+*+*" "$READER"
+assert_contains "$(jget .error.message)" "H needs a job"
+expect 400 GET "/api/v1/cron/next?expr=H+*+*+*+*&seed=-1" "$READER"
+expect 404 GET "/api/v1/cron/next?expr=H+*+*+*+*&job=nope" "$READER"
+expect_rc 0 job delete hjob
 expect 401 GET "/api/v1/cron/check?expr=*+*+*+*+*"
 
 t_section "pause, resume, trigger, delete"

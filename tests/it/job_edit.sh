@@ -49,11 +49,11 @@ assert_contains "$T_OUT" '"command":["echo","two"]'
 assert_contains "$T_OUT" '"retries":2' "fields not given keep their values"
 expect_rc 0 job set rate --timeout 5s --jitter --overlap queue
 expect_rc 0 job export
-assert_eq '"5s" "queue" true' "$(jq -c '.[] | select(.name == "rate") | [.timeout, .overlap, .jitter]' <<<"$T_OUT" | tr -d '[]' | tr ',' ' ')"
+assert_eq '"5s" "queue" true' "$(jq -c '.[] | select(.name == "rate") | [.timeout, .overlap, ."retry-jitter"]' <<<"$T_OUT" | tr -d '[]' | tr ',' ' ')"
 assert_eq "$anchor $next" "$(job_col rate anchor_ms) $(job_col rate next_fire_at)" "policies keep the phase too"
 expect_rc 0 job set rate --no-jitter
 expect_rc 0 job export
-assert_eq false "$(jq -c '.[] | select(.name == "rate") | .jitter' <<<"$T_OUT")" "--no-jitter"
+assert_eq false "$(jq -c '.[] | select(.name == "rate") | ."retry-jitter"' <<<"$T_OUT")" "--no-jitter (the old name of --no-retry-jitter)"
 expect_rc 0 job set rate --retries 2
 assert_eq "job 'rate' unchanged (the fields given were as stored)" "$T_OUT"
 expect_rc 0 job set rate --every 1m
@@ -65,7 +65,7 @@ expect_rc 0 job add h --cron '0 0 9 * * ?' --tz Asia/Tokyo --handler noop --arg 
 expect_rc 0 job set h --retries 5
 expect_rc 0 job export
 assert_contains "$T_OUT" '"name":"h","cron":"0 0 9 * * ?","tz":"Asia/Tokyo"'
-assert_contains "$T_OUT" '"retries":5,"retry-base":"1m","retry-cap":"1h","jitter":false,"timeout":"0s","paused":false,"handler":"noop","arg":"x"}'
+assert_contains "$T_OUT" '"retries":5,"retry-base":"1m","retry-cap":"1h","retry-jitter":false,"timeout":"0s","paused":false,"handler":"noop","arg":"x"}'
 expect_rc 0 job set h -- /bin/true
 expect_rc 0 job export
 assert_contains "$T_OUT" '"command":["/bin/true"]' "a command replaces the handler"

@@ -46,6 +46,9 @@ static void full_job(dbcron_job *j, const char *name, bool handler)
 	j->retry_base_ms = 2000;
 	j->retry_cap_ms = 120000;
 	j->retry_jitter = true;
+	j->start_jitter_ms = 5000;
+	j->spread_ms = 30000;
+	j->spread_seed = 1234567890123LL;
 	j->timeout_ms = 45000;
 	j->start_at = 1767323045000LL;
 	j->end_at = 1798859045000LL;

@@ -409,6 +409,28 @@ static void conf_test_job_fields(void **state)
 	}
 }
 
+/* H's and --spread's seed (spread_seed) keeps every value of a signed
+ * 64-bit column, the largest included, and "none" (-1, NULL) stays none:
+ * a seed cut to 32 bits or read back as 0 would move a job's fires. */
+static void conf_test_job_spread_seed(void **state)
+{
+	conf_ctx *c = *state;
+	static const int64_t seeds[] = {INT64_MAX, 0, 4294967297LL, -1};
+	for (size_t i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++) {
+		dbcron_job j, got;
+		full_job(&j, "seeded", false);
+		j.spread_seed = seeds[i];
+		j.spread_ms = i == 1 ? 0 : 90000;
+		CONF_OK(c, conf_upsert(c, &j, 1));
+		CONF_OK(c, store_job_get(c->s, j.name, &got, &c->err));
+		assert_int_equal(got.spread_seed, seeds[i]);
+		assert_int_equal(got.spread_ms, j.spread_ms);
+		assert_int_equal(got.start_jitter_ms, 5000);
+		dbcron_job_clear(&got);
+		dbcron_job_clear(&j);
+	}
+}
+
 /* What a shell job runs as survives the store, and a change to any of it
  * is a change of the definition (an unchanged one is not rewritten). */
 static void conf_test_job_runas(void **state)
@@ -2520,6 +2542,7 @@ static void conf_test_locks(void **state)
 					conf_teardown),                         \
 	cmocka_unit_test(conf_test_open_bad_url), CONF_T(conf_test_job_put),   \
 	CONF_T(conf_test_job_runas), CONF_T(conf_test_job_fields),              \
+	CONF_T(conf_test_job_spread_seed),              \
 	CONF_T(conf_test_job_ops), CONF_T(conf_test_claim),                     \
 	CONF_T(conf_test_claim_terminal_fires),                                 \
 	CONF_T(conf_test_claim_two_claimers),                                   \

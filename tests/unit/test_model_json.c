@@ -127,7 +127,12 @@ static void test_job_json_fields(void **state)
 	assert_string_equal(json_string_value(json_object_get(o, "retry-base")), "1m");
 	assert_string_equal(json_string_value(json_object_get(o, "retry-cap")), "1h");
 	assert_string_equal(json_string_value(json_object_get(o, "timeout")), "0s");
-	assert_true(json_is_false(json_object_get(o, "jitter")));
+	assert_true(json_is_false(json_object_get(o, "retry-jitter")));
+	/* the rarely used keys are left out at their defaults */
+	assert_null(json_object_get(o, "jitter"));
+	assert_null(json_object_get(o, "spread"));
+	assert_null(json_object_get(o, "spread-seed"));
+	assert_null(json_object_get(o, "start-jitter"));
 	assert_null(json_object_get(o, "handler"));
 	/* a command's process keys: the defaults that mean something are
 	 * spelled out, the unset ones are absent */

@@ -16,7 +16,7 @@
 #define DBCRON_STORE_MYSQL_SCHEMA_H
 
 /* Highest migration this binary knows. */
-#define DBCRON_MY_SCHEMA_VERSION 7
+#define DBCRON_MY_SCHEMA_VERSION 8
 
 #define MY_TABLE_OPTS " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
 
@@ -177,6 +177,16 @@ static const char *const my_migration_7[] = {
 	NULL,
 };
 
+/* spread: renumber at merge */
+/* 8: spread (issue 28 item 1): H's and --spread's stored seed (NULL:
+ * none), --spread and --start-jitter in ms (0: none). */
+static const char *const my_migration_8[] = {
+	"ALTER TABLE jobs ADD COLUMN IF NOT EXISTS start_jitter_ms BIGINT NOT NULL DEFAULT 0, "
+	"ADD COLUMN IF NOT EXISTS spread_ms BIGINT NOT NULL DEFAULT 0, "
+	"ADD COLUMN IF NOT EXISTS spread_seed BIGINT NULL",
+	NULL,
+};
+
 static const struct {
 	int version;
 	const char *const *stmts;
@@ -188,6 +198,7 @@ static const struct {
 	{5, my_migration_5},
 	{6, my_migration_6},
 	{7, my_migration_7},
+	{8, my_migration_8},
 };
 
 _Static_assert(sizeof(my_migrations) / sizeof(my_migrations[0]) == DBCRON_MY_SCHEMA_VERSION,

@@ -7,7 +7,7 @@
 #define DBCRON_STORE_PG_SCHEMA_H
 
 /* Highest migration this binary knows. */
-#define DBCRON_PG_SCHEMA_VERSION 8
+#define DBCRON_PG_SCHEMA_VERSION 9
 
 static const char *const migration_1[] = {
 	"CREATE TABLE jobs ("
@@ -160,6 +160,15 @@ static const char *const migration_8[] = {
 	NULL,
 };
 
+/* spread: renumber at merge */
+/* 9: spread (issue 28 item 1): H's and --spread's stored seed (NULL:
+ * none), --spread and --start-jitter in ms (0: none). */
+static const char *const migration_9[] = {
+	"ALTER TABLE jobs ADD COLUMN start_jitter_ms BIGINT NOT NULL DEFAULT 0, "
+	"ADD COLUMN spread_ms BIGINT NOT NULL DEFAULT 0, ADD COLUMN spread_seed BIGINT",
+	NULL,
+};
+
 static const struct {
 	int version;
 	const char *const *stmts;
@@ -172,6 +181,7 @@ static const struct {
 	{6, migration_6},
 	{7, migration_7},
 	{8, migration_8},
+	{9, migration_9},
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == DBCRON_PG_SCHEMA_VERSION,

@@ -185,6 +185,12 @@ static const char *const sqlite_migrations[] = {
 	" detail TEXT NOT NULL);\n"
 	"CREATE INDEX audit_at ON audit(at_ms);\n"
 	"CREATE INDEX audit_job ON audit(job, id);\n",
+	/* spread: renumber at merge */
+	/* 10: spread (issue 28 item 1): H's and --spread's stored seed (NULL:
+	 * none), --spread and --start-jitter in ms (0: none). */
+	"ALTER TABLE jobs ADD COLUMN start_jitter_ms INTEGER NOT NULL DEFAULT 0;\n"
+	"ALTER TABLE jobs ADD COLUMN spread_ms INTEGER NOT NULL DEFAULT 0;\n"
+	"ALTER TABLE jobs ADD COLUMN spread_seed INTEGER;\n",
 };
 
 #define SQLITE_SCHEMA_VERSION \
