@@ -158,7 +158,6 @@ static const char *const my_migration_6[] = {
 	NULL,
 };
 
-/* audit: renumber after the outbox */
 /* 7: the audit trail (issue 29 item 2): one row per change, written in
  * the change's own transaction (store/audit.c); at_ms is the database
  * clock, job the job's name then (NULL: no job), detail a JSON object of
@@ -177,7 +176,6 @@ static const char *const my_migration_7[] = {
 	NULL,
 };
 
-/* spread: renumber at merge */
 /* 8: spread (issue 28 item 1): H's and --spread's stored seed (NULL:
  * none), --spread and --start-jitter in ms (0: none). */
 static const char *const my_migration_8[] = {

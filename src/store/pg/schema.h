@@ -146,7 +146,6 @@ static const char *const migration_7[] = {
 	NULL,
 };
 
-/* audit: renumber after the outbox */
 /* 8: the audit trail (issue 29 item 2): one row per change, written in
  * the change's own transaction (store/audit.c); at_ms is the database
  * clock, job the job's name then (NULL: no job), detail a JSON object of
@@ -160,7 +159,6 @@ static const char *const migration_8[] = {
 	NULL,
 };
 
-/* spread: renumber at merge */
 /* 9: spread (issue 28 item 1): H's and --spread's stored seed (NULL:
  * none), --spread and --start-jitter in ms (0: none). */
 static const char *const migration_9[] = {

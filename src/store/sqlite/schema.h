@@ -170,7 +170,6 @@ static const char *const sqlite_migrations[] = {
 	" done INTEGER NOT NULL DEFAULT 0,"
 	" PRIMARY KEY (job_id, need_id));\n"
 	"CREATE INDEX job_needs_need ON job_needs(need_id);\n",
-	/* audit: renumber after the outbox */
 	/* 9: the audit trail (issue 29 item 2): one row per change, written
 	 * in the change's own transaction (store/audit.c); at_ms is the
 	 * database clock, job the job's name then (NULL: no job), detail a
@@ -185,7 +184,6 @@ static const char *const sqlite_migrations[] = {
 	" detail TEXT NOT NULL);\n"
 	"CREATE INDEX audit_at ON audit(at_ms);\n"
 	"CREATE INDEX audit_job ON audit(job, id);\n",
-	/* spread: renumber at merge */
 	/* 10: spread (issue 28 item 1): H's and --spread's stored seed (NULL:
 	 * none), --spread and --start-jitter in ms (0: none). */
 	"ALTER TABLE jobs ADD COLUMN start_jitter_ms INTEGER NOT NULL DEFAULT 0;\n"
