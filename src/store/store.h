@@ -355,6 +355,23 @@ typedef int (*store_last_run_cb)(void *ctx, const store_last_run *r);
  * database's. */
 int store_jobs_last_run(store *s, const int64_t *ids, size_t n, store_last_run_cb cb,
 			void *ctx, dbcron_err *err);
+/* store_job_page of the jobs whose name holds text (a byte substring,
+ * in the database's comparison: MariaDB's collation ignores case). */
+int store_job_search(store *s, const char *after, long limit, const char *text,
+		     store_job_cb cb, void *ctx, dbcron_err *err);
+/* One cell of a job's strip: a run that is not SCHEDULED. */
+typedef struct store_strip_run {
+	int64_t job_id;
+	int64_t run_id;
+	int state; /* dbcron_run_state */
+	int64_t fire_at;
+	int attempt;
+} store_strip_run;
+typedef int (*store_strip_cb)(void *ctx, const store_strip_run *r);
+/* The newest limit (>= 1) runs that are not SCHEDULED of each of the n
+ * job ids, in one statement; the order of the rows is the database's. */
+int store_jobs_strip(store *s, const int64_t *ids, size_t n, long limit, store_strip_cb cb,
+		     void *ctx, dbcron_err *err);
 /* Every job's store_job_brief, by name. */
 int store_job_briefs(store *s, store_brief_cb cb, void *ctx, dbcron_err *err);
 int store_job_set_paused(store *s, const char *name, bool paused, int64_t next_fire_at, dbcron_err *err);
