@@ -70,6 +70,7 @@ function schedule(j) {
 // The database's clock minus this browser's, from the last jobs page's
 // now_ms: "in 4m" is said against the clock the scheduler fires by.
 let skew = 0;
+let jobsShown = null, jobsSaid = "";   // the listing on screen (ETag polling)
 // "in 4m", "3h ago", "now": the largest whole unit (minutes up to 2 h,
 // hours up to 2 days), as `dbcron job list` says it.
 function relative(ms) {
@@ -174,6 +175,9 @@ const views = {
     const search = $("#j-q").value.trim();
     if (search) q.set("q", search);
     const j = await get("/jobs?" + q);
+    // a 304 hands back the same object: its now_ms is as old as its first fetch
+    if (j === jobsShown) return jobsSaid;
+    jobsShown = holding ? null : j;   // a render fill() skipped is done again
     if (typeof j.now_ms === "number") skew = j.now_ms - Date.now();
     jobNext = j.next_cursor;
     $("#jobs-next").disabled = !jobNext;
@@ -209,7 +213,8 @@ const views = {
                 td(job.tz), next, last, td(job.paused ? "yes" : "no"), cmd, acts, strip(job.strip));
       return tr;
     }));
-    return j.jobs.length + " jobs" + (jobCursors.length || jobNext ? " (page " + (jobCursors.length + 1) + ")" : "");
+    jobsSaid = j.jobs.length + " jobs" + (jobCursors.length || jobNext ? " (page " + (jobCursors.length + 1) + ")" : "");
+    return jobsSaid;
   },
   async job(name) {
     const j = await get("/jobs/" + encodeURIComponent(name));
