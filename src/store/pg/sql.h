@@ -62,9 +62,9 @@ static const char *const sql[ST__COUNT] = {
 	/* one LATERAL walk of runs' UNIQUE index, backwards, per job */
 	[ST_JOBS_STRIP] =
 		"SELECT v.id, r.id, r.state, r.fire_at, r.attempt FROM unnest($1::bigint[]) v(id) "
-		"CROSS JOIN LATERAL (SELECT x.id, x.state, x.fire_at, x.attempt FROM runs x WHERE "
-		"x.job_id = v.id AND x.state <> " SQL_RS_SCHEDULED " ORDER BY x.fire_at DESC, "
-		"x.attempt DESC LIMIT $2::bigint) r",
+		"CROSS JOIN LATERAL (SELECT y.id, y.state, y.fire_at, y.attempt FROM runs y WHERE "
+		"y.job_id = v.id AND y.state <> " SQL_RS_SCHEDULED " ORDER BY y.fire_at DESC, "
+		"y.attempt DESC LIMIT $2::bigint) r",
 	[ST_JOBS_NAMED] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name = ANY ($1::text[])",
 	[ST_JOBS_BY_NAMES] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name = ANY ($1::text[]) "
 			     "ORDER BY name FOR UPDATE",
