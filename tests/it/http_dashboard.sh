@@ -61,7 +61,7 @@ RUN2=$(python3 "$DBCRON_SRC/tests/tools/dashboard_drive.py" --crud "$CHROMIUM" "
 	"$ADMIN" "$T_DIR/chrome3" "$SHOTS" 2>"$T_DIR/drive3.err") || RC=$?
 assert_eq 0 "$RC" "the form and the actions ($(cat "$T_DIR/drive3.err"))"
 assert_match "$RUN2" '^[0-9]+$'
-for v in edit-error edit jobs job run charts; do
+for v in edit-error edit jobs job run charts edit-narrow jobs-narrow; do
 	if [ "$(head -c 8 "$SHOTS/$v.png" 2>/dev/null | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]; then
 		_t_pass
 	else

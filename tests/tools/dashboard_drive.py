@@ -350,6 +350,32 @@ def crud(chromium, url, token, profile, shots):
         cdp.wait("!document.querySelector('tr[data-job=\"made\"]')", "made gone from the page")
         if job_row("made") is not None or job_names() != before:
             fail("made is still in the database")
+        # a phone-sized window: nothing but the tables' own scrollers is
+        # wider than the window, and the form stacks
+        cdp.call("Emulation.setDeviceMetricsOverride", width=380, height=800, deviceScaleFactor=1, mobile=False)
+        cdp.js("location.hash = '#edit'")
+        cdp.wait("!document.querySelector('#view-edit').hidden", "the form, narrow")
+        wide = cdp.js("document.documentElement.scrollWidth - window.innerWidth")
+        if wide > 0:
+            fail("the narrow form is %d px wider than the window" % wide)
+        shoot(cdp, os.path.join(shots, "edit-narrow.png"))
+        cdp.js("location.hash = '#jobs'")
+        cdp.wait("!!document.querySelector('tr[data-job=\"quiet\"]')", "the jobs, narrow")
+        wide = cdp.js("document.documentElement.scrollWidth - window.innerWidth")
+        if wide > 0:
+            fail("the narrow jobs view is %d px wider than the window" % wide)
+        shoot(cdp, os.path.join(shots, "jobs-narrow.png"))
+        cdp.call("Emulation.clearDeviceMetricsOverride")
+        # the keyboard alone: Tab from the search field reaches its button,
+        # then the New job link, which Enter follows
+        cdp.js("document.querySelector('#j-q').focus()")
+        for _ in range(2):
+            key(cdp, "Tab", "Tab", 9)
+        if cdp.js("document.activeElement.id") != "job-new":
+            fail("Tab twice from the search field is at %r, not New job" % cdp.js("document.activeElement.id"))
+        key(cdp, "Enter", "Enter", 13)
+        cdp.wait("location.hash === '#edit'", "New job followed from the keyboard")
+        cdp.js("location.hash = '#jobs'")
         # search by name
         type_into(cdp, "#j-q", "uie")
         key(cdp, "Enter", "Enter", 13)
@@ -382,12 +408,12 @@ def main():
                  "!!document.querySelector('tr[data-job=\"quiet\"]')", "the jobs tick and quiet")
         # the listing's words, zone and relative times (app_jobs_page)
         cells = "[...document.querySelectorAll('tr[data-job=\"%s\"] td')].map(c => c.textContent)"
-        noon = cdp.wait("(c => c.length && c[1] === 'at 12:00:00, on day 1 of the month, in January'"
-                        " && /^\\d{4}-01-01T12:00:00\\+01:00 in \\d+d$/.test(c[3]) ? c : null)(%s)"
+        noon = cdp.wait("(c => c.length && c[2] === 'at 12:00:00, on day 1 of the month, in January'"
+                        " && /^\\d{4}-01-01T12:00:00\\+01:00 in \\d+d$/.test(c[4]) ? c : null)(%s)"
                         % (cells % "noon"), "noon in words, at +01:00 and from now")
-        tick = cdp.wait("(c => c.length && /^succeeded (\\d+[smh] ago|now)$/.test(c[4]) ? c : null)(%s)"
+        tick = cdp.wait("(c => c.length && /^succeeded (\\d+[smh] ago|now)$/.test(c[5]) ? c : null)(%s)"
                         % (cells % "tick"), "tick's last run, succeeded, and when")
-        if noon[6] != "echo noon" or tick[5] != "no":
+        if noon[7] != "echo noon" or tick[6] != "no":
             fail("command or paused column: %r %r" % (noon, tick))
         # between two fetches the relative text is said again each second,
         # against the database's clock (now_ms), not the browser's: with the

@@ -209,8 +209,8 @@ const views = {
       const last = !lr ? td("-") : timeCell(lr.finished_at_ms, lr.finished_at, lr.state);
       if (lr) { last.className = "st-" + lr.state; last.dataset.state = lr.state; }
       const cmd = td(commandText(job) + (job.unrunnable ? " (" + job.unrunnable + ")" : ""), "cmd");
-      tr.append(link(job.name, "#job/" + encodeURIComponent(job.name)), words,
-                td(job.tz), next, last, td(job.paused ? "yes" : "no"), cmd, acts, strip(job.strip));
+      tr.append(link(job.name, "#job/" + encodeURIComponent(job.name)), strip(job.strip), words,
+                td(job.tz), next, last, td(job.paused ? "yes" : "no"), cmd, acts);
       return tr;
     }));
     jobsSaid = j.jobs.length + " jobs" + (jobCursors.length || jobNext ? " (page " + (jobCursors.length + 1) + ")" : "");
