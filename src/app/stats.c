@@ -2,7 +2,7 @@
  * The dashboard's charts (GET /api/v1/stats): runs per minute by outcome,
  * start lateness per minute (p50 and p99) and the node timeline, over the
  * last minutes, for one job or the cluster.  All of it from one read of the
- * run log (store_runs_list, the runs fired in the window), computed here:
+ * run log (store_runs_window: the runs fired in the window, without their output), computed here:
  * the run log is the one source, so the charts say what `dbcron runs`
  * says.  Lateness is started - fire_at of each run that started; a minute
  * is the minute its fire_at falls in (the database's clock).
@@ -115,8 +115,8 @@ int app_stats(store *s, const char *job, long minutes, json_t **out, dbcron_err 
 		if (json_array_append_new(sc.per_minute,
 					  json_pack("{s:I}", "at_ms", (json_int_t)(sc.from_ms + m * MINUTE_MS))))
 			goto out_oom;
-	store_run_filter f = {.job = job && *job ? job : NULL, .since_ms = sc.from_ms, .limit = 0};
-	if ((rc = store_runs_list(s, &f, count_run, &sc, err)))
+	store_run_filter f = {.job = job && *job ? job : NULL};
+	if ((rc = store_runs_window(s, f.job, sc.from_ms, count_run, &sc, err)))
 		goto out_free;
 	if (sc.failed)
 		goto out_oom;

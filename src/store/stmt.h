@@ -183,6 +183,10 @@
 	X(JOB_RUNNING, "checking running runs", "")                                      \
 	/* (job|NULL, state|0, since|-1, limit|-1) -> RUN_COLS */                         \
 	X(RUNS_LIST, "listing runs", "")                                                 \
+	/* (job name or NULL, since) -> id, job_name, fire_at, state, node, started_ms,  \
+	 * finished_ms of the runs fired at or after since: the dashboard's charts,      \
+	 * without the output and error text RUNS_LIST reads */                          \
+	X(RUNS_STATS, "reading the runs of a window", "")                                \
 	/* RUNS_LIST of one job (?1 set): served by runs_job_name_fire */                \
 	X(RUNS_LIST_JOB, "listing a job's runs", "")                                     \
 	/* (after_id, job|NULL, limit) -> RUN_COLS of the runs created after after_id, \

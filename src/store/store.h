@@ -431,6 +431,12 @@ int store_claim(store *s, const store_claim_req *req, store_claim_result *out, d
 int store_apply(store *s, const char *node_id, store_update *ups, size_t n, dbcron_err *err);
 int store_job_running(store *s, int64_t job_id, int64_t except_run_id, bool *running, dbcron_err *err);
 int store_runs_list(store *s, const store_run_filter *f, store_run_cb cb, void *ctx, dbcron_err *err);
+/* The runs of job (NULL: every job) fired at or after since_ms, in the
+ * database's order, each with only id, job_name, fire_at, state, node,
+ * started_ms and finished_ms set (-1 for a NULL time); the strings are the
+ * row's, valid during the call.  The charts' one read (app_stats). */
+int store_runs_window(store *s, const char *job, int64_t since_ms, store_run_cb cb, void *ctx,
+		      dbcron_err *err);
 /* One run by id into *run (owned by the caller: dbcron_run_clear);
  * DBCRON_ENOTFOUND when there is none. */
 /* At most limit (>= 1) runs with id > after_id (of job, NULL: any), by id:

@@ -252,6 +252,8 @@ static const char *const sql[ST__COUNT] = {
 	[ST_RUN_GET] = "SELECT " STORE_RUN_COLS " FROM runs WHERE id = $1::bigint",
 	[ST_RUNS_AFTER_ID] = "SELECT " STORE_RUN_COLS " FROM runs WHERE id > $1::bigint AND "
 		"($2::text IS NULL OR job_name = $2::text) ORDER BY id LIMIT $3::bigint",
+	[ST_RUNS_STATS] = "SELECT id, job_name, fire_at, state, node, started_ms, finished_ms FROM runs WHERE "
+			  "($1::text IS NULL OR job_name = $1::text) AND fire_at >= $2::bigint",
 	[ST_RUNS_LIST] =
 		"SELECT * FROM (SELECT " STORE_RUN_COLS " FROM runs WHERE ($1::text IS NULL "
 		"OR job_name = $1::text)" RUNS_LIST_TAIL,
