@@ -5,7 +5,7 @@ BUILD   ?= build
 CMAKE   ?= cmake
 FUZZ_SECONDS ?= 60
 
-.PHONY: all deps build install deb run test failover-test galera-test asan asan-test tsan tsan-test fuzz fuzz-smoke bench mutate mutate-ci clean
+.PHONY: screenshots all deps build install deb run test failover-test galera-test asan asan-test tsan tsan-test fuzz fuzz-smoke bench mutate mutate-ci clean
 
 all: build
 
@@ -44,6 +44,13 @@ test: build
 # The database failover tests alone (label failover, a few minutes; as
 # root: network namespaces); they fail instead of skipping when they cannot
 # run.
+# The dashboard's pictures in docs/dashboard/: the Chromium test takes them
+# into $(BUILD)/dashboard/ (docs/http.md "The dashboard"); this copies them.
+screenshots: build
+	cd $(BUILD) && ctest -R '^it_http_dashboard$$' --output-on-failure
+	mkdir -p docs/dashboard
+	cp $(BUILD)/dashboard/*.png docs/dashboard/
+
 failover-test: build
 	@DBCRON_REQUIRE_FAILOVER=1 DBCRON_TEST_JOBS=2 bash scripts/test.sh $(BUILD) -L failover
 

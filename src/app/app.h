@@ -71,6 +71,21 @@ const char *app_job_unrunnable(const app_live *l, const dbcron_job *j, char *buf
 #define APP_JOBS_PAGE_MAX 1000
 int app_jobs_page(store *s, const char *cursor, long limit, json_t **out, dbcron_err *err);
 
+/* app_jobs_page with the dashboard's options: match (NULL or "": every
+ * job) keeps the jobs whose name holds it (store_job_search; names only,
+ * there are no tags); strip (0 to APP_STRIP_MAX, 0: none) adds "strip" to
+ * each job, its last strip runs that are not SCHEDULED, oldest first, each
+ * {"id", "state", "fire_at_ms", "attempt"}: one more statement for the
+ * page, whatever its size. */
+#define APP_STRIP_MAX 200
+typedef struct app_jobs_query {
+	const char *cursor;
+	long limit;
+	const char *match;
+	long strip;
+} app_jobs_query;
+int app_jobs_query_page(store *s, const app_jobs_query *q, json_t **out, dbcron_err *err);
+
 /* A job's schedule in words: a cron expression as `dbcron cron check`
  * describes it, any other schedule as model_schedule_text ("every 30s"),
  * into buf (len bytes); returns buf. */
@@ -371,6 +386,20 @@ int app_follow_start(store *s, app_follow *fw, const store_run_filter *f, dbcron
 int app_follow_seen(app_follow *fw, const dbcron_run *r);
 int app_follow_poll(store *s, app_follow *fw, store_run_cb cb, void *ctx, dbcron_err *err);
 void app_follow_clear(app_follow *fw);
+
+/*
+ * The dashboard's charts, from one read of the run log (stats.c): over the
+ * last minutes (1 to APP_STATS_MINUTES_MAX, whole minutes, the current one
+ * last) of job (NULL or "": every job), *out is {"job", "minutes",
+ * "from_ms", "now_ms", "per_minute": [{"at_ms", a count by state name
+ * ("succeeded": 3, only the states seen), "lateness_p50_ms",
+ * "lateness_p99_ms" (started - fire_at of the minute's started runs,
+ * nearest rank; absent when none started)}], "timeline": [{"run_id",
+ * "job", "node", "state", "started_ms", "finished_ms" (null while
+ * running)}]}.  A minute is the minute of a run's fire_at.
+ */
+#define APP_STATS_MINUTES_MAX 1440
+int app_stats(store *s, const char *job, long minutes, json_t **out, dbcron_err *err);
 
 /* ------------------------------------------------------------ cron */
 

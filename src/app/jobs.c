@@ -282,9 +282,88 @@ static bool cursor_ok(const char *c)
 	return true;
 }
 
+/* The strip rows of a page, gathered then sorted (job, fire_at, attempt). */
+typedef struct strip_vec {
+	store_strip_run *v;
+	size_t n, cap;
+	bool failed;
+} strip_vec;
+
+static int strip_collect(void *ctx, const store_strip_run *r)
+{
+	strip_vec *sv = ctx;
+	if (sv->n == sv->cap) {
+		size_t cap = sv->cap ? sv->cap * 2 : 256;
+		store_strip_run *v = dbcron__realloc(sv->v, cap * sizeof(*v));
+		if (!v) {
+			sv->failed = true;
+			return 1;
+		}
+		sv->v = v, sv->cap = cap;
+	}
+	sv->v[sv->n++] = *r;
+	return 0;
+}
+
+static int cmp_strip(const void *a, const void *b)
+{
+	const store_strip_run *x = a, *y = b;
+	if (x->job_id != y->job_id)
+		return x->job_id < y->job_id ? -1 : 1;
+	if (x->fire_at != y->fire_at)
+		return x->fire_at < y->fire_at ? -1 : 1;
+	return (x->attempt > y->attempt) - (x->attempt < y->attempt);
+}
+
+/* "strip" on every job of the page: its last n runs that are not
+ * SCHEDULED, oldest first, each {"id", "state", "fire_at_ms", "attempt"};
+ * one statement for the page.  pc->ids is sorted by id (page_last_runs). */
+static int page_strips(store *s, page_ctx *pc, long n, dbcron_err *err)
+{
+	strip_vec sv = {0};
+	int rc;
+	int64_t *ids = dbcron__calloc(pc->n ? (size_t)pc->n : 1, sizeof(*ids));
+	if (!ids)
+		return oom(err);
+	for (long i = 0; i < pc->n; i++) {
+		ids[i] = pc->ids[i].id;
+		json_object_set_new(json_array_get(pc->jobs, (size_t)i), "strip", json_array());
+	}
+	rc = store_jobs_strip(s, ids, (size_t)pc->n, n, strip_collect, &sv, err);
+	if (!rc && sv.failed)
+		rc = oom(err);
+	if (!rc)
+		dbcron__sort(sv.v, sv.n, sizeof(*sv.v), cmp_strip);
+	for (size_t i = 0; !rc && i < sv.n; i++) {
+		const store_strip_run *r = &sv.v[i];
+		struct page_id key = {.id = r->job_id};
+		const struct page_id *at = bsearch(&key, pc->ids, (size_t)pc->n, sizeof(*pc->ids),
+						   cmp_page_id);
+		json_t *arr = at ? json_object_get(json_array_get(pc->jobs, at->idx), "strip") : NULL;
+		if (arr && json_array_append_new(
+				   arr, json_pack("{s:I,s:s?,s:I,s:i}", "id", (json_int_t)r->run_id,
+						  "state",
+						  dbcron_run_state_name((dbcron_run_state)r->state),
+						  "fire_at_ms", (json_int_t)r->fire_at, "attempt",
+						  r->attempt)))
+			rc = oom(err);
+	}
+	dbcron__free(sv.v);
+	dbcron__free(ids);
+	return rc;
+}
+
 int app_jobs_page(store *s, const char *cursor, long limit, json_t **out, dbcron_err *err)
 {
+	app_jobs_query q = {.cursor = cursor, .limit = limit};
+	return app_jobs_query_page(s, &q, out, err);
+}
+
+int app_jobs_query_page(store *s, const app_jobs_query *q, json_t **out, dbcron_err *err)
+{
 	app_live live = {0};
+	const char *cursor = q->cursor;
+	long limit = q->limit;
 	page_ctx pc = {.limit = limit, .live = &live};
 	int64_t now;
 	int rc;
@@ -296,19 +375,26 @@ int app_jobs_page(store *s, const char *cursor, long limit, json_t **out, dbcron
 	if (limit < 1 || limit > APP_JOBS_PAGE_MAX)
 		return dbcron_err_set(err, DBCRON_EINVAL, "limit %ld: expected 1 to %d", limit,
 				      APP_JOBS_PAGE_MAX);
+	if (q->strip < 0 || q->strip > APP_STRIP_MAX)
+		return dbcron_err_set(err, DBCRON_EINVAL, "strip %ld: expected 0 to %d", q->strip,
+				      APP_STRIP_MAX);
 	if ((rc = store_now_ms(s, &now, err)) || (rc = app_live_load(s, &live, err)))
 		return rc;
 	if (!(pc.jobs = json_array()) || !(pc.ids = dbcron__calloc((size_t)limit, sizeof(*pc.ids)))) {
 		rc = oom(err);
 		goto out_free;
 	}
-	if ((rc = store_job_page(s, cursor, limit + 1, page_job, &pc, err)))
+	rc = q->match && *q->match
+		     ? store_job_search(s, cursor, limit + 1, q->match, page_job, &pc, err)
+		     : store_job_page(s, cursor, limit + 1, page_job, &pc, err);
+	if (rc)
 		goto out_free;
 	if (pc.failed) {
 		rc = oom(err);
 		goto out_free;
 	}
-	if ((rc = page_last_runs(s, &pc, err)))
+	if ((rc = page_last_runs(s, &pc, err)) ||
+	    (q->strip > 0 && (rc = page_strips(s, &pc, q->strip, err))))
 		goto out_free;
 	*out = json_pack("{s:O,s:o,s:I}", "jobs", pc.jobs, "next_cursor",
 			 pc.more ? json_string(pc.last) : json_null(), "now_ms", (json_int_t)now);

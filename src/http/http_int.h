@@ -63,6 +63,7 @@ typedef struct http_reply {
 	const char *allow;
 	bool www_auth; /* add WWW-Authenticate: Bearer (401) */
 	bool csp;      /* a dashboard file: Content-Security-Policy, nothing from elsewhere */
+	bool etag;     /* a GET's JSON: ETag, and 304 on a matching If-None-Match */
 } http_reply;
 
 /* The --http-host names (hosts.c): lower case, no trailing dot; read at

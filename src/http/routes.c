@@ -145,6 +145,23 @@ static void detail(void *ctx, size_t idx, const char *name, const char *msg)
 }
 
 /*
+ * A definition's error, naming the key at fault as "field" when the message
+ * does ("key 'cron': ..."), so a form can show it next to that field.
+ */
+static void field_error(http_reply *rep, unsigned status, const char *code, const char *msg)
+{
+	char field[64];
+	const char *q;
+	http__error(rep, status, code, "%s", msg ? msg : "invalid");
+	if (!msg || strncmp(msg, "key '", 5) || !(q = strchr(msg + 5, '\'')) ||
+	    (size_t)(q - msg - 5) >= sizeof(field) || !rep->json)
+		return;
+	memcpy(field, msg + 5, (size_t)(q - msg - 5));
+	field[q - msg - 5] = '\0';
+	json_object_set_new(json_object_get(rep->json, "error"), "field", json_string(field));
+}
+
+/*
  * entries through app_apply; answers with the
  * counts (or the dry run's diff), or 400 with every entry error.  single:
  * a PUT of one job, whose error message is the entry's own.
@@ -162,7 +179,7 @@ static void apply(const http_call *c, json_t *entries, const app_apply_opts *o, 
 	if (rc == DBCRON_EINVAL && r.nerr) {
 		json_t *d0 = json_array_get(details, 0);
 		if (single && d0)
-			http__error(rep, MHD_HTTP_BAD_REQUEST, "invalid", "%s",
+			field_error(rep, MHD_HTTP_BAD_REQUEST, "invalid",
 				    json_string_value(json_object_get(d0, "message")));
 		else
 			http__error(rep, MHD_HTTP_BAD_REQUEST, "invalid", "%s", err.msg);
@@ -170,6 +187,10 @@ static void apply(const http_call *c, json_t *entries, const app_apply_opts *o, 
 			json_object_set(json_object_get(rep->json, "error"), "details", details);
 	} else if (rc) {
 		from_err(rep, &err);
+		/* a create (If-None-Match: *) refused: the name is at fault */
+		if (rc == DBCRON_EEXISTS && single && rep->json)
+			json_object_set_new(json_object_get(rep->json, "error"), "field",
+					    json_string("name"));
 	} else if (o->dry_run) {
 		ok(rep, MHD_HTTP_OK, json_pack("{s:b,s:o}", "dry_run", 1, "diff", r.diff));
 		r.diff = NULL;
@@ -223,7 +244,13 @@ static void job_put(const http_call *c, const char *name, http_reply *rep)
 		if (!n)
 			json_object_set_new(v, "name", json_string(name));
 		if (arr && !json_array_append(arr, v)) {
-			app_apply_opts o = {.user_check = false};
+			/* If-None-Match: * is HTTP's "only if it does not exist yet":
+			 * a form that creates must not overwrite a job of that name */
+			const char *inm = http__mhd.MHD_lookup_connection_value(
+				c->conn, MHD_HEADER_KIND, "If-None-Match");
+			app_apply_opts o = {.user_check = false,
+					    .mode = inm && !strcmp(inm, "*") ? APP_APPLY_CREATE
+									    : APP_APPLY_UPSERT};
 			apply(c, arr, &o, true, rep);
 		}
 		json_decref(arr);
@@ -273,7 +300,13 @@ static void route_jobs(const http_call *c, const char *rest, http_reply *rep)
 			return http__error(rep, MHD_HTTP_BAD_REQUEST, "invalid",
 					   "limit '%.40s': expected a whole number from 1 to %d", v,
 					   APP_JOBS_PAGE_MAX);
-		if (app_jobs_page(c->st, arg(c, "cursor"), limit, &j, &err))
+		app_jobs_query q = {.cursor = arg(c, "cursor"), .limit = limit, .match = arg(c, "q")};
+		if ((v = arg(c, "strip")) && strcmp(v, "0") &&
+		    !parse_count(v, APP_STRIP_MAX, &q.strip))
+			return http__error(rep, MHD_HTTP_BAD_REQUEST, "invalid",
+					   "strip '%.40s': expected a whole number from 0 to %d", v,
+					   APP_STRIP_MAX);
+		if (app_jobs_query_page(c->st, &q, &j, &err))
 			return from_err(rep, &err);
 		return ok(rep, MHD_HTTP_OK, j);
 	}
@@ -413,6 +446,38 @@ static void route_audit(const http_call *c, http_reply *rep)
 	ok(rep, MHD_HTTP_OK, j);
 }
 
+/* ------------------------------------------------------------- stats */
+
+#define STATS_MINUTES_DEFAULT 60
+
+/* GET /api/v1/stats?job=&minutes=: the dashboard's charts (app_stats). */
+static void route_stats(const http_call *c, http_reply *rep)
+{
+	dbcron_err err = {0};
+	json_t *j;
+	long minutes = STATS_MINUTES_DEFAULT;
+	const char *v, *job = arg(c, "job");
+	if (!is(c, "GET"))
+		return method_not_allowed(rep, "GET");
+	if (!may_read(c, rep))
+		return;
+	if ((v = arg(c, "minutes")) && !parse_count(v, APP_STATS_MINUTES_MAX, &minutes))
+		return http__error(rep, MHD_HTTP_BAD_REQUEST, "invalid",
+				   "minutes '%.40s': expected a whole number from 1 to %d", v,
+				   APP_STATS_MINUTES_MAX);
+	if (job && *job) {
+		dbcron_job dj;
+		dbcron_job_init(&dj);
+		int rc = app_job_find(c->st, job, &dj, &err);
+		dbcron_job_clear(&dj);
+		if (rc)
+			return from_err(rep, &err);
+	}
+	if (app_stats(c->st, job, minutes, &j, &err))
+		return from_err(rep, &err);
+	ok(rep, MHD_HTTP_OK, j);
+}
+
 /* -------------------------------------------------------------- cron */
 
 #define CRON_COUNT_DEFAULT 5
@@ -496,7 +561,12 @@ static void route_cron(const http_call *c, const char *rest, http_reply *rep)
 	int64_t after = from >= 0 ? from / 1000 : -((-from + 999) / 1000);
 	if (app_cron_next(expr, tz && *tz ? tz : NULL, seed, after, count, add_fire, fires, &err)) {
 		json_decref(fires);
-		return from_err(rep, &err);
+		from_err(rep, &err);
+		/* the form field at fault, for the dashboard's live preview */
+		if (rep->json)
+			json_object_set_new(json_object_get(rep->json, "error"), "field",
+					    json_string(err.code == DBCRON_ETZ ? "tz" : "expr"));
+		return;
 	}
 	ok(rep, MHD_HTTP_OK, json_pack("{s:s,s:s,s:o}", "expr", expr, "tz", tz && *tz ? tz : "UTC",
 				       "fires", fires));
@@ -552,7 +622,17 @@ static bool asset(const char *path, http_reply *rep)
 	return false;
 }
 
+static void route_all(const http_call *c, http_reply *rep);
+
+/* Every GET that answers 200 with JSON carries an ETag (server.c), so a
+ * poller sends If-None-Match and gets 304 when nothing changed. */
 void http__route(const http_call *c, http_reply *rep)
+{
+	route_all(c, rep);
+	rep->etag = (is(c, "GET") || is(c, "HEAD")) && rep->status == MHD_HTTP_OK && rep->json;
+}
+
+static void route_all(const http_call *c, http_reply *rep)
 {
 	const char *p = c->path;
 	dbcron_err err = {0};
@@ -601,6 +681,8 @@ void http__route(const http_call *c, http_reply *rep)
 		return route_apply(c, rep);
 	if (!strcmp(p, "/audit"))
 		return route_audit(c, rep);
+	if (!strcmp(p, "/stats"))
+		return route_stats(c, rep);
 	if (!strncmp(p, "/cron/", 6))
 		return route_cron(c, p + 5, rep);
 	if (!strcmp(p, "/nodes") || !strcmp(p, "/locks")) {

@@ -81,6 +81,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <glib.h>
+#include <inttypes.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -427,10 +428,32 @@ static void on_conn(void *cls, struct MHD_Connection *c, void **socket_context,
 
 /* ------------------------------------------------------------ replies */
 
+/* A strong validator of a body: FNV-1a 64 of its bytes, quoted. */
+static void etag_of(const char *text, size_t n, char *buf, size_t len)
+{
+	uint64_t h = 1469598103934665603ULL;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (unsigned char)text[i]) * 1099511628211ULL;
+	snprintf(buf, len, "\"%016" PRIx64 "\"", h);
+}
+
 static enum MHD_Result send_reply(struct MHD_Connection *c, http_reply *rep)
 {
+	char etag[24] = "";
 	struct MHD_Response *r;
 	char *text = NULL;
+	if (rep->json && rep->etag) {
+		/* the validator leaves out the clock ("now_ms"), which every answer
+		 * moves: a listing whose rows did not change is not sent again */
+		json_t *now = json_incref(json_object_get(rep->json, "now_ms"));
+		json_object_del(rep->json, "now_ms");
+		char *bare = json_dumps(rep->json, JSON_COMPACT | JSON_ENSURE_ASCII);
+		if (bare)
+			etag_of(bare, strlen(bare), etag, sizeof(etag));
+		free(bare);
+		if (now)
+			json_object_set_new(rep->json, "now_ms", now);
+	}
 	if (rep->json) {
 		text = json_dumps(rep->json, JSON_COMPACT | JSON_ENSURE_ASCII);
 		json_decref(rep->json);
@@ -441,6 +464,17 @@ static enum MHD_Result send_reply(struct MHD_Connection *c, http_reply *rep)
 			rep->text_len = strlen(rep->text);
 		}
 		rep->ctype = "application/json";
+	}
+	if (text && etag[0]) {
+		const char *inm = http__mhd.MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+									 "If-None-Match");
+		if (inm && !strcmp(inm, etag)) {
+			free(text);
+			text = NULL;
+			rep->status = MHD_HTTP_NOT_MODIFIED;
+			rep->text = "";
+			rep->text_len = 0;
+		}
 	}
 	if (text) {
 		/* jansson's buffer (malloc), handed to libmicrohttpd, which frees it */
@@ -464,6 +498,8 @@ static enum MHD_Result send_reply(struct MHD_Connection *c, http_reply *rep)
 	http__mhd.MHD_add_response_header(r, "Cache-Control", "no-store");
 	http__mhd.MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
 	http__mhd.MHD_add_response_header(r, "X-Frame-Options", "DENY");
+	if (etag[0])
+		http__mhd.MHD_add_response_header(r, "ETag", etag);
 	if (rep->allow)
 		http__mhd.MHD_add_response_header(r, "Allow", rep->allow);
 	if (rep->csp)

@@ -76,6 +76,16 @@ int store_job_page(store *s, const char *after, long limit, store_job_cb cb, voi
 	return store__each_row(s, ST_JOB_PAGE, p, 2, job_one, &e, err);
 }
 
+int store_job_search(store *s, const char *after, long limit, const char *text,
+		     store_job_cb cb, void *ctx, dbcron_err *err)
+{
+	struct job_each e = {cb, ctx};
+	if (limit < 1 || !text)
+		return dbcron_err_set(err, DBCRON_EINVAL, "job_search: limit %ld", limit);
+	store_param p[] = {sp_text(after ? after : ""), sp_i64(limit), sp_text(text)};
+	return store__each_row(s, ST_JOB_SEARCH, p, 3, job_one, &e, err);
+}
+
 struct last_ok_each {
 	store_last_ok_cb cb;
 	void *ctx;
@@ -128,6 +138,40 @@ int store_jobs_last_run(store *s, const int64_t *ids, size_t n, store_last_run_c
 	store_param p[] = {sp_batch(b)};
 	struct last_run_each e = {cb, ctx};
 	return store__each_row(s, ST_JOBS_LAST_RUN, p, 1, last_run_one, &e, err);
+}
+
+struct strip_each {
+	store_strip_cb cb;
+	void *ctx;
+};
+
+static int strip_one(store *s, void *arg, bool *stop, dbcron_err *err)
+{
+	struct strip_each *e = arg;
+	(void)err;
+	store_strip_run r = {.job_id = store__i64(s, 0), .run_id = store__i64(s, 1),
+			     .state = (int)store__i64(s, 2), .fire_at = store__i64(s, 3),
+			     .attempt = (int)store__i64(s, 4)};
+	*stop = e->cb(e->ctx, &r) != 0;
+	return DBCRON_OK;
+}
+
+int store_jobs_strip(store *s, const int64_t *ids, size_t n, long limit, store_strip_cb cb,
+		     void *ctx, dbcron_err *err)
+{
+	if (n == 0)
+		return DBCRON_OK;
+	if (!ids || !cb || limit < 1)
+		return dbcron_err_set(err, DBCRON_EINVAL,
+				      "jobs_strip: ids, a callback and a limit are required");
+	store_batch *b = store__scratch(s, 0, 1, store__ids_cols);
+	for (size_t i = 0; i < n; i++)
+		store_batch_i64(b, ids[i]);
+	if (b->oom)
+		return store__oom(err, "jobs' last fires");
+	store_param p[] = {sp_batch(b), sp_i64(limit)};
+	struct strip_each e = {cb, ctx};
+	return store__each_row(s, ST_JOBS_STRIP, p, 2, strip_one, &e, err);
 }
 
 struct brief_each {

@@ -77,6 +77,28 @@ static int run_one(store *s, void *arg, bool *stop, dbcron_err *err)
 	return DBCRON_OK;
 }
 
+static int window_one(store *s, void *arg, bool *stop, dbcron_err *err)
+{
+	struct run_each *e = arg;
+	const char *job = s->d->col_text(s->c, 1), *node = s->d->col_text(s->c, 4);
+	(void)err;
+	/* the row's own text, valid during the call: nothing is copied */
+	dbcron_run run = {.id = store__i64(s, 0), .job_name = (char *)job,
+			  .fire_at = store__i64(s, 2), .state = (dbcron_run_state)store__i64(s, 3),
+			  .node = (char *)node, .started_ms = store__i64n(s, 5),
+			  .finished_ms = store__i64n(s, 6)};
+	*stop = e->cb(e->ctx, &run) != 0;
+	return DBCRON_OK;
+}
+
+int store_runs_window(store *s, const char *job, int64_t since_ms, store_run_cb cb, void *ctx,
+		      dbcron_err *err)
+{
+	store_param p[] = {sp_text(job), sp_i64(since_ms)};
+	struct run_each e = {cb, ctx};
+	return store__each_row(s, ST_RUNS_STATS, p, 2, window_one, &e, err);
+}
+
 int store_runs_list(store *s, const store_run_filter *f, store_run_cb cb, void *ctx,
 		    dbcron_err *err)
 {

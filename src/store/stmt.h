@@ -43,6 +43,14 @@
 	 * statement: one backward probe of UNIQUE(job_id, fire_at, attempt) per job,   \
 	 * however long the log.  A job with no such run has no row. */                 \
 	X(JOBS_LAST_RUN, "reading the jobs' last runs", "")                              \
+	/* (after name, limit, text) -> JOB_COLS of the next jobs by name whose name    \
+	 * holds text: the dashboard's search.  Reads every name after the cursor      \
+	 * until a page is full (no index serves a substring); 10,000 names is cheap. */ \
+	X(JOB_SEARCH, "searching jobs by name", "")                                      \
+	/* batch [job_id], (limit) -> job_id, id, state, fire_at, attempt of each job's  \
+	 * newest limit runs (by fire_at, attempt) that are not SCHEDULED: the          \
+	 * dashboard's strip of last fires, for a page of jobs in one statement. */     \
+	X(JOBS_STRIP, "reading the jobs' last fires", "")                                \
 	/* batch [name] -> JOB_COLS of the jobs that exist, row-locked until the    \
 	 * transaction ends (FOR UPDATE; SQLite's BEGIN IMMEDIATE already holds     \
 	 * the database): job put writes back paused, name and next_fire_at from     \
@@ -175,6 +183,10 @@
 	X(JOB_RUNNING, "checking running runs", "")                                      \
 	/* (job|NULL, state|0, since|-1, limit|-1) -> RUN_COLS */                         \
 	X(RUNS_LIST, "listing runs", "")                                                 \
+	/* (job name or NULL, since) -> id, job_name, fire_at, state, node, started_ms,  \
+	 * finished_ms of the runs fired at or after since: the dashboard's charts,      \
+	 * without the output and error text RUNS_LIST reads */                          \
+	X(RUNS_STATS, "reading the runs of a window", "")                                \
 	/* RUNS_LIST of one job (?1 set): served by runs_job_name_fire */                \
 	X(RUNS_LIST_JOB, "listing a job's runs", "")                                     \
 	/* (after_id, job|NULL, limit) -> RUN_COLS of the runs created after after_id, \

@@ -355,6 +355,23 @@ typedef int (*store_last_run_cb)(void *ctx, const store_last_run *r);
  * database's. */
 int store_jobs_last_run(store *s, const int64_t *ids, size_t n, store_last_run_cb cb,
 			void *ctx, dbcron_err *err);
+/* store_job_page of the jobs whose name holds text (a byte substring,
+ * in the database's comparison: MariaDB's collation ignores case). */
+int store_job_search(store *s, const char *after, long limit, const char *text,
+		     store_job_cb cb, void *ctx, dbcron_err *err);
+/* One cell of a job's strip: a run that is not SCHEDULED. */
+typedef struct store_strip_run {
+	int64_t job_id;
+	int64_t run_id;
+	int state; /* dbcron_run_state */
+	int64_t fire_at;
+	int attempt;
+} store_strip_run;
+typedef int (*store_strip_cb)(void *ctx, const store_strip_run *r);
+/* The newest limit (>= 1) runs that are not SCHEDULED of each of the n
+ * job ids, in one statement; the order of the rows is the database's. */
+int store_jobs_strip(store *s, const int64_t *ids, size_t n, long limit, store_strip_cb cb,
+		     void *ctx, dbcron_err *err);
 /* Every job's store_job_brief, by name. */
 int store_job_briefs(store *s, store_brief_cb cb, void *ctx, dbcron_err *err);
 int store_job_set_paused(store *s, const char *name, bool paused, int64_t next_fire_at, dbcron_err *err);
@@ -414,6 +431,12 @@ int store_claim(store *s, const store_claim_req *req, store_claim_result *out, d
 int store_apply(store *s, const char *node_id, store_update *ups, size_t n, dbcron_err *err);
 int store_job_running(store *s, int64_t job_id, int64_t except_run_id, bool *running, dbcron_err *err);
 int store_runs_list(store *s, const store_run_filter *f, store_run_cb cb, void *ctx, dbcron_err *err);
+/* The runs of job (NULL: every job) fired at or after since_ms, in the
+ * database's order, each with only id, job_name, fire_at, state, node,
+ * started_ms and finished_ms set (-1 for a NULL time); the strings are the
+ * row's, valid during the call.  The charts' one read (app_stats). */
+int store_runs_window(store *s, const char *job, int64_t since_ms, store_run_cb cb, void *ctx,
+		      dbcron_err *err);
 /* One run by id into *run (owned by the caller: dbcron_run_clear);
  * DBCRON_ENOTFOUND when there is none. */
 /* At most limit (>= 1) runs with id > after_id (of job, NULL: any), by id:

@@ -9,6 +9,10 @@
 # zone and from now, and a job's last run.  Then 10,000 jobs: the first
 # page renders and Next shows the second (the times are reported, not
 # asserted).
+# Then the job form and actions (dashboard_drive.py --crud): an invalid
+# cron and a taken name show the server's error at the field and write
+# nothing; create, edit (keyboard), trigger (the run in the database and in
+# the job's strip of last fires), the charts, pause, delete, name search.
 set -euo pipefail
 source "$DBCRON_TESTLIB"
 
@@ -44,6 +48,28 @@ if [ -s "$SHOT" ] && [ "$(head -c 8 "$SHOT" | od -An -tx1 | tr -d ' \n')" = 8950
 else
 	_t_fail "no PNG screenshot at $SHOT"
 fi
+
+t_section "create, refuse, edit, trigger, pause and delete through the page"
+# each write checked against the database by the driver itself (dbcron job
+# show / job list / runs); screenshots of each view into build/dashboard/
+# (`make screenshots` copies them to docs/dashboard/)
+SHOTS=$(dirname "$(dirname "$DBCRON_BIN")")/dashboard
+mkdir -p "$SHOTS"
+rm -f "$SHOTS"/*.png
+RC=0
+RUN2=$(python3 "$DBCRON_SRC/tests/tools/dashboard_drive.py" --crud "$CHROMIUM" "http://127.0.0.1:$PORT/" \
+	"$ADMIN" "$T_DIR/chrome3" "$SHOTS" 2>"$T_DIR/drive3.err") || RC=$?
+assert_eq 0 "$RC" "the form and the actions ($(cat "$T_DIR/drive3.err"))"
+assert_match "$RUN2" '^[0-9]+$'
+for v in edit-error edit jobs job run charts edit-narrow jobs-narrow; do
+	if [ "$(head -c 8 "$SHOTS/$v.png" 2>/dev/null | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]; then
+		_t_pass
+	else
+		_t_fail "no PNG screenshot of the $v view at $SHOTS/$v.png"
+	fi
+done
+dbc job show made
+assert_ne 0 "$T_RC" "made was deleted through the page"
 
 t_section "10,000 jobs"
 python3 -c 'import json; print(json.dumps([{"name": "j%05d" % i, "every": "1h", "command": ["true"]} for i in range(10000)]))' \

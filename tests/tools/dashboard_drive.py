@@ -3,6 +3,7 @@
 
   dashboard_drive.py CHROMIUM URL TOKEN SCREENSHOT PROFILE_DIR
   dashboard_drive.py --paging CHROMIUM URL PROFILE_DIR FIRST SECOND
+  dashboard_drive.py --crud CHROMIUM URL TOKEN PROFILE_DIR SHOT_DIR
 
 Loads URL, types TOKEN into the token form, waits for the jobs "tick" and
 "quiet" and for runs of "tick", clicks quiet's Trigger button with real mouse
@@ -20,6 +21,16 @@ and prints the milliseconds each took (from navigation, from the click):
 what a 10,000-job dashboard costs, reported, never asserted.  The
 waits are hang guards (60 s), not timing checks.  Only the standard library:
 the WebSocket client is the few lines the protocol needs.
+
+With --crud (DBCRON_BIN and DBCRON_DB in the environment): the job form
+refuses an invalid cron (the live preview's error, then the server's, at
+the cron field) and a taken name (at the name field), writing nothing;
+creates a job, edits its schedule with the keyboard, triggers it (the run
+in the database and as a cell of its strip, the cell leads to its output),
+shows the charts, pauses and deletes it (Delete asks twice), and finds a
+job by a part of its name; every write is checked with `dbcron job show`,
+`job list` and `runs`.  Screenshots of each view go into SHOT_DIR.  Prints
+the triggered run's id.
 """
 import base64
 import json
@@ -188,9 +199,199 @@ def paging(chromium, url, profile, first, second):
         proc.wait()
 
 
+def shoot(cdp, path):
+    with open(path, "wb") as f:
+        f.write(base64.b64decode(cdp.call("Page.captureScreenshot", format="png")["data"]))
+
+
+def dbc(*args):
+    """dbcron's own answer (DBCRON_BIN, the database in DBCRON_DB): what the
+    page shows is checked against the database, not against the page."""
+    r = subprocess.run([os.environ["DBCRON_BIN"]] + list(args), capture_output=True, text=True)
+    return r.returncode, r.stdout
+
+
+def job_row(name):
+    rc, out = dbc("job", "show", name, "--format", "json")
+    return json.loads(out) if rc == 0 else None
+
+
+def job_names():
+    rc, out = dbc("job", "list", "--format", "json")
+    if rc:
+        fail("job list failed")
+    j = json.loads(out)
+    return sorted(x["name"] for x in (j["jobs"] if isinstance(j, dict) else j))
+
+
+def type_into(cdp, selector, text):
+    cdp.js("(e => { e.value = ''; e.focus(); })(document.querySelector(%s))" % json.dumps(selector))
+    cdp.call("Input.insertText", text=text)
+
+
+def key(cdp, k, code, vk):
+    for t in ("rawKeyDown", "keyUp"):
+        cdp.call("Input.dispatchKeyEvent", type=t, key=k, code=code, windowsVirtualKeyCode=vk)
+    if k == "Enter":
+        cdp.call("Input.dispatchKeyEvent", type="char", key=k, text="\r")
+
+
+def text_of(selector):
+    return "(e => e ? e.textContent : '')(document.querySelector(%s))" % json.dumps(selector)
+
+
+def fill_form(cdp, name, kind, spec, command):
+    cdp.wait("!document.querySelector('#view-edit').hidden", "the job form")
+    type_into(cdp, "#e-name", name)
+    cdp.js("(e => { e.value = %s; e.dispatchEvent(new Event('change')); })(document.querySelector('#e-kind'))"
+           % json.dumps(kind))
+    type_into(cdp, "#e-spec", spec)
+    type_into(cdp, "#e-command", command)
+
+
+def crud(chromium, url, token, profile, shots):
+    """Create, refuse, edit, trigger, pause and delete a job through the
+    page, each step checked against the database; screenshots of each view
+    into the directory shots."""
+    proc, cdp = start(chromium, profile)
+    try:
+        cdp.call("Page.enable")
+        cdp.call("Page.navigate", url=url)
+        cdp.wait("document.readyState === 'complete' && !!document.querySelector('#token')", "the page")
+        cdp.click("#token")
+        cdp.call("Input.insertText", text=token)
+        cdp.click("#auth button")
+        cdp.wait("!!document.querySelector('tr[data-job=\"quiet\"]')", "the jobs")
+        before = job_names()
+        # an invalid cron: the live preview says why as it is typed, Save
+        # shows the server's error at the field, and nothing is written
+        cdp.click("#job-new")
+        fill_form(cdp, "made", "cron", "61 * * * *", "echo made")
+        cdp.wait("/61 is out of range/.test(%s)" % text_of("#err-spec"), "the preview's error at the cron field")
+        cdp.click("#e-save")
+        err = cdp.wait("(t => /^key 'cron': .*61 is out of range/.test(t) ? t : null)(%s)" % text_of("#err-spec"),
+                       "the server's error at the cron field")
+        if job_names() != before:
+            fail("an invalid cron wrote a job: %r" % job_names())
+        shoot(cdp, os.path.join(shots, "edit-error.png"))
+        # corrected: the preview lists the next fires, Save creates the job
+        type_into(cdp, "#e-spec", "0 */5 * * *")
+        cdp.wait("document.querySelectorAll('#e-preview li').length === 5 && %s === ''" % text_of("#err-spec"),
+                 "five next fires in the preview")
+        shoot(cdp, os.path.join(shots, "edit.png"))
+        cdp.click("#e-save")
+        cdp.wait("location.hash === '#job/made'", "the new job's page")
+        row = job_row("made")
+        if not row or row.get("cron") != "0 */5 * * *" or row.get("command") != ["echo", "made"]:
+            fail("the created job in the database: %r" % row)
+        # a taken name: refused at the name field, the stored job untouched
+        cdp.js("location.hash = '#edit'")
+        fill_form(cdp, "quiet", "every", "1m", "echo overwritten")
+        cdp.click("#e-save")
+        cdp.wait("/already exists/.test(%s)" % text_of("#err-name"), "the server's error at the name field")
+        q = job_row("quiet")
+        if not q or q.get("command") != ["echo", "quiet"] or q.get("every") != "1h" or job_names() != sorted(before + ["made"]):
+            fail("a duplicate name wrote: %r" % q)
+        # edit with the keyboard: the new schedule, then Enter in the field
+        cdp.js("location.hash = '#edit/made'")
+        cdp.wait("document.querySelector('#e-spec').value === '0 */5 * * *'", "the form filled with made")
+        type_into(cdp, "#e-spec", "0 */10 * * *")
+        key(cdp, "Enter", "Enter", 13)
+        cdp.wait("location.hash === '#job/made'", "the edited job's page")
+        row = job_row("made")
+        if not row or row.get("cron") != "0 */10 * * *" or row.get("command") != ["echo", "made"]:
+            fail("the edited job in the database: %r" % row)
+        shoot(cdp, os.path.join(shots, "job.png"))
+        # trigger: the run is in the database and in made's strip
+        cdp.js("location.hash = '#jobs'")
+        sel = 'tr[data-job="made"] button[data-action="%s"]'
+        cdp.wait("!!document.querySelector(%s)" % json.dumps(sel % "trigger"), "made's trigger button")
+        cdp.click(sel % "trigger")
+        msg = cdp.wait("(m => /^triggered made: run \\d+$/.test(m) ? m : null)(%s)" % text_of("#flash"),
+                       "the trigger's answer")
+        run = msg.rsplit(" ", 1)[1]
+        deadline = time.monotonic() + WAIT_S
+        while time.monotonic() < deadline:
+            rc, out = dbc("runs", "--job", "made", "--format", "json", "--limit", "0")
+            runs = json.loads(out) if rc == 0 else []
+            runs = runs["runs"] if isinstance(runs, dict) else runs
+            ended = [r for r in runs if str(r["id"]) == run and r["state"] == "succeeded"]
+            if ended:
+                break
+            time.sleep(0.2)
+        else:
+            fail("run %s of made did not succeed in the database" % run)
+        cdp.wait("!!document.querySelector('tr[data-job=\"made\"] td.strip a.st-succeeded[data-run=\"%s\"]')" % run,
+                 "run %s as a succeeded cell of made's strip" % run)
+        shoot(cdp, os.path.join(shots, "jobs.png"))
+        # the cell leads to the run and its output
+        cdp.click('tr[data-job="made"] td.strip a[data-run="%s"]' % run)
+        cdp.wait("/^made\\n?$/.test(%s)" % text_of("#run-output"), "run %s's output" % run)
+        shoot(cdp, os.path.join(shots, "run.png"))
+        # the charts: the cluster's last hour, the run on this node's lane
+        cdp.js("location.hash = '#charts'")
+        cdp.wait("!!document.querySelector('#chart-nodes a[href=\"#run/%s\"]') && "
+                 "document.querySelectorAll('#chart-runs rect').length > 0" % run, "the charts")
+        shoot(cdp, os.path.join(shots, "charts.png"))
+        # pause, then delete (asked twice)
+        cdp.js("location.hash = '#jobs'")
+        cdp.wait("!!document.querySelector(%s)" % json.dumps(sel % "pause"), "made's pause button")
+        cdp.click(sel % "pause")
+        cdp.wait("!!document.querySelector(%s)" % json.dumps(sel % "resume"), "made shown paused")
+        row = job_row("made")
+        if not row or row.get("paused") is not True:
+            fail("made is not paused in the database: %r" % row)
+        cdp.click(sel % "delete")
+        cdp.wait("(b => b && b.textContent === 'Really delete?')(document.querySelector(%s))" % json.dumps(sel % "delete"),
+                 "delete asking again")
+        if job_row("made") is None:
+            fail("one press of Delete deleted")
+        cdp.click(sel % "delete")
+        cdp.wait("!document.querySelector('tr[data-job=\"made\"]')", "made gone from the page")
+        if job_row("made") is not None or job_names() != before:
+            fail("made is still in the database")
+        # a phone-sized window: nothing but the tables' own scrollers is
+        # wider than the window, and the form stacks
+        cdp.call("Emulation.setDeviceMetricsOverride", width=380, height=800, deviceScaleFactor=1, mobile=False)
+        cdp.js("location.hash = '#edit'")
+        cdp.wait("!document.querySelector('#view-edit').hidden", "the form, narrow")
+        wide = cdp.js("document.documentElement.scrollWidth - window.innerWidth")
+        if wide > 0:
+            fail("the narrow form is %d px wider than the window" % wide)
+        shoot(cdp, os.path.join(shots, "edit-narrow.png"))
+        cdp.js("location.hash = '#jobs'")
+        cdp.wait("!!document.querySelector('tr[data-job=\"quiet\"]')", "the jobs, narrow")
+        wide = cdp.js("document.documentElement.scrollWidth - window.innerWidth")
+        if wide > 0:
+            fail("the narrow jobs view is %d px wider than the window" % wide)
+        shoot(cdp, os.path.join(shots, "jobs-narrow.png"))
+        cdp.call("Emulation.clearDeviceMetricsOverride")
+        # the keyboard alone: Tab from the search field reaches its button,
+        # then the New job link, which Enter follows
+        cdp.js("document.querySelector('#j-q').focus()")
+        for _ in range(2):
+            key(cdp, "Tab", "Tab", 9)
+        if cdp.js("document.activeElement.id") != "job-new":
+            fail("Tab twice from the search field is at %r, not New job" % cdp.js("document.activeElement.id"))
+        key(cdp, "Enter", "Enter", 13)
+        cdp.wait("location.hash === '#edit'", "New job followed from the keyboard")
+        cdp.js("location.hash = '#jobs'")
+        # search by name
+        type_into(cdp, "#j-q", "uie")
+        key(cdp, "Enter", "Enter", 13)
+        cdp.wait("(r => r.length === 1 && r[0].dataset.job === 'quiet')(document.querySelectorAll('#jobs tbody tr'))",
+                 "the search for 'uie' showing quiet alone")
+        print(run)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def main():
     if sys.argv[1] == "--paging":
         return paging(*sys.argv[2:7])
+    if sys.argv[1] == "--crud":
+        return crud(*sys.argv[2:7])
     chromium, url, token, shot, profile = sys.argv[1:6]
     origin = "{0.scheme}://{0.netloc}".format(urllib.parse.urlparse(url))
     proc, cdp = start(chromium, profile)
@@ -207,12 +408,12 @@ def main():
                  "!!document.querySelector('tr[data-job=\"quiet\"]')", "the jobs tick and quiet")
         # the listing's words, zone and relative times (app_jobs_page)
         cells = "[...document.querySelectorAll('tr[data-job=\"%s\"] td')].map(c => c.textContent)"
-        noon = cdp.wait("(c => c.length && c[1] === 'at 12:00:00, on day 1 of the month, in January'"
-                        " && /^\\d{4}-01-01T12:00:00\\+01:00 in \\d+d$/.test(c[3]) ? c : null)(%s)"
+        noon = cdp.wait("(c => c.length && c[2] === 'at 12:00:00, on day 1 of the month, in January'"
+                        " && /^\\d{4}-01-01T12:00:00\\+01:00 in \\d+d$/.test(c[4]) ? c : null)(%s)"
                         % (cells % "noon"), "noon in words, at +01:00 and from now")
-        tick = cdp.wait("(c => c.length && /^succeeded (\\d+[smh] ago|now)$/.test(c[4]) ? c : null)(%s)"
+        tick = cdp.wait("(c => c.length && /^succeeded (\\d+[smh] ago|now)$/.test(c[5]) ? c : null)(%s)"
                         % (cells % "tick"), "tick's last run, succeeded, and when")
-        if noon[6] != "echo noon" or tick[5] != "no":
+        if noon[7] != "echo noon" or tick[6] != "no":
             fail("command or paused column: %r %r" % (noon, tick))
         # between two fetches the relative text is said again each second,
         # against the database's clock (now_ms), not the browser's: with the

@@ -19,10 +19,18 @@ function headers() {
 function say(msg) { $("#status").textContent = msg; }
 // an action's outcome stays until the next action (the refresh does not clear it)
 function flash(msg) { $("#flash").textContent = msg; }
+// Polling with ETags: the last answer of each path and its validator; a
+// 304 hands back the same object, so a view can tell nothing changed.
+const etags = new Map();
 async function get(path) {
-  const r = await fetch(api + path, { headers: headers() });
+  const h = headers(), was = etags.get(path);
+  if (was) h["If-None-Match"] = was.etag;
+  const r = await fetch(api + path, { headers: h });
+  if (r.status === 304 && was) return was.json;
   const j = await r.json();
   if (!r.ok) throw new Error(j.error ? j.error.message : r.statusText);
+  const e = r.headers.get("ETag");
+  if (e) etags.set(path, { etag: e, json: j }); else etags.delete(path);
   return j;
 }
 async function post(path) {
@@ -62,6 +70,7 @@ function schedule(j) {
 // The database's clock minus this browser's, from the last jobs page's
 // now_ms: "in 4m" is said against the clock the scheduler fires by.
 let skew = 0;
+let jobsShown = null, jobsSaid = "";   // the listing on screen (ETag polling)
 // "in 4m", "3h ago", "now": the largest whole unit (minutes up to 2 h,
 // hours up to 2 days), as `dbcron job list` says it.
 function relative(ms) {
@@ -115,14 +124,60 @@ function button(text, fn) {
   b.type = "button"; b.textContent = text; b.onclick = fn;
   return b;
 }
+// A job's last fires as a row of coloured cells, oldest first, each a link
+// to its run (and its output).
+const STRIP = 50;
+function strip(runs) {
+  const c = document.createElement("td");
+  c.className = "strip";
+  for (const r of runs || []) {
+    const a = document.createElement("a");
+    a.href = "#run/" + r.id; a.className = "cell st-" + r.state; a.dataset.run = r.id;
+    a.title = r.state + " " + new Date(r.fire_at_ms).toISOString() + (r.attempt > 1 ? " try " + r.attempt : "");
+    a.setAttribute("aria-label", "run " + r.id + " " + a.title);
+    c.appendChild(a);
+  }
+  return c;
+}
+// Delete asks twice, on the page itself: the first press arms the button.
+function deleteButton(name) {
+  const b = button("Delete", async () => {
+    if (b.dataset.armed !== "1") { b.dataset.armed = "1"; b.textContent = "Really delete?"; return; }
+    try {
+      await send("DELETE", "/jobs/" + encodeURIComponent(name));
+      flash("deleted " + name);
+      if (current !== "jobs") location.hash = "#jobs"; else refresh();
+    } catch (e) { flash("delete " + name + ": " + e.message); }
+  });
+  b.dataset.action = "delete";
+  return b;
+}
+// A write; the error (with its "field") is thrown as it came.
+async function send(method, path, body, extra) {
+  const h = Object.assign(headers(), extra || {});
+  if (body !== undefined) h["Content-Type"] = "application/json";
+  const r = await fetch(api + path, { method, headers: h, body: body === undefined ? undefined : JSON.stringify(body) });
+  const j = await r.json();
+  if (!r.ok) {
+    const e = new Error(j.error ? j.error.message : r.statusText);
+    e.field = j.error && j.error.field;
+    throw e;
+  }
+  return j;
+}
 
 const views = {
   async jobs() {
     // one page from the server at a time, so 10,000 jobs cost what 100 do
-    const q = new URLSearchParams({ limit: "100" });
+    const q = new URLSearchParams({ limit: "100", strip: String(STRIP) });
     const c = jobCursors[jobCursors.length - 1];
     if (c) q.set("cursor", c);
+    const search = $("#j-q").value.trim();
+    if (search) q.set("q", search);
     const j = await get("/jobs?" + q);
+    // a 304 hands back the same object: its now_ms is as old as its first fetch
+    if (j === jobsShown) return jobsSaid;
+    jobsShown = holding ? null : j;   // a render fill() skipped is done again
     if (typeof j.now_ms === "number") skew = j.now_ms - Date.now();
     jobNext = j.next_cursor;
     $("#jobs-next").disabled = !jobNext;
@@ -133,8 +188,12 @@ const views = {
       const acts = document.createElement("td");
       const t = button("Trigger", () => act(job.name, "trigger"));
       t.dataset.action = "trigger";
-      acts.append(t, job.paused ? button("Resume", () => act(job.name, "resume"))
-                                : button("Pause", () => act(job.name, "pause")));
+      const p = job.paused ? button("Resume", () => act(job.name, "resume"))
+                           : button("Pause", () => act(job.name, "pause"));
+      p.dataset.action = job.paused ? "resume" : "pause";
+      const ed = document.createElement("a");
+      ed.href = "#edit/" + encodeURIComponent(job.name); ed.textContent = "Edit"; ed.dataset.action = "edit";
+      acts.append(t, p, ed, " ", deleteButton(job.name));
       const words = td(job.description || schedule(job), "words");
       words.title = job.schedule || schedule(job);
       let next;
@@ -150,15 +209,18 @@ const views = {
       const last = !lr ? td("-") : timeCell(lr.finished_at_ms, lr.finished_at, lr.state);
       if (lr) { last.className = "st-" + lr.state; last.dataset.state = lr.state; }
       const cmd = td(commandText(job) + (job.unrunnable ? " (" + job.unrunnable + ")" : ""), "cmd");
-      tr.append(link(job.name, "#job/" + encodeURIComponent(job.name)), words,
+      tr.append(link(job.name, "#job/" + encodeURIComponent(job.name)), strip(job.strip), words,
                 td(job.tz), next, last, td(job.paused ? "yes" : "no"), cmd, acts);
       return tr;
     }));
-    return j.jobs.length + " jobs" + (jobCursors.length || jobNext ? " (page " + (jobCursors.length + 1) + ")" : "");
+    jobsSaid = j.jobs.length + " jobs" + (jobCursors.length || jobNext ? " (page " + (jobCursors.length + 1) + ")" : "");
+    return jobsSaid;
   },
   async job(name) {
     const j = await get("/jobs/" + encodeURIComponent(name));
     $("#job-title").textContent = "Job " + j.name;
+    $("#job-edit").href = "#edit/" + encodeURIComponent(j.name);
+    $("#job-charts").href = "#charts/" + encodeURIComponent(j.name);
     const def = Object.assign({}, j); delete def.last_runs;
     $("#job-def").textContent = JSON.stringify(def, null, 2);
     fill("#job-runs", j.last_runs.slice().reverse().map((r) => runRow(r, false)));
@@ -260,8 +322,10 @@ $("#runs-older").onclick = () => { if (runNext) { runCursors.push(runNext); refr
 $("#runs-newest").onclick = () => { runCursors = []; refresh(); };
 $("#jobs-next").onclick = () => { if (jobNext) { jobCursors.push(jobNext); refresh(); } };
 $("#jobs-first").onclick = () => { jobCursors = []; refresh(); };
+$("#job-search").onsubmit = (e) => { e.preventDefault(); jobCursors = []; refresh(); };
 window.onhashchange = route;
-route();
+// after every script of the page has added its views (edit.js, charts.js)
+document.addEventListener("DOMContentLoaded", route);
 // live: poll every 2 s while the page is visible (only the newest runs page)
 setInterval(() => { if (!document.hidden && !(current === "runs" && runCursors.length)) refresh(); }, 2000);
 setInterval(() => { if (!document.hidden) tickRelative(); }, 1000);

@@ -58,6 +58,15 @@ static const char *const sql[ST__COUNT] = {
 		"runs x WHERE x.job_id = jt.v AND x.state <> " SQL_RS_SCHEDULED " ORDER BY x.fire_at DESC, "
 		"x.attempt DESC LIMIT 1) AS rid FROM JSON_TABLE(?1, '$[*]' COLUMNS (v BIGINT "
 		"PATH '$')) jt) w JOIN runs r ON r.id = w.rid",
+	[ST_JOB_SEARCH] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name > ?1 AND "
+			  "INSTR(name, ?3) > 0 ORDER BY name LIMIT ?2",
+	/* no LATERAL and no LIMIT in an IN subquery in MariaDB: a window over
+	 * the page's jobs' runs (read through runs_fire), cut at limit each */
+	[ST_JOBS_STRIP] =
+		"SELECT t.job_id, t.id, t.state, t.fire_at, t.attempt FROM (SELECT x.job_id, x.id, "
+		"x.state, x.fire_at, x.attempt, ROW_NUMBER() OVER (PARTITION BY x.job_id ORDER BY "
+		"x.fire_at DESC, x.attempt DESC) AS rn FROM runs x WHERE x.state <> " SQL_RS_SCHEDULED
+		" AND x.job_id IN " LIST_I64(1) ") t WHERE t.rn <= ?2",
 	[ST_JOBS_NAMED] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name IN " LIST_TEXT(1),
 	[ST_JOBS_BY_NAMES] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name IN " LIST_TEXT(1)
 			     " ORDER BY name FOR UPDATE",
@@ -240,6 +249,8 @@ static const char *const sql[ST__COUNT] = {
 	[ST_RUN_GET] = "SELECT " STORE_RUN_COLS " FROM runs WHERE id = ?1",
 	[ST_RUNS_AFTER_ID] = "SELECT " STORE_RUN_COLS " FROM runs WHERE id > ?1 AND (?2 IS NULL OR "
 		"job_name = ?2) ORDER BY id LIMIT ?L3",
+	[ST_RUNS_STATS] = "SELECT id, job_name, fire_at, state, node, started_ms, finished_ms FROM runs WHERE "
+			  "(?1 IS NULL OR job_name = ?1) AND fire_at >= ?2",
 	[ST_RUNS_LIST] =
 		"SELECT * FROM (SELECT " STORE_RUN_COLS " FROM runs WHERE (?1 IS NULL OR "
 		"job_name = ?1) AND (?2 = 0 OR state = ?2) AND (?3 < 0 OR fire_at >= ?3) "

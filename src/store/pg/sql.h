@@ -57,6 +57,14 @@ static const char *const sql[ST__COUNT] = {
 		"CROSS JOIN LATERAL (SELECT x.id, x.state, x.finished_ms FROM runs x WHERE "
 		"x.job_id = v.id AND x.state <> " SQL_RS_SCHEDULED " ORDER BY x.fire_at DESC, x.attempt DESC "
 		"LIMIT 1) r",
+	[ST_JOB_SEARCH] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name > $1::text AND "
+			  "strpos(name, $3::text) > 0 ORDER BY name LIMIT $2::bigint",
+	/* one LATERAL walk of runs' UNIQUE index, backwards, per job */
+	[ST_JOBS_STRIP] =
+		"SELECT v.id, r.id, r.state, r.fire_at, r.attempt FROM unnest($1::bigint[]) v(id) "
+		"CROSS JOIN LATERAL (SELECT y.id, y.state, y.fire_at, y.attempt FROM runs y WHERE "
+		"y.job_id = v.id AND y.state <> " SQL_RS_SCHEDULED " ORDER BY y.fire_at DESC, "
+		"y.attempt DESC LIMIT $2::bigint) r",
 	[ST_JOBS_NAMED] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name = ANY ($1::text[])",
 	[ST_JOBS_BY_NAMES] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name = ANY ($1::text[]) "
 			     "ORDER BY name FOR UPDATE",
@@ -244,6 +252,8 @@ static const char *const sql[ST__COUNT] = {
 	[ST_RUN_GET] = "SELECT " STORE_RUN_COLS " FROM runs WHERE id = $1::bigint",
 	[ST_RUNS_AFTER_ID] = "SELECT " STORE_RUN_COLS " FROM runs WHERE id > $1::bigint AND "
 		"($2::text IS NULL OR job_name = $2::text) ORDER BY id LIMIT $3::bigint",
+	[ST_RUNS_STATS] = "SELECT id, job_name, fire_at, state, node, started_ms, finished_ms FROM runs WHERE "
+			  "($1::text IS NULL OR job_name = $1::text) AND fire_at >= $2::bigint",
 	[ST_RUNS_LIST] =
 		"SELECT * FROM (SELECT " STORE_RUN_COLS " FROM runs WHERE ($1::text IS NULL "
 		"OR job_name = $1::text)" RUNS_LIST_TAIL,

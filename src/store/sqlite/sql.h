@@ -53,6 +53,13 @@ static const char *const sql[ST__COUNT] = {
 		"runs x WHERE x.job_id = j." V0 " AND x.state <> " SQL_RS_SCHEDULED " ORDER BY x.fire_at DESC, "
 		"x.attempt DESC LIMIT 1) AS rid FROM json_each(?1) j) w JOIN runs r ON r.id = "
 		"w.rid",
+	[ST_JOB_SEARCH] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name > ?1 AND "
+			  "instr(name, ?3) > 0 ORDER BY name LIMIT ?2",
+	/* a correlated IN with LIMIT: a backward walk of runs' UNIQUE index per job */
+	[ST_JOBS_STRIP] =
+		"SELECT x.job_id, x.id, x.state, x.fire_at, x.attempt FROM json_each(?1) j JOIN runs x "
+		"ON x.id IN (SELECT y.id FROM runs y WHERE y.job_id = j." V0 " AND y.state <> "
+		SQL_RS_SCHEDULED " ORDER BY y.fire_at DESC, y.attempt DESC LIMIT ?2)",
 	[ST_JOBS_NAMED] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name IN "
 			  "(SELECT " V0 " FROM json_each(?1))",
 	[ST_JOBS_BY_NAMES] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name IN "
@@ -209,6 +216,8 @@ static const char *const sql[ST__COUNT] = {
 	[ST_RUN_GET] = "SELECT " STORE_RUN_COLS " FROM runs WHERE id = ?1",
 	[ST_RUNS_AFTER_ID] = "SELECT " STORE_RUN_COLS " FROM runs WHERE id > ?1 AND (?2 IS NULL OR "
 		"job_name = ?2) ORDER BY id LIMIT ?3",
+	[ST_RUNS_STATS] = "SELECT id, job_name, fire_at, state, node, started_ms, finished_ms FROM runs WHERE "
+			  "(?1 IS NULL OR job_name = ?1) AND fire_at >= ?2",
 	[ST_RUNS_LIST] =
 		"SELECT * FROM (SELECT " STORE_RUN_COLS " FROM runs WHERE (?1 IS NULL OR "
 		"job_name = ?1) AND (?2 = 0 OR state = ?2) AND (?3 < 0 OR fire_at >= ?3) "
