@@ -34,7 +34,7 @@ _dbcron()
 		;;
 	esac
 	if [ "$COMP_CWORD" -eq 1 ]; then
-		COMPREPLY=($(compgen -W "cron init job node runs nodes lock locks serve config --config --db --db-file --help --version" -- "$cur"))
+		COMPREPLY=($(compgen -W "cron init job node runs events nodes lock locks serve config --config --db --db-file --help --version" -- "$cur"))
 		return
 	fi
 	local db="--db --db-file --help"
@@ -45,8 +45,8 @@ _dbcron()
 			return
 		fi
 		case $sub in
-		add) opts="--cron --every --after --at --needs --tz --misfire --max-catchup --misfire-threshold --overlap --node-loss --retries --retry-base --retry-cap --jitter --timeout --start-at --end-at --paused --handler --arg --user --group --cwd --env --env-file --umask --inherit-env --no-user-check --strict" ;;
-		set) opts="--cron --every --after --at --needs --tz --misfire --max-catchup --misfire-threshold --overlap --node-loss --retries --retry-base --retry-cap --jitter --no-jitter --timeout --start-at --end-at --handler --arg --user --group --cwd --env --env-file --umask --inherit-env --no-inherit-env --no-user-check --strict" ;;
+		add) opts="--cron --every --after --at --needs --tz --misfire --max-catchup --misfire-threshold --overlap --node-loss --retries --retry-base --retry-cap --jitter --timeout --start-at --end-at --paused --handler --arg --user --group --cwd --env --env-file --umask --inherit-env --on-failure --on-success --on-misfire --no-user-check --strict" ;;
+		set) opts="--cron --every --after --at --needs --tz --misfire --max-catchup --misfire-threshold --overlap --node-loss --retries --retry-base --retry-cap --jitter --no-jitter --timeout --start-at --end-at --handler --arg --user --group --cwd --env --env-file --umask --inherit-env --no-inherit-env --on-failure --on-success --on-misfire --no-user-check --strict" ;;
 		list|show|export) opts="--format" ;;
 		delete) opts="--force" ;;
 		apply) opts="--prune --dry-run --max-bytes --max-jobs --no-user-check --strict" ;;
@@ -65,7 +65,7 @@ _dbcron()
 		opts="--tz --from --count --format"
 		;;
 	init) opts="--group" ;;
-	node) opts="--node-id --workers --slow-workers --claim-batch --max-inflight --preread --claim-strategy --lease --heartbeat --grace --retention --log-runs --quiet --http --api-token-file --http-host --http-cert --http-key --metrics-max-jobs" ;;
+	node) opts="--node-id --workers --slow-workers --claim-batch --max-inflight --preread --claim-strategy --lease --heartbeat --grace --retention --log-runs --quiet --notify-secret-file --http --api-token-file --http-host --http-cert --http-key --metrics-max-jobs" ;;
 	serve) opts="--http --api-token-file --http-host --http-cert --http-key --metrics-max-jobs" ;;
 	config)
 		if [ "$COMP_CWORD" -eq 2 ]; then
@@ -79,6 +79,7 @@ _dbcron()
 			return
 		fi
 		opts="--job --state --since --limit --format --output --follow --interval" ;;
+	events) opts="--job --state --limit --format" ;;
 	nodes) opts="--format --prune" ;;
 	lock) opts="--ttl --owner --wait --kill-grace --held-exit" ;;
 	locks) opts="--format" ;;

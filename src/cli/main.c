@@ -31,6 +31,7 @@ static const struct {
 	{"job", cli_job, "job add|list|show|set|rename|pause|resume|delete|trigger|apply|export|import-crontab"},
 	{"node", cli_node, "run a scheduler node until SIGINT/SIGTERM"},
 	{"runs", cli_runs, "show the run log"},
+	{"events", cli_events, "show reaction events and their delivery"},
 	{"nodes", cli_nodes, "show scheduler nodes and their heartbeats"},
 	{"lock", cli_lock, "run a command under a cluster-wide lease lock"},
 	{"locks", cli_locks, "show lease locks"},

@@ -23,6 +23,7 @@
 #include "core/alloc.h"
 #include "core/log.h"
 #include "model/rules.h"
+#include "model/target.h"
 #include "sched/dbloop_int.h"
 #include "sched/node_int.h"
 
@@ -86,6 +87,8 @@ static size_t take_pending(dbcron_node *n, store_update *ups, fire **batch)
 							       f->finished_db);
 			u->retry_due_at = fu.retry_due_at;
 			u->job_next_fire_at = fu.job_next_fire_at;
+			u->react_kind = model_react_kind_of(f->end_state, fu.retry_due_at >= 0);
+			u->react_targets = model_react_targets(&f->snap->job, u->react_kind);
 		} else {
 			fire_set_phase(f, FIRE_RUNNING); /* from STARTED */
 			u->state = DBCRON_RUN_RUNNING;

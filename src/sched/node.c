@@ -31,6 +31,7 @@
 #include "core/alloc.h"
 #include "core/log.h"
 #include "exec/runas.h"
+#include "react/react.h"
 #include "sched/node_int.h"
 
 void dbcron_node_config_init(dbcron_node_config *c)
@@ -109,6 +110,8 @@ int dbcron_node_create(const dbcron_node_config *cfg, dbcron_node **out,
 	} else {
 		n->db_url = dbcron__strdup(cfg->db_url);
 	}
+	if (cfg->notify_secret_file && *cfg->notify_secret_file)
+		runas_secret_file_add_as(cfg->notify_secret_file, "notify secret file");
 	if (cfg->node_id && *cfg->node_id) {
 		n->node_id = dbcron__strdup(cfg->node_id);
 	} else {
@@ -220,9 +223,18 @@ static int node_run(dbcron_node *n, dbcron_err *err)
 	rc = dispatch_start(n, err);
 	if (rc)
 		goto out_slow;
+	react_config rcfg = {.db_url = n->db_url, .node_id = n->node_id,
+			     .secret_file = n->cfg.notify_secret_file, .log = &n->log};
+	if ((rc = react_start(&rcfg, &n->react, err))) {
+		dbcron_node_stop_now(n);
+		graceful_stop(n);
+		goto out_slow;
+	}
 	if (n->cfg.alive)
 		n->cfg.alive(n->cfg.alive_ctx);
 	dbloop_run(n);
+	react_stop(n->react);
+	n->react = NULL;
 	graceful_stop(n);
 	rc = DBCRON_OK;
 	pthread_mutex_lock(&n->mu);

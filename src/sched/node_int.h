@@ -57,6 +57,7 @@ struct dbcron_node {
 	bool stopping;             /* mu: no more starts */
 	pthread_t timer_thread;
 	bool timer_started;
+	struct react_deliverer *react; /* the outbox's delivery thread, or NULL */
 
 	/* mu: the in-flight table */
 	timer_heap heap;    /* CLAIMED fires */
