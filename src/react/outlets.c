@@ -1,11 +1,15 @@
 /*
  * The three ways an event goes out (react_int.h), and the event JSON the
  * webhook and exec targets receive (docs/reactions.md documents each
- * key).  Owns the libcurl table: libcurl is loaded on the first webhook
- * (core/dynlib.h), so a node without one never loads it.  Each outlet
- * says whether a failure may pass (REACT_RETRY) or not (REACT_FAILED);
- * none prints, none blocks for more than its timeout.
+ * key).  job:NAME and the JSON are the db thread's (they read and write
+ * the store); webhooks and programs are the delivery thread's, and none
+ * of them blocks it: transfers run on one libcurl multi handle, programs
+ * are started and then polled.  Owns the libcurl table: libcurl is loaded
+ * on the first webhook (core/dynlib.h), so a node without one never loads
+ * it.  Each outlet says whether a failure may pass (REACT_RETRY) or not
+ * (REACT_FAILED); none prints.
  */
+#define _GNU_SOURCE /* pipe2 */
 /* calls go through a table of pointers: curl's type-checking macros
  * would expand the members' names */
 #define CURL_DISABLE_TYPECHECK 1
@@ -13,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -23,6 +28,7 @@
 
 #include "core/alloc.h"
 #include "core/dynlib.h"
+#include "core/timeutil.h"
 #include "exec/runas.h"
 #include "model/jobdef.h"
 #include "model/target.h"
@@ -108,12 +114,14 @@ out_clear:
 	return NULL;
 }
 
-/* ---- http(s):// ---- */
+/* ---- http(s)://: one multi handle, many transfers ---- */
 
 #define CURL_FUNCS(X)                                                                    \
-	X(curl_easy_init) X(curl_easy_setopt) X(curl_easy_perform) X(curl_easy_getinfo)  \
-	X(curl_easy_cleanup) X(curl_easy_strerror) X(curl_slist_append)                  \
-	X(curl_slist_free_all)
+	X(curl_easy_init) X(curl_easy_setopt) X(curl_easy_getinfo) X(curl_easy_cleanup)  \
+	X(curl_easy_strerror) X(curl_slist_append) X(curl_slist_free_all)                \
+	X(curl_multi_init) X(curl_multi_add_handle) X(curl_multi_remove_handle)          \
+	X(curl_multi_perform) X(curl_multi_poll) X(curl_multi_info_read)                 \
+	X(curl_multi_cleanup)
 
 typedef struct curl_api {
 	CURL_FUNCS(DBCRON_DYNLIB_MEMBER)
@@ -131,6 +139,11 @@ static dbcron_dynlib curl_lib = {
 	.api = &curl,
 };
 
+struct react_multi {
+	CURLM *multi;
+	react_list running; /* the transfers on it */
+};
+
 /* The receiver's reply is not kept. */
 static size_t discard(char *p, size_t size, size_t n, void *ctx)
 {
@@ -139,59 +152,172 @@ static size_t discard(char *p, size_t size, size_t n, void *ctx)
 	return size * n;
 }
 
-react_outcome react_post(const store_event *ev, const char *body, const char *secret,
-			 size_t secret_len, char *buf, size_t len)
+static react_multi *multi_new(react_job *j)
 {
 	dbcron_err e = {0};
 	if (dbcron__dynlib_load(&curl_lib, &e)) {
-		snprintf(buf, len, "%s", e.msg);
-		return REACT_RETRY;
+		snprintf(j->why, sizeof(j->why), "%s", e.msg);
+		return NULL;
 	}
-	CURL *h = curl.curl_easy_init();
-	if (!h) {
-		snprintf(buf, len, "libcurl: cannot start a transfer");
-		return REACT_RETRY;
+	react_multi *m = dbcron__calloc(1, sizeof(*m));
+	if (m && !(m->multi = curl.curl_multi_init())) {
+		dbcron__free(m);
+		m = NULL;
 	}
+	if (!m)
+		snprintf(j->why, sizeof(j->why), "libcurl: cannot start a transfer");
+	return m;
+}
+
+/* The request's headers: the type, the event id, the signature. */
+static struct curl_slist *headers(const react_job *j, const char *secret, size_t secret_len)
+{
 	char hdr[128], sig[64 + 32], hex[65];
-	struct curl_slist *hs = curl.curl_slist_append(NULL, "Content-Type: application/json");
-	snprintf(hdr, sizeof(hdr), "X-Dbcron-Event-Id: %lld", (long long)ev->id);
-	hs = hs ? curl.curl_slist_append(hs, hdr) : NULL;
-	if (hs && secret) {
-		react_sign(secret, secret_len, body, strlen(body), hex);
+	struct curl_slist *hs = curl.curl_slist_append(NULL, "Content-Type: application/json"), *h2;
+	snprintf(hdr, sizeof(hdr), "X-Dbcron-Event-Id: %lld", (long long)j->ev.id);
+	if (!hs || !(h2 = curl.curl_slist_append(hs, hdr)))
+		goto out_free;
+	if (secret) {
+		react_sign(secret, secret_len, j->body, strlen(j->body), hex);
 		snprintf(sig, sizeof(sig), "X-Dbcron-Signature: sha256=%s", hex);
-		hs = curl.curl_slist_append(hs, sig);
+		if (!curl.curl_slist_append(hs, sig))
+			goto out_free;
 	}
-	react_outcome out = REACT_RETRY;
+	return hs;
+out_free:
+	if (hs)
+		curl.curl_slist_free_all(hs);
+	return NULL;
+}
+
+bool react_http_start(react_multi **m, react_job *j, const char *secret, size_t secret_len)
+{
+	j->out = REACT_RETRY;
+	if (!*m && !(*m = multi_new(j)))
+		return false;
+	CURL *h = curl.curl_easy_init();
+	struct curl_slist *hs = h ? headers(j, secret, secret_len) : NULL;
 	if (!hs) {
-		snprintf(buf, len, "out of memory");
+		snprintf(j->why, sizeof(j->why), "libcurl: cannot start a transfer");
 		goto out_cleanup;
 	}
-	curl.curl_easy_setopt(h, CURLOPT_URL, ev->target);
+	curl.curl_easy_setopt(h, CURLOPT_URL, j->ev.target);
 	curl.curl_easy_setopt(h, CURLOPT_HTTPHEADER, hs);
-	curl.curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-	curl.curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
+	/* the body is j's until the db thread frees j, after the transfer */
+	curl.curl_easy_setopt(h, CURLOPT_POSTFIELDS, j->body);
+	curl.curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(j->body));
 	curl.curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, REACT_HTTP_TIMEOUT_MS);
 	curl.curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl.curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl.curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
-	CURLcode cc = curl.curl_easy_perform(h);
-	long status = 0;
-	if (cc != CURLE_OK) {
-		snprintf(buf, len, "%s", curl.curl_easy_strerror(cc));
+	curl.curl_easy_setopt(h, CURLOPT_PRIVATE, (char *)j);
+	if (curl.curl_multi_add_handle((*m)->multi, h) != CURLM_OK) {
+		snprintf(j->why, sizeof(j->why), "libcurl: cannot add a transfer");
 		goto out_cleanup;
 	}
-	curl.curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-	snprintf(buf, len, "HTTP %ld", status);
-	out = status >= 200 && status < 300 ? REACT_DELIVERED
-	      : status >= 500 || status == 429 ? REACT_RETRY
-					       : REACT_FAILED;
+	j->easy = h;
+	j->hdrs = hs;
+	react_list_push(&(*m)->running, j);
+	return true;
 out_cleanup:
-	curl.curl_slist_free_all(hs);
-	curl.curl_easy_cleanup(h);
-	return out;
+	if (hs)
+		curl.curl_slist_free_all(hs);
+	if (h)
+		curl.curl_easy_cleanup(h);
+	return false;
 }
 
-/* ---- exec:PATH [ARGS] ---- */
+/* Takes j off the running list (it is on it). */
+static void running_remove(react_multi *m, react_job *j)
+{
+	react_list keep = {0};
+	for (react_job *x; (x = react_list_pop(&m->running));)
+		if (x != j)
+			react_list_push(&keep, x);
+	m->running = keep;
+}
+
+react_job *react_http_first(react_multi *m)
+{
+	return m ? m->running.head : NULL;
+}
+
+void react_http_cut(react_multi *m, react_job *j)
+{
+	curl.curl_multi_remove_handle(m->multi, j->easy);
+	curl.curl_easy_cleanup(j->easy);
+	curl.curl_slist_free_all(j->hdrs);
+	j->easy = j->hdrs = NULL;
+	running_remove(m, j);
+}
+
+/* A transfer is over: its outcome as outlets always classified it. */
+static void http_done(react_multi *m, CURL *h, CURLcode cc, react_list *out)
+{
+	char *p = NULL;
+	curl.curl_easy_getinfo(h, CURLINFO_PRIVATE, &p);
+	react_job *j = (react_job *)p;
+	long status = 0;
+	if (cc != CURLE_OK) {
+		snprintf(j->why, sizeof(j->why), "%s", curl.curl_easy_strerror(cc));
+		j->out = REACT_RETRY;
+	} else {
+		curl.curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+		snprintf(j->why, sizeof(j->why), "HTTP %ld", status);
+		j->out = status >= 200 && status < 300	   ? REACT_DELIVERED
+			 : status >= 500 || status == 429 ? REACT_RETRY
+							  : REACT_FAILED;
+	}
+	react_http_cut(m, j);
+	react_list_push(out, j);
+}
+
+void react_http_run(react_multi *m, int wake_fd, react_list *execs, int wait_ms,
+		    react_list *out)
+{
+	struct curl_waitfd fds[1 + REACT_MAX_OUT];
+	unsigned nfds = 0;
+	fds[nfds++] = (struct curl_waitfd){.fd = wake_fd, .events = CURL_WAIT_POLLIN};
+	for (react_job *j = execs->head; j && nfds < 1 + REACT_MAX_OUT; j = j->next)
+		if (j->in_fd >= 0)
+			fds[nfds++] = (struct curl_waitfd){.fd = j->in_fd, .events = CURL_WAIT_POLLOUT};
+	if (!m) {
+		/* no webhook yet: libcurl is not even loaded */
+		struct pollfd pf[1 + REACT_MAX_OUT];
+		for (unsigned i = 0; i < nfds; i++)
+			pf[i] = (struct pollfd){.fd = fds[i].fd,
+						.events = fds[i].events == CURL_WAIT_POLLIN ? POLLIN
+											  : POLLOUT};
+		poll(pf, nfds, wait_ms);
+		return;
+	}
+	int running = 0, left = 0;
+	curl.curl_multi_perform(m->multi, &running);
+	CURLMsg *msg;
+	bool any = false;
+	while ((msg = curl.curl_multi_info_read(m->multi, &left))) {
+		if (msg->msg == CURLMSG_DONE) {
+			http_done(m, msg->easy_handle, msg->data.result, out);
+			any = true;
+		}
+	}
+	/* a result to hand over first: the caller comes back at once */
+	curl.curl_multi_poll(m->multi, fds, nfds, any ? 0 : wait_ms, NULL);
+	curl.curl_multi_perform(m->multi, &running);
+	while ((msg = curl.curl_multi_info_read(m->multi, &left)))
+		if (msg->msg == CURLMSG_DONE)
+			http_done(m, msg->easy_handle, msg->data.result, out);
+}
+
+void react_multi_free(react_multi *m)
+{
+	if (!m)
+		return;
+	curl.curl_multi_cleanup(m->multi);
+	dbcron__free(m);
+}
+
+/* ---- exec:PATH [ARGS]: started, then polled ---- */
 
 /* The words of "exec:PATH ARG..." (split at spaces) into argv (at most
  * n - 1 and a NULL), pointing into copy. */
@@ -202,23 +328,6 @@ static void split_words(char *copy, char **argv, size_t n)
 	     w = strtok_r(NULL, " ", &save))
 		argv[k++] = w;
 	argv[k] = NULL;
-}
-
-/* Waits for pid at most REACT_EXEC_TIMEOUT_MS, then kills it. */
-static int wait_bounded(pid_t pid, int *status)
-{
-	struct timespec nap = {0, 20 * 1000000L};
-	for (long waited = 0; waited < REACT_EXEC_TIMEOUT_MS; waited += 20) {
-		pid_t w = waitpid(pid, status, WNOHANG);
-		if (w == pid)
-			return 0;
-		if (w < 0 && errno != EINTR)
-			return -1;
-		nanosleep(&nap, NULL);
-	}
-	kill(pid, SIGKILL);
-	waitpid(pid, status, 0);
-	return 1;
 }
 
 /* The clean environment of a command job of the node's user, with the
@@ -244,61 +353,45 @@ static int exec_env(const store_event *ev, runas_env *env, runas_ident *id, char
 	return rc;
 }
 
-react_outcome react_exec(const store_event *ev, const char *body, char *buf, size_t len)
+bool react_exec_start(react_job *j)
 {
-	char *copy = dbcron__strdup(ev->target + 5), *argv[64];
+	char *copy = dbcron__strdup(j->ev.target + 5), *argv[64];
 	runas_env env = {0};
 	runas_ident id;
 	memset(&id, 0, sizeof(id));
-	int fds[2] = {-1, -1}, status = 0;
-	react_outcome out = REACT_RETRY;
+	int fds[2] = {-1, -1};
+	bool started = false;
+	j->out = REACT_RETRY;
 	posix_spawn_file_actions_t fa;
 	posix_spawn_file_actions_init(&fa);
 	if (!copy) {
-		snprintf(buf, len, "out of memory");
+		snprintf(j->why, sizeof(j->why), "out of memory");
 		goto out_free;
 	}
 	split_words(copy, argv, sizeof(argv) / sizeof(argv[0]));
-	if (exec_env(ev, &env, &id, buf, len))
+	if (exec_env(&j->ev, &env, &id, j->why, sizeof(j->why)))
 		goto out_free;
-	if (pipe(fds) || fcntl(fds[0], F_SETFD, FD_CLOEXEC) ||
-	    fcntl(fds[1], F_SETFD, FD_CLOEXEC)) {
-		snprintf(buf, len, "pipe: %s", strerror(errno));
+	/* close-on-exec from the start: a job forked meanwhile by another
+	 * thread must not hold the pipe open */
+	if (pipe2(fds, O_CLOEXEC) || fcntl(fds[1], F_SETFL, O_NONBLOCK)) {
+		snprintf(j->why, sizeof(j->why), "pipe: %s", strerror(errno));
 		goto out_free;
 	}
 	posix_spawn_file_actions_adddup2(&fa, fds[0], 0);
 	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
 	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-	pid_t pid;
-	int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, env.v);
-	close(fds[0]);
-	fds[0] = -1;
+	int rc = posix_spawn(&j->pid, argv[0], &fa, NULL, argv, env.v);
 	if (rc) {
-		snprintf(buf, len, "%s: %s", argv[0], strerror(rc));
-		out = rc == ENOENT || rc == EACCES ? REACT_FAILED : REACT_RETRY;
+		j->pid = 0;
+		snprintf(j->why, sizeof(j->why), "%s: %s", argv[0], strerror(rc));
+		j->out = rc == ENOENT || rc == EACCES ? REACT_FAILED : REACT_RETRY;
 		goto out_free;
 	}
-	/* a reader that stops early is its business: SIGPIPE is blocked on
-	 * this thread (deliver_main), so the write says EPIPE */
-	for (size_t off = 0, n = strlen(body); off < n;) {
-		ssize_t w = write(fds[1], body + off, n - off);
-		if (w <= 0 && errno != EINTR)
-			break;
-		off += w > 0 ? (size_t)w : 0;
-	}
-	close(fds[1]);
+	j->in_fd = fds[1];
 	fds[1] = -1;
-	int wr = wait_bounded(pid, &status);
-	if (wr == 1)
-		snprintf(buf, len, "%s: killed after 30s", argv[0]);
-	else if (wr < 0)
-		snprintf(buf, len, "%s: waitpid: %s", argv[0], strerror(errno));
-	else if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
-		out = REACT_DELIVERED;
-	else if (WIFEXITED(status))
-		snprintf(buf, len, "%s: exit status %d", argv[0], WEXITSTATUS(status));
-	else
-		snprintf(buf, len, "%s: killed by signal %d", argv[0], WTERMSIG(status));
+	j->in_off = 0;
+	j->deadline = dbcron__mono_ms() + REACT_EXEC_TIMEOUT_MS;
+	started = true;
 out_free:
 	if (fds[0] >= 0)
 		close(fds[0]);
@@ -308,5 +401,84 @@ out_free:
 	runas_env_free(&env);
 	runas_ident_clear(&id);
 	dbcron__free(copy);
-	return out;
+	return started;
+}
+
+/* What fits of the body into the pipe; closed once all of it is in, or
+ * when the reader is gone (its business: SIGPIPE is blocked on this
+ * thread, so the write says EPIPE). */
+static void exec_feed(react_job *j)
+{
+	size_t n = strlen(j->body);
+	while (j->in_off < n) {
+		ssize_t w = write(j->in_fd, j->body + j->in_off, n - j->in_off);
+		if (w > 0) {
+			j->in_off += (size_t)w;
+			continue;
+		}
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		break;
+	}
+	close(j->in_fd);
+	j->in_fd = -1;
+}
+
+static const char *prog_name(const react_job *j, char *buf, size_t len)
+{
+	const char *p = j->ev.target + 5, *sp = strchr(p, ' ');
+	snprintf(buf, len, "%.*s", (int)(sp ? (size_t)(sp - p) : strlen(p)), p);
+	return buf;
+}
+
+bool react_exec_poll(react_job *j, int64_t now_mono)
+{
+	int status = 0;
+	char name[256];
+	if (j->in_fd >= 0)
+		exec_feed(j);
+	pid_t w = waitpid(j->pid, &status, WNOHANG);
+	if (w == 0 && now_mono < j->deadline)
+		return false;
+	if (w == 0) {
+		react_exec_cut(j);
+		snprintf(j->why, sizeof(j->why), "%s: killed after 30s",
+			 prog_name(j, name, sizeof(name)));
+		j->out = REACT_RETRY;
+		return true;
+	}
+	if (w < 0 && errno == EINTR)
+		return false;
+	j->pid = 0;
+	if (j->in_fd >= 0) {
+		close(j->in_fd);
+		j->in_fd = -1;
+	}
+	j->out = REACT_RETRY;
+	prog_name(j, name, sizeof(name));
+	if (w < 0)
+		snprintf(j->why, sizeof(j->why), "%s: waitpid: %s", name, strerror(errno));
+	else if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		j->out = REACT_DELIVERED;
+	else if (WIFEXITED(status))
+		snprintf(j->why, sizeof(j->why), "%s: exit status %d", name, WEXITSTATUS(status));
+	else
+		snprintf(j->why, sizeof(j->why), "%s: killed by signal %d", name, WTERMSIG(status));
+	return true;
+}
+
+void react_exec_cut(react_job *j)
+{
+	if (j->in_fd >= 0) {
+		close(j->in_fd);
+		j->in_fd = -1;
+	}
+	if (j->pid > 0) {
+		kill(j->pid, SIGKILL);
+		while (waitpid(j->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		j->pid = 0;
+	}
 }

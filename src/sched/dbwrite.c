@@ -221,6 +221,11 @@ int dbloop_flush(dbcron_node *n, dbcron_err *err)
 	for (size_t i = 0; ours && i < k; i++)
 		if (!ups[i].applied && batch[i]->write_doubt && batch[i]->phase == FIRE_WRITING)
 			ours[i] = final_write_landed(n, &ups[i]);
+	/* the outbox rows went out with these outcomes: the db loop claims
+	 * them at once instead of polling for them (react.h) */
+	for (size_t i = 0; !rc && i < k; i++)
+		if (ups[i].applied && ups[i].react_targets)
+			n->events_due = true;
 	pthread_mutex_lock(&n->mu);
 	if (rc)
 		keep_for_retry(n, batch, k, rc);

@@ -173,6 +173,18 @@ static void graceful_stop(dbcron_node *n)
 
 static int node_run(dbcron_node *n, dbcron_err *err);
 
+/* How long deliveries in progress may go on once the node stops. */
+#define REACT_CUT_MS 2000
+
+/* The delivery thread has results for the db thread. */
+static void react_kicked(void *ctx)
+{
+	dbcron_node *n = ctx;
+	pthread_mutex_lock(&n->mu);
+	dbloop_kick(n);
+	pthread_mutex_unlock(&n->mu);
+}
+
 /* The caller's thread is the node's db thread while it runs: its lines go
  * to the node's sink until the node returns. */
 int dbcron_node_run(dbcron_node *n, dbcron_err *err)
@@ -223,8 +235,8 @@ static int node_run(dbcron_node *n, dbcron_err *err)
 	rc = dispatch_start(n, err);
 	if (rc)
 		goto out_slow;
-	react_config rcfg = {.db_url = n->db_url, .node_id = n->node_id,
-			     .secret_file = n->cfg.notify_secret_file, .log = &n->log};
+	react_config rcfg = {.node_id = n->node_id, .secret_file = n->cfg.notify_secret_file,
+			     .kick = react_kicked, .kick_ctx = n, .log = &n->log};
 	if ((rc = react_start(&rcfg, &n->react, err))) {
 		dbcron_node_stop_now(n);
 		graceful_stop(n);
@@ -233,7 +245,10 @@ static int node_run(dbcron_node *n, dbcron_err *err)
 	if (n->cfg.alive)
 		n->cfg.alive(n->cfg.alive_ctx);
 	dbloop_run(n);
-	react_stop(n->react);
+	/* the deliveries first, so that what was claimed and not delivered
+	 * goes back (pending now) before the node is marked stopped */
+	react_stop(n->react, atomic_load(&n->stop_now) ? 0 : REACT_CUT_MS);
+	react_finish(n->react, n->st);
 	n->react = NULL;
 	graceful_stop(n);
 	rc = DBCRON_OK;

@@ -112,6 +112,14 @@ out_rollback:
 	return rc;
 }
 
+int store_events_claimed(store *s, const char *token, store_event_cb cb, void *ctx,
+			 dbcron_err *err)
+{
+	struct event_each ee = {cb, ctx};
+	store_param q[] = {sp_text(token)};
+	return store__each_row(s, ST_EVENTS_CLAIMED, q, 1, event_one, &ee, err);
+}
+
 int store_event_finish(store *s, const store_event *ev, const char *node, int state,
 		       int64_t next_at, const char *error, bool *applied, dbcron_err *err)
 {

@@ -455,6 +455,10 @@ int store_events_list(store *s, const char *job, int state, long limit, store_ev
  * is handed over); each to cb, with attempts already counting this one. */
 int store_events_claim(store *s, const char *node, const char *token, long limit,
 		       store_event_cb cb, void *ctx, dbcron_err *err);
+/* The events still DELIVERING under token, each to cb: a claim whose
+ * reply was lost may have committed them. */
+int store_events_claimed(store *s, const char *token, store_event_cb cb, void *ctx,
+			 dbcron_err *err);
 /* The end of one delivery, fenced on (id, node, token, DELIVERING):
  * state DELIVERED or FAILED (finished now), or PENDING again at next_at
  * (a retry; the claim is let go).  *applied false when it was fenced. */
