@@ -8,7 +8,12 @@
 # that answers 503 sees the event again; an on-success job: chain runs the
 # downstream once per upstream success (counted from what the jobs
 # write); bad targets are refused with the key and the target named, exit
-# 2, nothing written.
+# 2, nothing written.  The node claims an event right after the flush that
+# wrote it (delivered within 2.5 s of its outcome, not at the 5 s sweep).
+# A node killed with SIGKILL while a receiver holds its request: another
+# node delivers the event again (one event row, two requests with the same
+# X-Dbcron-Event-Id).  A node stopped while a request is held cuts it and
+# hands the event back: pending at once, then delivered by another node.
 source "$(dirname "$0")/nodelib.bash"
 use_backend "${1:-sqlite}"
 
@@ -59,6 +64,8 @@ wait_until 60 sh -c "[ \$(grep -l 'Path: /busy' '$T'/hooks/*.head | wc -l) -ge 2
 	fail "a 503 was not retried"
 pass "a 503 is delivered again"
 assert_eq 1 "$(ls "$T"/hooks/*.head | xargs grep -l 'Path: /hook' | wc -l)" "a 200 is delivered once"
+lag=$(sql "SELECT finished_ms - created_ms FROM events WHERE id = $hook_id")
+assert_le "$lag" 2500 "delivered this long (ms) after the outcome: claimed after the flush, not at a sweep"
 ev=$(dbc events --job bad --format json)
 assert_contains "$ev" "{\"id\":$hook_id,\"job\":\"bad\""
 assert_contains "$ev" '"kind":"failure"'
@@ -78,4 +85,43 @@ assert_eq "$ups" "$(wc -l < "$T/down.log")" "down runs once per upstream success
 assert_eq "$ups" "$(sql "SELECT count(*) FROM events WHERE job_name = 'up' AND state = 3")" "every chain event delivered"
 pass "chained once per success"
 stop_node n1
+
+# heads_at PATH: the requests that came to PATH
+heads_at() { grep -l "^Path: $1\$" "$T"/hooks/*.head 2>/dev/null || true; }
+
+t_section "a node killed with SIGKILL mid-delivery: another node delivers it"
+dbc job add held --at now --retries 0 --on-failure "http://127.0.0.1:$port/kill/hold4" \
+	-- sh -c 'exit 1' >/dev/null
+start_node k1 --lease 2s --heartbeat 500ms
+wait_until 60 sh -c "grep -qs '^Path: /kill/hold4\$' '$T'/hooks/*.head" ||
+	fail "the held request did not arrive"
+assert_eq 2 "$(sql "SELECT state FROM events WHERE job_name = 'held'")" "delivering while the receiver holds it"
+kill -KILL "$(pid_of k1)"
+start_node k2 --lease 2s --heartbeat 500ms
+wait_until 60 sh -c "[ \$(grep -ls '^Path: /kill/hold4\$' '$T'/hooks/*.head | wc -l) -ge 2 ]" ||
+	fail "no other node delivered the event of the killed one"
+wait_until 30 sh -c "[ \"\$('$DBCRON_BIN' events --job held --state delivered --format csv | grep -c /kill/)\" = 1 ]" ||
+	fail "the event was not marked delivered"
+assert_eq 1 "$(sql "SELECT count(*) FROM events WHERE job_name = 'held'")" "one event row for the run, kind and target"
+held_id=$(sql "SELECT id FROM events WHERE job_name = 'held'")
+ids=$(heads_at /kill/hold4 | xargs grep -h '^X-Dbcron-Event-Id:' | sort -u)
+assert_eq "X-Dbcron-Event-Id: $held_id" "$ids" "every delivery carries the same event id"
+assert_eq "k2" "$(sql "SELECT node FROM events WHERE id = $held_id")" "delivered by the second node"
+pass "a killed node's delivery is handed over"
+
+t_section "a node stopped mid-delivery hands the event back at once"
+dbc job add stopped --at now --retries 0 --on-failure "http://127.0.0.1:$port/stop/hold8" \
+	-- sh -c 'exit 1' >/dev/null
+wait_until 60 sh -c "grep -qs '^Path: /stop/hold8\$' '$T'/hooks/*.head" ||
+	fail "the held request did not arrive"
+stop_node k2
+assert_eq "1|" "$(sql "SELECT state, coalesce(node, '') FROM events WHERE job_name = 'stopped'")" \
+	"pending again and no one's as the node stopped"
+start_node k3 --lease 2s --heartbeat 500ms
+wait_until 60 sh -c "[ \$(grep -ls '^Path: /stop/hold8\$' '$T'/hooks/*.head | wc -l) -ge 2 ]" ||
+	fail "the handed-back event was not delivered again"
+wait_until 30 sh -c "[ \"\$('$DBCRON_BIN' events --job stopped --state delivered --format csv | grep -c /stop/)\" = 1 ]" ||
+	fail "the handed-back event was not marked delivered"
+pass "a stopped node's delivery goes back and another node delivers it"
+stop_node k3
 t_done
