@@ -36,6 +36,9 @@
 
 /* How long the loop sleeps while a program runs (it is polled). */
 #define EXEC_POLL_MS 50
+/* Results gathered before the db thread is woken for them. */
+#define PUBLISH_BATCH 16
+#define PUBLISH_MS 10
 
 void react_sign(const char *key, size_t keylen, const char *body, size_t len, char hex[65])
 {
@@ -127,6 +130,7 @@ typedef struct loop {
 	react_multi *m;    /* made at the first webhook */
 	react_list execs;  /* programs running */
 	react_list out;    /* results not yet handed over */
+	int64_t first_out; /* mono ms the oldest of them was seen, 0 none */
 } loop;
 
 static void start_one(loop *lp, react_job *j)
@@ -149,11 +153,22 @@ static void poll_execs(loop *lp, int64_t now)
 	lp->execs = keep;
 }
 
-/* Results to the db thread, which is woken (no lock of ours held). */
-static void publish(loop *lp)
+/* Results to the db thread, which is woken (no lock of ours held); it
+ * writes each lot in one transaction, so a few are gathered first: up
+ * to PUBLISH_BATCH, for at most PUBLISH_MS, none held when nothing else
+ * is out (force). */
+static void publish(loop *lp, int64_t now, bool force)
 {
-	if (!lp->out.head)
+	size_t n = 0;
+	for (react_job *j = lp->out.head; j; j = j->next)
+		n++;
+	if (!n)
 		return;
+	if (!lp->first_out)
+		lp->first_out = now;
+	if (!force && n < PUBLISH_BATCH && now - lp->first_out < PUBLISH_MS)
+		return;
+	lp->first_out = 0;
 	pthread_mutex_lock(&lp->d->mu);
 	react_list_move(&lp->d->done, &lp->out);
 	pthread_mutex_unlock(&lp->d->mu);
@@ -202,11 +217,15 @@ static void *deliver_main(void *arg)
 		bool busy = lp.execs.head || react_http_first(lp.m);
 		if (stop && (!busy || now >= cut_at)) {
 			cut_all(&lp);
-			publish(&lp);
+			publish(&lp, now, true);
 			break;
 		}
-		publish(&lp);
+		publish(&lp, now, !busy || stop);
 		int64_t wait = lp.execs.head ? EXEC_POLL_MS : 1000;
+		if (lp.out.head && lp.first_out + PUBLISH_MS - now < wait)
+			wait = lp.first_out + PUBLISH_MS - now;
+		if (wait < 0)
+			wait = 0;
 		if (stop && cut_at - now < wait)
 			wait = cut_at - now;
 		react_http_run(lp.m, d->wake[0], &lp.execs, (int)wait, &lp.out);

@@ -33,7 +33,9 @@
 #include "model/target.h"
 #include "react/react_int.h"
 
-#define CLAIM_BATCH 16
+/* At most this many per claim, and a claim only with this much room:
+ * REACT_MAX_OUT is two batches, one delivered while the next is claimed. */
+#define CLAIM_BATCH (REACT_MAX_OUT / 2)
 #define SWEEP_MS 5000
 /* A retry is claimed this long after its due time as this node's clock
  * sees it: the database's must have passed it. */
@@ -86,52 +88,53 @@ static void log_end(const react_job *j, int state, bool applied)
 		    LOG_STR("error", ok ? NULL : j->why), LOG_INT("fenced", !applied));
 }
 
-/* One end, fenced on its claim.  *db_now (-1 until read) is the database's
- * clock for the retries of this step, read at mono time *db_mono. */
-static int write_end(react_deliverer *d, store *s, const react_job *j, int64_t *db_now,
-		     int64_t *db_mono, dbcron_err *err)
+/* Ends written per transaction. */
+#define END_BATCH 64
+
+/* j's end as the outbox row takes it. */
+static void end_of(const react_job *j, store_event_end *e)
 {
-	int state = MODEL_EVENT_FAILED, rc;
-	int64_t next_at = -1, delay = -1;
+	memset(e, 0, sizeof(*e));
+	e->ev = &j->ev;
+	e->next_at = -1;
+	e->state = MODEL_EVENT_FAILED;
 	if (j->out == REACT_DELIVERED) {
-		state = MODEL_EVENT_DELIVERED;
+		e->state = MODEL_EVENT_DELIVERED;
 	} else if (j->out == REACT_HANDBACK) {
-		state = MODEL_EVENT_PENDING; /* due now, for any node */
+		e->state = MODEL_EVENT_PENDING; /* due now, for any node */
 	} else if (j->out == REACT_RETRY && j->ev.attempts < REACT_MAX_ATTEMPTS) {
-		state = MODEL_EVENT_PENDING;
-		delay = backoff_ms(j->ev.attempts);
+		e->state = MODEL_EVENT_PENDING;
+		e->retry_in_ms = backoff_ms(j->ev.attempts);
 	}
-	if (delay >= 0 && *db_now < 0) {
-		if ((rc = store_now_ms(s, db_now, err)))
-			return rc;
-		*db_mono = dbcron__mono_ms();
-	}
-	if (delay >= 0)
-		next_at = *db_now + delay;
-	bool applied = false;
-	rc = store_event_finish(s, &j->ev, d->node_id, state, next_at,
-				state == MODEL_EVENT_DELIVERED ? NULL : j->why, &applied, err);
-	if (rc)
-		return rc;
-	if (delay >= 0 && applied)
-		note_due(d, *db_mono + delay + DUE_SLACK_MS);
-	log_end(j, state, applied);
-	return DBCRON_OK;
+	e->error = e->state == MODEL_EVENT_DELIVERED ? NULL : j->why;
 }
 
-/* The ends not yet written, the oldest first; one that fails stays first. */
+/* The ends not yet written, the oldest first, a transaction per batch
+ * (one commit for many deliveries); a batch that fails stays, first. */
 static int write_ends(react_deliverer *d, store *s, dbcron_err *err)
 {
+	store_event_end ends[END_BATCH];
 	pthread_mutex_lock(&d->mu);
 	react_list_move(&d->unwritten, &d->done);
 	pthread_mutex_unlock(&d->mu);
-	int64_t db_now = -1, db_mono = 0;
-	for (react_job *j; (j = d->unwritten.head);) {
-		int rc = write_end(d, s, j, &db_now, &db_mono, err);
+	while (d->unwritten.head) {
+		size_t k = 0;
+		for (react_job *j = d->unwritten.head; j && k < END_BATCH; j = j->next)
+			end_of(j, &ends[k++]);
+		int rc = store_events_finish(s, d->node_id, ends, k, err);
 		if (rc)
 			return rc;
-		react_job_free(react_list_pop(&d->unwritten));
-		d->out--;
+		/* the database's now was read before this: its retry times
+		 * have passed by then on this clock */
+		int64_t mono = dbcron__mono_ms();
+		for (size_t i = 0; i < k; i++) {
+			react_job *j = react_list_pop(&d->unwritten);
+			if (ends[i].retry_in_ms > 0 && ends[i].applied)
+				note_due(d, mono + ends[i].retry_in_ms + DUE_SLACK_MS);
+			log_end(j, ends[i].state, ends[i].applied);
+			react_job_free(j);
+			d->out--;
+		}
 	}
 	return DBCRON_OK;
 }
@@ -262,7 +265,10 @@ int react_step(react_deliverer *d, store *s, bool written, int64_t *wake_mono,
 		d->claim_at = now;
 	if ((rc = write_ends(d, s, err)))
 		return rc;
-	if (next_claim(d) <= now && d->out < REACT_MAX_OUT) {
+	/* a claim is a write transaction: a batch's worth of room at least
+	 * (the results of the ones out make room soon) */
+	bool room = REACT_MAX_OUT - d->out >= CLAIM_BATCH;
+	if (next_claim(d) <= now && room) {
 		if ((rc = claim(d, s, now, err)))
 			return rc;
 		/* the job: targets it ended */
@@ -271,7 +277,7 @@ int react_step(react_deliverer *d, store *s, bool written, int64_t *wake_mono,
 	}
 	/* full: the delivery thread's results wake us (the node's kick) */
 	int64_t t = next_claim(d);
-	if (d->out < REACT_MAX_OUT && t < *wake_mono)
+	if (REACT_MAX_OUT - d->out >= CLAIM_BATCH && t < *wake_mono)
 		*wake_mono = t;
 	return DBCRON_OK;
 }

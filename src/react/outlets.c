@@ -175,7 +175,9 @@ static struct curl_slist *headers(const react_job *j, const char *secret, size_t
 	char hdr[128], sig[64 + 32], hex[65];
 	struct curl_slist *hs = curl.curl_slist_append(NULL, "Content-Type: application/json"), *h2;
 	snprintf(hdr, sizeof(hdr), "X-Dbcron-Event-Id: %lld", (long long)j->ev.id);
-	if (!hs || !(h2 = curl.curl_slist_append(hs, hdr)))
+	/* no "Expect: 100-continue" for a larger body: a receiver that does
+	 * not answer it would hold every such delivery a second */
+	if (!hs || !(h2 = curl.curl_slist_append(hs, hdr)) || !curl.curl_slist_append(hs, "Expect:"))
 		goto out_free;
 	if (secret) {
 		react_sign(secret, secret_len, j->body, strlen(j->body), hex);

@@ -120,22 +120,58 @@ int store_events_claimed(store *s, const char *token, store_event_cb cb, void *c
 	return store__each_row(s, ST_EVENTS_CLAIMED, q, 1, event_one, &ee, err);
 }
 
+/* One end, in the caller's transaction, at the database's now. */
+static int finish_one(store *s, const char *node, store_event_end *e, int64_t now,
+		      dbcron_err *err)
+{
+	int64_t changes = 0, next_at = now;
+	if (e->state != MODEL_EVENT_PENDING && e->state != MODEL_EVENT_DELIVERED &&
+	    e->state != MODEL_EVENT_FAILED)
+		return dbcron_err_set(err, DBCRON_EINVAL, "ending a delivery: bad state %d",
+				      e->state);
+	if (e->next_at >= 0)
+		next_at = e->next_at;
+	else if (e->retry_in_ms > 0)
+		next_at = now + e->retry_in_ms;
+	store_param p[] = {sp_i64(e->ev->id),  sp_text(node),	 sp_text(e->ev->claim_token),
+			   sp_i64(e->state),   sp_i64(next_at), sp_text(e->error),
+			   sp_i64(now)};
+	int rc = store__run(s, ST_EVENT_FINISH, p, 7, &changes, err);
+	e->applied = !rc && changes > 0;
+	return rc;
+}
+
+int store_events_finish(store *s, const char *node, store_event_end *ends, size_t n,
+			dbcron_err *err)
+{
+	int64_t now;
+	int rc;
+	for (size_t i = 0; i < n; i++)
+		ends[i].applied = false;
+	if (!n)
+		return DBCRON_OK;
+	if ((rc = store__tx_begin(s, err)))
+		return rc;
+	if ((rc = store__db_now(s, &now, err)))
+		goto out_rollback;
+	for (size_t i = 0; i < n; i++)
+		if ((rc = finish_one(s, node, &ends[i], now, err)))
+			goto out_rollback;
+	if ((rc = store__tx_commit(s, err)))
+		goto out_rollback;
+	return DBCRON_OK;
+out_rollback:
+	store__tx_rollback(s);
+	for (size_t i = 0; i < n; i++)
+		ends[i].applied = false;
+	return rc;
+}
+
 int store_event_finish(store *s, const store_event *ev, const char *node, int state,
 		       int64_t next_at, const char *error, bool *applied, dbcron_err *err)
 {
-	int64_t now, changes = 0;
-	int rc;
-	*applied = false;
-	if (state != MODEL_EVENT_PENDING && state != MODEL_EVENT_DELIVERED &&
-	    state != MODEL_EVENT_FAILED)
-		return dbcron_err_set(err, DBCRON_EINVAL, "ending a delivery: bad state %d", state);
-	if ((rc = store__db_now(s, &now, err)))
-		return rc;
-	store_param p[] = {sp_i64(ev->id),    sp_text(node),  sp_text(ev->claim_token),
-			   sp_i64(state),     sp_i64(next_at < 0 ? now : next_at),
-			   sp_text(error),    sp_i64(now)};
-	if ((rc = store__run(s, ST_EVENT_FINISH, p, 7, &changes, err)))
-		return rc;
-	*applied = changes > 0;
-	return DBCRON_OK;
+	store_event_end e = {.ev = ev, .state = state, .next_at = next_at, .error = error};
+	int rc = store_events_finish(s, node, &e, 1, err);
+	*applied = e.applied;
+	return rc;
 }

@@ -464,6 +464,19 @@ int store_events_claimed(store *s, const char *token, store_event_cb cb, void *c
  * (a retry; the claim is let go).  *applied false when it was fenced. */
 int store_event_finish(store *s, const store_event *ev, const char *node, int state,
 		       int64_t next_at, const char *error, bool *applied, dbcron_err *err);
+/* Many ends in one transaction (a commit per batch, not per event), each
+ * as store_event_finish; a retry's next_at may instead be retry_in_ms
+ * after the database's now.  All or none: on an error none is written. */
+typedef struct store_event_end {
+	const store_event *ev;
+	int state;
+	int64_t next_at;     /* PENDING: when; -1: now + retry_in_ms */
+	int64_t retry_in_ms; /* with next_at -1; 0: now */
+	const char *error;   /* may be NULL */
+	bool applied;        /* out: false when fenced */
+} store_event_end;
+int store_events_finish(store *s, const char *node, store_event_end *ends, size_t n,
+			dbcron_err *err);
 int store_log_run(store *s, const dbcron_run *run, dbcron_err *err);
 int store_prune_runs(store *s, int64_t cutoff_ms, int64_t *deleted, dbcron_err *err);
 /* One batch of store_prune_runs: at most `limit` runs, the oldest first,

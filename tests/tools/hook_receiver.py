@@ -48,7 +48,13 @@ class Hook(http.server.BaseHTTPRequestHandler):
         pass
 
 
-srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hook)
+class Server(http.server.ThreadingHTTPServer):
+    # the default backlog of 5 drops the SYNs of a burst of new
+    # connections, which the client sends again a second later
+    request_queue_size = 128
+
+
+srv = Server(("127.0.0.1", 0), Hook)
 srv.daemon_threads = True
 with open(port_file + ".tmp", "w") as f:
     f.write(str(srv.server_address[1]))
