@@ -12,7 +12,9 @@
 # wrote it (delivered within 2.5 s of its outcome, not at the 5 s sweep).
 # A node killed with SIGKILL while a receiver holds its request: another
 # node delivers the event again (one event row, two requests with the same
-# X-Dbcron-Event-Id).  A node stopped while a request is held cuts it and
+# X-Dbcron-Event-Id).  Deliveries run side by side on the one delivery
+# thread: two held webhooks and a 3 s program all start within 2 s.  A
+# node stopped while a request is held cuts it and
 # hands the event back: pending at once, then delivered by another node.
 source "$(dirname "$0")/nodelib.bash"
 use_backend "${1:-sqlite}"
@@ -84,6 +86,25 @@ t_pause 2
 assert_eq "$ups" "$(wc -l < "$T/down.log")" "down runs once per upstream success"
 assert_eq "$ups" "$(sql "SELECT count(*) FROM events WHERE job_name = 'up' AND state = 3")" "every chain event delivered"
 pass "chained once per success"
+
+t_section "deliveries run side by side: two held webhooks and a slow program at once"
+printf '#!/bin/sh\ntouch "%s/slow.started"; sleep 3; cat > "%s/slow.done"\n' "$T" "$T" >"$T/slow.sh"
+chmod +x "$T/slow.sh"
+dbc job add par --at now --retries 0 --on-failure "exec:$T/slow.sh" \
+	--on-failure "http://127.0.0.1:$port/par1/hold3" --on-failure "http://127.0.0.1:$port/par2/hold3" \
+	-- sh -c 'exit 1' >/dev/null
+par_started() { [ -e "$T/slow.started" ] || grep -qs '^Path: /par' "$T"/hooks/*.head; }
+wait_until 60 par_started || fail "no delivery of par started"
+t0=$(date +%s%3N)
+wait_until 30 sh -c "[ -e '$T/slow.started' ] && [ \$(grep -ls '^Path: /par' '$T'/hooks/*.head | wc -l) -ge 2 ]" ||
+	fail "the three deliveries of par did not all start"
+t1=$(date +%s%3N)
+assert_le "$((t1 - t0))" 2000 "all three started within (ms) of the first, none waiting for another's 3 s"
+[ ! -e "$T/slow.done" ] || fail "the program ended before the three had all started"
+wait_until 30 sh -c "[ \"\$('$DBCRON_BIN' events --job par --state delivered --format csv | grep -c par)\" = 3 ]" ||
+	fail "par's three events were not delivered"
+assert_contains "$(cat "$T/slow.done")" '"job":"par"'
+pass "one delivery thread, deliveries side by side"
 stop_node n1
 
 # heads_at PATH: the requests that came to PATH
