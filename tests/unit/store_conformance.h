@@ -2622,6 +2622,86 @@ static void conf_test_events(void **state)
 	store_claim_result_clear(&r);
 }
 
+/*
+ * Ends of deliveries in one transaction (store_events_finish, what a
+ * node's db thread writes): each fenced on its own claim, a retry due the
+ * database's now + retry_in_ms, a hand-back (PENDING, no delay) due at
+ * once for any node, all or none; a claim's events read back by token.
+ */
+static void conf_test_events_batch(void **state)
+{
+	conf_ctx *c = *state;
+	int64_t now = conf_now(c);
+	conf_put(c, 2, "eb", now - 100);
+	store_node_info na, nb;
+	conf_node(&na, "A", "inc-a", 60000);
+	conf_node(&nb, "B", "inc-b", 60000);
+	CONF_OK(c, store_node_register(c->s, &na, &c->err));
+	CONF_OK(c, store_node_register(c->s, &nb, &c->err));
+	conf_planner p = {.stop = -1, .step = 60000};
+	store_claim_result r;
+	CONF_OK(c, conf_claim(c, c->s, "A", "ta", 10, &p, &r));
+	assert_int_equal(r.nruns, 2);
+	store_update u[2];
+	for (int i = 0; i < 2; i++) {
+		u[i] = conf_update(&r.runs[i], DBCRON_RUN_FAILED);
+		u[i].react_kind = MODEL_REACT_FAILURE;
+		u[i].react_targets = "http://h/1";
+	}
+	CONF_OK(c, store_apply(c->s, "A", u, 2, &c->err));
+	conf_events ea = {0}, eb = {0};
+	CONF_OK(c, store_events_claim(c->s, "A", "tok-a", 10, conf_event_cb, &ea, &c->err));
+	assert_int_equal(ea.n, 2);
+
+	/* a bad end in the lot: nothing of the lot is written */
+	store_event_end bad[2] = {
+		{.ev = &ea.e[0], .state = MODEL_EVENT_DELIVERED, .next_at = -1},
+		{.ev = &ea.e[1], .state = 9, .next_at = -1},
+	};
+	assert_int_equal(store_events_finish(c->s, "A", bad, 2, &c->err), DBCRON_EINVAL);
+	assert_false(bad[0].applied);
+	CONF_OK(c, store_events_claimed(c->s, "tok-a", conf_event_cb, &eb, &c->err));
+	assert_int_equal(eb.n, 2); /* both still delivering under A's claim */
+	conf_events_clear(&eb);
+
+	/* a retry and an end under someone else's claim, in one lot */
+	store_event ghost = ea.e[1];
+	ghost.claim_token = "not-ours";
+	store_event_end ends[2] = {
+		{.ev = &ea.e[0], .state = MODEL_EVENT_PENDING, .next_at = -1,
+		 .retry_in_ms = 600000, .error = "HTTP 503"},
+		{.ev = &ghost, .state = MODEL_EVENT_DELIVERED, .next_at = -1},
+	};
+	CONF_OK(c, store_events_finish(c->s, "A", ends, 2, &c->err));
+	assert_true(ends[0].applied);
+	assert_false(ends[1].applied);
+	CONF_OK(c, store_events_list(c->s, NULL, MODEL_EVENT_PENDING, 100, conf_event_cb, &eb,
+				     &c->err));
+	assert_int_equal(eb.n, 1);
+	assert_int_equal(eb.e[0].id, ea.e[0].id);
+	assert_true(eb.e[0].next_at >= now + 600000 - 5000);
+	conf_events_clear(&eb);
+	/* the retry waits; the other is still A's */
+	CONF_OK(c, store_events_claim(c->s, "B", "tok-b", 10, conf_event_cb, &eb, &c->err));
+	assert_int_equal(eb.n, 0);
+	CONF_OK(c, store_events_claimed(c->s, "tok-a", conf_event_cb, &eb, &c->err));
+	assert_int_equal(eb.n, 1);
+	assert_int_equal(eb.e[0].id, ea.e[1].id);
+	conf_events_clear(&eb);
+
+	/* handed back (A stops): B takes it at once */
+	store_event_end back = {.ev = &ea.e[1], .state = MODEL_EVENT_PENDING, .next_at = -1};
+	CONF_OK(c, store_events_finish(c->s, "A", &back, 1, &c->err));
+	assert_true(back.applied);
+	CONF_OK(c, store_events_claim(c->s, "B", "tok-b2", 10, conf_event_cb, &eb, &c->err));
+	assert_int_equal(eb.n, 1);
+	assert_int_equal(eb.e[0].id, ea.e[1].id);
+	assert_int_equal(eb.e[0].attempts, 2);
+	conf_events_clear(&eb);
+	conf_events_clear(&ea);
+	store_claim_result_clear(&r);
+}
+
 #define CONF_T(fn) cmocka_unit_test_setup_teardown(fn, conf_setup, conf_teardown)
 
 #define STORE_CONFORMANCE_TESTS                                                 \
@@ -2643,7 +2723,7 @@ static void conf_test_events(void **state)
 	CONF_T(conf_test_claim_pools_joint),                                    \
 	CONF_T(conf_test_node_handlers_add),                                    \
 	CONF_T(conf_test_apply), CONF_T(conf_test_apply_state_machine),         \
-	CONF_T(conf_test_events),                                               \
+	CONF_T(conf_test_events), CONF_T(conf_test_events_batch),               \
 	CONF_T(conf_test_reap), CONF_T(conf_test_node_register_resolves),       \
 	CONF_T(conf_test_reap_unwritten_starts), CONF_T(conf_test_reap_retry_budget),         \
 	CONF_T(conf_test_reap_racing_start), CONF_T(conf_test_claim_lock_row),                 \
