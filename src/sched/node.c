@@ -173,8 +173,15 @@ static void graceful_stop(dbcron_node *n)
 
 static int node_run(dbcron_node *n, dbcron_err *err);
 
-/* How long deliveries in progress may go on once the node stops. */
-#define REACT_CUT_MS 2000
+/* How long deliveries in progress may go on once the node stops: 2 s,
+ * and at most a quarter of the lease, since the db thread waits for them
+ * without renewing it (the heartbeat resumes in graceful_stop). */
+static int64_t react_cut_ms(const dbcron_node *n)
+{
+	if (atomic_load(&n->stop_now))
+		return 0;
+	return n->cfg.lease_ms / 4 < 2000 ? n->cfg.lease_ms / 4 : 2000;
+}
 
 /* The delivery thread has results for the db thread. */
 static void react_kicked(void *ctx)
@@ -247,7 +254,7 @@ static int node_run(dbcron_node *n, dbcron_err *err)
 	dbloop_run(n);
 	/* the deliveries first, so that what was claimed and not delivered
 	 * goes back (pending now) before the node is marked stopped */
-	react_stop(n->react, atomic_load(&n->stop_now) ? 0 : REACT_CUT_MS);
+	react_stop(n->react, react_cut_ms(n));
 	react_finish(n->react, n->st);
 	n->react = NULL;
 	graceful_stop(n);
