@@ -25,3 +25,4 @@ for b in sqlite pg mysql; do
   [ $b != sqlite ] && bash "$src/bench/sched.sh" w3 $b
 done
 if [ -x "$build/bench/bench_lock" ]; then echo "== lease locks"; bash "$src/bench/lock.sh" "$build"; fi
+echo "== webhook reactions (one node, SQLite, a local receiver)"; bash "$src/bench/react.sh" 10000

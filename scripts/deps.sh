@@ -8,6 +8,7 @@ pkgs=(build-essential cmake pkg-config git python3
       libmariadb-dev mariadb-server mariadb-client
       galera-4 rsync
       libglib2.0-dev libjansson-dev libcmocka-dev libsystemd-dev libmicrohttpd-dev
+      libcurl4-openssl-dev openssl
       curl jq apache2-utils chromium
       clang libclang-rt-14-dev procps util-linux faketime zsh
       postgresql-15-auto-failover iproute2)

@@ -34,7 +34,7 @@ _dbcron()
 		;;
 	esac
 	if [ "$COMP_CWORD" -eq 1 ]; then
-		COMPREPLY=($(compgen -W "cron init job node runs audit nodes lock locks serve config --config --db --db-file --help --version" -- "$cur"))
+		COMPREPLY=($(compgen -W "cron init job node runs audit events nodes lock locks serve config --config --db --db-file --help --version" -- "$cur"))
 		return
 	fi
 	local db="--db --db-file --help"
@@ -45,8 +45,8 @@ _dbcron()
 			return
 		fi
 		case $sub in
-		add) opts="--cron --every --after --at --needs --tz --misfire --max-catchup --misfire-threshold --overlap --node-loss --retries --retry-base --retry-cap --retry-jitter --start-jitter --spread --spread-seed --timeout --start-at --end-at --paused --handler --arg --user --group --cwd --env --env-file --umask --inherit-env --no-user-check --strict --format" ;;
-		set) opts="--cron --every --after --at --needs --tz --misfire --max-catchup --misfire-threshold --overlap --node-loss --retries --retry-base --retry-cap --retry-jitter --no-retry-jitter --start-jitter --spread --spread-seed --timeout --start-at --end-at --handler --arg --user --group --cwd --env --env-file --umask --inherit-env --no-inherit-env --no-user-check --strict --format" ;;
+		add) opts="--cron --every --after --at --needs --tz --misfire --max-catchup --misfire-threshold --overlap --node-loss --retries --retry-base --retry-cap --retry-jitter --start-jitter --spread --spread-seed --timeout --start-at --end-at --paused --handler --arg --user --group --cwd --env --env-file --umask --inherit-env --on-failure --on-success --on-misfire --no-user-check --strict --format" ;;
+		set) opts="--cron --every --after --at --needs --tz --misfire --max-catchup --misfire-threshold --overlap --node-loss --retries --retry-base --retry-cap --retry-jitter --no-retry-jitter --start-jitter --spread --spread-seed --timeout --start-at --end-at --handler --arg --user --group --cwd --env --env-file --umask --inherit-env --no-inherit-env --on-failure --on-success --on-misfire --no-user-check --strict --format" ;;
 		list|show|export|pause|resume|trigger|rename) opts="--format" ;;
 		delete) opts="--force --format" ;;
 		apply) opts="--prune --dry-run --max-bytes --max-jobs --no-user-check --strict" ;;
@@ -69,7 +69,7 @@ _dbcron()
 		fi
 		;;
 	init) opts="--group --format" ;;
-	node) opts="--node-id --workers --slow-workers --claim-batch --max-inflight --preread --claim-strategy --lease --heartbeat --grace --retention --log-runs --quiet --http --api-token-file --http-host --http-cert --http-key --metrics-max-jobs" ;;
+	node) opts="--node-id --workers --slow-workers --claim-batch --max-inflight --preread --claim-strategy --lease --heartbeat --grace --retention --log-runs --quiet --notify-secret-file --http --api-token-file --http-host --http-cert --http-key --metrics-max-jobs" ;;
 	serve) opts="--http --api-token-file --http-host --http-cert --http-key --metrics-max-jobs" ;;
 	config)
 		if [ "$COMP_CWORD" -eq 2 ]; then
@@ -84,6 +84,7 @@ _dbcron()
 		fi
 		opts="--job --state --since --limit --format --output --follow --interval" ;;
 	audit) opts="--job --since --limit --format" ;;
+	events) opts="--job --state --limit --format" ;;
 	nodes) opts="--format --prune" ;;
 	lock) opts="--ttl --owner --wait --kill-grace --held-exit" ;;
 	locks) opts="--format" ;;

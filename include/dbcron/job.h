@@ -92,6 +92,10 @@ typedef struct dbcron_job {
 	char *env_file;    /* absolute path on the node's host, read at each run */
 	int umask;         /* 0-0777; -1: the node's */
 	bool inherit_env;  /* start from the node's environment, minus its secrets */
+	/* Reactions (docs/reactions.md): targets, one a line ("job:b\nhttps://..."),
+	 * acted on when a fire ends failed/timed out/abandoned, succeeded, or
+	 * is missed; NULL: none. */
+	char *on_failure, *on_success, *on_misfire;
 	bool paused;
 	int64_t next_fire_at; /* -1: no further fire */
 	int64_t created_ms, updated_ms;

@@ -66,6 +66,10 @@ typedef struct dbcron_node_config {
 	int log_level;
 	void (*log)(void *ctx, int level, const char *line, size_t len);
 	void *log_ctx;
+	/* The key webhook reactions are signed with (docs/reactions.md): the
+	 * file's first line, read when the node starts and never handed to a
+	 * job.  NULL: requests carry no signature. */
+	const char *notify_secret_file;
 } dbcron_node_config;
 
 enum { DBCRON_CLAIM_PER_ROW = 0, DBCRON_CLAIM_LOCK_ROW = 1 };

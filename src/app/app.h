@@ -400,6 +400,20 @@ void app_follow_clear(app_follow *fw);
  */
 #define APP_STATS_MINUTES_MAX 1440
 int app_stats(store *s, const char *job, long minutes, json_t **out, dbcron_err *err);
+/* ---------------------------------------------------------- events */
+
+/*
+ * The outbox (docs/reactions.md), for `dbcron events` and GET
+ * /api/v1/events: the newest limit (1 to APP_EVENTS_MAX; <= 0: 100)
+ * events of job (NULL: any) in state (NULL: any; "pending", "delivering",
+ * "delivered" or "failed", else DBCRON_EINVAL), newest first, as an array
+ * of {"id", "job", "run_id", "kind", "target", "state", "attempts",
+ * "next_attempt_at", "last_error", "node", "created_at", "finished_at"}
+ * (times RFC 3339, null when unset).
+ */
+#define APP_EVENTS_MAX 10000
+int app_events_list(store *s, const char *job, const char *state, long limit, json_t **out,
+		    dbcron_err *err);
 
 /* ------------------------------------------------------------ cron */
 

@@ -69,5 +69,10 @@ void app_batch_clear(app_batch *b);
  */
 int app__spread_seeds(store *s, struct model_jobdef *defs, size_t n, const job_vec *prevs,
 		      dbcron_err *err);
+/* Every job:NAME reaction target of defs[0..n) names a job of the batch
+ * or a stored one (react.c); else *bad is the entry at fault and err says
+ * which key and which target.  DBCRON_EINVAL, or the store's error. */
+int app__check_job_targets(store *s, const struct model_jobdef *defs, size_t n, size_t *bad,
+			   dbcron_err *err);
 
 #endif

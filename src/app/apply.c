@@ -335,6 +335,15 @@ int app_apply_write(store *s, app_batch *b, const app_apply_opts *o,
 		if (model_jobdef_finish(&b->defs[i], now, find_prev(&jv, b->defs[i].job.name), &e))
 			entry_error(on_err, ctx, r, i, b->defs[i].job.name, "%s", e.msg);
 	}
+	size_t bad;
+	dbcron_err te = {0};
+	if (!r->nerr && (rc = app__check_job_targets(s, b->defs, b->n, &bad, &te))) {
+		if (rc != DBCRON_EINVAL) {
+			*err = te;
+			goto out_free;
+		}
+		entry_error(on_err, ctx, r, bad, b->defs[bad].job.name, "%s", te.msg);
+	}
 	if (r->nerr) {
 		rc = refused(r, err);
 		goto out_free;
@@ -444,8 +453,10 @@ int app_job_add(store *s, model_jobdef *d, dbcron_err *err)
 
 	/* no stored job to resolve against: a name that is taken is the
 	 * put's refusal (DBCRON_EEXISTS), inside its transaction */
+	size_t bad;
 	if ((rc = store_now_ms(s, &now, err)) || (rc = app__spread_seeds(s, d, 1, NULL, err)) ||
-	    (rc = model_jobdef_finish(d, now, NULL, err)))
+	    (rc = model_jobdef_finish(d, now, NULL, err)) ||
+	    (rc = app__check_job_targets(s, d, 1, &bad, err)))
 		return rc;
 	store_audit_verb(s, "add");
 	return store_job_put(s, &d->job, 1, STORE_PUT_CREATE, false, &created, &updated,

@@ -24,6 +24,7 @@
 #include "cron/spread.h"
 #include "model/jobdef.h"
 #include "model/json.h"
+#include "model/target.h"
 #include "model/rules.h"
 
 static int no_such_job(const char *cmd, const char *name)
@@ -503,6 +504,21 @@ static void show_runas(const dbcron_job *j)
 		printf("umask:             the node's\n");
 }
 
+/* The reaction targets (docs/reactions.md), one a line, in job show's
+ * table; nothing for a job without any. */
+static void show_reactions(const dbcron_job *j)
+{
+	const char *const lists[] = {j->on_failure, j->on_success, j->on_misfire};
+	const char *const labels[] = {"on failure:        ", "on success:        ",
+				      "on misfire:        "};
+	for (size_t i = 0; i < 3; i++) {
+		const char *list = lists[i], *t;
+		size_t n;
+		for (bool first = true; (t = model_targets_next(&list, &n)); first = false)
+			printf("%s%.*s\n", first ? labels[i] : "                   ", (int)n, t);
+	}
+}
+
 static void show_usage(FILE *f)
 {
 	fprintf(f, "usage: dbcron job show NAME [--format table|json] [--db URL | --db-file PATH]\n\n"
@@ -607,6 +623,7 @@ static int show_table(const dbcron_job *j, const app_run_vec *rv, const char *un
 	} else {
 		printf("timeout:           none\n");
 	}
+	show_reactions(j);
 	printf("created:           %s\n", model_time_text(j->created_ms, t, sizeof(t)));
 	printf("updated:           %s\n", model_time_text(j->updated_ms, t, sizeof(t)));
 	printf("last runs:%s\n", rv->n ? "" : "         none");

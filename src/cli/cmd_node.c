@@ -176,7 +176,8 @@ static void help(FILE *f)
 		"                   [--claim-batch N] [--max-inflight N] [--preread DUR]\n"
 		"                   [--claim-strategy per-row|lock-row]\n"
 		"                   [--lease DUR] [--heartbeat DUR] [--grace DUR] [--retention DUR|forever]\n"
-		"                   [--log-runs] [--quiet] [--http ADDR:PORT [--api-token-file PATH]\n"
+		"                   [--log-runs] [--quiet] [--notify-secret-file PATH]\n"
+		"                   [--http ADDR:PORT [--api-token-file PATH]\n"
 		"                   [--http-host NAME]... [--http-cert PATH --http-key PATH]\n"
 		"                   [--metrics-max-jobs N]]\n\n"
 		"Run a scheduler node until SIGINT or SIGTERM (a second one stops running jobs at\n"
@@ -205,6 +206,9 @@ static void help(FILE *f)
 		"                     (misfired), takeovers and lease events; the misfires a\n"
 		"                     claim records are in the run log only)\n"
 		"  --quiet            log warnings and errors only\n"
+		"  --notify-secret-file PATH  sign each webhook reaction: X-Dbcron-Signature:\n"
+		"                     sha256=HMAC-SHA256 of the body under the file's first line\n"
+		"                     (docs/reactions.md); never handed to a job\n"
 		"  --http ADDR:PORT   also serve the HTTP API (docs/http.md) there, on threads and\n"
 		"                     database connections of its own; a loopback address unless\n"
 		"                     --api-token-file is given\n"
@@ -283,6 +287,10 @@ static int node_key(const char *cmd, conf_key k, dbcron_node_config *cfg, http_c
 		if (!(rc = conf_bool(cmd, &v, &on)) && on)
 			dbcron__log_set_level(LOG_WARN);
 		return rc;
+	case CONF_NOTIFY_SECRET_FILE:
+		if (cfg)
+			cfg->notify_secret_file = v.text;
+		return 0;
 	case CONF_HTTP: hc->listen = v.text; return 0;
 	case CONF_API_TOKEN_FILE: hc->token_file = v.text; return 0;
 	case CONF_HTTP_HOST: {
@@ -357,6 +365,7 @@ int cli_node(int argc, char **argv)
 		{"log-runs", no_argument, NULL, CONF_OPT(CONF_LOG_RUNS)},
 		{"retention", required_argument, NULL, CONF_OPT(CONF_RETENTION)},
 		{"quiet", no_argument, NULL, CONF_OPT(CONF_QUIET)},
+		{"notify-secret-file", required_argument, NULL, CONF_OPT(CONF_NOTIFY_SECRET_FILE)},
 		{"http", required_argument, NULL, CONF_OPT(CONF_HTTP)},
 		{"api-token-file", required_argument, NULL, CONF_OPT(CONF_API_TOKEN_FILE)},
 		{"http-host", required_argument, NULL, CONF_OPT(CONF_HTTP_HOST)},

@@ -26,6 +26,7 @@
 	X(RETENTION, "retention", NULL)                \
 	X(LOG_RUNS, "log-runs", NULL)                  \
 	X(QUIET, "quiet", NULL)                        \
+	X(NOTIFY_SECRET_FILE, "notify-secret-file", NULL) \
 	X(HTTP, "http", NULL)                          \
 	X(API_TOKEN_FILE, "api-token-file", NULL)      \
 	X(HTTP_HOST, "http-host", NULL)                \

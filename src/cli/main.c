@@ -34,6 +34,7 @@ static const struct {
 	{"node", cli_node, "run a scheduler node until SIGINT/SIGTERM"},
 	{"runs", cli_runs, "show the run log"},
 	{"audit", cli_audit, "show the audit trail: who changed which job, when, and how"},
+	{"events", cli_events, "show reaction events and their delivery"},
 	{"nodes", cli_nodes, "show scheduler nodes and their heartbeats"},
 	{"lock", cli_lock, "run a command under a cluster-wide lease lock"},
 	{"locks", cli_locks, "show lease locks"},

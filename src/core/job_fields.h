@@ -29,8 +29,10 @@
  *         TEXT ACCOUNT PATH ARGV ENV UMASK SEED (an int64 >= 0, -1 unset)
  *         TIME (an instant: RFC 3339,
  *         epoch seconds, now or now+DUR, relative ones resolved against the
- *         database clock).  SCHED marks the rows of the schedule hook
- *         (kind, text, interval): one schedule, compared and reported once.
+ *         database clock), TARGET (a reaction list: a LIST key kept in a
+ *         TEXT column, one target a line, model/target.h).  SCHED marks
+ *         the rows of the schedule hook (kind, text, interval): one
+ *         schedule, compared and reported once.
  * args    the codec's constants, designated initialisers of
  *         model_field_args in parentheses: (.lo = 0, .hi = 1000).
  * scope   ANY, or what the key needs: HANDLER (a handler job), COMMAND
@@ -125,6 +127,15 @@
 	  H("", "start from the node's environment (never its DBCRON_*\n"                         \
 		"settings or PostgreSQL passwords); default a clean one:\n"                       \
 		"HOME, USER, LOGNAME, SHELL=/bin/sh, PATH, DBCRON_*"))                            \
+	X(on_failure, on_failure, TEXT, K(ON_FAILURE, "on-failure", "on_failure", LIST), TARGET, \
+	  (), ANY, DEF, NULL,                                                                      \
+	  H("TARGET", "when a fire ends failed, timed out or abandoned (after\n"                 \
+		      "its retries): job:NAME, http(s)://URL or exec:PATH [ARGS]\n"              \
+		      "(repeatable; docs/reactions.md)"))                                         \
+	X(on_success, on_success, TEXT, K(ON_SUCCESS, "on-success", "on_success", LIST), TARGET, \
+	  (), ANY, DEF, NULL, H("TARGET", "when a fire succeeds (repeatable)"))                  \
+	X(on_misfire, on_misfire, TEXT, K(ON_MISFIRE, "on-misfire", "on_misfire", LIST), TARGET, \
+	  (), ANY, DEF, NULL, H("TARGET", "when a fire is missed (repeatable)"))                 \
 	X(next_fire_at, next_fire_at, I64N, K0, NONE, (), ANY, PLACE, -1, H0)                     \
 	X(created_ms, created_ms, I64, K0, NONE, (), ANY, STORE, -1, H0)                          \
 	X(updated_ms, updated_ms, I64, K0, NONE, (), ANY, STORE, -1, H0)                          \

@@ -685,6 +685,21 @@ static void route_all(const http_call *c, http_reply *rep)
 		return route_stats(c, rep);
 	if (!strncmp(p, "/cron/", 6))
 		return route_cron(c, p + 5, rep);
+	if (!strcmp(p, "/events")) {
+		if (!is(c, "GET"))
+			return method_not_allowed(rep, "GET");
+		if (!may_read(c, rep))
+			return;
+		const char *lim = arg(c, "limit");
+		char *end = NULL;
+		long n = lim ? strtol(lim, &end, 10) : 0;
+		if (lim && (!*lim || *end || n < 1))
+			return http__error(rep, MHD_HTTP_BAD_REQUEST, "bad_request",
+					   "limit '%.50s': expected a positive integer", lim);
+		if (app_events_list(c->st, arg(c, "job"), arg(c, "state"), n, &j, &err))
+			return from_err(rep, &err);
+		return ok(rep, MHD_HTTP_OK, json_pack("{s:o}", "events", j));
+	}
 	if (!strcmp(p, "/nodes") || !strcmp(p, "/locks")) {
 		if (!is(c, "GET"))
 			return method_not_allowed(rep, "GET");

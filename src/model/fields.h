@@ -45,6 +45,7 @@ typedef enum model_field_codec {
 	MODEL_FC_UMASK,
 	MODEL_FC_TIME,
 	MODEL_FC_SEED,
+	MODEL_FC_TARGET,
 } model_field_codec;
 
 typedef enum model_field_scope {

@@ -24,6 +24,7 @@
 #include "exec/runas.h"
 #include "model/jobdef.h"
 #include "model/rules.h"
+#include "model/target.h"
 
 void model_jobdef_init(model_jobdef *d, bool cli)
 {
@@ -115,6 +116,26 @@ static int add_env(dbcron_job *j, const char *kv, dbcron_err *err)
 	if (!(v[j->envc] = dbcron__strdup(kv)))
 		return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
 	v[++j->envc] = NULL;
+	return DBCRON_OK;
+}
+
+/* One more reaction target for a list (one a line); a target given
+ * twice is refused (it would be one event, model/target.h). */
+static int add_target(char **list, const char *t, dbcron_err *err)
+{
+	int rc = model_target_check(t, NULL, err);
+	if (rc)
+		return rc;
+	if (model_targets_has(*list, t, strlen(t)))
+		return dbcron_err_set(err, DBCRON_EINVAL, "'%.200s' is given twice", t);
+	size_t have = *list ? strlen(*list) : 0;
+	char *s = dbcron__realloc(*list, have + strlen(t) + 2);
+	if (!s)
+		return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
+	if (have)
+		s[have++] = '\n';
+	memcpy(s + have, t, strlen(t) + 1);
+	*list = s;
 	return DBCRON_OK;
 }
 
@@ -376,6 +397,8 @@ static int set_text(model_jobdef *d, const model_jobdef_key *k, const char *v,
 		return add_env(j, v, err);
 	case MODEL_FC_UMASK:
 		return set_umask(j, v, err);
+	case MODEL_FC_TARGET:
+		return add_target(slot, v, err);
 	default:
 		return dbcron_err_set(err, DBCRON_EINTERNAL, "not a text value");
 	}
@@ -455,6 +478,23 @@ int model_jobdef_set_argv(model_jobdef *d, char *const *argv, int argc,
 	return DBCRON_OK;
 }
 
+/* A struct's reaction list, one target a line, each set as a flag is. */
+static int set_targets(model_jobdef *d, const model_jobdef_key *k, const char *list,
+		       dbcron_err *err)
+{
+	char one[MODEL_TARGET_MAX + 2];
+	const char *t;
+	size_t n;
+	while ((t = model_targets_next(&list, &n))) {
+		snprintf(one, sizeof(one), "%.*s", (int)(n < sizeof(one) - 1 ? n : sizeof(one) - 1),
+			 t);
+		int rc = model_jobdef_set_text(d, k, one, err);
+		if (rc)
+			return rc;
+	}
+	return DBCRON_OK;
+}
+
 /* One row of a job struct by its codec, typed where the struct is. */
 static int set_from_job(model_jobdef *d, const model_jobdef_key *k, const model_field *f,
 			const dbcron_job *j, dbcron_err *err)
@@ -508,6 +548,8 @@ static int set_from_job(model_jobdef *d, const model_jobdef_key *k, const model_
 				return rc;
 		}
 		return DBCRON_OK;
+	case MODEL_FC_TARGET:
+		return set_targets(d, k, text, err);
 	default:
 		/* the name, and text keys: unset ones are not given */
 		return text ? model_jobdef_set_text(d, k, text, err) : DBCRON_OK;

@@ -13,6 +13,7 @@
 #include "core/timeutil.h"
 #include "model/json.h"
 #include "model/rules.h"
+#include "model/target.h"
 
 /* Adds v (stolen, may be NULL) to o; *bad stays set after any failure. */
 static void put(json_t *o, const char *key, json_t *v, bool *bad)
@@ -85,6 +86,20 @@ static json_t *needs_json(const char *spec)
 	return a;
 }
 
+/* A reaction list (one target a line) as an array of strings. */
+static json_t *targets_json(const char *list)
+{
+	json_t *a = json_array();
+	const char *t;
+	size_t n;
+	while (a && (t = model_targets_next(&list, &n)))
+		if (json_array_append_new(a, json_stringn(t, n))) {
+			json_decref(a);
+			return NULL;
+		}
+	return a;
+}
+
 /* One keyed row's value by its codec into *v (NULL when out of memory);
  * false when the row is not written (an optional value that is unset). */
 static bool field_json(const dbcron_job *j, const model_field *f, json_t **v)
@@ -131,6 +146,11 @@ static bool field_json(const dbcron_job *j, const model_field *f, json_t **v)
 		break;
 	case MODEL_FC_ENV:
 		*v = strv_json(j->env, j->envc);
+		break;
+	case MODEL_FC_TARGET:
+		if (!text)
+			return false;
+		*v = targets_json(text);
 		break;
 	case MODEL_FC_UMASK:
 		if (j->umask < 0)

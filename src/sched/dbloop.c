@@ -14,6 +14,10 @@
  *    heartbeat (a failing write must not starve the lease);
  *  6 this thread never waits on a job: it waits only on db_cv, which the
  *    timer thread and the workers signal through dbloop_kick();
+ *  the outbox's database work is a step of this loop too (react_step),
+ *    on this thread's connection: a node writes through one connection
+ *    only (one member of a Galera cluster), and its delivery thread only
+ *    talks to the network;
  *  retention and the orphan pass run under the "dbcron:maintenance" lease,
  *    one node at a time.
  */
@@ -26,6 +30,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "react/react.h"
 #include "sched/dbloop_int.h"
 #include "sched/node_int.h"
 
@@ -210,6 +215,13 @@ void dbloop_run(dbcron_node *n)
 			next_claim = got >= n->cfg.claim_batch ? now
 							       : now + every - jitter_ms(every / 4);
 		}
+		int64_t events_at = INT64_MAX;
+		bool written = n->events_due;
+		n->events_due = false;
+		if (n->react && react_step(n->react, n->st, written, &events_at, &err)) {
+			dbloop_trouble(n, &err, &backoff, next_hb);
+			continue;
+		}
 		if (now >= next_maint) {
 			bool more = maintenance(n);
 			next_maint = now + (more ? 1000 : n->cfg.maintenance_ms);
@@ -222,6 +234,8 @@ void dbloop_run(dbcron_node *n)
 		}
 		backoff = 100;
 		int64_t until = next_hb < next_claim ? next_hb : next_claim;
+		if (events_at < until)
+			until = events_at;
 		pthread_mutex_lock(&n->mu);
 		bool pending = !fire_list_empty(&n->pending) || !fire_list_empty(&n->sync);
 		pthread_mutex_unlock(&n->mu);

@@ -23,6 +23,7 @@
 #include "core/alloc.h"
 #include "core/log.h"
 #include "model/rules.h"
+#include "model/target.h"
 #include "sched/dbloop_int.h"
 #include "sched/node_int.h"
 
@@ -86,6 +87,8 @@ static size_t take_pending(dbcron_node *n, store_update *ups, fire **batch)
 							       f->finished_db);
 			u->retry_due_at = fu.retry_due_at;
 			u->job_next_fire_at = fu.job_next_fire_at;
+			u->react_kind = model_react_kind_of(f->end_state, fu.retry_due_at >= 0);
+			u->react_targets = model_react_targets(&f->snap->job, u->react_kind);
 		} else {
 			fire_set_phase(f, FIRE_RUNNING); /* from STARTED */
 			u->state = DBCRON_RUN_RUNNING;
@@ -218,6 +221,11 @@ int dbloop_flush(dbcron_node *n, dbcron_err *err)
 	for (size_t i = 0; ours && i < k; i++)
 		if (!ups[i].applied && batch[i]->write_doubt && batch[i]->phase == FIRE_WRITING)
 			ours[i] = final_write_landed(n, &ups[i]);
+	/* the outbox rows went out with these outcomes: the db loop claims
+	 * them at once instead of polling for them (react.h) */
+	for (size_t i = 0; !rc && i < k; i++)
+		if (ups[i].applied && ups[i].react_targets)
+			n->events_due = true;
 	pthread_mutex_lock(&n->mu);
 	if (rc)
 		keep_for_retry(n, batch, k, rc);

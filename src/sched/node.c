@@ -31,6 +31,7 @@
 #include "core/alloc.h"
 #include "core/log.h"
 #include "exec/runas.h"
+#include "react/react.h"
 #include "sched/node_int.h"
 
 void dbcron_node_config_init(dbcron_node_config *c)
@@ -109,6 +110,8 @@ int dbcron_node_create(const dbcron_node_config *cfg, dbcron_node **out,
 	} else {
 		n->db_url = dbcron__strdup(cfg->db_url);
 	}
+	if (cfg->notify_secret_file && *cfg->notify_secret_file)
+		runas_secret_file_add_as(cfg->notify_secret_file, "notify secret file");
 	if (cfg->node_id && *cfg->node_id) {
 		n->node_id = dbcron__strdup(cfg->node_id);
 	} else {
@@ -170,6 +173,25 @@ static void graceful_stop(dbcron_node *n)
 
 static int node_run(dbcron_node *n, dbcron_err *err);
 
+/* How long deliveries in progress may go on once the node stops: 2 s,
+ * and at most a quarter of the lease, since the db thread waits for them
+ * without renewing it (the heartbeat resumes in graceful_stop). */
+static int64_t react_cut_ms(const dbcron_node *n)
+{
+	if (atomic_load(&n->stop_now))
+		return 0;
+	return n->cfg.lease_ms / 4 < 2000 ? n->cfg.lease_ms / 4 : 2000;
+}
+
+/* The delivery thread has results for the db thread. */
+static void react_kicked(void *ctx)
+{
+	dbcron_node *n = ctx;
+	pthread_mutex_lock(&n->mu);
+	dbloop_kick(n);
+	pthread_mutex_unlock(&n->mu);
+}
+
 /* The caller's thread is the node's db thread while it runs: its lines go
  * to the node's sink until the node returns. */
 int dbcron_node_run(dbcron_node *n, dbcron_err *err)
@@ -220,9 +242,21 @@ static int node_run(dbcron_node *n, dbcron_err *err)
 	rc = dispatch_start(n, err);
 	if (rc)
 		goto out_slow;
+	react_config rcfg = {.node_id = n->node_id, .secret_file = n->cfg.notify_secret_file,
+			     .kick = react_kicked, .kick_ctx = n, .log = &n->log};
+	if ((rc = react_start(&rcfg, &n->react, err))) {
+		dbcron_node_stop_now(n);
+		graceful_stop(n);
+		goto out_slow;
+	}
 	if (n->cfg.alive)
 		n->cfg.alive(n->cfg.alive_ctx);
 	dbloop_run(n);
+	/* the deliveries first, so that what was claimed and not delivered
+	 * goes back (pending now) before the node is marked stopped */
+	react_stop(n->react, react_cut_ms(n));
+	react_finish(n->react, n->st);
+	n->react = NULL;
 	graceful_stop(n);
 	rc = DBCRON_OK;
 	pthread_mutex_lock(&n->mu);

@@ -57,6 +57,11 @@ struct dbcron_node {
 	bool stopping;             /* mu: no more starts */
 	pthread_t timer_thread;
 	bool timer_started;
+	struct react_deliverer *react; /* the outbox (react.h): its db half is
+					* stepped by the db thread, its delivery
+					* thread kicks the db thread */
+	bool events_due;               /* db thread: a flush wrote an outcome
+					* with reaction targets: claim now */
 
 	/* mu: the in-flight table */
 	timer_heap heap;    /* CLAIMED fires */

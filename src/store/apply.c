@@ -7,14 +7,45 @@
  * on (id, token, node) and a refused one comes back not applied; the run
  * state machine holds in the database too (the `live` cell); several
  * updates of one run in a batch are merged in order into one row and the
- * chain checked first; retries and next fires land in the same
- * transaction as the outcome that asked for them.
+ * chain checked first; retries, next fires and events (the outbox) land
+ * in the same transaction as the outcome that asked for them.
  */
 #include <string.h>
 
 #include "core/alloc.h"
 #include "core/sort.h"
+#include "model/target.h"
 #include "store/store_int.h"
+
+static const store_bcol event_cols[3] = {BC_I64, BC_I64, BC_TEXT};
+
+/* The outbox rows of an applied update: one per target (issue 26).  A
+ * batch borrows its text, so each target is copied into *owned (grown
+ * here, freed by the caller); false when out of memory. */
+static bool add_events(store_batch *ev, const store_update *u, char ***owned, size_t *nowned)
+{
+	const char *list = u->react_targets, *t;
+	size_t len;
+	while (u->react_kind && (t = model_targets_next(&list, &len))) {
+		char **v = dbcron__realloc(*owned, (*nowned + 1) * sizeof(char *));
+		if (!v)
+			return false;
+		*owned = v;
+		if (!(v[*nowned] = dbcron__strndup(t, len)))
+			return false;
+		store_batch_i64(ev, u->run_id);
+		store_batch_i64(ev, u->react_kind);
+		store_batch_text(ev, v[(*nowned)++]);
+	}
+	return true;
+}
+
+static void free_owned(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		dbcron__free(v[i]);
+	dbcron__free(v);
+}
 
 /* ST_RUNS_APPLY's row: the run, its fence, what it becomes, and `live`,
  * the last live state (SCHEDULED 1, RUNNING 2) it may be found in, so that
@@ -45,23 +76,31 @@ static int apply_slot_cmp(const void *a, const void *b)
 	return x->pos < y->pos ? -1 : x->pos > y->pos;
 }
 
-/* The retries and next fires the applied updates ask for, then commit. */
+/* The retries, next fires, events and fan-ins the applied updates ask
+ * for: the events in the outcome's transaction (the outbox), so an outcome
+ * that lands has its events and one that is fenced has none; likewise a
+ * success marks the jobs that need its job (needs.c). */
 static int apply_followups(store *s, store_update *ups, size_t n, dbcron_err *err)
 {
 	store_batch *retry = store__scratch(s, 1, 2, store__pair_cols);
 	store_batch *next = store__scratch(s, 2, 2, store__pair_cols);
-	int64_t now, *ok = NULL;
-	size_t nok = 0;
-	int rc;
+	store_batch *ev = store__scratch(s, 3, 3, event_cols);
+	char **owned = NULL;
+	size_t nowned = 0, nok = 0;
+	int64_t now = -1, *ok = NULL;
+	int rc = DBCRON_OK;
 	for (size_t i = 0; i < n; i++) {
 		const store_update *u = &ups[i];
 		if (!u->applied)
 			continue;
 		if (u->state == DBCRON_RUN_SUCCEEDED) {
 			if (!ok && !(ok = dbcron__calloc(n, sizeof(*ok))))
-				return store__oom(err, "apply");
-			ok[nok++] = u->job_id;
+				ev->oom = true;
+			else
+				ok[nok++] = u->job_id;
 		}
+		if (!add_events(ev, u, &owned, &nowned))
+			ev->oom = true;
 		if (u->retry_due_at >= 0) {
 			store_batch_i64(retry, u->run_id);
 			store_batch_i64(retry, u->retry_due_at);
@@ -71,8 +110,14 @@ static int apply_followups(store *s, store_update *ups, size_t n, dbcron_err *er
 			store_batch_i64(next, u->job_next_fire_at);
 		}
 	}
-	rc = retry->oom || next->oom ? store__oom(err, "apply") : DBCRON_OK;
-	if (!rc && store_batch_rows(retry))
+	if (retry->oom || next->oom || ev->oom)
+		rc = store__oom(err, "apply");
+	if (!rc && store_batch_rows(ev) && !(rc = store__db_now(s, &now, err))) {
+		store_param p[] = {sp_i64(now), sp_batch(ev)};
+		rc = store__run(s, ST_EVENTS_INSERT, p, 2, NULL, err);
+	}
+	free_owned(owned, nowned);
+	if (!rc && store_batch_rows(retry) && now < 0)
 		rc = store__db_now(s, &now, err);
 	if (!rc && store_batch_rows(retry)) {
 		store_param p[] = {sp_i64(now), sp_batch(retry)};
@@ -82,7 +127,8 @@ static int apply_followups(store *s, store_update *ups, size_t n, dbcron_err *er
 		store_param p[] = {sp_batch(next)};
 		rc = store__run(s, ST_JOBS_NEXT_IF_NULL, p, 1, NULL, err);
 	}
-	/* in the outcome's transaction: a fan-in fires once per set */
+	/* in the outcome's transaction: a fan-in fires once per set (after
+	 * the events: it reuses their scratch slot) */
 	if (!rc && nok)
 		rc = store__needs_fanin(s, ok, nok, err);
 	dbcron__free(ok);
@@ -179,9 +225,11 @@ int store_apply(store *s, const char *node_id, store_update *ups, size_t n, dbcr
 		ups[i].invalid = !ups[i].token || st == DBCRON_RUN_SCHEDULED ||
 				 !(dbcron_run_transition_ok(DBCRON_RUN_SCHEDULED, st) ||
 				   dbcron_run_transition_ok(DBCRON_RUN_RUNNING, st));
-		/* a success may complete a fan-in (needs.c) */
+		/* a success may complete a fan-in (needs.c); an outcome may
+		 * have events (the outbox) */
 		if (!ups[i].invalid && (ups[i].retry_due_at >= 0 || ups[i].job_next_fire_at >= 0 ||
-					ups[i].state == DBCRON_RUN_SUCCEEDED))
+					ups[i].state == DBCRON_RUN_SUCCEEDED ||
+					(ups[i].react_kind && ups[i].react_targets)))
 			extra = true;
 	}
 	if (n == 0)

@@ -134,6 +134,19 @@
 	X(RUNS_APPLY, "apply: updating runs", "3 fencing: id, token, node and a live state") \
 	/* (now) batch [run_id, due_at]: attempt + 1 of that run, unclaimed */            \
 	X(RETRY_INSERT, "scheduling retries", "1 no duplicate fire, per attempt")        \
+	/* (now) batch [run_id, kind, target]: the outbox (issue 26), in the outcome's \
+	 * transaction; a (run, kind, target) already there is left alone */           \
+	X(EVENTS_INSERT, "writing events", "one event per (run, kind, target)")       \
+	/* (job or NULL, state or 0, limit) -> EVENT_COLS, newest first */            \
+	X(EVENTS_LIST, "listing events", "")                                          \
+	/* (node, token, now, limit): pending events due by now, and those a node   \
+	 * that is not alive under its lease holds, become DELIVERING under token */ \
+	X(EVENTS_CLAIM, "claiming events", "an event is delivered by one live node at a time") \
+	/* (token) -> EVENT_COLS of the events that claim took */                     \
+	X(EVENTS_CLAIMED, "reading claimed events", "")                               \
+	/* (id, node, token, state, next_at, error, now): the end of one delivery,   \
+	 * fenced on (id, node, token, DELIVERING) */                                 \
+	X(EVENT_FINISH, "ending a delivery", "fencing: a delivery taken away writes nothing") \
 	/* batch [job_id, next_fire_at]: only where next_fire_at IS NULL */               \
 	X(JOBS_NEXT_IF_NULL, "rescheduling after-jobs", "")                              \
 	/* (id, incarnation, host, pid, workers, now, lease_ms) */                        \
@@ -301,6 +314,11 @@ _Static_assert(STORE_RS_RUNNING == DBCRON_RUN_RUNNING, "SQL_RS_RUNNING");
 _Static_assert(STORE_RS_SUCCEEDED == DBCRON_RUN_SUCCEEDED, "SQL_RS_SUCCEEDED");
 _Static_assert(STORE_RS_ABANDONED == DBCRON_RUN_ABANDONED, "SQL_RS_ABANDONED");
 _Static_assert(STORE_EXEC_HANDLER == DBCRON_EXEC_HANDLER, "SQL_EXEC_HANDLER");
+/* The events table's columns as store_events reads them (events.c). */
+#define STORE_EVENT_COLS                                                          \
+	"id, job_id, job_name, run_id, kind, target, state, attempts, next_at, "  \
+	"last_error, node, claim_token, created_ms, finished_ms"
+
 #define SQL_RS_SCHEDULED STORE_SQL_TEXT(STORE_RS_SCHEDULED)
 #define SQL_RS_RUNNING STORE_SQL_TEXT(STORE_RS_RUNNING)
 #define SQL_RS_SUCCEEDED STORE_SQL_TEXT(STORE_RS_SUCCEEDED)

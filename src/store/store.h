@@ -185,6 +185,11 @@ typedef struct store_update {
 	const char *output; /* may be NULL */
 	int64_t retry_due_at;     /* -1: no retry */
 	int64_t job_next_fire_at; /* -1: leave */
+	/* the outbox: an event of react_kind (model/target.h) for each of
+	 * react_targets (one a line, borrowed; NULL: none), written in the
+	 * outcome's transaction when the fence lets the outcome through */
+	int react_kind;
+	const char *react_targets;
 	/* out: true when the fence let it through */
 	bool applied;
 	/* out: not written because it breaks the run state machine (a bad
@@ -457,6 +462,53 @@ int store_lock_acquire(store *s, const char *name, const char *owner, int64_t tt
 int store_lock_renew(store *s, const char *name, const char *owner, int64_t fence, int64_t ttl_ms, int64_t *until_ms, dbcron_err *err);
 int store_lock_release(store *s, const char *name, const char *owner, int64_t fence, dbcron_err *err);
 int store_lock_list(store *s, store_lock_cb cb, void *ctx, dbcron_err *err);
+
+/*
+ * The outbox (issue 26, docs/reactions.md; events.c).  An event row is
+ * written by store_apply in its outcome's transaction; kind and state are
+ * model/target.h's numbers.  Strings are owned by the row and valid during
+ * the callback only.
+ */
+typedef struct store_event {
+	int64_t id, job_id, run_id;
+	char *job_name, *target, *last_error, *node, *claim_token;
+	int kind, state, attempts;
+	int64_t next_at, created_ms, finished_ms; /* finished_ms -1: not yet */
+} store_event;
+typedef int (*store_event_cb)(void *ctx, const store_event *ev);
+
+/* The newest limit events (of job, NULL any; in state, 0 any), newest
+ * first. */
+int store_events_list(store *s, const char *job, int state, long limit, store_event_cb cb,
+		      void *ctx, dbcron_err *err);
+/* One transaction: at most limit events become DELIVERING for node under
+ * token (fresh per claim): pending ones due by the database's now and
+ * those claimed by a node that is not alive under its lease (its delivery
+ * is handed over); each to cb, with attempts already counting this one. */
+int store_events_claim(store *s, const char *node, const char *token, long limit,
+		       store_event_cb cb, void *ctx, dbcron_err *err);
+/* The events still DELIVERING under token, each to cb: a claim whose
+ * reply was lost may have committed them. */
+int store_events_claimed(store *s, const char *token, store_event_cb cb, void *ctx,
+			 dbcron_err *err);
+/* The end of one delivery, fenced on (id, node, token, DELIVERING):
+ * state DELIVERED or FAILED (finished now), or PENDING again at next_at
+ * (a retry; the claim is let go).  *applied false when it was fenced. */
+int store_event_finish(store *s, const store_event *ev, const char *node, int state,
+		       int64_t next_at, const char *error, bool *applied, dbcron_err *err);
+/* Many ends in one transaction (a commit per batch, not per event), each
+ * as store_event_finish; a retry's next_at may instead be retry_in_ms
+ * after the database's now.  All or none: on an error none is written. */
+typedef struct store_event_end {
+	const store_event *ev;
+	int state;
+	int64_t next_at;     /* PENDING: when; -1: now + retry_in_ms */
+	int64_t retry_in_ms; /* with next_at -1; 0: now */
+	const char *error;   /* may be NULL */
+	bool applied;        /* out: false when fenced */
+} store_event_end;
+int store_events_finish(store *s, const char *node, store_event_end *ends, size_t n,
+			dbcron_err *err);
 int store_log_run(store *s, const dbcron_run *run, dbcron_err *err);
 int store_prune_runs(store *s, int64_t cutoff_ms, int64_t *deleted, dbcron_err *err);
 /* One batch of store_prune_runs: at most `limit` runs, the oldest first,

@@ -58,7 +58,7 @@ done
 # The libraries loaded on first use (src/core/dynlib.h) are not linked, so
 # dh_shlibdeps cannot see them: each package that can load one names it.
 mapfile -t loaded < <(grep -rhoE '\.package = "[^"]+"' "$DBCRON_SRC/src" | sed -E 's/.*"(.*)"/\1/' | sort -u)
-assert_eq 4 "${#loaded[@]}" "four libraries are loaded on first use: ${loaded[*]}"
+assert_eq 5 "${#loaded[@]}" "five libraries are loaded on first use: ${loaded[*]}"
 for pkg in dbcron libdbcron0; do
 	deps=$(dpkg-deb -f "$T_DIR/deb/${pkg}_${v}_$a.deb" Depends)
 	for d in "${loaded[@]}"; do

@@ -54,6 +54,9 @@ static void full_job(dbcron_job *j, const char *name, bool handler)
 	j->end_at = 1798859045000LL;
 	j->paused = true;
 	j->next_fire_at = 1767323135000LL;
+	j->on_failure = dbcron__strdup("job:full-after\nhttps://[::1]:8443/h?x=1\nexec:/bin/cat -n");
+	j->on_success = dbcron__strdup("http://127.0.0.1/ok");
+	j->on_misfire = dbcron__strdup("job:late");
 	if (handler) {
 		j->executor = DBCRON_EXEC_HANDLER;
 		j->handler = dbcron__strdup("sleep");

@@ -33,6 +33,7 @@
 #include "core/alloc.h"
 #include "dbcron/job.h"
 #include "full_job.h"
+#include "model/target.h"
 #include "store/stmt.h"
 #include "store/store.h"
 
@@ -2533,6 +2534,196 @@ static void conf_test_locks(void **state)
 			 DBCRON_EINVAL);
 }
 
+/* ---- the outbox (issue 26) ---- */
+
+typedef struct conf_events {
+	int n;
+	store_event e[8]; /* id, run_id, kind, state, attempts; target and
+			   * claim_token copied (conf_events_clear) */
+} conf_events;
+
+static int conf_event_cb(void *ctx, const store_event *ev)
+{
+	conf_events *es = ctx;
+	if (es->n < 8) {
+		store_event *e = &es->e[es->n++];
+		*e = *ev;
+		e->job_name = e->last_error = e->node = NULL;
+		e->target = dbcron__strdup(ev->target);
+		e->claim_token = ev->claim_token ? dbcron__strdup(ev->claim_token) : NULL;
+	}
+	return 0;
+}
+
+static void conf_events_clear(conf_events *es)
+{
+	for (int i = 0; i < es->n; i++) {
+		dbcron__free(es->e[i].target);
+		dbcron__free(es->e[i].claim_token);
+	}
+	es->n = 0;
+}
+
+/*
+ * An outcome that lands writes one event per target in its transaction; a
+ * retry-bound failure, a fenced or a repeated outcome writes none.  Events
+ * go to one live node at a time: those of a node whose lease ran out go
+ * to the next claimer, and the late node's end of delivery is fenced.
+ */
+static void conf_test_events(void **state)
+{
+	conf_ctx *c = *state;
+	int64_t now = conf_now(c);
+	conf_put(c, 2, "ev", now - 100);
+	store_node_info na, nd;
+	conf_node(&na, "A", "inc-a", 60000);
+	conf_node(&nd, "D", "inc-d", 1); /* its lease ends at once */
+	CONF_OK(c, store_node_register(c->s, &na, &c->err));
+	CONF_OK(c, store_node_register(c->s, &nd, &c->err));
+	conf_planner p = {.stop = -1, .step = 60000};
+	store_claim_result r;
+	CONF_OK(c, conf_claim(c, c->s, "A", "ta", 10, &p, &r));
+	assert_int_equal(r.nruns, 2);
+
+	store_update u[3];
+	u[0] = conf_update(&r.runs[0], DBCRON_RUN_FAILED);
+	u[0].retry_due_at = now + 60000; /* not final: the node names no kind */
+	u[1] = conf_update(&r.runs[1], DBCRON_RUN_FAILED);
+	u[1].react_kind = MODEL_REACT_FAILURE;
+	u[1].react_targets = "job:x\nhttp://h/1";
+	CONF_OK(c, store_apply(c->s, "A", u, 2, &c->err));
+	assert_true(u[1].applied);
+	/* the flush written again (a reply lost): a dialect may report the
+	 * same outcome as applied again (MariaDB reads the rows back by
+	 * state); UNIQUE(run_id, kind, target) still makes no second event */
+	u[2] = u[1];
+	CONF_OK(c, store_apply(c->s, "A", &u[2], 1, &c->err));
+	conf_events es = {0};
+	CONF_OK(c, store_events_list(c->s, NULL, 0, 100, conf_event_cb, &es, &c->err));
+	assert_int_equal(es.n, 2);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(es.e[i].run_id, r.runs[1].run.id);
+		assert_int_equal(es.e[i].kind, MODEL_REACT_FAILURE);
+		assert_int_equal(es.e[i].state, MODEL_EVENT_PENDING);
+		assert_int_equal(es.e[i].attempts, 0);
+	}
+	conf_events_clear(&es);
+
+	/* D claims both, then its lease is over: A takes them over */
+	conf_sleep_ms(20);
+	conf_events ed = {0};
+	CONF_OK(c, store_events_claim(c->s, "D", "ed", 10, conf_event_cb, &ed, &c->err));
+	assert_int_equal(ed.n, 2);
+	CONF_OK(c, store_events_claim(c->s, "A", "ea", 10, conf_event_cb, &es, &c->err));
+	assert_int_equal(es.n, 2);
+	assert_int_equal(es.e[0].attempts, 2);
+	assert_string_equal(es.e[0].claim_token, "ea");
+	bool applied = true;
+	CONF_OK(c, store_event_finish(c->s, &ed.e[0], "D", MODEL_EVENT_DELIVERED, -1, NULL,
+				      &applied, &c->err));
+	assert_false(applied);
+	/* A holds them under a live lease: nobody else gets them */
+	conf_events eb = {0};
+	CONF_OK(c, store_events_claim(c->s, "B", "eb", 10, conf_event_cb, &eb, &c->err));
+	assert_int_equal(eb.n, 0);
+	CONF_OK(c, store_event_finish(c->s, &es.e[0], "A", MODEL_EVENT_DELIVERED, -1, NULL,
+				      &applied, &c->err));
+	assert_true(applied);
+	CONF_OK(c, store_event_finish(c->s, &es.e[1], "A", MODEL_EVENT_PENDING, now + 600000,
+				      "HTTP 503", &applied, &c->err));
+	assert_true(applied);
+	/* a retry waits for its time; a delivered event is never claimed */
+	CONF_OK(c, store_events_claim(c->s, "B", "eb2", 10, conf_event_cb, &eb, &c->err));
+	assert_int_equal(eb.n, 0);
+	conf_events_clear(&es);
+	CONF_OK(c, store_events_list(c->s, NULL, MODEL_EVENT_DELIVERED, 100, conf_event_cb, &es,
+				     &c->err));
+	assert_int_equal(es.n, 1);
+	conf_events_clear(&es);
+	conf_events_clear(&ed);
+	store_claim_result_clear(&r);
+}
+
+/*
+ * Ends of deliveries in one transaction (store_events_finish, what a
+ * node's db thread writes): each fenced on its own claim, a retry due the
+ * database's now + retry_in_ms, a hand-back (PENDING, no delay) due at
+ * once for any node, all or none; a claim's events read back by token.
+ */
+static void conf_test_events_batch(void **state)
+{
+	conf_ctx *c = *state;
+	int64_t now = conf_now(c);
+	conf_put(c, 2, "eb", now - 100);
+	store_node_info na, nb;
+	conf_node(&na, "A", "inc-a", 60000);
+	conf_node(&nb, "B", "inc-b", 60000);
+	CONF_OK(c, store_node_register(c->s, &na, &c->err));
+	CONF_OK(c, store_node_register(c->s, &nb, &c->err));
+	conf_planner p = {.stop = -1, .step = 60000};
+	store_claim_result r;
+	CONF_OK(c, conf_claim(c, c->s, "A", "ta", 10, &p, &r));
+	assert_int_equal(r.nruns, 2);
+	store_update u[2];
+	for (int i = 0; i < 2; i++) {
+		u[i] = conf_update(&r.runs[i], DBCRON_RUN_FAILED);
+		u[i].react_kind = MODEL_REACT_FAILURE;
+		u[i].react_targets = "http://h/1";
+	}
+	CONF_OK(c, store_apply(c->s, "A", u, 2, &c->err));
+	conf_events ea = {0}, eb = {0};
+	CONF_OK(c, store_events_claim(c->s, "A", "tok-a", 10, conf_event_cb, &ea, &c->err));
+	assert_int_equal(ea.n, 2);
+
+	/* a bad end in the lot: nothing of the lot is written */
+	store_event_end bad[2] = {
+		{.ev = &ea.e[0], .state = MODEL_EVENT_DELIVERED, .next_at = -1},
+		{.ev = &ea.e[1], .state = 9, .next_at = -1},
+	};
+	assert_int_equal(store_events_finish(c->s, "A", bad, 2, &c->err), DBCRON_EINVAL);
+	assert_false(bad[0].applied);
+	CONF_OK(c, store_events_claimed(c->s, "tok-a", conf_event_cb, &eb, &c->err));
+	assert_int_equal(eb.n, 2); /* both still delivering under A's claim */
+	conf_events_clear(&eb);
+
+	/* a retry and an end under someone else's claim, in one lot */
+	store_event ghost = ea.e[1];
+	ghost.claim_token = "not-ours";
+	store_event_end ends[2] = {
+		{.ev = &ea.e[0], .state = MODEL_EVENT_PENDING, .next_at = -1,
+		 .retry_in_ms = 600000, .error = "HTTP 503"},
+		{.ev = &ghost, .state = MODEL_EVENT_DELIVERED, .next_at = -1},
+	};
+	CONF_OK(c, store_events_finish(c->s, "A", ends, 2, &c->err));
+	assert_true(ends[0].applied);
+	assert_false(ends[1].applied);
+	CONF_OK(c, store_events_list(c->s, NULL, MODEL_EVENT_PENDING, 100, conf_event_cb, &eb,
+				     &c->err));
+	assert_int_equal(eb.n, 1);
+	assert_int_equal(eb.e[0].id, ea.e[0].id);
+	assert_true(eb.e[0].next_at >= now + 600000 - 5000);
+	conf_events_clear(&eb);
+	/* the retry waits; the other is still A's */
+	CONF_OK(c, store_events_claim(c->s, "B", "tok-b", 10, conf_event_cb, &eb, &c->err));
+	assert_int_equal(eb.n, 0);
+	CONF_OK(c, store_events_claimed(c->s, "tok-a", conf_event_cb, &eb, &c->err));
+	assert_int_equal(eb.n, 1);
+	assert_int_equal(eb.e[0].id, ea.e[1].id);
+	conf_events_clear(&eb);
+
+	/* handed back (A stops): B takes it at once */
+	store_event_end back = {.ev = &ea.e[1], .state = MODEL_EVENT_PENDING, .next_at = -1};
+	CONF_OK(c, store_events_finish(c->s, "A", &back, 1, &c->err));
+	assert_true(back.applied);
+	CONF_OK(c, store_events_claim(c->s, "B", "tok-b2", 10, conf_event_cb, &eb, &c->err));
+	assert_int_equal(eb.n, 1);
+	assert_int_equal(eb.e[0].id, ea.e[1].id);
+	assert_int_equal(eb.e[0].attempts, 2);
+	conf_events_clear(&eb);
+	conf_events_clear(&ea);
+	store_claim_result_clear(&r);
+}
+
 #define CONF_T(fn) cmocka_unit_test_setup_teardown(fn, conf_setup, conf_teardown)
 
 #define STORE_CONFORMANCE_TESTS                                                 \
@@ -2555,6 +2746,7 @@ static void conf_test_locks(void **state)
 	CONF_T(conf_test_claim_pools_joint),                                    \
 	CONF_T(conf_test_node_handlers_add),                                    \
 	CONF_T(conf_test_apply), CONF_T(conf_test_apply_state_machine),         \
+	CONF_T(conf_test_events), CONF_T(conf_test_events_batch),               \
 	CONF_T(conf_test_reap), CONF_T(conf_test_node_register_resolves),       \
 	CONF_T(conf_test_reap_unwritten_starts), CONF_T(conf_test_reap_retry_budget),         \
 	CONF_T(conf_test_reap_racing_start), CONF_T(conf_test_claim_lock_row),                 \

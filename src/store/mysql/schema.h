@@ -16,7 +16,7 @@
 #define DBCRON_STORE_MYSQL_SCHEMA_H
 
 /* Highest migration this binary knows. */
-#define DBCRON_MY_SCHEMA_VERSION 8
+#define DBCRON_MY_SCHEMA_VERSION 9
 
 #define MY_TABLE_OPTS " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
 
@@ -185,6 +185,34 @@ static const char *const my_migration_8[] = {
 	NULL,
 };
 
+/* 9: reactions (issue 26, docs/reactions.md): a job's targets, one a
+ * line, and the outbox of events, each written with the outcome that
+ * causes it; UNIQUE makes one event per (run, kind, target), which is why
+ * a target is at most 700 characters (the index's 3072 bytes). */
+static const char *const my_migration_9[] = {
+	"ALTER TABLE jobs ADD COLUMN IF NOT EXISTS on_failure TEXT NULL, "
+	"ADD COLUMN IF NOT EXISTS on_success TEXT NULL, "
+	"ADD COLUMN IF NOT EXISTS on_misfire TEXT NULL",
+	"CREATE TABLE IF NOT EXISTS events ("
+	" id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,"
+	" job_id BIGINT NOT NULL,"
+	" job_name VARCHAR(255) NOT NULL,"
+	" run_id BIGINT NOT NULL,"
+	" kind INT NOT NULL,"
+	" target VARCHAR(700) NOT NULL,"
+	" state INT NOT NULL,"
+	" attempts INT NOT NULL DEFAULT 0,"
+	" next_at BIGINT NOT NULL,"
+	" last_error TEXT NULL,"
+	" node VARCHAR(320) NULL,"
+	" claim_token VARCHAR(64) NULL,"
+	" created_ms BIGINT NOT NULL,"
+	" finished_ms BIGINT NULL,"
+	" UNIQUE KEY events_once (run_id, kind, target),"
+	" KEY events_due (state, next_at))" MY_TABLE_OPTS,
+	NULL,
+};
+
 static const struct {
 	int version;
 	const char *const *stmts;
@@ -197,6 +225,7 @@ static const struct {
 	{6, my_migration_6},
 	{7, my_migration_7},
 	{8, my_migration_8},
+	{9, my_migration_9},
 };
 
 _Static_assert(sizeof(my_migrations) / sizeof(my_migrations[0]) == DBCRON_MY_SCHEMA_VERSION,

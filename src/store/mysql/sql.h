@@ -177,6 +177,29 @@ static const char *const sql[ST__COUNT] = {
 		"?1 FROM JSON_TABLE(?2, '$[*]' COLUMNS (id BIGINT PATH '$[0]', due BIGINT PATH "
 		"'$[1]')) v JOIN runs r ON r.id = v.id WHERE EXISTS (SELECT 1 FROM jobs j "
 		"WHERE j.id = r.job_id)",
+	[ST_EVENTS_INSERT] =
+		"INSERT IGNORE INTO events (job_id, job_name, run_id, kind, target, state, "
+		"next_at, created_ms) SELECT r.job_id, r.job_name, r.id, v.kind, v.target, 1, ?1, "
+		"?1 FROM JSON_TABLE(?2, '$[*]' COLUMNS (id BIGINT PATH '$[0]', kind INT PATH "
+		"'$[1]', target VARCHAR(700) CHARACTER SET utf8mb4 PATH '$[2]')) v JOIN runs r ON "
+		"r.id = v.id",
+	[ST_EVENTS_LIST] = "SELECT " STORE_EVENT_COLS " FROM events WHERE (?1 IS NULL OR "
+			   "job_name = ?1) AND (?2 = 0 OR state = ?2) ORDER BY id DESC LIMIT ?L3",
+	/* SKIP LOCKED: two nodes claiming at once take disjoint events */
+	[ST_EVENTS_CLAIM] =
+		"SELECT e.id FROM events e WHERE (e.state = 1 AND e.next_at <= ?3) OR (e.state "
+		"= 2 AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.id = e.node AND n.state = "
+		"'alive' AND n.lease_until >= ?3)) ORDER BY e.next_at, e.id LIMIT ?L4 FOR UPDATE "
+		"SKIP LOCKED" PART EACH
+		"UPDATE events SET state = 2, node = ?1, claim_token = ?2, attempts = attempts "
+		"+ 1 WHERE id = " R(00),
+	[ST_EVENTS_CLAIMED] = "SELECT " STORE_EVENT_COLS " FROM events WHERE claim_token = ?1 "
+			      "AND state = 2 ORDER BY id",
+	[ST_EVENT_FINISH] =
+		"UPDATE events SET state = ?4, next_at = ?5, last_error = ?6, finished_ms = "
+		"CASE WHEN ?4 >= 3 THEN ?7 END, node = CASE WHEN ?4 = 1 THEN NULL ELSE node "
+		"END, claim_token = CASE WHEN ?4 = 1 THEN NULL ELSE claim_token END WHERE id = "
+		"?1 AND node = ?2 AND claim_token = ?3 AND state = 2",
 	[ST_JOBS_NEXT_IF_NULL] = "UPDATE jobs JOIN JSON_TABLE(?1, '$[*]' COLUMNS (id BIGINT "
 				 "PATH '$[0]', n BIGINT PATH '$[1]')) v ON jobs.id = v.id SET "
 				 "jobs.next_fire_at = v.n WHERE jobs.next_fire_at IS NULL",

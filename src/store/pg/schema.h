@@ -7,7 +7,7 @@
 #define DBCRON_STORE_PG_SCHEMA_H
 
 /* Highest migration this binary knows. */
-#define DBCRON_PG_SCHEMA_VERSION 9
+#define DBCRON_PG_SCHEMA_VERSION 10
 
 static const char *const migration_1[] = {
 	"CREATE TABLE jobs ("
@@ -167,6 +167,32 @@ static const char *const migration_9[] = {
 	NULL,
 };
 
+/* 10: reactions (issue 26, docs/reactions.md): a job's targets, one a
+ * line, and the outbox of events, each written with the outcome that
+ * causes it; UNIQUE makes one event per (run, kind, target). */
+static const char *const migration_10[] = {
+	"ALTER TABLE jobs ADD COLUMN on_failure TEXT, ADD COLUMN on_success TEXT, "
+	"ADD COLUMN on_misfire TEXT",
+	"CREATE TABLE events ("
+	" id BIGSERIAL PRIMARY KEY,"
+	" job_id BIGINT NOT NULL,"
+	" job_name TEXT NOT NULL,"
+	" run_id BIGINT NOT NULL,"
+	" kind INTEGER NOT NULL,"
+	" target TEXT NOT NULL,"
+	" state INTEGER NOT NULL,"
+	" attempts INTEGER NOT NULL DEFAULT 0,"
+	" next_at BIGINT NOT NULL,"
+	" last_error TEXT,"
+	" node TEXT,"
+	" claim_token TEXT,"
+	" created_ms BIGINT NOT NULL,"
+	" finished_ms BIGINT,"
+	" UNIQUE (run_id, kind, target))",
+	"CREATE INDEX events_due ON events (state, next_at)",
+	NULL,
+};
+
 static const struct {
 	int version;
 	const char *const *stmts;
@@ -180,6 +206,7 @@ static const struct {
 	{7, migration_7},
 	{8, migration_8},
 	{9, migration_9},
+	{10, migration_10},
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == DBCRON_PG_SCHEMA_VERSION,

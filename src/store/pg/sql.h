@@ -175,6 +175,29 @@ static const char *const sql[ST__COUNT] = {
 		"0, $1::bigint FROM unnest($2::bigint[], $3::bigint[]) v(id, due) JOIN runs r "
 		"ON r.id = v.id WHERE EXISTS (SELECT 1 FROM jobs j WHERE j.id = r.job_id) "
 		"ON CONFLICT DO NOTHING",
+	[ST_EVENTS_INSERT] =
+		"INSERT INTO events (job_id, job_name, run_id, kind, target, state, next_at, "
+		"created_ms) SELECT r.job_id, r.job_name, r.id, v.kind, v.target, 1, $1::bigint, "
+		"$1::bigint FROM unnest($2::bigint[], $3::int[], $4::text[]) v(id, kind, target) "
+		"JOIN runs r ON r.id = v.id ON CONFLICT DO NOTHING",
+	[ST_EVENTS_LIST] = "SELECT " STORE_EVENT_COLS " FROM events WHERE ($1::text IS NULL "
+			   "OR job_name = $1::text) AND ($2::int = 0 OR state = $2::int) ORDER BY "
+			   "id DESC LIMIT $3::bigint",
+	/* SKIP LOCKED: two nodes claiming at once take disjoint events */
+	[ST_EVENTS_CLAIM] =
+		"UPDATE events SET state = 2, node = $1::text, claim_token = $2::text, "
+		"attempts = attempts + 1 WHERE id IN (SELECT e.id FROM events e WHERE (e.state = "
+		"1 AND e.next_at <= $3::bigint) OR (e.state = 2 AND NOT EXISTS (SELECT 1 FROM "
+		"nodes n WHERE n.id = e.node AND n.state = 'alive' AND n.lease_until >= "
+		"$3::bigint)) ORDER BY e.next_at, e.id LIMIT $4::bigint FOR UPDATE SKIP LOCKED)",
+	[ST_EVENTS_CLAIMED] = "SELECT " STORE_EVENT_COLS " FROM events WHERE claim_token = "
+			      "$1::text AND state = 2 ORDER BY id",
+	[ST_EVENT_FINISH] =
+		"UPDATE events SET state = $4::int, next_at = $5::bigint, last_error = $6::text, "
+		"finished_ms = CASE WHEN $4::int >= 3 THEN $7::bigint END, node = CASE WHEN "
+		"$4::int = 1 THEN NULL ELSE node END, claim_token = CASE WHEN $4::int = 1 THEN "
+		"NULL ELSE claim_token END WHERE id = $1::bigint AND node = $2::text AND "
+		"claim_token = $3::text AND state = 2",
 	[ST_JOBS_NEXT_IF_NULL] =
 		"UPDATE jobs SET next_fire_at = v.n FROM unnest($1::bigint[], $2::bigint[]) "
 		"v(id, n) WHERE jobs.id = v.id AND jobs.next_fire_at IS NULL",

@@ -189,6 +189,29 @@ static const char *const sqlite_migrations[] = {
 	"ALTER TABLE jobs ADD COLUMN start_jitter_ms INTEGER NOT NULL DEFAULT 0;\n"
 	"ALTER TABLE jobs ADD COLUMN spread_ms INTEGER NOT NULL DEFAULT 0;\n"
 	"ALTER TABLE jobs ADD COLUMN spread_seed INTEGER;\n",
+	/* 11: reactions (issue 26, docs/reactions.md): a job's targets, one a
+	 * line, and the outbox of events, each written with the outcome that
+	 * causes it; UNIQUE makes one event per (run, kind, target). */
+	"ALTER TABLE jobs ADD COLUMN on_failure TEXT;\n"
+	"ALTER TABLE jobs ADD COLUMN on_success TEXT;\n"
+	"ALTER TABLE jobs ADD COLUMN on_misfire TEXT;\n"
+	"CREATE TABLE events ("
+	" id INTEGER PRIMARY KEY,"
+	" job_id INTEGER NOT NULL,"
+	" job_name TEXT NOT NULL,"
+	" run_id INTEGER NOT NULL,"
+	" kind INTEGER NOT NULL,"
+	" target TEXT NOT NULL,"
+	" state INTEGER NOT NULL,"
+	" attempts INTEGER NOT NULL DEFAULT 0,"
+	" next_at INTEGER NOT NULL,"
+	" last_error TEXT,"
+	" node TEXT,"
+	" claim_token TEXT,"
+	" created_ms INTEGER NOT NULL,"
+	" finished_ms INTEGER,"
+	" UNIQUE (run_id, kind, target));\n"
+	"CREATE INDEX events_due ON events(state, next_at);\n",
 };
 
 #define SQLITE_SCHEMA_VERSION \

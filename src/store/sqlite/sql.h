@@ -153,6 +153,25 @@ static const char *const sql[ST__COUNT] = {
 		"created_ms) SELECT r.job_id, r.job_name, r.fire_at, r.attempt + 1, " SQL_RS_SCHEDULED ", "
 		R(01) ", ?1 FROM runs r WHERE r.id = " R(00) " AND EXISTS (SELECT 1 FROM "
 		"jobs j WHERE j.id = r.job_id) ON CONFLICT DO NOTHING",
+	[ST_EVENTS_INSERT] =
+		"INSERT INTO events(job_id, job_name, run_id, kind, target, state, next_at, "
+		"created_ms) SELECT r.job_id, r.job_name, r.id, " R(01) ", " R(02) ", 1, ?1, ?1 "
+		"FROM runs r WHERE r.id = " R(00) " ON CONFLICT DO NOTHING",
+	[ST_EVENTS_LIST] = "SELECT " STORE_EVENT_COLS " FROM events WHERE (?1 IS NULL OR "
+			   "job_name = ?1) AND (?2 = 0 OR state = ?2) ORDER BY id DESC LIMIT ?3",
+	[ST_EVENTS_CLAIM] =
+		"UPDATE events SET state = 2, node = ?1, claim_token = ?2, attempts = attempts "
+		"+ 1 WHERE id IN (SELECT e.id FROM events e WHERE (e.state = 1 AND e.next_at "
+		"<= ?3) OR (e.state = 2 AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.id = "
+		"e.node AND n.state = 'alive' AND n.lease_until >= ?3)) ORDER BY e.next_at, "
+		"e.id LIMIT ?4)",
+	[ST_EVENTS_CLAIMED] = "SELECT " STORE_EVENT_COLS " FROM events WHERE claim_token = ?1 "
+			      "AND state = 2 ORDER BY id",
+	[ST_EVENT_FINISH] =
+		"UPDATE events SET state = ?4, next_at = ?5, last_error = ?6, finished_ms = "
+		"CASE WHEN ?4 >= 3 THEN ?7 END, node = CASE WHEN ?4 = 1 THEN NULL ELSE node "
+		"END, claim_token = CASE WHEN ?4 = 1 THEN NULL ELSE claim_token END WHERE id = "
+		"?1 AND node = ?2 AND claim_token = ?3 AND state = 2",
 	[ST_JOBS_NEXT_IF_NULL] = "UPDATE jobs SET next_fire_at = " R(01) " WHERE id = "
 				 R(00) " AND next_fire_at IS NULL",
 	[ST_NODE_UPSERT] =
@@ -280,7 +299,7 @@ static const char *const sql[ST__COUNT] = {
 static const bool per_row[ST__COUNT] = {
 	[ST_JOBS_INSERT] = true,   [ST_JOBS_UPDATE] = true,	  [ST_FIRES_INSERT] = true,
 	[ST_JOBS_ADVANCE] = true,  [ST_RUNS_APPLY] = true,	  [ST_RETRY_INSERT] = true,
-	[ST_JOBS_NEXT_IF_NULL] = true, [ST_RUNS_RELEASE] = true,
+	[ST_JOBS_NEXT_IF_NULL] = true, [ST_RUNS_RELEASE] = true, [ST_EVENTS_INSERT] = true,
 	[ST_RUNS_ABANDON_LOST] = true, [ST_RUNS_UNCLAIM_LOST] = true, [ST_JOBS_SET_ASIDE] = true,
 	[ST_AUDIT_INSERT] = true,
 };

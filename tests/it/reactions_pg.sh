@@ -1,0 +1,3 @@
+#!/usr/bin/env bash
+# reactions.sh on PostgreSQL.
+exec bash "$(dirname "$0")/reactions.sh" pg
