@@ -114,6 +114,10 @@ typedef struct dbcron_run {
 	int64_t missed; /* fire instants this row stands for, beyond itself */
 	char *error;
 	char *output;
+	/* when a cancel was asked for (dbcron runs cancel), <= 0 when none */
+	int64_t cancel_requested_ms;
+	/* the run's parameters as a JSON object text, NULL when none */
+	char *params;
 } dbcron_run;
 
 /* Defaults a new job gets (misfire fire_once, overlap skip, 3 retries...). */

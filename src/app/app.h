@@ -317,6 +317,15 @@ void app_run_view_clear(app_run_view *v);
 json_t *app_run_view_json(const app_run_view *v);
 /* app_run_view_get, then app_run_view_json into *out. */
 int app_run_get(store *s, int64_t id, json_t **out, dbcron_err *err);
+/*
+ * Cancel a run (dbcron runs cancel, POST /api/v1/runs/{id}/cancel): *out
+ * is the run as the cancel left it (app_run_view_json) with "cancel":
+ * "done" (it had not been claimed: ended CANCELLED now) or "requested"
+ * (its node stops it within about a heartbeat).  DBCRON_ENOTFOUND for an
+ * unknown id, DBCRON_EEXISTS for a run that already ended: nothing is
+ * written for either (store_run_cancel).
+ */
+int app_run_cancel(store *s, int64_t id, json_t **out, bool *done, dbcron_err *err);
 
 /*
  * Following the run log (`runs --follow`): each poll hands out the runs

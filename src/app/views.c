@@ -283,6 +283,20 @@ int app_run_get(store *s, int64_t id, json_t **out, dbcron_err *err)
 	return rc;
 }
 
+int app_run_cancel(store *s, int64_t id, json_t **out, bool *done, dbcron_err *err)
+{
+	int rc;
+	*out = NULL;
+	if ((rc = store_run_cancel(s, id, done, NULL, err)) || (rc = app_run_get(s, id, out, err)))
+		return rc;
+	if (json_object_set_new(*out, "cancel", json_string(*done ? "done" : "requested"))) {
+		json_decref(*out);
+		*out = NULL;
+		return oom(err);
+	}
+	return DBCRON_OK;
+}
+
 /* ------------------------------------------------- nodes and locks */
 
 static json_t *ms_json(int64_t ms)

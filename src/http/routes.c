@@ -346,18 +346,36 @@ static bool parse_count(const char *v, long max, long *out)
 	return true;
 }
 
+/* POST /runs/{id}/cancel: 200 with the run and "cancel": done or
+ * requested; 404 unknown, 409 already ended (nothing written). */
+static void run_cancel(const http_call *c, long long id, http_reply *rep)
+{
+	dbcron_err err = {0};
+	json_t *j;
+	bool done;
+	if (!is(c, "POST"))
+		return method_not_allowed(rep, "POST");
+	if (!may_write(c, rep))
+		return;
+	if (app_run_cancel(c->st, id, &j, &done, &err))
+		return from_err(rep, &err);
+	ok(rep, MHD_HTTP_OK, j);
+}
+
 static void route_runs(const http_call *c, const char *rest, http_reply *rep)
 {
 	dbcron_err err = {0};
 	json_t *j;
-	if (!is(c, "GET"))
-		return method_not_allowed(rep, "GET");
-	if (!may_read(c, rep))
-		return;
 	if (rest[0] == '/') {
 		char *end;
 		errno = 0;
 		long long id = rest[1] >= '0' && rest[1] <= '9' ? strtoll(rest + 1, &end, 10) : -1;
+		if (id >= 0 && !errno && !strcmp(end, "/cancel"))
+			return run_cancel(c, id, rep);
+		if (!is(c, "GET"))
+			return method_not_allowed(rep, "GET");
+		if (!may_read(c, rep))
+			return;
 		if (id < 0 || errno || *end)
 			return http__error(rep, MHD_HTTP_NOT_FOUND, "not_found",
 					   "runs/%.40s: a run id is a whole number", rest + 1);
@@ -365,6 +383,10 @@ static void route_runs(const http_call *c, const char *rest, http_reply *rep)
 			return from_err(rep, &err);
 		return ok(rep, MHD_HTTP_OK, j);
 	}
+	if (!is(c, "GET"))
+		return method_not_allowed(rep, "GET");
+	if (!may_read(c, rep))
+		return;
 	if (rest[0])
 		return http__error(rep, MHD_HTTP_NOT_FOUND, "not_found", "no such resource");
 
@@ -375,7 +397,7 @@ static void route_runs(const http_call *c, const char *rest, http_reply *rep)
 		f.state = dbcron_run_state_parse(v);
 		if (f.state < 0)
 			return http__error(rep, MHD_HTTP_BAD_REQUEST, "invalid",
-					   "state '%.40s': expected scheduled, running, succeeded, failed, timed_out, skipped, misfired or abandoned",
+					   "state '%.40s': expected scheduled, running, succeeded, failed, timed_out, skipped, misfired, abandoned or cancelled",
 					   v);
 	}
 	if ((v = arg(c, "limit")) && !parse_count(v, RUNS_PAGE_MAX, &f.limit))

@@ -18,6 +18,9 @@
 const fire_cancel fire_cancel_replaced = {
 	DBCRON_RUN_FAILED, "replaced by a newer fire", true,
 };
+const fire_cancel fire_cancel_user = {
+	DBCRON_RUN_CANCELLED, "cancelled", true,
+};
 const fire_cancel fire_cancel_shutdown = {
 	DBCRON_RUN_ABANDONED, "node shut down before the run ended", false,
 };

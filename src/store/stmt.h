@@ -186,6 +186,22 @@
 	X(SCHEDULE_LOCK_INIT, "making the schedule lock row", "")                         \
 	/* (id) -> RUN_COLS */                                                           \
 	X(RUN_GET, "reading a run", "")                                                  \
+	/* cancel (runlog.c, issue 27 item 3).  (id, now) -> rows changed: the run,  \
+	 * SCHEDULED and unclaimed, ends CANCELLED at once; a claimed one is left to \
+	 * its node (`node IS NULL` is the fence: no node can start it) */          \
+	X(RUN_CANCEL_UNCLAIMED, "cancelling the unclaimed run", "3 fencing: only a run no node holds") \
+	/* (id, now) -> rows changed: a live run gets its cancel request (the      \
+	 * first one's time is kept) */                                             \
+	X(RUN_CANCEL_REQUEST, "asking for the run's cancel", "")                        \
+	/* (node) -> id of its live runs with a cancel request: each node's poll at \
+	 * its heartbeat, served by the runs_cancel index */                        \
+	X(RUNS_CANCEL_ASKED, "reading the cancels asked of the node", "")              \
+	/* (now) -> rows changed: unclaimed SCHEDULED runs with a request (handed   \
+	 * back after it) end CANCELLED; the claim (CLAIM_RUNS) never takes them */ \
+	X(RUNS_CANCEL_FREE, "cancelling handed-back runs", "3 fencing: only runs no node holds") \
+	/* (now) batch [node, lease_until]: the live runs of lost nodes with a     \
+	 * request end CANCELLED, before the reap would retry or hand them back */  \
+	X(RUNS_CANCEL_LOST, "reap: cancelling runs of lost nodes", "a cancelled run is never retried") \
 	X(NODES_LIST, "listing nodes", "")                                               \
 	/* (cutoff) -> rows deleted: stopped and dead nodes whose last heartbeat \
 	 * is before cutoff and that hold no SCHEDULED or RUNNING run */           \
@@ -259,7 +275,7 @@ enum { DBCRON_JOB_FIELDS(STORE_X_PUTIDX) STORE_NPUTCOLS };
 #define STORE_RUN_COLS                                                     \
 	"id, job_id, job_name, fire_at, attempt, state, due_at, node, "    \
 	"claim_token, started_ms, finished_ms, exit_code, missed, error, " \
-	"output"
+	"output, cancel_requested_at, params"
 
 /*
  * The run states and the executor the statements compare with, as SQL
@@ -275,16 +291,19 @@ enum { DBCRON_JOB_FIELDS(STORE_X_PUTIDX) STORE_NPUTCOLS };
 #define STORE_RS_RUNNING 2
 #define STORE_RS_SUCCEEDED 3
 #define STORE_RS_ABANDONED 8
+#define STORE_RS_CANCELLED 9
 #define STORE_EXEC_HANDLER 2
 _Static_assert(STORE_RS_SCHEDULED == DBCRON_RUN_SCHEDULED, "SQL_RS_SCHEDULED");
 _Static_assert(STORE_RS_RUNNING == DBCRON_RUN_RUNNING, "SQL_RS_RUNNING");
 _Static_assert(STORE_RS_SUCCEEDED == DBCRON_RUN_SUCCEEDED, "SQL_RS_SUCCEEDED");
 _Static_assert(STORE_RS_ABANDONED == DBCRON_RUN_ABANDONED, "SQL_RS_ABANDONED");
+_Static_assert(STORE_RS_CANCELLED == DBCRON_RUN_CANCELLED, "SQL_RS_CANCELLED");
 _Static_assert(STORE_EXEC_HANDLER == DBCRON_EXEC_HANDLER, "SQL_EXEC_HANDLER");
 #define SQL_RS_SCHEDULED STORE_SQL_TEXT(STORE_RS_SCHEDULED)
 #define SQL_RS_RUNNING STORE_SQL_TEXT(STORE_RS_RUNNING)
 #define SQL_RS_SUCCEEDED STORE_SQL_TEXT(STORE_RS_SUCCEEDED)
 #define SQL_RS_ABANDONED STORE_SQL_TEXT(STORE_RS_ABANDONED)
+#define SQL_RS_CANCELLED STORE_SQL_TEXT(STORE_RS_CANCELLED)
 #define SQL_EXEC_HANDLER STORE_SQL_TEXT(STORE_EXEC_HANDLER)
 #define STORE_SCHED_NEEDS 5
 _Static_assert(STORE_SCHED_NEEDS == DBCRON_SCHED_NEEDS, "SQL_SCHED_NEEDS");

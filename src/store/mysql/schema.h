@@ -16,7 +16,7 @@
 #define DBCRON_STORE_MYSQL_SCHEMA_H
 
 /* Highest migration this binary knows. */
-#define DBCRON_MY_SCHEMA_VERSION 6
+#define DBCRON_MY_SCHEMA_VERSION 7
 
 #define MY_TABLE_OPTS " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
 
@@ -158,6 +158,20 @@ static const char *const my_migration_6[] = {
 	NULL,
 };
 
+/* 7: cancel+params: renumber at merge */
+/* Cancel and parameters (issue 27 items 3-4): when a cancel was asked for
+ * (epoch ms), the run's parameters (a JSON object) and the keys a job
+ * allows (a JSON object of defaults).  No partial index here: (state,
+ * cancel_requested_at) reads the live runs with a request as two short
+ * ranges. */
+static const char *const my_migration_7[] = {
+	"ALTER TABLE runs ADD COLUMN IF NOT EXISTS cancel_requested_at BIGINT NULL, "
+	"ADD COLUMN IF NOT EXISTS params MEDIUMTEXT NULL",
+	"ALTER TABLE jobs ADD COLUMN IF NOT EXISTS params MEDIUMTEXT NULL",
+	"CREATE INDEX IF NOT EXISTS runs_cancel ON runs (state, cancel_requested_at)",
+	NULL,
+};
+
 static const struct {
 	int version;
 	const char *const *stmts;
@@ -168,6 +182,7 @@ static const struct {
 	{4, my_migration_4},
 	{5, my_migration_5},
 	{6, my_migration_6},
+	{7, my_migration_7},
 };
 
 _Static_assert(sizeof(my_migrations) / sizeof(my_migrations[0]) == DBCRON_MY_SCHEMA_VERSION,

@@ -137,7 +137,8 @@ static const char *const sql[ST__COUNT] = {
 	 * oldest first, read them back by it, then give them the claim's. */
 	[ST_CLAIM_RUNS] =
 		"UPDATE runs SET node = ?1, claim_token = CONCAT(?2, '~') WHERE state = " SQL_RS_SCHEDULED " AND "
-		"node IS NULL AND due_at <= ?3 AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = "
+		"node IS NULL AND cancel_requested_at IS NULL AND due_at <= ?3 AND EXISTS (SELECT 1 FROM "
+		"jobs j WHERE j.id = "
 		"runs.job_id AND j.paused = 0 AND (" RUNS_HERE("j", 5, 6) " OR " STORE_STRANDED("j", "runs.due_at", "?7")
 		") AND " IN_POOL("j.id", 8, 9) ") ORDER BY due_at LIMIT ?L4" PART
 		"SELECT id, job_id, job_name, fire_at, attempt, due_at, missed FROM runs WHERE "
@@ -238,6 +239,23 @@ static const char *const sql[ST__COUNT] = {
 	[ST_SCHEDULE_LOCK_INIT] = "INSERT IGNORE INTO locks (name, owner, since_ms, until_ms, fence) "
 				  "VALUES ('dbcron:schedule', '', 0, 0, 0)",
 	[ST_RUN_GET] = "SELECT " STORE_RUN_COLS " FROM runs WHERE id = ?1",
+	[ST_RUN_CANCEL_UNCLAIMED] =
+		"UPDATE runs SET state = " SQL_RS_CANCELLED ", finished_ms = ?2, cancel_requested_at = "
+		"coalesce(cancel_requested_at, ?2), error = 'cancelled before it started' WHERE id = ?1 "
+		"AND state = " SQL_RS_SCHEDULED " AND node IS NULL",
+	[ST_RUN_CANCEL_REQUEST] = "UPDATE runs SET cancel_requested_at = ?2 WHERE id = ?1 AND state IN ("
+		SQL_RS_SCHEDULED ", " SQL_RS_RUNNING ") AND cancel_requested_at IS NULL",
+	/* two short ranges of runs_cancel (state, cancel_requested_at) */
+	[ST_RUNS_CANCEL_ASKED] = "SELECT id FROM runs WHERE state IN (" SQL_RS_SCHEDULED ", "
+		SQL_RS_RUNNING ") AND cancel_requested_at IS NOT NULL AND node = ?1",
+	[ST_RUNS_CANCEL_FREE] =
+		"UPDATE runs SET state = " SQL_RS_CANCELLED ", finished_ms = ?1, error = 'cancelled before "
+		"it started' WHERE state = " SQL_RS_SCHEDULED " AND cancel_requested_at IS NOT NULL AND "
+		"node IS NULL",
+	[ST_RUNS_CANCEL_LOST] =
+		"UPDATE runs SET state = " SQL_RS_CANCELLED ", finished_ms = ?1, error = 'cancelled; its "
+		"node was lost' WHERE node = " R(00) " AND cancel_requested_at IS NOT NULL AND state IN ("
+		SQL_RS_SCHEDULED ", " SQL_RS_RUNNING ")",
 	[ST_RUNS_AFTER_ID] = "SELECT " STORE_RUN_COLS " FROM runs WHERE id > ?1 AND (?2 IS NULL OR "
 		"job_name = ?2) ORDER BY id LIMIT ?L3",
 	[ST_RUNS_LIST] =
@@ -344,6 +362,7 @@ static const char *const sql_no_returning[ST__COUNT] = {
 static const bool per_row[ST__COUNT] = {
 	[ST_JOBS_INSERT] = true,   [ST_JOBS_UPDATE] = true,	  [ST_RUNS_RELEASE] = true,
 	[ST_RUNS_ABANDON_LOST] = true, [ST_RUNS_UNCLAIM_LOST] = true, [ST_JOBS_SET_ASIDE] = true,
+	[ST_RUNS_CANCEL_LOST] = true,
 };
 
 /* A row-by-row UPDATE whose "RETURNING key" is made from the batch row's
