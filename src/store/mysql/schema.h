@@ -161,14 +161,17 @@ static const char *const my_migration_6[] = {
 /* 7: cancel+params: renumber at merge */
 /* Cancel and parameters (issue 27 items 3-4): when a cancel was asked for
  * (epoch ms), the run's parameters (a JSON object) and the keys a job
- * allows (a JSON object of defaults).  No partial index here: (state,
- * cancel_requested_at) reads the live runs with a request as two short
- * ranges. */
+ * allows (a JSON object of defaults).  No index of its own: MariaDB has
+ * no partial index, and one on (state, cancel_requested_at) matched the
+ * claim's "state = 1 AND cancel_requested_at IS NULL" better than
+ * runs_unclaimed, so concurrent claims locked each other's rows and
+ * deadlocked (conf_test_concurrent_claimers).  A node's poll reads its own
+ * live runs through runs_node_state (node, state) instead; the handed-back
+ * ones through runs_unclaimed. */
 static const char *const my_migration_7[] = {
 	"ALTER TABLE runs ADD COLUMN IF NOT EXISTS cancel_requested_at BIGINT NULL, "
 	"ADD COLUMN IF NOT EXISTS params MEDIUMTEXT NULL",
 	"ALTER TABLE jobs ADD COLUMN IF NOT EXISTS params MEDIUMTEXT NULL",
-	"CREATE INDEX IF NOT EXISTS runs_cancel ON runs (state, cancel_requested_at)",
 	NULL,
 };
 

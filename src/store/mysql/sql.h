@@ -245,9 +245,9 @@ static const char *const sql[ST__COUNT] = {
 		"AND state = " SQL_RS_SCHEDULED " AND node IS NULL",
 	[ST_RUN_CANCEL_REQUEST] = "UPDATE runs SET cancel_requested_at = ?2 WHERE id = ?1 AND state IN ("
 		SQL_RS_SCHEDULED ", " SQL_RS_RUNNING ") AND cancel_requested_at IS NULL",
-	/* two short ranges of runs_cancel (state, cancel_requested_at) */
-	[ST_RUNS_CANCEL_ASKED] = "SELECT id FROM runs WHERE state IN (" SQL_RS_SCHEDULED ", "
-		SQL_RS_RUNNING ") AND cancel_requested_at IS NOT NULL AND node = ?1",
+	/* runs_node_state (node, state): the node's live runs */
+	[ST_RUNS_CANCEL_ASKED] = "SELECT id FROM runs WHERE node = ?1 AND state IN (" SQL_RS_SCHEDULED
+		", " SQL_RS_RUNNING ") AND cancel_requested_at IS NOT NULL",
 	[ST_RUNS_CANCEL_FREE] =
 		"UPDATE runs SET state = " SQL_RS_CANCELLED ", finished_ms = ?1, error = 'cancelled before "
 		"it started' WHERE state = " SQL_RS_SCHEDULED " AND cancel_requested_at IS NOT NULL AND "
