@@ -75,7 +75,7 @@ _dbcron()
 		opts="--config" ;;
 	runs)
 		if [ "$COMP_CWORD" -eq 2 ] && [[ $cur != -* ]]; then
-			COMPREPLY=($(compgen -W "show" -- "$cur"))
+			COMPREPLY=($(compgen -W "show cancel" -- "$cur"))
 			return
 		fi
 		opts="--job --state --since --limit --format --output --follow --interval" ;;
