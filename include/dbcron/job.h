@@ -96,6 +96,9 @@ typedef struct dbcron_job {
 	 * it; it does not fire until changed or resumed); NULL when fine.
 	 * Read-only: written by the store, never by a put. */
 	char *set_aside;
+	/* The parameters a trigger may give, "KEY[=DEFAULT],..." (NULL: any
+	 * valid key); the defaults also reach its scheduled runs. */
+	char *params;
 } dbcron_job;
 
 typedef struct dbcron_run {

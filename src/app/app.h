@@ -153,6 +153,12 @@ int app_job_delete(store *s, const char *name, app_job_result *r, dbcron_err *er
 int app_job_delete_force(store *s, const char *name, bool force, app_job_result *r,
 			 dbcron_err *err);
 int app_job_trigger(store *s, const char *name, app_job_result *r, dbcron_err *err);
+/* A trigger with parameters kv[0..n) ("KEY=VALUE"), checked against the
+ * job's --params declaration (model/params.h): a bad or undeclared key is
+ * DBCRON_EINVAL and nothing is written.  The run records its parameters
+ * (the declared defaults of keys not given included). */
+int app_job_trigger_params(store *s, const char *name, const char *const *kv, size_t n,
+			   app_job_result *r, dbcron_err *err);
 
 /* ----------------------------------------------------------- apply */
 

@@ -44,6 +44,7 @@ int app_run_copy(dbcron_run *dst, const dbcron_run *src, bool with_output)
 	dst->node = dup_or_null(src->node, &failed);
 	dst->error = dup_or_null(src->error, &failed);
 	dst->output = with_output ? dup_or_null(src->output, &failed) : NULL;
+	dst->params = dup_or_null(src->params, &failed);
 	if (failed) {
 		dbcron_run_clear(dst);
 		return DBCRON_ENOMEM;

@@ -21,6 +21,7 @@
 #include "core/alloc.h"
 #include "core/sort.h"
 #include "core/timeutil.h"
+#include "model/params.h"
 #include "model/jobdef.h"
 #include "model/json.h"
 #include "model/rules.h"
@@ -185,6 +186,10 @@ typedef struct simple_args {
 	const char *cmd;
 	const char *name;
 	bool force; /* job delete --force */
+	/* job trigger --param KEY=VALUE, in order; one more than the model
+	 * takes, so that too many is its refusal, said once */
+	const char *params[MODEL_PARAM_MAX + 1];
+	size_t nparams;
 } simple_args;
 
 /* job apply's options (cli_apply_longopts) are in the table of the other
@@ -197,6 +202,13 @@ static int simple_opt(void *ctx, int c, char *arg)
 	(void)arg;
 	if (c == 'F' && strcmp(a->cmd, "job delete") == 0) {
 		a->force = true;
+		return 0;
+	}
+	if (c == 'Q' && strcmp(a->cmd, "job trigger") == 0) {
+		if (a->nparams > MODEL_PARAM_MAX)
+			return cli_usage_error(a->cmd, "--param: more than %d parameters",
+					       MODEL_PARAM_MAX);
+		a->params[a->nparams++] = arg;
 		return 0;
 	}
 	if (c == CLI_OPT_FORMAT)
@@ -223,6 +235,7 @@ static int parse_simple(const char *cmd, int argc, char **argv, int want_pos,
 	a->cmd = cmd;
 	a->name = NULL;
 	a->force = false;
+	a->nparams = 0;
 	int status = cli_parse(&sp, &o, &a->cm, argc, argv);
 	if (status >= 0)
 		return status;
@@ -574,6 +587,7 @@ static int show_table(const dbcron_job *j, const app_run_vec *rv, const char *un
 	} else {
 		printf("timeout:           none\n");
 	}
+	printf("params:            %s\n", j->params ? j->params : "any (none declared)");
 	printf("created:           %s\n", model_time_text(j->created_ms, t, sizeof(t)));
 	printf("updated:           %s\n", model_time_text(j->updated_ms, t, sizeof(t)));
 	printf("last runs:%s\n", rv->n ? "" : "         none");
@@ -627,12 +641,18 @@ out:
 
 static void name_usage(FILE *f)
 {
-	fprintf(f, "usage: dbcron job pause|resume|delete|trigger NAME [--db URL | --db-file PATH]\n\n"
+	fprintf(f, "usage: dbcron job pause|resume|delete NAME [--db URL | --db-file PATH]\n"
+		   "       dbcron job trigger NAME [--param KEY=VALUE]... [--db URL | --db-file PATH]\n\n"
 		   "  pause    stop firing (a running run goes on)\n"
 		   "  resume   fire again; the next fire is computed from the database's now\n"
 		   "  delete   remove the job; its runs stay in the run log (job delete --help)\n"
 		   "  trigger  one run now, besides the schedule; prints the run id (a paused job's\n"
-		   "           run waits until the job is resumed, and it says so)\n\n" CLI_DB_HELP);
+		   "           run waits until the job is resumed, and it says so)\n"
+		   "  --param KEY=VALUE  (trigger, repeatable) a parameter of the run: a shell job\n"
+		   "           sees DBCRON_PARAM_KEY, a handler dbcron_handler_param(); KEY is\n"
+		   "           [A-Za-z_][A-Za-z0-9_]*, VALUE at most 4 KiB, at most 32 of them;\n"
+		   "           a job with --params takes only the keys it declares.  Shown in\n"
+		   "           the run log: never a secret\n\n" CLI_DB_HELP);
 }
 
 static void delete_usage(FILE *f)
@@ -670,7 +690,7 @@ static int job_by_name(const char *sub, int argc, char **argv)
 		if (!rc && r.detached[0])
 			printf("detached %s: set aside until their --needs change\n", r.detached);
 	} else if (strcmp(sub, "trigger") == 0) {
-		rc = app_job_trigger(s, a.name, &r, &err);
+		rc = app_job_trigger_params(s, a.name, a.params, a.nparams, &r, &err);
 		if (!rc)
 			printf("triggered job '%s': run %" PRId64 " at %s%s\n", a.name, r.run_id,
 			       model_time_text(r.fire_at, t, sizeof(t)),

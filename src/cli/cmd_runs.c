@@ -538,6 +538,10 @@ static void print_run_show(const app_run_view *v)
 	printf("error:     %s\n", or_dash(r->error));
 	if (r->missed > 0)
 		printf("missed:    %" PRId64 " fires\n", (int64_t)r->missed);
+	if (r->params)
+		printf("params:    %s\n", r->params);
+	if (r->cancel_requested_ms > 0)
+		show_time("cancel:", r->cancel_requested_ms);
 	printf("attempts:  %zu of this fire\n", v->attempts.n);
 	for (size_t i = 0; i < v->attempts.n; i++) {
 		const dbcron_run *a = &v->attempts.v[i];

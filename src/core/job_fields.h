@@ -28,7 +28,8 @@
  *         (jobdef.c, json.c): NONE NAME SCHED TZ ENUM INT DUR BOOL HANDLER
  *         TEXT ACCOUNT PATH ARGV ENV UMASK TIME (an instant: RFC 3339,
  *         epoch seconds, now or now+DUR, relative ones resolved against the
- *         database clock).  SCHED marks the rows of the schedule hook
+ *         database clock) PARAMS (a declaration of run parameters,
+ *         model/params.h).  SCHED marks the rows of the schedule hook
  *         (kind, text, interval): one schedule, compared and reported once.
  * args    the codec's constants, designated initialisers of
  *         model_field_args in parentheses: (.lo = 0, .hi = 1000).
@@ -90,6 +91,9 @@
 	  -1, H("TIME", "no fire before TIME (RFC 3339, epoch seconds, now+DUR)"))                \
 	X(end_at, end_at, I64N, K(END_AT, "end-at", "end_at", TIME), TIME, (), ANY, DEF, -1,      \
 	  H("TIME", "no fire after TIME (not before --start-at)"))                                \
+	X(params, params, TEXT, K(PARAMS, "params", NULL, STR), PARAMS, (), ANY, DEF, NULL,       \
+	  H("KEY[=DEFAULT],...", "the parameters a trigger may give (--param KEY=VALUE),\n"     \
+		"with defaults; without it any key is taken"))                                    \
 	X(paused, paused, BOOL, K(PAUSED, "paused", NULL, BOOL), BOOL, (), ANY, STATE, 0,         \
 	  H("", "add the job paused"))                                                             \
 	X(executor, executor, INT, K0, NONE, (), ANY, DEF, DBCRON_EXEC_SHELL, H0)                 \

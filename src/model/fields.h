@@ -44,6 +44,7 @@ typedef enum model_field_codec {
 	MODEL_FC_ENV,
 	MODEL_FC_UMASK,
 	MODEL_FC_TIME,
+	MODEL_FC_PARAMS,
 } model_field_codec;
 
 typedef enum model_field_scope {

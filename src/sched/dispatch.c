@@ -27,6 +27,7 @@
 
 #include "core/alloc.h"
 #include "core/log.h"
+#include "model/params.h"
 #include "sched/node_int.h"
 
 /* Slow-pool demotion: a job whose runs took over SLOW_RUN_MS more than
@@ -364,6 +365,34 @@ static void skip_start(dbcron_node *n, fire *f)
 	pthread_mutex_unlock(&n->mu);
 }
 
+/* The parameters a run sees, "KEY=VALUE" each (model/params.h): its own
+ * and its job's declared defaults. */
+typedef struct run_kv {
+	char *v[MODEL_PARAM_MAX];
+	size_t n;
+	bool oom;
+} run_kv;
+
+static int kv_add(void *ctx, const char *key, const char *val)
+{
+	run_kv *a = ctx;
+	if (a->n >= MODEL_PARAM_MAX)
+		return 0;
+	size_t len = strlen(key) + strlen(val) + 2;
+	if (!(a->v[a->n] = dbcron__malloc(len))) {
+		a->oom = true;
+		return 1;
+	}
+	snprintf(a->v[a->n++], len, "%s=%s", key, val);
+	return 0;
+}
+
+static void kv_free(run_kv *a)
+{
+	for (size_t i = 0; i < a->n; i++)
+		dbcron__free(a->v[i]);
+}
+
 static void worker_main(void *arg)
 {
 	fire *f = arg;
@@ -392,7 +421,19 @@ static void worker_main(void *arg)
 		.cancel = &f->cancel,
 		.kill_grace_ms = n->cfg.kill_grace_ms,
 	};
-	exec_run(&req, &f->res);
+	run_kv kv = {.n = 0};
+	model_params_each(f->run.params, f->snap->job.params, kv_add, &kv);
+	req.params = (const char *const *)kv.v;
+	req.nparams = kv.n;
+	if (kv.oom) { /* not run without all of its parameters */
+		memset(&f->res, 0, sizeof(f->res));
+		f->res.state = DBCRON_RUN_FAILED;
+		f->res.mono_start_ms = f->res.mono_end_ms = dbcron__mono_ms();
+		exec__set_error(&f->res, "out of memory reading the run's parameters");
+	} else {
+		exec_run(&req, &f->res);
+	}
+	kv_free(&kv);
 	f->finished_db = node_db_now(n);
 	int64_t took = f->res.mono_end_ms - f->res.mono_start_ms;
 

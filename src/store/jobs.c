@@ -276,6 +276,12 @@ out_rollback:
 int store_job_trigger(store *s, const char *name, int64_t *run_id, int64_t *fire_at,
 		      dbcron_err *err)
 {
+	return store_job_trigger_params(s, name, NULL, run_id, fire_at, err);
+}
+
+int store_job_trigger_params(store *s, const char *name, const char *params, int64_t *run_id,
+			     int64_t *fire_at, dbcron_err *err)
+{
 	int64_t now, job_id = 0, rid = 0;
 	bool found;
 	int rc;
@@ -290,8 +296,8 @@ int store_job_trigger(store *s, const char *name, int64_t *run_id, int64_t *fire
 		goto out_rollback;
 	}
 	int64_t at = now;
-	store_param ip[] = {sp_i64(job_id), sp_text(name), sp_i64(at), sp_i64(now)};
-	if ((rc = store__insert_bumped(s, ST_TRIGGER_INSERT, ip, 4, 2, -1, &at, &rid, err)) ||
+	store_param ip[] = {sp_i64(job_id), sp_text(name), sp_i64(at), sp_i64(now), sp_text(params)};
+	if ((rc = store__insert_bumped(s, ST_TRIGGER_INSERT, ip, 5, 2, -1, &at, &rid, err)) ||
 	    (rc = store__tx_commit(s, err)))
 		goto out_rollback;
 	if (run_id)

@@ -72,7 +72,7 @@
 	X(JOB_RENAME, "renaming the job", "")                                            \
 	/* (job_id, new name): the run log follows the job it belongs to */              \
 	X(RUNS_RENAME, "renaming the job's runs", "")                                    \
-	/* (job_id, name, fire_at, now) -> id, nothing on a clash */                      \
+	/* (job_id, name, fire_at, now, params|NULL) -> id, nothing on a clash */         \
 	X(TRIGGER_INSERT, "triggering the job", "1 no duplicate fire")                   \
 	/* fan-in (needs.c): (job_id) -> need_id of its edges */                             \
 	X(NEEDS_OF, "reading the job's needs", "")                                           \
@@ -118,13 +118,15 @@
 	 * [job_id]) -> id, job_id, job_name, fire_at, attempt, due_at, missed; routed   \
 	 * and pooled as CLAIM_DUE_JOBS, a stranded run being one due past its job's     \
 	 * misfire threshold at now */                                                    \
+	/* (and params, the run's parameters, last) */                                    \
 	X(CLAIM_RUNS, "claim: taking unclaimed runs", "5 backpressure: at most limit, per pool; routing: only what the node can run")   \
 	/* batch [id] -> JOB_COLS */                                                      \
 	X(JOBS_BY_IDS, "reading jobs by id", "")                                         \
 	/* (node) batch [id, token, state, started, finished, has_exit, exit, error,      \
 	 * output] -> id of every row changed */                                          \
 	X(RUNS_APPLY, "apply: updating runs", "3 fencing: id, token, node and a live state") \
-	/* (now) batch [run_id, due_at]: attempt + 1 of that run, unclaimed */            \
+	/* (now) batch [run_id, due_at]: attempt + 1 of that run, unclaimed, with its    \
+	 * parameters */                                                                 \
 	X(RETRY_INSERT, "scheduling retries", "1 no duplicate fire, per attempt")        \
 	/* batch [job_id, next_fire_at]: only where next_fire_at IS NULL */               \
 	X(JOBS_NEXT_IF_NULL, "rescheduling after-jobs", "")                              \

@@ -357,6 +357,10 @@ int store_job_delete_force(store *s, const char *name, bool force, char *detache
 			   dbcron_err *err);
 
 int store_job_trigger(store *s, const char *name, int64_t *run_id, int64_t *fire_at, dbcron_err *err);
+/* store_job_trigger with the run's parameters (a JSON object text, NULL:
+ * none), written on its row: model/params.h checks them first. */
+int store_job_trigger_params(store *s, const char *name, const char *params, int64_t *run_id,
+			     int64_t *fire_at, dbcron_err *err);
 /* One transaction: the job from is named to, and its runs with it (the
  * run log keeps pointing at the job).  DBCRON_ENOTFOUND for from,
  * DBCRON_EEXISTS when to is taken.  Touches every run row of the job. */

@@ -106,7 +106,7 @@ static const char *const sql[ST__COUNT] = {
 		"HAVING MIN(n.done) = 1 ORDER BY n.job_id FOR UPDATE",
 	[ST_TRIGGER_INSERT] =
 		"INSERT IGNORE INTO runs (job_id, job_name, fire_at, attempt, state, due_at, "
-		"created_ms) VALUES (?1, ?2, ?3, 1, " SQL_RS_SCHEDULED ", ?3, ?4) RETURNING id",
+		"created_ms, params) VALUES (?1, ?2, ?3, 1, " SQL_RS_SCHEDULED ", ?3, ?4, ?5) RETURNING id",
 	/* One clock reading for the whole claim; a last row of NULLs carries it
 	 * when no job is due (the protocol skips rows without a job). */
 	[ST_CLAIM_DUE_JOBS] =
@@ -141,7 +141,7 @@ static const char *const sql[ST__COUNT] = {
 		"jobs j WHERE j.id = "
 		"runs.job_id AND j.paused = 0 AND (" RUNS_HERE("j", 5, 6) " OR " STORE_STRANDED("j", "runs.due_at", "?7")
 		") AND " IN_POOL("j.id", 8, 9) ") ORDER BY due_at LIMIT ?L4" PART
-		"SELECT id, job_id, job_name, fire_at, attempt, due_at, missed FROM runs WHERE "
+		"SELECT id, job_id, job_name, fire_at, attempt, due_at, missed, params FROM runs WHERE "
 		"node = ?1 AND state = " SQL_RS_SCHEDULED " AND claim_token = CONCAT(?2, '~')" PART
 		"UPDATE runs SET claim_token = ?2 WHERE node = ?1 AND state = " SQL_RS_SCHEDULED " AND "
 		"claim_token = CONCAT(?2, '~')",
@@ -165,8 +165,8 @@ static const char *const sql[ST__COUNT] = {
 		"v.id WHERE r.claim_token = v.token AND r.node = ?1 AND r.state = v.state",
 	[ST_RETRY_INSERT] =
 		"INSERT IGNORE INTO runs (job_id, job_name, fire_at, attempt, state, due_at, "
-		"created_ms) SELECT r.job_id, r.job_name, r.fire_at, r.attempt + 1, " SQL_RS_SCHEDULED ", v.due, "
-		"?1 FROM JSON_TABLE(?2, '$[*]' COLUMNS (id BIGINT PATH '$[0]', due BIGINT PATH "
+		"created_ms, params) SELECT r.job_id, r.job_name, r.fire_at, r.attempt + 1, " SQL_RS_SCHEDULED ", v.due, "
+		"?1, r.params FROM JSON_TABLE(?2, '$[*]' COLUMNS (id BIGINT PATH '$[0]', due BIGINT PATH "
 		"'$[1]')) v JOIN runs r ON r.id = v.id WHERE EXISTS (SELECT 1 FROM jobs j "
 		"WHERE j.id = r.job_id)",
 	[ST_JOBS_NEXT_IF_NULL] = "UPDATE jobs JOIN JSON_TABLE(?1, '$[*]' COLUMNS (id BIGINT "
@@ -330,7 +330,7 @@ static const char *const sql_no_returning[ST__COUNT] = {
 		"SELECT LAST_INSERT_ID(), name FROM jobs WHERE id = LAST_INSERT_ID()",
 	[ST_TRIGGER_INSERT] =
 		"INSERT IGNORE INTO runs (job_id, job_name, fire_at, attempt, state, due_at, "
-		"created_ms) VALUES (?1, ?2, ?3, 1, " SQL_RS_SCHEDULED ", ?3, ?4)" PART IF_CHANGED
+		"created_ms, params) VALUES (?1, ?2, ?3, 1, " SQL_RS_SCHEDULED ", ?3, ?4, ?5)" PART IF_CHANGED
 		"SELECT LAST_INSERT_ID()",
 	[ST_FIRES_INSERT] =
 		"INSERT IGNORE INTO runs (job_id, job_name, fire_at, attempt, state, due_at, "

@@ -109,8 +109,8 @@ static const char *const sql[ST__COUNT] = {
 		"HAVING MIN(n.done) = 1 ORDER BY n.job_id",
 	[ST_TRIGGER_INSERT] =
 		"INSERT INTO runs (job_id, job_name, fire_at, attempt, state, due_at, missed, "
-		"created_ms) VALUES ($1::bigint, $2::text, $3::bigint, 1, " SQL_RS_SCHEDULED ", $3::bigint, 0, "
-		"$4::bigint) ON CONFLICT DO NOTHING RETURNING id",
+		"created_ms, params) VALUES ($1::bigint, $2::text, $3::bigint, 1, " SQL_RS_SCHEDULED ", $3::bigint, 0, "
+		"$4::bigint, $5::text) ON CONFLICT DO NOTHING RETURNING id",
 	/* SKIP LOCKED lets concurrent claimers take disjoint jobs without
 	 * waiting (invariant 5: LIMIT). */
 	[ST_CLAIM_DUE_JOBS] =
@@ -150,7 +150,7 @@ static const char *const sql[ST__COUNT] = {
 		"r.due_at LIMIT $4::int FOR UPDATE OF r SKIP LOCKED) UPDATE runs SET node = "
 		"$1::text, claim_token = $2::text FROM c WHERE runs.id = c.id AND "
 		"runs.state = " SQL_RS_SCHEDULED " AND runs.node IS NULL RETURNING runs.id, runs.job_id, "
-		"runs.job_name, runs.fire_at, runs.attempt, runs.due_at, runs.missed",
+		"runs.job_name, runs.fire_at, runs.attempt, runs.due_at, runs.missed, runs.params",
 	[ST_JOBS_BY_IDS] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE id = ANY ($1::bigint[])",
 	[ST_RUNS_APPLY] =
 		"UPDATE runs SET state = v.state, started_ms = coalesce(v.started, "
@@ -164,8 +164,8 @@ static const char *const sql[ST__COUNT] = {
 		SQL_RS_SCHEDULED " AND v.live RETURNING runs.id",
 	[ST_RETRY_INSERT] =
 		"INSERT INTO runs (job_id, job_name, fire_at, attempt, state, due_at, missed, "
-		"created_ms) SELECT r.job_id, r.job_name, r.fire_at, r.attempt + 1, " SQL_RS_SCHEDULED ", v.due, "
-		"0, $1::bigint FROM unnest($2::bigint[], $3::bigint[]) v(id, due) JOIN runs r "
+		"created_ms, params) SELECT r.job_id, r.job_name, r.fire_at, r.attempt + 1, " SQL_RS_SCHEDULED ", v.due, "
+		"0, $1::bigint, r.params FROM unnest($2::bigint[], $3::bigint[]) v(id, due) JOIN runs r "
 		"ON r.id = v.id WHERE EXISTS (SELECT 1 FROM jobs j WHERE j.id = r.job_id) "
 		"ON CONFLICT DO NOTHING",
 	[ST_JOBS_NEXT_IF_NULL] =

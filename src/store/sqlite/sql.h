@@ -103,7 +103,7 @@ static const char *const sql[ST__COUNT] = {
 		"HAVING MIN(n.done) = 1 ORDER BY n.job_id",
 	[ST_TRIGGER_INSERT] =
 		"INSERT INTO runs(job_id, job_name, fire_at, attempt, state, due_at, "
-		"created_ms) VALUES (?1, ?2, ?3, 1, " SQL_RS_SCHEDULED ", ?3, ?4) ON CONFLICT DO NOTHING "
+		"created_ms, params) VALUES (?1, ?2, ?3, 1, " SQL_RS_SCHEDULED ", ?3, ?4, ?5) ON CONFLICT DO NOTHING "
 		"RETURNING id",
 	/* The partial index jobs_due matches the WHERE literally. */
 	[ST_CLAIM_DUE_JOBS] =
@@ -132,7 +132,7 @@ static const char *const sql[ST__COUNT] = {
 		"j.paused = 0 AND (" RUNS_HERE("j", "?5", "?6") " OR " STORE_STRANDED("j", "r.due_at", "?7") ") AND "
 		IN_POOL("j.id", "?8", "?9") ") "
 		"ORDER BY r.due_at LIMIT ?4) RETURNING id, job_id, job_name, fire_at, "
-		"attempt, due_at, missed",
+		"attempt, due_at, missed, params",
 	[ST_JOBS_BY_IDS] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE id IN (SELECT " V0
 			   " FROM json_each(?1))",
 	[ST_RUNS_APPLY] =
@@ -144,8 +144,8 @@ static const char *const sql[ST__COUNT] = {
 		/* "RETURNING id": see made_kind */
 	[ST_RETRY_INSERT] =
 		"INSERT INTO runs(job_id, job_name, fire_at, attempt, state, due_at, "
-		"created_ms) SELECT r.job_id, r.job_name, r.fire_at, r.attempt + 1, " SQL_RS_SCHEDULED ", "
-		R(01) ", ?1 FROM runs r WHERE r.id = " R(00) " AND EXISTS (SELECT 1 FROM "
+		"created_ms, params) SELECT r.job_id, r.job_name, r.fire_at, r.attempt + 1, " SQL_RS_SCHEDULED ", "
+		R(01) ", ?1, r.params FROM runs r WHERE r.id = " R(00) " AND EXISTS (SELECT 1 FROM "
 		"jobs j WHERE j.id = r.job_id) ON CONFLICT DO NOTHING",
 	[ST_JOBS_NEXT_IF_NULL] = "UPDATE jobs SET next_fire_at = " R(01) " WHERE id = "
 				 R(00) " AND next_fire_at IS NULL",
