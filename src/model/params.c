@@ -5,6 +5,7 @@
  * valid keys with bounded string values, at most MODEL_PARAM_MAX of them,
  * and only declared keys when the job declares any.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
@@ -162,9 +163,13 @@ int model_params_for_run(const char *job, const char *decl, const char *const *k
 		    json_object_set_new(o, key, json_stringn(it.dflt, it.dlen)))
 			rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
 	}
-	if (!rc && json_object_size(o) &&
-	    !(*json = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII)))
-		rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
+	if (!rc && json_object_size(o)) {
+		char *text = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
+		/* jansson allocates with malloc: hand the caller our own copy */
+		if (!text || !(*json = dbcron__strdup(text)))
+			rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
+		free(text);
+	}
 	json_decref(o);
 	return rc;
 }
