@@ -119,6 +119,7 @@ static int page_run(void *ctx, const dbcron_run *r)
 		pc->first = *r;
 		pc->first.job_name = dup_or_null(r->job_name, &pc->failed);
 		pc->first.node = pc->first.claim_token = pc->first.error = pc->first.output = NULL;
+		pc->first.params = NULL;
 	}
 	/* the listing comes oldest first; a page is shown newest first */
 	json_t *o = model_run_json(r);

@@ -238,6 +238,7 @@ static int conf_run_cb(void *ctx, const dbcron_run *r)
 	d->claim_token = r->claim_token ? dbcron__strdup(r->claim_token) : NULL;
 	d->error = r->error ? dbcron__strdup(r->error) : NULL;
 	d->output = r->output ? dbcron__strdup(r->output) : NULL;
+	d->params = r->params ? dbcron__strdup(r->params) : NULL;
 	return 0;
 }
 
@@ -1982,6 +1983,48 @@ static void conf_test_reap_cancelled(void **state)
 	store_close(sb);
 }
 
+/* Parameters: a trigger writes them on its run, the claim hands them to
+ * the node, a retry keeps them, a run without any has none. */
+static void conf_test_trigger_params(void **state)
+{
+	conf_ctx *c = *state;
+	int64_t now = conf_now(c), id, plain, fire_at;
+	conf_put(c, 1, "tp", now + 60000);
+	CONF_OK(c, store_job_trigger_params(c->s, "tp0000", "{\"X\":\"a b\"}", &id, &fire_at,
+					    &c->err));
+	CONF_OK(c, store_job_trigger(c->s, "tp0000", &plain, &fire_at, &c->err));
+	dbcron_run run;
+	CONF_OK(c, store_run_get(c->s, id, &run, &c->err));
+	assert_string_equal(run.params, "{\"X\":\"a b\"}");
+	assert_true(run.cancel_requested_ms <= 0);
+	dbcron_run_clear(&run);
+	conf_planner p = {.stop = -1, .step = 60000};
+	store_claim_result r;
+	CONF_OK(c, conf_claim(c, c->s, "A", "ta", 10, &p, &r));
+	assert_int_equal(r.nruns, 2);
+	const store_claimed *cp = r.runs[0].run.id == id ? &r.runs[0] : &r.runs[1];
+	const store_claimed *cn = cp == &r.runs[0] ? &r.runs[1] : &r.runs[0];
+	assert_string_equal(cp->run.params, "{\"X\":\"a b\"}");
+	assert_null(cn->run.params);
+	store_update u = conf_update(cp, DBCRON_RUN_FAILED);
+	u.finished_ms = now;
+	u.retry_due_at = now;
+	CONF_OK(c, store_apply(c->s, "A", &u, 1, &c->err));
+	assert_true(u.applied);
+	conf_runs rs = {0};
+	conf_list(c, "tp0000", 0, -1, 0, &rs);
+	assert_int_equal(rs.n, 3);
+	size_t retries = 0;
+	for (int i = 0; i < rs.n; i++)
+		if (rs.rows[i].attempt == 2) {
+			retries++;
+			assert_string_equal(rs.rows[i].params, "{\"X\":\"a b\"}");
+		}
+	assert_int_equal(retries, 1);
+	conf_runs_clear(&rs);
+	store_claim_result_clear(&r);
+}
+
 static void conf_test_node_register_resolves(void **state)
 {
 	conf_ctx *c = *state;
@@ -2694,6 +2737,7 @@ static void conf_test_locks(void **state)
 	CONF_T(conf_test_apply), CONF_T(conf_test_apply_state_machine),         \
 	CONF_T(conf_test_reap), CONF_T(conf_test_node_register_resolves),       \
 	CONF_T(conf_test_run_cancel), CONF_T(conf_test_reap_cancelled),        \
+	CONF_T(conf_test_trigger_params),                                       \
 	CONF_T(conf_test_reap_unwritten_starts), CONF_T(conf_test_reap_retry_budget),         \
 	CONF_T(conf_test_reap_racing_start), CONF_T(conf_test_claim_lock_row),                 \
 	CONF_T(conf_test_node_stop_release), CONF_T(conf_test_deleted_job_preclaimed),          \
