@@ -84,7 +84,8 @@ assert_eq 400 "$H_CODE" "a body that is not {params} (body: $H_BODY)"
 H_CODE=$(curl -s -o "$T/.body" -w "%{http_code}" -H "Authorization: Bearer $ADMIN" "http://127.0.0.1:$PORT/api/v1/runs/$http_run")
 assert_eq '{"X":"retry","region":"us"}' "$(jq -c .params "$T/.body")" "GET run: its parameters"
 curl -s -o "$T/.body" -H "Authorization: Bearer $ADMIN" "http://127.0.0.1:$PORT/api/v1/runs?job=decl"
-assert_eq '{"X":"retry","region":"us"}|{"X":"cli","region":"eu"}' \
+# newest first: the retry, its first attempt, cli's run
+assert_eq '{"X":"retry","region":"us"}|{"X":"retry","region":"us"}|{"X":"cli","region":"eu"}' \
   "$(jq -r '[.runs[] | .params | tojson] | join("|")' "$T/.body")" "GET runs: the page shows each run's parameters"
 
 t_section "what the declared job ran with, a retry included"
