@@ -45,10 +45,11 @@ _dbcron()
 			return
 		fi
 		case $sub in
-		add) opts="--cron --every --after --at --needs --tz --misfire --max-catchup --misfire-threshold --overlap --node-loss --retries --retry-base --retry-cap --jitter --timeout --start-at --end-at --paused --handler --arg --user --group --cwd --env --env-file --umask --inherit-env --no-user-check --strict" ;;
-		set) opts="--cron --every --after --at --needs --tz --misfire --max-catchup --misfire-threshold --overlap --node-loss --retries --retry-base --retry-cap --jitter --no-jitter --timeout --start-at --end-at --handler --arg --user --group --cwd --env --env-file --umask --inherit-env --no-inherit-env --no-user-check --strict" ;;
+		add) opts="--cron --every --after --at --needs --tz --misfire --max-catchup --misfire-threshold --overlap --node-loss --retries --retry-base --retry-cap --jitter --timeout --start-at --end-at --params --paused --handler --arg --user --group --cwd --env --env-file --umask --inherit-env --no-user-check --strict" ;;
+		set) opts="--cron --every --after --at --needs --tz --misfire --max-catchup --misfire-threshold --overlap --node-loss --retries --retry-base --retry-cap --jitter --no-jitter --timeout --start-at --end-at --params --handler --arg --user --group --cwd --env --env-file --umask --inherit-env --no-inherit-env --no-user-check --strict" ;;
 		list|show|export) opts="--format" ;;
 		delete) opts="--force" ;;
+		trigger) opts="--param" ;;
 		apply) opts="--prune --dry-run --max-bytes --max-jobs --no-user-check --strict" ;;
 		import-crontab) opts="--system --user --apply --partial --no-user-check" ;;
 		esac

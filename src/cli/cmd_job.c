@@ -641,18 +641,25 @@ out:
 
 static void name_usage(FILE *f)
 {
-	fprintf(f, "usage: dbcron job pause|resume|delete NAME [--db URL | --db-file PATH]\n"
-		   "       dbcron job trigger NAME [--param KEY=VALUE]... [--db URL | --db-file PATH]\n\n"
+	fprintf(f, "usage: dbcron job pause|resume|delete|trigger NAME [--db URL | --db-file PATH]\n\n"
 		   "  pause    stop firing (a running run goes on)\n"
 		   "  resume   fire again; the next fire is computed from the database's now\n"
 		   "  delete   remove the job; its runs stay in the run log (job delete --help)\n"
 		   "  trigger  one run now, besides the schedule; prints the run id (a paused job's\n"
-		   "           run waits until the job is resumed, and it says so)\n"
-		   "  --param KEY=VALUE  (trigger, repeatable) a parameter of the run: a shell job\n"
-		   "           sees DBCRON_PARAM_KEY, a handler dbcron_handler_param(); KEY is\n"
-		   "           [A-Za-z_][A-Za-z0-9_]*, VALUE at most 4 KiB, at most 32 of them;\n"
-		   "           a job with --params takes only the keys it declares.  Shown in\n"
-		   "           the run log: never a secret\n\n" CLI_DB_HELP);
+		   "           run waits until the job is resumed, and it says so; job trigger\n"
+		   "           --help)\n\n" CLI_DB_HELP);
+}
+
+static void trigger_usage(FILE *f)
+{
+	fprintf(f, "usage: dbcron job trigger NAME [--param KEY=VALUE]... [--db URL | --db-file PATH]\n\n"
+		   "One run now, besides the schedule; prints the run id (a paused job's run waits\n"
+		   "until the job is resumed, and it says so).\n"
+		   "  --param KEY=VALUE  a parameter of the run (repeatable): a shell job sees\n"
+		   "           DBCRON_PARAM_KEY, a handler dbcron_handler_param(); KEY is\n"
+		   "           [A-Za-z_][A-Za-z0-9_]*, VALUE at most 4 KiB, at most 32 of them; a job\n"
+		   "           added with --params takes only the keys it declares, and its defaults\n"
+		   "           fill in.  Shown in the run log: never a secret.\n\n" CLI_DB_HELP);
 }
 
 static void delete_usage(FILE *f)
@@ -672,7 +679,10 @@ static int job_by_name(const char *sub, int argc, char **argv)
 	snprintf(cmd, sizeof(cmd), "job %s", sub);
 	simple_args a;
 	int status = parse_simple(cmd, argc, argv, 1, false,
-				  strcmp(sub, "delete") == 0 ? delete_usage : name_usage, &a);
+				  !strcmp(sub, "delete")    ? delete_usage
+				  : !strcmp(sub, "trigger") ? trigger_usage
+							    : name_usage,
+				  &a);
 	if (status >= 0)
 		return status;
 	store *s = NULL;

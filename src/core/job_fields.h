@@ -92,8 +92,8 @@
 	X(end_at, end_at, I64N, K(END_AT, "end-at", "end_at", TIME), TIME, (), ANY, DEF, -1,      \
 	  H("TIME", "no fire after TIME (not before --start-at)"))                                \
 	X(params, params, TEXT, K(PARAMS, "params", NULL, STR), PARAMS, (), ANY, DEF, NULL,       \
-	  H("KEY[=DEFAULT],...", "the parameters a trigger may give (--param KEY=VALUE),\n"     \
-		"with defaults; without it any key is taken"))                                    \
+	  H("KEY[=DEFAULT],...", "the parameters job trigger may give, with defaults;\n"         \
+		"without it any key is taken (never secrets: shown in the run log)"))             \
 	X(paused, paused, BOOL, K(PAUSED, "paused", NULL, BOOL), BOOL, (), ANY, STATE, 0,         \
 	  H("", "add the job paused"))                                                             \
 	X(executor, executor, INT, K0, NONE, (), ANY, DEF, DBCRON_EXEC_SHELL, H0)                 \
