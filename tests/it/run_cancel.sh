@@ -88,6 +88,22 @@ wait_until 30 is_state "$web_run" cancelled || fail "web: not cancelled"
 wait_until 10 group_gone web || fail "web: the process group outlived the cancel"
 pass "web: cancelled through the API, process group gone"
 
+t_section "a handler sees the cancel through its context"
+dbc job add hs --at now+1h --handler sleep --arg 60s --retries 2 --retry-base 1s >/dev/null
+dbc job trigger hs >/dev/null
+hs_run=$(newest_run hs)
+wait_until 30 is_state "$hs_run" running || fail "hs: not running"
+post "/api/v1/runs/$hs_run/cancel"
+assert_eq 200 "$H_CODE" "POST cancel of a running handler (body: $H_BODY)"
+wait_until 30 is_state "$hs_run" cancelled || fail "hs: not cancelled"
+pass "hs: the sleep handler stopped on the cancel and ended cancelled"
+
+t_section "the node counts what it cancelled in /metrics"
+H_CODE=$(curl -s -o "$T/.metrics" -w '%{http_code}' -H "Authorization: Bearer $ADMIN" \
+  "http://127.0.0.1:$PORT/metrics" || true)
+assert_eq 200 "$H_CODE" "GET /metrics"
+assert_contains "$(cat "$T/.metrics")" 'dbcron_runs_total{node="n1",state="cancelled"} 3'
+
 t_section "a claimed run that has not started never starts"
 # due in 3 s: the node claims it within its pre-read window (1.5 s) and
 # holds it on its timer until then
@@ -133,5 +149,6 @@ for j in sl web lost; do
   assert_eq 1 "$(lines "$T/$j.starts")" "$j: started once"
   assert_eq 1 "$(count_runs --job "$j")" "$j: one run, no retry"
 done
+assert_eq 1 "$(count_runs --job hs)" "hs: one run, no retry"
 stop_node n2
 t_done
