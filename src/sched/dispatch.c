@@ -152,10 +152,13 @@ void dispatch_block_jobs(dbcron_node *n)
 	pthread_cond_signal(&n->timer_cv);
 }
 
-/* mu held */
+/* mu held.  A run cancelled by request keeps that reason whatever stops
+ * it later (a replace, the graceful stop's deadline): it ends CANCELLED and
+ * is not retried. */
 static void cancel_fire(fire *f, const fire_cancel *why)
 {
-	f->cancel_why = why;
+	if (f->cancel_why != &fire_cancel_user)
+		f->cancel_why = why;
 	atomic_store(&f->cancel.requested, 1);
 }
 
