@@ -83,10 +83,6 @@ trigger_http free '{"other":{}}'
 assert_eq 400 "$H_CODE" "a body that is not {params} (body: $H_BODY)"
 H_CODE=$(curl -s -o "$T/.body" -w "%{http_code}" -H "Authorization: Bearer $ADMIN" "http://127.0.0.1:$PORT/api/v1/runs/$http_run")
 assert_eq '{"X":"retry","region":"us"}' "$(jq -c .params "$T/.body")" "GET run: its parameters"
-curl -s -o "$T/.body" -H "Authorization: Bearer $ADMIN" "http://127.0.0.1:$PORT/api/v1/runs?job=decl"
-# newest first: the retry, its first attempt, cli's run
-assert_eq '{"X":"retry","region":"us"}|{"X":"retry","region":"us"}|{"X":"cli","region":"eu"}' \
-  "$(jq -r '[.runs[] | .params | tojson] | join("|")' "$T/.body")" "GET runs: the page shows each run's parameters"
 
 t_section "what the declared job ran with, a retry included"
 # cli's run, then the API's (fails once: its retry keeps its parameters)
@@ -95,6 +91,10 @@ assert_eq "cli|eu retry|us retry|us " "$(tr '\n' ' ' <"$T/decl.out")" "decl: giv
 assert_eq '{"X":"retry","region":"us"}' \
   "$(dbc runs --job decl --format json --limit 0 | jq -c '[.[] | select(.attempt == 2)][0].params')" \
   "the retry row carries the parameters"
+curl -s -o "$T/.body" -H "Authorization: Bearer $ADMIN" "http://127.0.0.1:$PORT/api/v1/runs?job=decl"
+# newest first: the retry, its first attempt, cli's run
+assert_eq '{"X":"retry","region":"us"}|{"X":"retry","region":"us"}|{"X":"cli","region":"eu"}' \
+  "$(jq -r '[.runs[] | .params | tojson] | join("|")' "$T/.body")" "GET runs: the page shows each run's parameters"
 
 t_section "a scheduled fire gets the declared defaults"
 dbc job set decl --at now+1s >/dev/null
