@@ -45,10 +45,11 @@ _dbcron()
 			return
 		fi
 		case $sub in
-		add) opts="--cron --every --after --at --needs --tz --misfire --max-catchup --misfire-threshold --overlap --node-loss --retries --retry-base --retry-cap --retry-jitter --start-jitter --spread --spread-seed --timeout --start-at --end-at --paused --handler --arg --user --group --cwd --env --env-file --umask --inherit-env --on-failure --on-success --on-misfire --no-user-check --strict --format" ;;
-		set) opts="--cron --every --after --at --needs --tz --misfire --max-catchup --misfire-threshold --overlap --node-loss --retries --retry-base --retry-cap --retry-jitter --no-retry-jitter --start-jitter --spread --spread-seed --timeout --start-at --end-at --handler --arg --user --group --cwd --env --env-file --umask --inherit-env --no-inherit-env --on-failure --on-success --on-misfire --no-user-check --strict --format" ;;
-		list|show|export|pause|resume|trigger|rename) opts="--format" ;;
+		add) opts="--cron --every --after --at --needs --tz --misfire --max-catchup --misfire-threshold --overlap --node-loss --retries --retry-base --retry-cap --retry-jitter --start-jitter --spread --spread-seed --timeout --start-at --end-at --params --paused --handler --arg --user --group --cwd --env --env-file --umask --inherit-env --on-failure --on-success --on-misfire --no-user-check --strict --format" ;;
+		set) opts="--cron --every --after --at --needs --tz --misfire --max-catchup --misfire-threshold --overlap --node-loss --retries --retry-base --retry-cap --retry-jitter --no-retry-jitter --start-jitter --spread --spread-seed --timeout --start-at --end-at --params --handler --arg --user --group --cwd --env --env-file --umask --inherit-env --no-inherit-env --on-failure --on-success --on-misfire --no-user-check --strict --format" ;;
+		list|show|export|pause|resume|rename) opts="--format" ;;
 		delete) opts="--force --format" ;;
+		trigger) opts="--param --format" ;;
 		apply) opts="--prune --dry-run --max-bytes --max-jobs --no-user-check --strict" ;;
 		import-crontab) opts="--system --user --apply --partial --no-user-check" ;;
 		esac
@@ -79,7 +80,7 @@ _dbcron()
 		opts="--config --format" ;;
 	runs)
 		if [ "$COMP_CWORD" -eq 2 ] && [[ $cur != -* ]]; then
-			COMPREPLY=($(compgen -W "show" -- "$cur"))
+			COMPREPLY=($(compgen -W "show cancel" -- "$cur"))
 			return
 		fi
 		opts="--job --state --since --limit --format --output --follow --interval" ;;

@@ -246,6 +246,15 @@ DBCRON_API void dbcron_runs_free(dbcron_run_iter *it);
 DBCRON_API int dbcron_run_get(dbcron_db *db, int64_t id, dbcron_run *out,
 			      dbcron_err *err);
 
+/* Cancel a run wherever it runs (`dbcron runs cancel`): one no node has
+ * claimed ends DBCRON_RUN_CANCELLED now (*done true, may be NULL); a
+ * claimed or running one gets a cancel request its node acts on within
+ * about a heartbeat (*done false): not started, or stopped (a shell job's
+ * process group; a handler through dbcron_handler_should_stop()), and
+ * recorded CANCELLED, never retried.  DBCRON_ENOTFOUND for an unknown id,
+ * DBCRON_EEXISTS for a run that already ended; neither writes anything. */
+DBCRON_API int dbcron_run_cancel(dbcron_db *db, int64_t id, bool *done, dbcron_err *err);
+
 /* ----------------------------------------------------- nodes, locks */
 
 /* A row of the node registry, as `dbcron nodes` shows it. */

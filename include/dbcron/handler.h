@@ -1,7 +1,9 @@
 /*
  * C callbacks as jobs (the `handler` executor).  Built in: "noop" (returns
  * at once) and "sleep" (arg: a duration such as "250ms"; stops early when
- * cancelled or timed out).
+ * cancelled or timed out).  A run cancelled with `dbcron runs cancel` makes
+ * dbcron_handler_should_stop() true; a handler that never asks runs to its
+ * end, and the run is recorded cancelled all the same.
  */
 #ifndef DBCRON_HANDLER_H
 #define DBCRON_HANDLER_H
@@ -27,6 +29,12 @@ typedef struct dbcron_handler_ctx {
 	int64_t deadline_mono_ms;
 	/* opaque; ask dbcron_handler_should_stop() */
 	const void *cancel;
+	/* The run's parameters (dbcron job trigger --param, the job's
+	 * --params defaults), "KEY=VALUE" each, nparams of them; ask
+	 * dbcron_handler_param().  Plain data from the run log, never a
+	 * secret.  Valid during the call only. */
+	const char *const *params;
+	size_t nparams;
 } dbcron_handler_ctx;
 
 /*
@@ -56,6 +64,9 @@ DBCRON_API int dbcron_handler_register(const char *name, dbcron_handler_fn fn,
 /* True once the run was cancelled or its deadline passed.  ctx is the one
  * the handler was called with, valid during that call only. */
 DBCRON_API bool dbcron_handler_should_stop(const dbcron_handler_ctx *ctx);
+/* The value of the run's parameter key, or NULL when the run has none
+ * of that name.  Points into ctx: valid during the call only. */
+DBCRON_API const char *dbcron_handler_param(const dbcron_handler_ctx *ctx, const char *key);
 /* Is the name registered (built-ins included)? */
 DBCRON_API bool dbcron_handler_exists(const char *name);
 

@@ -103,6 +103,9 @@ typedef struct dbcron_job {
 	 * it; it does not fire until changed or resumed); NULL when fine.
 	 * Read-only: written by the store, never by a put. */
 	char *set_aside;
+	/* The parameters a trigger may give, "KEY[=DEFAULT],..." (NULL: any
+	 * valid key); the defaults also reach its scheduled runs. */
+	char *params;
 } dbcron_job;
 
 typedef struct dbcron_run {
@@ -121,6 +124,10 @@ typedef struct dbcron_run {
 	int64_t missed; /* fire instants this row stands for, beyond itself */
 	char *error;
 	char *output;
+	/* when a cancel was asked for (dbcron runs cancel), <= 0 when none */
+	int64_t cancel_requested_ms;
+	/* the run's parameters as a JSON object text, NULL when none */
+	char *params;
 } dbcron_run;
 
 /* Defaults a new job gets (misfire fire_once, overlap skip, 3 retries...). */

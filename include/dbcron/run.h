@@ -8,13 +8,15 @@
  *   +------> SCHEDULED ----------> RUNNING ----------> SUCCEEDED
  *   | hand back  |  |                 |   `----------> FAILED
  *   `------------'  |                 |   `----------> TIMED_OUT
- *                   |                 `--------------> ABANDONED (node lost)
+ *                   |                 +--------------> ABANDONED (node lost)
+ *                   |                 `--------------> CANCELLED (runs cancel)
  *                   +--> SKIPPED   (overlap policy)
  *                   +--> MISFIRED  (misfire policy, or started too late)
  *                   +--> ABANDONED (job deleted, or at-most-once unstarted)
- *                   `--> FAILED    (could not be started)
+ *                   +--> FAILED    (could not be started)
+ *                   `--> CANCELLED (runs cancel before it started)
  *
- * The last six are terminal: no write ever changes a terminal row.  A fire
+ * The last seven are terminal: no write ever changes a terminal row.  A fire
  * may also be inserted directly as SKIPPED or MISFIRED (the planner's
  * records), and a finished lock attempt is inserted in its end state.  A
  * retry is a new row (attempt + 1) that starts in SCHEDULED; a SCHEDULED row
@@ -42,12 +44,16 @@ typedef enum dbcron_run_state {
 	DBCRON_RUN_SKIPPED = 6,
 	DBCRON_RUN_MISFIRED = 7,
 	DBCRON_RUN_ABANDONED = 8,
+	/* stopped or never started on request (dbcron runs cancel); never
+	 * retried */
+	DBCRON_RUN_CANCELLED = 9,
 } dbcron_run_state;
 
 /* The state a row has before it exists, for dbcron_run_transition_ok(). */
 #define DBCRON_RUN_NONE 0
 
-/* True for SUCCEEDED, FAILED, TIMED_OUT, SKIPPED, MISFIRED, ABANDONED. */
+/* True for SUCCEEDED, FAILED, TIMED_OUT, SKIPPED, MISFIRED, ABANDONED,
+ * CANCELLED. */
 DBCRON_API bool dbcron_run_state_terminal(int state);
 
 /* Whether a run in state `from` (DBCRON_RUN_NONE: a new row) may be written

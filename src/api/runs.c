@@ -285,3 +285,12 @@ int dbcron_locks_list(dbcron_db *db, dbcron_lease **locks, size_t *n, dbcron_err
 	*n = lv.n;
 	return DBCRON_OK;
 }
+
+int dbcron_run_cancel(dbcron_db *db, int64_t id, bool *done, dbcron_err *err)
+{
+	bool d = false;
+	int rc = store_run_cancel(api__store(db), id, &d, NULL, err);
+	if (done)
+		*done = rc == DBCRON_OK && d;
+	return rc;
+}

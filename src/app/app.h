@@ -168,6 +168,12 @@ int app_job_delete(store *s, const char *name, app_job_result *r, dbcron_err *er
 int app_job_delete_force(store *s, const char *name, bool force, app_job_result *r,
 			 dbcron_err *err);
 int app_job_trigger(store *s, const char *name, app_job_result *r, dbcron_err *err);
+/* A trigger with parameters kv[0..n) ("KEY=VALUE"), checked against the
+ * job's --params declaration (model/params.h): a bad or undeclared key is
+ * DBCRON_EINVAL and nothing is written.  The run records its parameters
+ * (the declared defaults of keys not given included). */
+int app_job_trigger_params(store *s, const char *name, const char *const *kv, size_t n,
+			   app_job_result *r, dbcron_err *err);
 
 /* What a verb did, as GET-less JSON: the HTTP API's reply and what
  * `--format json` prints, one shape for both.  trigger: {"job", "run_id",
@@ -340,6 +346,15 @@ void app_run_view_clear(app_run_view *v);
 json_t *app_run_view_json(const app_run_view *v);
 /* app_run_view_get, then app_run_view_json into *out. */
 int app_run_get(store *s, int64_t id, json_t **out, dbcron_err *err);
+/*
+ * Cancel a run (dbcron runs cancel, POST /api/v1/runs/{id}/cancel): *out
+ * is the run as the cancel left it (app_run_view_json) with "cancel":
+ * "done" (it had not been claimed: ended CANCELLED now) or "requested"
+ * (its node stops it within about a heartbeat).  DBCRON_ENOTFOUND for an
+ * unknown id, DBCRON_EEXISTS for a run that already ended: nothing is
+ * written for either (store_run_cancel).
+ */
+int app_run_cancel(store *s, int64_t id, json_t **out, bool *done, dbcron_err *err);
 
 /*
  * The audit trail (issue 29 item 2; store.h "The audit trail"): `dbcron

@@ -20,6 +20,7 @@
 #include "core/sort.h"
 #include "core/timeutil.h"
 #include "dbcron/cron.h"
+#include "model/params.h"
 #include "model/jobdef.h"
 #include "model/json.h"
 #include "model/rules.h"
@@ -594,8 +595,25 @@ int app_job_delete_force(store *s, const char *name, bool force, app_job_result 
 
 int app_job_trigger(store *s, const char *name, app_job_result *r, dbcron_err *err)
 {
+	return app_job_trigger_params(s, name, NULL, 0, r, err);
+}
+
+int app_job_trigger_params(store *s, const char *name, const char *const *kv, size_t n,
+			   app_job_result *r, dbcron_err *err)
+{
 	memset(r, 0, sizeof(*r));
-	int rc = store_job_trigger(s, name, &r->run_id, &r->fire_at, err);
+	dbcron_job decl;
+	char *params = NULL;
+	dbcron_job_init(&decl);
+	/* the declaration as it is now: one edited between this read and the
+	 * insert is the one the trigger raced, as any edit racing a trigger */
+	int rc = store_job_get(s, name, &decl, err);
+	if (!rc)
+		rc = model_params_for_run(name, decl.params, kv, n, &params, err);
+	dbcron_job_clear(&decl);
+	if (!rc)
+		rc = store_job_trigger_params(s, name, params, &r->run_id, &r->fire_at, err);
+	dbcron__free(params);
 	if (rc == DBCRON_ENOTFOUND)
 		return no_such_job(err, name);
 	r->changed = rc == DBCRON_OK;

@@ -44,6 +44,7 @@ int app_run_copy(dbcron_run *dst, const dbcron_run *src, bool with_output)
 	dst->node = dup_or_null(src->node, &failed);
 	dst->error = dup_or_null(src->error, &failed);
 	dst->output = with_output ? dup_or_null(src->output, &failed) : NULL;
+	dst->params = dup_or_null(src->params, &failed);
 	if (failed) {
 		dbcron_run_clear(dst);
 		return DBCRON_ENOMEM;
@@ -118,6 +119,7 @@ static int page_run(void *ctx, const dbcron_run *r)
 		pc->first = *r;
 		pc->first.job_name = dup_or_null(r->job_name, &pc->failed);
 		pc->first.node = pc->first.claim_token = pc->first.error = pc->first.output = NULL;
+		pc->first.params = NULL;
 	}
 	/* the listing comes oldest first; a page is shown newest first */
 	json_t *o = model_run_json(r);
@@ -281,6 +283,20 @@ int app_run_get(store *s, int64_t id, json_t **out, dbcron_err *err)
 		rc = oom(err);
 	app_run_view_clear(&v);
 	return rc;
+}
+
+int app_run_cancel(store *s, int64_t id, json_t **out, bool *done, dbcron_err *err)
+{
+	int rc;
+	*out = NULL;
+	if ((rc = store_run_cancel(s, id, done, NULL, err)) || (rc = app_run_get(s, id, out, err)))
+		return rc;
+	if (json_object_set_new(*out, "cancel", json_string(*done ? "done" : "requested"))) {
+		json_decref(*out);
+		*out = NULL;
+		return oom(err);
+	}
+	return DBCRON_OK;
 }
 
 /* ------------------------------------------------- nodes and locks */

@@ -53,6 +53,8 @@ int cli_job_edit(const char *sub, int argc, char **argv);
  */
 #define CLI_OPT_KEY 2000
 #define CLI_OPT_NOKEY 3000
+/* "--param" in job add and set: refused (cli_jobdef_longopts says why) */
+#define CLI_OPT_PARAM_REFUSED 3999
 struct model_jobdef;
 size_t cli_jobdef_longopts(struct option *out, bool negations);
 int cli_jobdef_opt(struct model_jobdef *d, int c, const char *arg, bool *handled,

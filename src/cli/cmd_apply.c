@@ -85,6 +85,8 @@ const struct option cli_apply_longopts[] = {
 	{"dry-run", no_argument, NULL, 'n'},
 	/* job delete's: refused by every other verb */
 	{"force", no_argument, NULL, 'F'},
+	/* job trigger's: refused by every other verb */
+	{"param", required_argument, NULL, 'Q'},
 	{NULL, 0, NULL, 0},
 };
 
@@ -130,6 +132,8 @@ static int apply_opt(void *ctx, int c, char *arg)
 		return parse_limit("job apply", "--max-jobs", arg, false, &a->max_jobs);
 	case 'F':
 		return cli_usage_error("job apply", "unknown option '--force'");
+	case 'Q':
+		return cli_usage_error("job apply", "unknown option '--param'");
 	default: /* --format, in the table of every job subcommand */
 		return cli_usage_error("job apply", "unknown option '--format'");
 	}

@@ -22,6 +22,7 @@
 #include "core/sort.h"
 #include "core/timeutil.h"
 #include "cron/spread.h"
+#include "model/params.h"
 #include "model/jobdef.h"
 #include "model/json.h"
 #include "model/target.h"
@@ -199,6 +200,10 @@ typedef struct simple_args {
 	const char *cmd;
 	const char *name;
 	bool force; /* job delete --force */
+	/* job trigger --param KEY=VALUE, in order; one more than the model
+	 * takes, so that too many is its refusal, said once */
+	const char *params[MODEL_PARAM_MAX + 1];
+	size_t nparams;
 } simple_args;
 
 /* job apply's options (cli_apply_longopts) are in the table of the other
@@ -211,6 +216,13 @@ static int simple_opt(void *ctx, int c, char *arg)
 	(void)arg;
 	if (c == 'F' && strcmp(a->cmd, "job delete") == 0) {
 		a->force = true;
+		return 0;
+	}
+	if (c == 'Q' && strcmp(a->cmd, "job trigger") == 0) {
+		if (a->nparams > MODEL_PARAM_MAX)
+			return cli_usage_error(a->cmd, "--param: more than %d parameters",
+					       MODEL_PARAM_MAX);
+		a->params[a->nparams++] = arg;
 		return 0;
 	}
 	if (c == CLI_OPT_FORMAT)
@@ -236,6 +248,7 @@ static int parse_simple(const char *cmd, int argc, char **argv, int want_pos,
 	a->cmd = cmd;
 	a->name = NULL;
 	a->force = false;
+	a->nparams = 0;
 	int status = cli_parse(&sp, &o, &a->cm, argc, argv);
 	if (status >= 0)
 		return status;
@@ -624,6 +637,7 @@ static int show_table(const dbcron_job *j, const app_run_vec *rv, const char *un
 		printf("timeout:           none\n");
 	}
 	show_reactions(j);
+	printf("params:            %s\n", j->params ? j->params : "any (none declared)");
 	printf("created:           %s\n", model_time_text(j->created_ms, t, sizeof(t)));
 	printf("updated:           %s\n", model_time_text(j->updated_ms, t, sizeof(t)));
 	printf("last runs:%s\n", rv->n ? "" : "         none");
@@ -683,10 +697,25 @@ static void name_usage(FILE *f)
 		   "  resume   fire again; the next fire is computed from the database's now\n"
 		   "  delete   remove the job; its runs stay in the run log (job delete --help)\n"
 		   "  trigger  one run now, besides the schedule; prints the run id (a paused job's\n"
-		   "           run waits until the job is resumed, and it says so)\n"
+		   "           run waits until the job is resumed, and it says so; job trigger\n"
+		   "           --help)\n"
 		   "  --format json  one line, the HTTP API's reply to the same verb:\n"
 		   "           {\"job\", \"paused\", \"changed\", \"next_fire_at_ms\"} (pause, resume),\n"
 		   "           {\"job\", \"run_id\", \"fire_at_ms\", \"paused\"} (trigger), {\"deleted\"}\n\n"
+		   CLI_DB_HELP);
+}
+static void trigger_usage(FILE *f)
+{
+	fprintf(f, "usage: dbcron job trigger NAME [--param KEY=VALUE]... [--format table|json]\n"
+		   "                        [--db URL | --db-file PATH]\n\n"
+		   "One run now, besides the schedule; prints the run id (a paused job's run waits\n"
+		   "until the job is resumed, and it says so).\n"
+		   "  --param KEY=VALUE  a parameter of the run (repeatable): a shell job sees\n"
+		   "           DBCRON_PARAM_KEY, a handler dbcron_handler_param(); KEY is\n"
+		   "           [A-Za-z_][A-Za-z0-9_]*, VALUE at most 4 KiB, at most 32 of them; a job\n"
+		   "           added with --params takes only the keys it declares, and its defaults\n"
+		   "           fill in.  Shown in the run log: never a secret.\n"
+		   "  --format json  {\"job\", \"run_id\", \"fire_at_ms\", \"paused\"} on one line\n\n"
 		   CLI_DB_HELP);
 }
 
@@ -730,7 +759,10 @@ static int job_by_name(const char *sub, int argc, char **argv)
 	snprintf(cmd, sizeof(cmd), "job %s", sub);
 	simple_args a;
 	int status = parse_simple(cmd, argc, argv, 1, true,
-				  strcmp(sub, "delete") == 0 ? delete_usage : name_usage, &a);
+				  !strcmp(sub, "delete")    ? delete_usage
+				  : !strcmp(sub, "trigger") ? trigger_usage
+							    : name_usage,
+				  &a);
 	if (status >= 0)
 		return status;
 	store *s = NULL;
@@ -746,7 +778,7 @@ static int job_by_name(const char *sub, int argc, char **argv)
 	if (v == APP_VERB_DELETE)
 		rc = app_job_delete_force(s, a.name, a.force, &r, &err);
 	else if (v == APP_VERB_TRIGGER)
-		rc = app_job_trigger(s, a.name, &r, &err);
+		rc = app_job_trigger_params(s, a.name, a.params, a.nparams, &r, &err);
 	else if (v == APP_VERB_PAUSE)
 		rc = app_job_pause(s, a.name, &r, &err);
 	else

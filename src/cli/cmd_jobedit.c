@@ -50,6 +50,9 @@ size_t cli_jobdef_longopts(struct option *out, bool negations)
 						   CLI_OPT_NOKEY + (int)k->id};
 		}
 	}
+	/* job trigger's --param, refused by name: without it getopt would take
+	 * it as an abbreviation of --params, the declaration */
+	out[n++] = (struct option){"param", required_argument, NULL, CLI_OPT_PARAM_REFUSED};
 	return n;
 }
 
@@ -57,6 +60,12 @@ int cli_jobdef_opt(struct model_jobdef *d, int c, const char *arg, bool *handled
 		   dbcron_err *err)
 {
 	bool neg = c >= CLI_OPT_NOKEY && c < CLI_OPT_NOKEY + MODEL_JK__COUNT;
+	if (c == CLI_OPT_PARAM_REFUSED) {
+		*handled = true;
+		return dbcron_err_set(err, DBCRON_EINVAL,
+				      "unknown option '--param' (job trigger's; --params declares the "
+				      "keys a trigger may give)");
+	}
 	*handled = neg || (c >= CLI_OPT_KEY && c < CLI_OPT_KEY + MODEL_JK__COUNT);
 	if (!*handled)
 		return DBCRON_OK;

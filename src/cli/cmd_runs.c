@@ -175,11 +175,13 @@ static void runs_usage(FILE *f)
 		"usage: dbcron runs [--job NAME] [--state S] [--since TIME] [--limit N] [--output]\n"
 		"                   [--follow [--interval DUR]] [--format table|csv|json]\n"
 		"                   [--db URL | --db-file PATH]\n"
-		"       dbcron runs show ID [--format table|json] [--db URL | --db-file PATH]\n\n"
+		"       dbcron runs show ID [--format table|json] [--db URL | --db-file PATH]\n"
+		"       dbcron runs cancel ID [--format table|json] [--db URL | --db-file PATH]\n\n"
 		"The run log: the newest --limit N runs (default 50; 0 = all) by fire time,\n"
 		"oldest first, so the newest is at the bottom, as journalctl and tail show a\n"
 		"log; runs of one instant by job name, then attempt.  --state: scheduled,\n"
-		"running, succeeded, failed, timed_out, skipped, misfired, abandoned.  --since:\n"
+		"running, succeeded, failed, timed_out, skipped, misfired, abandoned,\n"
+		"cancelled.  --since:\n"
 		"runs whose fire time is at or after TIME (RFC 3339, epoch seconds, now,\n"
 		"now+DUR; now is the database's).  --output adds OUTPUT to the table: the first\n"
 		"line of the captured output, cut to 40 characters (json carries it whole, csv\n"
@@ -192,7 +194,13 @@ static void runs_usage(FILE *f)
 		"(times in UTC epoch milliseconds, empty when unset).\n"
 		"runs show ID: everything about one run (job, state, times, node, attempt,\n"
 		"exit code, error, missed fires), its attempt chain (every attempt of the\n"
-		"same fire, the run marked *) and its captured output.\n\n" CLI_DB_HELP,
+		"same fire, the run marked *) and its captured output.\n"
+		"runs cancel ID: stop the run wherever it runs.  One not yet claimed ends\n"
+		"cancelled at once; a claimed or running one is stopped by its node within\n"
+		"about a heartbeat (a shell job's process group: SIGTERM, then SIGKILL after\n"
+		"the kill grace; a handler through its context's flag) and ends cancelled,\n"
+		"never retried.  An unknown ID or a run that already ended is an error\n"
+		"(exit status 1) and writes nothing.\n\n" CLI_DB_HELP,
 		runs_csv_header);
 }
 
@@ -321,7 +329,7 @@ static int runs_opt(void *ctx, int c, char *arg)
 		a->flt.state = dbcron_run_state_parse(low);
 		if (a->flt.state < 0)
 			return cli_usage_error("runs",
-				"--state '%s': expected scheduled, running, succeeded, failed, timed_out, skipped, misfired or abandoned",
+				"--state '%s': expected scheduled, running, succeeded, failed, timed_out, skipped, misfired, abandoned or cancelled",
 				arg);
 		break;
 	}
@@ -478,6 +486,8 @@ int cli_runs(int argc, char **argv)
 
 	if (argc > 1 && !strcmp(argv[1], "show"))
 		return runs_show(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "cancel"))
+		return runs_show(argc - 1, argv + 1);
 	int status = cli_parse(&sp, &o, &cm, argc, argv);
 	if (status >= 0 || (status = cliopt_no_pos(&o)))
 		return status;
@@ -528,6 +538,10 @@ static void print_run_show(const app_run_view *v)
 	printf("error:     %s\n", or_dash(r->error));
 	if (r->missed > 0)
 		printf("missed:    %" PRId64 " fires\n", (int64_t)r->missed);
+	if (r->params)
+		printf("params:    %s\n", r->params);
+	if (r->cancel_requested_ms > 0)
+		show_time("cancel:", r->cancel_requested_ms);
 	printf("attempts:  %zu of this fire\n", v->attempts.n);
 	for (size_t i = 0; i < v->attempts.n; i++) {
 		const dbcron_run *a = &v->attempts.v[i];
@@ -565,10 +579,41 @@ static int show_format(void *ctx, int c, char *arg)
 	return 0;
 }
 
+/* runs cancel ID: the cancel, then the run as it left it. */
+static int runs_cancel(store *s, long long id, int fmt)
+{
+	dbcron_err err = {0};
+	json_t *j = NULL;
+	bool done = false;
+	int rc = app_run_cancel(s, (int64_t)id, &j, &done, &err), status = 0;
+	if (rc == DBCRON_ENOTFOUND) {
+		fprintf(stderr, "dbcron runs cancel: no run with id %lld\n", id);
+		status = CLI_EXIT_FAIL;
+	} else if (rc == DBCRON_EEXISTS) {
+		fprintf(stderr, "dbcron runs cancel: %s\n", err.msg);
+		status = CLI_EXIT_FAIL;
+	} else if (rc) {
+		status = cli_fail(&err);
+	} else if (fmt == CLI_FMT_JSON) {
+		if (json_dumpf(j, stdout, JSON_COMPACT | JSON_ENSURE_ASCII))
+			status = CLI_EXIT_FAIL;
+		fputc('\n', stdout);
+	} else if (done) {
+		printf("run %lld cancelled (it had not started)\n", id);
+	} else {
+		const char *node = json_string_value(json_object_get(j, "node"));
+		printf("run %lld: cancel requested; node %s stops it within about a heartbeat\n", id,
+		       node ? node : "-");
+	}
+	json_decref(j);
+	return status;
+}
+
 static int runs_show(int argc, char **argv)
 {
 	int fmt = CLI_FMT_TABLE;
-	const cli_spec sp = {.cmd = "runs show",
+	bool cancel = !strcmp(argv[0], "cancel");
+	const cli_spec sp = {.cmd = cancel ? "runs cancel" : "runs show",
 			     .common = CLI_COMMON_DB | CLI_COMMON_FORMAT | CLI_COMMON_HELP,
 			     .usage = show_usage, .own_opt = show_format, .ctx = &fmt};
 	cliopt o;
@@ -578,19 +623,24 @@ static int runs_show(int argc, char **argv)
 	if (status >= 0)
 		return status;
 	if (o.npos == 0)
-		return cli_usage_error("runs show", "missing the run ID");
+		return cli_usage_error(sp.cmd, "missing the run ID");
 	if (o.npos > 1 || o.dashdash)
-		return cli_usage_error("runs show", "unexpected argument '%s'",
+		return cli_usage_error(sp.cmd, "unexpected argument '%s'",
 				       o.npos > 1 ? o.pos[1] : "--");
 	char *end;
 	errno = 0;
 	long long id = o.pos[0][0] >= '0' && o.pos[0][0] <= '9' ? strtoll(o.pos[0], &end, 10) : -1;
 	if (id < 1 || errno || *end)
-		return cli_usage_error("runs show", "'%s': expected a run id (a whole number >= 1)",
+		return cli_usage_error(sp.cmd, "'%s': expected a run id (a whole number >= 1)",
 				       o.pos[0]);
 	store *s = NULL;
 	if ((status = cli_open_store(o.cmd, &cm.db, &s)))
 		return status;
+	if (cancel) {
+		status = runs_cancel(s, id, fmt);
+		store_close(s);
+		return status;
+	}
 	dbcron_err err = {0};
 	app_run_view v;
 	json_t *run = NULL;

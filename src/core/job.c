@@ -106,12 +106,13 @@ void dbcron_run_clear(dbcron_run *run)
 	dbcron__free(run->claim_token);
 	dbcron__free(run->error);
 	dbcron__free(run->output);
+	dbcron__free(run->params);
 	memset(run, 0, sizeof(*run));
 }
 
 static const char *const state_names[] = {
 	NULL, "scheduled", "running", "succeeded", "failed",
-	"timed_out", "skipped", "misfired", "abandoned",
+	"timed_out", "skipped", "misfired", "abandoned", "cancelled",
 };
 static const char *const misfire_names[] = {NULL, "fire_once", "skip", "catch_up"};
 static const char *const overlap_names[] = {NULL, "skip", "allow", "queue", "replace"};

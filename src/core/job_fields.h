@@ -30,7 +30,8 @@
  *         TIME (an instant: RFC 3339,
  *         epoch seconds, now or now+DUR, relative ones resolved against the
  *         database clock), TARGET (a reaction list: a LIST key kept in a
- *         TEXT column, one target a line, model/target.h).  SCHED marks
+ *         TEXT column, one target a line, model/target.h), PARAMS (a
+ *         declaration of run parameters, model/params.h).  SCHED marks
  *         the rows of the schedule hook (kind, text, interval): one
  *         schedule, compared and reported once.
  * args    the codec's constants, designated initialisers of
@@ -100,6 +101,9 @@
 	  -1, H("TIME", "no fire before TIME (RFC 3339, epoch seconds, now+DUR)"))                \
 	X(end_at, end_at, I64N, K(END_AT, "end-at", "end_at", TIME), TIME, (), ANY, DEF, -1,      \
 	  H("TIME", "no fire after TIME (not before --start-at)"))                                \
+	X(params, params, TEXT, K(PARAMS, "params", NULL, STR), PARAMS, (), ANY, DEF, NULL,       \
+	  H("KEY[=DEFAULT],...", "the parameters job trigger may give, with defaults;\n"         \
+		"without it any key is taken (never secrets: shown in the run log)"))             \
 	X(paused, paused, BOOL, K(PAUSED, "paused", NULL, BOOL), BOOL, (), ANY, STATE, 0,         \
 	  H("", "add the job paused"))                                                             \
 	X(executor, executor, INT, K0, NONE, (), ANY, DEF, DBCRON_EXEC_SHELL, H0)                 \

@@ -54,6 +54,10 @@ typedef struct exec_req {
 	const char *node_id;
 	exec_cancel *cancel; /* may be NULL */
 	int64_t kill_grace_ms; /* SIGTERM -> SIGKILL; 0 = default 2000 */
+	/* The run's parameters, "KEY=VALUE" each (keys checked by
+	 * model/params.h), nparams of them; NULL when none.  Borrowed. */
+	const char *const *params;
+	size_t nparams;
 	size_t capture_bytes;  /* head and tail kept each; 0 = default 1024 */
 } exec_req;
 
@@ -80,7 +84,9 @@ void exec__set_error(exec_result *res, const char *fmt, ...)
  * directory with its umask, in a clean environment (runas.h: HOME, USER,
  * LOGNAME, SHELL, PATH, its env-file and env, the node's environment
  * without its secrets only for inherit_env) plus DBCRON_JOB,
- * DBCRON_FIRE_AT_MS, DBCRON_ATTEMPT, DBCRON_RUN_ID, DBCRON_NODE; fds 0-2
+ * DBCRON_FIRE_AT_MS, DBCRON_ATTEMPT, DBCRON_RUN_ID, DBCRON_NODE and
+ * DBCRON_PARAM_KEY for each of req->params (after the job's own env, so
+ * a parameter wins over a variable of the same name); fds 0-2
  * only; a new process group; output captured with the first and last
  * capture_bytes kept and a "[... N bytes omitted ...]" marker between;
  * timeout and cancel stop the whole group (SIGTERM, grace, SIGKILL).  A

@@ -260,6 +260,8 @@ void exec_handler(const exec_req *req, exec_result *res)
 					    job->timeout_ms < INT64_MAX - res->mono_start_ms ?
 					    res->mono_start_ms + job->timeout_ms : -1,
 		.cancel = req->cancel,
+		.params = req->params,
+		.nparams = req->nparams,
 	};
 	errbuf[0] = '\0';
 	int rc = fn(&ctx, user, errbuf, sizeof(errbuf));
@@ -312,3 +314,14 @@ const exec_ops exec_handler_ops = {
 	.validate = handler_validate,
 	.run = exec_handler,
 };
+
+const char *dbcron_handler_param(const dbcron_handler_ctx *ctx, const char *key)
+{
+	size_t klen = key ? strlen(key) : 0;
+	for (size_t i = 0; ctx && klen && i < ctx->nparams; i++) {
+		const char *kv = ctx->params[i];
+		if (kv && !strncmp(kv, key, klen) && kv[klen] == '=')
+			return kv + klen + 1;
+	}
+	return NULL;
+}

@@ -222,9 +222,14 @@ static char *fmt_alloc(const char *fmt, ...)
 	return s;
 }
 
+/* The facts and one DBCRON_PARAM_KEY per parameter (at most 32, the
+ * model's bound, checked at the trigger). */
+#define N_PARAMS_MAX 32
+#define N_ENV_FACTS (N_FACTS + N_PARAMS_MAX)
+
 static void facts_free(char **f)
 {
-	for (size_t i = 0; i < N_FACTS; i++)
+	for (size_t i = 0; i < N_ENV_FACTS; i++)
 		dbcron__free(f[i]);
 }
 
@@ -236,8 +241,11 @@ static int facts_build(const exec_req *req, char **f)
 	f[2] = fmt_alloc("DBCRON_ATTEMPT=%d", req->attempt);
 	f[3] = fmt_alloc("DBCRON_RUN_ID=%lld", (long long)req->run_id);
 	f[4] = fmt_alloc("DBCRON_NODE=%s", req->node_id ? req->node_id : "");
-	f[N_FACTS] = NULL;
-	for (size_t i = 0; i < N_FACTS; i++)
+	size_t np = req->nparams < N_PARAMS_MAX ? req->nparams : N_PARAMS_MAX;
+	for (size_t i = 0; i < np; i++)
+		f[N_FACTS + i] = fmt_alloc("DBCRON_PARAM_%s", req->params[i]);
+	f[N_FACTS + np] = NULL;
+	for (size_t i = 0; i < N_FACTS + np; i++)
 		if (!f[i])
 			return -1;
 	return 0;
@@ -249,7 +257,7 @@ static int facts_build(const exec_req *req, char **f)
 struct launch {
 	runas_ident id;
 	runas_env env;
-	char *facts[N_FACTS + 1];
+	char *facts[N_ENV_FACTS + 1];
 	char *file_text;
 	char who[160];
 };

@@ -93,7 +93,7 @@ static void node_series(FILE *f, node_stats *st, size_t max_jobs)
 {
 	static const dbcron_run_state finals[] = {
 		DBCRON_RUN_SUCCEEDED, DBCRON_RUN_FAILED, DBCRON_RUN_TIMED_OUT,
-		DBCRON_RUN_SKIPPED,   DBCRON_RUN_MISFIRED, DBCRON_RUN_ABANDONED,
+		DBCRON_RUN_SKIPPED,   DBCRON_RUN_MISFIRED, DBCRON_RUN_ABANDONED, DBCRON_RUN_CANCELLED,
 	};
 	const char *node = st->node_id;
 	head(f, "dbcron_runs_total", "counter",

@@ -16,6 +16,8 @@
 #include "app/app.h"
 #include "core/timeutil.h"
 #include "dbcron/job.h"
+#include "core/alloc.h"
+#include "model/params.h"
 #include "http/http_int.h"
 
 #define API "/api/v1"
@@ -258,6 +260,65 @@ static void job_put(const http_call *c, const char *name, http_reply *rep)
 	json_decref(v);
 }
 
+/* A trigger's optional body {"params": {"KEY": "VALUE", ...}} as
+ * "KEY=VALUE" strings in kv (owned, n of them); false after answering 400.
+ * A key is checked here, before it is joined to its value, so that no '='
+ * in a key can pass for another key; the rest is the model's check. */
+static bool trigger_params(const http_call *c, http_reply *rep, char **kv, size_t *n)
+{
+	*n = 0;
+	if (!c->body_len)
+		return true;
+	json_t *v = body_json(c, rep), *p, *val;
+	const char *key;
+	bool ok = false;
+	if (!v)
+		return false;
+	p = json_is_object(v) ? json_object_get(v, "params") : NULL;
+	if (!json_is_object(v) || json_object_size(v) != (p ? 1u : 0u) || (p && !json_is_object(p))) {
+		http__error(rep, MHD_HTTP_BAD_REQUEST, "invalid",
+			    "expected {\"params\": {\"KEY\": \"VALUE\", ...}} or no body");
+		goto out;
+	}
+	if (json_object_size(p) > MODEL_PARAM_MAX) {
+		http__error(rep, MHD_HTTP_BAD_REQUEST, "invalid", "more than %d parameters",
+			    MODEL_PARAM_MAX);
+		goto out;
+	}
+	json_object_foreach(p, key, val)
+	{
+		if (!model_param_key_ok(key, strlen(key)) || !json_is_string(val)) {
+			http__error(rep, MHD_HTTP_BAD_REQUEST, "invalid",
+				    "params.%.80s: a key is [A-Za-z_][A-Za-z0-9_]*, a value a string", key);
+			goto out;
+		}
+		size_t len = strlen(key) + json_string_length(val) + 2;
+		if (!(kv[*n] = dbcron__malloc(len))) {
+			http__error(rep, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal", "out of memory");
+			goto out;
+		}
+		snprintf(kv[(*n)++], len, "%s=%s", key, json_string_value(val));
+	}
+	ok = true;
+out:
+	json_decref(v);
+	return ok;
+}
+
+static int trigger(const http_call *c, const char *name, app_job_result *r, http_reply *rep,
+		   dbcron_err *err, bool *answered)
+{
+	char *kv[MODEL_PARAM_MAX];
+	size_t n = 0;
+	int rc = DBCRON_OK;
+	*answered = !trigger_params(c, rep, kv, &n);
+	if (!*answered)
+		rc = app_job_trigger_params(c->st, name, (const char *const *)kv, n, r, err);
+	for (size_t i = 0; i < n; i++)
+		dbcron__free(kv[i]);
+	return rc;
+}
+
 static void job_verb(const http_call *c, const char *name, const char *verb, http_reply *rep)
 {
 	app_job_result r;
@@ -267,12 +328,15 @@ static void job_verb(const http_call *c, const char *name, const char *verb, htt
 		return method_not_allowed(rep, "POST");
 	if (!may_write(c, rep))
 		return;
+	bool answered = false;
 	if (!strcmp(verb, "trigger"))
-		rc = app_job_trigger(c->st, name, &r, &err);
+		rc = trigger(c, name, &r, rep, &err, &answered);
 	else if (!strcmp(verb, "pause"))
 		rc = app_job_pause(c->st, name, &r, &err);
 	else
 		rc = app_job_resume(c->st, name, &r, &err);
+	if (answered)
+		return;
 	if (rc)
 		return from_err(rep, &err);
 	app_verb v = !strcmp(verb, "trigger") ? APP_VERB_TRIGGER
@@ -362,18 +426,36 @@ static bool parse_count(const char *v, long max, long *out)
 	return true;
 }
 
+/* POST /runs/{id}/cancel: 200 with the run and "cancel": done or
+ * requested; 404 unknown, 409 already ended (nothing written). */
+static void run_cancel(const http_call *c, long long id, http_reply *rep)
+{
+	dbcron_err err = {0};
+	json_t *j;
+	bool done;
+	if (!is(c, "POST"))
+		return method_not_allowed(rep, "POST");
+	if (!may_write(c, rep))
+		return;
+	if (app_run_cancel(c->st, id, &j, &done, &err))
+		return from_err(rep, &err);
+	ok(rep, MHD_HTTP_OK, j);
+}
+
 static void route_runs(const http_call *c, const char *rest, http_reply *rep)
 {
 	dbcron_err err = {0};
 	json_t *j;
-	if (!is(c, "GET"))
-		return method_not_allowed(rep, "GET");
-	if (!may_read(c, rep))
-		return;
 	if (rest[0] == '/') {
 		char *end;
 		errno = 0;
 		long long id = rest[1] >= '0' && rest[1] <= '9' ? strtoll(rest + 1, &end, 10) : -1;
+		if (id >= 0 && !errno && !strcmp(end, "/cancel"))
+			return run_cancel(c, id, rep);
+		if (!is(c, "GET"))
+			return method_not_allowed(rep, "GET");
+		if (!may_read(c, rep))
+			return;
 		if (id < 0 || errno || *end)
 			return http__error(rep, MHD_HTTP_NOT_FOUND, "not_found",
 					   "runs/%.40s: a run id is a whole number", rest + 1);
@@ -381,6 +463,10 @@ static void route_runs(const http_call *c, const char *rest, http_reply *rep)
 			return from_err(rep, &err);
 		return ok(rep, MHD_HTTP_OK, j);
 	}
+	if (!is(c, "GET"))
+		return method_not_allowed(rep, "GET");
+	if (!may_read(c, rep))
+		return;
 	if (rest[0])
 		return http__error(rep, MHD_HTTP_NOT_FOUND, "not_found", "no such resource");
 
@@ -391,7 +477,7 @@ static void route_runs(const http_call *c, const char *rest, http_reply *rep)
 		f.state = dbcron_run_state_parse(v);
 		if (f.state < 0)
 			return http__error(rep, MHD_HTTP_BAD_REQUEST, "invalid",
-					   "state '%.40s': expected scheduled, running, succeeded, failed, timed_out, skipped, misfired or abandoned",
+					   "state '%.40s': expected scheduled, running, succeeded, failed, timed_out, skipped, misfired, abandoned or cancelled",
 					   v);
 	}
 	if ((v = arg(c, "limit")) && !parse_count(v, RUNS_PAGE_MAX, &f.limit))

@@ -46,6 +46,7 @@ typedef enum model_field_codec {
 	MODEL_FC_TIME,
 	MODEL_FC_SEED,
 	MODEL_FC_TARGET,
+	MODEL_FC_PARAMS,
 } model_field_codec;
 
 typedef enum model_field_scope {

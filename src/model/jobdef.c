@@ -23,6 +23,7 @@
 #include "dbcron/handler.h"
 #include "exec/runas.h"
 #include "model/jobdef.h"
+#include "model/params.h"
 #include "model/rules.h"
 #include "model/target.h"
 
@@ -399,6 +400,9 @@ static int set_text(model_jobdef *d, const model_jobdef_key *k, const char *v,
 		return set_umask(j, v, err);
 	case MODEL_FC_TARGET:
 		return add_target(slot, v, err);
+	case MODEL_FC_PARAMS:
+		rc = model_params_decl_check(v, err);
+		return rc ? rc : replace_str(slot, v, err);
 	default:
 		return dbcron_err_set(err, DBCRON_EINTERNAL, "not a text value");
 	}

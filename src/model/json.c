@@ -238,6 +238,15 @@ json_t *model_run_json(const dbcron_run *r)
 	put(o, "error", str_json(r->error), &bad);
 	if (r->output)
 		put(o, "output", json_string(r->output), &bad);
+	/* only when set: a run nobody cancelled reads as it always did */
+	if (r->cancel_requested_ms > 0)
+		put(o, "cancel_requested_ms", json_integer(r->cancel_requested_ms), &bad);
+	if (r->params) {
+		json_t *pj = json_loads(r->params, JSON_DECODE_ANY, NULL);
+		put(o, "params", pj && json_is_object(pj) ? pj : json_string(r->params), &bad);
+		if (pj && !json_is_object(pj))
+			json_decref(pj);
+	}
 	return finished(o, bad);
 }
 

@@ -255,6 +255,46 @@ static int handlers_catch_up(dbcron_node *n, dbcron_err *err)
 	return DBCRON_OK;
 }
 
+struct asked {
+	int64_t *ids;
+	size_t n, cap;
+	bool oom;
+};
+
+static int asked_one(void *ctx, int64_t id)
+{
+	struct asked *a = ctx;
+	if (dbcron__grow((void **)&a->ids, &a->cap, a->n + 1, sizeof(*a->ids))) {
+		a->oom = true;
+		return 1;
+	}
+	a->ids[a->n++] = id;
+	return 0;
+}
+
+/*
+ * dbcron runs cancel reaches the node through the database: at each
+ * heartbeat one indexed read of this node's live runs with a request
+ * (runs_cancel), so a cancel takes effect within about a heartbeat.  The
+ * same call ends the runs handed back after their request.  A request
+ * stays on the row until the run's end is written, so one missed here (out
+ * of memory, a failed read) is acted on at the next beat.
+ */
+static int see_cancels(dbcron_node *n, dbcron_err *err)
+{
+	struct asked a = {0};
+	int64_t freed = 0;
+	int rc = store_runs_cancel_asked(n->st, n->node_id, asked_one, &a, &freed, err);
+	if (rc == DBCRON_OK && a.n) {
+		size_t hit = dispatch_cancel_runs(n, a.ids, a.n);
+		if (hit)
+			dbcron__log(LOG_INFO, "run.cancel", LOG_STR("node", n->node_id),
+				    LOG_UINT("runs", hit));
+	}
+	dbcron__free(a.ids);
+	return rc;
+}
+
 int dbloop_heartbeat(dbcron_node *n, dbcron_err *err)
 {
 	int64_t t0 = dbcron__mono_ms(), now, gen = -1;
@@ -290,7 +330,7 @@ int dbloop_heartbeat(dbcron_node *n, dbcron_err *err)
 		rc = store_node_beat(n->st, n->node_id, n->incarnation, n->cfg.lease_ms,
 				     n->jobs_gen, &now, &gen, err);
 	}
-	if (rc || (rc = handlers_catch_up(n, err)))
+	if (rc || (rc = handlers_catch_up(n, err)) || (rc = see_cancels(n, err)))
 		return rc;
 	/* leases that ended before our previous beat, not just before now,
 	 * and none for a lease after we were cut off */

@@ -27,6 +27,7 @@
 
 #include "core/alloc.h"
 #include "core/log.h"
+#include "model/params.h"
 #include "sched/node_int.h"
 
 /* Slow-pool demotion: a job whose runs took over SLOW_RUN_MS more than
@@ -151,10 +152,13 @@ void dispatch_block_jobs(dbcron_node *n)
 	pthread_cond_signal(&n->timer_cv);
 }
 
-/* mu held */
+/* mu held.  A run cancelled by request keeps that reason whatever stops
+ * it later (a replace, the graceful stop's deadline): it ends CANCELLED and
+ * is not retried. */
 static void cancel_fire(fire *f, const fire_cancel *why)
 {
-	f->cancel_why = why;
+	if (f->cancel_why != &fire_cancel_user)
+		f->cancel_why = why;
 	atomic_store(&f->cancel.requested, 1);
 }
 
@@ -270,7 +274,9 @@ static void record_end(fire *f)
 	f->end_state = f->res.state;
 	f->end_why = NULL;
 	f->no_retry = c && c->no_retry;
-	if (c && f->res.state != DBCRON_RUN_SUCCEEDED) {
+	/* a cancelled run ends CANCELLED even when it ran to its end (a
+	 * handler that never looked at the flag) */
+	if (c && (f->res.state != DBCRON_RUN_SUCCEEDED || c == &fire_cancel_user)) {
 		f->end_state = c->state;
 		f->end_why = c->why;
 	}
@@ -312,6 +318,8 @@ static bool await_lease(dbcron_node *n, fire *f)
 {
 	pthread_mutex_lock(&n->mu);
 	for (;;) {
+		if (f->cancel_why == &fire_cancel_user)
+			break; /* cancelled while it waited for a worker */
 		if (f->js->blocked) {
 			f->cancel_why = f->js->blocked == JOB_DELETED ? &cancel_deleted : &cancel_paused;
 			break;
@@ -360,6 +368,34 @@ static void skip_start(dbcron_node *n, fire *f)
 	pthread_mutex_unlock(&n->mu);
 }
 
+/* The parameters a run sees, "KEY=VALUE" each (model/params.h): its own
+ * and its job's declared defaults. */
+typedef struct run_kv {
+	char *v[MODEL_PARAM_MAX];
+	size_t n;
+	bool oom;
+} run_kv;
+
+static int kv_add(void *ctx, const char *key, const char *val)
+{
+	run_kv *a = ctx;
+	if (a->n >= MODEL_PARAM_MAX)
+		return 0;
+	size_t len = strlen(key) + strlen(val) + 2;
+	if (!(a->v[a->n] = dbcron__malloc(len))) {
+		a->oom = true;
+		return 1;
+	}
+	snprintf(a->v[a->n++], len, "%s=%s", key, val);
+	return 0;
+}
+
+static void kv_free(run_kv *a)
+{
+	for (size_t i = 0; i < a->n; i++)
+		dbcron__free(a->v[i]);
+}
+
 static void worker_main(void *arg)
 {
 	fire *f = arg;
@@ -388,7 +424,19 @@ static void worker_main(void *arg)
 		.cancel = &f->cancel,
 		.kill_grace_ms = n->cfg.kill_grace_ms,
 	};
-	exec_run(&req, &f->res);
+	run_kv kv = {.n = 0};
+	model_params_each(f->run.params, f->snap->job.params, kv_add, &kv);
+	req.params = (const char *const *)kv.v;
+	req.nparams = kv.n;
+	if (kv.oom) { /* not run without all of its parameters */
+		memset(&f->res, 0, sizeof(f->res));
+		f->res.state = DBCRON_RUN_FAILED;
+		f->res.mono_start_ms = f->res.mono_end_ms = dbcron__mono_ms();
+		exec__set_error(&f->res, "out of memory reading the run's parameters");
+	} else {
+		exec_run(&req, &f->res);
+	}
+	kv_free(&kv);
 	f->finished_db = node_db_now(n);
 	int64_t took = f->res.mono_end_ms - f->res.mono_start_ms;
 
@@ -438,6 +486,81 @@ void dispatch_sweep_jobs(dbcron_node *n, int64_t now_mono)
 	pthread_mutex_lock(&n->mu);
 	inflight_jobs_sweep(&n->jobs, now_mono, SLOW_WINDOW_MS);
 	pthread_mutex_unlock(&n->mu);
+}
+
+static bool has_id(const int64_t *ids, size_t k, int64_t id)
+{
+	for (size_t i = 0; i < k; i++)
+		if (ids[i] == id)
+			return true;
+	return false;
+}
+
+/*
+ * dbcron runs cancel, as the db thread read it (issue 27 item 3; mu not
+ * held).  A fire not started ends CANCELLED without starting: the timer
+ * thread and the workers decide a start under the same mutex, so a start
+ * and the cancel cannot both happen, and the end write is fenced by the
+ * claim like any other.  A running one is stopped as a timeout stops it
+ * (process group: SIGTERM, the kill grace, SIGKILL; a handler through its
+ * context's flag) and ends CANCELLED.  ids is short: what was asked of
+ * this node since its last beat.
+ */
+size_t dispatch_cancel_runs(dbcron_node *n, const int64_t *ids, size_t k)
+{
+	size_t hit = 0, seen = 0;
+	fire_list all = {0}, keep = {0};
+	pthread_mutex_lock(&n->mu);
+	/* At-most-once fires waiting for their fenced start write: one whose
+	 * earlier try lost its reply may be RUNNING, which may end CANCELLED
+	 * too; it never started here. */
+	for (fire *f; (f = fire_list_pop(&n->sync));) {
+		if (!has_id(ids, k, f->run.id)) {
+			fire_list_push(&keep, f);
+			continue;
+		}
+		inflight_running_remove(f->js, f);
+		n->running--;
+		atomic_store(&f->started_db, -1);
+		finish_unstarted(n, f, DBCRON_RUN_CANCELLED, "cancelled before it started");
+		f->no_retry = true;
+		dispatch_unhold(n, f->js);
+		hit++, seen++;
+	}
+	n->sync = keep;
+	/* handed to a pool: a queued one ends before it starts (await_lease),
+	 * a launched one is stopped */
+	for (size_t i = 0; i < n->jobs.nslots; i++)
+		for (fire *r = n->jobs.slots[i] ? n->jobs.slots[i]->running_list : NULL; r; r = r->run_next) {
+			if (!has_id(ids, k, r->run.id))
+				continue;
+			seen++;
+			if (r->cancel_why != &fire_cancel_user) {
+				cancel_fire(r, &fire_cancel_user);
+				hit++;
+			}
+		}
+	/* the rest wait on the heap or behind a run of their job; a request
+	 * stays asked until the run's end is written, so a long run that
+	 * ignores it does not make every beat walk the heap */
+	if (seen < k) {
+		dispatch_take_unstarted(n, &all);
+		for (fire *f; (f = fire_list_pop(&all));) {
+			if (has_id(ids, k, f->run.id)) {
+				finish_unstarted(n, f, DBCRON_RUN_CANCELLED, "cancelled before it started");
+				f->no_retry = true;
+				hit++;
+				continue;
+			}
+			if (f->phase == FIRE_HELD)
+				fire_set_phase(f, FIRE_CLAIMED);
+			if (timer_push(&n->heap, &f->tn, f->run.due_at))
+				finish_unstarted(n, f, DBCRON_RUN_FAILED, "out of memory");
+		}
+	}
+	pthread_cond_signal(&n->timer_cv);
+	pthread_mutex_unlock(&n->mu);
+	return hit;
 }
 
 void dispatch_cancel_running(dbcron_node *n, const fire_cancel *why)

@@ -21,6 +21,9 @@
 const fire_cancel fire_cancel_replaced = {
 	DBCRON_RUN_FAILED, "replaced by a newer fire", true,
 };
+const fire_cancel fire_cancel_user = {
+	DBCRON_RUN_CANCELLED, "cancelled", true,
+};
 const fire_cancel fire_cancel_shutdown = {
 	DBCRON_RUN_ABANDONED, "node shut down before the run ended", false,
 };
@@ -201,10 +204,11 @@ fire *fire_new(struct dbcron_node *n, job_state *js, const store_claimed *c)
 	f->run.job_name = dbcron__strdup(c->run.job_name);
 	f->run.node = dbcron__strdup(c->run.node);
 	f->run.claim_token = dbcron__strdup(c->run.claim_token);
+	f->run.params = c->run.params ? dbcron__strdup(c->run.params) : NULL;
 	f->run.error = f->run.output = NULL;
 	atomic_init(&f->started_db, -1);
 	f->finished_db = -1;
-	if (!f->run.job_name || !f->run.claim_token)
+	if (!f->run.job_name || !f->run.claim_token || (c->run.params && !f->run.params))
 		goto out_run;
 	f->snap = snap_get(js, c->job);
 	if (!f->snap)

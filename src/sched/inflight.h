@@ -101,6 +101,8 @@ typedef struct fire_cancel {
 
 extern const fire_cancel fire_cancel_replaced;
 extern const fire_cancel fire_cancel_shutdown;
+/* dbcron runs cancel: CANCELLED whatever the run returns, never retried */
+extern const fire_cancel fire_cancel_user;
 
 typedef struct job_state job_state;
 

@@ -189,6 +189,9 @@ void dispatch_stop(dbcron_node *n);
 void dispatch_submit(dbcron_node *n, fire *f);
 /* Ask every running fire to stop, recorded as `why` says (takes mu). */
 void dispatch_cancel_running(dbcron_node *n, const fire_cancel *why);
+/* End or stop the fires of these run ids (dbcron runs cancel); mu not
+ * held.  Returns how many it newly ended or stopped. */
+size_t dispatch_cancel_runs(dbcron_node *n, const int64_t *ids, size_t k);
 /* The lease is no longer known valid at now_mono: stop every job this node
  * is executing that another node would retry (mu held; once per lapse). */
 void dispatch_stop_unleased(dbcron_node *n, int64_t now_mono);

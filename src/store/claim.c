@@ -53,7 +53,7 @@ const dbcron_job *store__find_job(const store_claim_result *r, int64_t id)
 /* A claimed run from the current row: id, job_id, job_name, fire_at, then
  * attempt (or 1 when attempt_col < 0), due_at, missed at the columns given. */
 static int add_claimed(store *s, store_claim_result *out, size_t *cap, int attempt_col,
-		       int due_col, int missed_col, const store_claim_req *req)
+		       int due_col, int missed_col, int params_col, const store_claim_req *req)
 {
 	if (dbcron__grow((void **)&out->runs, cap, out->nruns + 1, sizeof(*out->runs)))
 		return DBCRON_ENOMEM;
@@ -73,6 +73,9 @@ static int add_claimed(store *s, store_claim_result *out, size_t *cap, int attem
 	if (!(r->job_name = dbcron__strdup(name ? name : "")) ||
 	    !(r->node = dbcron__strdup(req->node_id)) ||
 	    !(r->claim_token = dbcron__strdup(req->token)))
+		return DBCRON_ENOMEM;
+	const char *params = params_col < 0 ? NULL : s->d->col_text(s->c, params_col);
+	if (params && !(r->params = dbcron__strdup(params)))
 		return DBCRON_ENOMEM;
 	return DBCRON_OK;
 }
@@ -406,7 +409,7 @@ static int plan_due_jobs(store *s, const store_claim_req *req, const claim_pass 
 				out->nterminal++;
 				continue;
 			}
-			if ((rc = add_claimed(s, out, runs_cap, -1, 5, 6, req))) {
+			if ((rc = add_claimed(s, out, runs_cap, -1, 5, 6, -1, req))) {
 				store__reset(s);
 				return store__oom(err, "claim");
 			}
@@ -439,7 +442,7 @@ static int claim_unclaimed(store *s, const store_claim_req *req, const claim_pas
 	if ((rc = store__exec(s, ST_CLAIM_RUNS, p, 9, err)))
 		return rc;
 	while ((row = store__next(s, err)) == 1)
-		if ((rc = add_claimed(s, out, runs_cap, 4, 5, 6, req))) {
+		if ((rc = add_claimed(s, out, runs_cap, 4, 5, 6, 7, req))) {
 			store__reset(s);
 			return store__oom(err, "claim");
 		}

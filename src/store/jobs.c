@@ -370,6 +370,12 @@ out_free:
 int store_job_trigger(store *s, const char *name, int64_t *run_id, int64_t *fire_at,
 		      dbcron_err *err)
 {
+	return store_job_trigger_params(s, name, NULL, run_id, fire_at, err);
+}
+
+int store_job_trigger_params(store *s, const char *name, const char *params, int64_t *run_id,
+			     int64_t *fire_at, dbcron_err *err)
+{
 	int64_t now, job_id = 0, rid = 0;
 	store_audit a;
 	bool found;
@@ -386,8 +392,8 @@ int store_job_trigger(store *s, const char *name, int64_t *run_id, int64_t *fire
 		goto out_rollback;
 	}
 	int64_t at = now;
-	store_param ip[] = {sp_i64(job_id), sp_text(name), sp_i64(at), sp_i64(now)};
-	if ((rc = store__insert_bumped(s, ST_TRIGGER_INSERT, ip, 4, 2, -1, &at, &rid, err)))
+	store_param ip[] = {sp_i64(job_id), sp_text(name), sp_i64(at), sp_i64(now), sp_text(params)};
+	if ((rc = store__insert_bumped(s, ST_TRIGGER_INSERT, ip, 5, 2, -1, &at, &rid, err)))
 		goto out_rollback;
 	store__audit_add(&a, "trigger", name,
 			 json_pack("{sIsI}", "run_id", (json_int_t)rid, "fire_at_ms", (json_int_t)at));

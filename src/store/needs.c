@@ -325,9 +325,12 @@ int store__needs_fanin(store *s, const int64_t *ok_jobs, size_t n, dbcron_err *e
 		goto out;
 	for (size_t i = 0; i < ready.n; i++) {
 		int64_t at = now, rid;
-		store_param ip[] = {sp_i64(ready.v[i]), sp_text(names[i]), sp_i64(at), sp_i64(now)};
+		/* a fan-in fire has no parameters of its own (its job's
+		 * declared defaults reach it at the run) */
+		store_param ip[] = {sp_i64(ready.v[i]), sp_text(names[i]), sp_i64(at), sp_i64(now),
+				    sp_text(NULL)};
 		store_param pr[] = {sp_i64(ready.v[i])};
-		if ((rc = store__insert_bumped(s, ST_TRIGGER_INSERT, ip, 4, 2, -1, &at, &rid, err)) ||
+		if ((rc = store__insert_bumped(s, ST_TRIGGER_INSERT, ip, 5, 2, -1, &at, &rid, err)) ||
 		    (rc = store__run(s, ST_FANIN_RESET, pr, 1, NULL, err)))
 			goto out;
 	}

@@ -66,6 +66,11 @@ static int resolve_lost(store *s, const store_batch *nodes, int64_t now, size_t 
 
 	memset(&jobs, 0, sizeof(jobs));
 	store_param p[] = {sp_i64(now), sp_batch(nodes)};
+	/* A run someone asked to cancel ends CANCELLED whatever else the reap
+	 * would do with it: never retried, never handed back (issue 27). */
+	int64_t cancelled = 0;
+	if ((rc = store__run(s, ST_RUNS_CANCEL_LOST, p, 2, &cancelled, err)))
+		return rc;
 	if ((rc = store__exec(s, ST_RUNS_ABANDON_LOST, p, 2, err)))
 		return rc;
 	while ((row = store__next(s, err)) == 1) {
@@ -129,7 +134,7 @@ static int resolve_lost(store *s, const store_batch *nodes, int64_t now, size_t 
 			goto out_free;
 	}
 	if (touched)
-		*touched = nab + (size_t)unclaimed;
+		*touched = nab + (size_t)unclaimed + (size_t)cancelled;
 out_free:
 	store_claim_result_clear(&jobs);
 	dbcron__free(ab);

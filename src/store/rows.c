@@ -436,9 +436,10 @@ int store__read_run(store *s, dbcron_run *run, dbcron_err *err)
 	run->has_exit_code = !s->d->col_null(s->c, 11);
 	run->exit_code = (int)i64(s, 11);
 	run->missed = i64(s, 12);
+	run->cancel_requested_ms = i64n(s, 15);
 	if ((rc = dup_col(s, 2, &run->job_name)) || (rc = dup_col(s, 7, &run->node)) ||
 	    (rc = dup_col(s, 8, &run->claim_token)) || (rc = dup_col(s, 13, &run->error)) ||
-	    (rc = dup_col(s, 14, &run->output))) {
+	    (rc = dup_col(s, 14, &run->output)) || (rc = dup_col(s, 16, &run->params))) {
 		dbcron_run_clear(run);
 		return dbcron_err_set(err, rc, "out of memory reading a run");
 	}

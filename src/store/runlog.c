@@ -123,6 +123,72 @@ int store_runs_after_id(store *s, int64_t after_id, const char *job, long limit,
 	return store__each_row(s, ST_RUNS_AFTER_ID, p, 3, run_one, &e, err);
 }
 
+/*
+ * Cancel: the two writes are fenced by the row's own state, so a run that
+ * a node claimed between them is left to that node (it polls the request
+ * at its heartbeat) and one that ended meanwhile is refused by the read
+ * that follows.  Nothing is written for a run that is gone or ended.
+ */
+int store_run_cancel(store *s, int64_t id, bool *done, dbcron_run *run, dbcron_err *err)
+{
+	int64_t now, n = 0;
+	dbcron_run r;
+	int rc;
+	*done = false;
+	if ((rc = store__db_now(s, &now, err)))
+		return rc;
+	store_param p[] = {sp_i64(id), sp_i64(now)};
+	if ((rc = store__run(s, ST_RUN_CANCEL_UNCLAIMED, p, 2, &n, err)))
+		return rc;
+	*done = n > 0;
+	if (!n && (rc = store__run(s, ST_RUN_CANCEL_REQUEST, p, 2, &n, err)))
+		return rc;
+	if ((rc = store_run_get(s, id, &r, err)))
+		return rc;
+	/* ended by this call (done), or already asked and still going */
+	if (!*done && dbcron_run_state_terminal(r.state)) {
+		rc = dbcron_err_set(err, DBCRON_EEXISTS, "run %lld already ended (%s): nothing to cancel",
+				    (long long)id, dbcron_run_state_name(r.state));
+		dbcron_run_clear(&r);
+		return rc;
+	}
+	if (run)
+		*run = r;
+	else
+		dbcron_run_clear(&r);
+	return DBCRON_OK;
+}
+
+struct id_each {
+	store_id_cb cb;
+	void *ctx;
+};
+
+static int id_one(store *s, void *arg, bool *stop, dbcron_err *err)
+{
+	struct id_each *e = arg;
+	(void)err;
+	*stop = e->cb(e->ctx, store__i64(s, 0)) != 0;
+	return DBCRON_OK;
+}
+
+int store_runs_cancel_asked(store *s, const char *node_id, store_id_cb cb, void *ctx,
+			    int64_t *freed, dbcron_err *err)
+{
+	int64_t now, n = 0;
+	int rc;
+	if ((rc = store__db_now(s, &now, err)))
+		return rc;
+	store_param fp[] = {sp_i64(now)};
+	if ((rc = store__run(s, ST_RUNS_CANCEL_FREE, fp, 1, &n, err)))
+		return rc;
+	if (freed)
+		*freed = n;
+	store_param p[] = {sp_text(node_id)};
+	struct id_each e = {cb, ctx};
+	return store__each_row(s, ST_RUNS_CANCEL_ASKED, p, 1, id_one, &e, err);
+}
+
 int store_run_get(store *s, int64_t id, dbcron_run *run, dbcron_err *err)
 {
 	store_param p[] = {sp_i64(id)};

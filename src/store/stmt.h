@@ -80,7 +80,7 @@
 	X(JOB_RENAME, "renaming the job", "")                                            \
 	/* (job_id, new name): the run log follows the job it belongs to */              \
 	X(RUNS_RENAME, "renaming the job's runs", "")                                    \
-	/* (job_id, name, fire_at, now) -> id, nothing on a clash */                      \
+	/* (job_id, name, fire_at, now, params|NULL) -> id, nothing on a clash */         \
 	X(TRIGGER_INSERT, "triggering the job", "1 no duplicate fire")                   \
 	/* fan-in (needs.c): (job_id) -> need_id of its edges */                             \
 	X(NEEDS_OF, "reading the job's needs", "")                                           \
@@ -126,13 +126,15 @@
 	 * [job_id]) -> id, job_id, job_name, fire_at, attempt, due_at, missed; routed   \
 	 * and pooled as CLAIM_DUE_JOBS, a stranded run being one due past its job's     \
 	 * misfire threshold at now */                                                    \
+	/* (and params, the run's parameters, last) */                                    \
 	X(CLAIM_RUNS, "claim: taking unclaimed runs", "5 backpressure: at most limit, per pool; routing: only what the node can run")   \
 	/* batch [id] -> JOB_COLS */                                                      \
 	X(JOBS_BY_IDS, "reading jobs by id", "")                                         \
 	/* (node) batch [id, token, state, started, finished, has_exit, exit, error,      \
 	 * output] -> id of every row changed */                                          \
 	X(RUNS_APPLY, "apply: updating runs", "3 fencing: id, token, node and a live state") \
-	/* (now) batch [run_id, due_at]: attempt + 1 of that run, unclaimed */            \
+	/* (now) batch [run_id, due_at]: attempt + 1 of that run, unclaimed, with its    \
+	 * parameters */                                                                 \
 	X(RETRY_INSERT, "scheduling retries", "1 no duplicate fire, per attempt")        \
 	/* (now) batch [run_id, kind, target]: the outbox (issue 26), in the outcome's \
 	 * transaction; a (run, kind, target) already there is left alone */           \
@@ -211,6 +213,22 @@
 	X(SCHEDULE_LOCK_INIT, "making the schedule lock row", "")                         \
 	/* (id) -> RUN_COLS */                                                           \
 	X(RUN_GET, "reading a run", "")                                                  \
+	/* cancel (runlog.c, issue 27 item 3).  (id, now) -> rows changed: the run,  \
+	 * SCHEDULED and unclaimed, ends CANCELLED at once; a claimed one is left to \
+	 * its node (`node IS NULL` is the fence: no node can start it) */          \
+	X(RUN_CANCEL_UNCLAIMED, "cancelling the unclaimed run", "3 fencing: only a run no node holds") \
+	/* (id, now) -> rows changed: a live run gets its cancel request (the      \
+	 * first one's time is kept) */                                             \
+	X(RUN_CANCEL_REQUEST, "asking for the run's cancel", "")                        \
+	/* (node) -> id of its live runs with a cancel request: each node's poll at \
+	 * its heartbeat, served by the runs_cancel index */                        \
+	X(RUNS_CANCEL_ASKED, "reading the cancels asked of the node", "")              \
+	/* (now) -> rows changed: unclaimed SCHEDULED runs with a request (handed   \
+	 * back after it) end CANCELLED; the claim (CLAIM_RUNS) never takes them */ \
+	X(RUNS_CANCEL_FREE, "cancelling handed-back runs", "3 fencing: only runs no node holds") \
+	/* (now) batch [node, lease_until]: the live runs of lost nodes with a     \
+	 * request end CANCELLED, before the reap would retry or hand them back */  \
+	X(RUNS_CANCEL_LOST, "reap: cancelling runs of lost nodes", "a cancelled run is never retried") \
 	X(NODES_LIST, "listing nodes", "")                                               \
 	/* (cutoff) -> rows deleted: stopped and dead nodes whose last heartbeat \
 	 * is before cutoff and that hold no SCHEDULED or RUNNING run */           \
@@ -292,7 +310,7 @@ enum { DBCRON_JOB_FIELDS(STORE_X_PUTIDX) STORE_NPUTCOLS };
 #define STORE_RUN_COLS                                                     \
 	"id, job_id, job_name, fire_at, attempt, state, due_at, node, "    \
 	"claim_token, started_ms, finished_ms, exit_code, missed, error, " \
-	"output"
+	"output, cancel_requested_at, params"
 
 /*
  * The run states and the executor the statements compare with, as SQL
@@ -308,11 +326,13 @@ enum { DBCRON_JOB_FIELDS(STORE_X_PUTIDX) STORE_NPUTCOLS };
 #define STORE_RS_RUNNING 2
 #define STORE_RS_SUCCEEDED 3
 #define STORE_RS_ABANDONED 8
+#define STORE_RS_CANCELLED 9
 #define STORE_EXEC_HANDLER 2
 _Static_assert(STORE_RS_SCHEDULED == DBCRON_RUN_SCHEDULED, "SQL_RS_SCHEDULED");
 _Static_assert(STORE_RS_RUNNING == DBCRON_RUN_RUNNING, "SQL_RS_RUNNING");
 _Static_assert(STORE_RS_SUCCEEDED == DBCRON_RUN_SUCCEEDED, "SQL_RS_SUCCEEDED");
 _Static_assert(STORE_RS_ABANDONED == DBCRON_RUN_ABANDONED, "SQL_RS_ABANDONED");
+_Static_assert(STORE_RS_CANCELLED == DBCRON_RUN_CANCELLED, "SQL_RS_CANCELLED");
 _Static_assert(STORE_EXEC_HANDLER == DBCRON_EXEC_HANDLER, "SQL_EXEC_HANDLER");
 /* The events table's columns as store_events reads them (events.c). */
 #define STORE_EVENT_COLS                                                          \
@@ -323,6 +343,7 @@ _Static_assert(STORE_EXEC_HANDLER == DBCRON_EXEC_HANDLER, "SQL_EXEC_HANDLER");
 #define SQL_RS_RUNNING STORE_SQL_TEXT(STORE_RS_RUNNING)
 #define SQL_RS_SUCCEEDED STORE_SQL_TEXT(STORE_RS_SUCCEEDED)
 #define SQL_RS_ABANDONED STORE_SQL_TEXT(STORE_RS_ABANDONED)
+#define SQL_RS_CANCELLED STORE_SQL_TEXT(STORE_RS_CANCELLED)
 #define SQL_EXEC_HANDLER STORE_SQL_TEXT(STORE_EXEC_HANDLER)
 #define STORE_SCHED_NEEDS 5
 _Static_assert(STORE_SCHED_NEEDS == DBCRON_SCHED_NEEDS, "SQL_SCHED_NEEDS");

@@ -388,6 +388,10 @@ int store_job_delete_force(store *s, const char *name, bool force, char *detache
 			   dbcron_err *err);
 
 int store_job_trigger(store *s, const char *name, int64_t *run_id, int64_t *fire_at, dbcron_err *err);
+/* store_job_trigger with the run's parameters (a JSON object text, NULL:
+ * none), written on its row: model/params.h checks them first. */
+int store_job_trigger_params(store *s, const char *name, const char *params, int64_t *run_id,
+			     int64_t *fire_at, dbcron_err *err);
 /* One transaction: the job from is named to, and its runs with it (the
  * run log keeps pointing at the job).  DBCRON_ENOTFOUND for from,
  * DBCRON_EEXISTS when to is taken.  Touches every run row of the job. */
@@ -449,6 +453,21 @@ int store_runs_window(store *s, const char *job, int64_t since_ms, store_run_cb 
 int store_runs_after_id(store *s, int64_t after_id, const char *job, long limit,
 			store_run_cb cb, void *ctx, dbcron_err *err);
 int store_run_get(store *s, int64_t id, dbcron_run *run, dbcron_err *err);
+/*
+ * Cancel (issue 27 item 3).  store_run_cancel: a SCHEDULED run no node
+ * holds ends CANCELLED at once (*done true); a live run some node holds
+ * gets a cancel request (its first time kept) that the node acts on at its
+ * next heartbeat (*done false).  *run (may be NULL) is the row after the
+ * write, owned by the caller.  DBCRON_ENOTFOUND for no such run,
+ * DBCRON_EEXISTS "already ended" for a terminal one; neither writes.
+ */
+int store_run_cancel(store *s, int64_t id, bool *done, dbcron_run *run, dbcron_err *err);
+/* The node's poll at its heartbeat: runs handed back after a request end
+ * CANCELLED (*freed, may be NULL, counts them), then cb(ctx, run id) for
+ * each live run of node_id with a cancel request. */
+typedef int (*store_id_cb)(void *ctx, int64_t id);
+int store_runs_cancel_asked(store *s, const char *node_id, store_id_cb cb, void *ctx,
+			    int64_t *freed, dbcron_err *err);
 int store_nodes_list(store *s, store_node_cb cb, void *ctx, dbcron_err *err);
 /*
  * Delete the rows of stopped and dead nodes whose last heartbeat is more

@@ -52,6 +52,7 @@ static void full_job(dbcron_job *j, const char *name, bool handler)
 	j->timeout_ms = 45000;
 	j->start_at = 1767323045000LL;
 	j->end_at = 1798859045000LL;
+	j->params = dbcron__strdup("region=eu,X");
 	j->paused = true;
 	j->next_fire_at = 1767323135000LL;
 	j->on_failure = dbcron__strdup("job:full-after\nhttps://[::1]:8443/h?x=1\nexec:/bin/cat -n");

@@ -239,6 +239,7 @@ static int conf_run_cb(void *ctx, const dbcron_run *r)
 	d->claim_token = r->claim_token ? dbcron__strdup(r->claim_token) : NULL;
 	d->error = r->error ? dbcron__strdup(r->error) : NULL;
 	d->output = r->output ? dbcron__strdup(r->output) : NULL;
+	d->params = r->params ? dbcron__strdup(r->params) : NULL;
 	return 0;
 }
 
@@ -1845,6 +1846,208 @@ static void conf_test_reap(void **state)
 	store_close(sb);
 }
 
+/* ---- cancel (issue 27 item 3) ---- */
+
+typedef struct conf_ids {
+	int64_t id[8];
+	size_t n;
+} conf_ids;
+
+static int conf_id_cb(void *ctx, int64_t id)
+{
+	conf_ids *ids = ctx;
+	if (ids->n < 8)
+		ids->id[ids->n++] = id;
+	return 0;
+}
+
+static bool conf_has_id(const conf_ids *ids, int64_t id)
+{
+	for (size_t i = 0; i < ids->n; i++)
+		if (ids->id[i] == id)
+			return true;
+	return false;
+}
+
+/* An unclaimed run ends CANCELLED at once; a claimed one gets a request
+ * its node's poll finds (and no other node's); an ended or unknown run is
+ * refused; a run handed back after its request is never claimed again and
+ * ends at the next poll. */
+static void conf_test_run_cancel(void **state)
+{
+	conf_ctx *c = *state;
+	int64_t now = conf_now(c), id, r0, r1, fire_at, freed = -1;
+	bool done = true;
+	dbcron_run run;
+	conf_put(c, 2, "cx", now + 60000); /* only triggers come due */
+
+	assert_int_equal(store_run_cancel(c->s, 424242, &done, NULL, &c->err), DBCRON_ENOTFOUND);
+	CONF_OK(c, store_job_trigger(c->s, "cx0000", &id, &fire_at, &c->err));
+	CONF_OK(c, store_run_cancel(c->s, id, &done, &run, &c->err));
+	assert_true(done);
+	assert_int_equal(run.state, DBCRON_RUN_CANCELLED);
+	assert_string_equal(run.error, "cancelled before it started");
+	assert_true(run.cancel_requested_ms >= now);
+	dbcron_run_clear(&run);
+	assert_int_equal(store_run_cancel(c->s, id, &done, NULL, &c->err), DBCRON_EEXISTS);
+	assert_non_null(strstr(c->err.msg, "already ended (cancelled)"));
+
+	store_node_info na;
+	conf_node(&na, "A", "inc-a", 60000);
+	CONF_OK(c, store_node_register(c->s, &na, &c->err));
+	CONF_OK(c, store_job_trigger(c->s, "cx0000", &r0, &fire_at, &c->err));
+	CONF_OK(c, store_job_trigger(c->s, "cx0001", &r1, &fire_at, &c->err));
+	conf_planner p = {.stop = -1, .step = 60000};
+	store_claim_result r;
+	CONF_OK(c, conf_claim(c, c->s, "A", "ta", 10, &p, &r));
+	assert_int_equal(r.nruns, 2);
+	const store_claimed *c0 = r.runs[0].run.id == r0 ? &r.runs[0] : &r.runs[1];
+	const store_claimed *c1 = c0 == &r.runs[0] ? &r.runs[1] : &r.runs[0];
+	assert_int_equal(c1->run.id, r1);
+	store_update u = conf_update(c0, DBCRON_RUN_RUNNING);
+	u.started_ms = now;
+	CONF_OK(c, store_apply(c->s, "A", &u, 1, &c->err));
+	assert_true(u.applied);
+
+	/* running and claimed: asked of A, the first time kept */
+	CONF_OK(c, store_run_cancel(c->s, r0, &done, &run, &c->err));
+	assert_false(done);
+	assert_int_equal(run.state, DBCRON_RUN_RUNNING);
+	int64_t asked = run.cancel_requested_ms;
+	assert_true(asked >= now);
+	dbcron_run_clear(&run);
+	conf_sleep_ms(5);
+	CONF_OK(c, store_run_cancel(c->s, r0, &done, &run, &c->err));
+	assert_false(done);
+	assert_int_equal(run.cancel_requested_ms, asked);
+	dbcron_run_clear(&run);
+	CONF_OK(c, store_run_cancel(c->s, r1, &done, NULL, &c->err));
+	assert_false(done);
+
+	conf_ids ids = {0};
+	CONF_OK(c, store_runs_cancel_asked(c->s, "A", conf_id_cb, &ids, &freed, &c->err));
+	assert_int_equal(freed, 0);
+	assert_int_equal(ids.n, 2);
+	assert_true(conf_has_id(&ids, r0) && conf_has_id(&ids, r1));
+	ids.n = 0;
+	CONF_OK(c, store_runs_cancel_asked(c->s, "B", conf_id_cb, &ids, &freed, &c->err));
+	assert_int_equal(ids.n, 0);
+
+	/* A ends r0 CANCELLED under its claim, hands r1 back */
+	store_update e = conf_update(c0, DBCRON_RUN_CANCELLED);
+	e.finished_ms = now;
+	CONF_OK(c, store_apply(c->s, "A", &e, 1, &c->err));
+	assert_true(e.applied);
+	const char *tok = c1->run.claim_token;
+	CONF_OK(c, store_runs_release(c->s, "A", &c1->run.id, &tok, 1, &c->err));
+	store_claim_result rb;
+	CONF_OK(c, conf_claim(c, c->s, "B", "tb", 10, &p, &rb));
+	assert_int_equal(rb.nruns, 0); /* a run asked to cancel is never claimed */
+	store_claim_result_clear(&rb);
+	CONF_OK(c, store_runs_cancel_asked(c->s, "B", conf_id_cb, &ids, &freed, &c->err));
+	assert_int_equal(freed, 1);
+	assert_int_equal(ids.n, 0);
+	CONF_OK(c, store_run_get(c->s, r1, &run, &c->err));
+	assert_int_equal(run.state, DBCRON_RUN_CANCELLED);
+	assert_null(run.node);
+	dbcron_run_clear(&run);
+	CONF_OK(c, store_runs_cancel_asked(c->s, "A", conf_id_cb, &ids, &freed, &c->err));
+	assert_int_equal(ids.n, 0);
+	assert_int_equal(freed, 0);
+
+	/* no retry of either */
+	conf_runs rs = {0};
+	conf_list(c, "cx0001", 0, -1, 0, &rs);
+	assert_int_equal(rs.n, 1);
+	conf_list(c, "cx0000", 0, -1, 0, &rs);
+	assert_int_equal(rs.n, 2); /* the first trigger and r0 */
+	conf_runs_clear(&rs);
+	store_claim_result_clear(&r);
+}
+
+/* A node lost while holding a run with a cancel request: the reap ends it
+ * CANCELLED, with no new attempt, where it would abandon and retry it. */
+static void conf_test_reap_cancelled(void **state)
+{
+	conf_ctx *c = *state;
+	store *sb;
+	int64_t now = conf_now(c), id, fire_at, dbnow;
+	bool done = true;
+	conf_put(c, 1, "rc", now + 60000);
+	assert_int_equal(conf_open(c, &sb), 0);
+	store_node_info na, nb;
+	conf_node(&na, "A", "inc-a", 60000);
+	conf_node(&nb, "B", "inc-b", 60000);
+	CONF_OK(c, store_node_register(c->s, &na, &c->err));
+	CONF_OK(c, store_node_register(sb, &nb, &c->err));
+	CONF_OK(c, store_job_trigger(c->s, "rc0000", &id, &fire_at, &c->err));
+	conf_planner p = {.stop = -1, .step = 60000};
+	store_claim_result r;
+	CONF_OK(c, conf_claim(c, c->s, "A", "ta", 10, &p, &r));
+	assert_int_equal(r.nruns, 1);
+	store_update u = conf_update(&r.runs[0], DBCRON_RUN_RUNNING);
+	u.started_ms = now;
+	CONF_OK(c, store_apply(c->s, "A", &u, 1, &c->err));
+	CONF_OK(c, store_run_cancel(sb, id, &done, NULL, &c->err));
+	assert_false(done);
+
+	CONF_OK(c, store_node_heartbeat(c->s, "A", "inc-a", 1, &dbnow, &c->err));
+	conf_sleep_ms(20);
+	size_t reaped = 0;
+	CONF_OK(c, store_reap(sb, &reaped, &c->err));
+	assert_int_equal(reaped, 1);
+	conf_runs rs = {0};
+	conf_list(c, "rc0000", 0, -1, 0, &rs);
+	assert_int_equal(rs.n, 1);
+	assert_int_equal(rs.rows[0].state, DBCRON_RUN_CANCELLED);
+	assert_string_equal(rs.rows[0].error, "cancelled; its node was lost");
+	conf_runs_clear(&rs);
+	store_claim_result_clear(&r);
+	store_close(sb);
+}
+
+/* Parameters: a trigger writes them on its run, the claim hands them to
+ * the node, a retry keeps them, a run without any has none. */
+static void conf_test_trigger_params(void **state)
+{
+	conf_ctx *c = *state;
+	int64_t now = conf_now(c), id, plain, fire_at;
+	conf_put(c, 1, "tp", now + 60000);
+	CONF_OK(c, store_job_trigger_params(c->s, "tp0000", "{\"X\":\"a b\"}", &id, &fire_at,
+					    &c->err));
+	CONF_OK(c, store_job_trigger(c->s, "tp0000", &plain, &fire_at, &c->err));
+	dbcron_run run;
+	CONF_OK(c, store_run_get(c->s, id, &run, &c->err));
+	assert_string_equal(run.params, "{\"X\":\"a b\"}");
+	assert_true(run.cancel_requested_ms <= 0);
+	dbcron_run_clear(&run);
+	conf_planner p = {.stop = -1, .step = 60000};
+	store_claim_result r;
+	CONF_OK(c, conf_claim(c, c->s, "A", "ta", 10, &p, &r));
+	assert_int_equal(r.nruns, 2);
+	const store_claimed *cp = r.runs[0].run.id == id ? &r.runs[0] : &r.runs[1];
+	const store_claimed *cn = cp == &r.runs[0] ? &r.runs[1] : &r.runs[0];
+	assert_string_equal(cp->run.params, "{\"X\":\"a b\"}");
+	assert_null(cn->run.params);
+	store_update u = conf_update(cp, DBCRON_RUN_FAILED);
+	u.finished_ms = now;
+	u.retry_due_at = now;
+	CONF_OK(c, store_apply(c->s, "A", &u, 1, &c->err));
+	assert_true(u.applied);
+	conf_runs rs = {0};
+	conf_list(c, "tp0000", 0, -1, 0, &rs);
+	assert_int_equal(rs.n, 3);
+	size_t retries = 0;
+	for (int i = 0; i < rs.n; i++)
+		if (rs.rows[i].attempt == 2) {
+			retries++;
+			assert_string_equal(rs.rows[i].params, "{\"X\":\"a b\"}");
+		}
+	assert_int_equal(retries, 1);
+	conf_runs_clear(&rs);
+	store_claim_result_clear(&r);
+}
+
 static void conf_test_node_register_resolves(void **state)
 {
 	conf_ctx *c = *state;
@@ -2748,6 +2951,8 @@ static void conf_test_events_batch(void **state)
 	CONF_T(conf_test_apply), CONF_T(conf_test_apply_state_machine),         \
 	CONF_T(conf_test_events), CONF_T(conf_test_events_batch),               \
 	CONF_T(conf_test_reap), CONF_T(conf_test_node_register_resolves),       \
+	CONF_T(conf_test_run_cancel), CONF_T(conf_test_reap_cancelled),        \
+	CONF_T(conf_test_trigger_params),                                       \
 	CONF_T(conf_test_reap_unwritten_starts), CONF_T(conf_test_reap_retry_budget),         \
 	CONF_T(conf_test_reap_racing_start), CONF_T(conf_test_claim_lock_row),                 \
 	CONF_T(conf_test_node_stop_release), CONF_T(conf_test_deleted_job_preclaimed),          \

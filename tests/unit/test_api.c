@@ -683,6 +683,89 @@ static void test_node_late_handler(void **state)
 	dbcron_db_close(db);
 }
 
+static atomic_int deaf_started;
+
+/* A handler that never asks whether it should stop: it runs its 1.5 s. */
+static int deaf_handler(const dbcron_handler_ctx *ctx, void *user, char *errbuf, size_t errlen)
+{
+	(void)ctx, (void)user, (void)errbuf, (void)errlen;
+	atomic_store(&deaf_started, 1);
+	nanosleep(&(struct timespec){.tv_sec = 1, .tv_nsec = 500000000}, NULL);
+	return 0;
+}
+
+static int wait_state(dbcron_db *db, int64_t id, int want)
+{
+	dbcron_err err = {0};
+	int rs = 0;
+	for (int i = 0; i < 150 && rs != want; i++) { /* 15 s at most */
+		dbcron_run run;
+		assert_int_equal(dbcron_run_get(db, id, &run, &err), DBCRON_OK);
+		rs = run.state;
+		dbcron_run_clear(&run);
+		if (rs != want)
+			nanosleep(&(struct timespec){.tv_nsec = 100000000}, NULL);
+	}
+	return rs;
+}
+
+/* dbcron_run_cancel: a handler that ignores the cancel runs to its end and
+ * its run is recorded CANCELLED all the same (not SUCCEEDED), with no
+ * retry; a run that ended is refused, an unknown id is not found. */
+static void test_node_cancel_deaf_handler(void **state)
+{
+	(void)state;
+	dbcron_db *db = fresh();
+	dbcron_err err = {0};
+	dbcron_node_config cfg;
+	node_thread nt = {0};
+	char name[64];
+	bool done = true;
+
+	snprintf(name, sizeof(name), "deaf-%d", (int)getpid());
+	assert_int_equal(dbcron_handler_register(name, deaf_handler, NULL), DBCRON_OK);
+	dbcron_node_config_init(&cfg);
+	cfg.db_url = url;
+	cfg.node_id = "canceller";
+	cfg.heartbeat_ms = 200;
+	cfg.lease_ms = 1000;
+	assert_int_equal(dbcron_node_create(&cfg, &nt.n, &err), DBCRON_OK);
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, run_node, &nt), 0);
+	dbcron_job j;
+	dbcron_job_init(&j);
+	j.name = "deaf-job";
+	j.kind = DBCRON_SCHED_EVERY;
+	j.spec = "1h";
+	j.executor = DBCRON_EXEC_HANDLER;
+	j.handler = name;
+	j.misfire_threshold_ms = 3600000;
+	j.retry_base_ms = 1;
+	assert_int_equal(dbcron_job_add(db, &j, NULL, &err), DBCRON_OK);
+	dbcron_job_result jr;
+	assert_int_equal(dbcron_job_trigger(db, "deaf-job", &jr, &err), DBCRON_OK);
+	assert_int_equal(wait_state(db, jr.run_id, DBCRON_RUN_RUNNING), DBCRON_RUN_RUNNING);
+	assert_int_equal(dbcron_run_cancel(db, jr.run_id, &done, &err), DBCRON_OK);
+	assert_false(done);
+	assert_int_equal(wait_state(db, jr.run_id, DBCRON_RUN_CANCELLED), DBCRON_RUN_CANCELLED);
+	assert_int_equal(dbcron_run_cancel(db, jr.run_id, &done, &err), DBCRON_EEXISTS);
+	assert_int_equal(dbcron_run_cancel(db, 987654, &done, &err), DBCRON_ENOTFOUND);
+	/* no retry: a retry would be due 1 ms after the end */
+	nanosleep(&(struct timespec){.tv_nsec = 600000000}, NULL);
+	dbcron_run_filter f;
+	dbcron_run_filter_init(&f);
+	f.job = "deaf-job";
+	int64_t ids[4];
+	assert_int_equal(walk(db, &f, NULL, 4, ids, NULL, 0), 1);
+	assert_int_equal(ids[0], jr.run_id);
+	dbcron_node_stop(nt.n);
+	pthread_join(th, NULL);
+	assert_int_equal(nt.rc, DBCRON_OK);
+	assert_int_equal(atomic_load(&deaf_started), 1);
+	dbcron_node_free(nt.n);
+	dbcron_db_close(db);
+}
+
 typedef struct locked_ctx {
 	const char *url; /* a second handle's database */
 	int64_t hold_ms;
@@ -882,7 +965,8 @@ int main(void)
 		cmocka_unit_test(test_apply_json), cmocka_unit_test(test_structs),
 		cmocka_unit_test(test_verbs),      cmocka_unit_test(test_runs_iter),
 		cmocka_unit_test(test_nodes_locks), cmocka_unit_test(test_node_db_file),
-		cmocka_unit_test(test_node_late_handler), cmocka_unit_test(test_lock_run),
+		cmocka_unit_test(test_node_late_handler),
+		cmocka_unit_test(test_node_cancel_deaf_handler), cmocka_unit_test(test_lock_run),
 		cmocka_unit_test(test_node_log_sink), cmocka_unit_test(test_audit),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);

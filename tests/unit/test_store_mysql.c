@@ -101,12 +101,12 @@ typedef struct tdb {
 	char url[1024];
 } tdb;
 
-static tdb conf_dbs[128];
+static tdb conf_dbs[256];
 static int conf_ndbs;
 
 static const char *my_fresh_url(void)
 {
-	assert_true(conf_ndbs < 128);
+	assert_true(conf_ndbs < (int)(sizeof(conf_dbs) / sizeof(conf_dbs[0])));
 	tdb *d = &conf_dbs[conf_ndbs++];
 	char text[128];
 	snprintf(d->name, sizeof(d->name), "dbcron_t_%d_%d", (int)getpid(), ++db_seq);

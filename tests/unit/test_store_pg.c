@@ -93,12 +93,12 @@ static void tdb_drop(tdb *d)
 }
 
 /* Hooks of store_conformance.h: one fresh database per conformance test. */
-static tdb conf_dbs[64];
+static tdb conf_dbs[256];
 static int conf_ndbs;
 
 static const char *pg_fresh_url(void)
 {
-	assert_true(conf_ndbs < 64);
+	assert_true(conf_ndbs < (int)(sizeof(conf_dbs) / sizeof(conf_dbs[0])));
 	tdb *d = &conf_dbs[conf_ndbs++];
 	tdb_create(d);
 	return d->url;

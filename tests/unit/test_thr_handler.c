@@ -29,6 +29,7 @@ static void run_handler(const char *name, const char *arg, int64_t timeout_ms,
 	job.handler = (char *)name;
 	job.arg = (char *)arg;
 	job.timeout_ms = timeout_ms;
+	static const char *const params[] = {"XY=", "X=a=b"};
 	exec_req req = {
 		.job = &job,
 		.run_id = 42,
@@ -36,6 +37,8 @@ static void run_handler(const char *name, const char *arg, int64_t timeout_ms,
 		.attempt = 3,
 		.node_id = "node-h",
 		.cancel = cancel,
+		.params = params,
+		.nparams = 2,
 	};
 	exec_run(&req, res);
 	assert_true(res->mono_end_ms >= res->mono_start_ms);
@@ -170,6 +173,17 @@ static int user_handler(const dbcron_handler_ctx *ctx, void *user, char *errbuf,
 	}
 	if (ctx->arg && !strcmp(ctx->arg, "silent"))
 		return 5;
+	if (ctx->arg && !strcmp(ctx->arg, "params")) {
+		/* the run's parameters through the getter: a key that is a
+		 * prefix of another is not that other */
+		const char *x = dbcron_handler_param(ctx, "X"), *xy = dbcron_handler_param(ctx, "XY");
+		if (!x || strcmp(x, "a=b") || !xy || strcmp(xy, "") ||
+		    dbcron_handler_param(ctx, "Z") || dbcron_handler_param(ctx, "") ||
+		    dbcron_handler_param(ctx, NULL)) {
+			snprintf(errbuf, errlen, "bad params");
+			return 98;
+		}
+	}
 	return 0;
 }
 
@@ -193,12 +207,15 @@ static void test_register(void **state)
 	assert_int_equal(dbcron_handler_register("x", NULL, NULL), DBCRON_EINVAL);
 	assert_true(dbcron_handler_exists("user"));
 
+	run_handler("user", "params", 0, NULL, &r);
+	assert_int_equal(r.state, DBCRON_RUN_SUCCEEDED);
+	exec_result_clear(&r);
 	run_handler("user", NULL, 0, NULL, &r);
 	assert_int_equal(r.state, DBCRON_RUN_SUCCEEDED);
 	assert_null(r.error);
 	exec_result_clear(&r);
 	/* The first registration is the one that stays. */
-	assert_int_equal(calls, 1);
+	assert_int_equal(calls, 2);
 
 	run_handler("user", "fail", 0, NULL, &r);
 	assert_int_equal(r.state, DBCRON_RUN_FAILED);

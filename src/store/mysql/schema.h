@@ -16,7 +16,7 @@
 #define DBCRON_STORE_MYSQL_SCHEMA_H
 
 /* Highest migration this binary knows. */
-#define DBCRON_MY_SCHEMA_VERSION 9
+#define DBCRON_MY_SCHEMA_VERSION 10
 
 #define MY_TABLE_OPTS " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
 
@@ -213,6 +213,22 @@ static const char *const my_migration_9[] = {
 	NULL,
 };
 
+/* 10: cancel and parameters (issue 27 items 3-4): when a cancel was asked for
+ * (epoch ms), the run's parameters (a JSON object) and the keys a job
+ * allows (a JSON object of defaults).  No index of its own: MariaDB has
+ * no partial index, and one on (state, cancel_requested_at) matched the
+ * claim's "state = 1 AND cancel_requested_at IS NULL" better than
+ * runs_unclaimed, so concurrent claims locked each other's rows and
+ * deadlocked (conf_test_concurrent_claimers).  A node's poll reads its own
+ * live runs through runs_node_state (node, state) instead; the handed-back
+ * ones through runs_unclaimed. */
+static const char *const my_migration_10[] = {
+	"ALTER TABLE runs ADD COLUMN IF NOT EXISTS cancel_requested_at BIGINT NULL, "
+	"ADD COLUMN IF NOT EXISTS params MEDIUMTEXT NULL",
+	"ALTER TABLE jobs ADD COLUMN IF NOT EXISTS params MEDIUMTEXT NULL",
+	NULL,
+};
+
 static const struct {
 	int version;
 	const char *const *stmts;
@@ -226,6 +242,7 @@ static const struct {
 	{7, my_migration_7},
 	{8, my_migration_8},
 	{9, my_migration_9},
+	{10, my_migration_10},
 };
 
 _Static_assert(sizeof(my_migrations) / sizeof(my_migrations[0]) == DBCRON_MY_SCHEMA_VERSION,

@@ -115,7 +115,7 @@ static const char *const sql[ST__COUNT] = {
 		"HAVING MIN(n.done) = 1 ORDER BY n.job_id FOR UPDATE",
 	[ST_TRIGGER_INSERT] =
 		"INSERT IGNORE INTO runs (job_id, job_name, fire_at, attempt, state, due_at, "
-		"created_ms) VALUES (?1, ?2, ?3, 1, " SQL_RS_SCHEDULED ", ?3, ?4) RETURNING id",
+		"created_ms, params) VALUES (?1, ?2, ?3, 1, " SQL_RS_SCHEDULED ", ?3, ?4, ?5) RETURNING id",
 	/* One clock reading for the whole claim; a last row of NULLs carries it
 	 * when no job is due (the protocol skips rows without a job). */
 	[ST_CLAIM_DUE_JOBS] =
@@ -146,10 +146,11 @@ static const char *const sql[ST__COUNT] = {
 	 * oldest first, read them back by it, then give them the claim's. */
 	[ST_CLAIM_RUNS] =
 		"UPDATE runs SET node = ?1, claim_token = CONCAT(?2, '~') WHERE state = " SQL_RS_SCHEDULED " AND "
-		"node IS NULL AND due_at <= ?3 AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = "
+		"node IS NULL AND cancel_requested_at IS NULL AND due_at <= ?3 AND EXISTS (SELECT 1 FROM "
+		"jobs j WHERE j.id = "
 		"runs.job_id AND j.paused = 0 AND (" RUNS_HERE("j", 5, 6) " OR " STORE_STRANDED("j", "runs.due_at", "?7")
 		") AND " IN_POOL("j.id", 8, 9) ") ORDER BY due_at LIMIT ?L4" PART
-		"SELECT id, job_id, job_name, fire_at, attempt, due_at, missed FROM runs WHERE "
+		"SELECT id, job_id, job_name, fire_at, attempt, due_at, missed, params FROM runs WHERE "
 		"node = ?1 AND state = " SQL_RS_SCHEDULED " AND claim_token = CONCAT(?2, '~')" PART
 		"UPDATE runs SET claim_token = ?2 WHERE node = ?1 AND state = " SQL_RS_SCHEDULED " AND "
 		"claim_token = CONCAT(?2, '~')",
@@ -173,8 +174,8 @@ static const char *const sql[ST__COUNT] = {
 		"v.id WHERE r.claim_token = v.token AND r.node = ?1 AND r.state = v.state",
 	[ST_RETRY_INSERT] =
 		"INSERT IGNORE INTO runs (job_id, job_name, fire_at, attempt, state, due_at, "
-		"created_ms) SELECT r.job_id, r.job_name, r.fire_at, r.attempt + 1, " SQL_RS_SCHEDULED ", v.due, "
-		"?1 FROM JSON_TABLE(?2, '$[*]' COLUMNS (id BIGINT PATH '$[0]', due BIGINT PATH "
+		"created_ms, params) SELECT r.job_id, r.job_name, r.fire_at, r.attempt + 1, " SQL_RS_SCHEDULED ", v.due, "
+		"?1, r.params FROM JSON_TABLE(?2, '$[*]' COLUMNS (id BIGINT PATH '$[0]', due BIGINT PATH "
 		"'$[1]')) v JOIN runs r ON r.id = v.id WHERE EXISTS (SELECT 1 FROM jobs j "
 		"WHERE j.id = r.job_id)",
 	[ST_EVENTS_INSERT] =
@@ -270,6 +271,23 @@ static const char *const sql[ST__COUNT] = {
 	[ST_SCHEDULE_LOCK_INIT] = "INSERT IGNORE INTO locks (name, owner, since_ms, until_ms, fence) "
 				  "VALUES ('dbcron:schedule', '', 0, 0, 0)",
 	[ST_RUN_GET] = "SELECT " STORE_RUN_COLS " FROM runs WHERE id = ?1",
+	[ST_RUN_CANCEL_UNCLAIMED] =
+		"UPDATE runs SET state = " SQL_RS_CANCELLED ", finished_ms = ?2, cancel_requested_at = "
+		"coalesce(cancel_requested_at, ?2), error = 'cancelled before it started' WHERE id = ?1 "
+		"AND state = " SQL_RS_SCHEDULED " AND node IS NULL",
+	[ST_RUN_CANCEL_REQUEST] = "UPDATE runs SET cancel_requested_at = ?2 WHERE id = ?1 AND state IN ("
+		SQL_RS_SCHEDULED ", " SQL_RS_RUNNING ") AND cancel_requested_at IS NULL",
+	/* runs_node_state (node, state): the node's live runs */
+	[ST_RUNS_CANCEL_ASKED] = "SELECT id FROM runs WHERE node = ?1 AND state IN (" SQL_RS_SCHEDULED
+		", " SQL_RS_RUNNING ") AND cancel_requested_at IS NOT NULL",
+	[ST_RUNS_CANCEL_FREE] =
+		"UPDATE runs SET state = " SQL_RS_CANCELLED ", finished_ms = ?1, error = 'cancelled before "
+		"it started' WHERE state = " SQL_RS_SCHEDULED " AND cancel_requested_at IS NOT NULL AND "
+		"node IS NULL",
+	[ST_RUNS_CANCEL_LOST] =
+		"UPDATE runs SET state = " SQL_RS_CANCELLED ", finished_ms = ?1, error = 'cancelled; its "
+		"node was lost' WHERE node = " R(00) " AND cancel_requested_at IS NOT NULL AND state IN ("
+		SQL_RS_SCHEDULED ", " SQL_RS_RUNNING ")",
 	[ST_RUNS_AFTER_ID] = "SELECT " STORE_RUN_COLS " FROM runs WHERE id > ?1 AND (?2 IS NULL OR "
 		"job_name = ?2) ORDER BY id LIMIT ?L3",
 	[ST_RUNS_STATS] = "SELECT id, job_name, fire_at, state, node, started_ms, finished_ms FROM runs WHERE "
@@ -352,7 +370,7 @@ static const char *const sql_no_returning[ST__COUNT] = {
 		"SELECT LAST_INSERT_ID(), name FROM jobs WHERE id = LAST_INSERT_ID()",
 	[ST_TRIGGER_INSERT] =
 		"INSERT IGNORE INTO runs (job_id, job_name, fire_at, attempt, state, due_at, "
-		"created_ms) VALUES (?1, ?2, ?3, 1, " SQL_RS_SCHEDULED ", ?3, ?4)" PART IF_CHANGED
+		"created_ms, params) VALUES (?1, ?2, ?3, 1, " SQL_RS_SCHEDULED ", ?3, ?4, ?5)" PART IF_CHANGED
 		"SELECT LAST_INSERT_ID()",
 	[ST_FIRES_INSERT] =
 		"INSERT IGNORE INTO runs (job_id, job_name, fire_at, attempt, state, due_at, "
@@ -385,6 +403,7 @@ static const bool per_row[ST__COUNT] = {
 	[ST_JOBS_INSERT] = true,   [ST_JOBS_UPDATE] = true,	  [ST_RUNS_RELEASE] = true,
 	[ST_RUNS_ABANDON_LOST] = true, [ST_RUNS_UNCLAIM_LOST] = true, [ST_JOBS_SET_ASIDE] = true,
 	[ST_AUDIT_INSERT] = true,
+	[ST_RUNS_CANCEL_LOST] = true,
 };
 
 /* A row-by-row UPDATE whose "RETURNING key" is made from the batch row's

@@ -7,7 +7,7 @@
 #define DBCRON_STORE_PG_SCHEMA_H
 
 /* Highest migration this binary knows. */
-#define DBCRON_PG_SCHEMA_VERSION 10
+#define DBCRON_PG_SCHEMA_VERSION 11
 
 static const char *const migration_1[] = {
 	"CREATE TABLE jobs ("
@@ -193,6 +193,18 @@ static const char *const migration_10[] = {
 	NULL,
 };
 
+/* 11: cancel and parameters (issue 27 items 3-4): when a cancel was asked for
+ * (epoch ms), the run's parameters (a JSON object) and the keys a job
+ * allows (a JSON object of defaults).  The partial index holds only the
+ * live runs with a request: each node's poll costs what is asked. */
+static const char *const migration_11[] = {
+	"ALTER TABLE runs ADD COLUMN cancel_requested_at BIGINT, ADD COLUMN params TEXT",
+	"ALTER TABLE jobs ADD COLUMN params TEXT",
+	"CREATE INDEX runs_cancel ON runs (node)"
+	" WHERE cancel_requested_at IS NOT NULL AND state IN (1, 2)",
+	NULL,
+};
+
 static const struct {
 	int version;
 	const char *const *stmts;
@@ -207,6 +219,7 @@ static const struct {
 	{8, migration_8},
 	{9, migration_9},
 	{10, migration_10},
+	{11, migration_11},
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == DBCRON_PG_SCHEMA_VERSION,

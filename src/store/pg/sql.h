@@ -117,8 +117,8 @@ static const char *const sql[ST__COUNT] = {
 		"HAVING MIN(n.done) = 1 ORDER BY n.job_id",
 	[ST_TRIGGER_INSERT] =
 		"INSERT INTO runs (job_id, job_name, fire_at, attempt, state, due_at, missed, "
-		"created_ms) VALUES ($1::bigint, $2::text, $3::bigint, 1, " SQL_RS_SCHEDULED ", $3::bigint, 0, "
-		"$4::bigint) ON CONFLICT DO NOTHING RETURNING id",
+		"created_ms, params) VALUES ($1::bigint, $2::text, $3::bigint, 1, " SQL_RS_SCHEDULED ", $3::bigint, 0, "
+		"$4::bigint, $5::text) ON CONFLICT DO NOTHING RETURNING id",
 	/* SKIP LOCKED lets concurrent claimers take disjoint jobs without
 	 * waiting (invariant 5: LIMIT). */
 	[ST_CLAIM_DUE_JOBS] =
@@ -149,7 +149,8 @@ static const char *const sql[ST__COUNT] = {
 	 * every unclaimed run (conf_test_concurrent_claimers saw 11 of 7). */
 	[ST_CLAIM_RUNS] =
 		"WITH c AS MATERIALIZED (SELECT r.id FROM runs r WHERE r.state = " SQL_RS_SCHEDULED " AND "
-		"r.node IS NULL AND r.due_at <= $3::bigint AND EXISTS (SELECT 1 FROM jobs "
+		"r.node IS NULL AND r.cancel_requested_at IS NULL AND r.due_at <= $3::bigint AND EXISTS "
+		"(SELECT 1 FROM jobs "
 		"WHERE jobs.id = r.job_id AND NOT jobs.paused AND ("
 		RUNS_HERE("jobs", "$5::int", "$6::text[]") " OR "
 		STORE_STRANDED("jobs", "r.due_at", "$7::bigint") ") AND "
@@ -157,7 +158,7 @@ static const char *const sql[ST__COUNT] = {
 		"r.due_at LIMIT $4::int FOR UPDATE OF r SKIP LOCKED) UPDATE runs SET node = "
 		"$1::text, claim_token = $2::text FROM c WHERE runs.id = c.id AND "
 		"runs.state = " SQL_RS_SCHEDULED " AND runs.node IS NULL RETURNING runs.id, runs.job_id, "
-		"runs.job_name, runs.fire_at, runs.attempt, runs.due_at, runs.missed",
+		"runs.job_name, runs.fire_at, runs.attempt, runs.due_at, runs.missed, runs.params",
 	[ST_JOBS_BY_IDS] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE id = ANY ($1::bigint[])",
 	[ST_RUNS_APPLY] =
 		"UPDATE runs SET state = v.state, started_ms = coalesce(v.started, "
@@ -171,8 +172,8 @@ static const char *const sql[ST__COUNT] = {
 		SQL_RS_SCHEDULED " AND v.live RETURNING runs.id",
 	[ST_RETRY_INSERT] =
 		"INSERT INTO runs (job_id, job_name, fire_at, attempt, state, due_at, missed, "
-		"created_ms) SELECT r.job_id, r.job_name, r.fire_at, r.attempt + 1, " SQL_RS_SCHEDULED ", v.due, "
-		"0, $1::bigint FROM unnest($2::bigint[], $3::bigint[]) v(id, due) JOIN runs r "
+		"created_ms, params) SELECT r.job_id, r.job_name, r.fire_at, r.attempt + 1, " SQL_RS_SCHEDULED ", v.due, "
+		"0, $1::bigint, r.params FROM unnest($2::bigint[], $3::bigint[]) v(id, due) JOIN runs r "
 		"ON r.id = v.id WHERE EXISTS (SELECT 1 FROM jobs j WHERE j.id = r.job_id) "
 		"ON CONFLICT DO NOTHING",
 	[ST_EVENTS_INSERT] =
@@ -273,6 +274,25 @@ static const char *const sql[ST__COUNT] = {
 	[ST_SCHEDULE_LOCK_INIT] = "INSERT INTO locks (name, owner, since_ms, until_ms, fence) VALUES "
 				  "('dbcron:schedule', '', 0, 0, 0) ON CONFLICT DO NOTHING",
 	[ST_RUN_GET] = "SELECT " STORE_RUN_COLS " FROM runs WHERE id = $1::bigint",
+	[ST_RUN_CANCEL_UNCLAIMED] =
+		"UPDATE runs SET state = " SQL_RS_CANCELLED ", finished_ms = $2::bigint, "
+		"cancel_requested_at = coalesce(cancel_requested_at, $2::bigint), error = 'cancelled "
+		"before it started' WHERE id = $1::bigint AND state = " SQL_RS_SCHEDULED " AND node IS NULL",
+	[ST_RUN_CANCEL_REQUEST] = "UPDATE runs SET cancel_requested_at = $2::bigint WHERE id = "
+		"$1::bigint AND state IN (" SQL_RS_SCHEDULED ", " SQL_RS_RUNNING ") AND "
+		"cancel_requested_at IS NULL",
+	/* the terms of the partial index runs_cancel, so that it serves */
+	[ST_RUNS_CANCEL_ASKED] = "SELECT id FROM runs WHERE node = $1::text AND "
+		"cancel_requested_at IS NOT NULL AND state IN (1, 2)",
+	[ST_RUNS_CANCEL_FREE] =
+		"UPDATE runs SET state = " SQL_RS_CANCELLED ", finished_ms = $1::bigint, error = "
+		"'cancelled before it started' WHERE node IS NULL AND cancel_requested_at IS NOT NULL "
+		"AND state IN (1, 2) AND state = " SQL_RS_SCHEDULED,
+	[ST_RUNS_CANCEL_LOST] =
+		"UPDATE runs SET state = " SQL_RS_CANCELLED ", finished_ms = $1::bigint, error = "
+		"'cancelled; its node was lost' FROM unnest($2::text[], $3::bigint[]) v(node, "
+		"lease_until) WHERE runs.node = v.node AND runs.cancel_requested_at IS NOT NULL AND "
+		"runs.state IN (" SQL_RS_SCHEDULED ", " SQL_RS_RUNNING ")",
 	[ST_RUNS_AFTER_ID] = "SELECT " STORE_RUN_COLS " FROM runs WHERE id > $1::bigint AND "
 		"($2::text IS NULL OR job_name = $2::text) ORDER BY id LIMIT $3::bigint",
 	[ST_RUNS_STATS] = "SELECT id, job_name, fire_at, state, node, started_ms, finished_ms FROM runs WHERE "

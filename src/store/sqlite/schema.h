@@ -212,6 +212,17 @@ static const char *const sqlite_migrations[] = {
 	" finished_ms INTEGER,"
 	" UNIQUE (run_id, kind, target));\n"
 	"CREATE INDEX events_due ON events(state, next_at);\n",
+	/* 12: cancel and parameters (issue 27 items 3-4): when a cancel was asked
+	 * for (epoch ms; the node holding the run stops it, docs/scheduler.md
+	 * "Cancel"), the run's parameters (a JSON object) and the keys a job
+	 * allows (a JSON object of defaults).  The index holds only the live
+	 * runs with a request, so each node's poll for its own costs what is
+	 * asked, not the size of the run log. */
+	"ALTER TABLE runs ADD COLUMN cancel_requested_at INTEGER;\n"
+	"ALTER TABLE runs ADD COLUMN params TEXT;\n"
+	"ALTER TABLE jobs ADD COLUMN params TEXT;\n"
+	"CREATE INDEX runs_cancel ON runs(node)"
+	" WHERE cancel_requested_at IS NOT NULL AND state IN (1, 2);\n",
 };
 
 #define SQLITE_SCHEMA_VERSION \

@@ -110,7 +110,7 @@ static const char *const sql[ST__COUNT] = {
 		"HAVING MIN(n.done) = 1 ORDER BY n.job_id",
 	[ST_TRIGGER_INSERT] =
 		"INSERT INTO runs(job_id, job_name, fire_at, attempt, state, due_at, "
-		"created_ms) VALUES (?1, ?2, ?3, 1, " SQL_RS_SCHEDULED ", ?3, ?4) ON CONFLICT DO NOTHING "
+		"created_ms, params) VALUES (?1, ?2, ?3, 1, " SQL_RS_SCHEDULED ", ?3, ?4, ?5) ON CONFLICT DO NOTHING "
 		"RETURNING id",
 	/* The partial index jobs_due matches the WHERE literally. */
 	[ST_CLAIM_DUE_JOBS] =
@@ -134,11 +134,12 @@ static const char *const sql[ST__COUNT] = {
 	[ST_CLAIM_RUNS] =
 		"UPDATE runs SET node = ?1, claim_token = ?2 WHERE id IN (SELECT r.id FROM "
 		"runs r INDEXED BY runs_unclaimed WHERE r.state = " SQL_RS_SCHEDULED " AND r.node IS NULL AND "
+		"r.cancel_requested_at IS NULL AND "
 		"r.due_at <= ?3 AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = r.job_id AND "
 		"j.paused = 0 AND (" RUNS_HERE("j", "?5", "?6") " OR " STORE_STRANDED("j", "r.due_at", "?7") ") AND "
 		IN_POOL("j.id", "?8", "?9") ") "
 		"ORDER BY r.due_at LIMIT ?4) RETURNING id, job_id, job_name, fire_at, "
-		"attempt, due_at, missed",
+		"attempt, due_at, missed, params",
 	[ST_JOBS_BY_IDS] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE id IN (SELECT " V0
 			   " FROM json_each(?1))",
 	[ST_RUNS_APPLY] =
@@ -150,8 +151,8 @@ static const char *const sql[ST__COUNT] = {
 		/* "RETURNING id": see made_kind */
 	[ST_RETRY_INSERT] =
 		"INSERT INTO runs(job_id, job_name, fire_at, attempt, state, due_at, "
-		"created_ms) SELECT r.job_id, r.job_name, r.fire_at, r.attempt + 1, " SQL_RS_SCHEDULED ", "
-		R(01) ", ?1 FROM runs r WHERE r.id = " R(00) " AND EXISTS (SELECT 1 FROM "
+		"created_ms, params) SELECT r.job_id, r.job_name, r.fire_at, r.attempt + 1, " SQL_RS_SCHEDULED ", "
+		R(01) ", ?1, r.params FROM runs r WHERE r.id = " R(00) " AND EXISTS (SELECT 1 FROM "
 		"jobs j WHERE j.id = r.job_id) ON CONFLICT DO NOTHING",
 	[ST_EVENTS_INSERT] =
 		"INSERT INTO events(job_id, job_name, run_id, kind, target, state, next_at, "
@@ -233,6 +234,24 @@ static const char *const sql[ST__COUNT] = {
 	[ST_SCHEDULE_LOCK] = "SELECT 1",
 	[ST_SCHEDULE_LOCK_INIT] = "SELECT 1",
 	[ST_RUN_GET] = "SELECT " STORE_RUN_COLS " FROM runs WHERE id = ?1",
+	[ST_RUN_CANCEL_UNCLAIMED] =
+		"UPDATE runs SET state = " SQL_RS_CANCELLED ", finished_ms = ?2, cancel_requested_at = "
+		"coalesce(cancel_requested_at, ?2), error = 'cancelled before it started' WHERE id = ?1 "
+		"AND state = " SQL_RS_SCHEDULED " AND node IS NULL",
+	[ST_RUN_CANCEL_REQUEST] = "UPDATE runs SET cancel_requested_at = ?2 WHERE id = ?1 AND state IN ("
+		SQL_RS_SCHEDULED ", " SQL_RS_RUNNING ") AND cancel_requested_at IS NULL",
+	/* the terms of the partial index runs_cancel, so that it serves */
+	[ST_RUNS_CANCEL_ASKED] = "SELECT id FROM runs INDEXED BY runs_cancel WHERE node = ?1 AND "
+		"cancel_requested_at IS NOT NULL AND state IN (1, 2)",
+	[ST_RUNS_CANCEL_FREE] =
+		"UPDATE runs SET state = " SQL_RS_CANCELLED ", finished_ms = ?1, error = 'cancelled before "
+		"it started' WHERE id IN (SELECT id FROM runs INDEXED BY runs_cancel WHERE node IS NULL AND "
+		"cancel_requested_at IS NOT NULL AND state IN (1, 2)) AND state = " SQL_RS_SCHEDULED
+		" AND node IS NULL",
+	[ST_RUNS_CANCEL_LOST] =
+		"UPDATE runs SET state = " SQL_RS_CANCELLED ", finished_ms = ?1, error = 'cancelled; its "
+		"node was lost' WHERE node = " R(00) " AND cancel_requested_at IS NOT NULL AND state IN ("
+		SQL_RS_SCHEDULED ", " SQL_RS_RUNNING ")",
 	[ST_RUNS_AFTER_ID] = "SELECT " STORE_RUN_COLS " FROM runs WHERE id > ?1 AND (?2 IS NULL OR "
 		"job_name = ?2) ORDER BY id LIMIT ?3",
 	[ST_RUNS_STATS] = "SELECT id, job_name, fire_at, state, node, started_ms, finished_ms FROM runs WHERE "
@@ -302,6 +321,7 @@ static const bool per_row[ST__COUNT] = {
 	[ST_JOBS_NEXT_IF_NULL] = true, [ST_RUNS_RELEASE] = true, [ST_EVENTS_INSERT] = true,
 	[ST_RUNS_ABANDON_LOST] = true, [ST_RUNS_UNCLAIM_LOST] = true, [ST_JOBS_SET_ASIDE] = true,
 	[ST_AUDIT_INSERT] = true,
+	[ST_RUNS_CANCEL_LOST] = true,
 };
 
 /* Run row by row, a RETURNING clause costs SQLite a temporary table per
