@@ -129,21 +129,55 @@ int store_runs_after_id(store *s, int64_t after_id, const char *job, long limit,
  * at its heartbeat) and one that ended meanwhile is refused by the read
  * that follows.  Nothing is written for a run that is gone or ended.
  */
-int store_run_cancel(store *s, int64_t id, bool *done, dbcron_run *run, dbcron_err *err)
+/* The cancel's write and its audit row, one transaction: "done" when it
+ * ended the run, "requested" when its node is to stop it; no row when it
+ * changed nothing (asked before, or the run had ended). */
+static int cancel_write(store *s, int64_t id, bool *done, bool *changed, dbcron_err *err)
 {
-	int64_t now, n = 0;
+	int64_t now = 0, n = 0;
+	store_audit a;
 	dbcron_run r;
 	int rc;
-	*done = false;
+	store__audit_begin(s, &a);
+	if ((rc = store__tx_begin(s, err)))
+		goto out_free;
 	if ((rc = store__db_now(s, &now, err)))
-		return rc;
+		goto out_rollback;
 	store_param p[] = {sp_i64(id), sp_i64(now)};
 	if ((rc = store__run(s, ST_RUN_CANCEL_UNCLAIMED, p, 2, &n, err)))
-		return rc;
+		goto out_rollback;
 	*done = n > 0;
 	if (!n && (rc = store__run(s, ST_RUN_CANCEL_REQUEST, p, 2, &n, err)))
-		return rc;
-	if ((rc = store_run_get(s, id, &r, err)))
+		goto out_rollback;
+	*changed = n > 0;
+	if (n) {
+		if ((rc = store_run_get(s, id, &r, err)))
+			goto out_rollback;
+		store__audit_add(&a, "cancel", r.job_name,
+				 json_pack("{sIss}", "run_id", (json_int_t)id, "cancel",
+					   *done ? "done" : "requested"));
+		dbcron_run_clear(&r);
+		if ((rc = store__audit_write(s, &a, NULL, err)))
+			goto out_rollback;
+	}
+	rc = store__tx_commit(s, err);
+	if (rc)
+		goto out_rollback;
+	goto out_free;
+out_rollback:
+	store__tx_rollback(s);
+out_free:
+	store__audit_free(&a);
+	return rc;
+}
+
+int store_run_cancel(store *s, int64_t id, bool *done, dbcron_run *run, dbcron_err *err)
+{
+	dbcron_run r;
+	bool changed = false;
+	int rc;
+	*done = false;
+	if ((rc = cancel_write(s, id, done, &changed, err)) || (rc = store_run_get(s, id, &r, err)))
 		return rc;
 	/* ended by this call (done), or already asked and still going */
 	if (!*done && dbcron_run_state_terminal(r.state)) {

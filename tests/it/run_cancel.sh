@@ -130,6 +130,18 @@ post "/api/v1/runs/999999/cancel"
 assert_eq 404 "$H_CODE" "POST cancel of an unknown run (body: $H_BODY)"
 assert_eq "$before" "$(db_state)" "the refused cancels wrote nothing"
 
+t_section "each cancel is in the audit trail with who asked, the refused ones are not"
+trail=$(dbc audit --format json --limit 0)
+# "JOB RUN HOW ACTOR" of each cancel row, in order
+cancels=$(jq -r '.[] | select(.action == "cancel") | "\(.job) \(.detail.run_id) \(.detail.cancel) \(.actor)"' <<<"$trail")
+me=$(id -un)
+assert_contains "$cancels" "idle $idle_run done cli:$me"
+assert_contains "$cancels" "sl $sl_run requested cli:$me"
+assert_contains "$cancels" "web $web_run requested http:"
+assert_contains "$cancels" "hs $hs_run requested http:"
+assert_contains "$cancels" "soon $soon_run requested cli:$me"
+assert_eq 5 "$(grep -c . <<<"$cancels")" "five cancels, five rows: none for the refused ones (got: $cancels)"
+
 t_section "a node killed -9 while holding a run with a cancel request"
 dbc job trigger lost >/dev/null
 wait_until 60 test -s "$T/lost.pgid" || fail "lost did not start"
