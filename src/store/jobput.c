@@ -170,6 +170,23 @@ typedef struct put_ctx {
 	const char *verb;  /* the rows' action */
 } put_ctx;
 
+/* A job a prune is about to delete: its row in the trail, every key to
+ * nothing, as a deleted job's (read before the DELETE: not every dialect
+ * returns what it deleted). */
+static int pruned_one(store *s, void *arg, bool *stop, dbcron_err *err)
+{
+	put_ctx *pc = arg;
+	dbcron_job job;
+	int rc = store__read_job_lenient(s, &job, err);
+	if (rc)
+		return rc;
+	*stop = false;
+	store__audit_job(&pc->audit, pc->verb, job.name, &job, NULL,
+			 json_pack("{sb}", "pruned", 1));
+	dbcron_job_clear(&job);
+	return DBCRON_OK;
+}
+
 /* Insert the chunk's new jobs (ins; their names and indexes in order) and
  * give each its id and created_ms. */
 static int put_insert(store *s, dbcron_job *jobs, store_batch *ins, struct name_idx *order,
@@ -393,15 +410,11 @@ int store_job_put_placed(store *s, dbcron_job *jobs, size_t n, store_put_mode mo
 		}
 		store_param p[] = {sp_batch(names)};
 		store_param pn[] = {sp_i64(now)};
-		if ((rc = store__run(s, ST_JOBS_PRUNE, p, 1, &nd, err)) ||
+		if ((rc = store__each_row(s, ST_JOBS_PRUNED, p, 1, pruned_one, &pc, err)) ||
+		    (rc = store__run(s, ST_JOBS_PRUNE, p, 1, &nd, err)) ||
 		    (nd && (rc = store__run(s, ST_RUNS_CLOSE_ORPHANS, pn, 1, NULL, err))) ||
 		    (nd && (rc = store__run(s, ST_GEN_BUMP, NULL, 0, NULL, err))))
 			goto out_rollback;
-		/* the names pruned are not read back (no RETURNING on every
-		 * dialect): the trail records how many went */
-		json_t *extra = nd ? json_pack("{sI}", "pruned", (json_int_t)nd) : NULL;
-		if (nd)
-			store__audit_add(&pc.audit, pc.verb, NULL, extra);
 	}
 	/* the fan-in edges of what was written and pruned (needs.c); a
 	 * write without NEEDS jobs, before or after, has none to follow */

@@ -65,6 +65,9 @@
 	X(JOBS_INSERT, "adding jobs", "")                                                \
 	/* (now) batch [id, JOB_PUT_COLS] */                                             \
 	X(JOBS_UPDATE, "updating jobs", "")                                              \
+	/* batch [name] -> JOB_COLS of every job not named: what a prune deletes, \
+	 * read first for the audit trail (no RETURNING on every dialect) */          \
+	X(JOBS_PRUNED, "reading the jobs a prune deletes", "")                           \
 	/* batch [name]: delete every job not named */                                   \
 	X(JOBS_PRUNE, "pruning jobs", "")                                                \
 	/* (now): unclaimed SCHEDULED runs of jobs that no longer exist end ABANDONED */  \

@@ -164,6 +164,33 @@ static void conf_test_audit_rolls_back(void **state)
 }
 
 /* Retention: the oldest first, a bounded batch a call. */
+/* A prune deletes jobs the batch does not name: each one's row, every key
+ * to nothing, as a deleted job's, in the prune's transaction; the jobs
+ * kept get none. */
+static void conf_test_audit_pruned_jobs(void **state)
+{
+	conf_ctx *c = *state;
+	size_t cr, up, del;
+	dbcron_job keep;
+	conf_put(c, 3, "pr", 1000); /* pr0000 .. pr0002 */
+	conf_job(&keep, "pr0001", 1000);
+	store_set_actor(c->s, "test:prune");
+	store_audit_verb(c->s, "apply");
+	CONF_OK(c, store_job_put(c->s, &keep, 1, STORE_PUT_UPSERT, true, &cr, &up, &del, &c->err));
+	assert_int_equal(del, 2);
+	const char *gone[] = {"pr0000", "pr0002"};
+	for (size_t i = 0; i < 2; i++) {
+		conf_audit a = conf_audit_read(c, gone[i]);
+		assert_int_equal(a.n, 2); /* its add, then its prune */
+		assert_string_equal(a.actor[1], "test:prune");
+		assert_string_equal(a.action[1], "apply");
+		assert_non_null(strstr(a.detail[1], "\"every\":{\"before\":\"1s\",\"after\":null}"));
+		assert_non_null(strstr(a.detail[1], "\"pruned\":true"));
+	}
+	assert_int_equal(conf_audit_read(c, "pr0001").n, 1); /* kept, unchanged: its add only */
+	dbcron_job_clear(&keep);
+}
+
 static void conf_test_audit_prune(void **state)
 {
 	conf_ctx *c = *state;
@@ -186,6 +213,6 @@ static void conf_test_audit_prune(void **state)
 
 #define STORE_CONFORMANCE_AUDIT_TESTS                                            \
 	CONF_T(conf_test_audit_rows), CONF_T(conf_test_audit_rolls_back),        \
-	CONF_T(conf_test_audit_prune)
+	CONF_T(conf_test_audit_prune), CONF_T(conf_test_audit_pruned_jobs)
 
 #endif

@@ -75,6 +75,7 @@ static const char *const sql[ST__COUNT] = {
 			   "({PUT_VALUES 100}, ?1, ?1) RETURNING id, name",
 	[ST_JOBS_UPDATE] = "UPDATE jobs SET {PUT_SET 101}, updated_ms = ?1, set_aside = NULL "
 			   "WHERE id = " R(00),
+	[ST_JOBS_PRUNED] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name NOT IN " LIST_TEXT(1),
 	[ST_JOBS_PRUNE] = "DELETE FROM jobs WHERE name NOT IN " LIST_TEXT(1),
 	[ST_RUNS_CLOSE_ORPHANS] =
 		"UPDATE runs SET state = " SQL_RS_ABANDONED ", finished_ms = ?1, error = 'job deleted' "

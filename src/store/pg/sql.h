@@ -74,6 +74,8 @@ static const char *const sql[ST__COUNT] = {
 	[ST_JOBS_UPDATE] = "UPDATE jobs j SET {PUT_SET_V}, updated_ms = $1::bigint, set_aside = "
 			   "NULL FROM unnest($2::bigint[], {PUT_ARRAYS 3}) v(id, {PUT_COLS}) "
 			   "WHERE j.id = v.id",
+	[ST_JOBS_PRUNED] = "SELECT " STORE_JOB_COLS " FROM jobs j WHERE NOT EXISTS (SELECT 1 FROM "
+			   "unnest($1::text[]) u(n) WHERE u.n = j.name)",
 	[ST_JOBS_PRUNE] = "DELETE FROM jobs j WHERE NOT EXISTS (SELECT 1 FROM "
 			  "unnest($1::text[]) u(n) WHERE u.n = j.name)",
 	[ST_RUNS_CLOSE_ORPHANS] =

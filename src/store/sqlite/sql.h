@@ -69,6 +69,8 @@ static const char *const sql[ST__COUNT] = {
 			   "({PUT_VALUES 100}, ?1, ?1)",
 	[ST_JOBS_UPDATE] = "UPDATE jobs SET {PUT_SET 101}, updated_ms = ?1, set_aside = NULL "
 			   "WHERE id = " R(00),
+	[ST_JOBS_PRUNED] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name NOT IN (SELECT " V0
+			   " FROM json_each(?1))",
 	[ST_JOBS_PRUNE] = "DELETE FROM jobs WHERE name NOT IN (SELECT " V0
 			  " FROM json_each(?1))",
 	[ST_RUNS_CLOSE_ORPHANS] =
