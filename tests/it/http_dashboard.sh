@@ -13,6 +13,11 @@
 # cron and a taken name show the server's error at the field and write
 # nothing; create, edit (keyboard), trigger (the run in the database and in
 # the job's strip of last fires), the charts, pause, delete, name search.
+# And three actions: a trigger with parameters (the run's params in the
+# database; an undeclared key refused at the field, no run), Cancel of a
+# running run (runs view) and of a waiting one (its page), both cancelled in
+# the database, a stale Cancel showing the server's 409, and the failed
+# deliveries view listing flop's event (state failed, 5 attempts, its error).
 set -euo pipefail
 source "$DBCRON_TESTLIB"
 
@@ -27,6 +32,16 @@ expect_rc 0 init
 expect_rc 0 job add tick --every 1s -- echo tick
 expect_rc 0 job add quiet --every 1h -- echo quiet
 expect_rc 0 job add noon --cron '0 0 12 1 1 ?' --tz Europe/Berlin -- echo noon
+# for the three actions (dashboard_drive.py --crud): a job that declares its
+# parameters, a long one to cancel, a paused one whose run waits (scheduled),
+# and one that fails with a reaction no one receives; its delivery is
+# refused, retried 4 times (1+2+4+8 s) and failed while the first steps run
+expect_rc 0 job add deploy --cron '0 0 12 1 1 ?' --params region=eu,dry_run -- sh -c 'echo "$DBCRON_PARAM_region"'
+expect_rc 0 job add nap --cron '0 0 12 1 1 ?' --retries 0 -- sleep 30
+expect_rc 0 job add held --cron '0 0 12 1 1 ?' -- echo held
+expect_rc 0 job pause held
+expect_rc 0 job add flop --cron '0 0 12 1 1 ?' --retries 0 --on-failure http://127.0.0.1:1/ -- false
+expect_rc 0 job trigger flop
 t_bg "$DBCRON_BIN" node --node-id dash --http 127.0.0.1:0 --api-token-file "$T_DIR/tokens" \
 	2>"$T_DIR/node.log"
 port_of() { grep -o 'event=http.listen .*port=[0-9]*' "$T_DIR/node.log" | grep -o '[0-9]*$' | head -1; }
@@ -61,7 +76,8 @@ RUN2=$(python3 "$DBCRON_SRC/tests/tools/dashboard_drive.py" --crud "$CHROMIUM" "
 	"$ADMIN" "$T_DIR/chrome3" "$SHOTS" 2>"$T_DIR/drive3.err") || RC=$?
 assert_eq 0 "$RC" "the form and the actions ($(cat "$T_DIR/drive3.err"))"
 assert_match "$RUN2" '^[0-9]+$'
-for v in edit-error edit jobs job run charts edit-narrow jobs-narrow; do
+for v in edit-error edit jobs job run charts edit-narrow jobs-narrow trigger trigger-error runs-cancel \
+	run-cancelled events trigger-narrow events-narrow; do
 	if [ "$(head -c 8 "$SHOTS/$v.png" 2>/dev/null | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ]; then
 		_t_pass
 	else

@@ -30,7 +30,9 @@ in the database and as a cell of its strip, the cell leads to its output),
 shows the charts, pauses and deletes it (Delete asks twice), and finds a
 job by a part of its name; every write is checked with `dbcron job show`,
 `job list` and `runs`.  Screenshots of each view go into SHOT_DIR.  Prints
-the triggered run's id.
+the triggered run's id.  Then the three actions (actions()): the jobs
+"deploy" (--params region=eu,dry_run), "nap" (sleep 30), "held" (paused)
+and "flop" (failed, its on-failure delivery refused) must exist.
 """
 import base64
 import json
@@ -249,6 +251,151 @@ def fill_form(cdp, name, kind, spec, command):
     type_into(cdp, "#e-command", command)
 
 
+def run_row(run):
+    """The run as `dbcron runs show ID --format json` has it (None: none)."""
+    rc, out = dbc("runs", "show", str(run), "--format", "json")
+    return json.loads(out) if rc == 0 else None
+
+
+def run_count(job):
+    rc, out = dbc("runs", "--job", job, "--format", "json", "--limit", "0")
+    if rc:
+        fail("runs --job %s failed" % job)
+    j = json.loads(out)
+    return len(j["runs"] if isinstance(j, dict) else j)
+
+
+def wait_state(run, state):
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        r = run_row(run)
+        if r and r.get("state") == state:
+            return r
+        time.sleep(0.2)
+    fail("run %s is not %s in the database: %r" % (run, state, run_row(run)))
+
+
+def trigger_params(cdp, shots):
+    """deploy's Trigger... form: prefilled with the declared keys and
+    defaults; region=us makes a run whose params the database holds; an
+    undeclared key (submitted with Enter) is refused at the rows, no run."""
+    cdp.js("location.hash = '#jobs'")
+    sel = 'tr[data-job="deploy"] a[data-action="trigger-params"]'
+    cdp.wait("!!document.querySelector(%s)" % json.dumps(sel), "deploy's Trigger... link")
+    cdp.click(sel)
+    rows = "[...document.querySelectorAll('#t-rows .prow')].map(r => [r.querySelector('.pkey').value, r.querySelector('.pval').value])"
+    got = cdp.wait("(r => r.length === 2 ? r : null)(%s)" % rows, "deploy's declared parameters in the form")
+    if got != [["region", "eu"], ["dry_run", ""]]:
+        fail("the trigger form holds %r, not deploy's declared keys and defaults" % got)
+    shoot(cdp, os.path.join(shots, "trigger.png"))
+    type_into(cdp, "#t-rows .prow:nth-child(1) .pval", "us")
+    cdp.click("#t-go")
+    run = cdp.wait("(m => m ? m[1] : null)(/^#run\\/(\\d+)$/.exec(location.hash))", "the parameterised run's page")
+    r = wait_state(run, "succeeded")
+    if r.get("params") != {"dry_run": "", "region": "us"}:
+        fail("run %s's params in the database: %r" % (run, r.get("params")))
+    cdp.wait("/^us\\n?$/.test(%s)" % text_of("#run-output"), "run %s's output 'us'" % run)
+    # an undeclared key: the server's message at the rows, nothing written
+    n = run_count("deploy")
+    cdp.js("location.hash = '#trigger/deploy'")
+    cdp.wait("document.querySelectorAll('#t-rows .prow').length === 2", "the trigger form again")
+    cdp.click("#t-add")
+    cdp.wait("document.querySelectorAll('#t-rows .prow').length === 3 && "
+             "document.activeElement === document.querySelector('#t-rows .prow:nth-child(3) .pkey')",
+             "a third row, its key focused")
+    cdp.call("Input.insertText", text="regoin")
+    type_into(cdp, "#t-rows .prow:nth-child(3) .pval", "x")
+    key(cdp, "Enter", "Enter", 13)
+    cdp.wait("/^job 'deploy' takes no parameter 'regoin'/.test(%s) && "
+             "document.querySelector('#t-rows .prow:nth-child(3) .pkey').getAttribute('aria-invalid') === 'true'"
+             % text_of("#err-params"), "the server's refusal at the parameter rows")
+    shoot(cdp, os.path.join(shots, "trigger-error.png"))
+    time.sleep(1)
+    if run_count("deploy") != n or cdp.js("location.hash") != "#trigger/deploy":
+        fail("a refused parameter made a run (%d before, %d after)" % (n, run_count("deploy")))
+    return run
+
+
+def cancel_runs(cdp, shots):
+    """Cancel nap's running run from the runs view, held's waiting
+    (scheduled) run from its page; both cancelled in the database and on
+    the page; a Cancel pressed after the end shows the server's 409."""
+    sel = 'tr[data-job="%s"] button[data-action="trigger"]'
+    cdp.js("location.hash = '#jobs'")
+    runs = []
+    for job in ("nap", "held"):
+        cdp.wait("!!document.querySelector(%s)" % json.dumps(sel % job), job + "'s trigger button")
+        cdp.click(sel % job)
+        msg = cdp.wait("(m => /^triggered %s: run \\d+$/.test(m) ? m : null)(%s)" % (job, text_of("#flash")),
+                       job + "'s trigger")
+        runs.append(msg.rsplit(" ", 1)[1])
+    nap, held = runs
+    wait_state(nap, "running")
+    cdp.js("location.hash = '#runs'")
+    row = 'tr[data-run="%s"]' % nap
+    cdp.wait("!!document.querySelector(%s)" % json.dumps(row + ' td.st-running'), "nap's run %s running" % nap)
+    cdp.click(row + ' button[data-action="cancel"]')
+    cdp.wait("/^(cancel of run %s requested|cancelled run %s)/.test(%s)" % (nap, nap, text_of("#flash")),
+             "the cancel's answer")
+    wait_state(nap, "cancelled")
+    cdp.wait("!!document.querySelector(%s) && !document.querySelector(%s)"
+             % (json.dumps(row + ' td.st-cancelled'), json.dumps(row + ' button[data-action="cancel"]')),
+             "run %s shown cancelled, without Cancel" % nap)
+    shoot(cdp, os.path.join(shots, "runs-cancel.png"))
+    # the waiting run, from its own page (the keyboard: focus, Enter)
+    if run_row(held).get("state") != "scheduled":
+        fail("held's run %s is not waiting: %r" % (held, run_row(held)))
+    cdp.js("location.hash = '#run/%s'" % held)
+    cdp.wait("!document.querySelector('#run-cancel').hidden", "Cancel on run %s's page" % held)
+    cdp.js("document.querySelector('#run-cancel').focus()")
+    key(cdp, "Enter", "Enter", 13)
+    cdp.wait("%s === 'cancelled run %s'" % (text_of("#flash"), held), "the waiting run cancelled")
+    wait_state(held, "cancelled")
+    cdp.wait("document.querySelector('#run-cancel').hidden && "
+             "!!document.querySelector(%s)" % json.dumps('#run-attempts tr[data-run="%s"] td.st-cancelled' % held),
+             "run %s's page showing it cancelled" % held)
+    # a page that had not yet heard of the end: the server's 409, said as it came
+    cdp.js("document.querySelector('#run-cancel').hidden = false")
+    cdp.click("#run-cancel")
+    cdp.wait("/^cancel run %s: run %s already ended \\(cancelled\\)/.test(%s)" % (held, held, text_of("#flash")),
+             "the 409 for an ended run")
+    shoot(cdp, os.path.join(shots, "run-cancelled.png"))
+    return nap, held
+
+
+def failed_events(cdp, shots):
+    """The failed deliveries: flop's event, failed after 5 attempts with
+    the connection's error, linked to its run."""
+    cdp.js("location.hash = '#events'")
+    got = cdp.wait("(r => r && [...r.children].map(c => c.textContent))(document.querySelector('#events tbody tr'))",
+                   "a failed delivery in the view")
+    if got[1] != "flop" or got[5] != "failed" or got[6] != "5" or got[4] != "http://127.0.0.1:1/" or not got[7] or got[7] == "-":
+        fail("the failed deliveries view shows %r" % got)
+    rc, out = dbc("events", "--state", "failed", "--format", "json")
+    ev = json.loads(out)[0] if rc == 0 and json.loads(out) else None
+    if not ev or str(ev["run_id"]) != got[2] or ev["last_error"] != got[7]:
+        fail("the view %r is not the database's event %r" % (got, ev))
+    shoot(cdp, os.path.join(shots, "events.png"))
+    cdp.click('#events tbody tr a[href="#run/%s"]' % got[2])
+    cdp.wait("/^Run %s of flop/.test(%s)" % (got[2], text_of("#run-title")), "the event's run")
+
+
+def actions(cdp, shots):
+    """Trigger with parameters, Cancel, failed deliveries."""
+    trigger_params(cdp, shots)
+    cancel_runs(cdp, shots)
+    failed_events(cdp, shots)
+
+
+def narrow(cdp, hash_, ready, what, shot):
+    cdp.js("location.hash = %s" % json.dumps(hash_))
+    cdp.wait(ready, what)
+    wide = cdp.js("document.documentElement.scrollWidth - window.innerWidth")
+    if wide > 0:
+        fail("%s is %d px wider than the window" % (what, wide))
+    shoot(cdp, shot)
+
+
 def crud(chromium, url, token, profile, shots):
     """Create, refuse, edit, trigger, pause and delete a job through the
     page, each step checked against the database; screenshots of each view
@@ -348,8 +495,12 @@ def crud(chromium, url, token, profile, shots):
             fail("one press of Delete deleted")
         cdp.click(sel % "delete")
         cdp.wait("!document.querySelector('tr[data-job=\"made\"]')", "made gone from the page")
+        # the page's own answer too: a poll may show the row gone first, and
+        # the delete's answer then leads to #jobs from wherever the page is
+        cdp.wait("%s === 'deleted made'" % text_of("#flash"), "the delete's answer")
         if job_row("made") is not None or job_names() != before:
             fail("made is still in the database")
+        actions(cdp, shots)
         # a phone-sized window: nothing but the tables' own scrollers is
         # wider than the window, and the form stacks
         cdp.call("Emulation.setDeviceMetricsOverride", width=380, height=800, deviceScaleFactor=1, mobile=False)
@@ -365,6 +516,12 @@ def crud(chromium, url, token, profile, shots):
         if wide > 0:
             fail("the narrow jobs view is %d px wider than the window" % wide)
         shoot(cdp, os.path.join(shots, "jobs-narrow.png"))
+        narrow(cdp, "#trigger/deploy", "document.querySelectorAll('#t-rows .prow').length === 2",
+               "the trigger form, narrow,", os.path.join(shots, "trigger-narrow.png"))
+        narrow(cdp, "#events", "!!document.querySelector('#events tbody tr')",
+               "the failed deliveries, narrow,", os.path.join(shots, "events-narrow.png"))
+        cdp.js("location.hash = '#jobs'")
+        cdp.wait("!!document.querySelector('tr[data-job=\"quiet\"]')", "the jobs again")
         cdp.call("Emulation.clearDeviceMetricsOverride")
         # the keyboard alone: Tab from the search field reaches its button,
         # then the New job link, which Enter follows

@@ -110,6 +110,8 @@ function runRow(r, withJob) {
   tr.append(td(r.fire_at), td(r.attempt), td(r.state, "st-" + r.state), td(r.node));
   if (withJob) tr.append(td(took(r)));
   tr.append(td(r.exit_code), td(r.error, "err"));
+  // the runs view's Actions column: Cancel while the run can still be stopped
+  if (withJob) tr.append(cancelCell(r));
   return tr;
 }
 async function act(name, verb) {
@@ -193,7 +195,10 @@ const views = {
       p.dataset.action = job.paused ? "resume" : "pause";
       const ed = document.createElement("a");
       ed.href = "#edit/" + encodeURIComponent(job.name); ed.textContent = "Edit"; ed.dataset.action = "edit";
-      acts.append(t, p, ed, " ", deleteButton(job.name));
+      const tp = document.createElement("a");
+      tp.href = "#trigger/" + encodeURIComponent(job.name); tp.textContent = "Trigger\u2026";
+      tp.title = "trigger with parameters"; tp.dataset.action = "trigger-params";
+      acts.append(t, " ", tp, " ", p, ed, " ", deleteButton(job.name));
       const words = td(job.description || schedule(job), "words");
       words.title = job.schedule || schedule(job);
       let next;
@@ -221,6 +226,7 @@ const views = {
     $("#job-title").textContent = "Job " + j.name;
     $("#job-edit").href = "#edit/" + encodeURIComponent(j.name);
     $("#job-charts").href = "#charts/" + encodeURIComponent(j.name);
+    $("#job-trigger").href = "#trigger/" + encodeURIComponent(j.name);
     const def = Object.assign({}, j); delete def.last_runs;
     $("#job-def").textContent = JSON.stringify(def, null, 2);
     fill("#job-runs", j.last_runs.slice().reverse().map((r) => runRow(r, false)));
@@ -252,6 +258,7 @@ const views = {
       return tr;
     }));
     $("#run-output").textContent = r.output || "(no output captured)";
+    $("#run-cancel").hidden = !cancellable(r);
     return "run " + id;
   },
   async nodes() {
