@@ -18,7 +18,7 @@
 #include "model/target.h"
 
 static const model_jobdef_id react_keys[] = {MODEL_JK_ON_FAILURE, MODEL_JK_ON_SUCCESS,
-					      MODEL_JK_ON_MISFIRE};
+					      MODEL_JK_ON_MISFIRE, MODEL_JK_ON_OVERDUE};
 
 static bool in_batch(const model_jobdef *defs, size_t n, const char *name)
 {

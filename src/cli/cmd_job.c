@@ -521,10 +521,10 @@ static void show_runas(const dbcron_job *j)
  * table; nothing for a job without any. */
 static void show_reactions(const dbcron_job *j)
 {
-	const char *const lists[] = {j->on_failure, j->on_success, j->on_misfire};
+	const char *const lists[] = {j->on_failure, j->on_success, j->on_misfire, j->on_overdue};
 	const char *const labels[] = {"on failure:        ", "on success:        ",
-				      "on misfire:        "};
-	for (size_t i = 0; i < 3; i++) {
+				      "on misfire:        ", "on overdue:        "};
+	for (size_t i = 0; i < 4; i++) {
 		const char *list = lists[i], *t;
 		size_t n;
 		for (bool first = true; (t = model_targets_next(&list, &n)); first = false)

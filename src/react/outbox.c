@@ -247,6 +247,29 @@ static int claim(react_deliverer *d, store *s, int64_t now, dbcron_err *err)
 	return DBCRON_OK;
 }
 
+/*
+ * Overdue (issue 26 item 1) is checked at the sweep, every 5 s on every
+ * node, rather than under the maintenance lease: the lease's pass comes
+ * once a minute (too coarse for a silence of seconds) and costs a lock
+ * round trip, while the sweep is already this node's periodic write on
+ * the db thread, and its claim right after delivers what the check
+ * raised.  Several nodes checking at once is harmless: the event's
+ * UNIQUE(run_id, kind, target), with the silent period as run_id, lets
+ * one insert win (store_overdue_raise), and the check is one indexed
+ * query for all jobs.  A failure is logged and tried at the next sweep.
+ */
+static void raise_overdue(react_deliverer *d, store *s)
+{
+	dbcron_err e = {0};
+	size_t raised = 0;
+	if (store_overdue_raise(s, &raised, &e))
+		dbcron__log(LOG_WARN, "event.overdue_failed", LOG_STR("node", d->node_id),
+			    LOG_STR("error", e.msg));
+	else if (raised)
+		dbcron__log(LOG_INFO, "event.overdue", LOG_STR("node", d->node_id),
+			    LOG_UINT("events", raised));
+}
+
 static int64_t next_claim(const react_deliverer *d)
 {
 	int64_t t = d->claim_at < d->sweep_at ? d->claim_at : d->sweep_at;
@@ -269,6 +292,8 @@ int react_step(react_deliverer *d, store *s, bool written, int64_t *wake_mono,
 	 * (the results of the ones out make room soon) */
 	bool room = REACT_MAX_OUT - d->out >= CLAIM_BATCH;
 	if (next_claim(d) <= now && room) {
+		if (d->sweep_at <= now)
+			raise_overdue(d, s);
 		if ((rc = claim(d, s, now, err)))
 			return rc;
 		/* the job: targets it ended */

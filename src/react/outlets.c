@@ -74,6 +74,31 @@ static void put(json_t *o, const char *k, json_t *v, bool *bad)
 		*bad = true;
 }
 
+/* An overdue event says since when the job has been silent and for how
+ * long at event_time: since its last success (the event's run, whose
+ * fields follow) or, before any, since the job was made. */
+static void put_silence(json_t *o, store *s, const store_event *ev, const dbcron_run *r,
+			bool have_run, bool *bad)
+{
+	char t[64];
+	int64_t since = have_run ? r->finished_ms : -1;
+	if (!have_run) {
+		dbcron_job j;
+		dbcron_err e = {0};
+		dbcron_job_init(&j);
+		if (store_job_get(s, ev->job_name, &j, &e) == DBCRON_OK)
+			since = j.created_ms;
+		dbcron_job_clear(&j);
+	}
+	if (since < 0) {
+		put(o, "silent_since", json_null(), bad);
+		put(o, "silent_seconds", json_null(), bad);
+		return;
+	}
+	put(o, "silent_since", json_string(model_time_text(since, t, sizeof(t))), bad);
+	put(o, "silent_seconds", json_integer((ev->created_ms - since) / 1000), bad);
+}
+
 char *react_event_body(store *s, const store_event *ev, const char *node_id)
 {
 	dbcron_run r;
@@ -88,11 +113,13 @@ char *react_event_body(store *s, const store_event *ev, const char *node_id)
 	put(o, "event_id", json_integer(ev->id), &bad);
 	put(o, "kind", json_string(model_react_kind_name(ev->kind)), &bad);
 	put(o, "job", json_string(ev->job_name), &bad);
-	put(o, "run_id", json_integer(ev->run_id), &bad);
+	put(o, "run_id", ev->run_id > 0 ? json_integer(ev->run_id) : json_null(), &bad);
 	put(o, "target", json_string(ev->target), &bad);
 	put(o, "delivery_attempt", json_integer(ev->attempts), &bad);
 	put(o, "event_time", json_string(model_time_text(ev->created_ms, t, sizeof(t))), &bad);
 	put(o, "delivered_by", json_string(node_id), &bad);
+	if (ev->kind == MODEL_REACT_OVERDUE)
+		put_silence(o, s, ev, &r, have_run, &bad);
 	if (have_run) {
 		put(o, "fire_time", json_string(model_time_text(r.fire_at, t, sizeof(t))), &bad);
 		put(o, "attempt", json_integer(r.attempt), &bad);

@@ -201,6 +201,18 @@ static const char *const sql[ST__COUNT] = {
 		"$4::int = 1 THEN NULL ELSE node END, claim_token = CASE WHEN $4::int = 1 THEN "
 		"NULL ELSE claim_token END WHERE id = $1::bigint AND node = $2::text AND "
 		"claim_token = $3::text AND state = 2",
+	[ST_OVERDUE_FIND] =
+		"SELECT x.id, x.name, x.on_overdue, coalesce(x.ok, -x.id), coalesce(r.finished_ms, "
+		"x.created_ms) FROM (SELECT j.id, j.name, j.on_overdue, j.max_silence_ms, j.created_ms, "
+		"(SELECT max(o.id) FROM runs o WHERE o.job_id = j.id AND o.state = " SQL_RS_SUCCEEDED
+		") AS ok FROM jobs j WHERE j.max_silence_ms > 0 AND j.on_overdue IS NOT NULL AND "
+		"NOT j.paused AND j.set_aside IS NULL) x LEFT JOIN runs r ON r.id = x.ok WHERE "
+		"coalesce(r.finished_ms, x.created_ms) + x.max_silence_ms <= $1::bigint AND NOT EXISTS (SELECT "
+		"1 FROM events e WHERE e.run_id = coalesce(x.ok, -x.id) AND e.kind = 4)",
+	[ST_OVERDUE_INSERT] =
+		"INSERT INTO events (job_id, job_name, run_id, kind, target, state, next_at, "
+		"created_ms) VALUES ($1::bigint, $2::text, $3::bigint, 4, $4::text, 1, $5::bigint, "
+		"$5::bigint) ON CONFLICT DO NOTHING",
 	[ST_JOBS_NEXT_IF_NULL] =
 		"UPDATE jobs SET next_fire_at = v.n FROM unnest($1::bigint[], $2::bigint[]) "
 		"v(id, n) WHERE jobs.id = v.id AND jobs.next_fire_at IS NULL",

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Overdue (issue 26 item 1, docs/reactions.md) against two real nodes and
+# a webhook receiver (tests/tools/hook_receiver.py): a job that has not
+# succeeded for --max-silence raises exactly one overdue event per silent
+# period to its --on-overdue target, even with two nodes checking; a
+# success ends the period (the next silence raises one more); a job that
+# keeps succeeding raises none.  The event body says since when and how
+# long the job has been silent.
+source "$(dirname "$0")/nodelib.bash"
+use_backend "${1:-sqlite}"
+
+t_section "bad --max-silence refused"
+t_refused "max-silence" job add bad --every 1h --max-silence soon -- true
+pass "a bad duration is refused"
+
+t_section "one overdue event per silent period, two nodes"
+mkdir -p "$T/hooks"
+python3 "$DBCRON_SRC/tests/tools/hook_receiver.py" "$T/hooks" "$T/port" &
+RECV=$!
+_recv_stop() { kill "$RECV" 2>/dev/null || true; }
+t_on_exit _recv_stop
+wait_until 30 test -s "$T/port" || fail "the receiver did not start"
+port=$(cat "$T/port")
+dbc job add quiet --every 1h --max-silence 2s --on-overdue "http://127.0.0.1:$port/quiet" \
+	-- true >/dev/null
+dbc job add busy --every 1s --max-silence 3s --on-overdue "http://127.0.0.1:$port/busy" \
+	-- true >/dev/null
+assert_contains "$(dbc job show quiet)" "on overdue:        http://127.0.0.1:$port/quiet"
+start_node n1
+start_node n2
+wait_until 20 sh -c "grep -ls 'Path: /quiet' '$T'/hooks/*.head | grep -q ." ||
+	fail "no overdue event was delivered"
+# two more sweeps of each node (5 s apart): still the one event
+t_pause 6
+assert_eq 1 "$(sql "SELECT count(*) FROM events WHERE job_name = 'quiet' AND kind = 4")" \
+	"one overdue event for the silent period, two nodes checking"
+assert_eq 1 "$(grep -l 'Path: /quiet' "$T"/hooks/*.head | wc -l)" "delivered once"
+body=$(grep -l 'Path: /quiet' "$T"/hooks/*.head | head -n1)
+body=$(cat "${body%.head}.body")
+assert_contains "$body" '"kind":"overdue"'
+assert_contains "$body" '"run_id":null'
+assert_match "$body" '"silent_seconds":[2-9]'
+assert_eq 0 "$(sql "SELECT count(*) FROM events WHERE job_name = 'busy'")" \
+	"a job that keeps succeeding is never overdue"
+pass "one event per silent period"
+
+t_section "a success ends the period"
+dbc job trigger quiet >/dev/null
+wait_until 20 sh -c "[ \$(grep -l 'Path: /quiet' '$T'/hooks/*.head | wc -l) -ge 2 ]" ||
+	fail "no overdue event after the success"
+t_pause 6
+assert_eq 2 "$(sql "SELECT count(*) FROM events WHERE job_name = 'quiet' AND kind = 4")" \
+	"one more event for the next silent period"
+ok=$(sql "SELECT max(id) FROM runs WHERE job_name = 'quiet' AND state = 3")
+assert_eq "$ok" "$(sql "SELECT max(run_id) FROM events WHERE job_name = 'quiet' AND kind = 4")" \
+	"the period is the last success"
+stop_node n1
+stop_node n2
+pass "a success ends the period"
