@@ -341,8 +341,14 @@ int store_jobs_named(store *s, const char *const *names, size_t n, store_job_cb 
 int store_job_page(store *s, const char *after, long limit, store_job_cb cb, void *ctx,
 		   dbcron_err *err);
 /* The first limit jobs by name, each with the finish time of its
- * newest-fired succeeded run (-1: none). */
-typedef int (*store_last_ok_cb)(void *ctx, const char *name, int64_t finished_ms);
+ * newest-fired succeeded run (-1: none) and what says whether it is
+ * overdue (its silence, when it was made, paused). */
+typedef struct store_last_ok {
+	const char *name;
+	int64_t finished_ms, max_silence_ms, created_ms;
+	bool paused;
+} store_last_ok;
+typedef int (*store_last_ok_cb)(void *ctx, const store_last_ok *j);
 int store_job_last_success(store *s, long limit, store_last_ok_cb cb, void *ctx,
 			   dbcron_err *err);
 /* A job's newest run by (fire_at, attempt) that is not SCHEDULED: what a

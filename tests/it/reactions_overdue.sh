@@ -5,7 +5,7 @@
 # period to its --on-overdue target, even with two nodes checking; a
 # success ends the period (the next silence raises one more); a job that
 # keeps succeeding raises none.  The event body says since when and how
-# long the job has been silent.
+# long the job has been silent; /metrics shows dbcron_job_overdue.
 source "$(dirname "$0")/nodelib.bash"
 use_backend "${1:-sqlite}"
 
@@ -26,7 +26,7 @@ dbc job add quiet --every 1h --max-silence 2s --on-overdue "http://127.0.0.1:$po
 dbc job add busy --every 1s --max-silence 3s --on-overdue "http://127.0.0.1:$port/busy" \
 	-- true >/dev/null
 assert_contains "$(dbc job show quiet)" "on overdue:        http://127.0.0.1:$port/quiet"
-start_node n1
+start_node n1 --http 127.0.0.1:0
 start_node n2
 wait_until 20 sh -c "grep -ls 'Path: /quiet' '$T'/hooks/*.head | grep -q ." ||
 	fail "no overdue event was delivered"
@@ -43,6 +43,15 @@ assert_match "$body" '"silent_seconds":[2-9]'
 assert_eq 0 "$(sql "SELECT count(*) FROM events WHERE job_name = 'busy'")" \
 	"a job that keeps succeeding is never overdue"
 pass "one event per silent period"
+
+t_section "the overdue gauge"
+mport=$(grep -o 'event=http.listen .*port=[0-9]*' "$T/node-n1.log" | grep -o '[0-9]*$' | head -1)
+metrics=$(curl -s "http://127.0.0.1:$mport/metrics")
+assert_contains "$metrics" 'dbcron_job_overdue{job="quiet"} 1'
+assert_contains "$metrics" 'dbcron_job_overdue{job="busy"} 0'
+assert_match "$metrics" 'dbcron_job_last_success_age_seconds\{job="busy"\} [0-9]'
+assert_not_contains "$metrics" 'dbcron_job_last_success_age_seconds{job="quiet"}'
+pass "dbcron_job_overdue and the age of the last success"
 
 t_section "a success ends the period"
 dbc job trigger quiet >/dev/null
