@@ -714,7 +714,8 @@ static void trigger_usage(FILE *f)
 		   "           DBCRON_PARAM_KEY, a handler dbcron_handler_param(); KEY is\n"
 		   "           [A-Za-z_][A-Za-z0-9_]*, VALUE at most 4 KiB, at most 32 of them; a job\n"
 		   "           added with --params takes only the keys it declares, and its defaults\n"
-		   "           fill in.  Shown in the run log: never a secret.\n"
+		   "           fill in.  Shown in the run log: never a secret.  UPSTREAM_* keys\n"
+		   "           are refused: a job: reaction gives them (DBCRON_UPSTREAM_JOB...).\n"
 		   "  --format json  {\"job\", \"run_id\", \"fire_at_ms\", \"paused\"} on one line\n\n"
 		   CLI_DB_HELP);
 }

@@ -31,6 +31,7 @@
 #include "core/timeutil.h"
 #include "exec/runas.h"
 #include "model/jobdef.h"
+#include "model/params.h"
 #include "model/target.h"
 #include "react/react_int.h"
 
@@ -42,11 +43,42 @@ extern char **environ;
 
 /* ---- job:NAME ---- */
 
+/* The triggered run's parameters: its upstream (model/params.h), the
+ * run whose end raised the event (for overdue, the last success, none
+ * before any; the state is then "overdue").  NULL when out of memory. */
+static char *upstream_params(store *s, const store_event *ev)
+{
+	dbcron_run r;
+	dbcron_err e = {0};
+	char id[24] = "";
+	memset(&r, 0, sizeof(r));
+	bool have_run = ev->run_id > 0 && store_run_get(s, ev->run_id, &r, &e) == DBCRON_OK;
+	if (ev->run_id > 0)
+		snprintf(id, sizeof(id), "%lld", (long long)ev->run_id);
+	const char *state = ev->kind == MODEL_REACT_OVERDUE ? "overdue"
+			    : have_run			     ? dbcron_run_state_name(r.state)
+							     : model_react_kind_name(ev->kind);
+	json_t *o = json_pack("{ssssss}", MODEL_PARAM_UPSTREAM "JOB", ev->job_name,
+			      MODEL_PARAM_UPSTREAM "RUN_ID", id, MODEL_PARAM_UPSTREAM "STATE", state);
+	dbcron_run_clear(&r);
+	char *text = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	json_decref(o);
+	char *out = text ? dbcron__strdup(text) : NULL;
+	free(text);
+	return out;
+}
+
 react_outcome react_trigger(store *s, const store_event *ev, char *buf, size_t len)
 {
 	int64_t run_id = 0, fire_at = 0;
 	dbcron_err e = {0};
-	int rc = store_job_trigger(s, ev->target + 4, &run_id, &fire_at, &e);
+	char *params = upstream_params(s, ev);
+	if (!params) {
+		snprintf(buf, len, "out of memory");
+		return REACT_RETRY;
+	}
+	int rc = store_job_trigger_params(s, ev->target + 4, params, &run_id, &fire_at, &e);
+	dbcron__free(params);
 	if (rc == DBCRON_OK) {
 		snprintf(buf, len, "run %lld", (long long)run_id);
 		return REACT_DELIVERED;

@@ -5,7 +5,10 @@
 # period to its --on-overdue target, even with two nodes checking; a
 # success ends the period (the next silence raises one more); a job that
 # keeps succeeding raises none.  The event body says since when and how
-# long the job has been silent; /metrics shows dbcron_job_overdue.
+# long the job has been silent; /metrics shows dbcron_job_overdue.  A
+# job: target's run gets its upstream in DBCRON_UPSTREAM_JOB, _RUN_ID and
+# _STATE (a declared --params job too); UPSTREAM_* keys are refused from
+# anyone else.
 source "$(dirname "$0")/nodelib.bash"
 use_backend "${1:-sqlite}"
 
@@ -63,6 +66,22 @@ assert_eq 2 "$(sql "SELECT count(*) FROM events WHERE job_name = 'quiet' AND kin
 ok=$(sql "SELECT max(id) FROM runs WHERE job_name = 'quiet' AND state = 3")
 assert_eq "$ok" "$(sql "SELECT max(run_id) FROM events WHERE job_name = 'quiet' AND kind = 4")" \
 	"the period is the last success"
+pass "a success ends the period"
+
+t_section "a job: target passes its upstream"
+t_refused "UPSTREAM_* keys are reserved" job add bad --every 1h --params UPSTREAM_JOB -- true
+dbc job add down --at 2099-01-01T00:00:00Z --params x=1 -- sh -c \
+	"echo \"\$DBCRON_UPSTREAM_JOB \$DBCRON_UPSTREAM_RUN_ID \$DBCRON_UPSTREAM_STATE \$DBCRON_PARAM_x\" >> '$T/down.log'" >/dev/null
+t_refused "UPSTREAM_JOB': UPSTREAM_* keys are set by job: reactions only" \
+	job trigger down --param UPSTREAM_JOB=fake
+dbc job add up-ok --at now --on-success job:down -- true >/dev/null
+dbc job add up-bad --at now+1s --retries 0 --on-failure job:down -- false >/dev/null
+wait_until 30 sh -c "[ \$(wc -l < '$T/down.log' 2>/dev/null || echo 0) -ge 2 ]" ||
+	fail "the downstream did not run twice"
+ok_id=$(sql "SELECT id FROM runs WHERE job_name = 'up-ok'")
+bad_id=$(sql "SELECT id FROM runs WHERE job_name = 'up-bad'")
+assert_contains "$(cat "$T/down.log")" "up-ok $ok_id succeeded 1"
+assert_contains "$(cat "$T/down.log")" "up-bad $bad_id failed 1"
+pass "the downstream sees DBCRON_UPSTREAM_JOB, _RUN_ID and _STATE, and its declared defaults"
 stop_node n1
 stop_node n2
-pass "a success ends the period"
