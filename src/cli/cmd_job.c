@@ -636,6 +636,10 @@ static int show_table(const dbcron_job *j, const app_run_vec *rv, const char *un
 	} else {
 		printf("timeout:           none\n");
 	}
+	if (j->max_silence_ms > 0) {
+		dbcron__format_duration(j->max_silence_ms, b1, sizeof(b1));
+		printf("max silence:       %s (overdue without a success for that long)\n", b1);
+	}
 	show_reactions(j);
 	printf("params:            %s\n", j->params ? j->params : "any (none declared)");
 	printf("created:           %s\n", model_time_text(j->created_ms, t, sizeof(t)));

@@ -29,6 +29,7 @@ dbc job add quiet --every 1h --max-silence 2s --on-overdue "http://127.0.0.1:$po
 dbc job add busy --every 1s --max-silence 3s --on-overdue "http://127.0.0.1:$port/busy" \
 	-- true >/dev/null
 assert_contains "$(dbc job show quiet)" "on overdue:        http://127.0.0.1:$port/quiet"
+assert_contains "$(dbc job show quiet)" "max silence:       2s"
 start_node n1 --http 127.0.0.1:0
 start_node n2
 wait_until 20 sh -c "grep -ls 'Path: /quiet' '$T'/hooks/*.head | grep -q ." ||
@@ -43,6 +44,8 @@ body=$(cat "${body%.head}.body")
 assert_contains "$body" '"kind":"overdue"'
 assert_contains "$body" '"run_id":null'
 assert_match "$body" '"silent_seconds":[2-9]'
+assert_contains "$(dbc events --job quiet --format csv)" ",quiet,,overdue,http://127.0.0.1:$port/quiet,"
+assert_contains "$(dbc events --job quiet --format json)" '"run_id":null,"kind":"overdue"'
 assert_eq 0 "$(sql "SELECT count(*) FROM events WHERE job_name = 'busy'")" \
 	"a job that keeps succeeding is never overdue"
 pass "one event per silent period"
