@@ -169,6 +169,29 @@ out_oom:
 	return 1;
 }
 
+/* An exec: target runs as its job's --user and --group (docs/reactions.md):
+ * read here, on the db thread, for the delivery thread.  A job deleted
+ * since fails the event (no account to run it as, and never the node's
+ * instead); a store error leaves it for a retry.  0 when j is ready. */
+static int exec_account(store *s, react_job *j)
+{
+	dbcron_job job;
+	dbcron_err e = {0};
+	dbcron_job_init(&job);
+	int rc = store_job_get(s, j->ev.job_name, &job, &e);
+	if (rc) {
+		j->out = rc == DBCRON_ENOTFOUND ? REACT_FAILED : REACT_RETRY;
+		snprintf(j->why, sizeof(j->why), "%.400s%s", e.msg,
+			 rc == DBCRON_ENOTFOUND ? ": no user to run the program as" : "");
+		dbcron_job_clear(&job);
+		return -1;
+	}
+	j->run_user = job.user, job.user = NULL;
+	j->run_group = job.group, job.group = NULL;
+	dbcron_job_clear(&job);
+	return 0;
+}
+
 /* What was claimed: job:NAME done here, the others handed over. */
 static void take_claimed(react_deliverer *d, store *s, react_list *jobs)
 {
@@ -182,6 +205,8 @@ static void take_claimed(react_deliverer *d, store *s, react_list *jobs)
 			snprintf(j->why, sizeof(j->why), "%s", e.msg);
 		} else if ((j->kind = (int)kind) == MODEL_TARGET_JOB) {
 			j->out = react_trigger(s, &j->ev, j->why, sizeof(j->why));
+		} else if (kind == MODEL_TARGET_EXEC && exec_account(s, j) != 0) {
+			/* j->out and j->why say why */
 		} else if (!(j->body = react_event_body(s, &j->ev, d->node_id))) {
 			j->out = REACT_RETRY;
 			snprintf(j->why, sizeof(j->why), "out of memory building the event");

@@ -8,7 +8,8 @@
 # long the job has been silent; /metrics shows dbcron_job_overdue.  A
 # job: target's run gets its upstream in DBCRON_UPSTREAM_JOB, _RUN_ID and
 # _STATE (a declared --params job too); UPSTREAM_* keys are refused from
-# anyone else.
+# anyone else.  An exec: target runs as the job's --user (root's node), and
+# a node that is not root fails the event saying why it could not switch.
 source "$(dirname "$0")/nodelib.bash"
 use_backend "${1:-sqlite}"
 
@@ -86,5 +87,45 @@ bad_id=$(sql "SELECT id FROM runs WHERE job_name = 'up-bad'")
 assert_contains "$(cat "$T/down.log")" "up-ok $ok_id succeeded 1"
 assert_contains "$(cat "$T/down.log")" "up-bad $bad_id failed 1"
 pass "the downstream sees DBCRON_UPSTREAM_JOB, _RUN_ID and _STATE, and its declared defaults"
+
+t_section "an exec: target runs as the job's --user"
+if [ "$(id -u)" = 0 ]; then
+	chmod o+x "$T"
+	mkdir -p "$T/nb" && chmod 777 "$T/nb"
+	printf '#!/bin/sh\n{ id -un; echo "$HOME $USER $DBCRON_EVENT_KIND"; cat; } > "%s/nb/as.$DBCRON_EVENT_ID"\n' "$T" >"$T/nb/who.sh"
+	chmod 755 "$T/nb/who.sh"
+	dbc job add as-nobody --at now --retries 0 --user nobody \
+		--on-failure "exec:$T/nb/who.sh" -- false >/dev/null
+	wait_until 30 sh -c "ls '$T/nb' | grep -q '^as\.'" || fail "the exec target did not run"
+	out=$(cat "$T"/nb/as.*)
+	assert_eq nobody "$(printf '%s\n' "$out" | head -n1)" "id -un of the exec target"
+	assert_contains "$out" "nobody failure"
+	assert_contains "$out" '"job":"as-nobody"'
+	_delivered() { [ "$(sql "SELECT state FROM events WHERE job_name = 'as-nobody'")" = 3 ]; }
+	wait_until 10 _delivered || fail "the event was not delivered"
+	assert_eq "root:root" "$(stat -c %U:%G "$T/nb/who.sh")" "the program's file is root's"
+	pass "the exec target ran as nobody, with the event on stdin"
+else
+	echo "# not root: the --user exec target is not checked here"
+fi
 stop_node n1
 stop_node n2
+
+t_section "a node that is not root says why it could not switch"
+if [ "$(id -u)" = 0 ] && [ "$BACKEND" = sqlite ]; then
+	chmod 777 "$T_DIR" && chmod 666 "${DBCRON_DB#sqlite:}"*
+	dbc job add as-daemon --at now --retries 0 --user daemon \
+		--on-failure "exec:$T/nb/who.sh" -- true >/dev/null
+	setpriv --reuid=65534 --regid=65534 --clear-groups \
+		"$DBCRON_BIN" node --node-id n3 >"$T/node-n3.log" 2>&1 &
+	PID_n3=$!
+	NODE_PIDS+=("$PID_n3")
+	_failed() { [ "$(sql "SELECT state FROM events WHERE job_name = 'as-daemon'")" = 4 ]; }
+	wait_until 20 _failed || fail "the event did not fail"
+	why=$(sql "SELECT last_error FROM events WHERE job_name = 'as-daemon'")
+	assert_contains "$why" "as user 'daemon'"
+	assert_contains "$why" "only root (or CAP_SETUID and CAP_SETGID) can switch users"
+	assert_eq 1 "$(ls "$T/nb" | grep -c '^as\.')" "the program did not run (only nobody's earlier one)"
+	stop_node n3
+	pass "the event's last_error says why"
+fi
