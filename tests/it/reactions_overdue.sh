@@ -73,11 +73,14 @@ assert_eq "$ok" "$(sql "SELECT max(run_id) FROM events WHERE job_name = 'quiet' 
 pass "a success ends the period"
 
 t_section "a job: target passes its upstream"
-t_refused "UPSTREAM_* keys are reserved" job add bad --every 1h --params UPSTREAM_JOB -- true
+# the nodes write meanwhile: the refusal's exit and message, not t_refused's unchanged database
+expect_rc 2 job add bad --every 1h --params UPSTREAM_JOB -- true
+assert_err_contains "UPSTREAM_* keys are reserved"
 dbc job add down --at 2099-01-01T00:00:00Z --params x=1 -- sh -c \
 	"echo \"\$DBCRON_UPSTREAM_JOB \$DBCRON_UPSTREAM_RUN_ID \$DBCRON_UPSTREAM_STATE \$DBCRON_PARAM_x\" >> '$T/down.log'" >/dev/null
-t_refused "UPSTREAM_JOB': UPSTREAM_* keys are set by job: reactions only" \
-	job trigger down --param UPSTREAM_JOB=fake
+expect_rc 2 job trigger down --param UPSTREAM_JOB=fake
+assert_err_contains "UPSTREAM_JOB': UPSTREAM_* keys are set by job: reactions only"
+assert_eq 0 "$(sql "SELECT count(*) FROM runs WHERE job_name = 'down'")" "no run of down written"
 dbc job add up-ok --at now --on-success job:down -- true >/dev/null
 dbc job add up-bad --at now+1s --retries 0 --on-failure job:down -- false >/dev/null
 wait_until 30 sh -c "[ \$(wc -l < '$T/down.log' 2>/dev/null || echo 0) -ge 2 ]" ||
