@@ -210,20 +210,24 @@ static int overdue_one(store *s, void *arg, bool *stop, dbcron_err *err)
 }
 
 /* The jobs are read whole before the first insert: one statement's rows
- * are not interleaved with another's on the same connection. */
+ * are not interleaved with another's on the same connection.  The read
+ * is outside a transaction, so the usual check (nothing overdue) takes no
+ * write lock (SQLite's is the whole file); a period raised meanwhile by
+ * another node is left alone by the insert (UNIQUE), so nothing is
+ * raised twice. */
 int store_overdue_raise(store *s, size_t *raised, dbcron_err *err)
 {
 	overdue_list l = {0};
 	int64_t now, changes;
 	int rc;
 	*raised = 0;
-	if ((rc = store__tx_begin(s, err)))
+	if ((rc = store_now_ms(s, &now, err)))
 		return rc;
-	if ((rc = store__db_now(s, &now, err)))
-		goto out;
 	store_param p[] = {sp_i64(now)};
-	if ((rc = store__each_row(s, ST_OVERDUE_FIND, p, 1, overdue_one, &l, err)))
-		goto out;
+	if ((rc = store__each_row(s, ST_OVERDUE_FIND, p, 1, overdue_one, &l, err)) || !l.n)
+		goto out_free;
+	if ((rc = store__tx_begin(s, err)))
+		goto out_free;
 	for (size_t i = 0; i < l.n && !rc; i++) {
 		const char *list = l.v[i].targets, *t;
 		size_t len;
@@ -243,9 +247,9 @@ int store_overdue_raise(store *s, size_t *raised, dbcron_err *err)
 	}
 	if (!rc)
 		rc = store__tx_commit(s, err);
-out:
 	if (rc)
 		store__tx_rollback(s);
+out_free:
 	for (size_t i = 0; i < l.n; i++) {
 		dbcron__free(l.v[i].name);
 		dbcron__free(l.v[i].targets);

@@ -534,10 +534,10 @@ typedef struct store_event_end {
 } store_event_end;
 int store_events_finish(store *s, const char *node, store_event_end *ends, size_t n,
 			dbcron_err *err);
-/* Overdue (issue 26 item 1): one transaction that finds, in one query,
- * every job silent past its max_silence_ms (no success since its last
- * one, or since it was made) and writes one event per on_overdue target
- * for that silent period.  The period is the event's run_id: the last
+/* Overdue (issue 26 item 1): one query finds every job silent past its
+ * max_silence_ms (no success since its last one, or since it was made)
+ * with no event for that silent period yet; when there are some, one
+ * transaction writes one event per on_overdue target for the period.  The period is the event's run_id: the last
  * success's run id, or -job id before any; UNIQUE(run_id, kind, target)
  * makes it once per period however many nodes check at once.  *raised:
  * the events written. */
