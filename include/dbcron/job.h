@@ -96,6 +96,10 @@ typedef struct dbcron_job {
 	 * acted on when a fire ends failed/timed out/abandoned, succeeded, or
 	 * is missed; NULL: none. */
 	char *on_failure, *on_success, *on_misfire;
+	/* Overdue (docs/reactions.md): no success for this long raises one
+	 * event to on_overdue's targets per silent period; 0: never. */
+	int64_t max_silence_ms;
+	char *on_overdue;
 	bool paused;
 	int64_t next_fire_at; /* -1: no further fire */
 	int64_t created_ms, updated_ms;

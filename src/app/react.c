@@ -18,7 +18,7 @@
 #include "model/target.h"
 
 static const model_jobdef_id react_keys[] = {MODEL_JK_ON_FAILURE, MODEL_JK_ON_SUCCESS,
-					      MODEL_JK_ON_MISFIRE};
+					      MODEL_JK_ON_MISFIRE, MODEL_JK_ON_OVERDUE};
 
 static bool in_batch(const model_jobdef *defs, size_t n, const char *name)
 {
@@ -98,9 +98,10 @@ typedef struct event_list {
 static int event_json(void *ctx, const store_event *e)
 {
 	event_list *l = ctx;
-	json_t *o = json_pack("{s:I, s:o, s:I, s:s, s:o, s:s, s:i, s:o, s:o, s:o, s:o, s:o}",
+	/* an overdue event before any success has no run (run_id <= 0) */
+	json_t *o = json_pack("{s:I, s:o, s:o, s:s, s:o, s:s, s:i, s:o, s:o, s:o, s:o, s:o}",
 			      "id", (json_int_t)e->id, "job", text_or_null(e->job_name), "run_id",
-			      (json_int_t)e->run_id, "kind", model_react_kind_name(e->kind),
+			      e->run_id > 0 ? json_integer(e->run_id) : json_null(), "kind", model_react_kind_name(e->kind),
 			      "target", text_or_null(e->target), "state",
 			      model_event_state_name(e->state), "attempts", e->attempts,
 			      "next_attempt_at",

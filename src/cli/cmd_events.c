@@ -58,7 +58,11 @@ static void print_csv(json_t *a)
 	json_array_foreach(a, i, o) {
 		printf("%lld,", (long long)json_integer_value(json_object_get(o, "id")));
 		cli_csv_field(stdout, str(o, cols[0]));
-		printf(",%lld", (long long)json_integer_value(json_object_get(o, "run_id")));
+		json_t *rid = json_object_get(o, "run_id"); /* null: an overdue event, no run */
+		if (json_is_integer(rid))
+			printf(",%lld", (long long)json_integer_value(rid));
+		else
+			fputc(',', stdout);
 		for (size_t k = 1; k < sizeof(cols) / sizeof(cols[0]); k++) {
 			fputc(',', stdout);
 			cli_csv_field(stdout, str(o, cols[k]));
@@ -82,9 +86,12 @@ static void print_table(json_t *a)
 	       "STATE", "TRY", "CREATED", "TARGET (LAST ERROR)");
 	json_array_foreach(a, i, o) {
 		const char *why = str(o, "last_error");
-		printf("%-6lld  %-16s  %-8lld  %-10s  %-10s  %3lld  %-24s  %s%s%s%s\n",
-		       (long long)json_integer_value(json_object_get(o, "id")), str(o, "job"),
-		       (long long)json_integer_value(json_object_get(o, "run_id")),
+		char run[24] = "-";
+		json_t *rid = json_object_get(o, "run_id");
+		if (json_is_integer(rid))
+			snprintf(run, sizeof(run), "%lld", (long long)json_integer_value(rid));
+		printf("%-6lld  %-16s  %-8s  %-10s  %-10s  %3lld  %-24s  %s%s%s%s\n",
+		       (long long)json_integer_value(json_object_get(o, "id")), str(o, "job"), run,
 		       str(o, "kind"), str(o, "state"),
 		       (long long)json_integer_value(json_object_get(o, "attempts")),
 		       str(o, "created_at"), str(o, "target"), *why ? " (" : "", why,

@@ -521,10 +521,10 @@ static void show_runas(const dbcron_job *j)
  * table; nothing for a job without any. */
 static void show_reactions(const dbcron_job *j)
 {
-	const char *const lists[] = {j->on_failure, j->on_success, j->on_misfire};
+	const char *const lists[] = {j->on_failure, j->on_success, j->on_misfire, j->on_overdue};
 	const char *const labels[] = {"on failure:        ", "on success:        ",
-				      "on misfire:        "};
-	for (size_t i = 0; i < 3; i++) {
+				      "on misfire:        ", "on overdue:        "};
+	for (size_t i = 0; i < 4; i++) {
 		const char *list = lists[i], *t;
 		size_t n;
 		for (bool first = true; (t = model_targets_next(&list, &n)); first = false)
@@ -636,6 +636,10 @@ static int show_table(const dbcron_job *j, const app_run_vec *rv, const char *un
 	} else {
 		printf("timeout:           none\n");
 	}
+	if (j->max_silence_ms > 0) {
+		dbcron__format_duration(j->max_silence_ms, b1, sizeof(b1));
+		printf("max silence:       %s (overdue without a success for that long)\n", b1);
+	}
 	show_reactions(j);
 	printf("params:            %s\n", j->params ? j->params : "any (none declared)");
 	printf("created:           %s\n", model_time_text(j->created_ms, t, sizeof(t)));
@@ -714,7 +718,8 @@ static void trigger_usage(FILE *f)
 		   "           DBCRON_PARAM_KEY, a handler dbcron_handler_param(); KEY is\n"
 		   "           [A-Za-z_][A-Za-z0-9_]*, VALUE at most 4 KiB, at most 32 of them; a job\n"
 		   "           added with --params takes only the keys it declares, and its defaults\n"
-		   "           fill in.  Shown in the run log: never a secret.\n"
+		   "           fill in.  Shown in the run log: never a secret.  UPSTREAM_* keys\n"
+		   "           are refused: a job: reaction gives them (DBCRON_UPSTREAM_JOB...).\n"
 		   "  --format json  {\"job\", \"run_id\", \"fire_at_ms\", \"paused\"} on one line\n\n"
 		   CLI_DB_HELP);
 }

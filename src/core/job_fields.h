@@ -140,6 +140,11 @@
 	  (), ANY, DEF, NULL, H("TARGET", "when a fire succeeds (repeatable)"))                  \
 	X(on_misfire, on_misfire, TEXT, K(ON_MISFIRE, "on-misfire", "on_misfire", LIST), TARGET, \
 	  (), ANY, DEF, NULL, H("TARGET", "when a fire is missed (repeatable)"))                 \
+	X(max_silence_ms, max_silence_ms, I64, K(MAX_SILENCE, "max-silence", "max_silence", DUR),  \
+	  DUR, (.zero = 1, .omit = 1), ANY, DEF, 0,                                                \
+	  H("DUR", "overdue when no run succeeded for DUR (default never)"))                      \
+	X(on_overdue, on_overdue, TEXT, K(ON_OVERDUE, "on-overdue", "on_overdue", LIST), TARGET, \
+	  (), ANY, DEF, NULL, H("TARGET", "once per --max-silence period (repeatable)"))         \
 	X(next_fire_at, next_fire_at, I64N, K0, NONE, (), ANY, PLACE, -1, H0)                     \
 	X(created_ms, created_ms, I64, K0, NONE, (), ANY, STORE, -1, H0)                          \
 	X(updated_ms, updated_ms, I64, K0, NONE, (), ANY, STORE, -1, H0)                          \

@@ -35,6 +35,8 @@ typedef struct guard_plan {
 	int out_fd;          /* write end for stdout+stderr, or -1 */
 	int ctl_fd;          /* write end of the report pipe */
 	bool stdin_null;
+	int in_fd;           /* spawner side only, > 2: the guard's fd 0 (its
+			      * leader inherits it), proc_opts.stdin_fd */
 	bool inherit_signals;
 	sigset_t mask;       /* the spawning thread's signal mask */
 	pid_t parent;        /* the spawner's pid */

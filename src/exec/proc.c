@@ -271,7 +271,8 @@ static int spawn_helper(const guard_plan *gp, pid_t *pid)
 	/* dup2 onto itself clears FD_CLOEXEC in the guard only. */
 	if ((e = posix_spawn_file_actions_adddup2(&fa, gp->ctl_fd, gp->ctl_fd)) != 0 ||
 	    (gp->out_fd >= 0 &&
-	     (e = posix_spawn_file_actions_adddup2(&fa, gp->out_fd, gp->out_fd)) != 0))
+	     (e = posix_spawn_file_actions_adddup2(&fa, gp->out_fd, gp->out_fd)) != 0) ||
+	    (gp->in_fd > 2 && (e = posix_spawn_file_actions_adddup2(&fa, gp->in_fd, 0)) != 0))
 		goto out_destroy_attr;
 	short sflags = POSIX_SPAWN_SETSIGMASK;
 	sigfillset(&all);
@@ -308,8 +309,12 @@ static int fork_guard(const guard_plan *gp, pid_t *pid)
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pid_t g = fork();
-	if (g == 0)
+	if (g == 0) {
+		/* the ctl pipe's EOF tells the spawner this failed */
+		if (gp->in_fd > 2 && dup2(gp->in_fd, 0) < 0)
+			_exit(127);
 		guard__main(gp);
+	}
 	int e = errno;
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (g < 0)
@@ -478,7 +483,8 @@ int proc_spawn(proc *p, const proc_opts *o, dbcron_err *err)
 		.no_caps = o->no_caps,
 		.out_fd = pfd[1],
 		.ctl_fd = ctl[1],
-		.stdin_null = o->stdin_null,
+		.stdin_null = o->stdin_null && o->stdin_fd <= 2,
+		.in_fd = o->stdin_fd > 2 ? o->stdin_fd : -1,
 		.inherit_signals = o->inherit_signals,
 		.parent = getpid(),
 		.grace_ms = o->death_grace_ms > 0 ? o->death_grace_ms : PROC_DEFAULT_GRACE_MS,

@@ -41,6 +41,9 @@ typedef struct proc_opts {
 	char *const *argv;  /* argv[0] looked up in PATH; never a shell */
 	char *const *envp;  /* NULL: this process's environ */
 	bool stdin_null;    /* stdin from /dev/null instead of ours */
+	int stdin_fd;       /* > 2: stdin from this fd instead (a pipe's read
+			     * end; the caller closes its copy after the
+			     * spawn); otherwise as stdin_null says */
 	proc_sink sink;     /* non-NULL: stdout and stderr into one pipe,
 			     * fed to sink; NULL: both inherited */
 	void *sink_ctx;

@@ -242,8 +242,12 @@ static int facts_build(const exec_req *req, char **f)
 	f[3] = fmt_alloc("DBCRON_RUN_ID=%lld", (long long)req->run_id);
 	f[4] = fmt_alloc("DBCRON_NODE=%s", req->node_id ? req->node_id : "");
 	size_t np = req->nparams < N_PARAMS_MAX ? req->nparams : N_PARAMS_MAX;
+	/* a reaction's UPSTREAM_* keys (MODEL_PARAM_UPSTREAM, reserved: no
+	 * trigger gives one) are DBCRON_UPSTREAM_*, docs/reactions.md */
 	for (size_t i = 0; i < np; i++)
-		f[N_FACTS + i] = fmt_alloc("DBCRON_PARAM_%s", req->params[i]);
+		f[N_FACTS + i] = strncmp(req->params[i], "UPSTREAM_", 9) == 0
+					 ? fmt_alloc("DBCRON_%s", req->params[i])
+					 : fmt_alloc("DBCRON_PARAM_%s", req->params[i]);
 	f[N_FACTS + np] = NULL;
 	for (size_t i = 0; i < N_FACTS + np; i++)
 		if (!f[i])

@@ -178,15 +178,71 @@ static int job_row(void *ctx, const store_job_brief *j)
 	return 0;
 }
 
-static int last_ok_row(void *ctx, const char *name, int64_t finished_ms)
+/* The last success, its age and overdue (docs/reactions.md): three
+ * families from one pass, the latter two kept aside like the paused. */
+typedef struct ok_pass {
+	FILE *last, *age, *overdue;
+	int64_t now;
+} ok_pass;
+
+static int last_ok_row(void *ctx, const store_last_ok *j)
 {
-	FILE *f = ctx;
-	if (finished_ms < 0)
-		return 0;
-	fputs("dbcron_job_last_success_timestamp_seconds{job=\"", f);
-	label(f, name);
-	fprintf(f, "\"} %.3f\n", (double)finished_ms / 1000.0);
+	ok_pass *op = ctx;
+	if (j->finished_ms >= 0) {
+		fputs("dbcron_job_last_success_timestamp_seconds{job=\"", op->last);
+		label(op->last, j->name);
+		fprintf(op->last, "\"} %.3f\n", (double)j->finished_ms / 1000.0);
+		fputs("dbcron_job_last_success_age_seconds{job=\"", op->age);
+		label(op->age, j->name);
+		fprintf(op->age, "\"} %.3f\n", (double)(op->now - j->finished_ms) / 1000.0);
+	}
+	if (j->max_silence_ms > 0) {
+		/* silent since its last success, or since it was made: the
+		 * rule store_overdue_raise follows (a paused job is never
+		 * overdue) */
+		int64_t since = j->finished_ms >= 0 ? j->finished_ms : j->created_ms;
+		fputs("dbcron_job_overdue{job=\"", op->overdue);
+		label(op->overdue, j->name);
+		fprintf(op->overdue, "\"} %d\n",
+			!j->paused && op->now - since >= j->max_silence_ms ? 1 : 0);
+	}
 	return 0;
+}
+
+static int ok_series(FILE *f, store *s, size_t max_jobs, dbcron_err *err)
+{
+	char *abuf = NULL, *obuf = NULL;
+	size_t alen = 0, olen = 0;
+	ok_pass op = {.last = f};
+	int rc = store_now_ms(s, &op.now, err);
+	if (rc)
+		return rc;
+	op.age = open_memstream(&abuf, &alen);
+	op.overdue = open_memstream(&obuf, &olen);
+	if (!op.age || !op.overdue) {
+		rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
+		goto out;
+	}
+	head(f, "dbcron_job_last_success_timestamp_seconds", "gauge",
+	     "When a job's newest-fired succeeded run ended (from the database); absent when none.");
+	rc = store_job_last_success(s, max_jobs > LONG_MAX ? LONG_MAX : (long)max_jobs,
+				    last_ok_row, &op, err);
+out:
+	if (op.age && fclose(op.age) && !rc)
+		rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
+	if (op.overdue && fclose(op.overdue) && !rc)
+		rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
+	if (!rc) {
+		head(f, "dbcron_job_last_success_age_seconds", "gauge",
+		     "Seconds since a job's newest-fired succeeded run ended (database clock); absent when none.");
+		fwrite(abuf, 1, alen, f);
+		head(f, "dbcron_job_overdue", "gauge",
+		     "1 while a job with --max-silence has had no success for that long; absent without it.");
+		fwrite(obuf, 1, olen, f);
+	}
+	free(abuf);
+	free(obuf);
+	return rc;
 }
 
 static int job_series(FILE *f, store *s, size_t max_jobs, dbcron_err *err)
@@ -216,13 +272,9 @@ static int job_series(FILE *f, store *s, size_t max_jobs, dbcron_err *err)
 		     "Jobs left out of the per-job series by --metrics-max-jobs.");
 		fprintf(f, "dbcron_metrics_jobs_omitted %zu\n", jp.n - shown);
 	}
-	if (!rc && max_jobs > 0) {
+	if (!rc && max_jobs > 0)
 		/* the same first jobs by name as above, in the database's order */
-		head(f, "dbcron_job_last_success_timestamp_seconds", "gauge",
-		     "When a job's newest-fired succeeded run ended (from the database); absent when none.");
-		rc = store_job_last_success(s, max_jobs > LONG_MAX ? LONG_MAX : (long)max_jobs,
-					    last_ok_row, f, err);
-	}
+		rc = ok_series(f, s, max_jobs, err);
 	free(pbuf);
 	return rc;
 }

@@ -62,6 +62,12 @@ static bool decl_has(const char *decl, const char *key, size_t klen, decl_item *
 	return false;
 }
 
+bool model_param_reserved(const char *k, size_t len)
+{
+	size_t n = strlen(MODEL_PARAM_UPSTREAM);
+	return len >= n && strncmp(k, MODEL_PARAM_UPSTREAM, n) == 0;
+}
+
 int model_params_decl_check(const char *decl, dbcron_err *err)
 {
 	decl_item it;
@@ -74,6 +80,11 @@ int model_params_decl_check(const char *decl, dbcron_err *err)
 					      "'%.*s': a parameter key is [A-Za-z_][A-Za-z0-9_]*, "
 					      "at most %d bytes", (int)(it.klen > 80 ? 80 : it.klen),
 					      it.key, MODEL_PARAM_KEY_MAX);
+		if (model_param_reserved(it.key, it.klen))
+			return dbcron_err_set(err, DBCRON_EINVAL,
+					      "'%.*s': " MODEL_PARAM_UPSTREAM "* keys are reserved "
+					      "for job: reactions", (int)(it.klen > 80 ? 80 : it.klen),
+					      it.key);
 		if (it.dlen > MODEL_PARAM_VALUE_MAX)
 			return dbcron_err_set(err, DBCRON_EINVAL,
 					      "parameter '%.*s': its default is over %d bytes",
@@ -115,6 +126,10 @@ static int put_given(json_t *o, const char *job, const char *decl, const char *k
 		return dbcron_err_set(err, DBCRON_EINVAL,
 				      "parameter '%.*s': a key is [A-Za-z_][A-Za-z0-9_]*, at most %d bytes",
 				      (int)(klen > 80 ? 80 : klen), kv, MODEL_PARAM_KEY_MAX);
+	if (model_param_reserved(kv, klen))
+		return dbcron_err_set(err, DBCRON_EINVAL,
+				      "parameter '%.*s': " MODEL_PARAM_UPSTREAM "* keys are set by "
+				      "job: reactions only", (int)klen, kv);
 	if (strlen(eq + 1) > MODEL_PARAM_VALUE_MAX)
 		return dbcron_err_set(err, DBCRON_EINVAL, "parameter '%.*s': its value is over %d bytes",
 				      (int)klen, kv, MODEL_PARAM_VALUE_MAX);

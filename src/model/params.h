@@ -25,6 +25,16 @@
 /* [A-Za-z_][A-Za-z0-9_]*, 1 to MODEL_PARAM_KEY_MAX bytes (len of k). */
 bool model_param_key_ok(const char *k, size_t len);
 
+/* The keys a job: reaction gives the run it triggers (issue 26 item 2,
+ * docs/reactions.md): UPSTREAM_JOB, UPSTREAM_RUN_ID, UPSTREAM_STATE.  The
+ * prefix is reserved: no declaration names such a key and no trigger
+ * gives one (so a run's upstream is the reaction's word), yet a job that
+ * declares its keys still takes them from a reaction (they are not
+ * checked against the declaration).  A shell job sees them as
+ * DBCRON_UPSTREAM_*, not DBCRON_PARAM_UPSTREAM_*. */
+#define MODEL_PARAM_UPSTREAM "UPSTREAM_"
+bool model_param_reserved(const char *k, size_t len);
+
 /* A declaration "KEY[=DEFAULT],...": each key valid and once, each default
  * bounded, at most MODEL_PARAM_MAX.  DBCRON_EINVAL saying which item. */
 int model_params_decl_check(const char *decl, dbcron_err *err);

@@ -125,17 +125,19 @@ const char *model_react_targets(const dbcron_job *j, int kind)
 		return j->on_success;
 	case MODEL_REACT_MISFIRE:
 		return j->on_misfire;
+	case MODEL_REACT_OVERDUE:
+		return j->on_overdue;
 	default:
 		return NULL;
 	}
 }
 
-static const char *const kind_names[] = {NULL, "failure", "success", "misfire"};
+static const char *const kind_names[] = {NULL, "failure", "success", "misfire", "overdue"};
 static const char *const state_names[] = {NULL, "pending", "delivering", "delivered", "failed"};
 
 const char *model_react_kind_name(int kind)
 {
-	return kind > 0 && kind < 4 ? kind_names[kind] : "?";
+	return kind > 0 && kind < 5 ? kind_names[kind] : "?";
 }
 
 const char *model_event_state_name(int state)

@@ -41,6 +41,7 @@ typedef enum model_react_kind {
 	MODEL_REACT_FAILURE = 1, /* failed, timed out or abandoned, no retry left */
 	MODEL_REACT_SUCCESS = 2,
 	MODEL_REACT_MISFIRE = 3,
+	MODEL_REACT_OVERDUE = 4, /* no success for max_silence_ms (no run: run_id <= 0) */
 } model_react_kind;
 
 typedef enum model_event_state {

@@ -12,7 +12,8 @@
  *  nothing here waits on one delivery: the loop sleeps in the multi
  *    handle's poll (or poll(2) before the first webhook), which the wake
  *    pipe, a transfer's progress or a program's stdin ends, and at most
- *    50 ms while a program runs (it is collected by waitpid WNOHANG);
+ *    50 ms while a program runs (a look at its exit that does not wait,
+ *    proc_wait_until with a past deadline, then proc_reap);
  *  at a stop, work in progress gets until cut_at, then is cut and goes
  *    back as REACT_HANDBACK; deliveries not yet started stay on todo for
  *    react_finish to hand back.
@@ -90,6 +91,8 @@ void react_job_free(react_job *j)
 	dbcron__free(j->ev.target);
 	dbcron__free(j->ev.claim_token);
 	dbcron__free(j->body);
+	dbcron__free(j->run_user);
+	dbcron__free(j->run_group);
 	dbcron__free(j);
 }
 

@@ -169,6 +169,29 @@ out_oom:
 	return 1;
 }
 
+/* An exec: target runs as its job's --user and --group (docs/reactions.md):
+ * read here, on the db thread, for the delivery thread.  A job deleted
+ * since fails the event (no account to run it as, and never the node's
+ * instead); a store error leaves it for a retry.  0 when j is ready. */
+static int exec_account(store *s, react_job *j)
+{
+	dbcron_job job;
+	dbcron_err e = {0};
+	dbcron_job_init(&job);
+	int rc = store_job_get(s, j->ev.job_name, &job, &e);
+	if (rc) {
+		j->out = rc == DBCRON_ENOTFOUND ? REACT_FAILED : REACT_RETRY;
+		snprintf(j->why, sizeof(j->why), "%.400s%s", e.msg,
+			 rc == DBCRON_ENOTFOUND ? ": no user to run the program as" : "");
+		dbcron_job_clear(&job);
+		return -1;
+	}
+	j->run_user = job.user, job.user = NULL;
+	j->run_group = job.group, job.group = NULL;
+	dbcron_job_clear(&job);
+	return 0;
+}
+
 /* What was claimed: job:NAME done here, the others handed over. */
 static void take_claimed(react_deliverer *d, store *s, react_list *jobs)
 {
@@ -182,6 +205,8 @@ static void take_claimed(react_deliverer *d, store *s, react_list *jobs)
 			snprintf(j->why, sizeof(j->why), "%s", e.msg);
 		} else if ((j->kind = (int)kind) == MODEL_TARGET_JOB) {
 			j->out = react_trigger(s, &j->ev, j->why, sizeof(j->why));
+		} else if (kind == MODEL_TARGET_EXEC && exec_account(s, j) != 0) {
+			/* j->out and j->why say why */
 		} else if (!(j->body = react_event_body(s, &j->ev, d->node_id))) {
 			j->out = REACT_RETRY;
 			snprintf(j->why, sizeof(j->why), "out of memory building the event");
@@ -247,6 +272,29 @@ static int claim(react_deliverer *d, store *s, int64_t now, dbcron_err *err)
 	return DBCRON_OK;
 }
 
+/*
+ * Overdue (issue 26 item 1) is checked at the sweep, every 5 s on every
+ * node, rather than under the maintenance lease: the lease's pass comes
+ * once a minute (too coarse for a silence of seconds) and costs a lock
+ * round trip, while the sweep is already this node's periodic write on
+ * the db thread, and its claim right after delivers what the check
+ * raised.  Several nodes checking at once is harmless: the event's
+ * UNIQUE(run_id, kind, target), with the silent period as run_id, lets
+ * one insert win (store_overdue_raise), and the check is one indexed
+ * query for all jobs.  A failure is logged and tried at the next sweep.
+ */
+static void raise_overdue(react_deliverer *d, store *s)
+{
+	dbcron_err e = {0};
+	size_t raised = 0;
+	if (store_overdue_raise(s, &raised, &e))
+		dbcron__log(LOG_WARN, "event.overdue_failed", LOG_STR("node", d->node_id),
+			    LOG_STR("error", e.msg));
+	else if (raised)
+		dbcron__log(LOG_INFO, "event.overdue", LOG_STR("node", d->node_id),
+			    LOG_UINT("events", raised));
+}
+
 static int64_t next_claim(const react_deliverer *d)
 {
 	int64_t t = d->claim_at < d->sweep_at ? d->claim_at : d->sweep_at;
@@ -269,6 +317,8 @@ int react_step(react_deliverer *d, store *s, bool written, int64_t *wake_mono,
 	 * (the results of the ones out make room soon) */
 	bool room = REACT_MAX_OUT - d->out >= CLAIM_BATCH;
 	if (next_claim(d) <= now && room) {
+		if (d->sweep_at <= now)
+			raise_overdue(d, s);
 		if ((rc = claim(d, s, now, err)))
 			return rc;
 		/* the job: targets it ended */

@@ -31,6 +31,7 @@
 #include "core/timeutil.h"
 #include "exec/runas.h"
 #include "model/jobdef.h"
+#include "model/params.h"
 #include "model/target.h"
 #include "react/react_int.h"
 
@@ -42,11 +43,42 @@ extern char **environ;
 
 /* ---- job:NAME ---- */
 
+/* The triggered run's parameters: its upstream (model/params.h), the
+ * run whose end raised the event (for overdue, the last success, none
+ * before any; the state is then "overdue").  NULL when out of memory. */
+static char *upstream_params(store *s, const store_event *ev)
+{
+	dbcron_run r;
+	dbcron_err e = {0};
+	char id[24] = "";
+	memset(&r, 0, sizeof(r));
+	bool have_run = ev->run_id > 0 && store_run_get(s, ev->run_id, &r, &e) == DBCRON_OK;
+	if (ev->run_id > 0)
+		snprintf(id, sizeof(id), "%lld", (long long)ev->run_id);
+	const char *state = ev->kind == MODEL_REACT_OVERDUE ? "overdue"
+			    : have_run			     ? dbcron_run_state_name(r.state)
+							     : model_react_kind_name(ev->kind);
+	json_t *o = json_pack("{ssssss}", MODEL_PARAM_UPSTREAM "JOB", ev->job_name,
+			      MODEL_PARAM_UPSTREAM "RUN_ID", id, MODEL_PARAM_UPSTREAM "STATE", state);
+	dbcron_run_clear(&r);
+	char *text = o ? json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	json_decref(o);
+	char *out = text ? dbcron__strdup(text) : NULL;
+	free(text);
+	return out;
+}
+
 react_outcome react_trigger(store *s, const store_event *ev, char *buf, size_t len)
 {
 	int64_t run_id = 0, fire_at = 0;
 	dbcron_err e = {0};
-	int rc = store_job_trigger(s, ev->target + 4, &run_id, &fire_at, &e);
+	char *params = upstream_params(s, ev);
+	if (!params) {
+		snprintf(buf, len, "out of memory");
+		return REACT_RETRY;
+	}
+	int rc = store_job_trigger_params(s, ev->target + 4, params, &run_id, &fire_at, &e);
+	dbcron__free(params);
 	if (rc == DBCRON_OK) {
 		snprintf(buf, len, "run %lld", (long long)run_id);
 		return REACT_DELIVERED;
@@ -74,6 +106,31 @@ static void put(json_t *o, const char *k, json_t *v, bool *bad)
 		*bad = true;
 }
 
+/* An overdue event says since when the job has been silent and for how
+ * long at event_time: since its last success (the event's run, whose
+ * fields follow) or, before any, since the job was made. */
+static void put_silence(json_t *o, store *s, const store_event *ev, const dbcron_run *r,
+			bool have_run, bool *bad)
+{
+	char t[64];
+	int64_t since = have_run ? r->finished_ms : -1;
+	if (!have_run) {
+		dbcron_job j;
+		dbcron_err e = {0};
+		dbcron_job_init(&j);
+		if (store_job_get(s, ev->job_name, &j, &e) == DBCRON_OK)
+			since = j.created_ms;
+		dbcron_job_clear(&j);
+	}
+	if (since < 0) {
+		put(o, "silent_since", json_null(), bad);
+		put(o, "silent_seconds", json_null(), bad);
+		return;
+	}
+	put(o, "silent_since", json_string(model_time_text(since, t, sizeof(t))), bad);
+	put(o, "silent_seconds", json_integer((ev->created_ms - since) / 1000), bad);
+}
+
 char *react_event_body(store *s, const store_event *ev, const char *node_id)
 {
 	dbcron_run r;
@@ -88,11 +145,13 @@ char *react_event_body(store *s, const store_event *ev, const char *node_id)
 	put(o, "event_id", json_integer(ev->id), &bad);
 	put(o, "kind", json_string(model_react_kind_name(ev->kind)), &bad);
 	put(o, "job", json_string(ev->job_name), &bad);
-	put(o, "run_id", json_integer(ev->run_id), &bad);
+	put(o, "run_id", ev->run_id > 0 ? json_integer(ev->run_id) : json_null(), &bad);
 	put(o, "target", json_string(ev->target), &bad);
 	put(o, "delivery_attempt", json_integer(ev->attempts), &bad);
 	put(o, "event_time", json_string(model_time_text(ev->created_ms, t, sizeof(t))), &bad);
 	put(o, "delivered_by", json_string(node_id), &bad);
+	if (ev->kind == MODEL_REACT_OVERDUE)
+		put_silence(o, s, ev, &r, have_run, &bad);
 	if (have_run) {
 		put(o, "fire_time", json_string(model_time_text(r.fire_at, t, sizeof(t))), &bad);
 		put(o, "attempt", json_integer(r.attempt), &bad);
@@ -332,22 +391,25 @@ static void split_words(char *copy, char **argv, size_t n)
 	argv[k] = NULL;
 }
 
-/* The clean environment of a command job of the node's user, with the
- * event's facts. */
-static int exec_env(const store_event *ev, runas_env *env, runas_ident *id, char *buf,
+/* The clean environment of a command job of the job's user (HOME, USER,
+ * LOGNAME, SHELL, PATH: runas.h; not the job's --env, which is its
+ * command's), with the event's facts; *id who that is. */
+static int exec_env(const react_job *j, runas_env *env, runas_ident *id, char *buf,
 		    size_t len)
 {
-	dbcron_job blank;
+	dbcron_job acct;
 	dbcron_err e = {0};
 	char f0[64], f1[64], *facts[4];
-	dbcron_job_init(&blank);
-	int rc = runas_ident_resolve(&blank, "this node", id, &e);
-	snprintf(f0, sizeof(f0), "DBCRON_EVENT_ID=%lld", (long long)ev->id);
-	snprintf(f1, sizeof(f1), "DBCRON_EVENT_KIND=%s", model_react_kind_name(ev->kind));
+	dbcron_job_init(&acct);
+	acct.user = j->run_user; /* borrowed: never cleared */
+	acct.group = j->run_group;
+	int rc = runas_ident_resolve(&acct, "this node", id, &e);
+	snprintf(f0, sizeof(f0), "DBCRON_EVENT_ID=%lld", (long long)j->ev.id);
+	snprintf(f1, sizeof(f1), "DBCRON_EVENT_KIND=%s", model_react_kind_name(j->ev.kind));
 	facts[0] = f0;
 	facts[1] = f1;
 	facts[2] = NULL;
-	runas_env_src src = {.job = &blank, .id = id, .facts = facts};
+	runas_env_src src = {.job = &acct, .id = id, .facts = facts};
 	if (!rc)
 		rc = runas_env_build(&src, env, &e);
 	if (rc)
@@ -355,40 +417,72 @@ static int exec_env(const store_event *ev, runas_env *env, runas_ident *id, char
 	return rc;
 }
 
+/* Who the program runs as, for messages: "user 'nobody'". */
+static void exec_who(const react_job *j, char *buf, size_t len)
+{
+	buf[0] = '\0';
+	if (j->run_user)
+		snprintf(buf, len, "user '%s'", j->run_user);
+	else if (j->run_group)
+		snprintf(buf, len, "group '%s'", j->run_group);
+}
+
+/* The program through exec/proc.c, as a command job is started: its own
+ * process group and guard, the ids switched (needs root: otherwise the
+ * error says so, and the event fails with it, as such a job's run does),
+ * its user's home as the directory, only fds 0-2, none of our
+ * capabilities; the event on stdin through a pipe we feed. */
 bool react_exec_start(react_job *j)
 {
-	char *copy = dbcron__strdup(j->ev.target + 5), *argv[64];
+	char *copy = dbcron__strdup(j->ev.target + 5), *argv[64], who[300];
 	runas_env env = {0};
 	runas_ident id;
+	dbcron_err e = {0};
 	memset(&id, 0, sizeof(id));
 	int fds[2] = {-1, -1};
 	bool started = false;
 	j->out = REACT_RETRY;
-	posix_spawn_file_actions_t fa;
-	posix_spawn_file_actions_init(&fa);
 	if (!copy) {
 		snprintf(j->why, sizeof(j->why), "out of memory");
 		goto out_free;
 	}
 	split_words(copy, argv, sizeof(argv) / sizeof(argv[0]));
-	if (exec_env(&j->ev, &env, &id, j->why, sizeof(j->why)))
+	if (exec_env(j, &env, &id, j->why, sizeof(j->why)))
 		goto out_free;
 	/* close-on-exec from the start: a job forked meanwhile by another
-	 * thread must not hold the pipe open */
+	 * thread must not hold the pipe open; the read end above 2, as
+	 * proc_opts.stdin_fd asks */
 	if (pipe2(fds, O_CLOEXEC) || fcntl(fds[1], F_SETFL, O_NONBLOCK)) {
 		snprintf(j->why, sizeof(j->why), "pipe: %s", strerror(errno));
 		goto out_free;
 	}
-	posix_spawn_file_actions_adddup2(&fa, fds[0], 0);
-	posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-	posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-	int rc = posix_spawn(&j->pid, argv[0], &fa, NULL, argv, env.v);
-	if (rc) {
-		j->pid = 0;
-		snprintf(j->why, sizeof(j->why), "%s: %s", argv[0], strerror(rc));
-		j->out = rc == ENOENT || rc == EACCES ? REACT_FAILED : REACT_RETRY;
+	if (fds[0] <= 2) {
+		int hi = fcntl(fds[0], F_DUPFD_CLOEXEC, 3);
+		close(fds[0]);
+		if ((fds[0] = hi) < 0) {
+			snprintf(j->why, sizeof(j->why), "pipe: %s", strerror(errno));
+			goto out_free;
+		}
+	}
+	exec_who(j, who, sizeof(who));
+	proc_opts po = {
+		.argv = argv, .envp = env.v, .stdin_fd = fds[0],
+		.path = runas_env_get(&env, "PATH"), .set_ids = id.switch_ids,
+		.uid = id.uid, .gid = id.gid, .groups = id.groups, .ngroups = id.ngroups,
+		.who = who[0] ? who : NULL, .cwd = id.home ? id.home : "/", .cwd_or_root = true,
+		.close_fds = true, .no_caps = true,
+	};
+	memset(&j->prog, 0, sizeof(j->prog));
+	if (proc_spawn(&j->prog, &po, &e)) {
+		snprintf(j->why, sizeof(j->why), "%s", e.msg);
+		/* a missing program, or ids this node cannot switch to: no
+		 * retry mends them */
+		j->out = e.code == DBCRON_ENOTFOUND || strncmp(e.msg, "cannot run ", 11) == 0
+				 ? REACT_FAILED
+				 : REACT_RETRY;
 		goto out_free;
 	}
+	j->pid = j->prog.pid;
 	j->in_fd = fds[1];
 	fds[1] = -1;
 	j->in_off = 0;
@@ -399,7 +493,6 @@ out_free:
 		close(fds[0]);
 	if (fds[1] >= 0)
 		close(fds[1]);
-	posix_spawn_file_actions_destroy(&fa);
 	runas_env_free(&env);
 	runas_ident_clear(&id);
 	dbcron__free(copy);
@@ -441,18 +534,18 @@ bool react_exec_poll(react_job *j, int64_t now_mono)
 	char name[256];
 	if (j->in_fd >= 0)
 		exec_feed(j);
-	pid_t w = waitpid(j->pid, &status, WNOHANG);
-	if (w == 0 && now_mono < j->deadline)
+	/* a look without waiting (0: the deadline is past) */
+	bool done = proc_wait_until(&j->prog, 0);
+	if (!done && now_mono < j->deadline)
 		return false;
-	if (w == 0) {
+	if (!done) {
 		react_exec_cut(j);
 		snprintf(j->why, sizeof(j->why), "%s: killed after 30s",
 			 prog_name(j, name, sizeof(name)));
 		j->out = REACT_RETRY;
 		return true;
 	}
-	if (w < 0 && errno == EINTR)
-		return false;
+	int rc = proc_reap(&j->prog, &status);
 	j->pid = 0;
 	if (j->in_fd >= 0) {
 		close(j->in_fd);
@@ -460,8 +553,8 @@ bool react_exec_poll(react_job *j, int64_t now_mono)
 	}
 	j->out = REACT_RETRY;
 	prog_name(j, name, sizeof(name));
-	if (w < 0)
-		snprintf(j->why, sizeof(j->why), "%s: waitpid: %s", name, strerror(errno));
+	if (rc)
+		snprintf(j->why, sizeof(j->why), "%s: waitpid: %s", name, strerror(rc));
 	else if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		j->out = REACT_DELIVERED;
 	else if (WIFEXITED(status))
@@ -478,9 +571,9 @@ void react_exec_cut(react_job *j)
 		j->in_fd = -1;
 	}
 	if (j->pid > 0) {
-		kill(j->pid, SIGKILL);
-		while (waitpid(j->pid, NULL, 0) < 0 && errno == EINTR)
-			;
+		int status;
+		proc_signal(&j->prog, SIGKILL); /* the program's whole group */
+		proc_reap(&j->prog, &status);
 		j->pid = 0;
 	}
 }

@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "exec/proc.h"
 #include "react/react.h"
 #include "store/store.h"
 
@@ -45,7 +46,11 @@ typedef struct react_job {
 	/* delivery thread */
 	void *easy;         /* the transfer (CURL *) */
 	void *hdrs;         /* its headers (struct curl_slist *) */
-	pid_t pid;          /* the program, 0 none */
+	/* exec: the job's --user and --group, copied by the db thread (NULL:
+	 * the node's); the program runs as them (docs/reactions.md) */
+	char *run_user, *run_group;
+	proc prog;          /* the program (exec/proc.h) */
+	pid_t pid;          /* its pid while it is ours to reap, 0 none */
 	int in_fd;          /* its stdin while the body is written, -1 */
 	size_t in_off;      /* bytes of body written */
 	int64_t deadline;   /* mono ms: the program is killed then */

@@ -175,3 +175,85 @@ int store_event_finish(store *s, const store_event *ev, const char *node, int st
 	*applied = e.applied;
 	return rc;
 }
+
+/* ---- overdue ---- */
+
+typedef struct overdue_job {
+	int64_t id, period;
+	char *name, *targets;
+} overdue_job;
+
+typedef struct overdue_list {
+	overdue_job *v;
+	size_t n, cap;
+} overdue_list;
+
+static int overdue_one(store *s, void *arg, bool *stop, dbcron_err *err)
+{
+	overdue_list *l = arg;
+	bool oom = false;
+	*stop = false;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 8;
+		overdue_job *v = dbcron__realloc(l->v, cap * sizeof(*v));
+		if (!v)
+			return store__oom(err, "finding overdue jobs");
+		l->v = v, l->cap = cap;
+	}
+	overdue_job *o = &l->v[l->n];
+	o->id = store__i64(s, 0);
+	o->name = dup_text(s, 1, &oom);
+	o->targets = dup_text(s, 2, &oom);
+	o->period = store__i64(s, 3);
+	l->n++; /* freed with the list even when a copy failed */
+	return oom ? store__oom(err, "finding overdue jobs") : DBCRON_OK;
+}
+
+/* The jobs are read whole before the first insert: one statement's rows
+ * are not interleaved with another's on the same connection.  The read
+ * is outside a transaction, so the usual check (nothing overdue) takes no
+ * write lock (SQLite's is the whole file); a period raised meanwhile by
+ * another node is left alone by the insert (UNIQUE), so nothing is
+ * raised twice. */
+int store_overdue_raise(store *s, size_t *raised, dbcron_err *err)
+{
+	overdue_list l = {0};
+	int64_t now, changes;
+	int rc;
+	*raised = 0;
+	if ((rc = store_now_ms(s, &now, err)))
+		return rc;
+	store_param p[] = {sp_i64(now)};
+	if ((rc = store__each_row(s, ST_OVERDUE_FIND, p, 1, overdue_one, &l, err)) || !l.n)
+		goto out_free;
+	if ((rc = store__tx_begin(s, err)))
+		goto out_free;
+	for (size_t i = 0; i < l.n && !rc; i++) {
+		const char *list = l.v[i].targets, *t;
+		size_t len;
+		while (!rc && (t = model_targets_next(&list, &len))) {
+			char *one = dbcron__strndup(t, len);
+			if (!one) {
+				rc = store__oom(err, "raising overdue events");
+				break;
+			}
+			store_param q[] = {sp_i64(l.v[i].id), sp_text(l.v[i].name),
+					   sp_i64(l.v[i].period), sp_text(one), sp_i64(now)};
+			changes = 0;
+			rc = store__run(s, ST_OVERDUE_INSERT, q, 5, &changes, err);
+			*raised += changes > 0 ? (size_t)changes : 0;
+			dbcron__free(one);
+		}
+	}
+	if (!rc)
+		rc = store__tx_commit(s, err);
+	if (rc)
+		store__tx_rollback(s);
+out_free:
+	for (size_t i = 0; i < l.n; i++) {
+		dbcron__free(l.v[i].name);
+		dbcron__free(l.v[i].targets);
+	}
+	dbcron__free(l.v);
+	return rc;
+}

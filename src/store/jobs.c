@@ -95,7 +95,10 @@ static int last_ok_one(store *s, void *arg, bool *stop, dbcron_err *err)
 {
 	struct last_ok_each *e = arg;
 	const char *name = s->d->col_text(s->c, 0);
-	*stop = e->cb(e->ctx, name ? name : "", store__i64n(s, 1)) != 0;
+	store_last_ok j = {.name = name ? name : "", .finished_ms = store__i64n(s, 1),
+			   .max_silence_ms = store__i64(s, 2), .created_ms = store__i64(s, 3),
+			   .paused = store__i64(s, 4) != 0};
+	*stop = e->cb(e->ctx, &j) != 0;
 	return DBCRON_OK;
 }
 

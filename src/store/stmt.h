@@ -152,6 +152,12 @@
 	/* (id, node, token, state, next_at, error, now): the end of one delivery,   \
 	 * fenced on (id, node, token, DELIVERING) */                                 \
 	X(EVENT_FINISH, "ending a delivery", "fencing: a delivery taken away writes nothing") \
+	/* (now) -> job id, name, on_overdue, period, since: the jobs silent past \
+	 * max_silence_ms with no overdue event for the period yet (OVERDUE_FIND) */ \
+	X(OVERDUE_FIND, "finding overdue jobs", "")                                   \
+	/* (job_id, job_name, period, target, now): one overdue event; the period   \
+	 * (run_id) already there for this target is left alone */                  \
+	X(OVERDUE_INSERT, "raising overdue events", "one overdue event per silent period and target") \
 	/* batch [job_id, next_fire_at]: only where next_fire_at IS NULL */               \
 	X(JOBS_NEXT_IF_NULL, "rescheduling after-jobs", "")                              \
 	/* (id, incarnation, host, pid, workers, now, lease_ms) */                        \

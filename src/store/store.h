@@ -341,8 +341,14 @@ int store_jobs_named(store *s, const char *const *names, size_t n, store_job_cb 
 int store_job_page(store *s, const char *after, long limit, store_job_cb cb, void *ctx,
 		   dbcron_err *err);
 /* The first limit jobs by name, each with the finish time of its
- * newest-fired succeeded run (-1: none). */
-typedef int (*store_last_ok_cb)(void *ctx, const char *name, int64_t finished_ms);
+ * newest-fired succeeded run (-1: none) and what says whether it is
+ * overdue (its silence, when it was made, paused). */
+typedef struct store_last_ok {
+	const char *name;
+	int64_t finished_ms, max_silence_ms, created_ms;
+	bool paused;
+} store_last_ok;
+typedef int (*store_last_ok_cb)(void *ctx, const store_last_ok *j);
 int store_job_last_success(store *s, long limit, store_last_ok_cb cb, void *ctx,
 			   dbcron_err *err);
 /* A job's newest run by (fire_at, attempt) that is not SCHEDULED: what a
@@ -528,6 +534,14 @@ typedef struct store_event_end {
 } store_event_end;
 int store_events_finish(store *s, const char *node, store_event_end *ends, size_t n,
 			dbcron_err *err);
+/* Overdue (issue 26 item 1): one query finds every job silent past its
+ * max_silence_ms (no success since its last one, or since it was made)
+ * with no event for that silent period yet; when there are some, one
+ * transaction writes one event per on_overdue target for the period.  The period is the event's run_id: the last
+ * success's run id, or -job id before any; UNIQUE(run_id, kind, target)
+ * makes it once per period however many nodes check at once.  *raised:
+ * the events written. */
+int store_overdue_raise(store *s, size_t *raised, dbcron_err *err);
 int store_log_run(store *s, const dbcron_run *run, dbcron_err *err);
 int store_prune_runs(store *s, int64_t cutoff_ms, int64_t *deleted, dbcron_err *err);
 /* One batch of store_prune_runs: at most `limit` runs, the oldest first,

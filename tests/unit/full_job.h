@@ -58,6 +58,8 @@ static void full_job(dbcron_job *j, const char *name, bool handler)
 	j->on_failure = dbcron__strdup("job:full-after\nhttps://[::1]:8443/h?x=1\nexec:/bin/cat -n");
 	j->on_success = dbcron__strdup("http://127.0.0.1/ok");
 	j->on_misfire = dbcron__strdup("job:late");
+	j->max_silence_ms = 7200000;
+	j->on_overdue = dbcron__strdup("http://127.0.0.1/late\nexec:/bin/true");
 	if (handler) {
 		j->executor = DBCRON_EXEC_HANDLER;
 		j->handler = dbcron__strdup("sleep");

@@ -2927,6 +2927,121 @@ static void conf_test_events_batch(void **state)
 	store_claim_result_clear(&r);
 }
 
+/* ---- overdue (issue 26 item 1) ---- */
+
+/* A child raising overdue events on its own connection; the count it
+ * raised written to fd.  A busy database (SQLite's lock, a deadlock) is
+ * tried again. */
+static int conf_overdue_child(const char *url, int fd)
+{
+	store *s = NULL;
+	dbcron_err err = {0};
+	size_t raised = 0;
+	int rc;
+	if (store_open(url, &s, &err))
+		return 2;
+	for (int i = 0; i < 50; i++) {
+		if (!(rc = store_overdue_raise(s, &raised, &err)) || err.code != DBCRON_EBUSY)
+			break;
+		conf_sleep_ms(10);
+	}
+	store_close(s);
+	return !rc && write(fd, &raised, sizeof(raised)) == (ssize_t)sizeof(raised) ? 0 : 3;
+}
+
+static int64_t conf_overdue_count(conf_ctx *c, int64_t *run_id)
+{
+	conf_events es = {0};
+	int64_t n = 0;
+	CONF_OK(c, store_events_list(c->s, "od", 0, 100, conf_event_cb, &es, &c->err));
+	for (int i = 0; i < es.n; i++) {
+		assert_int_equal(es.e[i].kind, MODEL_REACT_OVERDUE);
+		if (i == 0 && run_id)
+			*run_id = es.e[i].run_id;
+		n++;
+	}
+	conf_events_clear(&es);
+	return n;
+}
+
+/*
+ * A job with no success for max_silence_ms gets one overdue event per
+ * target per silent period, however many connections raise at once; none
+ * again for the same period; a success starts a new period (its run id),
+ * which raises again once it too is silent.  A job without on_overdue, or
+ * still within its silence, raises nothing.
+ */
+static void conf_test_overdue(void **state)
+{
+	conf_ctx *c = *state;
+	enum { NKIDS = 4 };
+	int64_t now = conf_now(c), period = 0, tid = 0;
+	dbcron_job j[3];
+	const char *names[] = {"od", "od-quiet", "od-none"};
+	for (int i = 0; i < 3; i++) {
+		conf_job(&j[i], names[i], now + 3600000);
+		j[i].max_silence_ms = i == 1 ? 3600000 : 50;
+		j[i].on_overdue = i == 2 ? NULL : dbcron__strdup("http://h/o\nexec:/bin/true");
+	}
+	CONF_OK(c, conf_upsert(c, j, 3));
+	for (int i = 0; i < 3; i++)
+		dbcron_job_clear(&j[i]);
+	conf_sleep_ms(120);
+
+	FILE *out = tmpfile();
+	assert_non_null(out);
+	pid_t kids[NKIDS];
+	fflush(NULL);
+	for (int i = 0; i < NKIDS; i++) {
+		kids[i] = fork();
+		assert_true(kids[i] >= 0);
+		if (kids[i] == 0)
+			_exit(conf_overdue_child(c->url, fileno(out)));
+	}
+	for (int i = 0; i < NKIDS; i++) {
+		int st = 0;
+		assert_int_equal(waitpid(kids[i], &st, 0), kids[i]);
+		assert_true(WIFEXITED(st));
+		assert_int_equal(WEXITSTATUS(st), 0);
+	}
+	rewind(out);
+	size_t got[NKIDS] = {0}, sum = 0;
+	assert_int_equal(fread(got, sizeof(got[0]), NKIDS, out), NKIDS);
+	fclose(out);
+	for (int i = 0; i < NKIDS; i++)
+		sum += got[i];
+	assert_int_equal(sum, 2); /* the two targets of od, once */
+	assert_int_equal(conf_overdue_count(c, &period), 2);
+	assert_true(period < 0); /* no success yet: the period is the job's */
+	size_t raised = 9;
+	CONF_OK(c, store_overdue_raise(c->s, &raised, &c->err));
+	assert_int_equal(raised, 0);
+
+	/* a success ends the period; the next silence raises once more */
+	store_node_info na;
+	conf_node(&na, "A", "inc-a", 60000);
+	CONF_OK(c, store_node_register(c->s, &na, &c->err));
+	CONF_OK(c, store_job_trigger(c->s, "od", &tid, NULL, &c->err));
+	conf_planner p = {.stop = -1, .step = 60000};
+	store_claim_result r;
+	CONF_OK(c, conf_claim(c, c->s, "A", "to", 10, &p, &r));
+	assert_int_equal(r.nruns, 1);
+	store_update u = conf_update(&r.runs[0], DBCRON_RUN_SUCCEEDED);
+	u.started_ms = u.finished_ms = conf_now(c); /* as a node writes it */
+	CONF_OK(c, store_apply(c->s, "A", &u, 1, &c->err));
+	assert_true(u.applied);
+	CONF_OK(c, store_overdue_raise(c->s, &raised, &c->err));
+	assert_int_equal(raised, 0);
+	conf_sleep_ms(120);
+	CONF_OK(c, store_overdue_raise(c->s, &raised, &c->err));
+	assert_int_equal(raised, 2);
+	CONF_OK(c, store_overdue_raise(c->s, &raised, &c->err));
+	assert_int_equal(raised, 0);
+	assert_int_equal(conf_overdue_count(c, &period), 4);
+	assert_int_equal(period, r.runs[0].run.id); /* newest first */
+	store_claim_result_clear(&r);
+}
+
 #define CONF_T(fn) cmocka_unit_test_setup_teardown(fn, conf_setup, conf_teardown)
 
 #define STORE_CONFORMANCE_TESTS                                                 \
@@ -2950,6 +3065,7 @@ static void conf_test_events_batch(void **state)
 	CONF_T(conf_test_node_handlers_add),                                    \
 	CONF_T(conf_test_apply), CONF_T(conf_test_apply_state_machine),         \
 	CONF_T(conf_test_events), CONF_T(conf_test_events_batch),               \
+	CONF_T(conf_test_overdue),                                              \
 	CONF_T(conf_test_reap), CONF_T(conf_test_node_register_resolves),       \
 	CONF_T(conf_test_run_cancel), CONF_T(conf_test_reap_cancelled),        \
 	CONF_T(conf_test_trigger_params),                                       \

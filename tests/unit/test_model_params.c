@@ -36,6 +36,10 @@ static void test_decl(void **state)
 	assert_int_equal(model_params_decl_check("a,", &err), DBCRON_EINVAL);
 	assert_int_equal(model_params_decl_check("", &err), DBCRON_EINVAL);
 	assert_int_equal(model_params_decl_check("a-b", &err), DBCRON_EINVAL);
+	/* UPSTREAM_* is the job: reactions' (issue 26 item 2) */
+	assert_int_equal(model_params_decl_check("a,UPSTREAM_JOB", &err), DBCRON_EINVAL);
+	assert_non_null(strstr(err.msg, "reserved"));
+	assert_int_equal(model_params_decl_check("UPSTREAMX,UPSTREAM", &err), DBCRON_OK);
 	char many[400] = "";
 	for (int i = 0; i < MODEL_PARAM_MAX + 1; i++)
 		snprintf(many + strlen(many), sizeof(many) - strlen(many), "%sk%d", i ? "," : "", i);
@@ -57,6 +61,9 @@ static void test_for_run(void **state)
 	assert_int_equal(model_params_for_run("j", "X,region=eu,n=1", one, 1, &json, &err), DBCRON_OK);
 	assert_string_equal(json, "{\"n\":\"1\",\"region\":\"us\"}");
 	dbcron__free(json);
+	const char *up[] = {"UPSTREAM_STATE=failed"};
+	assert_int_equal(model_params_for_run("j", NULL, up, 1, &json, &err), DBCRON_EINVAL);
+	assert_non_null(strstr(err.msg, "job: reactions only"));
 	assert_int_equal(model_params_for_run("j", NULL, NULL, 0, &json, &err), DBCRON_OK);
 	assert_null(json);
 	const char *bad[] = {"other=1"};

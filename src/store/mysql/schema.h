@@ -16,7 +16,7 @@
 #define DBCRON_STORE_MYSQL_SCHEMA_H
 
 /* Highest migration this binary knows. */
-#define DBCRON_MY_SCHEMA_VERSION 10
+#define DBCRON_MY_SCHEMA_VERSION 11
 
 #define MY_TABLE_OPTS " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
 
@@ -229,6 +229,17 @@ static const char *const my_migration_10[] = {
 	NULL,
 };
 
+/* 11: overdue (issue 26 item 1, docs/reactions.md): no success for
+ * max_silence_ms (0: never) raises one event per silent period to
+ * on_overdue's targets; a job's last success is found through
+ * runs_job_state (job_id, state). */
+/* overdue: renumber at merge */
+static const char *const my_migration_11[] = {
+	"ALTER TABLE jobs ADD COLUMN IF NOT EXISTS max_silence_ms BIGINT NOT NULL DEFAULT 0, "
+	"ADD COLUMN IF NOT EXISTS on_overdue TEXT NULL",
+	NULL,
+};
+
 static const struct {
 	int version;
 	const char *const *stmts;
@@ -243,6 +254,7 @@ static const struct {
 	{8, my_migration_8},
 	{9, my_migration_9},
 	{10, my_migration_10},
+	{11, my_migration_11},
 };
 
 _Static_assert(sizeof(my_migrations) / sizeof(my_migrations[0]) == DBCRON_MY_SCHEMA_VERSION,

@@ -7,7 +7,7 @@
 #define DBCRON_STORE_PG_SCHEMA_H
 
 /* Highest migration this binary knows. */
-#define DBCRON_PG_SCHEMA_VERSION 11
+#define DBCRON_PG_SCHEMA_VERSION 12
 
 static const char *const migration_1[] = {
 	"CREATE TABLE jobs ("
@@ -205,6 +205,17 @@ static const char *const migration_11[] = {
 	NULL,
 };
 
+/* 12: overdue (issue 26 item 1, docs/reactions.md): no success for
+ * max_silence_ms (0: never) raises one event per silent period to
+ * on_overdue's targets; a job's last success is found through
+ * runs_job_state (job_id, state). */
+/* overdue: renumber at merge */
+static const char *const migration_12[] = {
+	"ALTER TABLE jobs ADD COLUMN max_silence_ms BIGINT NOT NULL DEFAULT 0, "
+	"ADD COLUMN on_overdue TEXT",
+	NULL,
+};
+
 static const struct {
 	int version;
 	const char *const *stmts;
@@ -220,6 +231,7 @@ static const struct {
 	{9, migration_9},
 	{10, migration_10},
 	{11, migration_11},
+	{12, migration_12},
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == DBCRON_PG_SCHEMA_VERSION,

@@ -49,8 +49,8 @@ static const char *const sql[ST__COUNT] = {
 	[ST_JOB_BRIEF] = "SELECT name, next_fire_at, paused::int FROM jobs ORDER BY name",
 	[ST_JOB_LAST_OK] =
 		"SELECT j.name, (SELECT r.finished_ms FROM runs r WHERE r.job_id = j.id AND "
-		"r.state = " SQL_RS_SUCCEEDED " ORDER BY r.fire_at DESC, r.attempt DESC LIMIT 1) FROM jobs j "
-		"ORDER BY j.name LIMIT $1::bigint",
+		"r.state = " SQL_RS_SUCCEEDED " ORDER BY r.fire_at DESC, r.attempt DESC LIMIT 1), j.max_silence_ms, "
+		"j.created_ms, CASE WHEN j.paused THEN 1 ELSE 0 END FROM jobs j ORDER BY j.name LIMIT $1::bigint",
 	/* one LATERAL probe of runs' UNIQUE index, backwards, per job */
 	[ST_JOBS_LAST_RUN] =
 		"SELECT v.id, r.id, r.state, r.finished_ms FROM unnest($1::bigint[]) v(id) "
@@ -201,6 +201,18 @@ static const char *const sql[ST__COUNT] = {
 		"$4::int = 1 THEN NULL ELSE node END, claim_token = CASE WHEN $4::int = 1 THEN "
 		"NULL ELSE claim_token END WHERE id = $1::bigint AND node = $2::text AND "
 		"claim_token = $3::text AND state = 2",
+	[ST_OVERDUE_FIND] =
+		"SELECT x.id, x.name, x.on_overdue, coalesce(x.ok, -x.id), coalesce(r.finished_ms, "
+		"x.created_ms) FROM (SELECT j.id, j.name, j.on_overdue, j.max_silence_ms, j.created_ms, "
+		"(SELECT max(o.id) FROM runs o WHERE o.job_id = j.id AND o.state = " SQL_RS_SUCCEEDED
+		") AS ok FROM jobs j WHERE j.max_silence_ms > 0 AND j.on_overdue IS NOT NULL AND "
+		"NOT j.paused AND j.set_aside IS NULL) x LEFT JOIN runs r ON r.id = x.ok WHERE "
+		"coalesce(r.finished_ms, x.created_ms) + x.max_silence_ms <= $1::bigint AND NOT EXISTS (SELECT "
+		"1 FROM events e WHERE e.run_id = coalesce(x.ok, -x.id) AND e.kind = 4)",
+	[ST_OVERDUE_INSERT] =
+		"INSERT INTO events (job_id, job_name, run_id, kind, target, state, next_at, "
+		"created_ms) VALUES ($1::bigint, $2::text, $3::bigint, 4, $4::text, 1, $5::bigint, "
+		"$5::bigint) ON CONFLICT DO NOTHING",
 	[ST_JOBS_NEXT_IF_NULL] =
 		"UPDATE jobs SET next_fire_at = v.n FROM unnest($1::bigint[], $2::bigint[]) "
 		"v(id, n) WHERE jobs.id = v.id AND jobs.next_fire_at IS NULL",

@@ -223,6 +223,13 @@ static const char *const sqlite_migrations[] = {
 	"ALTER TABLE jobs ADD COLUMN params TEXT;\n"
 	"CREATE INDEX runs_cancel ON runs(node)"
 	" WHERE cancel_requested_at IS NOT NULL AND state IN (1, 2);\n",
+	/* 13: overdue (issue 26 item 1, docs/reactions.md): no success for
+	 * max_silence_ms (0: never) raises one event per silent period to
+	 * on_overdue's targets.  No index of its own: the check finds a
+	 * job's last success through runs_job_state (job_id, state). */
+	/* overdue: renumber at merge */
+	"ALTER TABLE jobs ADD COLUMN max_silence_ms INTEGER NOT NULL DEFAULT 0;\n"
+	"ALTER TABLE jobs ADD COLUMN on_overdue TEXT;\n",
 };
 
 #define SQLITE_SCHEMA_VERSION \

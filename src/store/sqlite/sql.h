@@ -45,8 +45,8 @@ static const char *const sql[ST__COUNT] = {
 	[ST_JOB_BRIEF] = "SELECT name, next_fire_at, paused FROM jobs ORDER BY name",
 	[ST_JOB_LAST_OK] =
 		"SELECT j.name, (SELECT r.finished_ms FROM runs r WHERE r.job_id = j.id AND "
-		"r.state = " SQL_RS_SUCCEEDED " ORDER BY r.fire_at DESC, r.attempt DESC LIMIT 1) FROM jobs j "
-		"ORDER BY j.name LIMIT ?1",
+		"r.state = " SQL_RS_SUCCEEDED " ORDER BY r.fire_at DESC, r.attempt DESC LIMIT 1), j.max_silence_ms, "
+		"j.created_ms, CASE WHEN j.paused THEN 1 ELSE 0 END FROM jobs j ORDER BY j.name LIMIT ?1",
 	/* the scalar subquery walks runs' UNIQUE index backwards per job */
 	[ST_JOBS_LAST_RUN] =
 		"SELECT r.job_id, r.id, r.state, r.finished_ms FROM (SELECT (SELECT x.id FROM "
@@ -175,6 +175,17 @@ static const char *const sql[ST__COUNT] = {
 		"CASE WHEN ?4 >= 3 THEN ?7 END, node = CASE WHEN ?4 = 1 THEN NULL ELSE node "
 		"END, claim_token = CASE WHEN ?4 = 1 THEN NULL ELSE claim_token END WHERE id = "
 		"?1 AND node = ?2 AND claim_token = ?3 AND state = 2",
+	[ST_OVERDUE_FIND] =
+		"SELECT x.id, x.name, x.on_overdue, coalesce(x.ok, -x.id), coalesce(r.finished_ms, "
+		"x.created_ms) FROM (SELECT j.id, j.name, j.on_overdue, j.max_silence_ms, j.created_ms, "
+		"(SELECT max(o.id) FROM runs o WHERE o.job_id = j.id AND o.state = " SQL_RS_SUCCEEDED
+		") AS ok FROM jobs j WHERE j.max_silence_ms > 0 AND j.on_overdue IS NOT NULL AND "
+		"NOT j.paused AND j.set_aside IS NULL) x LEFT JOIN runs r ON r.id = x.ok WHERE "
+		"coalesce(r.finished_ms, x.created_ms) + x.max_silence_ms <= ?1 AND NOT EXISTS (SELECT "
+		"1 FROM events e WHERE e.run_id = coalesce(x.ok, -x.id) AND e.kind = 4)",
+	[ST_OVERDUE_INSERT] =
+		"INSERT INTO events(job_id, job_name, run_id, kind, target, state, next_at, "
+		"created_ms) VALUES (?1, ?2, ?3, 4, ?4, 1, ?5, ?5) ON CONFLICT DO NOTHING",
 	[ST_JOBS_NEXT_IF_NULL] = "UPDATE jobs SET next_fire_at = " R(01) " WHERE id = "
 				 R(00) " AND next_fire_at IS NULL",
 	[ST_NODE_UPSERT] =
