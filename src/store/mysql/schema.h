@@ -233,7 +233,6 @@ static const char *const my_migration_10[] = {
  * max_silence_ms (0: never) raises one event per silent period to
  * on_overdue's targets; a job's last success is found through
  * runs_job_state (job_id, state). */
-/* overdue: renumber at merge */
 static const char *const my_migration_11[] = {
 	"ALTER TABLE jobs ADD COLUMN IF NOT EXISTS max_silence_ms BIGINT NOT NULL DEFAULT 0, "
 	"ADD COLUMN IF NOT EXISTS on_overdue TEXT NULL",

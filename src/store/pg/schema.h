@@ -209,7 +209,6 @@ static const char *const migration_11[] = {
  * max_silence_ms (0: never) raises one event per silent period to
  * on_overdue's targets; a job's last success is found through
  * runs_job_state (job_id, state). */
-/* overdue: renumber at merge */
 static const char *const migration_12[] = {
 	"ALTER TABLE jobs ADD COLUMN max_silence_ms BIGINT NOT NULL DEFAULT 0, "
 	"ADD COLUMN on_overdue TEXT",

@@ -227,7 +227,6 @@ static const char *const sqlite_migrations[] = {
 	 * max_silence_ms (0: never) raises one event per silent period to
 	 * on_overdue's targets.  No index of its own: the check finds a
 	 * job's last success through runs_job_state (job_id, state). */
-	/* overdue: renumber at merge */
 	"ALTER TABLE jobs ADD COLUMN max_silence_ms INTEGER NOT NULL DEFAULT 0;\n"
 	"ALTER TABLE jobs ADD COLUMN on_overdue TEXT;\n",
 };
