@@ -58,6 +58,10 @@ wait "$reaper" || true
 expect_rc 0 job add long --at now -- /bin/sh -c "echo \$\$ > $T_DIR/long.pid; exec sleep 300"
 t_bg "$DBCRON_BIN" node --node-id busy1 "${FAST[@]}"
 wait_until 120 test -s "$T_DIR/long.pid"
+# the start is written a moment after the command started: kill the node
+# only once the database says RUNNING (under ASan in CI the kill came first)
+busy_running() { [ "$(dbq "select count(*) from runs where node = 'busy1' and state = 2")" = 1 ]; }
+wait_until 120 busy_running || fail "busy1's run never showed RUNNING in the database"
 kill -KILL "$T_BG_PID"
 kill -KILL "$(cat "$T_DIR/long.pid")" 2>/dev/null || true
 t_bg "$DBCRON_BIN" node --node-id unreaped1 "${FAST[@]}"
