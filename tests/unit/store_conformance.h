@@ -2023,6 +2023,10 @@ static void conf_test_trigger_params(void **state)
 	dbcron_run_clear(&run);
 	conf_planner p = {.stop = -1, .step = 60000};
 	store_claim_result r;
+	/* two triggers in one millisecond: the second's fire time is bumped
+	 * a millisecond on, past a claim in that same millisecond (horizon 0;
+	 * CI saw 1 run of 2) */
+	conf_sleep_ms(5);
 	CONF_OK(c, conf_claim(c, c->s, "A", "ta", 10, &p, &r));
 	assert_int_equal(r.nruns, 2);
 	const store_claimed *cp = r.runs[0].run.id == id ? &r.runs[0] : &r.runs[1];
