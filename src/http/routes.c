@@ -349,6 +349,19 @@ static void job_verb(const http_call *c, const char *name, const char *verb, htt
 
 static bool parse_count(const char *v, long max, long *out);
 
+/* The "limit" argument into *out (left as the caller's default when
+ * absent); false after replying 400 when it is not a whole number from 1
+ * to max.  One rule for every listing route. */
+static bool arg_limit(const http_call *c, http_reply *rep, long max, long *out)
+{
+	const char *v = arg(c, "limit");
+	if (!v || parse_count(v, max, out))
+		return true;
+	http__error(rep, MHD_HTTP_BAD_REQUEST, "invalid",
+		    "limit '%.40s': expected a whole number from 1 to %ld", v, max);
+	return false;
+}
+
 static void route_jobs(const http_call *c, const char *rest, http_reply *rep)
 {
 	dbcron_err err = {0};
@@ -360,10 +373,8 @@ static void route_jobs(const http_call *c, const char *rest, http_reply *rep)
 			return method_not_allowed(rep, "GET");
 		if (!may_read(c, rep))
 			return;
-		if ((v = arg(c, "limit")) && !parse_count(v, APP_JOBS_PAGE_MAX, &limit))
-			return http__error(rep, MHD_HTTP_BAD_REQUEST, "invalid",
-					   "limit '%.40s': expected a whole number from 1 to %d", v,
-					   APP_JOBS_PAGE_MAX);
+		if (!arg_limit(c, rep, APP_JOBS_PAGE_MAX, &limit))
+			return;
 		app_jobs_query q = {.cursor = arg(c, "cursor"), .limit = limit, .match = arg(c, "q")};
 		if ((v = arg(c, "strip")) && strcmp(v, "0") &&
 		    !parse_count(v, APP_STRIP_MAX, &q.strip))
@@ -480,10 +491,8 @@ static void route_runs(const http_call *c, const char *rest, http_reply *rep)
 					   "state '%.40s': expected scheduled, running, succeeded, failed, timed_out, skipped, misfired, abandoned or cancelled",
 					   v);
 	}
-	if ((v = arg(c, "limit")) && !parse_count(v, RUNS_PAGE_MAX, &f.limit))
-		return http__error(rep, MHD_HTTP_BAD_REQUEST, "invalid",
-				   "limit '%.40s': expected a whole number from 1 to %d", v,
-				   RUNS_PAGE_MAX);
+	if (!arg_limit(c, rep, RUNS_PAGE_MAX, &f.limit))
+		return;
 	if (f.job && !*f.job)
 		f.job = NULL;
 	if ((v = arg(c, "since")) && *v) {
@@ -514,10 +523,8 @@ static void route_audit(const http_call *c, http_reply *rep)
 		return;
 	store_audit_filter f = {.job = arg(c, "job"), .since_ms = -1, .limit = RUNS_PAGE_DEFAULT};
 	const char *v;
-	if ((v = arg(c, "limit")) && !parse_count(v, RUNS_PAGE_MAX, &f.limit))
-		return http__error(rep, MHD_HTTP_BAD_REQUEST, "invalid",
-				   "limit '%.40s': expected a whole number from 1 to %d", v,
-				   RUNS_PAGE_MAX);
+	if (!arg_limit(c, rep, RUNS_PAGE_MAX, &f.limit))
+		return;
 	if (f.job && !*f.job)
 		f.job = NULL;
 	if ((v = arg(c, "since")) && *v) {
@@ -776,12 +783,9 @@ static void route_all(const http_call *c, http_reply *rep)
 			return method_not_allowed(rep, "GET");
 		if (!may_read(c, rep))
 			return;
-		const char *lim = arg(c, "limit");
-		char *end = NULL;
-		long n = lim ? strtol(lim, &end, 10) : 0;
-		if (lim && (!*lim || *end || n < 1))
-			return http__error(rep, MHD_HTTP_BAD_REQUEST, "bad_request",
-					   "limit '%.50s': expected a positive integer", lim);
+		long n = 0; /* the listing's own default */
+		if (!arg_limit(c, rep, RUNS_PAGE_MAX, &n))
+			return;
 		if (app_events_list(c->st, arg(c, "job"), arg(c, "state"), n, &j, &err))
 			return from_err(rep, &err);
 		return ok(rep, MHD_HTTP_OK, json_pack("{s:o}", "events", j));

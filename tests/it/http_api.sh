@@ -330,6 +330,13 @@ expect 400 GET "/api/v1/runs?state=bogus" "$READER"
 assert_contains "$(jget .error.message)" "state 'bogus'"
 expect 400 GET "/api/v1/runs?limit=0" "$READER"
 expect 400 GET "/api/v1/runs?limit=1001" "$READER"
+# every listing route checks limit by one rule, with one message
+for r in events audit; do
+	expect 400 GET "/api/v1/$r?limit=0" "$READER"
+	assert_contains "$(jget .error.message)" "expected a whole number from 1 to 1000"
+	expect 400 GET "/api/v1/$r?limit=12x" "$READER"
+	expect 200 GET "/api/v1/$r?limit=5" "$READER"
+done
 expect 400 GET "/api/v1/runs?cursor=garbage" "$READER"
 expect 400 GET "/api/v1/runs?since=yesterday-ish" "$READER"
 expect 200 GET "/api/v1/runs?since=$(($(date +%s) - 3600))&job=quiet" "$READER"
