@@ -5,7 +5,7 @@ BUILD   ?= build
 CMAKE   ?= cmake
 FUZZ_SECONDS ?= 60
 
-.PHONY: screenshots all deps build install deb run test failover-test galera-test asan asan-test tsan tsan-test fuzz fuzz-smoke bench mutate mutate-ci clean
+.PHONY: screenshots all deps build install deb run test failover-test galera-test asan asan-test tsan tsan-test fuzz fuzz-smoke bench bench-compare mutate mutate-ci clean
 
 all: build
 
@@ -109,6 +109,11 @@ fuzz-smoke: fuzz
 
 bench: build
 	@bash bench/run.sh $(BUILD)
+
+# The ratio table of issue 30: limit scripts against W2 on every backend,
+# W1 on PostgreSQL, durable servers, one session (~15 minutes).
+bench-compare: build
+	@bash bench/compare.sh $(BUILD)
 
 # The mutation check (docs/testing.md): every mutant of
 # tests/mutants/mutants.tsv planted in turn in a scratch copy, its tests run.

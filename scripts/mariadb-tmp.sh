@@ -7,7 +7,8 @@
 #   mariadb-tmp.sh restart DIR -> stop and start it again (the outage tests)
 #   mariadb-tmp.sh outage DIR SECS -> stop the server, wait SECS, start it again
 # Never the system service: no defaults files are read, and as root the
-# server runs as the "mysql" user.
+# server runs as the "mysql" user.  MARIADB_TMP_DURABLE=1 flushes the redo
+# log at every commit (benchmark figures that count: bench/compare.sh).
 set -euo pipefail
 cmd=$1 dir=$2
 for b in mariadbd mysqld; do
@@ -20,11 +21,12 @@ as_user=()
 [ "$(id -u)" -eq 0 ] && as_user=(--user=mysql)
 
 run_server() {
-  local port
+  local port flush=0
   port=$(cat "$dir/port")
+  [ "${MARIADB_TMP_DURABLE:-0}" = 1 ] && flush=1
   "$server" --no-defaults --datadir="$dir/data" --socket="$dir/sock" --port="$port" \
     --bind-address=127.0.0.1 --pid-file="$dir/pid" --log-error="$dir/server.log" --tmpdir="$dir/tmp" \
-    --skip-name-resolve --innodb-flush-log-at-trx-commit=0 --sync-binlog=0 \
+    --skip-name-resolve --innodb-flush-log-at-trx-commit=$flush --sync-binlog=0 \
     --innodb-buffer-pool-size=256M --max-connections=300 --character-set-server=utf8mb4 \
     --collation-server=utf8mb4_bin "${as_user[@]}" >/dev/null 2>&1 &
   local spid=$!

@@ -6,6 +6,9 @@
 #   pg-tmp.sh restart DIR -> pg_ctl restart (used by the outage tests)
 #   pg-tmp.sh outage DIR SECS -> stop the server, wait SECS, start it again
 # As root the server runs as the "postgres" user (PostgreSQL refuses root).
+# PG_TMP_DURABLE=1 keeps fsync and synchronous commits on (the settings a
+# benchmark figure that counts is measured with: bench/compare.sh); tests
+# run without them.
 set -euo pipefail
 cmd=$1 dir=$2
 bindir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
@@ -27,12 +30,12 @@ listen_addresses = '127.0.0.1'
 port = $port
 unix_socket_directories = '$dir'
 max_connections = 200
-fsync = off
-synchronous_commit = off
-full_page_writes = off
 shared_buffers = 256MB
 shared_preload_libraries = 'pg_stat_statements'
 CONF
+  if [ "${PG_TMP_DURABLE:-0}" != 1 ]; then
+    printf 'fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n' >>"$dir/data/postgresql.conf"
+  fi
   # a random private port; another one if it was taken (servers started
   # side by side)
   for try in 1 2 3 4 5; do
