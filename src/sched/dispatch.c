@@ -4,8 +4,10 @@
  * (database clock mapped onto CLOCK_MONOTONIC), decides start or hold by
  * the job's misfire and overlap policies; a fire to run goes to the fast
  * pool, or to the slow pool when its job has been slow lately.  A worker
- * runs it to the end, records the outcome for the db thread and starts the
- * next fire its job was holding.
+ * starts it through the executor table (exec_start): a synchronous
+ * executor runs it to the end there, an asynchronous one (HTTP) on its own
+ * thread; either way run_ended records the outcome for the db thread and
+ * starts the next fire its job was holding.
  *
  * Invariants kept here:
  *  4 nothing starts while the lease is not known to be valid (a node
@@ -396,6 +398,14 @@ static void kv_free(run_kv *a)
 		dbcron__free(a->v[i]);
 }
 
+static void run_ended(void *arg);
+
+/* A worker's part of a fire: the last lease check, then the start through
+ * the executor table (exec_start).  A synchronous executor runs the job
+ * here and run_ended follows on this thread; one with a start hook (HTTP)
+ * takes the run to its own thread and calls run_ended from there, so the
+ * worker is free while the run waits.  f is not touched after exec_start:
+ * run_ended may already have handed it to the db thread. */
 static void worker_main(void *arg)
 {
 	fire *f = arg;
@@ -433,10 +443,21 @@ static void worker_main(void *arg)
 		f->res.state = DBCRON_RUN_FAILED;
 		f->res.mono_start_ms = f->res.mono_end_ms = dbcron__mono_ms();
 		exec__set_error(&f->res, "out of memory reading the run's parameters");
+		run_ended(f);
 	} else {
-		exec_run(&req, &f->res);
+		exec_start(&req, &f->res, run_ended, f);
 	}
 	kv_free(&kv);
+}
+
+/* The run of f has ended (f->res filled): on the worker that started it,
+ * or on an asynchronous executor's thread, whose lines go to the node's
+ * log for the while. */
+static void run_ended(void *arg)
+{
+	fire *f = arg;
+	dbcron_node *n = f->node;
+	const dbcron__log_sink *prev = dbcron__log_bind(&n->log);
 	f->finished_db = node_db_now(n);
 	int64_t took = f->res.mono_end_ms - f->res.mono_start_ms;
 
@@ -479,6 +500,7 @@ static void worker_main(void *arg)
 
 	if (next)
 		dispatch_submit(n, next);
+	dbcron__log_bind(prev);
 }
 
 void dispatch_sweep_jobs(dbcron_node *n, int64_t now_mono)
