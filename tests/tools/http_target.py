@@ -30,6 +30,10 @@ seen = set()
 
 class Target(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # the head and the body in one write, sent at once: unbuffered with
+    # Nagle on, the body waited for the client's delayed ACK (40 ms)
+    wbufsize = 65536
+    disable_nagle_algorithm = True
 
     def record(self, body):
         with lock:
