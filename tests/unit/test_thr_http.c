@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -106,12 +107,19 @@ static void on_done(void *ctx)
 	pthread_mutex_unlock(&ends.mu);
 }
 
-static void wait_ends(int n)
+/* Waits for n ends in all; false after 10 s without them. */
+static bool wait_ends(int n)
 {
+	struct timespec dl;
+	int rc = 0;
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += 10;
 	pthread_mutex_lock(&ends.mu);
-	while (ends.n < n)
-		pthread_cond_wait(&ends.cv, &ends.mu);
+	while (ends.n < n && rc == 0)
+		rc = pthread_cond_timedwait(&ends.cv, &ends.mu, &dl);
+	bool ok = ends.n >= n;
 	pthread_mutex_unlock(&ends.mu);
+	return ok;
 }
 
 #define MANY 200
@@ -141,7 +149,8 @@ static void test_runs(void **state)
 	int64_t t0 = dbcron__mono_ms();
 	for (int i = 0; i < MANY; i++)
 		atomic_store(&cancel[i].requested, 1);
-	wait_ends(MANY);
+	if (!wait_ends(MANY))
+		fail_msg("%d of %d runs ended within 10 s of their cancel", ends.n, MANY);
 	assert_true(dbcron__mono_ms() - t0 < 1000);
 	for (int i = 0; i < MANY; i++) {
 		assert_int_equal(res[i].state, DBCRON_RUN_FAILED);
