@@ -510,17 +510,20 @@ int model_jobdef_set_argv(model_jobdef *d, char *const *argv, int argc,
 	return DBCRON_OK;
 }
 
-/* A struct's reaction list, one target a line, each set as a flag is. */
+/* A struct's list (reaction targets, request headers), one item a line,
+ * each set as a flag is, whole (the item's own check says when it is too
+ * long). */
 static int set_targets(model_jobdef *d, const model_jobdef_key *k, const char *list,
 		       dbcron_err *err)
 {
-	char one[MODEL_TARGET_MAX + 2];
 	const char *t;
 	size_t n;
 	while ((t = model_targets_next(&list, &n))) {
-		snprintf(one, sizeof(one), "%.*s", (int)(n < sizeof(one) - 1 ? n : sizeof(one) - 1),
-			 t);
+		char *one = dbcron__strndup(t, n);
+		if (!one)
+			return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
 		int rc = model_jobdef_set_text(d, k, one, err);
+		dbcron__free(one);
 		if (rc)
 			return rc;
 	}

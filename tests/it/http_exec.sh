@@ -57,7 +57,31 @@ if t_reference_backend "$BACKEND"; then
 		job add bad --every 1m --http GET "$U/ok" -- true
 	printf '[{"name":"bad","every":"1m","http":"GET %s/${oops"}]\n' "$U" >"$T/bad.json"
 	t_refused "key 'http': '\${oops': a placeholder without its '}'" job apply "$T/bad.json"
-	assert_eq "" "$(dbc job list --format csv | tail -n +2)" "no job written"
+	assert_eq 0 "$(dbc job list --format json | jq length)" "no job written"
+
+	t_section "job apply keys, job set replacing a command, export round trip"
+	long=$(printf 'x%.0s' $(seq 900))
+	printf '[{"name":"ap","every":"1h","http":"PUT %s/ok/ap","header":["X-Long: %s","X-B: 2"],"body":"b","expect":"200,204","ca_file":"/etc/ssl/certs/ca-certificates.crt"}]\n' \
+		"$U" "$long" >"$T/ap.json"
+	dbc job apply "$T/ap.json" >/dev/null || fail "apply of an HTTP job"
+	show=$(dbc job show ap)
+	assert_contains "$show" "http:              PUT $U/ok/ap"
+	assert_contains "$show" "X-B: 2"
+	assert_contains "$show" "expect:            200,204"
+	dbc job export >"$T/export.json"
+	assert_eq "$long" "$(jq -r '.[] | select(.name == "ap") | .header[0]' "$T/export.json" | cut -c9-)" \
+		"a 900-byte header read back whole"
+	out=$(dbc job apply "$T/export.json")
+	assert_contains "$out" "unchanged"
+	dbc job add sw --every 1h --user nobody --no-user-check -- true >/dev/null
+	dbc job set sw --http GET "$U/ok/sw" >/dev/null || fail "job set --http on a command job"
+	show=$(dbc job show sw)
+	assert_contains "$show" "http:              GET $U/ok/sw"
+	assert_not_contains "$show" "user:" "the command's user went with the command"
+	dbc job set sw -- true >/dev/null || fail "job set -- COMMAND on an HTTP job"
+	assert_not_contains "$(dbc job show sw)" "http:" "the call went with -- COMMAND"
+	dbc job delete ap >/dev/null
+	dbc job delete sw >/dev/null
 fi
 
 t_section "a call with a secret from the env-file and run parameters"
