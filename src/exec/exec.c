@@ -162,3 +162,9 @@ void exec_start(const exec_req *req, exec_result *res, exec_done_fn done, void *
 	exec_run(req, res);
 	done(ctx);
 }
+
+bool exec_holds_worker(const dbcron_job *job)
+{
+	const exec_ops *o = exec_lookup(job->executor);
+	return !o || !o->start;
+}

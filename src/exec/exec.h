@@ -204,4 +204,9 @@ void exec_run(const exec_req *req, exec_result *res);
  * req is borrowed for the call only. */
 void exec_start(const exec_req *req, exec_result *res, exec_done_fn done, void *ctx);
 
+/* Does a run of job keep the worker that starts it until it ends?  False
+ * for an executor with a start hook (its runs wait on its own thread), so
+ * the scheduler sizes its claims by what runs cost its workers. */
+bool exec_holds_worker(const dbcron_job *job);
+
 #endif

@@ -51,13 +51,14 @@ bool dispatch_job_is_slow(const job_state *js, int64_t now_mono)
 }
 
 /* mu held.  A job turns slow only here, so listing it here keeps every
- * slow job among n->slow_cand (the claim drops the ones no longer slow). */
-static void note_run_time(dbcron_node *n, job_state *js, const exec_result *res)
+ * slow job among n->slow_cand (the claim drops the ones no longer slow).
+ * held: how long the run kept its worker; end: when it ended. */
+static void note_run_time(dbcron_node *n, job_state *js, int64_t held, int64_t end)
 {
-	if (res->mono_end_ms - res->mono_start_ms <= SLOW_RUN_MS)
+	if (held <= SLOW_RUN_MS)
 		return;
-	js->slow_at[js->slow_n++ % INFLIGHT_SLOW_RING] = res->mono_end_ms;
-	if (!dispatch_job_is_slow(js, res->mono_end_ms))
+	js->slow_at[js->slow_n++ % INFLIGHT_SLOW_RING] = end;
+	if (!dispatch_job_is_slow(js, end))
 		return;
 	for (size_t i = 0; i < n->nslow_cand; i++)
 		if (n->slow_cand[i] == js->job_id)
@@ -460,17 +461,22 @@ static void run_ended(void *arg)
 	const dbcron__log_sink *prev = dbcron__log_bind(&n->log);
 	f->finished_db = node_db_now(n);
 	int64_t took = f->res.mono_end_ms - f->res.mono_start_ms;
+	/* What the run cost its worker, which is what the claim sizes the
+	 * pools by and what makes a job slow: all of it, or nothing worth
+	 * counting when the executor ran it on its own thread (a transfer of
+	 * two seconds must not make the node claim as if a worker waited). */
+	int64_t held = exec_holds_worker(&f->snap->job) ? took : 0;
 
 	fire *next = NULL;
 	pthread_mutex_lock(&n->mu);
 	job_state *js = f->js;
 	inflight_running_remove(js, f);
 	n->running--;
-	note_run_time(n, js, &f->res);
+	note_run_time(n, js, held, f->res.mono_end_ms);
 	/* each pool's own mean: the claim sizes each pool from it.  1/16:
 	 * follows a change of load within a few dozen runs */
 	int p = f->slow ? 1 : 0;
-	n->run_ms_mean[p] += ((double)took - n->run_ms_mean[p]) / (n->runs_timed[p] ? 16.0 : 1.0);
+	n->run_ms_mean[p] += ((double)held - n->run_ms_mean[p]) / (n->runs_timed[p] ? 16.0 : 1.0);
 	n->runs_timed[p]++;
 	record_end(f);
 	/* Logged before the fire is handed to the db thread, which frees it
