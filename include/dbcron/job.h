@@ -49,6 +49,7 @@ typedef enum dbcron_node_loss {
 typedef enum dbcron_executor {
 	DBCRON_EXEC_SHELL = 1,
 	DBCRON_EXEC_HANDLER = 2,
+	DBCRON_EXEC_HTTP = 3,
 } dbcron_executor;
 
 /* The run state enum and its transitions live in dbcron/run.h. */
@@ -110,6 +111,16 @@ typedef struct dbcron_job {
 	/* The parameters a trigger may give, "KEY[=DEFAULT],..." (NULL: any
 	 * valid key); the defaults also reach its scheduled runs. */
 	char *params;
+	/* HTTP (docs/exec.md): "METHOD URL"; request headers "Name: value",
+	 * one a line; the body; the statuses that mean success ("2xx",
+	 * "200,204"; NULL: 2xx); a CA file (NULL: the system's).  URL,
+	 * headers and body may hold ${NAME} (from env_file) and
+	 * ${param.KEY} placeholders, resolved at each run and never stored. */
+	char *http;
+	char *http_headers;
+	char *http_body;
+	char *http_expect;
+	char *http_ca_file;
 } dbcron_job;
 
 typedef struct dbcron_run {

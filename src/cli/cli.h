@@ -55,6 +55,8 @@ int cli_job_edit(const char *sub, int argc, char **argv);
 #define CLI_OPT_NOKEY 3000
 /* "--param" in job add and set: refused (cli_jobdef_longopts says why) */
 #define CLI_OPT_PARAM_REFUSED 3999
+/* "--body-file PATH": an HTTP job's body read from a file, now */
+#define CLI_OPT_BODY_FILE 3998
 struct model_jobdef;
 size_t cli_jobdef_longopts(struct option *out, bool negations);
 int cli_jobdef_opt(struct model_jobdef *d, int c, const char *arg, bool *handled,
@@ -179,6 +181,10 @@ typedef struct cli_spec {
  * sp->own_opt, positionals into *o.  -1 when the command goes on, else
  * its exit status (0 after --help, 2 after a usage error, printed).
  */
+/* The argument after the current option's value (an option that takes two,
+ * `--http METHOD URL`), consumed; NULL at the end of argv.  Only from an
+ * own_opt callback of cli_parse. */
+char *cli_take_arg(void);
 int cli_parse(const cli_spec *sp, cliopt *o, cli_common *cm, int argc, char **argv);
 /* "--" before a positional that starts with '-': the words after it
  * count as positionals. */

@@ -39,7 +39,8 @@ static int no_such_job(const char *cmd, const char *name)
 static void add_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: dbcron job add NAME SCHEDULE [OPTIONS] (-- COMMAND [ARGS...] | --handler NAME [--arg TEXT])\n\n"
+		"usage: dbcron job add NAME SCHEDULE [OPTIONS] (-- COMMAND [ARGS...] | --handler NAME [--arg TEXT]\n"
+		"                      | --http METHOD URL [HTTP OPTIONS])\n\n"
 		"SCHEDULE, exactly one of:\n"
 		"  --cron EXPR             Quartz (6/7 fields) or Unix (5 fields) cron\n"
 		"  --every DUR             fixed rate; first fire one interval from now\n"
@@ -52,6 +53,9 @@ static void add_usage(FILE *f)
 	model_jobdef_help(f, MODEL_SCOPE_ANY);
 	fprintf(f, "A COMMAND RUNS AS (docs/security.md):\n");
 	model_jobdef_help(f, MODEL_SCOPE_RUNAS);
+	fprintf(f, "HTTP OPTIONS (docs/exec.md; --timeout bounds the whole request, --env-file\n"
+		   "holds the values of ${NAME} placeholders):\n");
+	model_jobdef_help(f, MODEL_SCOPE_HTTP);
 	fprintf(f,
 		"  --no-user-check         do not look the user and group up on this host (they\n"
 		"                          exist only where the nodes run)\n"
@@ -327,7 +331,8 @@ static const char *jstr(const json_t *o, const char *key)
 	return v ? v : "";
 }
 
-/* What a listed job runs: "handler NAME" or its command as shell words. */
+/* What a listed job runs: "handler NAME", "http METHOD URL" or its
+ * command as shell words. */
 static char *command_text(const json_t *job)
 {
 	char *buf = NULL;
@@ -343,6 +348,8 @@ static char *command_text(const json_t *job)
 			const char *w = json_string_value(json_array_get(cmd, i));
 			print_word(f, w ? w : "");
 		}
+	} else if (json_is_string(json_object_get(job, "http"))) {
+		fprintf(f, "http %s", jstr(job, "http"));
 	} else {
 		fprintf(f, "handler %s", jstr(job, "handler"));
 	}
@@ -517,6 +524,26 @@ static void show_runas(const dbcron_job *j)
 		printf("umask:             the node's\n");
 }
 
+/* An HTTP job's call, in job show's table: placeholders as written (their
+ * values are resolved on the node at each run, never shown). */
+static void show_http(const dbcron_job *j)
+{
+	printf("http:              %s\n", j->http ? j->http : "");
+	int i = 0;
+	for (const char *p = j->http_headers; p && *p; i++) {
+		size_t len = strcspn(p, "\n");
+		printf("%s%.*s\n", i ? "                   " : "header:            ", (int)len, p);
+		p += len + (p[len] ? 1 : 0);
+	}
+	if (j->http_body)
+		printf("body:              %zu bytes\n", strlen(j->http_body));
+	printf("expect:            %s\n", j->http_expect ? j->http_expect : "2xx");
+	printf("tls:               verified, %s\n",
+	       j->http_ca_file ? j->http_ca_file : "the system's CAs");
+	if (j->env_file)
+		printf("env file:          %s (read on the node's host at each run)\n", j->env_file);
+}
+
 /* The reaction targets (docs/reactions.md), one a line, in job show's
  * table; nothing for a job without any. */
 static void show_reactions(const dbcron_job *j)
@@ -605,7 +632,9 @@ static int show_table(const dbcron_job *j, const app_run_vec *rv, const char *un
 	if (j->set_aside)
 		printf("set aside:         %s (fix it with job apply/add, or job resume)\n",
 		       j->set_aside);
-	if (j->executor == DBCRON_EXEC_HANDLER) {
+	if (j->executor == DBCRON_EXEC_HTTP) {
+		show_http(j);
+	} else if (j->executor == DBCRON_EXEC_HANDLER) {
 		printf("handler:           %s\n", j->handler ? j->handler : "");
 		if (unrunnable)
 			printf("runs on:           %s: its fires wait for one (docs/library.md)\n",

@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <glib.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
@@ -53,7 +54,48 @@ size_t cli_jobdef_longopts(struct option *out, bool negations)
 	/* job trigger's --param, refused by name: without it getopt would take
 	 * it as an abbreviation of --params, the declaration */
 	out[n++] = (struct option){"param", required_argument, NULL, CLI_OPT_PARAM_REFUSED};
+	out[n++] = (struct option){"body-file", required_argument, NULL, CLI_OPT_BODY_FILE};
 	return n;
+}
+
+/* --body-file PATH: the file's text as the body key (read now: the job
+ * keeps the text, the node needs no such file). */
+static int body_file(struct model_jobdef *d, const char *path, dbcron_err *err)
+{
+	gchar *text = NULL;
+	gsize len = 0;
+	GError *ge = NULL;
+	if (!g_file_get_contents(path, &text, &len, &ge)) {
+		int rc = dbcron_err_set(err, DBCRON_EIO, "--body-file %s: %s", path,
+					ge ? ge->message : "cannot read");
+		g_clear_error(&ge);
+		return rc;
+	}
+	int rc = strlen(text) != len ? dbcron_err_set(err, DBCRON_EINVAL,
+						      "--body-file %s: holds a NUL byte (the body is text)",
+						      path)
+				     : model_jobdef_set_text(d, model_jobdef_key_of(MODEL_JK_BODY), text,
+							     err);
+	g_free(text);
+	return rc;
+}
+
+/* --http METHOD URL: two words, kept as one key ("METHOD URL"); one word
+ * with a space in it is taken as both. */
+static int http_opt(struct model_jobdef *d, const char *method, dbcron_err *err)
+{
+	const model_jobdef_key *k = model_jobdef_key_of(MODEL_JK_HTTP);
+	if (strchr(method, ' '))
+		return model_jobdef_set_text(d, k, method, err);
+	const char *url = cli_take_arg();
+	if (!url)
+		return dbcron_err_set(err, DBCRON_EINVAL, "--http: expected METHOD URL");
+	size_t len = strlen(method) + strlen(url) + 2;
+	char *v = g_malloc(len);
+	snprintf(v, len, "%s %s", method, url);
+	int rc = model_jobdef_set_text(d, k, v, err);
+	g_free(v);
+	return rc;
 }
 
 int cli_jobdef_opt(struct model_jobdef *d, int c, const char *arg, bool *handled,
@@ -65,6 +107,14 @@ int cli_jobdef_opt(struct model_jobdef *d, int c, const char *arg, bool *handled
 		return dbcron_err_set(err, DBCRON_EINVAL,
 				      "unknown option '--param' (job trigger's; --params declares the "
 				      "keys a trigger may give)");
+	}
+	if (c == CLI_OPT_BODY_FILE) {
+		*handled = true;
+		return body_file(d, arg, err);
+	}
+	if (c == CLI_OPT_KEY + MODEL_JK_HTTP) {
+		*handled = true;
+		return http_opt(d, arg, err);
 	}
 	*handled = neg || (c >= CLI_OPT_KEY && c < CLI_OPT_KEY + MODEL_JK__COUNT);
 	if (!*handled)
@@ -91,7 +141,9 @@ static void set_usage(FILE *f)
 		"      schedule and its next fire stay as they are (a fixed-rate series keeps\n"
 		"      its phase)\n"
 		"  --handler replaces the command (and what it runs as); -- COMMAND replaces\n"
-		"      the handler or the command; --env replaces the whole environment list\n"
+		"      the handler or the command; --http METHOD URL replaces either (an\n"
+		"      env-file stays), and either replaces the call and its HTTP options;\n"
+		"      --env replaces the whole environment list\n"
 		"  --no-user-check, --strict, --db URL, --db-file PATH: as for `job add`\n"
 		"  --format json: one line, {\"job\", \"changed\", \"next_fire_at_ms\"}\n"
 		"A field is removed by editing a `job export` file and applying it.\n"

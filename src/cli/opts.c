@@ -163,10 +163,25 @@ static int cliopt_next(cliopt *o, int argc, char **argv, const char *optstring,
 	}
 }
 
+/* What cli_parse is parsing, for cli_take_arg (one parse at a time: the
+ * CLI's main thread). */
+static char **parse_argv;
+static int parse_argc;
+
+char *cli_take_arg(void)
+{
+	if (!parse_argv || optind >= parse_argc)
+		return NULL;
+	return parse_argv[optind++];
+}
+
 int cli_parse(const cli_spec *sp, cliopt *o, cli_common *cm, int argc, char **argv)
 {
 	struct option longs[CLI_MAX_LONGOPTS];
 	int c;
+
+	parse_argv = argv;
+	parse_argc = argc;
 
 	*o = (cliopt){.cmd = sp->cmd};
 	memset(cm, 0, sizeof(*cm));

@@ -27,7 +27,9 @@
  * codec   how a key's value is checked, set and written to JSON
  *         (jobdef.c, json.c): NONE NAME SCHED TZ ENUM INT DUR BOOL HANDLER
  *         TEXT ACCOUNT PATH ARGV ENV UMASK SEED (an int64 >= 0, -1 unset)
- *         TIME (an instant: RFC 3339,
+ *         HTTP ("METHOD URL": makes the job an HTTP job), HEADER (a
+ *         LIST key kept one a line, each "Name: value"), EXPECT (a status
+ *         list), TIME (an instant: RFC 3339,
  *         epoch seconds, now or now+DUR, relative ones resolved against the
  *         database clock), TARGET (a reaction list: a LIST key kept in a
  *         TEXT column, one target a line, model/target.h), PARAMS (a
@@ -36,8 +38,8 @@
  *         schedule, compared and reported once.
  * args    the codec's constants, designated initialisers of
  *         model_field_args in parentheses: (.lo = 0, .hi = 1000).
- * scope   ANY, or what the key needs: HANDLER (a handler job), COMMAND
- *         (the command itself), RUNAS (how a command runs; refused with a
+ * scope   ANY, or what the key needs: HANDLER (a handler job), HTTP (an
+ *         HTTP job), COMMAND (the command itself), RUNAS (how a command runs; refused with a
  *         handler, dropped with the command by `job set --handler`).
  * role    NAME (the identity), DEF (part of the definition: a change is a
  *         change), STATE (paused: given or kept, rules in app/apply.c),
@@ -52,6 +54,11 @@
  */
 #ifndef DBCRON_CORE_JOB_FIELDS_H
 #define DBCRON_CORE_JOB_FIELDS_H
+
+/* The methods of an HTTP job, for the help line here and exec/http.h's
+ * messages (core does not reach exec); exec/http.c's methods[] is the
+ * same list. */
+#define EXEC_HTTP_METHODS_TEXT "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS"
 
 #define DBCRON_JOB_FIELDS(X)                                                                      \
 	X(name, name, TEXT, K(NAME, "name", NULL, STR), NAME, (), ANY, NAME, NULL, H0)           \
@@ -111,6 +118,19 @@
 	  NULL, H0)                                                                                \
 	X(arg, arg, TEXT, K(ARG, "arg", NULL, STR), TEXT, (), HANDLER, DEF, NULL, H0)             \
 	X(argv, argv, ARGV, K(COMMAND, "command", NULL, ARGV), ARGV, (), COMMAND, DEF, NULL, H0)  \
+	X(http, http, TEXT, K(HTTP, "http", NULL, STR), HTTP, (), HTTP, DEF, NULL,                \
+	  H("METHOD URL", "call URL (" EXEC_HTTP_METHODS_TEXT ");\n"                      \
+		"${param.KEY} and ${NAME} (from --env-file) are replaced at each run"))         \
+	X(http_headers, http_headers, TEXT, K(HEADER, "header", NULL, LIST), HEADER, (), HTTP,    \
+	  DEF, NULL, H("'NAME: VALUE'", "a request header (repeatable)"))                        \
+	X(http_body, http_body, TEXT, K(BODY, "body", NULL, STR), TEXT, (), HTTP, DEF, NULL,      \
+	  H("TEXT", "the request body (--body-file PATH: read from PATH now)"))                  \
+	X(http_expect, http_expect, TEXT, K(EXPECT, "expect", NULL, STR), EXPECT, (), HTTP, DEF,  \
+	  NULL, H("2xx|CODES", "the statuses that succeed, e.g. 2xx,304 (default 2xx)"))         \
+	X(http_ca_file, http_ca_file, TEXT, K(CA_FILE, "ca-file", "ca_file", STR), PATH,          \
+	  (.what = "CA file"), HTTP, DEF, NULL,                                                    \
+	  H("PATH", "trust the CAs in PATH (PEM) instead of the system's;\n"                     \
+		    "TLS is always verified"))                                                    \
 	X(user, run_user, TEXT, K(USER, "user", NULL, STR), ACCOUNT, (.what = "user"), RUNAS,     \
 	  DEF, NULL,                                                                               \
 	  H("NAME", "this user (the node switches: needs root); default the\nnode's user"))       \

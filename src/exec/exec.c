@@ -2,7 +2,7 @@
  * The executor table and the result record shared by every executor.
  *
  * Owns the table (process-global): a fixed array of pointers to exec_ops,
- * the built-ins (shell, handler) in it from the start, others added by
+ * the built-ins (shell, handler, http) in it from the start, others added by
  * exec_register().  Adding an executor is one exec_ops and one entry here
  * or one exec_register() call; nothing else dispatches on the kind.
  *
@@ -32,6 +32,7 @@
 static _Atomic(const exec_ops *) slots[EXEC_SLOTS] = {
 	&exec_shell_ops,
 	&exec_handler_ops,
+	&exec_http_ops,
 };
 static pthread_mutex_t register_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -122,11 +123,16 @@ int exec_validate(const dbcron_job *job, dbcron_err *err)
 	if (!o)
 		return dbcron_err_set(err, DBCRON_EINVAL, "job '%s': unknown executor %d",
 				      job->name ? job->name : "", (int)job->executor);
-	if (!(o->caps & EXEC_CAP_PROCESS) && runas_any(job))
+	/* an executor that reads the env-file for placeholders takes it,
+	 * and none of the other process options */
+	bool file_ok = (o->caps & EXEC_CAP_ENV_FILE) != 0;
+	if (!(o->caps & EXEC_CAP_PROCESS) &&
+	    (runas_any_process(job) || (job->env_file && !file_ok)))
 		return dbcron_err_set(err, DBCRON_EINVAL,
-				      "job '%s': user, group, cwd, env, env-file, umask and "
+				      "job '%s': user, group, cwd, env, %sumask and "
 				      "inherit-env are only for a command, not for the %s executor",
-				      job->name ? job->name : "", o->name);
+				      job->name ? job->name : "", file_ok ? "" : "env-file, ",
+				      o->name);
 	return o->validate(job, err);
 }
 
@@ -143,4 +149,22 @@ void exec_run(const exec_req *req, exec_result *res)
 	res->state = DBCRON_RUN_FAILED;
 	exec__set_error(res, "job '%s': unknown executor %d",
 			req->job->name ? req->job->name : "", (int)req->job->executor);
+}
+
+void exec_start(const exec_req *req, exec_result *res, exec_done_fn done, void *ctx)
+{
+	const exec_ops *o = exec_lookup(req->job->executor);
+
+	if (o && o->start) {
+		o->start(req, res, done, ctx);
+		return;
+	}
+	exec_run(req, res);
+	done(ctx);
+}
+
+bool exec_holds_worker(const dbcron_job *job)
+{
+	const exec_ops *o = exec_lookup(job->executor);
+	return !o || !o->start;
 }

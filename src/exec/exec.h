@@ -134,10 +134,19 @@ enum {
 	 * umask and environment (runas.h) apply.  Without it a job that sets
 	 * any of them is refused. */
 	EXEC_CAP_PROCESS = 1u << 4,
+	/* Reads the job's env-file without running a process (the HTTP
+	 * executor's ${NAME} placeholders): env-file is the one process
+	 * option such an executor takes. */
+	EXEC_CAP_ENV_FILE = 1u << 5,
 };
 
 /* Bumped when exec_ops changes shape; exec_register() refuses others. */
-#define EXEC_OPS_VERSION 1
+#define EXEC_OPS_VERSION 2
+
+/* The end of a run started through a start hook: res is filled.  Called
+ * exactly once per start, on the executor's thread, without any dbcron
+ * lock held. */
+typedef void (*exec_done_fn)(void *ctx);
 
 typedef struct exec_ops {
 	int version;            /* EXEC_OPS_VERSION */
@@ -150,11 +159,20 @@ typedef struct exec_ops {
 	int (*validate)(const dbcron_job *job, dbcron_err *err);
 	/* Run it: the contract of exec_run() below. */
 	void (*run)(const exec_req *req, exec_result *res);
+	/* Optional (version 2): start the run and return at once, so that a
+	 * run that only waits (a network transfer) holds no worker; the
+	 * executor drives it on a thread of its own and calls done(ctx)
+	 * when res is filled (from start itself when the run cannot start).
+	 * req is borrowed for the call only: the executor copies what the
+	 * run needs; req->cancel and res stay valid until done.  NULL: the
+	 * scheduler's worker calls run. */
+	void (*start)(const exec_req *req, exec_result *res, exec_done_fn done, void *ctx);
 } exec_ops;
 
 /* The built-ins, registered from the start. */
 extern const exec_ops exec_shell_ops;
 extern const exec_ops exec_handler_ops;
+extern const exec_ops exec_http_ops;
 
 /* The executor for a kind or a name, NULL when none is registered.
  * Lock-free and safe from any thread; the result stays valid for ever. */
@@ -178,5 +196,17 @@ int exec_validate(const dbcron_job *job, dbcron_err *err);
  * from several workers at once.  The caller owns res's strings afterwards.
  * An unregistered kind is FAILED "job 'x': unknown executor N". */
 void exec_run(const exec_req *req, exec_result *res);
+
+/* The one way the scheduler runs a job: through the executor's start hook
+ * when it has one (done(ctx) later, from the executor's thread), else
+ * exec_run() on the calling thread and then done(ctx) before returning.
+ * Either way done(ctx) is called exactly once and res is filled first.
+ * req is borrowed for the call only. */
+void exec_start(const exec_req *req, exec_result *res, exec_done_fn done, void *ctx);
+
+/* Does a run of job keep the worker that starts it until it ends?  False
+ * for an executor with a start hook (its runs wait on its own thread), so
+ * the scheduler sizes its claims by what runs cost its workers. */
+bool exec_holds_worker(const dbcron_job *job);
 
 #endif

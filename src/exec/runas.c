@@ -131,10 +131,15 @@ int runas_check_umask(long v, dbcron_err *err)
 	return DBCRON_OK;
 }
 
+bool runas_any_process(const dbcron_job *job)
+{
+	return job->user || job->group || job->cwd || job->envc > 0 || job->umask >= 0 ||
+	       job->inherit_env;
+}
+
 bool runas_any(const dbcron_job *job)
 {
-	return job->user || job->group || job->cwd || job->envc > 0 || job->env_file ||
-	       job->umask >= 0 || job->inherit_env;
+	return runas_any_process(job) || job->env_file;
 }
 
 static bool same_var(const char *a, const char *b)
@@ -622,6 +627,17 @@ static int env_file_lines(runas_env *e, const char *path, const char *text, dbcr
 		p = next;
 	}
 	return DBCRON_OK;
+}
+
+int runas_env_file_vars(const char *path, const char *text, runas_env *out, dbcron_err *err)
+{
+	memset(out, 0, sizeof(*out));
+	int rc = env_file_lines(out, path, text, err);
+	if (!rc && !out->v && dbcron__grow((void **)&out->v, &out->cap, 1, sizeof(char *)))
+		rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
+	if (!rc)
+		out->v[out->n] = NULL;
+	return rc;
 }
 
 int runas_env_build(const runas_env_src *src, runas_env *out, dbcron_err *err)

@@ -47,6 +47,8 @@ int runas_check_umask(long v, dbcron_err *err);
 /* The job sets something only a process can have (user, group, cwd, env,
  * env-file, umask, inherit-env). */
 bool runas_any(const dbcron_job *job);
+/* The same but for the env-file: what only a child process can have. */
+bool runas_any_process(const dbcron_job *job);
 /* Every check above for the job's own fields; DBCRON_EINVAL naming the job. */
 int runas_validate(const dbcron_job *job, dbcron_err *err);
 
@@ -139,6 +141,9 @@ typedef struct runas_env_src {
  * initialised here and freed with runas_env_free, also after a failure.
  */
 int runas_env_build(const runas_env_src *src, runas_env *out, dbcron_err *err);
+/* The env-file's variables alone (text read by runas_env_file_read, path
+ * for messages), by the same line rule; out as runas_env_build's. */
+int runas_env_file_vars(const char *path, const char *text, runas_env *out, dbcron_err *err);
 /* The value of name in e, or NULL. */
 const char *runas_env_get(const runas_env *e, const char *name);
 void runas_env_free(runas_env *e);

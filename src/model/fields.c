@@ -109,6 +109,12 @@ bool model_field_in_scope(const dbcron_job *j, const model_field *f)
 {
 	if (f->scope == MODEL_SCOPE_ANY)
 		return true;
+	/* an HTTP job's secrets come from an env-file, the one thing of how
+	 * a command runs that it has */
+	if (j->executor == DBCRON_EXEC_HTTP)
+		return f->scope == MODEL_SCOPE_HTTP || f->key == MODEL_JK_ENV_FILE;
+	if (f->scope == MODEL_SCOPE_HTTP)
+		return false;
 	return (f->scope == MODEL_SCOPE_HANDLER) == (j->executor == DBCRON_EXEC_HANDLER);
 }
 

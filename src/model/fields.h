@@ -47,6 +47,9 @@ typedef enum model_field_codec {
 	MODEL_FC_SEED,
 	MODEL_FC_TARGET,
 	MODEL_FC_PARAMS,
+	MODEL_FC_HTTP,
+	MODEL_FC_HEADER,
+	MODEL_FC_EXPECT,
 } model_field_codec;
 
 typedef enum model_field_scope {
@@ -54,6 +57,7 @@ typedef enum model_field_scope {
 	MODEL_SCOPE_HANDLER,
 	MODEL_SCOPE_COMMAND,
 	MODEL_SCOPE_RUNAS,
+	MODEL_SCOPE_HTTP,
 } model_field_scope;
 
 /* Bits, so a caller can ask for several roles at once. */

@@ -21,6 +21,7 @@
 #include "core/timeutil.h"
 #include "dbcron/cron.h"
 #include "dbcron/handler.h"
+#include "exec/http.h"
 #include "exec/runas.h"
 #include "model/jobdef.h"
 #include "model/params.h"
@@ -136,6 +137,23 @@ static int add_target(char **list, const char *t, dbcron_err *err)
 	if (have)
 		s[have++] = '\n';
 	memcpy(s + have, t, strlen(t) + 1);
+	*list = s;
+	return DBCRON_OK;
+}
+
+/* One more request header for an HTTP job's list (one a line). */
+static int add_header(char **list, const char *h, dbcron_err *err)
+{
+	int rc = exec_http_check_header(h, err);
+	if (rc)
+		return rc;
+	size_t have = *list ? strlen(*list) : 0;
+	char *s = dbcron__realloc(*list, have + strlen(h) + 2);
+	if (!s)
+		return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
+	if (have)
+		s[have++] = '\n';
+	memcpy(s + have, h, strlen(h) + 1);
 	*list = s;
 	return DBCRON_OK;
 }
@@ -400,6 +418,16 @@ static int set_text(model_jobdef *d, const model_jobdef_key *k, const char *v,
 		return set_umask(j, v, err);
 	case MODEL_FC_TARGET:
 		return add_target(slot, v, err);
+	case MODEL_FC_HTTP:
+		if ((rc = exec_http_check_target(v, err)))
+			return rc;
+		j->executor = DBCRON_EXEC_HTTP;
+		return replace_str(slot, v, err);
+	case MODEL_FC_HEADER:
+		return add_header(slot, v, err);
+	case MODEL_FC_EXPECT:
+		rc = exec_http_check_expect(v, err);
+		return rc ? rc : replace_str(slot, v, err);
 	case MODEL_FC_PARAMS:
 		rc = model_params_decl_check(v, err);
 		return rc ? rc : replace_str(slot, v, err);
@@ -482,17 +510,20 @@ int model_jobdef_set_argv(model_jobdef *d, char *const *argv, int argc,
 	return DBCRON_OK;
 }
 
-/* A struct's reaction list, one target a line, each set as a flag is. */
+/* A struct's list (reaction targets, request headers), one item a line,
+ * each set as a flag is, whole (the item's own check says when it is too
+ * long). */
 static int set_targets(model_jobdef *d, const model_jobdef_key *k, const char *list,
 		       dbcron_err *err)
 {
-	char one[MODEL_TARGET_MAX + 2];
 	const char *t;
 	size_t n;
 	while ((t = model_targets_next(&list, &n))) {
-		snprintf(one, sizeof(one), "%.*s", (int)(n < sizeof(one) - 1 ? n : sizeof(one) - 1),
-			 t);
+		char *one = dbcron__strndup(t, n);
+		if (!one)
+			return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
 		int rc = model_jobdef_set_text(d, k, one, err);
+		dbcron__free(one);
 		if (rc)
 			return rc;
 	}
@@ -553,6 +584,7 @@ static int set_from_job(model_jobdef *d, const model_jobdef_key *k, const model_
 		}
 		return DBCRON_OK;
 	case MODEL_FC_TARGET:
+	case MODEL_FC_HEADER:
 		return set_targets(d, k, text, err);
 	default:
 		/* the name, and text keys: unset ones are not given */
@@ -585,6 +617,102 @@ int model_jobdef_from_job(model_jobdef *d, const dbcron_job *j, dbcron_err *err)
 	return model_jobdef_check(d, err);
 }
 
+/* A ${param.KEY} of an HTTP job's text must be a key its declaration
+ * names (a job without one takes any key). */
+typedef struct ph_ctx {
+	const model_jobdef *d;
+	dbcron_err *err;
+} ph_ctx;
+
+static int param_declared(void *ctx, const char *name, size_t len)
+{
+	const model_jobdef *d = ((ph_ctx *)ctx)->d;
+	char kv[MODEL_PARAM_KEY_MAX + 8], *json = NULL;
+	if (len <= 6 || strncmp(name, "param.", 6) != 0 || !d->job.params)
+		return DBCRON_OK;
+	size_t klen = len - 6 > MODEL_PARAM_KEY_MAX ? MODEL_PARAM_KEY_MAX : len - 6;
+	snprintf(kv, sizeof(kv), "%.*s=", (int)klen, name + 6);
+	const char *one[1] = {kv};
+	dbcron_err *err = ((ph_ctx *)ctx)->err;
+	int rc = model_params_for_run(d->job.name ? d->job.name : "", d->job.params, one, 1, &json,
+				      err);
+	dbcron__free(json);
+	return rc;
+}
+
+/* The HTTP job's placeholders against its declared parameters. */
+static int check_http_params(model_jobdef *d, dbcron_err *err)
+{
+	static const model_jobdef_id ids[] = {MODEL_JK_HTTP, MODEL_JK_HEADER, MODEL_JK_BODY};
+	const char *texts[] = {d->job.http, d->job.http_headers, d->job.http_body};
+	ph_ctx c = {d, err};
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+		int rc = exec_http_placeholders(texts[i], param_declared, &c, err);
+		if (rc)
+			return keyed(d, model_jobdef_key_of(ids[i]), err, rc);
+	}
+	return DBCRON_OK;
+}
+
+/* A key of how a command runs given to a job without a command: refused,
+ * but for an HTTP job's env-file. */
+static int check_runas_keys(model_jobdef *d, bool http, dbcron_err *err)
+{
+	char l1[64];
+	for (int id = 0; id < MODEL_JK__COUNT; id++) {
+		const model_jobdef_key *k = model_jobdef_key_of((model_jobdef_id)id);
+		if (!d->seen[id] || model_jobdef_field(k)->scope != MODEL_SCOPE_RUNAS ||
+		    (http && id == MODEL_JK_ENV_FILE))
+			continue;
+		return dbcron_err_set(err, DBCRON_EINVAL,
+				      d->cli ? "%s is only for a command (%s runs inside the node)"
+					     : "%s is only for 'command' (%s runs inside the node)",
+				      model_jobdef_label(d, k, l1, sizeof(l1)),
+				      http ? "an HTTP job" : "a handler");
+	}
+	return DBCRON_OK;
+}
+
+/* Exactly one of a command, a handler and an HTTP call, and only its
+ * own keys. */
+static int check_executor(model_jobdef *d, dbcron_err *err)
+{
+	char l1[64];
+	bool cmd = d->seen[MODEL_JK_COMMAND] && d->job.argc > 0;
+	bool http = d->seen[MODEL_JK_HTTP], handler = d->seen[MODEL_JK_HANDLER];
+	if (http && (handler || d->seen[MODEL_JK_COMMAND]))
+		return dbcron_err_set(err, DBCRON_EINVAL, d->cli
+			? "both --http and %s: give one"
+			: "both 'http' and %s: give one",
+			handler ? (d->cli ? "--handler" : "'handler'")
+				: (d->cli ? "a command after --" : "'command'"));
+	if (handler && d->seen[MODEL_JK_COMMAND])
+		return dbcron_err_set(err, DBCRON_EINVAL, d->cli
+			? "both --handler and a command after --: give one"
+			: "both 'handler' and 'command': give one");
+	if (!handler && !cmd && !http)
+		return dbcron_err_set(err, DBCRON_EINVAL, d->cli
+			? "no command: give -- COMMAND [ARGS...], --handler NAME or --http METHOD URL"
+			: "no command: give \"command\": [\"prog\", \"arg\"...], \"handler\" or \"http\"");
+	if (cmd && !*d->job.argv[0])
+		return dbcron_err_set(err, DBCRON_EINVAL, "the command is an empty string");
+	if (d->seen[MODEL_JK_ARG] && !handler)
+		return dbcron_err_set(err, DBCRON_EINVAL, d->cli
+			? "--arg is only for --handler (a command takes its arguments after --)"
+			: "'arg' is only for 'handler' (a command takes its arguments in 'command')");
+	for (int id = 0; id < MODEL_JK__COUNT && !http; id++)
+		if (d->seen[id] &&
+		    model_jobdef_field(model_jobdef_key_of((model_jobdef_id)id))->scope == MODEL_SCOPE_HTTP)
+			return dbcron_err_set(err, DBCRON_EINVAL,
+					      d->cli ? "%s is only for --http" : "%s is only for 'http'",
+					      model_jobdef_label(d, model_jobdef_key_of((model_jobdef_id)id),
+								 l1, sizeof(l1)));
+	/* a handler and an HTTP call run inside the node: no process to give
+	 * a user or a directory to */
+	int rc = handler || http ? check_runas_keys(d, http, err) : DBCRON_OK;
+	return rc || !http ? rc : check_http_params(d, err);
+}
+
 int model_jobdef_check(model_jobdef *d, dbcron_err *err)
 {
 	static const model_jobdef_id scheds[] = {
@@ -608,33 +736,7 @@ int model_jobdef_check(model_jobdef *d, dbcron_err *err)
 		return dbcron_err_set(err, DBCRON_EINVAL, d->cli
 			? "no schedule: give one of --cron EXPR, --every DUR, --after DUR, --at TIME, --needs JOBS"
 			: "no schedule: give one of the keys cron, every, after, at, needs");
-	bool cmd = d->seen[MODEL_JK_COMMAND] && d->job.argc > 0;
-	if (d->seen[MODEL_JK_HANDLER] && d->seen[MODEL_JK_COMMAND])
-		return dbcron_err_set(err, DBCRON_EINVAL, d->cli
-			? "both --handler and a command after --: give one"
-			: "both 'handler' and 'command': give one");
-	if (!d->seen[MODEL_JK_HANDLER] && !cmd)
-		return dbcron_err_set(err, DBCRON_EINVAL, d->cli
-			? "no command: give -- COMMAND [ARGS...] or --handler NAME"
-			: "no command: give \"command\": [\"prog\", \"arg\"...] or \"handler\"");
-	if (cmd && !*d->job.argv[0])
-		return dbcron_err_set(err, DBCRON_EINVAL, "the command is an empty string");
-	if (d->seen[MODEL_JK_ARG] && !d->seen[MODEL_JK_HANDLER])
-		return dbcron_err_set(err, DBCRON_EINVAL, d->cli
-			? "--arg is only for --handler (a command takes its arguments after --)"
-			: "'arg' is only for 'handler' (a command takes its arguments in 'command')");
-	/* a handler runs inside the node: no process to give a user or a
-	 * directory to */
-	for (int id = 0; id < MODEL_JK__COUNT && d->seen[MODEL_JK_HANDLER]; id++)
-		if (d->seen[id] &&
-		    model_jobdef_field(model_jobdef_key_of((model_jobdef_id)id))->scope ==
-			    MODEL_SCOPE_RUNAS)
-			return dbcron_err_set(err, DBCRON_EINVAL,
-					      d->cli ? "%s is only for a command (a handler runs inside the node)"
-						     : "%s is only for 'command' (a handler runs inside the node)",
-					      model_jobdef_label(d, model_jobdef_key_of((model_jobdef_id)id),
-								 l1, sizeof(l1)));
-	return DBCRON_OK;
+	return check_executor(d, err);
 }
 
 int model_jobdef_check_handler(const dbcron_job *j, bool strict, char *warn, size_t wlen,

@@ -4,16 +4,12 @@
  * key).  job:NAME and the JSON are the db thread's (they read and write
  * the store); webhooks and programs are the delivery thread's, and none
  * of them blocks it: transfers run on one libcurl multi handle, programs
- * are started and then polled.  Owns the libcurl table: libcurl is loaded
- * on the first webhook (core/dynlib.h), so a node without one never loads
- * it.  Each outlet says whether a failure may pass (REACT_RETRY) or not
+ * are started and then polled.  libcurl (core/curl.h, shared with the
+ * HTTP executor) is loaded on the first webhook, so a node without one
+ * never loads it.  Each outlet says whether a failure may pass (REACT_RETRY) or not
  * (REACT_FAILED); none prints.
  */
 #define _GNU_SOURCE /* pipe2 */
-/* calls go through a table of pointers: curl's type-checking macros
- * would expand the members' names */
-#define CURL_DISABLE_TYPECHECK 1
-#include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
@@ -27,7 +23,7 @@
 #include <unistd.h>
 
 #include "core/alloc.h"
-#include "core/dynlib.h"
+#include "core/curl.h"
 #include "core/timeutil.h"
 #include "exec/runas.h"
 #include "model/jobdef.h"
@@ -175,28 +171,9 @@ out_clear:
 
 /* ---- http(s)://: one multi handle, many transfers ---- */
 
-#define CURL_FUNCS(X)                                                                    \
-	X(curl_easy_init) X(curl_easy_setopt) X(curl_easy_getinfo) X(curl_easy_cleanup)  \
-	X(curl_easy_strerror) X(curl_slist_append) X(curl_slist_free_all)                \
-	X(curl_multi_init) X(curl_multi_add_handle) X(curl_multi_remove_handle)          \
-	X(curl_multi_perform) X(curl_multi_poll) X(curl_multi_info_read)                 \
-	X(curl_multi_cleanup)
-
-typedef struct curl_api {
-	CURL_FUNCS(DBCRON_DYNLIB_MEMBER)
-} curl_api;
-
-#define CURL_SYM(f) DBCRON_DYNLIB_SYM(curl_api, f)
-static const dbcron_dynsym curl_syms[] = {CURL_FUNCS(CURL_SYM)};
-static curl_api curl;
-static dbcron_dynlib curl_lib = {
-	.soname = "libcurl.so.4",
-	.package = "libcurl4",
-	.what = "webhook reactions",
-	.syms = curl_syms,
-	.nsyms = sizeof(curl_syms) / sizeof(curl_syms[0]),
-	.api = &curl,
-};
+/* the shared table (core/curl.h), under the short name this file always
+ * used */
+#define curl dbcron__curl
 
 struct react_multi {
 	CURLM *multi;
@@ -214,7 +191,7 @@ static size_t discard(char *p, size_t size, size_t n, void *ctx)
 static react_multi *multi_new(react_job *j)
 {
 	dbcron_err e = {0};
-	if (dbcron__dynlib_load(&curl_lib, &e)) {
+	if (dbcron__curl_load(&e)) {
 		snprintf(j->why, sizeof(j->why), "%s", e.msg);
 		return NULL;
 	}
@@ -268,8 +245,7 @@ bool react_http_start(react_multi **m, react_job *j, const char *secret, size_t 
 	curl.curl_easy_setopt(h, CURLOPT_POSTFIELDS, j->body);
 	curl.curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long)strlen(j->body));
 	curl.curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, REACT_HTTP_TIMEOUT_MS);
-	curl.curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl.curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	dbcron__curl_defaults(h);
 	curl.curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
 	curl.curl_easy_setopt(h, CURLOPT_PRIVATE, (char *)j);
 	if (curl.curl_multi_add_handle((*m)->multi, h) != CURLM_OK) {

@@ -4,8 +4,10 @@
  * (database clock mapped onto CLOCK_MONOTONIC), decides start or hold by
  * the job's misfire and overlap policies; a fire to run goes to the fast
  * pool, or to the slow pool when its job has been slow lately.  A worker
- * runs it to the end, records the outcome for the db thread and starts the
- * next fire its job was holding.
+ * starts it through the executor table (exec_start): a synchronous
+ * executor runs it to the end there, an asynchronous one (HTTP) on its own
+ * thread; either way run_ended records the outcome for the db thread and
+ * starts the next fire its job was holding.
  *
  * Invariants kept here:
  *  4 nothing starts while the lease is not known to be valid (a node
@@ -49,13 +51,14 @@ bool dispatch_job_is_slow(const job_state *js, int64_t now_mono)
 }
 
 /* mu held.  A job turns slow only here, so listing it here keeps every
- * slow job among n->slow_cand (the claim drops the ones no longer slow). */
-static void note_run_time(dbcron_node *n, job_state *js, const exec_result *res)
+ * slow job among n->slow_cand (the claim drops the ones no longer slow).
+ * held: how long the run kept its worker; end: when it ended. */
+static void note_run_time(dbcron_node *n, job_state *js, int64_t held, int64_t end)
 {
-	if (res->mono_end_ms - res->mono_start_ms <= SLOW_RUN_MS)
+	if (held <= SLOW_RUN_MS)
 		return;
-	js->slow_at[js->slow_n++ % INFLIGHT_SLOW_RING] = res->mono_end_ms;
-	if (!dispatch_job_is_slow(js, res->mono_end_ms))
+	js->slow_at[js->slow_n++ % INFLIGHT_SLOW_RING] = end;
+	if (!dispatch_job_is_slow(js, end))
 		return;
 	for (size_t i = 0; i < n->nslow_cand; i++)
 		if (n->slow_cand[i] == js->job_id)
@@ -396,6 +399,14 @@ static void kv_free(run_kv *a)
 		dbcron__free(a->v[i]);
 }
 
+static void run_ended(void *arg);
+
+/* A worker's part of a fire: the last lease check, then the start through
+ * the executor table (exec_start).  A synchronous executor runs the job
+ * here and run_ended follows on this thread; one with a start hook (HTTP)
+ * takes the run to its own thread and calls run_ended from there, so the
+ * worker is free while the run waits.  f is not touched after exec_start:
+ * run_ended may already have handed it to the db thread. */
 static void worker_main(void *arg)
 {
 	fire *f = arg;
@@ -433,23 +444,39 @@ static void worker_main(void *arg)
 		f->res.state = DBCRON_RUN_FAILED;
 		f->res.mono_start_ms = f->res.mono_end_ms = dbcron__mono_ms();
 		exec__set_error(&f->res, "out of memory reading the run's parameters");
+		run_ended(f);
 	} else {
-		exec_run(&req, &f->res);
+		exec_start(&req, &f->res, run_ended, f);
 	}
 	kv_free(&kv);
+}
+
+/* The run of f has ended (f->res filled): on the worker that started it,
+ * or on an asynchronous executor's thread, whose lines go to the node's
+ * log for the while. */
+static void run_ended(void *arg)
+{
+	fire *f = arg;
+	dbcron_node *n = f->node;
+	const dbcron__log_sink *prev = dbcron__log_bind(&n->log);
 	f->finished_db = node_db_now(n);
 	int64_t took = f->res.mono_end_ms - f->res.mono_start_ms;
+	/* What the run cost its worker, which is what the claim sizes the
+	 * pools by and what makes a job slow: all of it, or nothing worth
+	 * counting when the executor ran it on its own thread (a transfer of
+	 * two seconds must not make the node claim as if a worker waited). */
+	int64_t held = exec_holds_worker(&f->snap->job) ? took : 0;
 
 	fire *next = NULL;
 	pthread_mutex_lock(&n->mu);
 	job_state *js = f->js;
 	inflight_running_remove(js, f);
 	n->running--;
-	note_run_time(n, js, &f->res);
+	note_run_time(n, js, held, f->res.mono_end_ms);
 	/* each pool's own mean: the claim sizes each pool from it.  1/16:
 	 * follows a change of load within a few dozen runs */
 	int p = f->slow ? 1 : 0;
-	n->run_ms_mean[p] += ((double)took - n->run_ms_mean[p]) / (n->runs_timed[p] ? 16.0 : 1.0);
+	n->run_ms_mean[p] += ((double)held - n->run_ms_mean[p]) / (n->runs_timed[p] ? 16.0 : 1.0);
 	n->runs_timed[p]++;
 	record_end(f);
 	/* Logged before the fire is handed to the db thread, which frees it
@@ -479,6 +506,7 @@ static void worker_main(void *arg)
 
 	if (next)
 		dispatch_submit(n, next);
+	dbcron__log_bind(prev);
 }
 
 void dispatch_sweep_jobs(dbcron_node *n, int64_t now_mono)

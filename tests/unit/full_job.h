@@ -23,9 +23,9 @@ static char **full_job_strv(int n, const char *const *v)
 	return out;
 }
 
-/* A valid command job (handler false) or handler job (true), every field
- * it can have set to something else than dbcron_job_init's. */
-static void full_job(dbcron_job *j, const char *name, bool handler)
+/* A valid command job (kind 0), handler job (1) or HTTP job (2), every
+ * field it can have set to something else than dbcron_job_init's. */
+static void full_job(dbcron_job *j, const char *name, int kind)
 {
 	static const char *const argv[] = {"/bin/echo", "a b", "\xc3\xa9"};
 	static const char *const env[] = {"A=1", "B=\"q\" x"};
@@ -60,7 +60,17 @@ static void full_job(dbcron_job *j, const char *name, bool handler)
 	j->on_misfire = dbcron__strdup("job:late");
 	j->max_silence_ms = 7200000;
 	j->on_overdue = dbcron__strdup("http://127.0.0.1/late\nexec:/bin/true");
-	if (handler) {
+	if (kind == 2) {
+		j->executor = DBCRON_EXEC_HTTP;
+		j->http = dbcron__strdup("PUT https://api.example.org/v1/${param.region}?x=1");
+		j->http_headers = dbcron__strdup("Authorization: Bearer ${TOKEN}\nX-Region: ${param.region}");
+		j->http_body = dbcron__strdup("{\"region\": \"${param.region}\"}\n");
+		j->http_expect = dbcron__strdup("2xx,304");
+		j->http_ca_file = dbcron__strdup("/etc/dbcron/ca.pem");
+		j->env_file = dbcron__strdup("/etc/dbcron/full.env");
+		return;
+	}
+	if (kind == 1) {
 		j->executor = DBCRON_EXEC_HANDLER;
 		j->handler = dbcron__strdup("sleep");
 		j->arg = dbcron__strdup("10ms");
@@ -98,16 +108,15 @@ static void full_job_mark(void *ctx, const model_field *f, model_jobdef_id key)
  * sets (NULL: they cover every one). */
 static const char *full_job_covers(unsigned roles)
 {
-	dbcron_job dflt, shell, handler;
+	dbcron_job dflt, full[3];
 	full_job_seen seen = {0};
 	static char missing[64];
 	dbcron_job_init(&dflt);
-	full_job(&shell, "full", false);
-	full_job(&handler, "full", true);
-	model_job_diff(&dflt, &shell, roles, full_job_mark, &seen);
-	model_job_diff(&dflt, &handler, roles, full_job_mark, &seen);
-	dbcron_job_clear(&shell);
-	dbcron_job_clear(&handler);
+	for (int k = 0; k < 3; k++) {
+		full_job(&full[k], "full", k);
+		model_job_diff(&dflt, &full[k], roles, full_job_mark, &seen);
+		dbcron_job_clear(&full[k]);
+	}
 	for (size_t i = 0; i < MODEL_NFIELDS; i++)
 		if ((model_fields[i].role & roles) && !seen.differs[i]) {
 			snprintf(missing, sizeof(missing), "%s", model_fields[i].member);

@@ -390,10 +390,11 @@ static void conf_test_job_fields(void **state)
 	conf_ctx *c = *state;
 	assert_null(full_job_covers(MODEL_ROLE_NAME | MODEL_ROLE_DEF | MODEL_ROLE_STATE |
 				    MODEL_ROLE_PLACE));
-	for (int h = 0; h < 2; h++) {
+	static const char *const names[] = {"fields-c", "fields-h", "fields-x"};
+	for (int h = 0; h < 3; h++) {
 		dbcron_job j, got;
 		char diff[1024] = "";
-		full_job(&j, h ? "fields-h" : "fields-c", h == 1);
+		full_job(&j, names[h], h);
 		for (int pass = 0; pass < 2; pass++) {
 			/* pass 1 updates the row pass 0 inserted */
 			j.max_retries += pass;
@@ -402,7 +403,7 @@ static void conf_test_job_fields(void **state)
 			unsigned roles = MODEL_ROLE_NAME | MODEL_ROLE_DEF | MODEL_ROLE_STATE |
 					 MODEL_ROLE_PLACE;
 			if (model_job_diff(&j, &got, roles, conf_diff_into, diff))
-				fail_msg("%s job, %s: read back differs in %s", h ? "handler" : "command",
+				fail_msg("%s job, %s: read back differs in %s", names[h],
 					 pass ? "update" : "insert", diff);
 			assert_true(got.created_ms > 0 && got.updated_ms >= got.created_ms);
 			dbcron_job_clear(&got);

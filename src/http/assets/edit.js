@@ -63,7 +63,13 @@ function formDefinition() {
   // a number when it reads as one; else the text, for the server to refuse
   if (re) d.retries = /^\d+$/.test(re) ? Number(re) : re; else delete d.retries;
   const cmd = words($("#e-command").value);
-  if (cmd.length || !d.handler) { d.command = cmd; delete d.handler; }
+  // a command given replaces a handler or an HTTP call (and its keys);
+  // an empty one leaves them as they are
+  if (cmd.length || (!d.handler && !d.http)) {
+    d.command = cmd;
+    delete d.handler;
+    for (const k of ["http", "header", "body", "expect", "ca-file"]) delete d[k];
+  }
   return d;
 }
 async function save(e) {

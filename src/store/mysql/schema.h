@@ -16,7 +16,7 @@
 #define DBCRON_STORE_MYSQL_SCHEMA_H
 
 /* Highest migration this binary knows. */
-#define DBCRON_MY_SCHEMA_VERSION 11
+#define DBCRON_MY_SCHEMA_VERSION 12
 
 #define MY_TABLE_OPTS " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
 
@@ -239,6 +239,19 @@ static const char *const my_migration_11[] = {
 	NULL,
 };
 
+/* 12: HTTP jobs (issue 27 item 1, docs/exec.md): "METHOD URL", the
+ * request headers (one a line), the body, the statuses that succeed and
+ * a CA file; NULL for every other executor.  Placeholders are kept as
+ * written: secrets never reach these columns. */
+static const char *const my_migration_12[] = {
+	"ALTER TABLE jobs ADD COLUMN IF NOT EXISTS http MEDIUMTEXT NULL, "
+	"ADD COLUMN IF NOT EXISTS http_headers MEDIUMTEXT NULL, "
+	"ADD COLUMN IF NOT EXISTS http_body MEDIUMTEXT NULL, "
+	"ADD COLUMN IF NOT EXISTS http_expect TEXT NULL, "
+	"ADD COLUMN IF NOT EXISTS http_ca_file TEXT NULL",
+	NULL,
+};
+
 static const struct {
 	int version;
 	const char *const *stmts;
@@ -254,6 +267,7 @@ static const struct {
 	{9, my_migration_9},
 	{10, my_migration_10},
 	{11, my_migration_11},
+	{12, my_migration_12},
 };
 
 _Static_assert(sizeof(my_migrations) / sizeof(my_migrations[0]) == DBCRON_MY_SCHEMA_VERSION,

@@ -7,7 +7,7 @@
 #define DBCRON_STORE_PG_SCHEMA_H
 
 /* Highest migration this binary knows. */
-#define DBCRON_PG_SCHEMA_VERSION 12
+#define DBCRON_PG_SCHEMA_VERSION 13
 
 static const char *const migration_1[] = {
 	"CREATE TABLE jobs ("
@@ -215,6 +215,16 @@ static const char *const migration_12[] = {
 	NULL,
 };
 
+/* 13: HTTP jobs (issue 27 item 1, docs/exec.md): "METHOD URL", the
+ * request headers (one a line), the body, the statuses that succeed and
+ * a CA file; NULL for every other executor.  Placeholders are kept as
+ * written: secrets never reach these columns. */
+static const char *const migration_13[] = {
+	"ALTER TABLE jobs ADD COLUMN http TEXT, ADD COLUMN http_headers TEXT, "
+	"ADD COLUMN http_body TEXT, ADD COLUMN http_expect TEXT, ADD COLUMN http_ca_file TEXT",
+	NULL,
+};
+
 static const struct {
 	int version;
 	const char *const *stmts;
@@ -231,6 +241,7 @@ static const struct {
 	{10, migration_10},
 	{11, migration_11},
 	{12, migration_12},
+	{13, migration_13},
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == DBCRON_PG_SCHEMA_VERSION,

@@ -229,6 +229,15 @@ static const char *const sqlite_migrations[] = {
 	 * job's last success through runs_job_state (job_id, state). */
 	"ALTER TABLE jobs ADD COLUMN max_silence_ms INTEGER NOT NULL DEFAULT 0;\n"
 	"ALTER TABLE jobs ADD COLUMN on_overdue TEXT;\n",
+	/* 14: HTTP jobs (issue 27 item 1, docs/exec.md): "METHOD URL", the
+	 * request headers (one a line), the body, the statuses that succeed
+	 * and a CA file; NULL for every other executor.  Placeholders are
+	 * kept as written: secrets never reach these columns. */
+	"ALTER TABLE jobs ADD COLUMN http TEXT;\n"
+	"ALTER TABLE jobs ADD COLUMN http_headers TEXT;\n"
+	"ALTER TABLE jobs ADD COLUMN http_body TEXT;\n"
+	"ALTER TABLE jobs ADD COLUMN http_expect TEXT;\n"
+	"ALTER TABLE jobs ADD COLUMN http_ca_file TEXT;\n",
 };
 
 #define SQLITE_SCHEMA_VERSION \
