@@ -45,6 +45,7 @@ int app_run_copy(dbcron_run *dst, const dbcron_run *src, bool with_output)
 	dst->error = dup_or_null(src->error, &failed);
 	dst->output = with_output ? dup_or_null(src->output, &failed) : NULL;
 	dst->params = dup_or_null(src->params, &failed);
+	dst->for_node = dup_or_null(src->for_node, &failed);
 	if (failed) {
 		dbcron_run_clear(dst);
 		return DBCRON_ENOMEM;

@@ -451,7 +451,7 @@ dbq "update runs set state = 4, node = 'n,2', started_ms = fire_at + 1, finished
 expect_rc 0 runs --format csv --job r1
 assert_eq "job,fire_at_ms,attempt,state,node,started_ms,finished_ms,exit_code" \
 	"$(head -n 1 <<<"$T_OUT" | cut -d, -f1-8)" "csv header: the contract columns first, in order"
-assert_eq "job,fire_at_ms,attempt,state,node,started_ms,finished_ms,exit_code,missed,error,run_id,due_at_ms" \
+assert_eq "job,fire_at_ms,attempt,state,node,started_ms,finished_ms,exit_code,missed,error,run_id,due_at_ms,for_node,node_index,node_total" \
 	"$(head -n 1 <<<"$T_OUT")" "csv header"
 assert_eq "4" "$(wc -l <<<"$T_OUT")" "header and 3 runs"
 fire=$(dbq "select fire_at from runs where id = $r1_first")
