@@ -463,7 +463,7 @@ assert_contains "$T_OUT" "r1,$fire3,1,scheduled,,,,,0,,$((r1_first + 2)),$fire3"
 assert_eq "ok" "$(python3 -c '
 import csv, sys
 rows = list(csv.reader(sys.stdin))
-print("ok" if len(rows) == 4 and all(len(r) == 12 for r in rows) and any(r[4] == "n,2" and r[9] == "said \"no\", twice" for r in rows) else rows)' <<<"$T_OUT")" "csv parses back (RFC 4180 quoting)"
+print("ok" if len(rows) == 4 and all(len(r) == 15 for r in rows) and any(r[4] == "n,2" and r[9] == "said \"no\", twice" for r in rows) else rows)' <<<"$T_OUT")" "csv parses back (RFC 4180 quoting)"
 
 expect_rc 0 runs --format csv
 assert_eq "51" "$(wc -l <<<"$T_OUT")" "default limit 50"
@@ -522,7 +522,7 @@ assert_eq "ok" "$(python3 -c '
 import csv, io, sys
 rows = list(csv.reader(io.open(sys.argv[1], newline="")))
 want = ["cannot execute \x27/opt/a\nb\x27: No such file or directory", "handler said\rno", "one\r\ntwo, three"]
-print("ok" if len(rows) == 4 and all(len(r) == 12 for r in rows) and [r[9] for r in rows[1:]] == want else rows)' "$T_DIR/.out")" \
+print("ok" if len(rows) == 4 and all(len(r) == 15 for r in rows) and [r[9] for r in rows[1:]] == want else rows)' "$T_DIR/.out")" \
 	"csv: fields with CR, LF and CR LF are quoted, one record per run (RFC 4180)"
 expect_rc 0 runs --format json --job r3
 assert_eq "ok" "$(python3 -c '
