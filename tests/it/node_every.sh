@@ -38,6 +38,12 @@ st() { # state name -> number as the run log keeps it
   case $1 in scheduled) echo 1 ;; running) echo 2 ;; succeeded) echo 3 ;; abandoned) echo 8 ;; esac
 }
 
+# 0. the views show each node's run of a fire
+runs_json=$(dbc runs --job e --limit 0 --format json)
+assert_contains "$runs_json" '"for_node":"b"' "runs --format json: the node a run is for"
+assert_contains "$runs_json" '"node_total":3' "runs --format json: the fire's number of nodes"
+assert_match "$(dbc runs --job e --limit 0)" ' b +1/3 ' "runs: the node column shows node index/total"
+
 # 1. the database: each fire has one first attempt per node of its set,
 # indexes 0..total-1 on distinct nodes, and nothing but first attempts
 bad=$(awk '$2 != 1 || $5 < 1 { print "not a first every-node run: " $0; next }
