@@ -35,6 +35,11 @@ typedef struct dbcron_handler_ctx {
 	 * secret.  Valid during the call only. */
 	const char *const *params;
 	size_t nparams;
+	/* An every-node job's run (docs/scheduler.md "Every node"): this
+	 * node's 0-based index among the nodes of the fire and their number,
+	 * as DBCRON_NODE_INDEX / DBCRON_NODE_TOTAL give a command; node_total
+	 * 0 for an ordinary run. */
+	int node_index, node_total;
 } dbcron_handler_ctx;
 
 /*

@@ -68,6 +68,9 @@ typedef struct dbcron_job {
 	int64_t misfire_threshold_ms;
 	dbcron_overlap overlap;
 	dbcron_node_loss node_loss;
+	/* Each fire runs once on every live node (docs/scheduler.md "Every
+	 * node"), not once in the cluster. */
+	bool on_every_node;
 	int max_retries;
 	int64_t retry_base_ms, retry_cap_ms;
 	bool retry_jitter;
@@ -143,6 +146,11 @@ typedef struct dbcron_run {
 	int64_t cancel_requested_ms;
 	/* the run's parameters as a JSON object text, NULL when none */
 	char *params;
+	/* An every-node job's run (docs/scheduler.md "Every node"): the node
+	 * it is for, its 0-based index among the live nodes at the claim and
+	 * their number.  node_total 0 (for_node NULL): an ordinary run. */
+	char *for_node;
+	int node_index, node_total;
 } dbcron_run;
 
 /* Defaults a new job gets (misfire fire_once, overlap skip, 3 retries...). */

@@ -45,6 +45,7 @@ int app_run_copy(dbcron_run *dst, const dbcron_run *src, bool with_output)
 	dst->error = dup_or_null(src->error, &failed);
 	dst->output = with_output ? dup_or_null(src->output, &failed) : NULL;
 	dst->params = dup_or_null(src->params, &failed);
+	dst->for_node = dup_or_null(src->for_node, &failed);
 	if (failed) {
 		dbcron_run_clear(dst);
 		return DBCRON_ENOMEM;
@@ -193,6 +194,7 @@ out_free:
 typedef struct chain_ctx {
 	app_run_vec *rv;
 	int64_t fire_at;
+	int node_index;
 } chain_ctx;
 
 static int chain_run(void *ctx, const dbcron_run *r)
@@ -201,6 +203,8 @@ static int chain_run(void *ctx, const dbcron_run *r)
 	app_run_vec *rv = cc->rv;
 	if (r->fire_at != cc->fire_at)
 		return 0; /* an older fire of the job */
+	if (r->node_index != cc->node_index)
+		return 0; /* every node: another node's run of the fire */
 	/* as the listing gave it, output and all: the attempts are shown as
 	 * the run log holds them */
 	if (dbcron__grow((void **)&rv->v, &rv->cap, rv->n + 1, sizeof(dbcron_run)) ||
@@ -220,7 +224,7 @@ static int chain_run(void *ctx, const dbcron_run *r)
  */
 static int attempt_chain(store *s, const dbcron_run *r, app_run_vec *rv, dbcron_err *err)
 {
-	chain_ctx cc = {.rv = rv, .fire_at = r->fire_at};
+	chain_ctx cc = {.rv = rv, .fire_at = r->fire_at, .node_index = r->node_index};
 	store_run_filter f = {.job = r->job_name, .state = 0, .since_ms = -1,
 			      .limit = RUN_ATTEMPTS_MAX, .keyset = true,
 			      .before_fire_at = r->fire_at, .before_job = r->job_name,

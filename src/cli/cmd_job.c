@@ -655,6 +655,8 @@ static int show_table(const dbcron_job *j, const app_run_vec *rv, const char *un
 	       dbcron_misfire_name(j->misfire), b1, j->max_catchup);
 	printf("overlap:           %s\n", dbcron_overlap_name(j->overlap));
 	printf("node loss:         %s\n", dbcron_node_loss_name(j->node_loss));
+	if (j->on_every_node) /* docs/scheduler.md "Every node" */
+		printf("on every node:     yes (each fire once per live node)\n");
 	dbcron__format_duration(j->retry_base_ms, b2, sizeof(b2));
 	dbcron__format_duration(j->retry_cap_ms, b3, sizeof(b3));
 	printf("retries:           %d (backoff %s doubling up to %s%s)\n", j->max_retries,

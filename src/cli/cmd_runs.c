@@ -62,6 +62,17 @@ static void first_line(char *buf, size_t len, const char *out, size_t max)
 	cell(buf, len, line, max);
 }
 
+/* The NODE cell: the node, and an every-node run's place among the fire's
+ * nodes ("b 1/3"; one not yet claimed shows the node it is for). */
+static const char *node_cell(const dbcron_run *r, char *buf, size_t len)
+{
+	const char *node = r->node ? r->node : r->for_node;
+	if (r->node_total <= 0)
+		return r->node ? r->node : "-";
+	snprintf(buf, len, "%s %d/%d", node ? node : "-", r->node_index, r->node_total);
+	return buf;
+}
+
 /* Column widths and what a table shows; output adds OUTPUT (the first
  * line of the captured output, cut). */
 typedef struct runs_layout {
@@ -82,7 +93,7 @@ static void print_runs_header(FILE *f, const runs_layout *l)
 
 static void print_run_row(FILE *f, const runs_layout *l, const dbcron_run *r)
 {
-	char fire[64], start[64], took[32], code[16], error[96], out[80] = "";
+	char fire[64], start[64], took[32], code[16], error[96], out[80] = "", node[400];
 	model_time_text(r->fire_at, fire, sizeof(fire));
 	model_time_text(r->started_ms, start, sizeof(start));
 	run_duration(r, took, sizeof(took));
@@ -101,7 +112,7 @@ static void print_run_row(FILE *f, const runs_layout *l, const dbcron_run *r)
 	else
 		fprintf(f, "  %-8" PRId64 "  ", r->id);
 	fprintf(f, "%-24s  %3d  %-9s  %-*s  %-24s  %-8s  %4s  ", fire, r->attempt,
-		dbcron_run_state_name(r->state), l->wn, r->node ? r->node : "-", start, took,
+		dbcron_run_state_name(r->state), l->wn, node_cell(r, node, sizeof(node)), start, took,
 		code);
 	if (l->output) {
 		first_line(out, sizeof(out), r->output, 40);
@@ -116,7 +127,8 @@ static void fit_layout(runs_layout *l, const dbcron_run *runs, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		int len = runs[i].job_name ? (int)strlen(runs[i].job_name) : 0;
 		l->wj = len > l->wj ? len : l->wj;
-		len = runs[i].node ? (int)strlen(runs[i].node) : 1;
+		char node[400];
+		len = (int)strlen(node_cell(&runs[i], node, sizeof(node)));
 		l->wn = len > l->wn ? len : l->wn;
 	}
 }
@@ -145,7 +157,7 @@ void cli_print_runs_table(FILE *f, const dbcron_run *runs, size_t n,
 
 static const char runs_csv_header[] =
 	"job,fire_at_ms,attempt,state,node,started_ms,finished_ms,exit_code,"
-	"missed,error,run_id,due_at_ms";
+	"missed,error,run_id,due_at_ms,for_node,node_index,node_total";
 
 static void csv_run(FILE *f, const dbcron_run *r)
 {
@@ -164,6 +176,14 @@ static void csv_run(FILE *f, const dbcron_run *r)
 	cli_csv_field(f, r->error);
 	fprintf(f, ",%" PRId64 ",", r->id);
 	cli_csv_ms(f, r->due_at);
+	fputc(',', f);
+	/* every node: empty for an ordinary run */
+	if (r->node_total > 0) {
+		cli_csv_field(f, r->for_node);
+		fprintf(f, ",%d,%d", r->node_index, r->node_total);
+	} else {
+		fputs(",,", f);
+	}
 	fputc('\n', f);
 }
 

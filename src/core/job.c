@@ -107,6 +107,7 @@ void dbcron_run_clear(dbcron_run *run)
 	dbcron__free(run->error);
 	dbcron__free(run->output);
 	dbcron__free(run->params);
+	dbcron__free(run->for_node);
 	memset(run, 0, sizeof(*run));
 }
 

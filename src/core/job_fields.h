@@ -87,6 +87,10 @@
 	X(node_loss, node_loss, INT, K(NODE_LOSS, "node-loss", "node_loss", STR), ENUM,           \
 	  (.parse = dbcron_node_loss_parse, .name = node_loss_name, .what = "retry or abandon"),  \
 	  ANY, DEF, DBCRON_NODE_LOSS_RETRY, H("POLICY", "retry (default) | abandon"))             \
+	X(on_every_node, on_every_node, BOOL, K(ON_EVERY_NODE, "on-every-node", "on_every_node",  \
+	  BOOL), BOOL, (.omit = 1), ANY, DEF, 0,                                                  \
+	  H("", "run each fire once on every live node (DBCRON_NODE_INDEX,\n"                   \
+		"DBCRON_NODE_TOTAL; docs/scheduler.md \"Every node\")"))                        \
 	X(max_retries, max_retries, INT, K(RETRIES, "retries", NULL, INT), INT,                   \
 	  (.lo = 0, .hi = 1000), ANY, DEF, 3, H("N", "retries after a failure (default 3)"))      \
 	X(retry_base_ms, retry_base_ms, I64, K(RETRY_BASE, "retry-base", "retry_base", DUR), DUR, \

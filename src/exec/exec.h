@@ -52,6 +52,9 @@ typedef struct exec_req {
 	int64_t fire_at_ms;
 	int attempt;
 	const char *node_id;
+	/* An every-node run's index among the fire's nodes and their number
+	 * (docs/scheduler.md "Every node"); node_total 0: an ordinary run. */
+	int node_index, node_total;
 	exec_cancel *cancel; /* may be NULL */
 	int64_t kill_grace_ms; /* SIGTERM -> SIGKILL; 0 = default 2000 */
 	/* The run's parameters, "KEY=VALUE" each (keys checked by
@@ -84,7 +87,8 @@ void exec__set_error(exec_result *res, const char *fmt, ...)
  * directory with its umask, in a clean environment (runas.h: HOME, USER,
  * LOGNAME, SHELL, PATH, its env-file and env, the node's environment
  * without its secrets only for inherit_env) plus DBCRON_JOB,
- * DBCRON_FIRE_AT_MS, DBCRON_ATTEMPT, DBCRON_RUN_ID, DBCRON_NODE and
+ * DBCRON_FIRE_AT_MS, DBCRON_ATTEMPT, DBCRON_RUN_ID, DBCRON_NODE,
+ * DBCRON_NODE_INDEX and DBCRON_NODE_TOTAL (an every-node run only) and
  * DBCRON_PARAM_KEY for each of req->params (after the job's own env, so
  * a parameter wins over a variable of the same name); fds 0-2
  * only; a new process group; output captured with the first and last

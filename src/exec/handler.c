@@ -262,6 +262,8 @@ void exec_handler(const exec_req *req, exec_result *res)
 		.cancel = req->cancel,
 		.params = req->params,
 		.nparams = req->nparams,
+		.node_index = req->node_index,
+		.node_total = req->node_total,
 	};
 	errbuf[0] = '\0';
 	int rc = fn(&ctx, user, errbuf, sizeof(errbuf));

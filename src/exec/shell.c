@@ -86,7 +86,9 @@ static char *fmt_alloc(const char *fmt, ...)
 /* The facts and one DBCRON_PARAM_KEY per parameter (at most 32, the
  * model's bound, checked at the trigger). */
 #define N_PARAMS_MAX 32
-#define N_ENV_FACTS (N_FACTS + N_PARAMS_MAX)
+/* and an every-node run's DBCRON_NODE_INDEX and DBCRON_NODE_TOTAL */
+#define N_NODE_FACTS 2
+#define N_ENV_FACTS (N_FACTS + N_NODE_FACTS + N_PARAMS_MAX)
 
 static void facts_free(char **f)
 {
@@ -102,15 +104,20 @@ static int facts_build(const exec_req *req, char **f)
 	f[2] = fmt_alloc("DBCRON_ATTEMPT=%d", req->attempt);
 	f[3] = fmt_alloc("DBCRON_RUN_ID=%lld", (long long)req->run_id);
 	f[4] = fmt_alloc("DBCRON_NODE=%s", req->node_id ? req->node_id : "");
+	size_t k = N_FACTS;
+	if (req->node_total > 0) { /* docs/scheduler.md "Every node" */
+		f[k++] = fmt_alloc("DBCRON_NODE_INDEX=%d", req->node_index);
+		f[k++] = fmt_alloc("DBCRON_NODE_TOTAL=%d", req->node_total);
+	}
 	size_t np = req->nparams < N_PARAMS_MAX ? req->nparams : N_PARAMS_MAX;
 	/* a reaction's UPSTREAM_* keys (MODEL_PARAM_UPSTREAM, reserved: no
 	 * trigger gives one) are DBCRON_UPSTREAM_*, docs/reactions.md */
 	for (size_t i = 0; i < np; i++)
-		f[N_FACTS + i] = strncmp(req->params[i], "UPSTREAM_", 9) == 0
-					 ? fmt_alloc("DBCRON_%s", req->params[i])
-					 : fmt_alloc("DBCRON_PARAM_%s", req->params[i]);
-	f[N_FACTS + np] = NULL;
-	for (size_t i = 0; i < N_FACTS + np; i++)
+		f[k + i] = strncmp(req->params[i], "UPSTREAM_", 9) == 0
+				   ? fmt_alloc("DBCRON_%s", req->params[i])
+				   : fmt_alloc("DBCRON_PARAM_%s", req->params[i]);
+	f[k + np] = NULL;
+	for (size_t i = 0; i < k + np; i++)
 		if (!f[i])
 			return -1;
 	return 0;

@@ -563,6 +563,8 @@ static int set_from_job(model_jobdef *d, const model_jobdef_key *k, const model_
 		return *(const int64_t *)p < 0 ? DBCRON_OK
 					       : model_jobdef_set_ms(d, k, *(const int64_t *)p, err);
 	case MODEL_FC_BOOL:
+		if (f->args.omit && !*(const bool *)p)
+			return DBCRON_OK;
 		return model_jobdef_set_bool(d, k, *(const bool *)p, err);
 	case MODEL_FC_ARGV:
 		for (int i = 0; j->argv && i < j->argc; i++)

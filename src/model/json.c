@@ -136,6 +136,8 @@ static bool field_json(const dbcron_job *j, const model_field *f, json_t **v)
 		*v = json_integer(*(const int64_t *)p);
 		break;
 	case MODEL_FC_BOOL:
+		if (f->args.omit && !*(const bool *)p)
+			return false;
 		*v = json_boolean(*(const bool *)p);
 		break;
 	case MODEL_FC_HANDLER:
@@ -242,6 +244,13 @@ json_t *model_run_json(const dbcron_run *r)
 	/* only when set: a run nobody cancelled reads as it always did */
 	if (r->cancel_requested_ms > 0)
 		put(o, "cancel_requested_ms", json_integer(r->cancel_requested_ms), &bad);
+	/* an every-node run (docs/scheduler.md "Every node"): its node, its
+	 * index among the fire's nodes and their number */
+	if (r->node_total > 0) {
+		put(o, "for_node", str_json(r->for_node), &bad);
+		put(o, "node_index", json_integer(r->node_index), &bad);
+		put(o, "node_total", json_integer(r->node_total), &bad);
+	}
 	if (r->params) {
 		json_t *pj = json_loads(r->params, JSON_DECODE_ANY, NULL);
 		put(o, "params", pj && json_is_object(pj) ? pj : json_string(r->params), &bad);

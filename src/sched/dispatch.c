@@ -432,6 +432,8 @@ static void worker_main(void *arg)
 		.fire_at_ms = f->run.fire_at,
 		.attempt = f->run.attempt,
 		.node_id = n->node_id,
+		.node_index = f->run.node_index,
+		.node_total = f->run.node_total,
 		.cancel = &f->cancel,
 		.kill_grace_ms = n->cfg.kill_grace_ms,
 	};

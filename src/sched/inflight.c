@@ -205,10 +205,12 @@ fire *fire_new(struct dbcron_node *n, job_state *js, const store_claimed *c)
 	f->run.node = dbcron__strdup(c->run.node);
 	f->run.claim_token = dbcron__strdup(c->run.claim_token);
 	f->run.params = c->run.params ? dbcron__strdup(c->run.params) : NULL;
+	f->run.for_node = c->run.for_node ? dbcron__strdup(c->run.for_node) : NULL;
 	f->run.error = f->run.output = NULL;
 	atomic_init(&f->started_db, -1);
 	f->finished_db = -1;
-	if (!f->run.job_name || !f->run.claim_token || (c->run.params && !f->run.params))
+	if (!f->run.job_name || !f->run.claim_token || (c->run.params && !f->run.params) ||
+	    (c->run.for_node && !f->run.for_node))
 		goto out_run;
 	f->snap = snap_get(js, c->job);
 	if (!f->snap)

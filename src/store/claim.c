@@ -441,11 +441,21 @@ static int claim_unclaimed(store *s, const store_claim_req *req, const claim_pas
 			   sp_i64(out->now_ms), sp_i64(pass->pool), sp_batch(pass->ids)};
 	if ((rc = store__exec(s, ST_CLAIM_RUNS, p, 9, err)))
 		return rc;
-	while ((row = store__next(s, err)) == 1)
+	while ((row = store__next(s, err)) == 1) {
 		if ((rc = add_claimed(s, out, runs_cap, 4, 5, 6, 7, req))) {
 			store__reset(s);
 			return store__oom(err, "claim");
 		}
+		/* an every-node run (a retry, a hand-back) keeps its node */
+		dbcron_run *r = &out->runs[out->nruns - 1].run;
+		r->node_index = (int)store__i64(s, 9);
+		r->node_total = (int)store__i64(s, 10);
+		const char *for_node = s->d->col_text(s->c, 8);
+		if (for_node && !(r->for_node = dbcron__strdup(for_node))) {
+			store__reset(s);
+			return store__oom(err, "claim");
+		}
+	}
 	store__reset(s);
 	if (row < 0)
 		return -row;
@@ -585,6 +595,117 @@ static int close_stranded(store *s, const store_claim_req *req, store_claim_resu
 	return DBCRON_OK;
 }
 
+/*
+ * Fan-out (issue 28 item 6, docs/scheduler.md "Every node").  A first
+ * attempt of an every-node job that this claim took (a fire it wrote, a
+ * trigger it took) stands for the whole fire: the node set is fixed here,
+ * as the live nodes at the claim's now (alive, lease not ended) plus the
+ * claiming node, in id order.  The claimed row becomes this node's, at its
+ * index; every other node gets its own unclaimed row (for_node, index,
+ * total), which only it may claim (CLAIM_RUNS).  All in the claim's
+ * transaction: the fire's identity per node is in the database before any
+ * of it runs, so a node killed mid-fire costs only its own run (ended by
+ * the reap, RUNS_ABANDON_PINNED), never a second run of another's.  Three
+ * statements, only in a claim that took such a run.
+ */
+static int str_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The live nodes at now and `me`, sorted, into *ids (n of them, owned). */
+static int live_nodes(store *s, const char *me, int64_t now, char ***ids, size_t *n,
+		      dbcron_err *err)
+{
+	size_t cap = 0;
+	bool have_me = false;
+	int row, rc = DBCRON_OK;
+	store_param p[] = {sp_i64(now)};
+	*ids = NULL;
+	*n = 0;
+	if ((rc = store__exec(s, ST_NODES_LIVE, p, 1, err)))
+		return rc;
+	while ((row = store__next(s, err)) == 1) {
+		const char *id = s->d->col_text(s->c, 0);
+		if (!id)
+			continue;
+		have_me = have_me || strcmp(id, me) == 0;
+		char *copy = dbcron__strdup(id);
+		if (!copy || dbcron__grow((void **)ids, &cap, *n + 2, sizeof(**ids))) {
+			dbcron__free(copy);
+			rc = store__oom(err, "claim");
+			break;
+		}
+		(*ids)[(*n)++] = copy;
+	}
+	store__reset(s);
+	if (!rc && row < 0)
+		rc = -row;
+	if (!rc && !have_me) {
+		if (dbcron__grow((void **)ids, &cap, *n + 1, sizeof(**ids)) ||
+		    !((*ids)[*n] = dbcron__strdup(me)))
+			rc = store__oom(err, "claim");
+		else
+			(*n)++;
+	}
+	if (!rc)
+		dbcron__sort(*ids, *n, sizeof(**ids), str_cmp);
+	return rc;
+}
+
+static bool fans_out(const store_claimed *c)
+{
+	return c->job && c->job->on_every_node && c->run.attempt == 1 && c->run.node_total == 0 &&
+	       c->run.state == DBCRON_RUN_SCHEDULED;
+}
+
+static int fan_out(store *s, const store_claim_req *req, store_claim_result *out,
+		   dbcron_err *err)
+{
+	size_t i, n = 0;
+	char **ids = NULL;
+	int rc;
+	for (i = 0; i < out->nruns && !fans_out(&out->runs[i]); i++)
+		;
+	if (i == out->nruns)
+		return DBCRON_OK;
+	if ((rc = live_nodes(s, req->node_id, out->now_ms, &ids, &n, err)))
+		goto out_free;
+	int me = 0;
+	while (strcmp(ids[me], req->node_id) != 0)
+		me++;
+	store_batch *list = store__scratch(s, 0, 1, store__names_cols);
+	for (i = 0; i < n; i++)
+		store_batch_text(list, ids[i]);
+	if (list->oom) {
+		rc = store__oom(err, "claim");
+		goto out_free;
+	}
+	store_param mp[] = {sp_text(req->node_id), sp_text(req->token), sp_i64(me),
+			    sp_i64((int64_t)n)};
+	store_param fp[] = {sp_text(req->node_id), sp_text(req->token), sp_i64(out->now_ms),
+			    sp_i64((int64_t)n), sp_batch(list)};
+	if ((rc = store__run(s, ST_FIRES_FAN_MARK, mp, 4, NULL, err)) ||
+	    (rc = store__run(s, ST_FIRES_FAN_OUT, fp, 5, NULL, err)))
+		goto out_free;
+	for (i = 0; i < out->nruns; i++) {
+		dbcron_run *r = &out->runs[i].run;
+		if (!fans_out(&out->runs[i]))
+			continue;
+		if (!(r->for_node = dbcron__strdup(req->node_id))) {
+			rc = store__oom(err, "claim");
+			goto out_free;
+		}
+		r->node_index = me;
+		r->node_total = (int)n;
+	}
+out_free:
+	for (i = 0; i < n; i++)
+		dbcron__free(ids[i]);
+	dbcron__free(ids);
+	return rc;
+}
+
 /* Hold the schedule lock row until this transaction ends (made on first
  * use: a database from before the strategy has no such row). */
 static int schedule_lock(store *s, dbcron_err *err)
@@ -643,7 +764,8 @@ int store_claim(store *s, const store_claim_req *req, store_claim_result *out,
 		goto out_rollback;
 	dbcron__sort(out->jobs, out->njobs, sizeof(*out->jobs), store__job_id_cmp);
 	if ((rc = write_aside(s, out, err)) || (rc = close_jobless(s, req->node_id, out, err)) ||
-	    (rc = close_stranded(s, req, out, &texts, err)) || (rc = store__tx_commit(s, err)))
+	    (rc = close_stranded(s, req, out, &texts, err)) || (rc = fan_out(s, req, out, err)) ||
+	    (rc = store__tx_commit(s, err)))
 		goto out_rollback;
 	claim_texts_free(&texts);
 	dbcron__sort(out->runs, out->nruns, sizeof(*out->runs), claimed_cmp);

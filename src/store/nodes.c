@@ -87,9 +87,15 @@ static int resolve_lost(store *s, const store_batch *nodes, int64_t now, size_t 
 	if (rc)
 		goto out_free;
 	store_param up[] = {sp_batch(nodes)};
-	/* (the abandon ran first, so what is left SCHEDULED is unstarted);
-	 * those of jobs deleted meanwhile cannot be claimed again */
-	if ((rc = store__run(s, ST_RUNS_UNCLAIM_LOST, up, 1, &unclaimed, err)) ||
+	/* An every-node run is that node's own (docs/scheduler.md "Every
+	 * node"): one left SCHEDULED ends ABANDONED, claimed or not, rather
+	 * than going back to a pool no other node may take it from.  Then
+	 * (the abandons ran first, so what is left SCHEDULED is unstarted)
+	 * the rest go back; those of jobs deleted meanwhile cannot be claimed
+	 * again */
+	int64_t pinned = 0;
+	if ((rc = store__run(s, ST_RUNS_ABANDON_PINNED, p, 2, &pinned, err)) ||
+	    (rc = store__run(s, ST_RUNS_UNCLAIM_LOST, up, 1, &unclaimed, err)) ||
 	    (unclaimed && (rc = close_deleted(s, now, NULL, err))))
 		goto out_free;
 	if (nab) {
@@ -113,7 +119,9 @@ static int resolve_lost(store *s, const store_batch *nodes, int64_t now, size_t 
 				continue;
 			model_followup f = model_lost_followup(j, ab[i].attempt, ab[i].start_written,
 							       now);
-			if (f.retry_due_at >= 0) {
+			/* every-node work is per host: its retry would wait for
+			 * the lost node alone, so there is none */
+			if (f.retry_due_at >= 0 && !j->on_every_node) {
 				store_batch_i64(retry, ab[i].run_id);
 				store_batch_i64(retry, f.retry_due_at);
 			}
@@ -134,7 +142,7 @@ static int resolve_lost(store *s, const store_batch *nodes, int64_t now, size_t 
 			goto out_free;
 	}
 	if (touched)
-		*touched = nab + (size_t)unclaimed + (size_t)cancelled;
+		*touched = nab + (size_t)unclaimed + (size_t)cancelled + (size_t)pinned;
 out_free:
 	store_claim_result_clear(&jobs);
 	dbcron__free(ab);
@@ -328,6 +336,19 @@ int store_nodes_wait_seen(store *s, int64_t timeout_ms, dbcron_err *err)
 	}
 }
 
+/* A stopping node's every-node runs end ABANDONED: they are its own and
+ * no other node may take them (docs/scheduler.md "Every node"). */
+static int abandon_pinned(store *s, const char *node_id, int64_t now, dbcron_err *err)
+{
+	store_batch *nodes = store__scratch(s, 0, 2, lost_cols);
+	store_batch_text(nodes, node_id);
+	store_batch_i64(nodes, now);
+	if (nodes->oom)
+		return store__oom(err, "node stop");
+	store_param p[] = {sp_i64(now), sp_batch(nodes)};
+	return store__run(s, ST_RUNS_ABANDON_PINNED, p, 2, NULL, err);
+}
+
 int store_node_stop(store *s, const char *node_id, const char *incarnation, dbcron_err *err)
 {
 	int64_t n = 0;
@@ -366,7 +387,9 @@ int store_node_stop(store *s, const char *node_id, const char *incarnation, dbcr
 	}
 	int64_t now, unclaimed = 0;
 	if ((rc = store__run(s, ST_RUNS_UNCLAIM_NODE, p, 1, &unclaimed, err)) ||
-	    (unclaimed && ((rc = store__db_now(s, &now, err)) || (rc = close_deleted(s, now, NULL, err)))))
+	    (rc = store__db_now(s, &now, err)) ||
+	    (unclaimed && (rc = close_deleted(s, now, NULL, err))) ||
+	    (rc = abandon_pinned(s, node_id, now, err)))
 		goto out_rollback;
 	/* the node's own change, whoever holds the handle */
 	char actor[STORE_ACTOR_MAX];

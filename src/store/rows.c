@@ -437,9 +437,12 @@ int store__read_run(store *s, dbcron_run *run, dbcron_err *err)
 	run->exit_code = (int)i64(s, 11);
 	run->missed = i64(s, 12);
 	run->cancel_requested_ms = i64n(s, 15);
+	run->node_index = (int)i64(s, 18);
+	run->node_total = (int)i64(s, 19);
 	if ((rc = dup_col(s, 2, &run->job_name)) || (rc = dup_col(s, 7, &run->node)) ||
 	    (rc = dup_col(s, 8, &run->claim_token)) || (rc = dup_col(s, 13, &run->error)) ||
-	    (rc = dup_col(s, 14, &run->output)) || (rc = dup_col(s, 16, &run->params))) {
+	    (rc = dup_col(s, 14, &run->output)) || (rc = dup_col(s, 16, &run->params)) ||
+	    (rc = dup_col(s, 17, &run->for_node))) {
 		dbcron_run_clear(run);
 		return dbcron_err_set(err, rc, "out of memory reading a run");
 	}

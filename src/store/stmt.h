@@ -130,7 +130,22 @@
 	 * and pooled as CLAIM_DUE_JOBS, a stranded run being one due past its job's     \
 	 * misfire threshold at now */                                                    \
 	/* (and params, the run's parameters, last) */                                    \
+	/* (and for_node, node_index, node_total after it: an every-node run is  \
+	 * taken only by the node it is for, whatever its routing; claim.c) */    \
 	X(CLAIM_RUNS, "claim: taking unclaimed runs", "5 backpressure: at most limit, per pool; routing: only what the node can run")   \
+	/* Every node (docs/scheduler.md "Every node", claim.c "Fan-out").        \
+	 * (now) -> id of every live node: alive, its lease not ended at now */   \
+	X(NODES_LIVE, "claim: reading the live nodes", "every node: the set is fixed when the fire is claimed") \
+	/* (node, token, index, total): the claim's fresh first attempts of      \
+	 * every-node jobs become the claiming node's, at its index of total */   \
+	X(FIRES_FAN_MARK, "claim: assigning every-node runs", "1 no duplicate fire: one first attempt per (fire, node)") \
+	/* (node, token, now, total, batch [node id]): for each run the mark      \
+	 * made (node_total = total, no sibling yet), one SCHEDULED unclaimed     \
+	 * run for every other node of the list, at its 0-based position */      \
+	X(FIRES_FAN_OUT, "claim: writing every-node runs", "1 no duplicate fire: one first attempt per (fire, node)") \
+	/* (now) batch [node, lease_until]: the SCHEDULED every-node runs for    \
+	 * those lost nodes end ABANDONED (never moved to another node) */       \
+	X(RUNS_ABANDON_PINNED, "reap: abandoning a lost node's every-node runs", "2 no silent loss: ended, never left waiting") \
 	/* batch [id] -> JOB_COLS */                                                      \
 	X(JOBS_BY_IDS, "reading jobs by id", "")                                         \
 	/* (node) batch [id, token, state, started, finished, has_exit, exit, error,      \
@@ -181,7 +196,8 @@
 	/* (id, incarnation) */                                                           \
 	/* (node) -> count of its RUNNING runs */                                        \
 	X(NODE_RUNNING, "counting the node's running runs", "4 a node is stopped only when it owns no running run") \
-	/* () -> id, lease_until of nodes not alive that still hold live runs */       \
+	/* () -> id, lease_until of nodes not alive that still hold live runs, or   \
+	 * that SCHEDULED every-node runs are still for */                          \
 	X(NODES_ORPHANED, "looking for runs left by stopped or dead nodes", "2 no silent loss") \
 	X(NODE_STOP, "stopping the node", "")                                            \
 	/* (node): its SCHEDULED runs become unclaimed */                                 \
@@ -319,7 +335,7 @@ enum { DBCRON_JOB_FIELDS(STORE_X_PUTIDX) STORE_NPUTCOLS };
 #define STORE_RUN_COLS                                                     \
 	"id, job_id, job_name, fire_at, attempt, state, due_at, node, "    \
 	"claim_token, started_ms, finished_ms, exit_code, missed, error, " \
-	"output, cancel_requested_at, params"
+	"output, cancel_requested_at, params, for_node, node_index, node_total"
 
 /*
  * The run states and the executor the statements compare with, as SQL
@@ -357,6 +373,16 @@ _Static_assert(STORE_EXEC_HANDLER == DBCRON_EXEC_HANDLER, "SQL_EXEC_HANDLER");
 #define STORE_SCHED_NEEDS 5
 _Static_assert(STORE_SCHED_NEEDS == DBCRON_SCHED_NEEDS, "SQL_SCHED_NEEDS");
 #define SQL_SCHED_NEEDS STORE_SQL_TEXT(STORE_SCHED_NEEDS)
+
+/*
+ * Overlap (ST_JOB_RUNNING) of an every-node job is per node: run row R
+ * counts against run ID only when both are ordinary runs or both are for
+ * the same node (docs/scheduler.md "Every node").  The same text in every
+ * dialect.
+ */
+#define SAME_HOST(R, ID)                                                                 \
+	"coalesce(" R ".for_node, '') = coalesce((SELECT x.for_node FROM runs x WHERE x.id = " \
+	ID "), '')"
 
 /*
  * Routing, the same text in every dialect: handler job J is stranded at N

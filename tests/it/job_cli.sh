@@ -451,7 +451,7 @@ dbq "update runs set state = 4, node = 'n,2', started_ms = fire_at + 1, finished
 expect_rc 0 runs --format csv --job r1
 assert_eq "job,fire_at_ms,attempt,state,node,started_ms,finished_ms,exit_code" \
 	"$(head -n 1 <<<"$T_OUT" | cut -d, -f1-8)" "csv header: the contract columns first, in order"
-assert_eq "job,fire_at_ms,attempt,state,node,started_ms,finished_ms,exit_code,missed,error,run_id,due_at_ms" \
+assert_eq "job,fire_at_ms,attempt,state,node,started_ms,finished_ms,exit_code,missed,error,run_id,due_at_ms,for_node,node_index,node_total" \
 	"$(head -n 1 <<<"$T_OUT")" "csv header"
 assert_eq "4" "$(wc -l <<<"$T_OUT")" "header and 3 runs"
 fire=$(dbq "select fire_at from runs where id = $r1_first")
@@ -463,7 +463,7 @@ assert_contains "$T_OUT" "r1,$fire3,1,scheduled,,,,,0,,$((r1_first + 2)),$fire3"
 assert_eq "ok" "$(python3 -c '
 import csv, sys
 rows = list(csv.reader(sys.stdin))
-print("ok" if len(rows) == 4 and all(len(r) == 12 for r in rows) and any(r[4] == "n,2" and r[9] == "said \"no\", twice" for r in rows) else rows)' <<<"$T_OUT")" "csv parses back (RFC 4180 quoting)"
+print("ok" if len(rows) == 4 and all(len(r) == 15 for r in rows) and any(r[4] == "n,2" and r[9] == "said \"no\", twice" for r in rows) else rows)' <<<"$T_OUT")" "csv parses back (RFC 4180 quoting)"
 
 expect_rc 0 runs --format csv
 assert_eq "51" "$(wc -l <<<"$T_OUT")" "default limit 50"
@@ -522,7 +522,7 @@ assert_eq "ok" "$(python3 -c '
 import csv, io, sys
 rows = list(csv.reader(io.open(sys.argv[1], newline="")))
 want = ["cannot execute \x27/opt/a\nb\x27: No such file or directory", "handler said\rno", "one\r\ntwo, three"]
-print("ok" if len(rows) == 4 and all(len(r) == 12 for r in rows) and [r[9] for r in rows[1:]] == want else rows)' "$T_DIR/.out")" \
+print("ok" if len(rows) == 4 and all(len(r) == 15 for r in rows) and [r[9] for r in rows[1:]] == want else rows)' "$T_DIR/.out")" \
 	"csv: fields with CR, LF and CR LF are quoted, one record per run (RFC 4180)"
 expect_rc 0 runs --format json --job r3
 assert_eq "ok" "$(python3 -c '

@@ -42,6 +42,7 @@ static void full_job(dbcron_job *j, const char *name, int kind)
 	j->misfire_threshold_ms = 12000;
 	j->overlap = DBCRON_OVERLAP_QUEUE;
 	j->node_loss = DBCRON_NODE_LOSS_ABANDON;
+	j->on_every_node = true;
 	j->max_retries = 9;
 	j->retry_base_ms = 2000;
 	j->retry_cap_ms = 120000;

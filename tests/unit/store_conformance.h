@@ -240,6 +240,7 @@ static int conf_run_cb(void *ctx, const dbcron_run *r)
 	d->error = r->error ? dbcron__strdup(r->error) : NULL;
 	d->output = r->output ? dbcron__strdup(r->output) : NULL;
 	d->params = r->params ? dbcron__strdup(r->params) : NULL;
+	d->for_node = r->for_node ? dbcron__strdup(r->for_node) : NULL;
 	return 0;
 }
 
@@ -1720,6 +1721,123 @@ static void conf_node(store_node_info *n, const char *id, const char *inc, int64
 	n->lease_ms = lease;
 }
 
+/* The runs of job `name` by node index: exactly `total` of them, each
+ * for its node of `ids` (in id order), attempt 1. */
+static void conf_every_runs(conf_ctx *c, const char *name, int total, const char *const *ids,
+			    conf_runs *rs)
+{
+	conf_list(c, name, 0, -1, 0, rs);
+	assert_int_equal(rs->n, total);
+	for (int i = 0; i < rs->n; i++) {
+		const dbcron_run *r = &rs->rows[i];
+		assert_int_equal(r->attempt, 1);
+		assert_int_equal(r->node_total, total);
+		assert_non_null(r->for_node);
+		assert_string_equal(r->for_node, ids[r->node_index]);
+		for (int k = 0; k < i; k++)
+			assert_int_not_equal(rs->rows[k].node_index, r->node_index);
+	}
+}
+
+/* Every node (issue 28 item 6, docs/scheduler.md "Every node"): the claim
+ * of an every-node fire writes one run per live node, in id order, the
+ * claimer's claimed; each node's claim takes its own run only; a node
+ * that joins later gets none of that fire; a lost node's running run ends
+ * ABANDONED without a retry, a stopped node's unclaimed one ABANDONED. */
+static void conf_test_every_node(void **state)
+{
+	conf_ctx *c = *state;
+	static const char *const ids[] = {"n1", "n2", "n3"};
+	store_node_info ni[3];
+	for (int i = 0; i < 3; i++) {
+		conf_node(&ni[i], ids[i], "inc", 600000);
+		CONF_OK(c, store_node_register(c->s, &ni[i], &c->err));
+	}
+	int64_t now = conf_now(c);
+	dbcron_job j;
+	conf_job(&j, "every", now - 100);
+	j.on_every_node = true;
+	CONF_OK(c, conf_upsert(c, &j, 1));
+	dbcron_job_clear(&j);
+	conf_put(c, 1, "plain", now - 100);
+
+	conf_planner p = {.stop = -1, .step = 60000};
+	store_claim_result r;
+	CONF_OK(c, conf_claim(c, c->s, "n2", "t2", 10, &p, &r));
+	assert_int_equal(r.nruns, 2);
+	for (size_t i = 0; i < r.nruns; i++) {
+		const dbcron_run *run = &r.runs[i].run;
+		bool every = strcmp(run->job_name, "every") == 0;
+		assert_int_equal(run->node_total, every ? 3 : 0);
+		assert_int_equal(run->node_index, every ? 1 : 0);
+		if (every)
+			assert_string_equal(run->for_node, "n2");
+		else
+			assert_null(run->for_node);
+	}
+	store_claim_result_clear(&r);
+	conf_runs rs = {0};
+	conf_every_runs(c, "every", 3, ids, &rs);
+	for (int i = 0; i < rs.n; i++) /* n2's claimed, the others waiting */
+		if (rs.rows[i].node_index == 1)
+			assert_string_equal(rs.rows[i].node, "n2");
+		else
+			assert_null(rs.rows[i].node);
+	conf_list(c, "plain0000", 0, -1, 0, &rs);
+	assert_int_equal(rs.n, 1);
+	assert_int_equal(rs.rows[0].node_total, 0);
+	conf_runs_clear(&rs);
+
+	/* a node that joins now has no run of that fire; n2 takes nothing
+	 * more; n3 takes its own run only */
+	store_node_info late;
+	conf_node(&late, "n0", "inc", 600000);
+	CONF_OK(c, store_node_register(c->s, &late, &c->err));
+	CONF_OK(c, conf_claim(c, c->s, "n0", "t0", 10, &p, &r));
+	assert_int_equal(r.nruns, 0);
+	store_claim_result_clear(&r);
+	CONF_OK(c, conf_claim(c, c->s, "n2", "t2b", 10, &p, &r));
+	assert_int_equal(r.nruns, 0);
+	store_claim_result_clear(&r);
+	CONF_OK(c, conf_claim(c, c->s, "n3", "t3", 10, &p, &r));
+	assert_int_equal(r.nruns, 1);
+	assert_int_equal(r.runs[0].run.node_index, 2);
+	assert_int_equal(r.runs[0].run.node_total, 3);
+	assert_string_equal(r.runs[0].run.for_node, "n3");
+	store_update u = conf_update(&r.runs[0], DBCRON_RUN_RUNNING);
+	u.started_ms = now;
+	CONF_OK(c, store_apply(c->s, "n3", &u, 1, &c->err));
+	assert_true(u.applied);
+	store_claim_result_clear(&r);
+
+	/* n3 is lost while running (the job retries on node loss): abandoned,
+	 * no attempt 2; n1 stops: its unclaimed run is abandoned too */
+	int64_t dbnow;
+	size_t reaped = 0;
+	CONF_OK(c, store_node_heartbeat(c->s, "n3", "inc", 1, &dbnow, &c->err));
+	conf_sleep_ms(20);
+	CONF_OK(c, store_reap(c->s, &reaped, &c->err));
+	assert_true(reaped >= 1);
+	CONF_OK(c, store_node_stop(c->s, "n1", "inc", &c->err));
+	conf_every_runs(c, "every", 3, ids, &rs);
+	for (int i = 0; i < rs.n; i++) {
+		const dbcron_run *run = &rs.rows[i];
+		if (run->node_index == 1) {
+			assert_int_equal(run->state, DBCRON_RUN_SCHEDULED);
+			continue;
+		}
+		assert_int_equal(run->state, DBCRON_RUN_ABANDONED);
+		assert_non_null(run->error);
+		if (run->node_index == 0)
+			assert_non_null(strstr(run->error, "not moved to another node"));
+	}
+	conf_runs_clear(&rs);
+	/* nobody else may take the lost nodes' runs */
+	CONF_OK(c, conf_claim(c, c->s, "n0", "t0b", 10, &p, &r));
+	assert_int_equal(r.nruns, 0);
+	store_claim_result_clear(&r);
+}
+
 typedef struct conf_nodes {
 	int n;
 	char state[4][16];
@@ -3059,7 +3177,7 @@ static void conf_test_overdue(void **state)
 	CONF_T(conf_test_job_spread_seed),              \
 	CONF_T(conf_test_job_ops), CONF_T(conf_test_claim),                     \
 	CONF_T(conf_test_claim_terminal_fires),                                 \
-	CONF_T(conf_test_claim_two_claimers),                                   \
+	CONF_T(conf_test_claim_two_claimers), CONF_T(conf_test_every_node),     \
 	CONF_T(conf_test_concurrent_claimers),                                  \
 	CONF_T(conf_test_claim_statements), CONF_T(conf_test_claim_routing),    \
 	CONF_T(conf_test_claim_stranded), CONF_T(conf_test_claim_stranded_after), \

@@ -683,6 +683,87 @@ static void test_node_late_handler(void **state)
 	dbcron_db_close(db);
 }
 
+/* What the every-node handler saw: per node ("ev-a", "ev-b"), its index
+ * + 1 and total (0: no call), and how many calls. */
+static atomic_int every_seen[2][2];
+static atomic_int every_calls;
+
+static int every_handler(const dbcron_handler_ctx *ctx, void *user, char *errbuf, size_t errlen)
+{
+	(void)user, (void)errbuf, (void)errlen;
+	int k = strcmp(ctx->node, "ev-a") == 0 ? 0 : 1;
+	atomic_store(&every_seen[k][0], ctx->node_index + 1);
+	atomic_store(&every_seen[k][1], ctx->node_total);
+	atomic_fetch_add(&every_calls, 1);
+	return 0;
+}
+
+/* An every-node job's trigger runs once on each of two live nodes, and
+ * each handler call gets its node's index and the total in its context
+ * (docs/scheduler.md "Every node"). */
+static void test_node_every_handler(void **state)
+{
+	dbcron_db *db = fresh();
+	dbcron_err err = {0};
+	static const char *const ids[] = {"ev-a", "ev-b"};
+	node_thread nt[2] = {{0}};
+	pthread_t th[2];
+	char name[64];
+
+	snprintf(name, sizeof(name), "every-%d", (int)getpid());
+	assert_int_equal(dbcron_handler_register(name, every_handler, NULL), DBCRON_OK);
+	for (int i = 0; i < 2; i++) {
+		dbcron_node_config cfg;
+		dbcron_node_config_init(&cfg);
+		cfg.db_url = url;
+		cfg.node_id = ids[i];
+		cfg.heartbeat_ms = 200;
+		cfg.lease_ms = 2000;
+		assert_int_equal(dbcron_node_create(&cfg, &nt[i].n, &err), DBCRON_OK);
+		assert_int_equal(pthread_create(&th[i], NULL, run_node, &nt[i]), 0);
+	}
+	size_t alive = 0;
+	for (int i = 0; i < 600 && alive < 2; i++) {
+		dbcron_node_info *nodes;
+		size_t n;
+		assert_int_equal(dbcron_nodes_list(db, &nodes, &n, &err), DBCRON_OK);
+		alive = 0;
+		for (size_t k = 0; k < n; k++)
+			alive += strcmp(nodes[k].state, "alive") == 0;
+		dbcron_nodes_free(nodes, n);
+		if (alive < 2)
+			nanosleep(&(struct timespec){.tv_nsec = 100000000}, NULL);
+	}
+	assert_int_equal(alive, 2);
+	dbcron_job j;
+	dbcron_job_init(&j);
+	j.name = "every-job";
+	j.kind = DBCRON_SCHED_EVERY;
+	j.spec = "1h";
+	j.executor = DBCRON_EXEC_HANDLER;
+	j.handler = name;
+	j.on_every_node = true;
+	j.misfire_threshold_ms = 3600000;
+	assert_int_equal(dbcron_job_add(db, &j, NULL, &err), DBCRON_OK);
+	dbcron_job_result jr;
+	assert_int_equal(dbcron_job_trigger(db, "every-job", &jr, &err), DBCRON_OK);
+	for (int i = 0; i < 150 && atomic_load(&every_calls) < 2; i++) /* 15 s at most */
+		nanosleep(&(struct timespec){.tv_nsec = 100000000}, NULL);
+	for (int i = 0; i < 2; i++)
+		dbcron_node_stop(nt[i].n);
+	for (int i = 0; i < 2; i++) {
+		pthread_join(th[i], NULL);
+		assert_int_equal(nt[i].rc, DBCRON_OK);
+		dbcron_node_free(nt[i].n);
+	}
+	assert_int_equal(atomic_load(&every_calls), 2);
+	for (int k = 0; k < 2; k++) { /* "ev-a" sorts first: index 0 */
+		assert_int_equal(atomic_load(&every_seen[k][0]), k + 1);
+		assert_int_equal(atomic_load(&every_seen[k][1]), 2);
+	}
+	dbcron_db_close(db);
+}
+
 static atomic_int deaf_started;
 
 /* A handler that never asks whether it should stop: it runs its 1.5 s. */
@@ -966,6 +1047,7 @@ int main(void)
 		cmocka_unit_test(test_verbs),      cmocka_unit_test(test_runs_iter),
 		cmocka_unit_test(test_nodes_locks), cmocka_unit_test(test_node_db_file),
 		cmocka_unit_test(test_node_late_handler),
+		cmocka_unit_test(test_node_every_handler),
 		cmocka_unit_test(test_node_cancel_deaf_handler), cmocka_unit_test(test_lock_run),
 		cmocka_unit_test(test_node_log_sink), cmocka_unit_test(test_audit),
 	};

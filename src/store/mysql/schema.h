@@ -16,7 +16,7 @@
 #define DBCRON_STORE_MYSQL_SCHEMA_H
 
 /* Highest migration this binary knows. */
-#define DBCRON_MY_SCHEMA_VERSION 12
+#define DBCRON_MY_SCHEMA_VERSION 13
 
 #define MY_TABLE_OPTS " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
 
@@ -252,6 +252,25 @@ static const char *const my_migration_12[] = {
 	NULL,
 };
 
+/* 13: every-node jobs (issue 28 item 6, docs/scheduler.md "Every node"):
+ * one run per live node of a fire, each for its node (for_node) with its
+ * index and the number of nodes fixed at the claim (node_total 0: an
+ * ordinary run, index 0); invariant 1 holds per (fire, node), so the
+ * unique key takes node_index (the new key is added before the old one
+ * goes: the table is never without one). */
+static const char *const my_migration_13[] = {
+	"ALTER TABLE jobs ADD COLUMN IF NOT EXISTS on_every_node BOOLEAN NOT NULL DEFAULT 0",
+	"ALTER TABLE runs ADD COLUMN IF NOT EXISTS for_node VARCHAR(320) NULL, "
+	"ADD COLUMN IF NOT EXISTS node_index INT NOT NULL DEFAULT 0, "
+	"ADD COLUMN IF NOT EXISTS node_total INT NOT NULL DEFAULT 0",
+	"ALTER TABLE runs ADD UNIQUE KEY IF NOT EXISTS runs_fire_node "
+	"(job_id, fire_at, attempt, node_index)",
+	"ALTER TABLE runs DROP KEY IF EXISTS runs_fire",
+	/* a lost or stopped node's every-node runs, found by the reap */
+	"CREATE INDEX IF NOT EXISTS runs_for_node ON runs (for_node)",
+	NULL,
+};
+
 static const struct {
 	int version;
 	const char *const *stmts;
@@ -268,6 +287,7 @@ static const struct {
 	{10, my_migration_10},
 	{11, my_migration_11},
 	{12, my_migration_12},
+	{13, my_migration_13},
 };
 
 _Static_assert(sizeof(my_migrations) / sizeof(my_migrations[0]) == DBCRON_MY_SCHEMA_VERSION,

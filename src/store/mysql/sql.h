@@ -147,14 +147,32 @@ static const char *const sql[ST__COUNT] = {
 	 * oldest first, read them back by it, then give them the claim's. */
 	[ST_CLAIM_RUNS] =
 		"UPDATE runs SET node = ?1, claim_token = CONCAT(?2, '~') WHERE state = " SQL_RS_SCHEDULED " AND "
-		"node IS NULL AND cancel_requested_at IS NULL AND due_at <= ?3 AND EXISTS (SELECT 1 FROM "
-		"jobs j WHERE j.id = "
+		"node IS NULL AND cancel_requested_at IS NULL AND due_at <= ?3 AND (for_node IS NULL OR "
+		"for_node = ?1) AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = "
 		"runs.job_id AND j.paused = 0 AND (" RUNS_HERE("j", 5, 6) " OR " STORE_STRANDED("j", "runs.due_at", "?7")
-		") AND " IN_POOL("j.id", 8, 9) ") ORDER BY due_at LIMIT ?L4" PART
-		"SELECT id, job_id, job_name, fire_at, attempt, due_at, missed, params FROM runs WHERE "
+		" OR runs.for_node = ?1) AND " IN_POOL("j.id", 8, 9) ") ORDER BY due_at LIMIT ?L4" PART
+		"SELECT id, job_id, job_name, fire_at, attempt, due_at, missed, params, for_node, "
+		"node_index, node_total FROM runs WHERE "
 		"node = ?1 AND state = " SQL_RS_SCHEDULED " AND claim_token = CONCAT(?2, '~')" PART
 		"UPDATE runs SET claim_token = ?2 WHERE node = ?1 AND state = " SQL_RS_SCHEDULED " AND "
 		"claim_token = CONCAT(?2, '~')",
+	[ST_NODES_LIVE] = "SELECT id FROM nodes WHERE state = 'alive' AND lease_until >= ?1",
+	[ST_FIRES_FAN_MARK] = "UPDATE runs SET for_node = ?1, node_index = ?3, node_total = ?4 WHERE "
+		"node = ?1 AND claim_token = ?2 AND state = " SQL_RS_SCHEDULED " AND attempt = 1 AND "
+		"node_total = 0 AND job_id IN (SELECT id FROM jobs WHERE on_every_node <> 0)",
+	[ST_FIRES_FAN_OUT] =
+		"INSERT IGNORE INTO runs (job_id, job_name, fire_at, attempt, state, due_at, missed, "
+		"created_ms, params, for_node, node_index, node_total) SELECT r.job_id, r.job_name, "
+		"r.fire_at, 1, " SQL_RS_SCHEDULED ", r.due_at, r.missed, ?3, r.params, n.id, n.k - 1, ?4 "
+		"FROM runs r JOIN JSON_TABLE(?5, '$[*]' COLUMNS (k FOR ORDINALITY, id VARCHAR(320) "
+		"CHARACTER SET utf8mb4 PATH '$')) n ON n.id <> ?1 WHERE r.node = ?1 AND r.claim_token = "
+		"?2 AND r.state = " SQL_RS_SCHEDULED " AND r.attempt = 1 AND r.for_node = ?1 AND "
+		"r.node_total = ?4 AND NOT EXISTS (SELECT 1 FROM runs o WHERE o.job_id = r.job_id AND "
+		"o.fire_at = r.fire_at AND o.attempt = 1 AND o.id <> r.id)",
+	[ST_RUNS_ABANDON_PINNED] =
+		"UPDATE runs SET state = " SQL_RS_ABANDONED ", finished_ms = ?1, error = 'its node stopped or "
+		"was lost: an every-node run is not moved to another node' WHERE for_node = " R(00) " AND state = "
+		SQL_RS_SCHEDULED,
 	[ST_JOBS_BY_IDS] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE id IN " LIST_I64(1),
 	/* Fenced by id, token and node (invariant 3).  "RETURNING id" is the
 	 * read-back: a row of ours now in the state we wrote took our write
@@ -175,8 +193,9 @@ static const char *const sql[ST__COUNT] = {
 		"v.id WHERE r.claim_token = v.token AND r.node = ?1 AND r.state = v.state",
 	[ST_RETRY_INSERT] =
 		"INSERT IGNORE INTO runs (job_id, job_name, fire_at, attempt, state, due_at, "
-		"created_ms, params) SELECT r.job_id, r.job_name, r.fire_at, r.attempt + 1, " SQL_RS_SCHEDULED ", v.due, "
-		"?1, r.params FROM JSON_TABLE(?2, '$[*]' COLUMNS (id BIGINT PATH '$[0]', due BIGINT PATH "
+		"created_ms, params, for_node, node_index, node_total) SELECT r.job_id, r.job_name, "
+		"r.fire_at, r.attempt + 1, " SQL_RS_SCHEDULED ", v.due, ?1, r.params, r.for_node, "
+		"r.node_index, r.node_total FROM JSON_TABLE(?2, '$[*]' COLUMNS (id BIGINT PATH '$[0]', due BIGINT PATH "
 		"'$[1]')) v JOIN runs r ON r.id = v.id WHERE EXISTS (SELECT 1 FROM jobs j "
 		"WHERE j.id = r.job_id)",
 	[ST_EVENTS_INSERT] =
@@ -244,8 +263,9 @@ static const char *const sql[ST__COUNT] = {
 	[ST_JOBS_STATE] = "SELECT id, paused FROM jobs WHERE id IN " LIST_I64(1),
 	[ST_NODE_RUNNING] = "SELECT count(*) FROM runs WHERE node = ?1 AND state = " SQL_RS_RUNNING,
 	[ST_NODES_ORPHANED] = "SELECT n.id, n.lease_until FROM nodes n WHERE n.state <> 'alive' "
-			      "AND EXISTS (SELECT 1 FROM runs r WHERE r.node = n.id AND "
-			      "r.state IN (" SQL_RS_SCHEDULED ", " SQL_RS_RUNNING ")) FOR UPDATE SKIP LOCKED",
+			      "AND (EXISTS (SELECT 1 FROM runs r WHERE r.node = n.id AND "
+			      "r.state IN (" SQL_RS_SCHEDULED ", " SQL_RS_RUNNING ")) OR EXISTS (SELECT 1 "
+			      "FROM runs r WHERE r.for_node = n.id AND r.state = " SQL_RS_SCHEDULED ")) FOR UPDATE SKIP LOCKED",
 	[ST_NODE_STOP] = "UPDATE nodes SET state = 'stopped', heartbeat_ms = " DBNOW
 			 ", lease_until = " DBNOW " WHERE id = ?1 AND incarnation = ?2 AND "
 			 "state = 'alive'",
@@ -278,7 +298,8 @@ static const char *const sql[ST__COUNT] = {
 				 "node = " R(00) " AND state = " SQL_RS_SCHEDULED " AND due_at >= " R(01),
 	[ST_JOB_RUNNING] =
 		"SELECT 1 FROM runs r JOIN nodes n ON n.id = r.node WHERE r.job_id = ?1 AND "
-		"r.state = " SQL_RS_RUNNING " AND r.id <> ?2 AND n.state = 'alive' LIMIT 1",
+		"r.state = " SQL_RS_RUNNING " AND r.id <> ?2 AND n.state = 'alive' AND "
+		SAME_HOST("r", "?2") " LIMIT 1",
 	[ST_SCHEDULE_LOCK] = "SELECT fence FROM locks WHERE name = 'dbcron:schedule' FOR UPDATE",
 	[ST_SCHEDULE_LOCK_INIT] = "INSERT IGNORE INTO locks (name, owner, since_ms, until_ms, fence) "
 				  "VALUES ('dbcron:schedule', '', 0, 0, 0)",
@@ -414,7 +435,7 @@ static const char *const sql_no_returning[ST__COUNT] = {
 static const bool per_row[ST__COUNT] = {
 	[ST_JOBS_INSERT] = true,   [ST_JOBS_UPDATE] = true,	  [ST_RUNS_RELEASE] = true,
 	[ST_RUNS_ABANDON_LOST] = true, [ST_RUNS_UNCLAIM_LOST] = true, [ST_JOBS_SET_ASIDE] = true,
-	[ST_AUDIT_INSERT] = true,
+	[ST_AUDIT_INSERT] = true, [ST_RUNS_ABANDON_PINNED] = true,
 	[ST_RUNS_CANCEL_LOST] = true,
 };
 

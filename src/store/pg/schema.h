@@ -7,7 +7,7 @@
 #define DBCRON_STORE_PG_SCHEMA_H
 
 /* Highest migration this binary knows. */
-#define DBCRON_PG_SCHEMA_VERSION 13
+#define DBCRON_PG_SCHEMA_VERSION 14
 
 static const char *const migration_1[] = {
 	"CREATE TABLE jobs ("
@@ -225,6 +225,23 @@ static const char *const migration_13[] = {
 	NULL,
 };
 
+/* 14: every-node jobs (issue 28 item 6, docs/scheduler.md "Every node"):
+ * one run per live node of a fire, each for its node (for_node) with its
+ * index and the number of nodes fixed at the claim (node_total 0: an
+ * ordinary run, index 0); invariant 1 holds per (fire, node), so UNIQUE
+ * takes node_index. */
+static const char *const migration_14[] = {
+	"ALTER TABLE jobs ADD COLUMN on_every_node BOOLEAN NOT NULL DEFAULT false",
+	"ALTER TABLE runs ADD COLUMN for_node TEXT, "
+	"ADD COLUMN node_index INTEGER NOT NULL DEFAULT 0, "
+	"ADD COLUMN node_total INTEGER NOT NULL DEFAULT 0",
+	"ALTER TABLE runs DROP CONSTRAINT runs_job_id_fire_at_attempt_key, "
+	"ADD CONSTRAINT runs_fire_node UNIQUE (job_id, fire_at, attempt, node_index)",
+	/* a lost or stopped node's every-node runs, found by the reap */
+	"CREATE INDEX runs_for_node ON runs (for_node, state) WHERE for_node IS NOT NULL",
+	NULL,
+};
+
 static const struct {
 	int version;
 	const char *const *stmts;
@@ -242,6 +259,7 @@ static const struct {
 	{11, migration_11},
 	{12, migration_12},
 	{13, migration_13},
+	{14, migration_14},
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == DBCRON_PG_SCHEMA_VERSION,

@@ -151,16 +151,36 @@ static const char *const sql[ST__COUNT] = {
 	 * every unclaimed run (conf_test_concurrent_claimers saw 11 of 7). */
 	[ST_CLAIM_RUNS] =
 		"WITH c AS MATERIALIZED (SELECT r.id FROM runs r WHERE r.state = " SQL_RS_SCHEDULED " AND "
-		"r.node IS NULL AND r.cancel_requested_at IS NULL AND r.due_at <= $3::bigint AND EXISTS "
-		"(SELECT 1 FROM jobs "
+		"r.node IS NULL AND r.cancel_requested_at IS NULL AND r.due_at <= $3::bigint AND "
+		"(r.for_node IS NULL OR r.for_node = $1::text) AND EXISTS (SELECT 1 FROM jobs "
 		"WHERE jobs.id = r.job_id AND NOT jobs.paused AND ("
 		RUNS_HERE("jobs", "$5::int", "$6::text[]") " OR "
-		STORE_STRANDED("jobs", "r.due_at", "$7::bigint") ") AND "
+		STORE_STRANDED("jobs", "r.due_at", "$7::bigint") " OR r.for_node = $1::text) AND "
 		IN_POOL("jobs.id", "$8::int", "$9::bigint[]") ") ORDER BY "
 		"r.due_at LIMIT $4::int FOR UPDATE OF r SKIP LOCKED) UPDATE runs SET node = "
 		"$1::text, claim_token = $2::text FROM c WHERE runs.id = c.id AND "
 		"runs.state = " SQL_RS_SCHEDULED " AND runs.node IS NULL RETURNING runs.id, runs.job_id, "
-		"runs.job_name, runs.fire_at, runs.attempt, runs.due_at, runs.missed, runs.params",
+		"runs.job_name, runs.fire_at, runs.attempt, runs.due_at, runs.missed, runs.params, "
+		"runs.for_node, runs.node_index, runs.node_total",
+	[ST_NODES_LIVE] = "SELECT id FROM nodes WHERE state = 'alive' AND lease_until >= $1::bigint",
+	[ST_FIRES_FAN_MARK] =
+		"UPDATE runs SET for_node = $1::text, node_index = $3::int, node_total = $4::int WHERE "
+		"node = $1::text AND claim_token = $2::text AND state = " SQL_RS_SCHEDULED " AND attempt = 1 "
+		"AND node_total = 0 AND job_id IN (SELECT id FROM jobs WHERE on_every_node)",
+	[ST_FIRES_FAN_OUT] =
+		"INSERT INTO runs (job_id, job_name, fire_at, attempt, state, due_at, missed, created_ms, "
+		"params, for_node, node_index, node_total) SELECT r.job_id, r.job_name, r.fire_at, 1, "
+		SQL_RS_SCHEDULED ", r.due_at, r.missed, $3::bigint, r.params, n.id, n.k - 1, $4::int FROM "
+		"runs r JOIN unnest($5::text[]) WITH ORDINALITY n(id, k) ON n.id <> $1::text WHERE "
+		"r.node = $1::text AND r.claim_token = $2::text AND r.state = " SQL_RS_SCHEDULED " AND "
+		"r.attempt = 1 AND r.for_node = $1::text AND r.node_total = $4::int AND NOT EXISTS "
+		"(SELECT 1 FROM runs o WHERE o.job_id = r.job_id AND o.fire_at = r.fire_at AND "
+		"o.attempt = 1 AND o.id <> r.id) ON CONFLICT DO NOTHING",
+	[ST_RUNS_ABANDON_PINNED] =
+		"UPDATE runs SET state = " SQL_RS_ABANDONED ", finished_ms = $1::bigint, error = 'its node "
+		"stopped or was lost: an every-node run is not moved to another node' FROM unnest($2::text[], "
+		"$3::bigint[]) v(node, lease_until) WHERE runs.for_node = v.node AND runs.state = "
+		SQL_RS_SCHEDULED,
 	[ST_JOBS_BY_IDS] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE id = ANY ($1::bigint[])",
 	[ST_RUNS_APPLY] =
 		"UPDATE runs SET state = v.state, started_ms = coalesce(v.started, "
@@ -174,8 +194,9 @@ static const char *const sql[ST__COUNT] = {
 		SQL_RS_SCHEDULED " AND v.live RETURNING runs.id",
 	[ST_RETRY_INSERT] =
 		"INSERT INTO runs (job_id, job_name, fire_at, attempt, state, due_at, missed, "
-		"created_ms, params) SELECT r.job_id, r.job_name, r.fire_at, r.attempt + 1, " SQL_RS_SCHEDULED ", v.due, "
-		"0, $1::bigint, r.params FROM unnest($2::bigint[], $3::bigint[]) v(id, due) JOIN runs r "
+		"created_ms, params, for_node, node_index, node_total) SELECT r.job_id, r.job_name, "
+		"r.fire_at, r.attempt + 1, " SQL_RS_SCHEDULED ", v.due, 0, $1::bigint, r.params, r.for_node, "
+		"r.node_index, r.node_total FROM unnest($2::bigint[], $3::bigint[]) v(id, due) JOIN runs r "
 		"ON r.id = v.id WHERE EXISTS (SELECT 1 FROM jobs j WHERE j.id = r.job_id) "
 		"ON CONFLICT DO NOTHING",
 	[ST_EVENTS_INSERT] =
@@ -243,8 +264,9 @@ static const char *const sql[ST__COUNT] = {
 	[ST_JOBS_STATE] = "SELECT id, paused::int FROM jobs WHERE id = ANY ($1::bigint[])",
 	[ST_NODE_RUNNING] = "SELECT count(*) FROM runs WHERE node = $1::text AND state = " SQL_RS_RUNNING,
 	[ST_NODES_ORPHANED] = "SELECT n.id, n.lease_until FROM nodes n WHERE n.state <> 'alive' "
-			      "AND EXISTS (SELECT 1 FROM runs r WHERE r.node = n.id AND "
-			      "r.state IN (" SQL_RS_SCHEDULED ", " SQL_RS_RUNNING ")) FOR UPDATE OF n SKIP LOCKED",
+			      "AND (EXISTS (SELECT 1 FROM runs r WHERE r.node = n.id AND "
+			      "r.state IN (" SQL_RS_SCHEDULED ", " SQL_RS_RUNNING ")) OR EXISTS (SELECT 1 "
+			      "FROM runs r WHERE r.for_node = n.id AND r.state = " SQL_RS_SCHEDULED ")) FOR UPDATE OF n SKIP LOCKED",
 	[ST_NODE_STOP] = "UPDATE nodes SET state = 'stopped', heartbeat_ms = " DBNOW
 			 ", lease_until = " DBNOW " WHERE id = $1::text AND incarnation = "
 			 "$2::text AND state = 'alive'",
@@ -281,7 +303,8 @@ static const char *const sql[ST__COUNT] = {
 		SQL_RS_SCHEDULED " AND runs.due_at >= v.lease_until",
 	[ST_JOB_RUNNING] =
 		"SELECT 1 FROM runs r JOIN nodes n ON n.id = r.node WHERE r.job_id = "
-		"$1::bigint AND r.state = " SQL_RS_RUNNING " AND r.id <> $2::bigint AND n.state = 'alive' LIMIT 1",
+		"$1::bigint AND r.state = " SQL_RS_RUNNING " AND r.id <> $2::bigint AND n.state = 'alive' "
+		"AND " SAME_HOST("r", "$2::bigint") " LIMIT 1",
 	[ST_RUNS_RELEASE_CLAIM] = "UPDATE runs SET node = NULL, claim_token = NULL WHERE node = "
 				  "$1::text AND claim_token = $2::text AND state = " SQL_RS_SCHEDULED,
 	[ST_SCHEDULE_LOCK] = "SELECT fence FROM locks WHERE name = 'dbcron:schedule' FOR UPDATE",

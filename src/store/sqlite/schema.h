@@ -238,6 +238,53 @@ static const char *const sqlite_migrations[] = {
 	"ALTER TABLE jobs ADD COLUMN http_body TEXT;\n"
 	"ALTER TABLE jobs ADD COLUMN http_expect TEXT;\n"
 	"ALTER TABLE jobs ADD COLUMN http_ca_file TEXT;\n",
+	/* 15: every-node jobs (issue 28 item 6, docs/scheduler.md "Every
+	 * node"): the claim of a fire writes one run per live node, each for
+	 * its node (for_node) with its index and the number of nodes fixed at
+	 * the claim (node_total 0: an ordinary run, index 0).  Invariant 1
+	 * then holds per (fire, node): UNIQUE takes node_index, and SQLite
+	 * cannot change a table's constraint in place, so runs is rebuilt
+	 * (ids kept: INTEGER PRIMARY KEY). */
+	"ALTER TABLE jobs ADD COLUMN on_every_node INTEGER NOT NULL DEFAULT 0;\n"
+	"CREATE TABLE runs_v2 ("
+	" id INTEGER PRIMARY KEY,"
+	" job_id INTEGER NOT NULL,"
+	" job_name TEXT NOT NULL,"
+	" fire_at INTEGER NOT NULL,"
+	" attempt INTEGER NOT NULL,"
+	" state INTEGER NOT NULL,"
+	" due_at INTEGER NOT NULL,"
+	" node TEXT,"
+	" claim_token TEXT,"
+	" started_ms INTEGER,"
+	" finished_ms INTEGER,"
+	" exit_code INTEGER,"
+	" missed INTEGER NOT NULL DEFAULT 0,"
+	" error TEXT,"
+	" output TEXT,"
+	" created_ms INTEGER NOT NULL,"
+	" cancel_requested_at INTEGER,"
+	" params TEXT,"
+	" for_node TEXT,"
+	" node_index INTEGER NOT NULL DEFAULT 0,"
+	" node_total INTEGER NOT NULL DEFAULT 0,"
+	" UNIQUE (job_id, fire_at, attempt, node_index));\n"
+	"INSERT INTO runs_v2(id, job_id, job_name, fire_at, attempt, state, due_at, node, "
+	"claim_token, started_ms, finished_ms, exit_code, missed, error, output, created_ms, "
+	"cancel_requested_at, params) SELECT id, job_id, job_name, fire_at, attempt, state, "
+	"due_at, node, claim_token, started_ms, finished_ms, exit_code, missed, error, output, "
+	"created_ms, cancel_requested_at, params FROM runs;\n"
+	"DROP TABLE runs;\n"
+	"ALTER TABLE runs_v2 RENAME TO runs;\n"
+	"CREATE INDEX runs_unclaimed ON runs(due_at) WHERE state = 1 AND node IS NULL;\n"
+	"CREATE INDEX runs_node_state ON runs(node, state);\n"
+	"CREATE INDEX runs_job_state ON runs(job_id, state);\n"
+	"CREATE INDEX runs_fire_at ON runs(fire_at);\n"
+	"CREATE INDEX runs_job_name_fire ON runs(job_name, fire_at, attempt, id);\n"
+	"CREATE INDEX runs_cancel ON runs(node)"
+	" WHERE cancel_requested_at IS NOT NULL AND state IN (1, 2);\n"
+	/* a lost or stopped node's every-node runs, found by the reap */
+	"CREATE INDEX runs_for_node ON runs(for_node, state) WHERE for_node IS NOT NULL;\n",
 };
 
 #define SQLITE_SCHEMA_VERSION \

@@ -136,12 +136,30 @@ static const char *const sql[ST__COUNT] = {
 	[ST_CLAIM_RUNS] =
 		"UPDATE runs SET node = ?1, claim_token = ?2 WHERE id IN (SELECT r.id FROM "
 		"runs r INDEXED BY runs_unclaimed WHERE r.state = " SQL_RS_SCHEDULED " AND r.node IS NULL AND "
-		"r.cancel_requested_at IS NULL AND "
+		"r.cancel_requested_at IS NULL AND (r.for_node IS NULL OR r.for_node = ?1) AND "
 		"r.due_at <= ?3 AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = r.job_id AND "
-		"j.paused = 0 AND (" RUNS_HERE("j", "?5", "?6") " OR " STORE_STRANDED("j", "r.due_at", "?7") ") AND "
+		"j.paused = 0 AND (" RUNS_HERE("j", "?5", "?6") " OR " STORE_STRANDED("j", "r.due_at", "?7")
+		" OR r.for_node = ?1) AND "
 		IN_POOL("j.id", "?8", "?9") ") "
 		"ORDER BY r.due_at LIMIT ?4) RETURNING id, job_id, job_name, fire_at, "
-		"attempt, due_at, missed, params",
+		"attempt, due_at, missed, params, for_node, node_index, node_total",
+	[ST_NODES_LIVE] = "SELECT id FROM nodes WHERE state = 'alive' AND lease_until >= ?1",
+	[ST_FIRES_FAN_MARK] = "UPDATE runs SET for_node = ?1, node_index = ?3, node_total = ?4 WHERE "
+		"node = ?1 AND claim_token = ?2 AND state = " SQL_RS_SCHEDULED " AND attempt = 1 AND "
+		"node_total = 0 AND job_id IN (SELECT id FROM jobs WHERE on_every_node <> 0)",
+	/* (WHERE before ON CONFLICT: SQLite's upsert after a SELECT needs it) */
+	[ST_FIRES_FAN_OUT] =
+		"INSERT INTO runs(job_id, job_name, fire_at, attempt, state, due_at, missed, created_ms, "
+		"params, for_node, node_index, node_total) SELECT r.job_id, r.job_name, r.fire_at, 1, "
+		SQL_RS_SCHEDULED ", r.due_at, r.missed, ?3, r.params, n.value, n.key, ?4 FROM runs r "
+		"JOIN json_each(?5) n ON n.value <> ?1 WHERE r.node = ?1 AND r.claim_token = ?2 AND "
+		"r.state = " SQL_RS_SCHEDULED " AND r.attempt = 1 AND r.for_node = ?1 AND r.node_total = ?4 "
+		"AND NOT EXISTS (SELECT 1 FROM runs o WHERE o.job_id = r.job_id AND o.fire_at = r.fire_at "
+		"AND o.attempt = 1 AND o.id <> r.id) ON CONFLICT DO NOTHING",
+	[ST_RUNS_ABANDON_PINNED] =
+		"UPDATE runs SET state = " SQL_RS_ABANDONED ", finished_ms = ?1, error = 'its node stopped or "
+		"was lost: an every-node run is not moved to another node' WHERE for_node = " R(00) " AND state = "
+		SQL_RS_SCHEDULED,
 	[ST_JOBS_BY_IDS] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE id IN (SELECT " V0
 			   " FROM json_each(?1))",
 	[ST_RUNS_APPLY] =
@@ -152,9 +170,10 @@ static const char *const sql[ST__COUNT] = {
 		" AND claim_token = " R(01) " AND node = ?1 AND state BETWEEN " SQL_RS_SCHEDULED " AND " R(09),
 		/* "RETURNING id": see made_kind */
 	[ST_RETRY_INSERT] =
-		"INSERT INTO runs(job_id, job_name, fire_at, attempt, state, due_at, "
-		"created_ms, params) SELECT r.job_id, r.job_name, r.fire_at, r.attempt + 1, " SQL_RS_SCHEDULED ", "
-		R(01) ", ?1, r.params FROM runs r WHERE r.id = " R(00) " AND EXISTS (SELECT 1 FROM "
+		"INSERT INTO runs(job_id, job_name, fire_at, attempt, state, due_at, created_ms, params, "
+		"for_node, node_index, node_total) SELECT r.job_id, r.job_name, r.fire_at, r.attempt + 1, "
+		SQL_RS_SCHEDULED ", " R(01) ", ?1, r.params, r.for_node, r.node_index, r.node_total FROM "
+		"runs r WHERE r.id = " R(00) " AND EXISTS (SELECT 1 FROM "
 		"jobs j WHERE j.id = r.job_id) ON CONFLICT DO NOTHING",
 	[ST_EVENTS_INSERT] =
 		"INSERT INTO events(job_id, job_name, run_id, kind, target, state, next_at, "
@@ -214,8 +233,9 @@ static const char *const sql[ST__COUNT] = {
 			  " FROM json_each(?1))",
 	[ST_NODE_RUNNING] = "SELECT count(*) FROM runs WHERE node = ?1 AND state = " SQL_RS_RUNNING,
 	[ST_NODES_ORPHANED] = "SELECT n.id, n.lease_until FROM nodes n WHERE n.state <> 'alive' "
-			      "AND EXISTS (SELECT 1 FROM runs r WHERE r.node = n.id AND "
-			      "r.state IN (" SQL_RS_SCHEDULED ", " SQL_RS_RUNNING "))",
+			      "AND (EXISTS (SELECT 1 FROM runs r WHERE r.node = n.id AND "
+			      "r.state IN (" SQL_RS_SCHEDULED ", " SQL_RS_RUNNING ")) OR EXISTS (SELECT 1 "
+			      "FROM runs r WHERE r.for_node = n.id AND r.state = " SQL_RS_SCHEDULED "))",
 	[ST_NODE_STOP] = "UPDATE nodes SET state = 'stopped', heartbeat_ms = " NOW_SQL
 			 ", lease_until = " NOW_SQL " WHERE id = ?1 AND incarnation = ?2 AND "
 			 "state = 'alive'",
@@ -239,7 +259,7 @@ static const char *const sql[ST__COUNT] = {
 				 "node = " R(00) " AND state = " SQL_RS_SCHEDULED " AND due_at >= " R(01),
 	[ST_JOB_RUNNING] =
 		"SELECT 1 FROM runs r WHERE r.job_id = ?1 AND r.state = " SQL_RS_RUNNING " AND r.id <> ?2 "
-		"AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.id = r.node AND n.state <> "
+		"AND " SAME_HOST("r", "?2") " AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.id = r.node AND n.state <> "
 		"'alive') LIMIT 1",
 	[ST_RUNS_RELEASE_CLAIM] = "UPDATE runs SET node = NULL, claim_token = NULL WHERE node = ?1 "
 				  "AND claim_token = ?2 AND state = " SQL_RS_SCHEDULED,
@@ -333,7 +353,7 @@ static const bool per_row[ST__COUNT] = {
 	[ST_JOBS_ADVANCE] = true,  [ST_RUNS_APPLY] = true,	  [ST_RETRY_INSERT] = true,
 	[ST_JOBS_NEXT_IF_NULL] = true, [ST_RUNS_RELEASE] = true, [ST_EVENTS_INSERT] = true,
 	[ST_RUNS_ABANDON_LOST] = true, [ST_RUNS_UNCLAIM_LOST] = true, [ST_JOBS_SET_ASIDE] = true,
-	[ST_AUDIT_INSERT] = true,
+	[ST_AUDIT_INSERT] = true, [ST_RUNS_ABANDON_PINNED] = true,
 	[ST_RUNS_CANCEL_LOST] = true,
 };
 
