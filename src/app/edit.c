@@ -64,7 +64,8 @@ out_free:
 
 /* The keys that stand for one thing: giving one of a group replaces the
  * stored job's whole group (a new schedule drops the old one; a handler
- * drops the command and what it runs as, a command drops the handler). */
+ * or a statement drops the command and what it runs as, a command drops
+ * the handler or the statement). */
 static bool same_group(model_jobdef_id given, model_jobdef_id stored)
 {
 	model_field_scope sg = model_jobdef_field(model_jobdef_key_of(given))->scope;
@@ -78,9 +79,12 @@ static bool same_group(model_jobdef_id given, model_jobdef_id stored)
 		return sched_g && sched_s;
 	if (given == MODEL_JK_HANDLER)
 		return stored == MODEL_JK_ARG || ss == MODEL_SCOPE_COMMAND ||
+		       ss == MODEL_SCOPE_RUNAS || ss == MODEL_SCOPE_SQL;
+	if (given == MODEL_JK_SQL)
+		return ss == MODEL_SCOPE_HANDLER || ss == MODEL_SCOPE_COMMAND ||
 		       ss == MODEL_SCOPE_RUNAS;
 	if (sg == MODEL_SCOPE_COMMAND)
-		return ss == MODEL_SCOPE_HANDLER;
+		return ss == MODEL_SCOPE_HANDLER || ss == MODEL_SCOPE_SQL;
 	return false;
 }
 

@@ -39,7 +39,8 @@ static int no_such_job(const char *cmd, const char *name)
 static void add_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: dbcron job add NAME SCHEDULE [OPTIONS] (-- COMMAND [ARGS...] | --handler NAME [--arg TEXT])\n\n"
+		"usage: dbcron job add NAME SCHEDULE [OPTIONS] (-- COMMAND [ARGS...] | --handler NAME [--arg TEXT]\n"
+		"                      | --sql STATEMENT [--sql-db-file PATH])\n\n"
 		"SCHEDULE, exactly one of:\n"
 		"  --cron EXPR             Quartz (6/7 fields) or Unix (5 fields) cron\n"
 		"  --every DUR             fixed rate; first fire one interval from now\n"
@@ -52,6 +53,8 @@ static void add_usage(FILE *f)
 	model_jobdef_help(f, MODEL_SCOPE_ANY);
 	fprintf(f, "A COMMAND RUNS AS (docs/security.md):\n");
 	model_jobdef_help(f, MODEL_SCOPE_RUNAS);
+	fprintf(f, "A SQL JOB (docs/exec.md):\n");
+	model_jobdef_help(f, MODEL_SCOPE_SQL);
 	fprintf(f,
 		"  --no-user-check         do not look the user and group up on this host (they\n"
 		"                          exist only where the nodes run)\n"
@@ -612,6 +615,11 @@ static int show_table(const dbcron_job *j, const app_run_vec *rv, const char *un
 			       unrunnable);
 		if (j->arg)
 			printf("arg:               %s\n", j->arg);
+	} else if (j->executor == DBCRON_EXEC_SQL) {
+		printf("sql:               %s\n", j->sql ? j->sql : "");
+		/* the file's name, never its content (a URL with a password) */
+		printf("sql database:      %s\n",
+		       j->sql_db_file ? j->sql_db_file : "the scheduler's own");
 	} else {
 		printf("command:          ");
 		for (int i = 0; i < j->argc; i++) {

@@ -107,9 +107,16 @@ model_jobdef_id model_sched_key(dbcron_sched_kind kind)
 
 bool model_field_in_scope(const dbcron_job *j, const model_field *f)
 {
-	if (f->scope == MODEL_SCOPE_ANY)
+	switch (f->scope) {
+	case MODEL_SCOPE_ANY:
 		return true;
-	return (f->scope == MODEL_SCOPE_HANDLER) == (j->executor == DBCRON_EXEC_HANDLER);
+	case MODEL_SCOPE_HANDLER:
+		return j->executor == DBCRON_EXEC_HANDLER;
+	case MODEL_SCOPE_SQL:
+		return j->executor == DBCRON_EXEC_SQL;
+	default: /* COMMAND, RUNAS */
+		return j->executor != DBCRON_EXEC_HANDLER && j->executor != DBCRON_EXEC_SQL;
+	}
 }
 
 static bool same_text(const char *a, const char *b)

@@ -21,6 +21,7 @@
 #include "core/timeutil.h"
 #include "dbcron/cron.h"
 #include "dbcron/handler.h"
+#include "exec/exec.h"
 #include "exec/runas.h"
 #include "model/jobdef.h"
 #include "model/params.h"
@@ -388,6 +389,13 @@ static int set_text(model_jobdef *d, const model_jobdef_key *k, const char *v,
 			return dbcron_err_set(err, DBCRON_EINVAL, "empty handler name");
 		j->executor = DBCRON_EXEC_HANDLER;
 		return replace_str(&j->handler, v, err);
+	case MODEL_FC_SQL:
+		/* the statement's own checks (placeholders against --params)
+		 * are the executor's, at validation */
+		if (!v[strspn(v, " \t\r\n")])
+			return dbcron_err_set(err, DBCRON_EINVAL, "empty statement");
+		j->executor = DBCRON_EXEC_SQL;
+		return replace_str(&j->sql, v, err);
 	case MODEL_FC_ACCOUNT:
 		rc = runas_check_name(f->args.what, v, err);
 		return rc ? rc : replace_str(slot, v, err);
@@ -514,6 +522,7 @@ static int set_from_job(model_jobdef *d, const model_jobdef_key *k, const model_
 		/* unset is UTC, given as such, as a listed job shows it */
 		return model_jobdef_set_text(d, k, text ? text : "UTC", err);
 	case MODEL_FC_HANDLER:
+	case MODEL_FC_SQL:
 		return model_jobdef_set_text(d, k, text ? text : "", err);
 	case MODEL_FC_INT:
 	case MODEL_FC_ENUM:
@@ -585,6 +594,50 @@ int model_jobdef_from_job(model_jobdef *d, const dbcron_job *j, dbcron_err *err)
 	return model_jobdef_check(d, err);
 }
 
+/* What the job runs: exactly one of a command, a handler and a
+ * statement, and only the keys that go with it. */
+static int check_what_runs(model_jobdef *d, dbcron_err *err)
+{
+	char l1[48];
+	bool cmd = d->seen[MODEL_JK_COMMAND] && d->job.argc > 0;
+	bool sql = d->seen[MODEL_JK_SQL];
+	if (d->seen[MODEL_JK_HANDLER] && d->seen[MODEL_JK_COMMAND])
+		return dbcron_err_set(err, DBCRON_EINVAL, d->cli
+			? "both --handler and a command after --: give one"
+			: "both 'handler' and 'command': give one");
+	if (sql && (d->seen[MODEL_JK_HANDLER] || d->seen[MODEL_JK_COMMAND]))
+		return dbcron_err_set(err, DBCRON_EINVAL, d->cli
+			? "--sql with %s: give one" : "'sql' with %s: give one",
+			d->seen[MODEL_JK_HANDLER] ? (d->cli ? "--handler" : "'handler'")
+						  : (d->cli ? "a command after --" : "'command'"));
+	if (!d->seen[MODEL_JK_HANDLER] && !cmd && !sql)
+		return dbcron_err_set(err, DBCRON_EINVAL, d->cli
+			? "no command: give -- COMMAND [ARGS...], --handler NAME or --sql STATEMENT"
+			: "no command: give \"command\": [\"prog\", \"arg\"...], \"handler\" or \"sql\"");
+	if (cmd && !*d->job.argv[0])
+		return dbcron_err_set(err, DBCRON_EINVAL, "the command is an empty string");
+	if (d->seen[MODEL_JK_ARG] && !d->seen[MODEL_JK_HANDLER])
+		return dbcron_err_set(err, DBCRON_EINVAL, d->cli
+			? "--arg is only for --handler (a command takes its arguments after --)"
+			: "'arg' is only for 'handler' (a command takes its arguments in 'command')");
+	if (d->seen[MODEL_JK_SQL_DB_FILE] && !sql)
+		return dbcron_err_set(err, DBCRON_EINVAL, d->cli
+			? "--sql-db-file is only for --sql" : "'sql_db_file' is only for 'sql'");
+	/* a handler runs inside the node, a statement on a database: no
+	 * process to give a user or a directory to */
+	for (int id = 0; id < MODEL_JK__COUNT && (d->seen[MODEL_JK_HANDLER] || sql); id++)
+		if (d->seen[id] &&
+		    model_jobdef_field(model_jobdef_key_of((model_jobdef_id)id))->scope ==
+			    MODEL_SCOPE_RUNAS)
+			return dbcron_err_set(err, DBCRON_EINVAL,
+					      d->cli ? "%s is only for a command (a %s runs inside the node)"
+						     : "%s is only for 'command' (a %s runs inside the node)",
+					      model_jobdef_label(d, model_jobdef_key_of((model_jobdef_id)id),
+								 l1, sizeof(l1)),
+					      sql ? "statement" : "handler");
+	return DBCRON_OK;
+}
+
 int model_jobdef_check(model_jobdef *d, dbcron_err *err)
 {
 	static const model_jobdef_id scheds[] = {
@@ -608,33 +661,7 @@ int model_jobdef_check(model_jobdef *d, dbcron_err *err)
 		return dbcron_err_set(err, DBCRON_EINVAL, d->cli
 			? "no schedule: give one of --cron EXPR, --every DUR, --after DUR, --at TIME, --needs JOBS"
 			: "no schedule: give one of the keys cron, every, after, at, needs");
-	bool cmd = d->seen[MODEL_JK_COMMAND] && d->job.argc > 0;
-	if (d->seen[MODEL_JK_HANDLER] && d->seen[MODEL_JK_COMMAND])
-		return dbcron_err_set(err, DBCRON_EINVAL, d->cli
-			? "both --handler and a command after --: give one"
-			: "both 'handler' and 'command': give one");
-	if (!d->seen[MODEL_JK_HANDLER] && !cmd)
-		return dbcron_err_set(err, DBCRON_EINVAL, d->cli
-			? "no command: give -- COMMAND [ARGS...] or --handler NAME"
-			: "no command: give \"command\": [\"prog\", \"arg\"...] or \"handler\"");
-	if (cmd && !*d->job.argv[0])
-		return dbcron_err_set(err, DBCRON_EINVAL, "the command is an empty string");
-	if (d->seen[MODEL_JK_ARG] && !d->seen[MODEL_JK_HANDLER])
-		return dbcron_err_set(err, DBCRON_EINVAL, d->cli
-			? "--arg is only for --handler (a command takes its arguments after --)"
-			: "'arg' is only for 'handler' (a command takes its arguments in 'command')");
-	/* a handler runs inside the node: no process to give a user or a
-	 * directory to */
-	for (int id = 0; id < MODEL_JK__COUNT && d->seen[MODEL_JK_HANDLER]; id++)
-		if (d->seen[id] &&
-		    model_jobdef_field(model_jobdef_key_of((model_jobdef_id)id))->scope ==
-			    MODEL_SCOPE_RUNAS)
-			return dbcron_err_set(err, DBCRON_EINVAL,
-					      d->cli ? "%s is only for a command (a handler runs inside the node)"
-						     : "%s is only for 'command' (a handler runs inside the node)",
-					      model_jobdef_label(d, model_jobdef_key_of((model_jobdef_id)id),
-								 l1, sizeof(l1)));
-	return DBCRON_OK;
+	return check_what_runs(d, err);
 }
 
 int model_jobdef_check_handler(const dbcron_job *j, bool strict, char *warn, size_t wlen,
@@ -658,6 +685,12 @@ int model_jobdef_check_handler(const dbcron_job *j, bool strict, char *warn, siz
 
 int model_jobdef_check_host(const model_jobdef *d, dbcron_err *err)
 {
+	/* a SQL job's database file: readable and a URL here, as on a node */
+	if (d->job.executor == DBCRON_EXEC_SQL && d->job.sql_db_file) {
+		int rc = exec_sql_check_db_file(d->job.sql_db_file, err);
+		if (rc)
+			return keyed(d, model_jobdef_key_of(MODEL_JK_SQL_DB_FILE), err, rc);
+	}
 	static const model_jobdef_id ids[] = {MODEL_JK_USER, MODEL_JK_GROUP};
 	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
 		const char *v = ids[i] == MODEL_JK_USER ? d->job.user : d->job.group;

@@ -229,6 +229,11 @@ static const char *const sqlite_migrations[] = {
 	 * job's last success through runs_job_state (job_id, state). */
 	"ALTER TABLE jobs ADD COLUMN max_silence_ms INTEGER NOT NULL DEFAULT 0;\n"
 	"ALTER TABLE jobs ADD COLUMN on_overdue TEXT;\n",
+	/* 14: SQL jobs (issue 27 item 2, docs/exec.md): the statement and the
+	 * file naming the database it runs on (NULL: the scheduler's own).
+	 * The URL itself stays in the file: it may hold a password. */
+	"ALTER TABLE jobs ADD COLUMN sql_text TEXT;\n"
+	"ALTER TABLE jobs ADD COLUMN sql_db_file TEXT;\n",
 };
 
 #define SQLITE_SCHEMA_VERSION \
