@@ -128,8 +128,8 @@ void exec_sql(const exec_req *req, exec_result *res);
 
 /* A SQL job's database file as the front ends check it when the job is
  * written: readable here, one line, a URL of a supported kind.  No
- * connect.  DBCRON_EIO/EINVAL with a message naming path, never the
- * file's content. */
+ * connect.  DBCRON_EINVAL (bad input, also an unreadable file) with a
+ * message naming path, never the file's content. */
 int exec_sql_check_db_file(const char *path, dbcron_err *err);
 
 /* Every handler name this process can run, built-ins first: a new array

@@ -120,37 +120,24 @@ static int each_placeholder(const char *job, const char *sql, placeholder_fn fn,
 	return DBCRON_OK;
 }
 
-/* The keys a declaration names (model_params_each on no run). */
-typedef struct decl_keys {
-	const char *job;
-	char keys[MODEL_PARAM_MAX][MODEL_PARAM_KEY_MAX + 1];
-	size_t n;
-	bool declared;
+/* The placeholders against the job's declaration. */
+typedef struct decl_check {
+	const char *job, *decl;
 	int uses;
 	dbcron_err *err;
-} decl_keys;
-
-static int decl_add(void *ctx, const char *key, const char *value)
-{
-	decl_keys *d = ctx;
-	(void)value;
-	if (d->n < MODEL_PARAM_MAX)
-		snprintf(d->keys[d->n++], sizeof(d->keys[0]), "%s", key);
-	return 0;
-}
+} decl_check;
 
 static int check_declared(void *ctx, const char *key, size_t klen, size_t at, size_t len)
 {
-	decl_keys *d = ctx;
+	decl_check *d = ctx;
 	(void)at;
 	(void)len;
 	if (++d->uses > SQL_MAX_VALUES)
 		return dbcron_err_set(d->err, DBCRON_EINVAL,
 				      "job '%s': more than %d placeholders in the statement", d->job,
 				      SQL_MAX_VALUES);
-	for (size_t i = 0; i < d->n; i++)
-		if (strlen(d->keys[i]) == klen && memcmp(d->keys[i], key, klen) == 0)
-			return DBCRON_OK;
+	if (model_params_declares(d->decl, key, klen))
+		return DBCRON_OK;
 	return dbcron_err_set(d->err, DBCRON_EINVAL,
 			      "job '%s': the statement uses ${param.%.*s}, which the job does not "
 			      "declare: add it to --params (KEY or KEY=DEFAULT)",
@@ -172,8 +159,7 @@ static int sql_validate(const dbcron_job *job, dbcron_err *err)
 		return dbcron_err_set(err, DBCRON_EINVAL,
 				      "job '%s': sql-db-file '%s' is not an absolute path", name,
 				      job->sql_db_file);
-	decl_keys d = {.job = name, .err = err};
-	model_params_each(NULL, job->params, decl_add, &d);
+	decl_check d = {.job = name, .decl = job->params, .err = err};
 	return each_placeholder(name, job->sql, check_declared, &d, err);
 }
 
@@ -183,7 +169,8 @@ int exec_sql_check_db_file(const char *path, dbcron_err *err)
 	dbcron_err why = {0};
 	int rc = store_url_file_read(path, &url, &why);
 	if (rc)
-		return dbcron_err_set(err, rc, "'%s': %s", path, why.msg);
+		return dbcron_err_set(err, rc == DBCRON_ENOMEM ? rc : DBCRON_EINVAL, "'%s': %s", path,
+				      why.msg);
 	if (kind_of(url) == SQL_KIND_NONE)
 		rc = dbcron_err_set(err, DBCRON_EINVAL,
 				    "'%s': not a database URL of a supported kind "
@@ -537,18 +524,23 @@ static int resolve_url(const exec_req *req, char **url, dbcron_err *err)
 
 static void judge(const sql_run *r, exec_result *res)
 {
+	char d[32];
 	switch (r->end) {
 	case SQL_END_OK:
 		res->state = DBCRON_RUN_SUCCEEDED;
 		break;
 	case SQL_END_TIMEOUT:
 		res->state = DBCRON_RUN_TIMED_OUT;
-		exec__set_error(res, "timed out after %lldms; statement cancelled on the server (%s)",
-				(long long)r->timeout_ms, r->why);
+		dbcron__format_duration(r->timeout_ms, d, sizeof(d));
+		if (strcmp(r->why, "timed out") == 0)
+			exec__set_error(res, "timed out after %s; statement cancelled on the server", d);
+		else
+			exec__set_error(res, "timed out after %s: %s", d, r->why);
 		break;
 	case SQL_END_CANCEL:
 		res->state = DBCRON_RUN_FAILED;
-		exec__set_error(res, "cancelled; statement cancelled on the server");
+		exec__set_error(res, "cancelled%s%s", strcmp(r->why, "cancelled") ? ": " : "",
+				strcmp(r->why, "cancelled") ? r->why : "");
 		break;
 	default:
 		res->state = DBCRON_RUN_FAILED;

@@ -20,6 +20,11 @@
 #define SQL_POLL_MS 50      /* how often a running statement looks at cancel */
 #define SQL_MAX_VALUES 64   /* placeholders in one statement */
 #define SQL_CONNECT_MAX_S 10 /* a connect gives up after this (or the timeout) */
+/* The server's own timeout is the job's plus this: the run's deadline
+ * (a cancel on the server) normally comes first and is the one reported;
+ * the server's stops the statement when the node is gone.  (MariaDB's
+ * SLEEP() stopped by max_statement_time returns a row, not an error.) */
+#define SQL_SERVER_GRACE_MS 500
 
 typedef enum sql_end {
 	SQL_END_OK,
@@ -36,7 +41,7 @@ typedef struct sql_run {
 	const char *vals[SQL_MAX_VALUES]; /* borrowed from req->params */
 	int nvals;
 	int64_t deadline_ms;  /* monotonic; 0: none */
-	int64_t timeout_ms;   /* the job's, for the server's own timeout */
+	int64_t timeout_ms;   /* the job's; 0: none */
 	/* the output so far: a header, rows, a count */
 	char *out;
 	size_t out_len, out_cap;

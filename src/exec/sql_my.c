@@ -210,15 +210,16 @@ out_free:
 	dbcron__free(nulls);
 }
 
-/* The server's own timeout (MariaDB; MySQL has none for every
+/* The server's own timeout (SQL_SERVER_GRACE_MS; MariaDB: MySQL has none for every
  * statement, so a refusal leaves the client's deadline alone). */
 static void my_set_timeout(my_run *m)
 {
 	char set[80];
 	if (m->r->timeout_ms <= 0)
 		return;
+	int64_t ms = m->r->timeout_ms + SQL_SERVER_GRACE_MS;
 	snprintf(set, sizeof(set), "SET SESSION max_statement_time = %lld.%03lld",
-		 (long long)(m->r->timeout_ms / 1000), (long long)(m->r->timeout_ms % 1000));
+		 (long long)(ms / 1000), (long long)(ms % 1000));
 	my.mysql_real_query(m->db, set, strlen(set));
 }
 

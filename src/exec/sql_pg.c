@@ -71,14 +71,15 @@ static PGconn *pg_connect(sql_run *r)
 	return c;
 }
 
-/* The server's own timeout, so that the statement ends where it runs
- * even when this node is gone.  The number is ours, not the job's text. */
+/* The server's own timeout (SQL_SERVER_GRACE_MS), so that the statement
+ * ends where it runs even when this node is gone.  The number is ours, not the job's text. */
 static int pg_set_timeout(sql_run *r, PGconn *c)
 {
 	char set[64];
 	if (r->timeout_ms <= 0)
 		return 0;
-	snprintf(set, sizeof(set), "SET statement_timeout = %lld", (long long)r->timeout_ms);
+	snprintf(set, sizeof(set), "SET statement_timeout = %lld",
+		 (long long)(r->timeout_ms + SQL_SERVER_GRACE_MS));
 	PGresult *res = pq.PQexec(c, set);
 	int ok = pq.PQresultStatus(res) == PGRES_COMMAND_OK;
 	if (!ok)

@@ -630,11 +630,12 @@ static int check_what_runs(model_jobdef *d, dbcron_err *err)
 		    model_jobdef_field(model_jobdef_key_of((model_jobdef_id)id))->scope ==
 			    MODEL_SCOPE_RUNAS)
 			return dbcron_err_set(err, DBCRON_EINVAL,
-					      d->cli ? "%s is only for a command (a %s runs inside the node)"
-						     : "%s is only for 'command' (a %s runs inside the node)",
+					      d->cli ? "%s is only for a command (a %s)"
+						     : "%s is only for 'command' (a %s)",
 					      model_jobdef_label(d, model_jobdef_key_of((model_jobdef_id)id),
 								 l1, sizeof(l1)),
-					      sql ? "statement" : "handler");
+					      sql ? "statement runs on a database"
+						  : "handler runs inside the node");
 	return DBCRON_OK;
 }
 
