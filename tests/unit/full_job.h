@@ -23,9 +23,13 @@ static char **full_job_strv(int n, const char *const *v)
 	return out;
 }
 
-/* A valid command job (handler false) or handler job (true), every field
- * it can have set to something else than dbcron_job_init's. */
-static void full_job(dbcron_job *j, const char *name, bool handler)
+/* What a full job runs: what is 0 (false) for a command, 1 (true) for a
+ * handler, FULL_SQL for a statement. */
+#define FULL_SQL 2
+
+/* A valid command, handler or SQL job (what), every field it can have
+ * set to something else than dbcron_job_init's. */
+static void full_job(dbcron_job *j, const char *name, int what)
 {
 	static const char *const argv[] = {"/bin/echo", "a b", "\xc3\xa9"};
 	static const char *const env[] = {"A=1", "B=\"q\" x"};
@@ -60,7 +64,13 @@ static void full_job(dbcron_job *j, const char *name, bool handler)
 	j->on_misfire = dbcron__strdup("job:late");
 	j->max_silence_ms = 7200000;
 	j->on_overdue = dbcron__strdup("http://127.0.0.1/late\nexec:/bin/true");
-	if (handler) {
+	if (what == FULL_SQL) {
+		j->executor = DBCRON_EXEC_SQL;
+		j->sql = dbcron__strdup("UPDATE t SET n = n + 1 WHERE r = ${param.region} -- \xc3\xa9");
+		j->sql_db_file = dbcron__strdup("/etc/dbcron/other.url");
+		return;
+	}
+	if (what) {
 		j->executor = DBCRON_EXEC_HANDLER;
 		j->handler = dbcron__strdup("sleep");
 		j->arg = dbcron__strdup("10ms");
@@ -98,16 +108,19 @@ static void full_job_mark(void *ctx, const model_field *f, model_jobdef_id key)
  * sets (NULL: they cover every one). */
 static const char *full_job_covers(unsigned roles)
 {
-	dbcron_job dflt, shell, handler;
+	dbcron_job dflt, shell, handler, sql;
 	full_job_seen seen = {0};
 	static char missing[64];
 	dbcron_job_init(&dflt);
 	full_job(&shell, "full", false);
 	full_job(&handler, "full", true);
+	full_job(&sql, "full", FULL_SQL);
 	model_job_diff(&dflt, &shell, roles, full_job_mark, &seen);
 	model_job_diff(&dflt, &handler, roles, full_job_mark, &seen);
+	model_job_diff(&dflt, &sql, roles, full_job_mark, &seen);
 	dbcron_job_clear(&shell);
 	dbcron_job_clear(&handler);
+	dbcron_job_clear(&sql);
 	for (size_t i = 0; i < MODEL_NFIELDS; i++)
 		if ((model_fields[i].role & roles) && !seen.differs[i]) {
 			snprintf(missing, sizeof(missing), "%s", model_fields[i].member);

@@ -382,18 +382,20 @@ static void conf_diff_into(void *ctx, const model_field *f, model_jobdef_id key)
 	strcat(ctx, ",");
 }
 
-/* Every field of the field table survives the store (a command job and a
- * handler job, each field away from its default: full_job.h), written by
+/* Every field of the field table survives the store (a command, a
+ * handler and a SQL job, each field away from its default: full_job.h), written by
  * an insert and again by an update; the same again is not rewritten. */
 static void conf_test_job_fields(void **state)
 {
 	conf_ctx *c = *state;
 	assert_null(full_job_covers(MODEL_ROLE_NAME | MODEL_ROLE_DEF | MODEL_ROLE_STATE |
 				    MODEL_ROLE_PLACE));
-	for (int h = 0; h < 2; h++) {
+	static const char *const what[] = {"command", "handler", "sql"};
+	for (int h = 0; h < 3; h++) {
 		dbcron_job j, got;
-		char diff[1024] = "";
-		full_job(&j, h ? "fields-h" : "fields-c", h == 1);
+		char diff[1024] = "", name[32];
+		snprintf(name, sizeof(name), "fields-%c", what[h][0]);
+		full_job(&j, name, h);
 		for (int pass = 0; pass < 2; pass++) {
 			/* pass 1 updates the row pass 0 inserted */
 			j.max_retries += pass;
@@ -402,7 +404,7 @@ static void conf_test_job_fields(void **state)
 			unsigned roles = MODEL_ROLE_NAME | MODEL_ROLE_DEF | MODEL_ROLE_STATE |
 					 MODEL_ROLE_PLACE;
 			if (model_job_diff(&j, &got, roles, conf_diff_into, diff))
-				fail_msg("%s job, %s: read back differs in %s", h ? "handler" : "command",
+				fail_msg("%s job, %s: read back differs in %s", what[h],
 					 pass ? "update" : "insert", diff);
 			assert_true(got.created_ms > 0 && got.updated_ms >= got.created_ms);
 			dbcron_job_clear(&got);

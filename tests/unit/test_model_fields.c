@@ -45,13 +45,14 @@ static void keys_into(void *ctx, const model_field *f, model_jobdef_id key)
 static void test_json_round_trip_every_field(void **state)
 {
 	(void)state;
-	for (int h = 0; h < 2; h++) {
+	static const char *const what[] = {"command", "handler", "sql"};
+	for (int h = 0; h < 3; h++) {
 		dbcron_job j;
 		model_jobdef d;
 		dbcron_err err = {0};
 		const char *name;
 		char diff[1024] = "";
-		full_job(&j, "rt", h == 1);
+		full_job(&j, "rt", h);
 		json_t *o = model_job_def_json(&j);
 		assert_non_null(o);
 		model_jobdef_init(&d, false);
@@ -61,13 +62,11 @@ static void test_json_round_trip_every_field(void **state)
 						       MODEL_ROLE_STATE,
 					  keys_into, diff);
 		if (n)
-			fail_msg("%s job: %zu fields differ after JSON: %s", h ? "handler" : "command",
-				 n, diff);
+			fail_msg("%s job: %zu fields differ after JSON: %s", what[h], n, diff);
 		/* every keyed field of its kind was given */
 		for (size_t i = 0; i < MODEL_NFIELDS; i++) {
 			const model_field *f = &model_fields[i];
-			bool other = f->scope != MODEL_SCOPE_ANY &&
-				     (f->scope == MODEL_SCOPE_HANDLER) != (h == 1);
+			bool other = !model_field_in_scope(&j, f);
 			if (f->key != MODEL_JK__NONE && !other && !d.seen[f->key])
 				fail_msg("key '%s' was not written", model_jobdef_key_of(f->key)->name);
 		}
