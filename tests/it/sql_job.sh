@@ -65,6 +65,21 @@ if t_reference_backend "$BACKEND"; then
   t_refused "expected an absolute path" job add e --every 1s --sql 'SELECT 1' --sql-db-file rel.url
   t_refused "--sql-db-file is only for --sql" job add e --every 1s --sql-db-file "$T/other.url" -- true
   t_refused "--user is only for a command" job add e --every 1s --sql 'SELECT 1' --user root
+
+  t_section "job set and job apply switch between a command and a statement"
+  export_of() { dbc job export | jq -c --arg n "$1" '.[] | select(.name == $n) | {command, sql, handler}'; }
+  dbc job add sw --at now+1h -- true >/dev/null
+  dbc job set sw --sql 'SELECT 1' >/dev/null
+  assert_eq '{"command":null,"sql":"SELECT 1","handler":null}' "$(export_of sw)" "set --sql drops the command"
+  dbc job set sw -- echo hi >/dev/null
+  assert_eq '{"command":["echo","hi"],"sql":null,"handler":null}' "$(export_of sw)" "set -- COMMAND drops the statement"
+  echo '[{"name": "ap", "every": "1h", "sql": "SELECT ${param.k}", "params": "k=1"}]' >"$T/ap.json"
+  dbc job apply "$T/ap.json" >/dev/null
+  assert_eq '{"command":null,"sql":"SELECT ${param.k}","handler":null}' "$(export_of ap)" "job apply takes a sql job"
+  echo '[{"name": "ap2", "every": "1h", "sql": "SELECT ${param.k}"}]' >"$T/ap2.json"
+  t_refused "which the job does not declare" job apply "$T/ap2.json"
+  dbc job delete sw >/dev/null
+  dbc job delete ap >/dev/null
 fi
 
 t_section "one row per fire on the scheduler's database, parameters bound"
