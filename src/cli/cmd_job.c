@@ -330,7 +330,8 @@ static const char *jstr(const json_t *o, const char *key)
 	return v ? v : "";
 }
 
-/* What a listed job runs: "handler NAME" or its command as shell words. */
+/* What a listed job runs: "handler NAME", "sql STATEMENT" or its command
+ * as shell words. */
 static char *command_text(const json_t *job)
 {
 	char *buf = NULL;
@@ -346,6 +347,11 @@ static char *command_text(const json_t *job)
 			const char *w = json_string_value(json_array_get(cmd, i));
 			print_word(f, w ? w : "");
 		}
+	} else if (json_is_string(json_object_get(job, "sql"))) {
+		/* one line of the table: a statement's line breaks as spaces */
+		fputs("sql ", f);
+		for (const char *p = jstr(job, "sql"); *p; p++)
+			fputc(*p == '\n' || *p == '\r' || *p == '\t' ? ' ' : *p, f);
 	} else {
 		fprintf(f, "handler %s", jstr(job, "handler"));
 	}

@@ -63,7 +63,11 @@ function formDefinition() {
   // a number when it reads as one; else the text, for the server to refuse
   if (re) d.retries = /^\d+$/.test(re) ? Number(re) : re; else delete d.retries;
   const cmd = words($("#e-command").value);
-  if (cmd.length || !d.handler) { d.command = cmd; delete d.handler; }
+  // a command typed replaces a handler or a statement (kept when none is)
+  if (cmd.length || (!d.handler && !d.sql)) {
+    d.command = cmd;
+    delete d.handler; delete d.sql; delete d["sql-db-file"];
+  }
   return d;
 }
 async function save(e) {
