@@ -65,7 +65,7 @@ typedef struct my_run {
 /* A session on the first of the URL's hosts that answers. */
 static MYSQL *my_connect(my_run *m, bool nonblock, char *why, size_t len)
 {
-	unsigned to = (unsigned)sql__connect_s(m->r);
+	unsigned to = (unsigned)sql__connect_s(m->r), no_local = 0;
 	for (int i = 0; i < m->u.nhosts; i++) {
 		MYSQL *db = my.mysql_init(NULL);
 		if (!db) {
@@ -75,6 +75,9 @@ static MYSQL *my_connect(my_run *m, bool nonblock, char *why, size_t len)
 		my.mysql_options(db, MYSQL_OPT_CONNECT_TIMEOUT, &to);
 		my.mysql_options(db, MYSQL_SET_CHARSET_NAME, "utf8mb4");
 		my.mysql_options(db, MYSQL_READ_DEFAULT_GROUP, NULL);
+		/* LOAD DATA LOCAL would let the server ask for files of the
+		 * node's host */
+		my.mysql_options(db, MYSQL_OPT_LOCAL_INFILE, &no_local);
 		if (nonblock)
 			my.mysql_options(db, MYSQL_OPT_NONBLOCK, 0);
 		const my_host *h = &m->u.hosts[i];

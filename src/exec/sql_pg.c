@@ -185,6 +185,15 @@ void sql__run_pg(sql_run *r)
 		goto out_finish;
 	bool first = true;
 	while ((res = pq.PQgetResult(c))) {
+		ExecStatusType st = pq.PQresultStatus(res);
+		if (st == PGRES_COPY_IN || st == PGRES_COPY_OUT || st == PGRES_COPY_BOTH) {
+			/* it would wait for data from us for ever: the connection
+			 * is dropped instead (PQfinish) */
+			sql__fail(r, SQL_END_ERROR, "COPY to or from the client is not supported "
+				  "(COPY ... TO/FROM a file on the server is)");
+			pq.PQclear(res);
+			break;
+		}
 		if (first)
 			pg_result(r, res);
 		first = false;
