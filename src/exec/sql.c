@@ -80,8 +80,23 @@ static int placeholder_at(const char *s, const char **k, size_t *kl, size_t *len
 
 typedef int (*placeholder_fn)(void *ctx, const char *key, size_t klen, size_t at, size_t len);
 
+/* The end of a comment at s ("-- " to the line's end, slash-star to
+ * star-slash), or s when none starts there. */
+static const char *comment_end(const char *s)
+{
+	if (s[0] == '-' && s[1] == '-')
+		return s + strcspn(s, "\n");
+	if (s[0] == '/' && s[1] == '*') {
+		const char *e = strstr(s + 2, "*/");
+		return e ? e + 2 : s + strlen(s);
+	}
+	return s;
+}
+
 /* fn for each placeholder of sql, in order.  Quoted strings and quoted
- * names are skipped ('' and "" inside them toggle twice). */
+ * names are skipped ('' and "" inside them toggle twice; a backslash
+ * escape is not understood), and so are comments: a placeholder there is
+ * left as text. */
 static int each_placeholder(const char *job, const char *sql, placeholder_fn fn, void *ctx,
 			    dbcron_err *err)
 {
@@ -103,6 +118,11 @@ static int each_placeholder(const char *job, const char *sql, placeholder_fn fn,
 		}
 		if (sql[i] == '\'' || sql[i] == '"') {
 			quote = sql[i];
+			continue;
+		}
+		const char *ce = comment_end(sql + i);
+		if (ce != sql + i) {
+			i = (size_t)(ce - sql) - 1;
 			continue;
 		}
 		if (f < 0)

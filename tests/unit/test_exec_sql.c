@@ -102,6 +102,9 @@ static void test_validate(void **state)
 	dbcron_err err = {0};
 	sql_job(&j, "SELECT ${param.a}, '$' || \"x\" || ${param.b}", "a,b=1");
 	assert_int_equal(exec_validate(&j, &err), DBCRON_OK);
+	/* comments are not statements: a quote or a placeholder there is text */
+	sql_job(&j, "SELECT ${param.a} -- it's ${param.zz}\n/* don't ${param.y */ + 1", "a");
+	assert_int_equal(exec_validate(&j, &err), DBCRON_OK);
 	refused(" \n", NULL, NULL, "empty statement");
 	refused("SELECT ${param.a}", NULL, NULL, "does not declare");
 	refused("SELECT ${param.a}", "b", NULL, "uses ${param.a}, which the job does not declare");
@@ -135,6 +138,13 @@ static void test_bound_values(void **state)
 	assert_int_equal(res.state, DBCRON_RUN_SUCCEEDED);
 	assert_string_equal(res.output, "a\tb\nit's; DROP TABLE t; --\tit's; DROP TABLE t; --two\n"
 					"(1 row)\n");
+	exec_result_clear(&res);
+
+	/* a placeholder in a comment stays text, the one after it is bound */
+	sql_job(&j, "SELECT /* ${param.a} */ ${param.b} AS v -- ${param.a}", "a,b");
+	run(&j, kv, NULL, 0, &res);
+	assert_int_equal(res.state, DBCRON_RUN_SUCCEEDED);
+	assert_string_equal(res.output, "v\ntwo\n(1 row)\n");
 	exec_result_clear(&res);
 
 	sql_job(&j, "DELETE FROM t WHERE b IS NOT NULL", NULL);
