@@ -56,8 +56,9 @@ static void add_usage(FILE *f)
 	fprintf(f, "A SQL JOB (docs/exec.md):\n");
 	model_jobdef_help(f, MODEL_SCOPE_SQL);
 	fprintf(f,
-		"  --no-user-check         do not look the user and group up on this host (they\n"
-		"                          exist only where the nodes run)\n"
+		"  --no-user-check         do not look the user and group up, nor read the\n"
+		"                          --sql-db-file, on this host (they exist only where\n"
+		"                          the nodes run)\n"
 		"  --strict                refuse a --handler that is not built in (by default it\n"
 		"                          is added with a warning: programs that embed a node\n"
 		"                          register their own, and only their nodes run the job)\n"

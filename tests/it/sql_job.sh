@@ -114,6 +114,15 @@ dbc job trigger bad >/dev/null
 wait_until 60 has_runs bad failed 2 || fail "bad: not failed twice"
 assert_contains "$(field_of "$(newest_run bad)" error)" "no_such_table"
 assert_eq 2 "$(n_runs bad)" "bad: the first try and one retry"
+if t_reference_backend "$BACKEND"; then
+  # --no-user-check: the file is only read where the job runs, and missing
+  # there it fails the run, naming the file
+  dbc job add nf --at now+1h --retries 0 --sql 'SELECT 1' --sql-db-file "$T/missing.url" \
+    --no-user-check >/dev/null || fail "nf: refused with --no-user-check"
+  dbc job trigger nf >/dev/null
+  wait_until 60 has_runs nf failed 1 || fail "nf: did not fail"
+  assert_contains "$(field_of "$(newest_run nf)" error)" "sql-db-file '$T/missing.url': No such file"
+fi
 
 t_section "--timeout ends the statement TIMED_OUT and stops it on the server"
 t0=$(date +%s%N)
