@@ -30,11 +30,13 @@
 	X(mysql_close) X(mysql_errno) X(mysql_error) X(mysql_fetch_fields)                 \
 	X(mysql_free_result) X(mysql_get_socket) X(mysql_get_timeout_value_ms)             \
 	X(mysql_init) X(mysql_num_fields) X(mysql_options) X(mysql_real_connect)           \
-	X(mysql_real_query) X(mysql_stmt_affected_rows) X(mysql_stmt_bind_param)           \
+	X(mysql_real_query) X(mysql_real_query_cont) X(mysql_real_query_start)             \
+	X(mysql_stmt_affected_rows) X(mysql_stmt_bind_param)                               \
 	X(mysql_stmt_bind_result) X(mysql_stmt_close) X(mysql_stmt_errno)                  \
 	X(mysql_stmt_error) X(mysql_stmt_execute_cont) X(mysql_stmt_execute_start)         \
 	X(mysql_stmt_fetch_cont) X(mysql_stmt_fetch_start) X(mysql_stmt_field_count)       \
-	X(mysql_stmt_init) X(mysql_stmt_param_count) X(mysql_stmt_prepare)                 \
+	X(mysql_stmt_init) X(mysql_stmt_param_count) X(mysql_stmt_prepare_cont)            \
+	X(mysql_stmt_prepare_start)                                                        \
 	X(mysql_stmt_result_metadata) X(mysql_thread_id)
 typedef struct sql_libmariadb {
 	SQL_MY_FUNCS(DBCRON_DYNLIB_MEMBER)
@@ -108,11 +110,29 @@ static void my_kill(my_run *m, sql_end stop)
 	m->killed = dbcron__mono_ms();
 }
 
-typedef int (*my_cont_fn)(int *ret, MYSQL_STMT *st, int status);
+/* The _cont half of each non-blocking call this file makes. */
+typedef int (*my_cont_fn)(my_run *m, int *ret, int status);
+static int cont_query(my_run *m, int *ret, int status)
+{
+	return my.mysql_real_query_cont(ret, m->db, status);
+}
+static int cont_prepare(my_run *m, int *ret, int status)
+{
+	return my.mysql_stmt_prepare_cont(ret, m->st, status);
+}
+static int cont_execute(my_run *m, int *ret, int status)
+{
+	return my.mysql_stmt_execute_cont(ret, m->st, status);
+}
+static int cont_fetch(my_run *m, int *ret, int status)
+{
+	return my.mysql_stmt_fetch_cont(ret, m->st, status);
+}
 
 /* Drive one non-blocking call to its end (status from its _start), with
  * a look at cancel and the deadline every SQL_POLL_MS.  Its result in
- * *ret. */
+ * *ret.  Every call after the connect goes this way, so that no step
+ * waits on a server that stopped answering past a cancel. */
 static void my_drive(my_run *m, int status, my_cont_fn cont, int *ret)
 {
 	int64_t since = dbcron__mono_ms();
@@ -138,7 +158,7 @@ static void my_drive(my_run *m, int status, my_cont_fn cont, int *ret)
 		}
 		if (!ev)
 			continue;
-		status = cont(ret, m->st, ev);
+		status = cont(m, ret, ev);
 		since = dbcron__mono_ms();
 	}
 }
@@ -156,7 +176,7 @@ static void my_stmt_fail(my_run *m)
 static int my_fetch(my_run *m)
 {
 	int ret = 1;
-	my_drive(m, my.mysql_stmt_fetch_start(&ret, m->st), my.mysql_stmt_fetch_cont, &ret);
+	my_drive(m, my.mysql_stmt_fetch_start(&ret, m->st), cont_fetch, &ret);
 	return ret;
 }
 
@@ -221,9 +241,10 @@ static void my_set_timeout(my_run *m)
 	if (m->r->timeout_ms <= 0)
 		return;
 	int64_t ms = m->r->timeout_ms + SQL_SERVER_GRACE_MS;
+	int ret = 0;
 	snprintf(set, sizeof(set), "SET SESSION max_statement_time = %lld.%03lld",
 		 (long long)(ms / 1000), (long long)(ms % 1000));
-	my.mysql_real_query(m->db, set, strlen(set));
+	my_drive(m, my.mysql_real_query_start(&ret, m->db, set, strlen(set)), cont_query, &ret);
 }
 
 static void my_execute(my_run *m)
@@ -233,10 +254,14 @@ static void my_execute(my_run *m)
 	unsigned long lens[SQL_MAX_VALUES];
 	int ret = 1;
 
-	if (!(m->st = my.mysql_stmt_init(m->db)) ||
-	    my.mysql_stmt_prepare(m->st, r->text, strlen(r->text))) {
-		sql__fail(r, SQL_END_ERROR, "%s",
-			  m->st ? my.mysql_stmt_error(m->st) : "out of memory");
+	if (!(m->st = my.mysql_stmt_init(m->db))) {
+		sql__fail(r, SQL_END_ERROR, "out of memory");
+		return;
+	}
+	my_drive(m, my.mysql_stmt_prepare_start(&ret, m->st, r->text, strlen(r->text)),
+		 cont_prepare, &ret);
+	if (ret) {
+		my_stmt_fail(m);
 		return;
 	}
 	if (my.mysql_stmt_param_count(m->st) != (unsigned long)r->nvals) {
@@ -257,7 +282,7 @@ static void my_execute(my_run *m)
 		my_stmt_fail(m);
 		return;
 	}
-	my_drive(m, my.mysql_stmt_execute_start(&ret, m->st), my.mysql_stmt_execute_cont, &ret);
+	my_drive(m, my.mysql_stmt_execute_start(&ret, m->st), cont_execute, &ret);
 	if (ret) {
 		my_stmt_fail(m);
 		return;

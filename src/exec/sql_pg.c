@@ -22,7 +22,7 @@
 
 #define SQL_PQ_FUNCS(X)                                                                \
 	X(PQclear) X(PQcmdTuples) X(PQconnectdbParams) X(PQconsumeInput)               \
-	X(PQerrorMessage) X(PQexec) X(PQfinish) X(PQfname) X(PQfreeCancel)             \
+	X(PQerrorMessage) X(PQfinish) X(PQfname) X(PQfreeCancel)             \
 	X(PQgetCancel) X(PQcancel) X(PQgetisnull) X(PQgetlength) X(PQgetResult)        \
 	X(PQgetvalue) X(PQisBusy) X(PQnfields) X(PQntuples) X(PQresultErrorField)      \
 	X(PQresultErrorMessage) X(PQresultStatus) X(PQsendQueryParams) X(PQsocket)     \
@@ -71,23 +71,6 @@ static PGconn *pg_connect(sql_run *r)
 	return c;
 }
 
-/* The server's own timeout (SQL_SERVER_GRACE_MS), so that the statement
- * ends where it runs even when this node is gone.  The number is ours, not the job's text. */
-static int pg_set_timeout(sql_run *r, PGconn *c)
-{
-	char set[64];
-	if (r->timeout_ms <= 0)
-		return 0;
-	snprintf(set, sizeof(set), "SET statement_timeout = %lld",
-		 (long long)(r->timeout_ms + SQL_SERVER_GRACE_MS));
-	PGresult *res = pq.PQexec(c, set);
-	int ok = pq.PQresultStatus(res) == PGRES_COMMAND_OK;
-	if (!ok)
-		pg_fail(r, SQL_END_ERROR, "setting statement_timeout: ", pq.PQerrorMessage(c));
-	pq.PQclear(res);
-	return ok ? 0 : -1;
-}
-
 /* Wait until the result is in, sending a cancel when asked to stop.  0:
  * the result can be read; -1: given up (the reason set). */
 static int pg_wait(sql_run *r, PGconn *c)
@@ -114,6 +97,34 @@ static int pg_wait(sql_run *r, PGconn *c)
 		}
 	}
 	return 0;
+}
+
+/* The server's own timeout (SQL_SERVER_GRACE_MS), so that the statement
+ * ends where it runs even when this node is gone.  Sent and awaited like
+ * the statement: a server that stops answering never holds the run past
+ * a cancel.  The number is ours, not the job's text. */
+static int pg_set_timeout(sql_run *r, PGconn *c)
+{
+	char set[64];
+	int ok = 1;
+	if (r->timeout_ms <= 0)
+		return 0;
+	snprintf(set, sizeof(set), "SET statement_timeout = %lld",
+		 (long long)(r->timeout_ms + SQL_SERVER_GRACE_MS));
+	if (!pq.PQsendQueryParams(c, set, 0, NULL, NULL, NULL, NULL, 0) || pg_wait(r, c)) {
+		pg_fail(r, SQL_END_ERROR, "setting statement_timeout: ", pq.PQerrorMessage(c));
+		return -1;
+	}
+	PGresult *res;
+	while ((res = pq.PQgetResult(c))) {
+		if (pq.PQresultStatus(res) != PGRES_COMMAND_OK) {
+			pg_fail(r, SQL_END_ERROR, "setting statement_timeout: ",
+				pq.PQresultErrorMessage(res));
+			ok = 0;
+		}
+		pq.PQclear(res);
+	}
+	return ok ? 0 : -1;
 }
 
 static void pg_rows(sql_run *r, const PGresult *res)
