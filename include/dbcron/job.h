@@ -49,7 +49,8 @@ typedef enum dbcron_node_loss {
 typedef enum dbcron_executor {
 	DBCRON_EXEC_SHELL = 1,
 	DBCRON_EXEC_HANDLER = 2,
-	DBCRON_EXEC_HTTP = 3,
+	DBCRON_EXEC_HTTP = 3, /* a request: http, header, body, expect */
+	DBCRON_EXEC_SQL = 4, /* a statement: sql, on sql_db_file's database */
 } dbcron_executor;
 
 /* The run state enum and its transitions live in dbcron/run.h. */
@@ -85,6 +86,11 @@ typedef struct dbcron_job {
 	int argc;
 	char *handler; /* HANDLER */
 	char *arg;
+	/* SQL: the statement, with ${param.KEY} placeholders bound as
+	 * parameters; and a file on the node's host holding the URL of the
+	 * database it runs on (NULL: the scheduler's own database). */
+	char *sql;
+	char *sql_db_file;
 	/* SHELL: what the command runs as (docs/security.md).  Unset (NULL,
 	 * 0, -1, false): the node's user and groups, that user's home, a clean
 	 * environment with nothing of the job's own, the node's umask. */

@@ -65,7 +65,9 @@ out_free:
 /* The keys that stand for one thing: giving one of a group replaces the
  * stored job's whole group (a new schedule drops the old one; a handler
  * drops the command and what it runs as, a command drops the handler,
- * either drops an HTTP call and its keys, --http drops the other two). */
+ * either drops an HTTP call and its keys, --http drops the other two;
+ * a statement drops the command and what it runs as, a command drops the
+ * statement). */
 static bool same_group(model_jobdef_id given, model_jobdef_id stored)
 {
 	model_field_scope sg = model_jobdef_field(model_jobdef_key_of(given))->scope;
@@ -79,14 +81,17 @@ static bool same_group(model_jobdef_id given, model_jobdef_id stored)
 		return sched_g && sched_s;
 	if (given == MODEL_JK_HANDLER)
 		return stored == MODEL_JK_ARG || ss == MODEL_SCOPE_COMMAND ||
-		       ss == MODEL_SCOPE_RUNAS || ss == MODEL_SCOPE_HTTP;
-	/* an HTTP call replaces a command or a handler; its secrets may stay
-	 * in the env-file they were in */
+		       ss == MODEL_SCOPE_RUNAS || ss == MODEL_SCOPE_HTTP || ss == MODEL_SCOPE_SQL;
+	/* an HTTP call replaces a command, a handler or a statement; its
+	 * secrets may stay in the env-file they were in */
 	if (given == MODEL_JK_HTTP)
-		return ss == MODEL_SCOPE_HANDLER || ss == MODEL_SCOPE_COMMAND ||
+		return ss == MODEL_SCOPE_HANDLER || ss == MODEL_SCOPE_COMMAND || ss == MODEL_SCOPE_SQL ||
 		       (ss == MODEL_SCOPE_RUNAS && stored != MODEL_JK_ENV_FILE);
+	if (given == MODEL_JK_SQL)
+		return ss == MODEL_SCOPE_HANDLER || ss == MODEL_SCOPE_COMMAND ||
+		       ss == MODEL_SCOPE_RUNAS || ss == MODEL_SCOPE_HTTP;
 	if (sg == MODEL_SCOPE_COMMAND)
-		return ss == MODEL_SCOPE_HANDLER || ss == MODEL_SCOPE_HTTP;
+		return ss == MODEL_SCOPE_HANDLER || ss == MODEL_SCOPE_HTTP || ss == MODEL_SCOPE_SQL;
 	return false;
 }
 

@@ -40,7 +40,8 @@ static void add_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: dbcron job add NAME SCHEDULE [OPTIONS] (-- COMMAND [ARGS...] | --handler NAME [--arg TEXT]\n"
-		"                      | --http METHOD URL [HTTP OPTIONS])\n\n"
+		"                      | --http METHOD URL [HTTP OPTIONS]\n"
+		"                      | --sql STATEMENT [--sql-db-file PATH])\n\n"
 		"SCHEDULE, exactly one of:\n"
 		"  --cron EXPR             Quartz (6/7 fields) or Unix (5 fields) cron\n"
 		"  --every DUR             fixed rate; first fire one interval from now\n"
@@ -56,9 +57,12 @@ static void add_usage(FILE *f)
 	fprintf(f, "HTTP OPTIONS (docs/exec.md; --timeout bounds the whole request, --env-file\n"
 		   "holds the values of ${NAME} placeholders):\n");
 	model_jobdef_help(f, MODEL_SCOPE_HTTP);
+	fprintf(f, "A SQL JOB (docs/exec.md):\n");
+	model_jobdef_help(f, MODEL_SCOPE_SQL);
 	fprintf(f,
-		"  --no-user-check         do not look the user and group up on this host (they\n"
-		"                          exist only where the nodes run)\n"
+		"  --no-user-check         do not look the user and group up, nor read the\n"
+		"                          --sql-db-file, on this host (they exist only where\n"
+		"                          the nodes run)\n"
 		"  --strict                refuse a --handler that is not built in (by default it\n"
 		"                          is added with a warning: programs that embed a node\n"
 		"                          register their own, and only their nodes run the job)\n"
@@ -331,8 +335,8 @@ static const char *jstr(const json_t *o, const char *key)
 	return v ? v : "";
 }
 
-/* What a listed job runs: "handler NAME", "http METHOD URL" or its
- * command as shell words. */
+/* What a listed job runs: "handler NAME", "http METHOD URL", "sql
+ * STATEMENT" or its command as shell words. */
 static char *command_text(const json_t *job)
 {
 	char *buf = NULL;
@@ -350,6 +354,11 @@ static char *command_text(const json_t *job)
 		}
 	} else if (json_is_string(json_object_get(job, "http"))) {
 		fprintf(f, "http %s", jstr(job, "http"));
+	} else if (json_is_string(json_object_get(job, "sql"))) {
+		/* one line of the table: a statement's line breaks as spaces */
+		fputs("sql ", f);
+		for (const char *p = jstr(job, "sql"); *p; p++)
+			fputc(*p == '\n' || *p == '\r' || *p == '\t' ? ' ' : *p, f);
 	} else {
 		fprintf(f, "handler %s", jstr(job, "handler"));
 	}
@@ -641,6 +650,11 @@ static int show_table(const dbcron_job *j, const app_run_vec *rv, const char *un
 			       unrunnable);
 		if (j->arg)
 			printf("arg:               %s\n", j->arg);
+	} else if (j->executor == DBCRON_EXEC_SQL) {
+		printf("sql:               %s\n", j->sql ? j->sql : "");
+		/* the file's name, never its content (a URL with a password) */
+		printf("sql database:      %s\n",
+		       j->sql_db_file ? j->sql_db_file : "the scheduler's own");
 	} else {
 		printf("command:          ");
 		for (int i = 0; i < j->argc; i++) {

@@ -33,14 +33,17 @@
  *         epoch seconds, now or now+DUR, relative ones resolved against the
  *         database clock), TARGET (a reaction list: a LIST key kept in a
  *         TEXT column, one target a line, model/target.h), PARAMS (a
- *         declaration of run parameters, model/params.h).  SCHED marks
+ *         declaration of run parameters, model/params.h), SQL (the
+ *         statement of a SQL job: setting it makes the job one).  SCHED marks
  *         the rows of the schedule hook (kind, text, interval): one
  *         schedule, compared and reported once.
  * args    the codec's constants, designated initialisers of
  *         model_field_args in parentheses: (.lo = 0, .hi = 1000).
  * scope   ANY, or what the key needs: HANDLER (a handler job), HTTP (an
- *         HTTP job), COMMAND (the command itself), RUNAS (how a command runs; refused with a
- *         handler, dropped with the command by `job set --handler`).
+ *         HTTP job), COMMAND (the command itself), RUNAS (how a command
+ *         runs; refused with a handler, dropped with the command by
+ *         `job set --handler`), SQL (a SQL job's: refused with a command
+ *         or a handler).
  * role    NAME (the identity), DEF (part of the definition: a change is a
  *         change), STATE (paused: given or kept, rules in app/apply.c),
  *         PLACE (the schedule's place in its series: kept by the schedule
@@ -121,6 +124,13 @@
 	X(handler, handler, HANDLER, K(HANDLER, "handler", NULL, STR), HANDLER, (), HANDLER, DEF, \
 	  NULL, H0)                                                                                \
 	X(arg, arg, TEXT, K(ARG, "arg", NULL, STR), TEXT, (), HANDLER, DEF, NULL, H0)             \
+	X(sql, sql_text, TEXT, K(SQL, "sql", NULL, STR), SQL, (), SQL, DEF, NULL,                 \
+	  H("STATEMENT", "run one SQL statement instead of a command; ${param.KEY}\n"           \
+			 "is a parameter of the run, bound (docs/exec.md)"))                   \
+	X(sql_db_file, sql_db_file, TEXT, K(SQL_DB_FILE, "sql-db-file", "sql_db_file", STR),    \
+	  PATH, (.what = "sql-db-file"), SQL, DEF, NULL,                                          \
+	  H("PATH", "the database URL the statement runs on, in PATH on the\n"                  \
+		    "node's host (default: the scheduler's database)"))                          \
 	X(argv, argv, ARGV, K(COMMAND, "command", NULL, ARGV), ARGV, (), COMMAND, DEF, NULL, H0)  \
 	X(http, http, TEXT, K(HTTP, "http", NULL, STR), HTTP, (), HTTP, DEF, NULL,                \
 	  H("METHOD URL", "call URL (" EXEC_HTTP_METHODS_TEXT ");\n"                      \

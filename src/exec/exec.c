@@ -2,7 +2,7 @@
  * The executor table and the result record shared by every executor.
  *
  * Owns the table (process-global): a fixed array of pointers to exec_ops,
- * the built-ins (shell, handler, http) in it from the start, others added by
+ * the built-ins (shell, handler, http, sql) in it from the start, others added by
  * exec_register().  Adding an executor is one exec_ops and one entry here
  * or one exec_register() call; nothing else dispatches on the kind.
  *
@@ -33,6 +33,7 @@ static _Atomic(const exec_ops *) slots[EXEC_SLOTS] = {
 	&exec_shell_ops,
 	&exec_handler_ops,
 	&exec_http_ops,
+	&exec_sql_ops,
 };
 static pthread_mutex_t register_lock = PTHREAD_MUTEX_INITIALIZER;
 

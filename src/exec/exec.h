@@ -62,6 +62,10 @@ typedef struct exec_req {
 	const char *const *params;
 	size_t nparams;
 	size_t capture_bytes;  /* head and tail kept each; 0 = default 1024 */
+	/* The scheduler's database URL, where a SQL job without a database
+	 * file of its own runs (a connection of the run's own, never the
+	 * node's); NULL when the caller has none.  Borrowed. */
+	const char *db_url;
 } exec_req;
 
 typedef struct exec_result {
@@ -113,6 +117,24 @@ void exec_shell(const exec_req *req, exec_result *res);
  * "cancelled"; other non-zero is FAILED with that exit code and the
  * handler's errbuf text. */
 void exec_handler(const exec_req *req, exec_result *res);
+
+/*
+ * Run a SQL job (sql.c): job->sql on a connection opened for the run, to
+ * the database job->sql_db_file names (a file holding a URL, read at each
+ * run) or else req->db_url; ${param.KEY} placeholders bound as parameters
+ * from req->params.  The output is "N rows affected" or a tab-separated
+ * header and the first 20 rows with "(N rows)".  Timed out: TIMED_OUT,
+ * the statement cancelled on the server; cancelled: FAILED "cancelled"
+ * (the scheduler records CANCELLED); a failing statement or connection:
+ * FAILED with the server's message.  No exit code.
+ */
+void exec_sql(const exec_req *req, exec_result *res);
+
+/* A SQL job's database file as the front ends check it when the job is
+ * written: readable here, one line, a URL of a supported kind.  No
+ * connect.  DBCRON_EINVAL (bad input, also an unreadable file) with a
+ * message naming path, never the file's content. */
+int exec_sql_check_db_file(const char *path, dbcron_err *err);
 
 /* Every handler name this process can run, built-ins first: a new array
  * of n copies, freed with exec_handler_names_free, and *gen (may be NULL)
@@ -177,6 +199,7 @@ typedef struct exec_ops {
 extern const exec_ops exec_shell_ops;
 extern const exec_ops exec_handler_ops;
 extern const exec_ops exec_http_ops;
+extern const exec_ops exec_sql_ops;
 
 /* The executor for a kind or a name, NULL when none is registered.
  * Lock-free and safe from any thread; the result stays valid for ever. */

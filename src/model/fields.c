@@ -107,15 +107,22 @@ model_jobdef_id model_sched_key(dbcron_sched_kind kind)
 
 bool model_field_in_scope(const dbcron_job *j, const model_field *f)
 {
-	if (f->scope == MODEL_SCOPE_ANY)
+	switch (f->scope) {
+	case MODEL_SCOPE_ANY:
 		return true;
-	/* an HTTP job's secrets come from an env-file, the one thing of how
-	 * a command runs that it has */
-	if (j->executor == DBCRON_EXEC_HTTP)
-		return f->scope == MODEL_SCOPE_HTTP || f->key == MODEL_JK_ENV_FILE;
-	if (f->scope == MODEL_SCOPE_HTTP)
-		return false;
-	return (f->scope == MODEL_SCOPE_HANDLER) == (j->executor == DBCRON_EXEC_HANDLER);
+	case MODEL_SCOPE_HANDLER:
+		return j->executor == DBCRON_EXEC_HANDLER;
+	case MODEL_SCOPE_HTTP:
+		return j->executor == DBCRON_EXEC_HTTP;
+	case MODEL_SCOPE_SQL:
+		return j->executor == DBCRON_EXEC_SQL;
+	default: /* COMMAND, RUNAS */
+		/* an HTTP job's secrets come from an env-file, the one thing of
+		 * how a command runs that it has */
+		if (j->executor == DBCRON_EXEC_HTTP)
+			return f->key == MODEL_JK_ENV_FILE;
+		return j->executor != DBCRON_EXEC_HANDLER && j->executor != DBCRON_EXEC_SQL;
+	}
 }
 
 static bool same_text(const char *a, const char *b)

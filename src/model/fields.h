@@ -50,6 +50,7 @@ typedef enum model_field_codec {
 	MODEL_FC_HTTP,
 	MODEL_FC_HEADER,
 	MODEL_FC_EXPECT,
+	MODEL_FC_SQL,
 } model_field_codec;
 
 typedef enum model_field_scope {
@@ -58,6 +59,7 @@ typedef enum model_field_scope {
 	MODEL_SCOPE_COMMAND,
 	MODEL_SCOPE_RUNAS,
 	MODEL_SCOPE_HTTP,
+	MODEL_SCOPE_SQL,
 } model_field_scope;
 
 /* Bits, so a caller can ask for several roles at once. */
@@ -130,7 +132,8 @@ static inline const void *model_field_cptr(const dbcron_job *job, const model_fi
 }
 
 /* Whether row f belongs to job j's definition: a handler job has no
- * command and nothing a command runs as, a command job no handler.  What
+ * command and nothing a command runs as, a command job no handler, a SQL
+ * job only its statement and its database file of the three.  What
  * the JSON codec writes and what a job struct gives (jobdef.h). */
 bool model_field_in_scope(const dbcron_job *j, const model_field *f);
 

@@ -21,6 +21,7 @@
 #include "core/timeutil.h"
 #include "dbcron/cron.h"
 #include "dbcron/handler.h"
+#include "exec/exec.h"
 #include "exec/http.h"
 #include "exec/runas.h"
 #include "model/jobdef.h"
@@ -406,6 +407,13 @@ static int set_text(model_jobdef *d, const model_jobdef_key *k, const char *v,
 			return dbcron_err_set(err, DBCRON_EINVAL, "empty handler name");
 		j->executor = DBCRON_EXEC_HANDLER;
 		return replace_str(&j->handler, v, err);
+	case MODEL_FC_SQL:
+		/* the statement's own checks (placeholders against --params)
+		 * are the executor's, at validation */
+		if (!v[strspn(v, " \t\r\n")])
+			return dbcron_err_set(err, DBCRON_EINVAL, "empty statement");
+		j->executor = DBCRON_EXEC_SQL;
+		return replace_str(&j->sql, v, err);
 	case MODEL_FC_ACCOUNT:
 		rc = runas_check_name(f->args.what, v, err);
 		return rc ? rc : replace_str(slot, v, err);
@@ -545,6 +553,7 @@ static int set_from_job(model_jobdef *d, const model_jobdef_key *k, const model_
 		/* unset is UTC, given as such, as a listed job shows it */
 		return model_jobdef_set_text(d, k, text ? text : "UTC", err);
 	case MODEL_FC_HANDLER:
+	case MODEL_FC_SQL:
 		return model_jobdef_set_text(d, k, text ? text : "", err);
 	case MODEL_FC_INT:
 	case MODEL_FC_ENUM:
@@ -657,8 +666,8 @@ static int check_http_params(model_jobdef *d, dbcron_err *err)
 }
 
 /* A key of how a command runs given to a job without a command: refused,
- * but for an HTTP job's env-file. */
-static int check_runas_keys(model_jobdef *d, bool http, dbcron_err *err)
+ * but for an HTTP job's env-file.  why: where the job runs instead. */
+static int check_runas_keys(model_jobdef *d, bool http, const char *why, dbcron_err *err)
 {
 	char l1[64];
 	for (int id = 0; id < MODEL_JK__COUNT; id++) {
@@ -667,51 +676,87 @@ static int check_runas_keys(model_jobdef *d, bool http, dbcron_err *err)
 		    (http && id == MODEL_JK_ENV_FILE))
 			continue;
 		return dbcron_err_set(err, DBCRON_EINVAL,
-				      d->cli ? "%s is only for a command (%s runs inside the node)"
-					     : "%s is only for 'command' (%s runs inside the node)",
-				      model_jobdef_label(d, k, l1, sizeof(l1)),
-				      http ? "an HTTP job" : "a handler");
+				      d->cli ? "%s is only for a command (%s)"
+					     : "%s is only for 'command' (%s)",
+				      model_jobdef_label(d, k, l1, sizeof(l1)), why);
 	}
 	return DBCRON_OK;
 }
 
-/* Exactly one of a command, a handler and an HTTP call, and only its
- * own keys. */
-static int check_executor(model_jobdef *d, dbcron_err *err)
+/* The keys only a job of one kind takes (scope HTTP or SQL), refused on
+ * a job of another kind: the first one given. */
+static int check_kind_keys(model_jobdef *d, model_field_scope scope, const char *owner,
+			   dbcron_err *err)
 {
 	char l1[64];
+	for (int id = 0; id < MODEL_JK__COUNT; id++)
+		if (d->seen[id] &&
+		    model_jobdef_field(model_jobdef_key_of((model_jobdef_id)id))->scope == scope)
+			return dbcron_err_set(err, DBCRON_EINVAL,
+					      d->cli ? "%s is only for --%s" : "%s is only for '%s'",
+					      model_jobdef_label(d, model_jobdef_key_of((model_jobdef_id)id),
+								 l1, sizeof(l1)),
+					      owner);
+	return DBCRON_OK;
+}
+
+/* Exactly one of a command, a handler, an HTTP call and a statement. */
+static int check_one_executor(model_jobdef *d, dbcron_err *err)
+{
 	bool cmd = d->seen[MODEL_JK_COMMAND] && d->job.argc > 0;
 	bool http = d->seen[MODEL_JK_HTTP], handler = d->seen[MODEL_JK_HANDLER];
-	if (http && (handler || d->seen[MODEL_JK_COMMAND]))
-		return dbcron_err_set(err, DBCRON_EINVAL, d->cli
-			? "both --http and %s: give one"
-			: "both 'http' and %s: give one",
-			handler ? (d->cli ? "--handler" : "'handler'")
-				: (d->cli ? "a command after --" : "'command'"));
+	bool sql = d->seen[MODEL_JK_SQL];
+	const char *other = handler ? (d->cli ? "--handler" : "'handler'")
+			  : d->seen[MODEL_JK_COMMAND] ? (d->cli ? "a command after --" : "'command'")
+			  : NULL;
+	if (http && (other || sql))
+		return dbcron_err_set(err, DBCRON_EINVAL,
+				      d->cli ? "both --http and %s: give one"
+					     : "both 'http' and %s: give one",
+				      other ? other : (d->cli ? "--sql" : "'sql'"));
 	if (handler && d->seen[MODEL_JK_COMMAND])
 		return dbcron_err_set(err, DBCRON_EINVAL, d->cli
 			? "both --handler and a command after --: give one"
 			: "both 'handler' and 'command': give one");
-	if (!handler && !cmd && !http)
+	if (sql && other)
+		return dbcron_err_set(err, DBCRON_EINVAL,
+				      d->cli ? "--sql with %s: give one" : "'sql' with %s: give one",
+				      other);
+	if (!handler && !cmd && !http && !sql)
 		return dbcron_err_set(err, DBCRON_EINVAL, d->cli
-			? "no command: give -- COMMAND [ARGS...], --handler NAME or --http METHOD URL"
-			: "no command: give \"command\": [\"prog\", \"arg\"...], \"handler\" or \"http\"");
+			? "no command: give -- COMMAND [ARGS...], --handler NAME, --http METHOD URL or --sql STATEMENT"
+			: "no command: give \"command\": [\"prog\", \"arg\"...], \"handler\", \"http\" or \"sql\"");
 	if (cmd && !*d->job.argv[0])
 		return dbcron_err_set(err, DBCRON_EINVAL, "the command is an empty string");
+	return DBCRON_OK;
+}
+
+/* What the job runs: exactly one of a command, a handler, an HTTP call
+ * and a statement, and only the keys that go with it. */
+static int check_executor(model_jobdef *d, dbcron_err *err)
+{
+	bool http = d->seen[MODEL_JK_HTTP], handler = d->seen[MODEL_JK_HANDLER];
+	bool sql = d->seen[MODEL_JK_SQL];
+	int rc = check_one_executor(d, err);
+	if (rc)
+		return rc;
 	if (d->seen[MODEL_JK_ARG] && !handler)
 		return dbcron_err_set(err, DBCRON_EINVAL, d->cli
 			? "--arg is only for --handler (a command takes its arguments after --)"
 			: "'arg' is only for 'handler' (a command takes its arguments in 'command')");
-	for (int id = 0; id < MODEL_JK__COUNT && !http; id++)
-		if (d->seen[id] &&
-		    model_jobdef_field(model_jobdef_key_of((model_jobdef_id)id))->scope == MODEL_SCOPE_HTTP)
-			return dbcron_err_set(err, DBCRON_EINVAL,
-					      d->cli ? "%s is only for --http" : "%s is only for 'http'",
-					      model_jobdef_label(d, model_jobdef_key_of((model_jobdef_id)id),
-								 l1, sizeof(l1)));
-	/* a handler and an HTTP call run inside the node: no process to give
-	 * a user or a directory to */
-	int rc = handler || http ? check_runas_keys(d, http, err) : DBCRON_OK;
+	if (d->seen[MODEL_JK_SQL_DB_FILE] && !sql)
+		return dbcron_err_set(err, DBCRON_EINVAL, d->cli
+			? "--sql-db-file is only for --sql" : "'sql_db_file' is only for 'sql'");
+	if (!http && (rc = check_kind_keys(d, MODEL_SCOPE_HTTP, "http", err)))
+		return rc;
+	/* a handler and an HTTP call run inside the node, a statement on a
+	 * database: no process to give a user or a directory to */
+	if (handler || http || sql)
+		rc = check_runas_keys(d, http,
+				      sql ? "a statement runs on a database"
+				      : http ? "an HTTP job runs inside the node"
+					     : "a handler runs inside the node",
+				      err);
 	return rc || !http ? rc : check_http_params(d, err);
 }
 
@@ -762,6 +807,12 @@ int model_jobdef_check_handler(const dbcron_job *j, bool strict, char *warn, siz
 
 int model_jobdef_check_host(const model_jobdef *d, dbcron_err *err)
 {
+	/* a SQL job's database file: readable and a URL here, as on a node */
+	if (d->job.executor == DBCRON_EXEC_SQL && d->job.sql_db_file) {
+		int rc = exec_sql_check_db_file(d->job.sql_db_file, err);
+		if (rc)
+			return keyed(d, model_jobdef_key_of(MODEL_JK_SQL_DB_FILE), err, rc);
+	}
 	static const model_jobdef_id ids[] = {MODEL_JK_USER, MODEL_JK_GROUP};
 	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
 		const char *v = ids[i] == MODEL_JK_USER ? d->job.user : d->job.group;

@@ -122,7 +122,8 @@ int model_jobdef_check(model_jobdef *d, dbcron_err *err);
 
 /*
  * Checks that need this host: the user and group the job names exist
- * here (getpwnam).  Front ends call it when the jobs will run on a host
+ * here (getpwnam), a SQL job's database file is readable here and holds
+ * a URL of a supported kind (exec_sql_check_db_file; no connect).  Front ends call it when the jobs will run on a host
  * like theirs; a node checks again at every run, on its own host.
  * DBCRON_ENOTFOUND "--user 'x': no such user on this host".
  */

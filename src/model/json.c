@@ -141,6 +141,7 @@ static bool field_json(const dbcron_job *j, const model_field *f, json_t **v)
 		*v = json_boolean(*(const bool *)p);
 		break;
 	case MODEL_FC_HANDLER:
+	case MODEL_FC_SQL:
 		*v = json_string(text ? text : "");
 		break;
 	case MODEL_FC_ARGV:

@@ -62,6 +62,11 @@ static bool decl_has(const char *decl, const char *key, size_t klen, decl_item *
 	return false;
 }
 
+bool model_params_declares(const char *decl, const char *key, size_t klen)
+{
+	return decl && decl_has(decl, key, klen, NULL);
+}
+
 bool model_param_reserved(const char *k, size_t len)
 {
 	size_t n = strlen(MODEL_PARAM_UPSTREAM);

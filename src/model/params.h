@@ -35,6 +35,10 @@ bool model_param_key_ok(const char *k, size_t len);
 #define MODEL_PARAM_UPSTREAM "UPSTREAM_"
 bool model_param_reserved(const char *k, size_t len);
 
+/* Does declaration decl (NULL: none) name key[0, klen), with a default or
+ * without?  (A SQL job's ${param.KEY} must be declared.) */
+bool model_params_declares(const char *decl, const char *key, size_t klen);
+
 /* A declaration "KEY[=DEFAULT],...": each key valid and once, each default
  * bounded, at most MODEL_PARAM_MAX.  DBCRON_EINVAL saying which item. */
 int model_params_decl_check(const char *decl, dbcron_err *err);

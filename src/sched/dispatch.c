@@ -436,6 +436,7 @@ static void worker_main(void *arg)
 		.node_total = f->run.node_total,
 		.cancel = &f->cancel,
 		.kill_grace_ms = n->cfg.kill_grace_ms,
+		.db_url = n->db_url,
 	};
 	run_kv kv = {.n = 0};
 	model_params_each(f->run.params, f->snap->job.params, kv_add, &kv);

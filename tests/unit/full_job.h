@@ -23,8 +23,14 @@ static char **full_job_strv(int n, const char *const *v)
 	return out;
 }
 
-/* A valid command job (kind 0), handler job (1) or HTTP job (2), every
- * field it can have set to something else than dbcron_job_init's. */
+/* What a full job runs (kind): 0 a command, 1 a handler, FULL_HTTP an
+ * HTTP call, FULL_SQL a statement; FULL_KINDS of them. */
+#define FULL_HTTP 2
+#define FULL_SQL 3
+#define FULL_KINDS 4
+
+/* A valid job of each kind, every field it can have set to something
+ * else than dbcron_job_init's. */
 static void full_job(dbcron_job *j, const char *name, int kind)
 {
 	static const char *const argv[] = {"/bin/echo", "a b", "\xc3\xa9"};
@@ -61,7 +67,7 @@ static void full_job(dbcron_job *j, const char *name, int kind)
 	j->on_misfire = dbcron__strdup("job:late");
 	j->max_silence_ms = 7200000;
 	j->on_overdue = dbcron__strdup("http://127.0.0.1/late\nexec:/bin/true");
-	if (kind == 2) {
+	if (kind == FULL_HTTP) {
 		j->executor = DBCRON_EXEC_HTTP;
 		j->http = dbcron__strdup("PUT https://api.example.org/v1/${param.region}?x=1");
 		j->http_headers = dbcron__strdup("Authorization: Bearer ${TOKEN}\nX-Region: ${param.region}");
@@ -69,6 +75,12 @@ static void full_job(dbcron_job *j, const char *name, int kind)
 		j->http_expect = dbcron__strdup("2xx,304");
 		j->http_ca_file = dbcron__strdup("/etc/dbcron/ca.pem");
 		j->env_file = dbcron__strdup("/etc/dbcron/full.env");
+		return;
+	}
+	if (kind == FULL_SQL) {
+		j->executor = DBCRON_EXEC_SQL;
+		j->sql = dbcron__strdup("UPDATE t SET n = n + 1 WHERE r = ${param.region} -- \xc3\xa9");
+		j->sql_db_file = dbcron__strdup("/etc/dbcron/other.url");
 		return;
 	}
 	if (kind == 1) {
@@ -109,11 +121,11 @@ static void full_job_mark(void *ctx, const model_field *f, model_jobdef_id key)
  * sets (NULL: they cover every one). */
 static const char *full_job_covers(unsigned roles)
 {
-	dbcron_job dflt, full[3];
+	dbcron_job dflt, full[FULL_KINDS];
 	full_job_seen seen = {0};
 	static char missing[64];
 	dbcron_job_init(&dflt);
-	for (int k = 0; k < 3; k++) {
+	for (int k = 0; k < FULL_KINDS; k++) {
 		full_job(&full[k], "full", k);
 		model_job_diff(&dflt, &full[k], roles, full_job_mark, &seen);
 		dbcron_job_clear(&full[k]);

@@ -383,16 +383,16 @@ static void conf_diff_into(void *ctx, const model_field *f, model_jobdef_id key)
 	strcat(ctx, ",");
 }
 
-/* Every field of the field table survives the store (a command job and a
- * handler job, each field away from its default: full_job.h), written by
+/* Every field of the field table survives the store (a command, a
+ * handler and a SQL job, each field away from its default: full_job.h), written by
  * an insert and again by an update; the same again is not rewritten. */
 static void conf_test_job_fields(void **state)
 {
 	conf_ctx *c = *state;
 	assert_null(full_job_covers(MODEL_ROLE_NAME | MODEL_ROLE_DEF | MODEL_ROLE_STATE |
 				    MODEL_ROLE_PLACE));
-	static const char *const names[] = {"fields-c", "fields-h", "fields-x"};
-	for (int h = 0; h < 3; h++) {
+	static const char *const names[] = {"fields-c", "fields-h", "fields-x", "fields-s"};
+	for (int h = 0; h < FULL_KINDS; h++) {
 		dbcron_job j, got;
 		char diff[1024] = "";
 		full_job(&j, names[h], h);

@@ -45,8 +45,8 @@ static void keys_into(void *ctx, const model_field *f, model_jobdef_id key)
 static void test_json_round_trip_every_field(void **state)
 {
 	(void)state;
-	static const char *const kinds[] = {"command", "handler", "HTTP"};
-	for (int h = 0; h < 3; h++) {
+	static const char *const kinds[] = {"command", "handler", "HTTP", "SQL"};
+	for (int h = 0; h < FULL_KINDS; h++) {
 		dbcron_job j;
 		model_jobdef d;
 		dbcron_err err = {0};

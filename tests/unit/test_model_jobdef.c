@@ -285,7 +285,7 @@ static void test_json_key_errors(void **state)
 		 "key 'command': expected a non-empty array of strings"},
 		{"{\"name\": \"x\", \"command\": []}", "key 'command': expected a non-empty array of strings"},
 		{"{\"name\": \"x\", \"every\": \"1s\"}",
-		 "no command: give \"command\": [\"prog\", \"arg\"...], \"handler\" or \"http\""},
+		 "no command: give \"command\": [\"prog\", \"arg\"...], \"handler\", \"http\" or \"sql\""},
 		{"{\"name\": \"x\", \"handler\": \"noop\"}",
 		 "no schedule: give one of the keys cron, every, after, at, needs"},
 		{"{\"name\": \"x\", \"every\": \"1s\", \"at\": \"now\", \"handler\": \"noop\"}",
@@ -322,7 +322,8 @@ static void test_whole_definition_cli(void **state)
 			    "no schedule: give one of --cron EXPR, --every DUR, --after DUR, --at TIME, --needs JOBS");
 	assert_int_equal(model_jobdef_set_text(&d, model_jobdef_find("after"), "5m", &err), 0);
 	assert_int_equal(model_jobdef_check(&d, &err), DBCRON_EINVAL);
-	assert_string_equal(err.msg, "no command: give -- COMMAND [ARGS...], --handler NAME or --http METHOD URL");
+	assert_string_equal(err.msg, "no command: give -- COMMAND [ARGS...], --handler NAME, "
+				     "--http METHOD URL or --sql STATEMENT");
 	assert_int_equal(model_jobdef_set_text(&d, model_jobdef_find("handler"), "noop", &err), 0);
 	assert_int_equal(model_jobdef_set_argv(&d, cmd, 2, &err), 0);
 	assert_int_equal(model_jobdef_check(&d, &err), DBCRON_EINVAL);

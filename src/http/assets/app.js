@@ -98,6 +98,7 @@ function tickRelative() {
 function commandText(j) {
   if (j.handler !== undefined) return "handler " + j.handler;
   if (j.http !== undefined) return "http " + j.http;
+  if (j.sql !== undefined) return "sql " + j.sql;
   return (j.command || []).map((w) => /^[A-Za-z0-9_./=:,+@%-]+$/.test(w) ? w : "'" + w.replace(/'/g, "'\\''") + "'").join(" ");
 }
 function took(r) {

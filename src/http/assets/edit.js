@@ -63,11 +63,11 @@ function formDefinition() {
   // a number when it reads as one; else the text, for the server to refuse
   if (re) d.retries = /^\d+$/.test(re) ? Number(re) : re; else delete d.retries;
   const cmd = words($("#e-command").value);
-  // a command given replaces a handler or an HTTP call (and its keys);
-  // an empty one leaves them as they are
-  if (cmd.length || (!d.handler && !d.http)) {
+  // a command given replaces a handler, an HTTP call (and its keys) or a
+  // statement; an empty one leaves them as they are
+  if (cmd.length || (!d.handler && !d.http && !d.sql)) {
     d.command = cmd;
-    delete d.handler;
+    delete d.handler; delete d.sql; delete d["sql-db-file"];
     for (const k of ["http", "header", "body", "expect", "ca-file"]) delete d[k];
   }
   return d;

@@ -16,7 +16,7 @@
 #define DBCRON_STORE_MYSQL_SCHEMA_H
 
 /* Highest migration this binary knows. */
-#define DBCRON_MY_SCHEMA_VERSION 13
+#define DBCRON_MY_SCHEMA_VERSION 14
 
 #define MY_TABLE_OPTS " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
 
@@ -271,6 +271,15 @@ static const char *const my_migration_13[] = {
 	NULL,
 };
 
+/* 14: SQL jobs (issue 27 item 2, docs/exec.md): the statement and the
+ * file naming the database it runs on (NULL: the scheduler's own).  The
+ * URL itself stays in the file: it may hold a password. */
+static const char *const my_migration_14[] = {
+	"ALTER TABLE jobs ADD COLUMN IF NOT EXISTS sql_text MEDIUMTEXT NULL, "
+	"ADD COLUMN IF NOT EXISTS sql_db_file TEXT NULL",
+	NULL,
+};
+
 static const struct {
 	int version;
 	const char *const *stmts;
@@ -288,6 +297,7 @@ static const struct {
 	{11, my_migration_11},
 	{12, my_migration_12},
 	{13, my_migration_13},
+	{14, my_migration_14},
 };
 
 _Static_assert(sizeof(my_migrations) / sizeof(my_migrations[0]) == DBCRON_MY_SCHEMA_VERSION,

@@ -7,7 +7,7 @@
 #define DBCRON_STORE_PG_SCHEMA_H
 
 /* Highest migration this binary knows. */
-#define DBCRON_PG_SCHEMA_VERSION 14
+#define DBCRON_PG_SCHEMA_VERSION 15
 
 static const char *const migration_1[] = {
 	"CREATE TABLE jobs ("
@@ -242,6 +242,14 @@ static const char *const migration_14[] = {
 	NULL,
 };
 
+/* 15: SQL jobs (issue 27 item 2, docs/exec.md): the statement and the
+ * file naming the database it runs on (NULL: the scheduler's own).  The
+ * URL itself stays in the file: it may hold a password. */
+static const char *const migration_15[] = {
+	"ALTER TABLE jobs ADD COLUMN sql_text TEXT, ADD COLUMN sql_db_file TEXT",
+	NULL,
+};
+
 static const struct {
 	int version;
 	const char *const *stmts;
@@ -260,6 +268,7 @@ static const struct {
 	{12, migration_12},
 	{13, migration_13},
 	{14, migration_14},
+	{15, migration_15},
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == DBCRON_PG_SCHEMA_VERSION,

@@ -285,6 +285,11 @@ static const char *const sqlite_migrations[] = {
 	" WHERE cancel_requested_at IS NOT NULL AND state IN (1, 2);\n"
 	/* a lost or stopped node's every-node runs, found by the reap */
 	"CREATE INDEX runs_for_node ON runs(for_node, state) WHERE for_node IS NOT NULL;\n",
+	/* 16: SQL jobs (issue 27 item 2, docs/exec.md): the statement and the
+	 * file naming the database it runs on (NULL: the scheduler's own).
+	 * The URL itself stays in the file: it may hold a password. */
+	"ALTER TABLE jobs ADD COLUMN sql_text TEXT;\n"
+	"ALTER TABLE jobs ADD COLUMN sql_db_file TEXT;\n",
 };
 
 #define SQLITE_SCHEMA_VERSION \
