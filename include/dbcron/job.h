@@ -132,6 +132,8 @@ typedef struct dbcron_run {
 	int64_t cancel_requested_ms;
 	/* the run's parameters as a JSON object text, NULL when none */
 	char *params;
+	/* made by `job backfill` for its fire_at (docs/scheduler.md "Backfill") */
+	bool backfill;
 } dbcron_run;
 
 /* Defaults a new job gets (misfire fire_once, overlap skip, 3 retries...). */

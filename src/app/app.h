@@ -175,6 +175,41 @@ int app_job_trigger(store *s, const char *name, app_job_result *r, dbcron_err *e
 int app_job_trigger_params(store *s, const char *name, const char *const *kv, size_t n,
 			   app_job_result *r, dbcron_err *err);
 
+/* ----------------------------------------------------------- backfill */
+
+/* `job backfill` and POST /api/v1/jobs/{name}/backfill (app/backfill.c,
+ * docs/scheduler.md "Backfill"): from and to are TIME texts (RFC 3339,
+ * epoch seconds, now, now+DUR, now-DUR) read against the database clock. */
+typedef struct app_backfill_req {
+	const char *name, *from, *to;
+	bool dry_run;
+	bool force;       /* more than APP_BACKFILL_MAX instants */
+	int max_running;  /* 0: no cap; else 1..STORE_BACKFILL_CAP_MAX */
+} app_backfill_req;
+#define APP_BACKFILL_MAX 100000
+/* What it did: every instant of the job's schedule in [from_ms, to_ms)
+ * (at, ascending, the caller frees it with app_backfill_result_clear),
+ * which of them had a run (taken: a dry run only), how many runs it made. */
+typedef struct app_backfill_result {
+	int64_t from_ms, to_ms;
+	int64_t *at;
+	bool *taken;
+	size_t n;
+	int64_t created;
+	bool paused; /* the job is paused: the runs wait for a resume */
+} app_backfill_result;
+/* DBCRON_EINVAL (nothing written) for --to not after --from or after now,
+ * a job with no schedule instants (--at, --after, --needs), a cap out of
+ * range, or more than APP_BACKFILL_MAX instants without force;
+ * DBCRON_ENOTFOUND "no job named 'x'". */
+int app_job_backfill(store *s, const app_backfill_req *q, app_backfill_result *r,
+		     dbcron_err *err);
+void app_backfill_result_clear(app_backfill_result *r);
+/* {"job", "from", "to", "instants", "created", "skipped", "dry_run",
+ * "paused", "fire_at": [RFC 3339 ...] (a dry run: [{"fire_at", "has_run"}])};
+ * the caller's; NULL when out of memory. */
+json_t *app_backfill_json(const char *name, const app_backfill_result *r, bool dry_run);
+
 /* What a verb did, as GET-less JSON: the HTTP API's reply and what
  * `--format json` prints, one shape for both.  trigger: {"job", "run_id",
  * "fire_at_ms", "paused"[, "warning"]}; pause and resume: {"job", "paused",

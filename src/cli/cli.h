@@ -63,6 +63,8 @@ int cli_jobdef_opt(struct model_jobdef *d, int c, const char *arg, bool *handled
 int cli_job_import_crontab(int argc, char **argv);
 /* job apply (cmd_apply.c); argv[0] is "apply". */
 int cli_job_apply(int argc, char **argv);
+/* job backfill (cmd_backfill.c) */
+int cli_job_backfill(int argc, char **argv);
 
 /*
  * Where the database is: --db URL or --db-file PATH, which every database

@@ -817,6 +817,8 @@ static void job_usage(FILE *f)
 		   "  delete NAME         remove (its runs stay); a job others --need is refused\n"
 		   "                      unless --force, which sets them aside\n"
 		   "  trigger NAME        run once now\n"
+		   "  backfill NAME --from T1 --to T2\n"
+		   "                      a run for each fire instant in [T1, T2) that has none\n"
 		   "  set NAME FLAGS...   change some fields of a job (as job add's flags)\n"
 		   "  rename OLD NEW      give a job a new name (its runs follow)\n"
 		   "  apply FILE          create/update jobs from a JSON file (--dry-run: diff)\n"
@@ -844,6 +846,8 @@ int cli_job(int argc, char **argv)
 		return job_show(argc - 1, argv + 1);
 	if (!strcmp(sub, "apply"))
 		return cli_job_apply(argc - 1, argv + 1);
+	if (!strcmp(sub, "backfill"))
+		return cli_job_backfill(argc - 1, argv + 1);
 	int edit = cli_job_edit(sub, argc - 1, argv + 1);
 	if (edit >= 0)
 		return edit;

@@ -201,7 +201,7 @@ static char *capture_finish(const struct capture *c)
 
 /* ---- the run facts ---- */
 
-#define N_FACTS 5
+#define N_FACTS 6
 
 static char *fmt_alloc(const char *fmt, ...) DBCRON_PRINTF(1, 2);
 static char *fmt_alloc(const char *fmt, ...)
@@ -241,6 +241,11 @@ static int facts_build(const exec_req *req, char **f)
 	f[2] = fmt_alloc("DBCRON_ATTEMPT=%d", req->attempt);
 	f[3] = fmt_alloc("DBCRON_RUN_ID=%lld", (long long)req->run_id);
 	f[4] = fmt_alloc("DBCRON_NODE=%s", req->node_id ? req->node_id : "");
+	/* the instant as RFC 3339 UTC, for commands that take a date (a
+	 * backfill's run is its instant, not when it runs) */
+	char at[64];
+	dbcron__format_rfc3339(req->fire_at_ms, 0, req->fire_at_ms % 1000 != 0, at, sizeof(at));
+	f[5] = fmt_alloc("DBCRON_FIRE_AT=%s", at);
 	size_t np = req->nparams < N_PARAMS_MAX ? req->nparams : N_PARAMS_MAX;
 	/* a reaction's UPSTREAM_* keys (MODEL_PARAM_UPSTREAM, reserved: no
 	 * trigger gives one) are DBCRON_UPSTREAM_*, docs/reactions.md */

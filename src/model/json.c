@@ -241,6 +241,9 @@ json_t *model_run_json(const dbcron_run *r)
 	/* only when set: a run nobody cancelled reads as it always did */
 	if (r->cancel_requested_ms > 0)
 		put(o, "cancel_requested_ms", json_integer(r->cancel_requested_ms), &bad);
+	/* only for a backfill's run: the others read as they always did */
+	if (r->backfill)
+		put(o, "kind", json_string("backfill"), &bad);
 	if (r->params) {
 		json_t *pj = json_loads(r->params, JSON_DECODE_ANY, NULL);
 		put(o, "params", pj && json_is_object(pj) ? pj : json_string(r->params), &bad);

@@ -437,6 +437,7 @@ int store__read_run(store *s, dbcron_run *run, dbcron_err *err)
 	run->exit_code = (int)i64(s, 11);
 	run->missed = i64(s, 12);
 	run->cancel_requested_ms = i64n(s, 15);
+	run->backfill = i64(s, 17) == STORE_RK_BACKFILL;
 	if ((rc = dup_col(s, 2, &run->job_name)) || (rc = dup_col(s, 7, &run->node)) ||
 	    (rc = dup_col(s, 8, &run->claim_token)) || (rc = dup_col(s, 13, &run->error)) ||
 	    (rc = dup_col(s, 14, &run->output)) || (rc = dup_col(s, 16, &run->params))) {

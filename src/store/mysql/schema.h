@@ -16,7 +16,7 @@
 #define DBCRON_STORE_MYSQL_SCHEMA_H
 
 /* Highest migration this binary knows. */
-#define DBCRON_MY_SCHEMA_VERSION 11
+#define DBCRON_MY_SCHEMA_VERSION 12
 
 #define MY_TABLE_OPTS " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
 
@@ -239,6 +239,16 @@ static const char *const my_migration_11[] = {
 	NULL,
 };
 
+/* 12: backfill (issue 28 item 5): a run's kind (1 backfill) and the
+ * backfill's --max-running (NULL: no cap), checked by CLAIM_RUNS; an
+ * instant's first attempt stays unique by UNIQUE(job_id, fire_at,
+ * attempt). */
+static const char *const my_migration_12[] = {
+	"ALTER TABLE runs ADD COLUMN IF NOT EXISTS kind INT NOT NULL DEFAULT 0, "
+	"ADD COLUMN IF NOT EXISTS max_running INT NULL",
+	NULL,
+};
+
 static const struct {
 	int version;
 	const char *const *stmts;
@@ -254,6 +264,7 @@ static const struct {
 	{9, my_migration_9},
 	{10, my_migration_10},
 	{11, my_migration_11},
+	{12, my_migration_12},
 };
 
 _Static_assert(sizeof(my_migrations) / sizeof(my_migrations[0]) == DBCRON_MY_SCHEMA_VERSION,

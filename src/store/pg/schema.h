@@ -7,7 +7,7 @@
 #define DBCRON_STORE_PG_SCHEMA_H
 
 /* Highest migration this binary knows. */
-#define DBCRON_PG_SCHEMA_VERSION 12
+#define DBCRON_PG_SCHEMA_VERSION 13
 
 static const char *const migration_1[] = {
 	"CREATE TABLE jobs ("
@@ -215,6 +215,16 @@ static const char *const migration_12[] = {
 	NULL,
 };
 
+/* 13: backfill (issue 28 item 5): a run's kind (1 backfill) and the
+ * backfill's --max-running (NULL: no cap), checked by CLAIM_RUNS; an
+ * instant's first attempt stays unique by UNIQUE(job_id, fire_at,
+ * attempt). */
+static const char *const migration_13[] = {
+	"ALTER TABLE runs ADD COLUMN kind INTEGER NOT NULL DEFAULT 0, "
+	"ADD COLUMN max_running INTEGER",
+	NULL,
+};
+
 static const struct {
 	int version;
 	const char *const *stmts;
@@ -231,6 +241,7 @@ static const struct {
 	{10, migration_10},
 	{11, migration_11},
 	{12, migration_12},
+	{13, migration_13},
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == DBCRON_PG_SCHEMA_VERSION,

@@ -229,6 +229,14 @@ static const char *const sqlite_migrations[] = {
 	 * job's last success through runs_job_state (job_id, state). */
 	"ALTER TABLE jobs ADD COLUMN max_silence_ms INTEGER NOT NULL DEFAULT 0;\n"
 	"ALTER TABLE jobs ADD COLUMN on_overdue TEXT;\n",
+	/* 14: backfill (issue 28 item 5, docs/scheduler.md "Backfill"): a
+	 * run's kind (0 a fire, a trigger or their retries; 1 backfill) and a
+	 * backfill's --max-running (NULL: no cap), which the claim checks
+	 * (CLAIM_RUNS).  One instant's first attempt stays unique by
+	 * UNIQUE(job_id, fire_at, attempt): two backfills of one range, or a
+	 * backfill and the schedule, make it once. */
+	"ALTER TABLE runs ADD COLUMN kind INTEGER NOT NULL DEFAULT 0;\n"
+	"ALTER TABLE runs ADD COLUMN max_running INTEGER;\n",
 };
 
 #define SQLITE_SCHEMA_VERSION \

@@ -114,6 +114,13 @@ static const char *const sql[ST__COUNT] = {
 		"INSERT INTO runs(job_id, job_name, fire_at, attempt, state, due_at, "
 		"created_ms, params) VALUES (?1, ?2, ?3, 1, " SQL_RS_SCHEDULED ", ?3, ?4, ?5) ON CONFLICT DO NOTHING "
 		"RETURNING id",
+	/* "WHERE true": SQLite's parser needs it between a SELECT and ON CONFLICT */
+	[ST_BACKFILL_INSERT] =
+		"INSERT INTO runs(job_id, job_name, fire_at, attempt, state, due_at, created_ms, kind, "
+		"max_running) SELECT ?1, ?2, " V0 ", 1, " SQL_RS_SCHEDULED ", ?3, ?3, " SQL_RK_BACKFILL
+		", ?4 FROM json_each(?5) WHERE true ON CONFLICT DO NOTHING",
+	[ST_BACKFILL_TAKEN] = "SELECT DISTINCT fire_at FROM runs WHERE job_id = ?1 AND fire_at IN "
+			      "(SELECT " V0 " FROM json_each(?2)) ORDER BY fire_at",
 	/* The partial index jobs_due matches the WHERE literally. */
 	[ST_CLAIM_DUE_JOBS] =
 		"SELECT c.now, j.* FROM (SELECT " NOW_SQL " AS now) AS c LEFT JOIN "
@@ -139,7 +146,7 @@ static const char *const sql[ST__COUNT] = {
 		"r.cancel_requested_at IS NULL AND "
 		"r.due_at <= ?3 AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = r.job_id AND "
 		"j.paused = 0 AND (" RUNS_HERE("j", "?5", "?6") " OR " STORE_STRANDED("j", "r.due_at", "?7") ") AND "
-		IN_POOL("j.id", "?8", "?9") ") "
+		IN_POOL("j.id", "?8", "?9") ") AND " STORE_BACKFILL_FITS("r") " "
 		"ORDER BY r.due_at LIMIT ?4) RETURNING id, job_id, job_name, fire_at, "
 		"attempt, due_at, missed, params",
 	[ST_JOBS_BY_IDS] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE id IN (SELECT " V0
@@ -153,8 +160,8 @@ static const char *const sql[ST__COUNT] = {
 		/* "RETURNING id": see made_kind */
 	[ST_RETRY_INSERT] =
 		"INSERT INTO runs(job_id, job_name, fire_at, attempt, state, due_at, "
-		"created_ms, params) SELECT r.job_id, r.job_name, r.fire_at, r.attempt + 1, " SQL_RS_SCHEDULED ", "
-		R(01) ", ?1, r.params FROM runs r WHERE r.id = " R(00) " AND EXISTS (SELECT 1 FROM "
+		"created_ms, params, kind, max_running) SELECT r.job_id, r.job_name, r.fire_at, r.attempt + 1, "
+		SQL_RS_SCHEDULED ", " R(01) ", ?1, r.params, r.kind, r.max_running FROM runs r WHERE r.id = " R(00) " AND EXISTS (SELECT 1 FROM "
 		"jobs j WHERE j.id = r.job_id) ON CONFLICT DO NOTHING",
 	[ST_EVENTS_INSERT] =
 		"INSERT INTO events(job_id, job_name, run_id, kind, target, state, next_at, "
