@@ -41,7 +41,7 @@ _dbcron()
 	case $cmd in
 	job)
 		if [ "$COMP_CWORD" -eq 2 ]; then
-			COMPREPLY=($(compgen -W "add list show pause resume delete trigger set rename apply export import-crontab --help" -- "$cur"))
+			COMPREPLY=($(compgen -W "add list show pause resume delete trigger backfill set rename apply export import-crontab --help" -- "$cur"))
 			return
 		fi
 		case $sub in
@@ -50,6 +50,7 @@ _dbcron()
 		list|show|export|pause|resume|rename) opts="--format" ;;
 		delete) opts="--force --format" ;;
 		trigger) opts="--param --format" ;;
+		backfill) opts="--from --to --dry-run --max-running --force --format" ;;
 		apply) opts="--prune --dry-run --max-bytes --max-jobs --no-user-check --strict" ;;
 		import-crontab) opts="--system --user --apply --partial --no-user-check" ;;
 		esac

@@ -184,9 +184,10 @@ typedef struct app_backfill_req {
 	const char *name, *from, *to;
 	bool dry_run;
 	bool force;       /* more than APP_BACKFILL_MAX instants */
-	int max_running;  /* 0: no cap; else 1..STORE_BACKFILL_CAP_MAX */
+	int max_running;  /* 0: no cap; else 1..APP_BACKFILL_CAP_MAX */
 } app_backfill_req;
 #define APP_BACKFILL_MAX 100000
+#define APP_BACKFILL_CAP_MAX 100 /* the claim's bound, STORE_BACKFILL_CAP_MAX */
 /* What it did: every instant of the job's schedule in [from_ms, to_ms)
  * (at, ascending, the caller frees it with app_backfill_result_clear),
  * which of them had a run (taken: a dry run only), how many runs it made. */

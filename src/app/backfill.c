@@ -17,6 +17,8 @@
  * a run row each. */
 #define BACKFILL_FORCE_MAX 10000000
 
+_Static_assert(APP_BACKFILL_CAP_MAX == STORE_BACKFILL_CAP_MAX, "one bound for --max-running");
+
 void app_backfill_result_clear(app_backfill_result *r)
 {
 	dbcron__free(r->at);
@@ -44,10 +46,10 @@ static int backfill_range(store *s, const app_backfill_req *q, app_backfill_resu
 		return dbcron_err_set(err, DBCRON_EINVAL,
 				      "--to (%s) is after now; the schedule fires what "
 				      "is to come (give --to now or earlier)", q->to);
-	if (q->max_running < 0 || q->max_running > STORE_BACKFILL_CAP_MAX)
+	if (q->max_running < 0 || q->max_running > APP_BACKFILL_CAP_MAX)
 		return dbcron_err_set(err, DBCRON_EINVAL,
 				      "--max-running %d: expected 1-%d (0 or none: no cap)",
-				      q->max_running, STORE_BACKFILL_CAP_MAX);
+				      q->max_running, APP_BACKFILL_CAP_MAX);
 	return DBCRON_OK;
 }
 

@@ -13,7 +13,6 @@
 #include "app/app.h"
 #include "cli/cli.h"
 #include "model/jobdef.h"
-#include "store/stmt.h"
 
 static void backfill_usage(FILE *f)
 {
@@ -35,7 +34,7 @@ static void backfill_usage(FILE *f)
 		"                     \"skipped\", \"dry_run\", \"paused\"} (a dry run: \"fire_at\"\n"
 		"                     [{\"fire_at\", \"has_run\"}] instead of \"skipped\")\n\n"
 		"Only --cron and --every jobs have instants to backfill.\n\n" CLI_DB_HELP,
-		STORE_BACKFILL_CAP_MAX, APP_BACKFILL_MAX);
+		APP_BACKFILL_CAP_MAX, APP_BACKFILL_MAX);
 }
 
 static int backfill_opt(void *ctx, int c, char *arg)
@@ -58,10 +57,10 @@ static int backfill_opt(void *ctx, int c, char *arg)
 	case 'm':
 		errno = 0;
 		long v = strtol(arg, &end, 10);
-		if (!*arg || *end || errno || v < 1 || v > STORE_BACKFILL_CAP_MAX)
+		if (!*arg || *end || errno || v < 1 || v > APP_BACKFILL_CAP_MAX)
 			return cli_usage_error("job backfill",
 					       "--max-running '%s': expected a whole number 1-%d",
-					       arg, STORE_BACKFILL_CAP_MAX);
+					       arg, APP_BACKFILL_CAP_MAX);
 		q->max_running = (int)v;
 		return 0;
 	}
