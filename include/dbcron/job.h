@@ -76,6 +76,11 @@ typedef struct dbcron_job {
 	int64_t timeout_ms; /* 0 = none */
 	/* The window: no fire before start_at, none after end_at (-1: open). */
 	int64_t start_at, end_at;
+	/* --max-runs: no fire of the schedule after this many were claimed as
+	 * runs (0: no limit); runs_fired counts them, written by the claim
+	 * with the fires (read-only, like set_aside). */
+	int max_runs;
+	int64_t runs_fired;
 	dbcron_executor executor;
 	char **argv; /* SHELL: NULL-terminated */
 	int argc;

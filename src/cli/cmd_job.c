@@ -593,6 +593,8 @@ static int show_table(const dbcron_job *j, const app_run_vec *rv, const char *un
 		printf("%-19s%s\n", label,
 		       model_time_text(*(const int64_t *)model_field_cptr(j, f), t, sizeof(t)));
 	}
+	if (j->max_runs > 0)
+		printf("max-runs:          %d (%" PRId64 " fired)\n", j->max_runs, j->runs_fired);
 	printf("next fire:         %s\n", model_time_text(j->next_fire_at, t, sizeof(t)));
 	/* in the job's zone, as `dbcron cron next --tz` prints them */
 	const json_t *nf = json_object_get(words, "next_fires");

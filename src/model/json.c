@@ -123,6 +123,8 @@ static bool field_json(const dbcron_job *j, const model_field *f, json_t **v)
 		*v = json_string(f->args.name(*(const int *)p));
 		break;
 	case MODEL_FC_INT:
+		if (f->args.omit && *(const int *)p == 0)
+			return false;
 		*v = json_integer(*(const int *)p);
 		break;
 	case MODEL_FC_DUR:

@@ -41,7 +41,10 @@ static bool same_series(const dbcron_job *a, const dbcron_job *b)
 
 bool model_same_schedule(const dbcron_job *a, const dbcron_job *b)
 {
-	return same_series(a, b) && a->start_at == b->start_at && a->end_at == b->end_at;
+	/* a changed --max-runs plans again from now: a job that reached its
+	 * old limit (no next fire) fires again under a higher one */
+	return same_series(a, b) && a->start_at == b->start_at && a->end_at == b->end_at &&
+	       a->max_runs == b->max_runs;
 }
 
 int64_t model_window_after(const dbcron_job *job, int64_t after_ms)

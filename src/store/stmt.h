@@ -129,7 +129,7 @@
 	 * error] -> id, job_id, job_name, fire_at, state, due_at, missed of the rows      \
 	 * really inserted */                                                             \
 	X(FIRES_INSERT, "claim: writing fires", "1 no duplicate fire: a fire that exists is not returned") \
-	/* batch [id, next_fire_at|NULL] */                                               \
+	/* batch [id, next_fire_at|NULL, fires claimed as runs (runs_fired += it)] */     \
 	X(JOBS_ADVANCE, "claim: advancing jobs", "")                                     \
 	/* (node, token, horizon, limit, route, batch [handler], now, pool, batch        \
 	 * [job_id]) -> id, job_id, job_name, fire_at, attempt, due_at, missed; routed   \

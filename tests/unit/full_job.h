@@ -52,6 +52,7 @@ static void full_job(dbcron_job *j, const char *name, bool handler)
 	j->timeout_ms = 45000;
 	j->start_at = 1767323045000LL;
 	j->end_at = 1798859045000LL;
+	j->max_runs = 250;
 	j->params = dbcron__strdup("region=eu,X");
 	j->paused = true;
 	j->next_fire_at = 1767323135000LL;

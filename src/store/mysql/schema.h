@@ -16,7 +16,7 @@
 #define DBCRON_STORE_MYSQL_SCHEMA_H
 
 /* Highest migration this binary knows. */
-#define DBCRON_MY_SCHEMA_VERSION 12
+#define DBCRON_MY_SCHEMA_VERSION 13
 
 #define MY_TABLE_OPTS " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
 
@@ -249,6 +249,15 @@ static const char *const my_migration_12[] = {
 	NULL,
 };
 
+/* 13: --max-runs (issue 28 item 7): the limit (0: none) and the count of
+ * the schedule's fires claimed as runs, raised by the claim that writes
+ * them (JOBS_ADVANCE). */
+static const char *const my_migration_13[] = {
+	"ALTER TABLE jobs ADD COLUMN IF NOT EXISTS max_runs INT NOT NULL DEFAULT 0, "
+	"ADD COLUMN IF NOT EXISTS runs_fired BIGINT NOT NULL DEFAULT 0",
+	NULL,
+};
+
 static const struct {
 	int version;
 	const char *const *stmts;
@@ -265,6 +274,7 @@ static const struct {
 	{10, my_migration_10},
 	{11, my_migration_11},
 	{12, my_migration_12},
+	{13, my_migration_13},
 };
 
 _Static_assert(sizeof(my_migrations) / sizeof(my_migrations[0]) == DBCRON_MY_SCHEMA_VERSION,

@@ -153,8 +153,8 @@ static const char *const sql[ST__COUNT] = {
 		"BIGINT PATH '$[5]', error TEXT CHARACTER SET utf8mb4 PATH '$[6]')) v "
 		"RETURNING id, job_id, job_name, fire_at, state, due_at, missed",
 	[ST_JOBS_ADVANCE] = "UPDATE jobs JOIN JSON_TABLE(?1, '$[*]' COLUMNS (id BIGINT PATH "
-			    "'$[0]', n BIGINT PATH '$[1]')) v ON jobs.id = v.id SET "
-			    "jobs.next_fire_at = v.n",
+			    "'$[0]', n BIGINT PATH '$[1]', f BIGINT PATH '$[2]')) v ON jobs.id = v.id "
+			    "SET jobs.next_fire_at = v.n, jobs.runs_fired = jobs.runs_fired + v.f",
 	/* Seed 000: stamp due runs with a token private to this statement,
 	 * oldest first, read them back by it, then give them the claim's. */
 	[ST_CLAIM_RUNS] =

@@ -7,7 +7,7 @@
 #define DBCRON_STORE_PG_SCHEMA_H
 
 /* Highest migration this binary knows. */
-#define DBCRON_PG_SCHEMA_VERSION 13
+#define DBCRON_PG_SCHEMA_VERSION 14
 
 static const char *const migration_1[] = {
 	"CREATE TABLE jobs ("
@@ -225,6 +225,15 @@ static const char *const migration_13[] = {
 	NULL,
 };
 
+/* 14: --max-runs (issue 28 item 7): the limit (0: none) and the count of
+ * the schedule's fires claimed as runs, raised by the claim that writes
+ * them (JOBS_ADVANCE). */
+static const char *const migration_14[] = {
+	"ALTER TABLE jobs ADD COLUMN max_runs INTEGER NOT NULL DEFAULT 0, "
+	"ADD COLUMN runs_fired BIGINT NOT NULL DEFAULT 0",
+	NULL,
+};
+
 static const struct {
 	int version;
 	const char *const *stmts;
@@ -242,6 +251,7 @@ static const struct {
 	{11, migration_11},
 	{12, migration_12},
 	{13, migration_13},
+	{14, migration_14},
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == DBCRON_PG_SCHEMA_VERSION,

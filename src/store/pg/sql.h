@@ -148,8 +148,9 @@ static const char *const sql[ST__COUNT] = {
 		"$9::bigint[], $10::text[]) v(job_id, job_name, fire_at, state, due_at, "
 		"missed, error) ON CONFLICT DO NOTHING RETURNING id, job_id, job_name, "
 		"fire_at, state, due_at, missed",
-	[ST_JOBS_ADVANCE] = "UPDATE jobs SET next_fire_at = v.n FROM unnest($1::bigint[], "
-			    "$2::bigint[]) v(id, n) WHERE jobs.id = v.id",
+	[ST_JOBS_ADVANCE] = "UPDATE jobs SET next_fire_at = v.n, runs_fired = runs_fired + v.f FROM "
+			    "unnest($1::bigint[], $2::bigint[], $3::bigint[]) v(id, n, f) WHERE "
+			    "jobs.id = v.id",
 	/* Backpressure: at most $4 runs.  The pick is a MATERIALIZED CTE, run
 	 * once: as "WHERE id IN (SELECT ... LIMIT n FOR UPDATE SKIP LOCKED)"
 	 * the planner may rescan the subquery for each row of runs, and each

@@ -237,6 +237,11 @@ static const char *const sqlite_migrations[] = {
 	 * backfill and the schedule, make it once. */
 	"ALTER TABLE runs ADD COLUMN kind INTEGER NOT NULL DEFAULT 0;\n"
 	"ALTER TABLE runs ADD COLUMN max_running INTEGER;\n",
+	/* 15: --max-runs (issue 28 item 7): the limit (0: none) and the count
+	 * of the schedule's fires claimed as runs, which the claim raises in
+	 * the transaction that writes them (JOBS_ADVANCE). */
+	"ALTER TABLE jobs ADD COLUMN max_runs INTEGER NOT NULL DEFAULT 0;\n"
+	"ALTER TABLE jobs ADD COLUMN runs_fired INTEGER NOT NULL DEFAULT 0;\n",
 };
 
 #define SQLITE_SCHEMA_VERSION \

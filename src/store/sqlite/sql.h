@@ -137,7 +137,8 @@ static const char *const sql[ST__COUNT] = {
 		"?3 END, " R(05) ", " R(06) ", ?3) ON CONFLICT DO NOTHING",
 		/* "RETURNING id, job_id, job_name, fire_at, state, due_at,
 		 * missed": see made_kind */
-	[ST_JOBS_ADVANCE] = "UPDATE jobs SET next_fire_at = " R(01) " WHERE id = " R(00),
+	[ST_JOBS_ADVANCE] = "UPDATE jobs SET next_fire_at = " R(01) ", runs_fired = runs_fired + "
+			    R(02) " WHERE id = " R(00),
 	/* The partial index walks unclaimed runs in due order and stops at the
 	 * limit (without statistics the planner would pick (node, state)). */
 	[ST_CLAIM_RUNS] =
