@@ -81,6 +81,11 @@ typedef struct dbcron_job {
 	 * with the fires (read-only, like set_aside). */
 	int max_runs;
 	int64_t runs_fired;
+	/* --exclude-calendar: no fire on the calendar's days in the job's zone;
+	 * exclude_days is the copy of its days ("YYYY-MM-DD" lines, sorted)
+	 * the job was written with, which every planner reads. */
+	char *exclude_calendar;
+	char *exclude_days;
 	dbcron_executor executor;
 	char **argv; /* SHELL: NULL-terminated */
 	int argc;

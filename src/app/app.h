@@ -211,6 +211,17 @@ void app_backfill_result_clear(app_backfill_result *r);
  * the caller's; NULL when out of memory. */
 json_t *app_backfill_json(const char *name, const app_backfill_result *r, bool dry_run);
 
+/* ----------------------------------------------------------- calendars */
+
+/* `dbcron calendar add NAME --dates FILE` (app/calendar.c): FILE ("-":
+ * stdin) has one YYYY-MM-DD a line, '#' comments and blank lines; a bad
+ * line is DBCRON_EINVAL naming the file and line, and nothing is written.
+ * *ndays: the distinct days added.  DBCRON_EEXISTS when the name is taken. */
+int app_calendar_add(store *s, const char *name, const char *path, size_t *ndays,
+		     dbcron_err *err);
+/* The days in a calendar's days text. */
+size_t app_calendar_ndays(const char *days);
+
 /* What a verb did, as GET-less JSON: the HTTP API's reply and what
  * `--format json` prints, one shape for both.  trigger: {"job", "run_id",
  * "fire_at_ms", "paused"[, "warning"]}; pause and resume: {"job", "paused",

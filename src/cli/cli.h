@@ -32,6 +32,7 @@ int cli_job(int argc, char **argv);   /* cmd_job.c */
 int cli_runs(int argc, char **argv);  /* cmd_runs.c */
 int cli_audit(int argc, char **argv); /* cmd_audit.c */
 int cli_nodes(int argc, char **argv); /* cmd_nodes.c */
+int cli_calendar(int argc, char **argv); /* cmd_calendar.c */
 int cli_events(int argc, char **argv); /* cmd_events.c */
 int cli_node(int argc, char **argv);  /* cmd_node.c */
 int cli_lock(int argc, char **argv);  /* cmd_lock.c */

@@ -104,6 +104,11 @@
 	X(max_runs, max_runs, INT, K(MAX_RUNS, "max-runs", "max_runs", INT), INT,                \
 	  (.lo = 0, .hi = 1000000000, .omit = 1), ANY, DEF, 0,                                     \
 	  H("N", "stop firing after N fires of the schedule (default no limit)"))                 \
+	X(exclude_calendar, exclude_calendar, TEXT,                                                \
+	  K(EXCLUDE_CALENDAR, "exclude-calendar", "exclude_calendar", STR), TEXT, (), ANY, DEF,    \
+	  NULL, H("NAME", "no fire on the days of calendar NAME, in the job's zone\n"             \
+			  "(dbcron calendar add NAME --dates FILE)"))                               \
+	X(exclude_days, exclude_days, TEXT, K0, NONE, (), ANY, PLACE, NULL, H0)                   \
 	X(params, params, TEXT, K(PARAMS, "params", NULL, STR), PARAMS, (), ANY, DEF, NULL,       \
 	  H("KEY[=DEFAULT],...", "the parameters job trigger may give, with defaults;\n"         \
 		"without it any key is taken (never secrets: shown in the run log)"))             \

@@ -91,6 +91,16 @@
 	X(BACKFILL_INSERT, "backfilling the job", "1 no duplicate fire")                 \
 	/* (job_id, batch [fire_at]) -> fire_at of those that have a run: a dry run */   \
 	X(BACKFILL_TAKEN, "reading the instants that have runs", "")                     \
+	/* exclusion calendars (calendar.c): (name, days, now) -> rows inserted, 0 when \
+	 * the name is taken */                                                          \
+	X(CALENDAR_INSERT, "adding the calendar", "")                                    \
+	/* (name) -> name, days, created_ms */                                           \
+	X(CALENDAR_GET, "reading the calendar", "")                                      \
+	/* () -> name, days, created_ms, by name */                                      \
+	X(CALENDAR_LIST, "listing calendars", "")                                        \
+	/* (name) -> names of the jobs that exclude it, by name */                       \
+	X(CALENDAR_USERS, "reading the jobs that use the calendar", "")                  \
+	X(CALENDAR_DELETE, "deleting the calendar", "")                                  \
 	/* fan-in (needs.c): (job_id) -> need_id of its edges */                             \
 	X(NEEDS_OF, "reading the job's needs", "")                                           \
 	/* (job_id, need_id): an edge, kept with its done flag when it exists */             \

@@ -417,6 +417,22 @@ typedef struct store_backfill_req {
  * n of them): the instants that have a run (only filled by a dry run). */
 int store_job_backfill(store *s, const store_backfill_req *q, int64_t *created, bool *taken,
 		       dbcron_err *err);
+/* Exclusion calendars (store/calendar.c, issue 28 item 7).  days: sorted
+ * "YYYY-MM-DD" lines, checked by the caller.  add: DBCRON_EEXISTS when the
+ * name is taken; get and delete: DBCRON_ENOTFOUND; delete: a calendar a job
+ * excludes is DBCRON_ECONSTRAINT, naming the jobs. */
+typedef struct store_calendar {
+	char *name, *days;
+	int64_t created_ms;
+} store_calendar;
+typedef int (*store_calendar_cb)(void *ctx, const store_calendar *c);
+int store_calendar_add(store *s, const char *name, const char *days, dbcron_err *err);
+/* *out is the caller's to clear (store_calendar_clear) */
+int store_calendar_get(store *s, const char *name, store_calendar *out, dbcron_err *err);
+void store_calendar_clear(store_calendar *c);
+/* every calendar by name, to cb (non-zero: stop); c is only lent */
+int store_calendar_list(store *s, store_calendar_cb cb, void *ctx, dbcron_err *err);
+int store_calendar_delete(store *s, const char *name, dbcron_err *err);
 /* One transaction: the job from is named to, and its runs with it (the
  * run log keeps pointing at the job).  DBCRON_ENOTFOUND for from,
  * DBCRON_EEXISTS when to is taken.  Touches every run row of the job. */

@@ -16,7 +16,7 @@
 #define DBCRON_STORE_MYSQL_SCHEMA_H
 
 /* Highest migration this binary knows. */
-#define DBCRON_MY_SCHEMA_VERSION 13
+#define DBCRON_MY_SCHEMA_VERSION 14
 
 #define MY_TABLE_OPTS " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
 
@@ -258,6 +258,18 @@ static const char *const my_migration_13[] = {
 	NULL,
 };
 
+/* 14: exclusion calendars (issue 28 item 7): a calendar's days (sorted
+ * "YYYY-MM-DD" lines, never changed once added); a job's
+ * --exclude-calendar and the days it was given with it. */
+static const char *const my_migration_14[] = {
+	"CREATE TABLE IF NOT EXISTS calendars (name VARCHAR(200) CHARACTER SET utf8mb4 "
+	"COLLATE utf8mb4_bin PRIMARY KEY, days MEDIUMTEXT NOT NULL, created_ms BIGINT NOT NULL) "
+	"ENGINE=InnoDB",
+	"ALTER TABLE jobs ADD COLUMN IF NOT EXISTS exclude_calendar TEXT NULL, "
+	"ADD COLUMN IF NOT EXISTS exclude_days MEDIUMTEXT NULL",
+	NULL,
+};
+
 static const struct {
 	int version;
 	const char *const *stmts;
@@ -275,6 +287,7 @@ static const struct {
 	{11, my_migration_11},
 	{12, my_migration_12},
 	{13, my_migration_13},
+	{14, my_migration_14},
 };
 
 _Static_assert(sizeof(my_migrations) / sizeof(my_migrations[0]) == DBCRON_MY_SCHEMA_VERSION,

@@ -127,6 +127,11 @@ static const char *const sql[ST__COUNT] = {
 		"INSERT IGNORE INTO runs (job_id, job_name, fire_at, attempt, state, due_at, created_ms, "
 		"kind, max_running) SELECT ?1, ?2, v, 1, " SQL_RS_SCHEDULED ", ?3, ?3, " SQL_RK_BACKFILL
 		", ?4 FROM " "JSON_TABLE(?5, '$[*]' COLUMNS (v BIGINT PATH '$')) jt",
+	[ST_CALENDAR_INSERT] = "INSERT IGNORE INTO calendars (name, days, created_ms) VALUES (?1, ?2, ?3)",
+	[ST_CALENDAR_GET] = "SELECT name, days, created_ms FROM calendars WHERE name = ?1",
+	[ST_CALENDAR_LIST] = "SELECT name, days, created_ms FROM calendars ORDER BY name",
+	[ST_CALENDAR_USERS] = "SELECT name FROM jobs WHERE exclude_calendar = ?1 ORDER BY name",
+	[ST_CALENDAR_DELETE] = "DELETE FROM calendars WHERE name = ?1",
 	[ST_BACKFILL_TAKEN] = "SELECT DISTINCT fire_at FROM runs WHERE job_id = ?1 AND fire_at IN "
 			      LIST_I64(2) " ORDER BY fire_at",
 	/* One clock reading for the whole claim; a last row of NULLs carries it

@@ -7,7 +7,7 @@
 #define DBCRON_STORE_PG_SCHEMA_H
 
 /* Highest migration this binary knows. */
-#define DBCRON_PG_SCHEMA_VERSION 14
+#define DBCRON_PG_SCHEMA_VERSION 15
 
 static const char *const migration_1[] = {
 	"CREATE TABLE jobs ("
@@ -234,6 +234,16 @@ static const char *const migration_14[] = {
 	NULL,
 };
 
+/* 15: exclusion calendars (issue 28 item 7): a calendar's days (sorted
+ * "YYYY-MM-DD" lines, never changed once added); a job's
+ * --exclude-calendar and the days it was given with it. */
+static const char *const migration_15[] = {
+	"CREATE TABLE calendars (name TEXT PRIMARY KEY, days TEXT NOT NULL, "
+	"created_ms BIGINT NOT NULL)",
+	"ALTER TABLE jobs ADD COLUMN exclude_calendar TEXT, ADD COLUMN exclude_days TEXT",
+	NULL,
+};
+
 static const struct {
 	int version;
 	const char *const *stmts;
@@ -252,6 +262,7 @@ static const struct {
 	{12, migration_12},
 	{13, migration_13},
 	{14, migration_14},
+	{15, migration_15},
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == DBCRON_PG_SCHEMA_VERSION,

@@ -125,6 +125,12 @@ static const char *const sql[ST__COUNT] = {
 		"INSERT INTO runs (job_id, job_name, fire_at, attempt, state, due_at, missed, created_ms, "
 		"kind, max_running) SELECT $1::bigint, $2::text, v, 1, " SQL_RS_SCHEDULED ", $3::bigint, 0, "
 		"$3::bigint, " SQL_RK_BACKFILL ", $4::int FROM unnest($5::bigint[]) v ON CONFLICT DO NOTHING",
+	[ST_CALENDAR_INSERT] = "INSERT INTO calendars (name, days, created_ms) VALUES ($1::text, "
+			       "$2::text, $3::bigint) ON CONFLICT DO NOTHING",
+	[ST_CALENDAR_GET] = "SELECT name, days, created_ms FROM calendars WHERE name = $1::text",
+	[ST_CALENDAR_LIST] = "SELECT name, days, created_ms FROM calendars ORDER BY name",
+	[ST_CALENDAR_USERS] = "SELECT name FROM jobs WHERE exclude_calendar = $1::text ORDER BY name",
+	[ST_CALENDAR_DELETE] = "DELETE FROM calendars WHERE name = $1::text",
 	[ST_BACKFILL_TAKEN] = "SELECT DISTINCT fire_at FROM runs WHERE job_id = $1::bigint AND "
 			      "fire_at = ANY ($2::bigint[]) ORDER BY fire_at",
 	/* SKIP LOCKED lets concurrent claimers take disjoint jobs without

@@ -242,6 +242,16 @@ static const char *const sqlite_migrations[] = {
 	 * the transaction that writes them (JOBS_ADVANCE). */
 	"ALTER TABLE jobs ADD COLUMN max_runs INTEGER NOT NULL DEFAULT 0;\n"
 	"ALTER TABLE jobs ADD COLUMN runs_fired INTEGER NOT NULL DEFAULT 0;\n",
+	/* 16: exclusion calendars (issue 28 item 7): a calendar's days, sorted
+	 * "YYYY-MM-DD" lines, never changed once added (delete and add again);
+	 * a job's --exclude-calendar and the days it was given with it, which
+	 * its planner reads with the job. */
+	"CREATE TABLE calendars ("
+	" name TEXT PRIMARY KEY,"
+	" days TEXT NOT NULL,"
+	" created_ms INTEGER NOT NULL);\n"
+	"ALTER TABLE jobs ADD COLUMN exclude_calendar TEXT;\n"
+	"ALTER TABLE jobs ADD COLUMN exclude_days TEXT;\n",
 };
 
 #define SQLITE_SCHEMA_VERSION \

@@ -119,6 +119,12 @@ static const char *const sql[ST__COUNT] = {
 		"INSERT INTO runs(job_id, job_name, fire_at, attempt, state, due_at, created_ms, kind, "
 		"max_running) SELECT ?1, ?2, " V0 ", 1, " SQL_RS_SCHEDULED ", ?3, ?3, " SQL_RK_BACKFILL
 		", ?4 FROM json_each(?5) WHERE true ON CONFLICT DO NOTHING",
+	[ST_CALENDAR_INSERT] = "INSERT INTO calendars (name, days, created_ms) VALUES (?1, ?2, ?3) "
+			       "ON CONFLICT DO NOTHING",
+	[ST_CALENDAR_GET] = "SELECT name, days, created_ms FROM calendars WHERE name = ?1",
+	[ST_CALENDAR_LIST] = "SELECT name, days, created_ms FROM calendars ORDER BY name",
+	[ST_CALENDAR_USERS] = "SELECT name FROM jobs WHERE exclude_calendar = ?1 ORDER BY name",
+	[ST_CALENDAR_DELETE] = "DELETE FROM calendars WHERE name = ?1",
 	[ST_BACKFILL_TAKEN] = "SELECT DISTINCT fire_at FROM runs WHERE job_id = ?1 AND fire_at IN "
 			      "(SELECT " V0 " FROM json_each(?2)) ORDER BY fire_at",
 	/* The partial index jobs_due matches the WHERE literally. */
