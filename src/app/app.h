@@ -489,6 +489,11 @@ typedef int (*app_fire_fn)(void *ctx, int64_t t, int32_t offset);
  * or DBCRON_ETZ. */
 int app_cron_next(const char *expr, const char *zone, int64_t seed, int64_t after_s, long count,
 		  app_fire_fn cb, void *ctx, dbcron_err *err);
+/* The next count fires of stored job j strictly after after_ms as its
+ * planner sees them: its window, what is left of --max-runs and its
+ * exclusion calendar applied (cron next --job NAME). */
+int app_job_next(const dbcron_job *j, int64_t after_ms, long count, app_fire_fn cb, void *ctx,
+		 dbcron_err *err);
 /* Valid: *dialect "quartz" or "unix" and the expression in words (H as
  * seed gives it, as for app_cron_next). */
 int app_cron_check(const char *expr, int64_t seed, const char **dialect, char *desc, size_t len,

@@ -29,6 +29,8 @@ fires=$(dbc job show j --format json | grep -o '"local":"[^"]*"' | cut -d'"' -f4
 assert_eq "2031-12-22T09:00:00.000+09:00 2031-12-23T09:00:00.000+09:00 2031-12-27T09:00:00.000+09:00 2031-12-28T09:00:00.000+09:00 2031-12-29T09:00:00.000+09:00 " \
 	"$fires" "next fires without the 24th to the 26th (Tokyo days)"
 assert_contains "$(dbc job show j --format json)" '"exclude-calendar":"hol"'
+assert_eq "$(printf '2031-12-23T09:00:00+09:00\n2031-12-27T09:00:00+09:00')" \
+	"$(dbc cron next --job j --count 2 --from 2031-12-22T12:00:00Z)" "cron next --job skips them too"
 expect_rc 1 calendar delete hol
 assert_err_contains "calendar 'hol' is excluded by j"
 assert_contains "$(dbc calendar list)" "hol"
