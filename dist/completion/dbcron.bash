@@ -34,7 +34,7 @@ _dbcron()
 		;;
 	esac
 	if [ "$COMP_CWORD" -eq 1 ]; then
-		COMPREPLY=($(compgen -W "cron init job node runs audit events nodes lock locks serve config --config --db --db-file --help --version" -- "$cur"))
+		COMPREPLY=($(compgen -W "cron init job node runs calendar audit events nodes lock locks serve config --config --db --db-file --help --version" -- "$cur"))
 		return
 	fi
 	local db="--db --db-file --help"
@@ -45,8 +45,8 @@ _dbcron()
 			return
 		fi
 		case $sub in
-		add) opts="--cron --every --after --at --needs --tz --misfire --max-catchup --misfire-threshold --overlap --node-loss --retries --retry-base --retry-cap --retry-jitter --start-jitter --spread --spread-seed --timeout --start-at --end-at --params --paused --handler --arg --user --group --cwd --env --env-file --umask --inherit-env --on-failure --on-success --on-misfire --max-silence --on-overdue --no-user-check --strict --format" ;;
-		set) opts="--cron --every --after --at --needs --tz --misfire --max-catchup --misfire-threshold --overlap --node-loss --retries --retry-base --retry-cap --retry-jitter --no-retry-jitter --start-jitter --spread --spread-seed --timeout --start-at --end-at --params --handler --arg --user --group --cwd --env --env-file --umask --inherit-env --no-inherit-env --on-failure --on-success --on-misfire --max-silence --on-overdue --no-user-check --strict --format" ;;
+		add) opts="--cron --every --after --at --needs --tz --misfire --max-catchup --misfire-threshold --overlap --node-loss --retries --retry-base --retry-cap --retry-jitter --start-jitter --spread --spread-seed --timeout --start-at --end-at --max-runs --exclude-calendar --params --paused --handler --arg --user --group --cwd --env --env-file --umask --inherit-env --on-failure --on-success --on-misfire --max-silence --on-overdue --no-user-check --strict --format" ;;
+		set) opts="--cron --every --after --at --needs --tz --misfire --max-catchup --misfire-threshold --overlap --node-loss --retries --retry-base --retry-cap --retry-jitter --no-retry-jitter --start-jitter --spread --spread-seed --timeout --start-at --end-at --max-runs --exclude-calendar --params --handler --arg --user --group --cwd --env --env-file --umask --inherit-env --no-inherit-env --on-failure --on-success --on-misfire --max-silence --on-overdue --no-user-check --strict --format" ;;
 		list|show|export|pause|resume|rename) opts="--format" ;;
 		delete) opts="--force --format" ;;
 		trigger) opts="--param --format" ;;
@@ -69,6 +69,13 @@ _dbcron()
 		else
 			opts="--seed --format"
 		fi
+		;;
+	calendar)
+		if [ "$COMP_CWORD" -eq 2 ]; then
+			COMPREPLY=($(compgen -W "add list show delete --help" -- "$cur"))
+			return
+		fi
+		opts="--dates --format"
 		;;
 	init) opts="--group --format" ;;
 	node) opts="--node-id --workers --slow-workers --claim-batch --max-inflight --preread --claim-strategy --lease --heartbeat --grace --retention --log-runs --quiet --notify-secret-file --http --api-token-file --http-host --http-cert --http-key --metrics-max-jobs" ;;

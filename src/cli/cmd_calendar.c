@@ -105,26 +105,24 @@ int cli_calendar(int argc, char **argv)
 	};
 	const char *sub = argc > 1 ? argv[1] : "";
 	char cmd[40];
-	if (strcmp(sub, "add") && strcmp(sub, "list") && strcmp(sub, "show") &&
-	    strcmp(sub, "delete")) {
-		if (!strcmp(sub, "--help") || !strcmp(sub, "-h") || !strcmp(sub, "help")) {
-			calendar_usage(stdout);
-			return CLI_EXIT_OK;
-		}
-		calendar_usage(stderr);
-		return CLI_EXIT_USAGE;
-	}
-	snprintf(cmd, sizeof(cmd), "calendar %s", sub);
 	cal_args a = {0};
+	bool known = !strcmp(sub, "add") || !strcmp(sub, "list") || !strcmp(sub, "show") ||
+		     !strcmp(sub, "delete");
+	snprintf(cmd, sizeof(cmd), "calendar%s%s", known ? " " : "", known ? sub : "");
 	const cli_spec sp = {.cmd = cmd,
 			     .common = CLI_COMMON_DB | CLI_COMMON_FORMAT | CLI_COMMON_HELP,
 			     .own = own, .usage = calendar_usage, .formats = cli_formats_table_json,
 			     .own_opt = cal_opt, .ctx = &a};
 	cliopt o;
 	cli_common cm;
-	int status = cli_parse(&sp, &o, &cm, argc - 1, argv + 1);
+	/* without a subcommand the options are still checked (and --help
+	 * answered) before the usage error */
+	int status = known ? cli_parse(&sp, &o, &cm, argc - 1, argv + 1)
+			   : cli_parse(&sp, &o, &cm, argc, argv);
 	if (status >= 0)
 		return status;
+	if (!known)
+		return cli_usage_error(cmd, "expected add, list, show or delete");
 	cliopt_rest_as_pos(&o);
 	bool named = strcmp(sub, "list") != 0;
 	if (o.npos != (named ? 1 : 0))
