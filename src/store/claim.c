@@ -327,12 +327,12 @@ static int plan_job(const store_claim_req *req, const claim_pass *pass, dbcron_j
 		/* A claim never returns more than its bound: one job's
 		 * catch-up may owe many fires; the rest wait for the
 		 * next claim, from the first one left out. */
-		if (state == DBCRON_RUN_SCHEDULED && left <= 0) {
-			plan.next_fire_at = -1; /* the limit reached: no further fire */
-			break;
-		}
 		if (state == DBCRON_RUN_SCHEDULED && *scheduled >= pass->limit) {
 			plan.next_fire_at = f->fire_at;
+			break;
+		}
+		if (state == DBCRON_RUN_SCHEDULED && left <= 0) {
+			plan.next_fire_at = -1; /* --max-runs reached: no further fire */
 			break;
 		}
 		if (state != DBCRON_RUN_SCHEDULED && state != DBCRON_RUN_MISFIRED &&
