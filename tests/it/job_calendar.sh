@@ -5,7 +5,8 @@
 # calendar; `job show` previews the next fires without the excluded days,
 # in the job's zone; and a node does not fire a job on an excluded day
 # (today) while a control job runs, then fires it once the calendar is
-# taken off.  Executions are counted from what the jobs write.  SQLite.
+# taken off.  Executions are counted from what the jobs write.  SQLite;
+# job_calendar_pg.sh and job_calendar_mysql.sh on PostgreSQL and MariaDB.
 source "$(dirname "$0")/nodelib.bash"
 use_backend "${1:-sqlite}"
 
