@@ -34,22 +34,23 @@ _dbcron()
 		;;
 	esac
 	if [ "$COMP_CWORD" -eq 1 ]; then
-		COMPREPLY=($(compgen -W "cron init job node runs audit events nodes lock locks serve config --config --db --db-file --help --version" -- "$cur"))
+		COMPREPLY=($(compgen -W "cron init job node runs calendar audit events nodes lock locks serve config --config --db --db-file --help --version" -- "$cur"))
 		return
 	fi
 	local db="--db --db-file --help"
 	case $cmd in
 	job)
 		if [ "$COMP_CWORD" -eq 2 ]; then
-			COMPREPLY=($(compgen -W "add list show pause resume delete trigger set rename apply export import-crontab --help" -- "$cur"))
+			COMPREPLY=($(compgen -W "add list show pause resume delete trigger backfill set rename apply export import-crontab --help" -- "$cur"))
 			return
 		fi
 		case $sub in
-		add) opts="--cron --every --after --at --needs --tz --misfire --max-catchup --misfire-threshold --overlap --node-loss --on-every-node --retries --retry-base --retry-cap --retry-jitter --start-jitter --spread --spread-seed --timeout --start-at --end-at --params --paused --handler --arg --user --group --cwd --env --env-file --umask --inherit-env --on-failure --on-success --on-misfire --max-silence --on-overdue --no-user-check --strict --format" ;;
-		set) opts="--cron --every --after --at --needs --tz --misfire --max-catchup --misfire-threshold --overlap --node-loss --on-every-node --no-on-every-node --retries --retry-base --retry-cap --retry-jitter --no-retry-jitter --start-jitter --spread --spread-seed --timeout --start-at --end-at --params --handler --arg --user --group --cwd --env --env-file --umask --inherit-env --no-inherit-env --on-failure --on-success --on-misfire --max-silence --on-overdue --no-user-check --strict --format" ;;
+		add) opts="--cron --every --after --at --needs --tz --misfire --max-catchup --misfire-threshold --overlap --node-loss --on-every-node --retries --retry-base --retry-cap --retry-jitter --start-jitter --spread --spread-seed --timeout --start-at --end-at --params --paused --handler --arg --user --group --cwd --env --env-file --umask --inherit-env --on-failure --on-success --on-misfire --max-silence --on-overdue --no-user-check --strict --format --max-runs --exclude-calendar --http --header --body --body-file --expect --ca-file --sql --sql-db-file" ;;
+		set) opts="--cron --every --after --at --needs --tz --misfire --max-catchup --misfire-threshold --overlap --node-loss --on-every-node --no-on-every-node --retries --retry-base --retry-cap --retry-jitter --no-retry-jitter --start-jitter --spread --spread-seed --timeout --start-at --end-at --params --handler --arg --user --group --cwd --env --env-file --umask --inherit-env --no-inherit-env --on-failure --on-success --on-misfire --max-silence --on-overdue --no-user-check --strict --format --max-runs --exclude-calendar --http --header --body --body-file --expect --ca-file --sql --sql-db-file" ;;
 		list|show|export|pause|resume|rename) opts="--format" ;;
 		delete) opts="--force --format" ;;
 		trigger) opts="--param --format" ;;
+		backfill) opts="--from --to --dry-run --max-running --force --format" ;;
 		apply) opts="--prune --dry-run --max-bytes --max-jobs --no-user-check --strict" ;;
 		import-crontab) opts="--system --user --apply --partial --no-user-check" ;;
 		esac
@@ -68,6 +69,13 @@ _dbcron()
 		else
 			opts="--seed --format"
 		fi
+		;;
+	calendar)
+		if [ "$COMP_CWORD" -eq 2 ]; then
+			COMPREPLY=($(compgen -W "add list show delete --help" -- "$cur"))
+			return
+		fi
+		opts="--dates --format"
 		;;
 	init) opts="--group --format" ;;
 	node) opts="--node-id --workers --slow-workers --claim-batch --max-inflight --preread --claim-strategy --lease --heartbeat --grace --retention --log-runs --quiet --notify-secret-file --http --api-token-file --http-host --http-cert --http-key --metrics-max-jobs" ;;

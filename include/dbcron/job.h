@@ -81,6 +81,16 @@ typedef struct dbcron_job {
 	int64_t timeout_ms; /* 0 = none */
 	/* The window: no fire before start_at, none after end_at (-1: open). */
 	int64_t start_at, end_at;
+	/* --max-runs: no fire of the schedule after this many were claimed as
+	 * runs (0: no limit); runs_fired counts them, written by the claim
+	 * with the fires (read-only, like set_aside). */
+	int max_runs;
+	int64_t runs_fired;
+	/* --exclude-calendar: no fire on the calendar's days in the job's zone;
+	 * exclude_days is the copy of its days ("YYYY-MM-DD" lines, sorted)
+	 * the job was written with, which every planner reads. */
+	char *exclude_calendar;
+	char *exclude_days;
 	dbcron_executor executor;
 	char **argv; /* SHELL: NULL-terminated */
 	int argc;
@@ -157,6 +167,8 @@ typedef struct dbcron_run {
 	 * their number.  node_total 0 (for_node NULL): an ordinary run. */
 	char *for_node;
 	int node_index, node_total;
+	/* made by `job backfill` for its fire_at (docs/scheduler.md "Backfill") */
+	bool backfill;
 } dbcron_run;
 
 /* Defaults a new job gets (misfire fire_once, overlap skip, 3 retries...). */

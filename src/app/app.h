@@ -175,6 +175,53 @@ int app_job_trigger(store *s, const char *name, app_job_result *r, dbcron_err *e
 int app_job_trigger_params(store *s, const char *name, const char *const *kv, size_t n,
 			   app_job_result *r, dbcron_err *err);
 
+/* ----------------------------------------------------------- backfill */
+
+/* `job backfill` and POST /api/v1/jobs/{name}/backfill (app/backfill.c,
+ * docs/scheduler.md "Backfill"): from and to are TIME texts (RFC 3339,
+ * epoch seconds, now, now+DUR, now-DUR) read against the database clock. */
+typedef struct app_backfill_req {
+	const char *name, *from, *to;
+	bool dry_run;
+	bool force;       /* more than APP_BACKFILL_MAX instants */
+	int max_running;  /* 0: no cap; else 1..APP_BACKFILL_CAP_MAX */
+} app_backfill_req;
+#define APP_BACKFILL_MAX 100000
+#define APP_BACKFILL_CAP_MAX 100 /* the claim's bound, STORE_BACKFILL_CAP_MAX */
+/* What it did: every instant of the job's schedule in [from_ms, to_ms)
+ * (at, ascending, the caller frees it with app_backfill_result_clear),
+ * which of them had a run (taken: a dry run only), how many runs it made. */
+typedef struct app_backfill_result {
+	int64_t from_ms, to_ms;
+	int64_t *at;
+	bool *taken;
+	size_t n;
+	int64_t created;
+	bool paused; /* the job is paused: the runs wait for a resume */
+} app_backfill_result;
+/* DBCRON_EINVAL (nothing written) for --to not after --from or after now,
+ * a job with no schedule instants (--at, --after, --needs), a cap out of
+ * range, or more than APP_BACKFILL_MAX instants without force;
+ * DBCRON_ENOTFOUND "no job named 'x'". */
+int app_job_backfill(store *s, const app_backfill_req *q, app_backfill_result *r,
+		     dbcron_err *err);
+void app_backfill_result_clear(app_backfill_result *r);
+/* {"job", "from", "to", "instants", "created", "skipped", "dry_run",
+ * "paused", "fire_at": [RFC 3339 ...] (a dry run: [{"fire_at", "has_run"}])};
+ * the caller's; NULL when out of memory. */
+json_t *app_backfill_json(const char *name, const app_backfill_result *r, bool dry_run);
+
+/* ----------------------------------------------------------- calendars */
+
+/* `dbcron calendar add NAME --dates FILE` (app/calendar.c): FILE ("-":
+ * stdin) has one YYYY-MM-DD a line, '#' comments and blank lines; a bad
+ * line is DBCRON_EINVAL naming the file and line, and nothing is written.
+ * *ndays: the distinct days added.  DBCRON_EEXISTS when the name is taken. */
+int app_calendar_add(store *s, const char *name, const char *path, size_t *ndays,
+		     dbcron_err *err);
+/* The days in a calendar's days text. */
+size_t app_calendar_ndays(const char *days);
+
 /* What a verb did, as GET-less JSON: the HTTP API's reply and what
  * `--format json` prints, one shape for both.  trigger: {"job", "run_id",
  * "fire_at_ms", "paused"[, "warning"]}; pause and resume: {"job", "paused",
@@ -442,6 +489,11 @@ typedef int (*app_fire_fn)(void *ctx, int64_t t, int32_t offset);
  * or DBCRON_ETZ. */
 int app_cron_next(const char *expr, const char *zone, int64_t seed, int64_t after_s, long count,
 		  app_fire_fn cb, void *ctx, dbcron_err *err);
+/* The next count fires of stored job j strictly after after_ms as its
+ * planner sees them: its window, what is left of --max-runs and its
+ * exclusion calendar applied (cron next --job NAME). */
+int app_job_next(const dbcron_job *j, int64_t after_ms, long count, app_fire_fn cb, void *ctx,
+		 dbcron_err *err);
 /* Valid: *dialect "quartz" or "unix" and the expression in words (H as
  * seed gives it, as for app_cron_next). */
 int app_cron_check(const char *expr, int64_t seed, const char **dialect, char *desc, size_t len,

@@ -72,6 +72,11 @@ int app__spread_seeds(store *s, struct model_jobdef *defs, size_t n, const job_v
 /* Every job:NAME reaction target of defs[0..n) names a job of the batch
  * or a stored one (react.c); else *bad is the entry at fault and err says
  * which key and which target.  DBCRON_EINVAL, or the store's error. */
+/* Each def's --exclude-calendar resolved: its days copied into
+ * job.exclude_days (NULL without one).  DBCRON_EINVAL with *bad the
+ * entry's index for an unknown calendar (app/calendar.c). */
+int app__resolve_calendars(store *s, struct model_jobdef *defs, size_t n, size_t *bad,
+			   dbcron_err *err);
 int app__check_job_targets(store *s, const struct model_jobdef *defs, size_t n, size_t *bad,
 			   dbcron_err *err);
 

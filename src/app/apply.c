@@ -330,6 +330,16 @@ int app_apply_write(store *s, app_batch *b, const app_apply_opts *o,
 		}
 	if ((rc = app__spread_seeds(s, b->defs, b->n, &jv, err)))
 		goto out_free;
+	size_t bad_cal;
+	dbcron_err ce = {0};
+	if ((rc = app__resolve_calendars(s, b->defs, b->n, &bad_cal, &ce))) {
+		if (rc != DBCRON_EINVAL) {
+			*err = ce;
+			goto out_free;
+		}
+		entry_error(on_err, ctx, r, bad_cal, b->defs[bad_cal].job.name, "%s", ce.msg);
+		rc = DBCRON_OK;
+	}
 	for (size_t i = 0; i < b->n; i++) {
 		dbcron_err e = {0};
 		if (model_jobdef_finish(&b->defs[i], now, find_prev(&jv, b->defs[i].job.name), &e))
@@ -455,6 +465,7 @@ int app_job_add(store *s, model_jobdef *d, dbcron_err *err)
 	 * put's refusal (DBCRON_EEXISTS), inside its transaction */
 	size_t bad;
 	if ((rc = store_now_ms(s, &now, err)) || (rc = app__spread_seeds(s, d, 1, NULL, err)) ||
+	    (rc = app__resolve_calendars(s, d, 1, &bad, err)) ||
 	    (rc = model_jobdef_finish(d, now, NULL, err)) ||
 	    (rc = app__check_job_targets(s, d, 1, &bad, err)))
 		return rc;

@@ -15,6 +15,30 @@ static int parse(const char *expr, int64_t seed, dbcron_cron **c, dbcron_err *er
 			 : dbcron_cron_parse(expr, c, err);
 }
 
+int app_job_next(const dbcron_job *j, int64_t after_ms, long count, app_fire_fn cb, void *ctx,
+		 dbcron_err *err)
+{
+	dbcron_tz *tz = NULL;
+	int rc = dbcron_tz_open(j->tz, &tz, err);
+	if (rc)
+		return rc;
+	if (j->max_runs > 0 && count > j->max_runs - j->runs_fired)
+		count = j->max_runs - j->runs_fired;
+	for (long k = 0; k < count; k++) {
+		int64_t t;
+		int found = dbcron_job_next_fire(j, after_ms, &t, err);
+		if (found < 0) {
+			rc = -found;
+			break;
+		}
+		if (!found || cb(ctx, t / 1000, dbcron_tz_offset(tz, t / 1000)))
+			break;
+		after_ms = t;
+	}
+	dbcron_tz_free(tz);
+	return rc;
+}
+
 int app_cron_next(const char *expr, const char *zone, int64_t seed, int64_t after_s, long count,
 		  app_fire_fn cb, void *ctx, dbcron_err *err)
 {

@@ -429,7 +429,9 @@ void app_job_add_words(json_t *o, const dbcron_job *j)
 		return;
 	}
 	int64_t t = j->next_fire_at;
-	for (int i = 0; i < APP_NEXT_FIRES && t >= 0 && !j->paused; i++) {
+	/* --max-runs: no more than are left of it */
+	int64_t left = j->max_runs > 0 ? j->max_runs - j->runs_fired : APP_NEXT_FIRES;
+	for (int i = 0; i < APP_NEXT_FIRES && i < left && t >= 0 && !j->paused; i++) {
 		char utc[64], local[64];
 		dbcron__format_rfc3339(t, 0, 1, utc, sizeof(utc));
 		dbcron__format_rfc3339(t, dbcron_tz_offset(tz, t / 1000), 1, local, sizeof(local));

@@ -32,6 +32,7 @@ int cli_job(int argc, char **argv);   /* cmd_job.c */
 int cli_runs(int argc, char **argv);  /* cmd_runs.c */
 int cli_audit(int argc, char **argv); /* cmd_audit.c */
 int cli_nodes(int argc, char **argv); /* cmd_nodes.c */
+int cli_calendar(int argc, char **argv); /* cmd_calendar.c */
 int cli_events(int argc, char **argv); /* cmd_events.c */
 int cli_node(int argc, char **argv);  /* cmd_node.c */
 int cli_lock(int argc, char **argv);  /* cmd_lock.c */
@@ -65,6 +66,8 @@ int cli_jobdef_opt(struct model_jobdef *d, int c, const char *arg, bool *handled
 int cli_job_import_crontab(int argc, char **argv);
 /* job apply (cmd_apply.c); argv[0] is "apply". */
 int cli_job_apply(int argc, char **argv);
+/* job backfill (cmd_backfill.c) */
+int cli_job_backfill(int argc, char **argv);
 
 /*
  * Where the database is: --db URL or --db-file PATH, which every database

@@ -104,11 +104,14 @@ static int64_t parse_seed(const char *cmd, const char *v)
 /*
  * --job NAME: the stored job's seed (-1 when it has none), and, when no
  * EXPR was given, its expression (into expr) and zone (into *zone, a copy
- * the caller frees, unless --tz was given).  0 or an exit status, after
+ * the caller frees, unless --tz was given); then, without --tz either, the
+ * job itself into *keep (its window, --max-runs and calendar apply; the
+ * caller clears it) and *use_job true.  0 or an exit status, after
  * printing why.
  */
 static int job_cron(const cli_db *db, const char *name, char *expr, size_t cap,
-		    const char **zone, char **zone_copy, int64_t *seed)
+		    const char **zone, char **zone_copy, int64_t *seed, dbcron_job *keep,
+		    bool *use_job)
 {
 	store *s = NULL;
 	dbcron_job j;
@@ -129,7 +132,9 @@ static int job_cron(const cli_db *db, const char *name, char *expr, size_t cap,
 			goto out;
 		}
 		snprintf(expr, cap, "%s", j.spec);
-		if (!*zone && j.tz && !(*zone = *zone_copy = dbcron__strdup(j.tz)))
+		if (!*zone && (*use_job = true) && dbcron_job_copy(keep, &j))
+			status = cli_oom("cron next");
+		else if (!*zone && j.tz && !(*zone = *zone_copy = dbcron__strdup(j.tz)))
 			status = cli_oom("cron next");
 	}
 out:
@@ -228,18 +233,25 @@ static int cron_next(int argc, char **argv)
 	if (from && dbcron__parse_time(from, now_ms, &ms, &err))
 		return cli_usage_error("cron next", "--from: %s", err.msg);
 	int status;
-	if (job && (status = job_cron(&db, job, expr, sizeof(expr), &zone, &zone_copy, &seed)))
+	dbcron_job kept;
+	bool use_job = false;
+	dbcron_job_init(&kept);
+	if (job && (status = job_cron(&db, job, expr, sizeof(expr), &zone, &zone_copy, &seed,
+				      &kept, &use_job))) {
+		dbcron_job_clear(&kept);
 		return status;
+	}
 	int64_t after = ms >= 0 ? ms / 1000 : -((-ms + 999) / 1000);
 	json_fires jf = {0};
 	bool json = strcmp(format, "json") == 0;
 	status = CLI_EXIT_OK;
-	if (app_cron_next(expr, zone, seed, after, count,
-			  json ? print_json_fire : strcmp(format, "iso") == 0 ? print_iso : print_epoch,
-			  &jf, &err))
+	app_fire_fn pf = json ? print_json_fire : strcmp(format, "iso") == 0 ? print_iso : print_epoch;
+	if (use_job ? app_job_next(&kept, after * 1000 + 999, count, pf, &jf, &err)
+		    : app_cron_next(expr, zone, seed, after, count, pf, &jf, &err))
 		status = cli_fail(&err);
 	else if (json)
 		fputs(jf.n ? "\n]\n" : "[]\n", stdout);
+	dbcron_job_clear(&kept);
 	dbcron__free(zone_copy);
 	if (status)
 		return status;

@@ -629,6 +629,8 @@ static int show_table(const dbcron_job *j, const app_run_vec *rv, const char *un
 		printf("%-19s%s\n", label,
 		       model_time_text(*(const int64_t *)model_field_cptr(j, f), t, sizeof(t)));
 	}
+	if (j->max_runs > 0)
+		printf("max-runs:          %d (%" PRId64 " fired)\n", j->max_runs, j->runs_fired);
 	printf("next fire:         %s\n", model_time_text(j->next_fire_at, t, sizeof(t)));
 	/* in the job's zone, as `dbcron cron next --tz` prints them */
 	const json_t *nf = json_object_get(words, "next_fires");
@@ -862,6 +864,8 @@ static void job_usage(FILE *f)
 		   "  delete NAME         remove (its runs stay); a job others --need is refused\n"
 		   "                      unless --force, which sets them aside\n"
 		   "  trigger NAME        run once now\n"
+		   "  backfill NAME --from T1 --to T2\n"
+		   "                      a run for each fire instant in [T1, T2) that has none\n"
 		   "  set NAME FLAGS...   change some fields of a job (as job add's flags)\n"
 		   "  rename OLD NEW      give a job a new name (its runs follow)\n"
 		   "  apply FILE          create/update jobs from a JSON file (--dry-run: diff)\n"
@@ -889,6 +893,8 @@ int cli_job(int argc, char **argv)
 		return job_show(argc - 1, argv + 1);
 	if (!strcmp(sub, "apply"))
 		return cli_job_apply(argc - 1, argv + 1);
+	if (!strcmp(sub, "backfill"))
+		return cli_job_backfill(argc - 1, argv + 1);
 	int edit = cli_job_edit(sub, argc - 1, argv + 1);
 	if (edit >= 0)
 		return edit;

@@ -107,6 +107,10 @@ static void print_run_row(FILE *f, const runs_layout *l, const dbcron_run *r)
 		snprintf(error + len, sizeof(error) - len, "%s(%" PRId64 " missed)", len ? " " : "",
 			 r->missed);
 	}
+	if (r->backfill) {
+		size_t len = strlen(error);
+		snprintf(error + len, sizeof(error) - len, "%s(backfill)", len ? " " : "");
+	}
 	if (l->with_job)
 		fprintf(f, "%-8" PRId64 "  %-*s  ", r->id, l->wj, r->job_name ? r->job_name : "");
 	else
@@ -558,6 +562,8 @@ static void print_run_show(const app_run_view *v)
 	printf("error:     %s\n", or_dash(r->error));
 	if (r->missed > 0)
 		printf("missed:    %" PRId64 " fires\n", (int64_t)r->missed);
+	if (r->backfill)
+		printf("kind:      backfill\n");
 	if (r->params)
 		printf("params:    %s\n", r->params);
 	if (r->cancel_requested_ms > 0)

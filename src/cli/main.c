@@ -30,9 +30,10 @@ static const struct {
 } commands[] = {
 	{"cron", cli_cron, "cron next|check: compute and explain cron expressions"},
 	{"init", cli_init, "create or upgrade the database schema"},
-	{"job", cli_job, "job add|list|show|set|rename|pause|resume|delete|trigger|apply|export|import-crontab"},
+	{"job", cli_job, "job add|list|show|set|rename|pause|resume|delete|trigger|backfill|apply|export|import-crontab"},
 	{"node", cli_node, "run a scheduler node until SIGINT/SIGTERM"},
 	{"runs", cli_runs, "show the run log"},
+	{"calendar", cli_calendar, "calendar add|list|show|delete: days a job can exclude"},
 	{"audit", cli_audit, "show the audit trail: who changed which job, when, and how"},
 	{"events", cli_events, "show reaction events and their delivery"},
 	{"nodes", cli_nodes, "show scheduler nodes and their heartbeats"},

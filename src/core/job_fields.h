@@ -115,6 +115,14 @@
 	  -1, H("TIME", "no fire before TIME (RFC 3339, epoch seconds, now+DUR)"))                \
 	X(end_at, end_at, I64N, K(END_AT, "end-at", "end_at", TIME), TIME, (), ANY, DEF, -1,      \
 	  H("TIME", "no fire after TIME (not before --start-at)"))                                \
+	X(max_runs, max_runs, INT, K(MAX_RUNS, "max-runs", "max_runs", INT), INT,                \
+	  (.lo = 0, .hi = 1000000000, .omit = 1), ANY, DEF, 0,                                     \
+	  H("N", "stop firing after N fires of the schedule (default no limit)"))                 \
+	X(exclude_calendar, exclude_calendar, TEXT,                                                \
+	  K(EXCLUDE_CALENDAR, "exclude-calendar", "exclude_calendar", STR), TEXT, (), ANY, DEF,    \
+	  NULL, H("NAME", "no fire on the days of calendar NAME, in the job's zone\n"             \
+			  "(dbcron calendar add NAME --dates FILE)"))                               \
+	X(exclude_days, exclude_days, TEXT, K0, NONE, (), ANY, PLACE, NULL, H0)                   \
 	X(params, params, TEXT, K(PARAMS, "params", NULL, STR), PARAMS, (), ANY, DEF, NULL,       \
 	  H("KEY[=DEFAULT],...", "the parameters job trigger may give, with defaults;\n"         \
 		"without it any key is taken (never secrets: shown in the run log)"))             \
@@ -180,6 +188,7 @@
 	X(on_overdue, on_overdue, TEXT, K(ON_OVERDUE, "on-overdue", "on_overdue", LIST), TARGET, \
 	  (), ANY, DEF, NULL, H("TARGET", "once per --max-silence period (repeatable)"))         \
 	X(next_fire_at, next_fire_at, I64N, K0, NONE, (), ANY, PLACE, -1, H0)                     \
+	X(runs_fired, runs_fired, I64, K0, NONE, (), ANY, STORE, 0, H0)                           \
 	X(created_ms, created_ms, I64, K0, NONE, (), ANY, STORE, -1, H0)                          \
 	X(updated_ms, updated_ms, I64, K0, NONE, (), ANY, STORE, -1, H0)                          \
 	X(set_aside, set_aside, TEXT, K0, NONE, (), ANY, STORE, NULL, H0)

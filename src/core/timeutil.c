@@ -202,6 +202,15 @@ int dbcron__parse_time(const char *s, int64_t now_ms, int64_t *ms,
 		*ms = now_ms + d;
 		return DBCRON_OK;
 	}
+	/* now-DUR: a backfill's --from, a window already begun */
+	if (strncmp(s, "now-", 4) == 0) {
+		int64_t d;
+		int rc = dbcron__parse_duration(s + 4, 1, &d, err);
+		if (rc)
+			return rc;
+		*ms = now_ms - d;
+		return DBCRON_OK;
+	}
 	const char *p = s;
 	if (*p == '-')
 		p++;

@@ -62,7 +62,7 @@ extern char **environ;
 
 /* ---- the run facts ---- */
 
-#define N_FACTS 5
+#define N_FACTS 6
 
 static char *fmt_alloc(const char *fmt, ...) DBCRON_PRINTF(1, 2);
 static char *fmt_alloc(const char *fmt, ...)
@@ -104,6 +104,11 @@ static int facts_build(const exec_req *req, char **f)
 	f[2] = fmt_alloc("DBCRON_ATTEMPT=%d", req->attempt);
 	f[3] = fmt_alloc("DBCRON_RUN_ID=%lld", (long long)req->run_id);
 	f[4] = fmt_alloc("DBCRON_NODE=%s", req->node_id ? req->node_id : "");
+	/* the instant as RFC 3339 UTC, for commands that take a date (a
+	 * backfill's run is its instant, not when it runs) */
+	char at[64];
+	dbcron__format_rfc3339(req->fire_at_ms, 0, req->fire_at_ms % 1000 != 0, at, sizeof(at));
+	f[5] = fmt_alloc("DBCRON_FIRE_AT=%s", at);
 	size_t k = N_FACTS;
 	if (req->node_total > 0) { /* docs/scheduler.md "Every node" */
 		f[k++] = fmt_alloc("DBCRON_NODE_INDEX=%d", req->node_index);

@@ -347,6 +347,48 @@ static void job_verb(const http_call *c, const char *name, const char *verb, htt
 	   app_job_result_json(name, v, &r));
 }
 
+/* POST /api/v1/jobs/{name}/backfill {"from", "to"[, "dry_run",
+ * "max_running", "force"]} (app/backfill.c): 201 with what it made, 200
+ * for a dry run, 400 for a bad body or range, nothing written then. */
+static void job_backfill(const http_call *c, const char *name, http_reply *rep)
+{
+	if (!is(c, "POST"))
+		return method_not_allowed(rep, "POST");
+	if (!may_write(c, rep))
+		return;
+	json_t *v = body_json(c, rep);
+	if (!v)
+		return;
+	app_backfill_req q = {.name = name};
+	json_int_t cap = 0;
+	json_error_t jerr;
+	int dry = 0, force = 0;
+	if (json_unpack_ex(v, &jerr, JSON_STRICT, "{ss ss s?b s?I s?b}", "from", &q.from, "to",
+			   &q.to, "dry_run", &dry, "max_running", &cap, "force", &force)) {
+		http__error(rep, MHD_HTTP_BAD_REQUEST, "invalid",
+			    "expected {\"from\": TIME, \"to\": TIME[, \"dry_run\": bool, "
+			    "\"max_running\": N, \"force\": bool]}: %.120s", jerr.text);
+		goto out;
+	}
+	if (cap < 0 || cap > APP_BACKFILL_CAP_MAX) {
+		http__error(rep, MHD_HTTP_BAD_REQUEST, "invalid",
+			    "max_running: expected 1-%d (0: no cap)", APP_BACKFILL_CAP_MAX);
+		goto out;
+	}
+	q.max_running = (int)cap;
+	q.dry_run = dry;
+	q.force = force;
+	app_backfill_result r;
+	dbcron_err err = {0};
+	if (app_job_backfill(c->st, &q, &r, &err))
+		from_err(rep, &err);
+	else
+		ok(rep, dry ? MHD_HTTP_OK : MHD_HTTP_CREATED, app_backfill_json(name, &r, dry));
+	app_backfill_result_clear(&r);
+out:
+	json_decref(v);
+}
+
 static bool parse_count(const char *v, long max, long *out);
 
 /* The "limit" argument into *out (left as the caller's default when
@@ -395,9 +437,11 @@ static void route_jobs(const http_call *c, const char *rest, http_reply *rep)
 	name[len] = '\0';
 	if (slash) {
 		const char *verb = slash + 1;
+		if (!strcmp(verb, "backfill"))
+			return job_backfill(c, name, rep);
 		if (strcmp(verb, "trigger") && strcmp(verb, "pause") && strcmp(verb, "resume"))
 			return http__error(rep, MHD_HTTP_NOT_FOUND, "not_found",
-					   "no such resource (a job takes trigger, pause or resume)");
+					   "no such resource (a job takes trigger, pause, resume or backfill)");
 		return job_verb(c, name, verb, rep);
 	}
 	if (is(c, "GET")) {

@@ -75,7 +75,7 @@ typedef enum model_field_role {
 typedef struct model_field_args {
 	long long lo, hi;                  /* INT: the range */
 	int zero;                          /* DUR: zero is a value */
-	int omit;                          /* DUR, BOOL: zero/false is not written (a rarely used key) */
+	int omit;                          /* DUR, INT, BOOL: zero/false is not written (a rarely used key) */
 	int (*parse)(const char *);        /* ENUM: name -> value, -1 unknown */
 	const char *(*name)(int);          /* ENUM: value -> name */
 	const char *what;                  /* ENUM: the choices; ACCOUNT, PATH: the word */

@@ -168,12 +168,23 @@ static int series_next(const dbcron_job *job, int64_t after_ms, int64_t *next, d
 	return -dbcron_err_set(err, DBCRON_EINVAL, "unknown schedule kind");
 }
 
-int dbcron_job_next_fire(const dbcron_job *job, int64_t after_ms, int64_t *next,
-			 dbcron_err *err)
+static int window_next(const dbcron_job *job, int64_t after_ms, int64_t *next,
+		       dbcron_err *err)
 {
 	/* the window: the first fire at or after start_at, none after end_at */
 	int found = series_next(job, model_window_after(job, after_ms), next, err);
 	if (found == 1 && (*next = model_window_clamp(job, *next)) < 0)
 		found = 0;
+	return found;
+}
+
+int dbcron_job_next_fire(const dbcron_job *job, int64_t after_ms, int64_t *next,
+			 dbcron_err *err)
+{
+	int found = window_next(job, after_ms, next, err);
+	int64_t resume;
+	/* the exclusion calendar: on past each excluded day */
+	for (int i = 0; found == 1 && model_excluded_day(job, *next, &resume); i++)
+		found = i < MODEL_EXCLUDED_MAX ? window_next(job, resume, next, err) : 0;
 	return found;
 }

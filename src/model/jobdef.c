@@ -556,6 +556,9 @@ static int set_from_job(model_jobdef *d, const model_jobdef_key *k, const model_
 	case MODEL_FC_SQL:
 		return model_jobdef_set_text(d, k, text ? text : "", err);
 	case MODEL_FC_INT:
+		if (f->args.omit && *(const int *)p == 0)
+			return DBCRON_OK;
+		return model_jobdef_set_int(d, k, *(const int *)p, err);
 	case MODEL_FC_ENUM:
 		return model_jobdef_set_int(d, k, *(const int *)p, err);
 	case MODEL_FC_UMASK:

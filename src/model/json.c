@@ -123,6 +123,8 @@ static bool field_json(const dbcron_job *j, const model_field *f, json_t **v)
 		*v = json_string(f->args.name(*(const int *)p));
 		break;
 	case MODEL_FC_INT:
+		if (f->args.omit && *(const int *)p == 0)
+			return false;
 		*v = json_integer(*(const int *)p);
 		break;
 	case MODEL_FC_DUR:
@@ -252,6 +254,9 @@ json_t *model_run_json(const dbcron_run *r)
 		put(o, "node_index", json_integer(r->node_index), &bad);
 		put(o, "node_total", json_integer(r->node_total), &bad);
 	}
+	/* only for a backfill's run: the others read as they always did */
+	if (r->backfill)
+		put(o, "kind", json_string("backfill"), &bad);
 	if (r->params) {
 		json_t *pj = json_loads(r->params, JSON_DECODE_ANY, NULL);
 		put(o, "params", pj && json_is_object(pj) ? pj : json_string(r->params), &bad);

@@ -41,7 +41,61 @@ static bool same_series(const dbcron_job *a, const dbcron_job *b)
 
 bool model_same_schedule(const dbcron_job *a, const dbcron_job *b)
 {
-	return same_series(a, b) && a->start_at == b->start_at && a->end_at == b->end_at;
+	/* a changed --max-runs plans again from now: a job that reached its
+	 * old limit (no next fire) fires again under a higher one */
+	return same_series(a, b) && a->start_at == b->start_at && a->end_at == b->end_at &&
+	       a->max_runs == b->max_runs && same_text(a->exclude_days, b->exclude_days);
+}
+
+/* Whether "YYYY-MM-DD" is a line of days (sorted lines of that width). */
+static bool day_listed(const char *days, const char *key)
+{
+	size_t len = strlen(days), lo = 0, hi = (len + 1) / 11;
+	if ((len + 1) % 11)
+		return strstr(days, key) != NULL; /* not as written: the slow way */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strncmp(days + mid * 11, key, 10);
+		if (c == 0)
+			return true;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+static int64_t floor_div(int64_t a, int64_t b)
+{
+	return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+
+bool model_excluded_day(const dbcron_job *job, int64_t at, int64_t *resume)
+{
+	dbcron_tz *tz = NULL;
+	dbcron_err e = {0};
+	if (!job->exclude_days || !*job->exclude_days || dbcron_tz_open(job->tz, &tz, &e))
+		return false; /* a zone that does not open fails the job elsewhere */
+	int64_t s = floor_div(at, 1000), y;
+	int32_t off = dbcron_tz_offset(tz, s);
+	int64_t day = floor_div(s + off, 86400);
+	unsigned m, d;
+	char key[32];
+	dbcron__civil_from_days(day, &y, &m, &d);
+	snprintf(key, sizeof(key), "%04lld-%02u-%02u", (long long)y, m, d);
+	bool hit = day_listed(job->exclude_days, key);
+	if (hit) {
+		/* the last ms of that local day, by the offset at the next
+		 * day's start (a change of offset at midnight moves it) */
+		int64_t next_local = (day + 1) * 86400;
+		int32_t off2 = dbcron_tz_offset(tz, next_local - off);
+		*resume = (next_local - off2) * 1000 - 1;
+		if (*resume < at)
+			*resume = at;
+	}
+	dbcron_tz_free(tz);
+	return hit;
 }
 
 int64_t model_window_after(const dbcron_job *job, int64_t after_ms)

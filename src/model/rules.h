@@ -36,6 +36,17 @@ bool model_same_schedule(const dbcron_job *a, const dbcron_job *b);
  * AFTER job (its delay has passed) and -1 for any other.
  */
 int64_t model_window_after(const dbcron_job *job, int64_t after_ms);
+/*
+ * The exclusion calendar (--exclude-calendar, its days in
+ * job->exclude_days): true when instant at falls on one of its days in the
+ * job's zone, with *resume the last ms of that local day, from which a
+ * search for the next fire goes on.  Every planner skips such instants
+ * (dbcron_job_next_fire, the node's planner_next), at most
+ * MODEL_EXCLUDED_MAX of them in a row: a calendar that excludes every day
+ * for that long leaves the job without a next fire.
+ */
+#define MODEL_EXCLUDED_MAX 4000
+bool model_excluded_day(const dbcron_job *job, int64_t at, int64_t *resume);
 int64_t model_window_clamp(const dbcron_job *job, int64_t at);
 
 /* Retry backoff after a failed attempt (1-based), seed 001:

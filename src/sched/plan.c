@@ -130,8 +130,8 @@ static int cached_cron(planner *p, const dbcron_job *job, cache_entry **out)
 	return 0;
 }
 
-int planner_next(planner *p, const dbcron_job *job, int64_t after_ms,
-		 int64_t *next)
+static int planner_next_window(planner *p, const dbcron_job *job, int64_t after_ms,
+			       int64_t *next)
 {
 	if (job->kind != DBCRON_SCHED_CRON)
 		return dbcron_job_next_fire(job, after_ms, next, &p->err);
@@ -147,6 +147,16 @@ int planner_next(planner *p, const dbcron_job *job, int64_t after_ms,
 		return 0;
 	*next = model_window_clamp(job, t * 1000);
 	return *next >= 0;
+}
+
+int planner_next(planner *p, const dbcron_job *job, int64_t after_ms, int64_t *next)
+{
+	int found = planner_next_window(p, job, after_ms, next);
+	int64_t resume;
+	/* the exclusion calendar, as dbcron_job_next_fire skips it */
+	for (int i = 0; found == 1 && model_excluded_day(job, *next, &resume); i++)
+		found = i < MODEL_EXCLUDED_MAX ? planner_next_window(p, job, resume, next) : 0;
+	return found;
 }
 
 static int push_fire(planner *p, int64_t fire_at, int64_t due_at,

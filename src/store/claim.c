@@ -163,6 +163,8 @@ static const store_aside *find_aside(const store_claim_result *out, int64_t job_
 
 static const store_bcol fire_cols[] = {BC_I64, BC_TEXT, BC_I64, BC_I64, BC_I64, BC_I64, BC_TEXT};
 static const store_bcol advance_cols[] = {BC_I64, BC_I64};
+/* JOBS_ADVANCE's: [id, next_fire_at, fires claimed as runs] */
+static const store_bcol advance_fired_cols[] = {BC_I64, BC_I64, BC_I64};
 
 /*
  * Routing (issue 15): the handler names the claiming node can run, as the
@@ -276,12 +278,12 @@ static int claim_passes(store *s, const store_claim_req *req, claim_pass out[2])
 
 /* Job j of a pass planned: its fires (MISFIRED by routing when the node
  * cannot run it and it is stranded) into fires, at most what is left of the
- * pass's limit SCHEDULED, and its next fire into next.  A job the planner
- * cannot plan is set aside, cleared and marked id -1 for the caller to
- * drop. */
+ * pass's limit SCHEDULED (and of its --max-runs), and its next fire into
+ * j->next_fire_at.  A job the planner cannot plan is set aside, cleared and
+ * marked id -1 for the caller to drop. */
 static int plan_job(const store_claim_req *req, const claim_pass *pass, dbcron_job *j,
-		    int64_t now, int64_t horizon, store_batch *fires, store_batch *next,
-		    int *scheduled, claim_texts *texts, store_claim_result *out, dbcron_err *err)
+		    int64_t now, int64_t horizon, store_batch *fires, int *scheduled,
+		    claim_texts *texts, store_claim_result *out, dbcron_err *err)
 {
 	store_plan plan = {.fires = NULL, .nfires = 0, .next_fire_at = -1};
 	int rc;
@@ -305,6 +307,9 @@ static int plan_job(const store_claim_req *req, const claim_pass *pass, dbcron_j
 	bool stranded = !runs_here(req, j);
 	const char *why = NULL;
 	bool ran_none = true; /* every fire written ended unrun */
+	/* --max-runs: what is left of it (the job row is locked by this claim,
+	 * so no other claim counts the same fires) */
+	int64_t left = j->max_runs > 0 ? j->max_runs - j->runs_fired : INT64_MAX;
 	for (size_t k = 0; k < plan.nfires; k++) {
 		const store_fire *f = &plan.fires[k];
 		dbcron_run_state state = f->state;
@@ -326,6 +331,10 @@ static int plan_job(const store_claim_req *req, const claim_pass *pass, dbcron_j
 			plan.next_fire_at = f->fire_at;
 			break;
 		}
+		if (state == DBCRON_RUN_SCHEDULED && left <= 0) {
+			plan.next_fire_at = -1; /* --max-runs reached: no further fire */
+			break;
+		}
 		if (state != DBCRON_RUN_SCHEDULED && state != DBCRON_RUN_MISFIRED &&
 		    state != DBCRON_RUN_SKIPPED)
 			return dbcron_err_set(err, DBCRON_EINTERNAL,
@@ -338,8 +347,10 @@ static int plan_job(const store_claim_req *req, const claim_pass *pass, dbcron_j
 		store_batch_i64(fires, f->due_at >= 0 ? f->due_at : f->fire_at);
 		store_batch_i64(fires, f->missed > 0 ? f->missed : 0);
 		store_batch_text(fires, error);
-		if (state == DBCRON_RUN_SCHEDULED)
+		if (state == DBCRON_RUN_SCHEDULED) {
 			(*scheduled)++;
+			left--;
+		}
 		ran_none = state != DBCRON_RUN_SCHEDULED;
 	}
 	/* An AFTER job fires next from its run's end: a fire routing
@@ -348,10 +359,25 @@ static int plan_job(const store_claim_req *req, const claim_pass *pass, dbcron_j
 	if (why && ran_none && plan.next_fire_at < 0)
 		plan.next_fire_at = model_run_followup(j, 1, DBCRON_RUN_MISFIRED, true,
 						       now).job_next_fire_at;
-	store_batch_i64(next, j->id);
-	store_batch_i64n(next, plan.next_fire_at);
 	j->next_fire_at = plan.next_fire_at;
 	return DBCRON_OK;
+}
+
+/* JOBS_ADVANCE's rows: each planned job's next fire and, for a job with
+ * --max-runs, how many of its fires the insert really made runs of
+ * (out->runs[first_run..]: a fire whose row existed is not counted). */
+static void advance_rows(const store_claim_result *out, size_t first_job, size_t first_run,
+			 store_batch *next)
+{
+	for (size_t i = first_job; i < out->njobs; i++) {
+		const dbcron_job *j = &out->jobs[i];
+		int64_t fired = 0;
+		for (size_t k = first_run; j->max_runs > 0 && k < out->nruns; k++)
+			fired += out->runs[k].run.job_id == j->id;
+		store_batch_i64(next, j->id);
+		store_batch_i64n(next, j->next_fire_at);
+		store_batch_i64(next, fired);
+	}
 }
 
 /* Due jobs of the pass, locked; their fires planned and written; the jobs
@@ -382,11 +408,10 @@ static int plan_due_jobs(store *s, const store_claim_req *req, const claim_pass 
 	int64_t horizon = now + dp[0].i;
 
 	store_batch *fires = store__scratch(s, 0, 7, fire_cols);
-	store_batch *next = store__scratch(s, 1, 2, advance_cols);
-	size_t i = first;
+	size_t i = first, first_run = out->nruns;
 	for (; i < out->njobs && scheduled < pass->limit; i++)
-		if ((rc = plan_job(req, pass, &out->jobs[i], now, horizon, fires, next, &scheduled,
-				   texts, out, err)))
+		if ((rc = plan_job(req, pass, &out->jobs[i], now, horizon, fires, &scheduled, texts,
+				   out, err)))
 			return rc;
 	/* Jobs beyond the budget stay due for the next claim; set-aside ones
 	 * leave the list. */
@@ -396,7 +421,7 @@ static int plan_due_jobs(store *s, const store_claim_req *req, const claim_pass 
 		if (out->jobs[k].id >= 0)
 			out->jobs[nplanned++] = out->jobs[k];
 	out->njobs = nplanned;
-	if (fires->oom || next->oom)
+	if (fires->oom)
 		return store__oom(err, "claim");
 
 	if (store_batch_rows(fires)) {
@@ -418,6 +443,10 @@ static int plan_due_jobs(store *s, const store_claim_req *req, const claim_pass 
 		if (row < 0)
 			return -row;
 	}
+	store_batch *next = store__scratch(s, 1, 3, advance_fired_cols);
+	advance_rows(out, first, first_run, next);
+	if (next->oom)
+		return store__oom(err, "claim");
 	store_param ap[] = {sp_batch(next)};
 	return store__run(s, ST_JOBS_ADVANCE, ap, 1, NULL, err);
 }

@@ -439,6 +439,7 @@ int store__read_run(store *s, dbcron_run *run, dbcron_err *err)
 	run->cancel_requested_ms = i64n(s, 15);
 	run->node_index = (int)i64(s, 18);
 	run->node_total = (int)i64(s, 19);
+	run->backfill = i64(s, 20) == STORE_RK_BACKFILL;
 	if ((rc = dup_col(s, 2, &run->job_name)) || (rc = dup_col(s, 7, &run->node)) ||
 	    (rc = dup_col(s, 8, &run->claim_token)) || (rc = dup_col(s, 13, &run->error)) ||
 	    (rc = dup_col(s, 14, &run->output)) || (rc = dup_col(s, 16, &run->params)) ||

@@ -85,6 +85,22 @@
 	X(RUNS_RENAME, "renaming the job's runs", "")                                    \
 	/* (job_id, name, fire_at, now, params|NULL) -> id, nothing on a clash */         \
 	X(TRIGGER_INSERT, "triggering the job", "1 no duplicate fire")                   \
+	/* (job_id, name, now, max_running|NULL, batch [fire_at]) -> rows inserted:  \
+	 * one backfill run per instant, due now, none where (job_id, fire_at, 1)    \
+	 * exists (a fire, a trigger or another backfill's) */                       \
+	X(BACKFILL_INSERT, "backfilling the job", "1 no duplicate fire")                 \
+	/* (job_id, batch [fire_at]) -> fire_at of those that have a run: a dry run */   \
+	X(BACKFILL_TAKEN, "reading the instants that have runs", "")                     \
+	/* exclusion calendars (calendar.c): (name, days, now) -> rows inserted, 0 when \
+	 * the name is taken */                                                          \
+	X(CALENDAR_INSERT, "adding the calendar", "")                                    \
+	/* (name) -> name, days, created_ms */                                           \
+	X(CALENDAR_GET, "reading the calendar", "")                                      \
+	/* () -> name, days, created_ms, by name */                                      \
+	X(CALENDAR_LIST, "listing calendars", "")                                        \
+	/* (name) -> names of the jobs that exclude it, by name */                       \
+	X(CALENDAR_USERS, "reading the jobs that use the calendar", "")                  \
+	X(CALENDAR_DELETE, "deleting the calendar", "")                                  \
 	/* fan-in (needs.c): (job_id) -> need_id of its edges */                             \
 	X(NEEDS_OF, "reading the job's needs", "")                                           \
 	/* (job_id, need_id): an edge, kept with its done flag when it exists */             \
@@ -123,7 +139,7 @@
 	 * error] -> id, job_id, job_name, fire_at, state, due_at, missed of the rows      \
 	 * really inserted */                                                             \
 	X(FIRES_INSERT, "claim: writing fires", "1 no duplicate fire: a fire that exists is not returned") \
-	/* batch [id, next_fire_at|NULL] */                                               \
+	/* batch [id, next_fire_at|NULL, fires claimed as runs (runs_fired += it)] */     \
 	X(JOBS_ADVANCE, "claim: advancing jobs", "")                                     \
 	/* (node, token, horizon, limit, route, batch [handler], now, pool, batch        \
 	 * [job_id]) -> id, job_id, job_name, fire_at, attempt, due_at, missed; routed   \
@@ -335,7 +351,7 @@ enum { DBCRON_JOB_FIELDS(STORE_X_PUTIDX) STORE_NPUTCOLS };
 #define STORE_RUN_COLS                                                     \
 	"id, job_id, job_name, fire_at, attempt, state, due_at, node, "    \
 	"claim_token, started_ms, finished_ms, exit_code, missed, error, " \
-	"output, cancel_requested_at, params, for_node, node_index, node_total"
+	"output, cancel_requested_at, params, for_node, node_index, node_total, kind"
 
 /*
  * The run states and the executor the statements compare with, as SQL
@@ -383,6 +399,31 @@ _Static_assert(STORE_SCHED_NEEDS == DBCRON_SCHED_NEEDS, "SQL_SCHED_NEEDS");
 #define SAME_HOST(R, ID)                                                                 \
 	"coalesce(" R ".for_node, '') = coalesce((SELECT x.for_node FROM runs x WHERE x.id = " \
 	ID "), '')"
+
+/*
+ * Backfill's --max-running (issue 28 item 5), the same text in every
+ * dialect that has correlated derived tables: unclaimed run R of a capped
+ * backfill may be claimed when fewer than R.max_running backfill runs of
+ * its job are held by a node (SCHEDULED or RUNNING) or wait ahead of it
+ * (due_at, then id).  Every live backfill run is counted in one of the two
+ * in any snapshot, and a claim moves a run from the second to the first,
+ * so claims racing on other nodes never hand out more than the cap: the
+ * rows a concurrent claim has locked still count as waiting.  The count
+ * stops at STORE_BACKFILL_CAP_MAX rows, the largest cap taken, so a
+ * waiting run costs a claim at most that many index entries.
+ */
+#define STORE_RK_BACKFILL 1
+#define STORE_BACKFILL_CAP_MAX 100
+#define SQL_RK_BACKFILL STORE_SQL_TEXT(STORE_RK_BACKFILL)
+#define STORE_BACKFILL_AHEAD(R)                                                              \
+	"b.job_id = " R ".job_id AND b.kind = " SQL_RK_BACKFILL " AND b.state IN ("          \
+	SQL_RS_SCHEDULED ", " SQL_RS_RUNNING ") AND (b.node IS NOT NULL OR "                  \
+	"(b.cancel_requested_at IS NULL AND (b.due_at < " R ".due_at OR (b.due_at = " R      \
+	".due_at AND b.id < " R ".id))))"
+#define STORE_BACKFILL_FITS(R)                                                               \
+	"(" R ".max_running IS NULL OR (SELECT count(*) FROM (SELECT 1 FROM runs b WHERE "  \
+	STORE_BACKFILL_AHEAD(R) " LIMIT " STORE_SQL_TEXT(STORE_BACKFILL_CAP_MAX)              \
+	") AS ahead) < " R ".max_running)"
 
 /*
  * Routing, the same text in every dialect: handler job J is stranded at N

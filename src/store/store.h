@@ -398,6 +398,41 @@ int store_job_trigger(store *s, const char *name, int64_t *run_id, int64_t *fire
  * none), written on its row: model/params.h checks them first. */
 int store_job_trigger_params(store *s, const char *name, const char *params, int64_t *run_id,
 			     int64_t *fire_at, dbcron_err *err);
+/* Backfill (issue 28 item 5, store/backfill.c): one unclaimed run of
+ * kind backfill per instant of at[0..n) (ascending, each once), due now,
+ * none where the instant has a first attempt already.  job_id (> 0) is the
+ * id the caller planned for: another job by that name is DBCRON_ENOTFOUND.
+ * max_running > 0 caps the job's backfill runs held at once, cluster-wide,
+ * checked by the claim.  from_ms, to_ms go to the audit trail only. */
+typedef struct store_backfill_req {
+	const char *name;
+	int64_t job_id;
+	const int64_t *at;
+	size_t n;
+	int max_running;
+	bool dry_run; /* write nothing; only fill taken */
+	int64_t from_ms, to_ms;
+} store_backfill_req;
+/* *created: the runs this call made (0 for a dry run); taken (may be NULL,
+ * n of them): the instants that have a run (only filled by a dry run). */
+int store_job_backfill(store *s, const store_backfill_req *q, int64_t *created, bool *taken,
+		       dbcron_err *err);
+/* Exclusion calendars (store/calendar.c, issue 28 item 7).  days: sorted
+ * "YYYY-MM-DD" lines, checked by the caller.  add: DBCRON_EEXISTS when the
+ * name is taken; get and delete: DBCRON_ENOTFOUND; delete: a calendar a job
+ * excludes is DBCRON_ECONSTRAINT, naming the jobs. */
+typedef struct store_calendar {
+	char *name, *days;
+	int64_t created_ms;
+} store_calendar;
+typedef int (*store_calendar_cb)(void *ctx, const store_calendar *c);
+int store_calendar_add(store *s, const char *name, const char *days, dbcron_err *err);
+/* *out is the caller's to clear (store_calendar_clear) */
+int store_calendar_get(store *s, const char *name, store_calendar *out, dbcron_err *err);
+void store_calendar_clear(store_calendar *c);
+/* every calendar by name, to cb (non-zero: stop); c is only lent */
+int store_calendar_list(store *s, store_calendar_cb cb, void *ctx, dbcron_err *err);
+int store_calendar_delete(store *s, const char *name, dbcron_err *err);
 /* One transaction: the job from is named to, and its runs with it (the
  * run log keeps pointing at the job).  DBCRON_ENOTFOUND for from,
  * DBCRON_EEXISTS when to is taken.  Touches every run row of the job. */

@@ -84,6 +84,7 @@ for c in $commands; do
 	job) for s in $jobsubs; do lines+=("job $s"); done ;;
 	cron) lines+=("cron next" "cron check") ;;
 	config) lines+=("config show") ;;
+	calendar) lines+=("calendar add" "calendar list" "calendar show" "calendar delete") ;;
 	*) lines+=("$c") ;;
 	esac
 done

@@ -296,6 +296,29 @@ wait_until 120 bash -c "curl -s -H 'Authorization: Bearer $READER' \
 	http://127.0.0.1:$PORT/api/v1/runs/$RUN | jq -e '.state == \"succeeded\"' >/dev/null" ||
 	_t_fail "triggered run $RUN did not succeed"
 expect 404 POST /api/v1/jobs/nope/trigger "$ADMIN"
+
+t_section "backfill"
+# a range of the past, three hourly instants; the job is deleted after
+expect_rc 0 job add bfapi --cron '0 * * * *' --end-at 2026-01-05T05:00:00Z -- true
+body '{"from":"2026-01-05T00:00:00Z","to":"2026-01-05T03:00:00Z","dry_run":true}' >/dev/null
+expect 200 POST /api/v1/jobs/bfapi/backfill "$ADMIN" "$T_DIR/.req"
+assert_eq "3 0 2026-01-05T02:00:00Z" "$(jget '"\(.instants) \(.created) \(.fire_at[2].fire_at)"')"
+body '{"from":"2026-01-05T00:00:00Z","to":"2026-01-05T03:00:00Z","max_running":1}' >/dev/null
+expect 403 POST /api/v1/jobs/bfapi/backfill "$READER" "$T_DIR/.req"
+expect 201 POST /api/v1/jobs/bfapi/backfill "$ADMIN" "$T_DIR/.req"
+assert_eq "3 3 0" "$(jget '"\(.instants) \(.created) \(.skipped)"')"
+expect 201 POST /api/v1/jobs/bfapi/backfill "$ADMIN" "$T_DIR/.req"
+assert_eq "0 3" "$(jget '"\(.created) \(.skipped)"')" "a second backfill makes none"
+expect 404 POST /api/v1/jobs/nope/backfill "$ADMIN" "$T_DIR/.req"
+expect 200 GET "/api/v1/runs?job=bfapi" "$READER"
+assert_eq "backfill backfill backfill" "$(jget '[.runs[].kind] | join(" ")')"
+body '{"from":"2026-01-05T03:00:00Z","to":"2026-01-05T00:00:00Z"}' >/dev/null
+expect 400 POST /api/v1/jobs/bfapi/backfill "$ADMIN" "$T_DIR/.req"
+assert_contains "$(jget .error.message)" "is not after --from"
+body '{"from":"2026-01-05T00:00:00Z"}' >/dev/null
+expect 400 POST /api/v1/jobs/bfapi/backfill "$ADMIN" "$T_DIR/.req"
+expect 405 GET /api/v1/jobs/bfapi/backfill "$ADMIN"
+expect_rc 0 job delete bfapi
 expect 404 POST /api/v1/jobs/quiet/explode "$ADMIN"
 expect 405 GET /api/v1/jobs/quiet/trigger "$ADMIN"
 expect 200 DELETE /api/v1/jobs/made "$ADMIN"

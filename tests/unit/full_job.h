@@ -59,6 +59,9 @@ static void full_job(dbcron_job *j, const char *name, int kind)
 	j->timeout_ms = 45000;
 	j->start_at = 1767323045000LL;
 	j->end_at = 1798859045000LL;
+	j->max_runs = 250;
+	j->exclude_calendar = dbcron__strdup("holidays");
+	j->exclude_days = dbcron__strdup("2026-12-24\n2026-12-25");
 	j->params = dbcron__strdup("region=eu,X");
 	j->paused = true;
 	j->next_fire_at = 1767323135000LL;

@@ -257,6 +257,56 @@ static void test_cron_zone_change(void **state)
 	planner_free(p);
 }
 
+/* --exclude-calendar: the planner and dbcron_job_next_fire skip the
+ * calendar's days, each read in the job's zone (a Tokyo day starts at
+ * 15:00 UTC the day before), cron and every alike; a run of excluded days
+ * is skipped whole, and the window still holds. */
+static void test_exclusion_calendar(void **state)
+{
+	(void)state;
+	planner *p;
+	assert_int_equal(planner_create(&p, NULL), 0);
+	dbcron_job j;
+	dbcron_job_init(&j);
+	j.id = 12;
+	j.kind = DBCRON_SCHED_CRON;
+	j.spec = (char *)"0 0 9 * * ?";
+	j.tz = (char *)"UTC";
+	j.exclude_days = (char *)"2026-01-03\n2026-01-04\n2026-01-06";
+	const int64_t day = 86400000, nine = 1767344400000LL; /* 2026-01-02T09:00Z */
+	int64_t next = -1;
+	/* the 2nd fires; the 3rd and 4th are excluded: the 5th, then the 7th */
+	j.next_fire_at = nine;
+	store_plan out;
+	assert_int_equal(planner_plan(p, &j, nine, nine, &out), 0);
+	assert_int_equal(out.nfires, 1);
+	assert_int_equal(out.next_fire_at, nine + 3 * day);
+	assert_int_equal(planner_next(p, &j, nine + 3 * day, &next), 1);
+	assert_int_equal(next, nine + 5 * day);
+	assert_int_equal(dbcron_job_next_fire(&j, nine, &next, NULL), 1);
+	assert_int_equal(next, nine + 3 * day);
+	/* in Tokyo 09:00 on the 3rd is 00:00 UTC on the 3rd: excluded, as are
+	 * the 4th; the 5th's is 2026-01-05T00:00Z */
+	j.tz = (char *)"Asia/Tokyo";
+	assert_int_equal(dbcron_job_next_fire(&j, nine, &next, NULL), 1);
+	assert_int_equal(next, nine - 9 * 3600000LL + 3 * day);
+	assert_int_equal(planner_next(p, &j, nine, &next), 1);
+	assert_int_equal(next, nine - 9 * 3600000LL + 3 * day);
+	/* every 6 h: nothing on the excluded days, the window's end holds */
+	dbcron_job e = every_job(6 * 3600000LL, nine, nine);
+	e.exclude_days = j.exclude_days;
+	assert_int_equal(dbcron_job_next_fire(&e, nine + 12 * 3600000LL, &next, NULL), 1);
+	assert_int_equal(next, nine + 3 * day - 6 * 3600000LL); /* 2026-01-05T03:00Z */
+	e.end_at = nine + 2 * day;
+	assert_int_equal(dbcron_job_next_fire(&e, nine + 12 * 3600000LL, &next, NULL), 0);
+	/* a calendar without the job's days changes nothing */
+	j.tz = (char *)"UTC";
+	j.exclude_days = (char *)"2025-12-25";
+	assert_int_equal(dbcron_job_next_fire(&j, nine, &next, NULL), 1);
+	assert_int_equal(next, nine + day);
+	planner_free(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -266,6 +316,7 @@ int main(void)
 		cmocka_unit_test(test_cron_misfire_and_bounds),
 		cmocka_unit_test(test_at_and_backoff),
 		cmocka_unit_test(test_cron_zone_change),
+		cmocka_unit_test(test_exclusion_calendar),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -154,7 +154,8 @@ static void test_env(void **state)
 	assert_int_equal(r.state, DBCRON_RUN_SUCCEEDED);
 	assert_non_null(pw);
 	snprintf(want, sizeof(want),
-		 "DBCRON_ATTEMPT=2\nDBCRON_FIRE_AT_MS=1234\nDBCRON_JOB=shelltest\n"
+		 "DBCRON_ATTEMPT=2\nDBCRON_FIRE_AT=1970-01-01T00:00:01.234Z\nDBCRON_FIRE_AT_MS=1234\n"
+		 "DBCRON_JOB=shelltest\n"
 		 "DBCRON_NODE=node-a\nDBCRON_RUN_ID=77\nHOME=%s\nLOGNAME=%s\nPATH=%s\n"
 		 "PWD=%s\nSHELL=/bin/sh\nUSER=%s\n",
 		 pw->pw_dir, pw->pw_name, RUNAS_DEFAULT_PATH, pw->pw_dir, pw->pw_name);

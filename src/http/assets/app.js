@@ -109,7 +109,9 @@ function runRow(r, withJob) {
   tr.dataset.run = r.id;
   tr.append(link(r.id, "#run/" + r.id));
   if (withJob) tr.append(link(r.job, "#job/" + encodeURIComponent(r.job)));
-  tr.append(td(r.fire_at), td(r.attempt), td(r.state, "st-" + r.state), td(r.node));
+  // a backfill's run says so beside its instant (job backfill)
+  tr.append(td(r.kind === "backfill" ? r.fire_at + " (backfill)" : r.fire_at), td(r.attempt),
+    td(r.state, "st-" + r.state), td(r.node));
   if (withJob) tr.append(td(took(r)));
   tr.append(td(r.exit_code), td(r.error, "err"));
   // the runs view's Actions column: Cancel while the run can still be stopped
@@ -250,7 +252,8 @@ const views = {
   },
   async run(id) {
     const r = await get("/runs/" + encodeURIComponent(id));
-    $("#run-title").textContent = "Run " + r.id + " of " + r.job + " (attempt " + r.attempt + ")";
+    $("#run-title").textContent = "Run " + r.id + " of " + r.job + " (attempt " + r.attempt +
+      (r.kind === "backfill" ? ", backfill" : "") + ")";
     const def = Object.assign({}, r); delete def.output; delete def.attempts;
     $("#run-def").textContent = JSON.stringify(def, null, 2);
     // the fire's attempt chain, each a link to its own run; this one marked

@@ -16,7 +16,7 @@
 #define DBCRON_STORE_MYSQL_SCHEMA_H
 
 /* Highest migration this binary knows. */
-#define DBCRON_MY_SCHEMA_VERSION 14
+#define DBCRON_MY_SCHEMA_VERSION 17
 
 #define MY_TABLE_OPTS " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
 
@@ -280,6 +280,37 @@ static const char *const my_migration_14[] = {
 	NULL,
 };
 
+/* 15: backfill (issue 28 item 5): a run's kind (1 backfill) and the
+ * backfill's --max-running (NULL: no cap), checked by CLAIM_RUNS; an
+ * instant's first attempt stays unique by UNIQUE(job_id, fire_at,
+ * attempt). */
+static const char *const my_migration_15[] = {
+	"ALTER TABLE runs ADD COLUMN IF NOT EXISTS kind INT NOT NULL DEFAULT 0, "
+	"ADD COLUMN IF NOT EXISTS max_running INT NULL",
+	NULL,
+};
+
+/* 16: --max-runs (issue 28 item 7): the limit (0: none) and the count of
+ * the schedule's fires claimed as runs, raised by the claim that writes
+ * them (JOBS_ADVANCE). */
+static const char *const my_migration_16[] = {
+	"ALTER TABLE jobs ADD COLUMN IF NOT EXISTS max_runs INT NOT NULL DEFAULT 0, "
+	"ADD COLUMN IF NOT EXISTS runs_fired BIGINT NOT NULL DEFAULT 0",
+	NULL,
+};
+
+/* 17: exclusion calendars (issue 28 item 7): a calendar's days (sorted
+ * "YYYY-MM-DD" lines, never changed once added); a job's
+ * --exclude-calendar and the days it was given with it. */
+static const char *const my_migration_17[] = {
+	"CREATE TABLE IF NOT EXISTS calendars (name VARCHAR(200) CHARACTER SET utf8mb4 "
+	"COLLATE utf8mb4_bin PRIMARY KEY, days MEDIUMTEXT NOT NULL, created_ms BIGINT NOT NULL) "
+	"ENGINE=InnoDB",
+	"ALTER TABLE jobs ADD COLUMN IF NOT EXISTS exclude_calendar TEXT NULL, "
+	"ADD COLUMN IF NOT EXISTS exclude_days MEDIUMTEXT NULL",
+	NULL,
+};
+
 static const struct {
 	int version;
 	const char *const *stmts;
@@ -298,6 +329,9 @@ static const struct {
 	{12, my_migration_12},
 	{13, my_migration_13},
 	{14, my_migration_14},
+	{15, my_migration_15},
+	{16, my_migration_16},
+	{17, my_migration_17},
 };
 
 _Static_assert(sizeof(my_migrations) / sizeof(my_migrations[0]) == DBCRON_MY_SCHEMA_VERSION,

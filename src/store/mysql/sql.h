@@ -20,6 +20,12 @@
 #define NULLS_JOB STORE_JOB_NULLS
 /* A one-column list parameter N as a table of values v. */
 #define LIST_I64(n) "(SELECT v FROM JSON_TABLE(?" #n ", '$[*]' COLUMNS (v BIGINT PATH '$')) jt)"
+/* STORE_BACKFILL_FITS (stmt.h) for the claim's UPDATE of runs itself:
+ * MariaDB has no correlated derived table, so the count is not bounded
+ * (a waiting run costs a claim the job's live backfill runs ahead of it). */
+#define MY_BACKFILL_FITS                                                                     \
+	"(runs.max_running IS NULL OR (SELECT count(*) FROM runs b WHERE "                   \
+	STORE_BACKFILL_AHEAD("runs") ") < runs.max_running)"
 #define LIST_TEXT(n)                                                             \
 	"(SELECT v FROM JSON_TABLE(?" #n ", '$[*]' COLUMNS (v VARCHAR(320) CHARACTER " \
 	"SET utf8mb4 PATH '$')) jt)"
@@ -117,6 +123,17 @@ static const char *const sql[ST__COUNT] = {
 	[ST_TRIGGER_INSERT] =
 		"INSERT IGNORE INTO runs (job_id, job_name, fire_at, attempt, state, due_at, "
 		"created_ms, params) VALUES (?1, ?2, ?3, 1, " SQL_RS_SCHEDULED ", ?3, ?4, ?5) RETURNING id",
+	[ST_BACKFILL_INSERT] =
+		"INSERT IGNORE INTO runs (job_id, job_name, fire_at, attempt, state, due_at, created_ms, "
+		"kind, max_running) SELECT ?1, ?2, v, 1, " SQL_RS_SCHEDULED ", ?3, ?3, " SQL_RK_BACKFILL
+		", ?4 FROM " "JSON_TABLE(?5, '$[*]' COLUMNS (v BIGINT PATH '$')) jt",
+	[ST_CALENDAR_INSERT] = "INSERT IGNORE INTO calendars (name, days, created_ms) VALUES (?1, ?2, ?3)",
+	[ST_CALENDAR_GET] = "SELECT name, days, created_ms FROM calendars WHERE name = ?1",
+	[ST_CALENDAR_LIST] = "SELECT name, days, created_ms FROM calendars ORDER BY name",
+	[ST_CALENDAR_USERS] = "SELECT name FROM jobs WHERE exclude_calendar = ?1 ORDER BY name",
+	[ST_CALENDAR_DELETE] = "DELETE FROM calendars WHERE name = ?1",
+	[ST_BACKFILL_TAKEN] = "SELECT DISTINCT fire_at FROM runs WHERE job_id = ?1 AND fire_at IN "
+			      LIST_I64(2) " ORDER BY fire_at",
 	/* One clock reading for the whole claim; a last row of NULLs carries it
 	 * when no job is due (the protocol skips rows without a job). */
 	[ST_CLAIM_DUE_JOBS] =
@@ -141,8 +158,8 @@ static const char *const sql[ST__COUNT] = {
 		"BIGINT PATH '$[5]', error TEXT CHARACTER SET utf8mb4 PATH '$[6]')) v "
 		"RETURNING id, job_id, job_name, fire_at, state, due_at, missed",
 	[ST_JOBS_ADVANCE] = "UPDATE jobs JOIN JSON_TABLE(?1, '$[*]' COLUMNS (id BIGINT PATH "
-			    "'$[0]', n BIGINT PATH '$[1]')) v ON jobs.id = v.id SET "
-			    "jobs.next_fire_at = v.n",
+			    "'$[0]', n BIGINT PATH '$[1]', f BIGINT PATH '$[2]')) v ON jobs.id = v.id "
+			    "SET jobs.next_fire_at = v.n, jobs.runs_fired = jobs.runs_fired + v.f",
 	/* Seed 000: stamp due runs with a token private to this statement,
 	 * oldest first, read them back by it, then give them the claim's. */
 	[ST_CLAIM_RUNS] =
@@ -150,7 +167,8 @@ static const char *const sql[ST__COUNT] = {
 		"node IS NULL AND cancel_requested_at IS NULL AND due_at <= ?3 AND (for_node IS NULL OR "
 		"for_node = ?1) AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = "
 		"runs.job_id AND j.paused = 0 AND (" RUNS_HERE("j", 5, 6) " OR " STORE_STRANDED("j", "runs.due_at", "?7")
-		" OR runs.for_node = ?1) AND " IN_POOL("j.id", 8, 9) ") ORDER BY due_at LIMIT ?L4" PART
+		" OR runs.for_node = ?1) AND " IN_POOL("j.id", 8, 9) ") AND " MY_BACKFILL_FITS
+		" ORDER BY due_at LIMIT ?L4" PART
 		"SELECT id, job_id, job_name, fire_at, attempt, due_at, missed, params, for_node, "
 		"node_index, node_total FROM runs WHERE "
 		"node = ?1 AND state = " SQL_RS_SCHEDULED " AND claim_token = CONCAT(?2, '~')" PART
@@ -193,9 +211,10 @@ static const char *const sql[ST__COUNT] = {
 		"v.id WHERE r.claim_token = v.token AND r.node = ?1 AND r.state = v.state",
 	[ST_RETRY_INSERT] =
 		"INSERT IGNORE INTO runs (job_id, job_name, fire_at, attempt, state, due_at, "
-		"created_ms, params, for_node, node_index, node_total) SELECT r.job_id, r.job_name, "
-		"r.fire_at, r.attempt + 1, " SQL_RS_SCHEDULED ", v.due, ?1, r.params, r.for_node, "
-		"r.node_index, r.node_total FROM JSON_TABLE(?2, '$[*]' COLUMNS (id BIGINT PATH '$[0]', due BIGINT PATH "
+		"created_ms, params, for_node, node_index, node_total, kind, max_running) SELECT "
+		"r.job_id, r.job_name, r.fire_at, r.attempt + 1, " SQL_RS_SCHEDULED ", v.due, ?1, "
+		"r.params, r.for_node, r.node_index, r.node_total, r.kind, r.max_running FROM "
+		"JSON_TABLE(?2, '$[*]' COLUMNS (id BIGINT PATH '$[0]', due BIGINT PATH "
 		"'$[1]')) v JOIN runs r ON r.id = v.id WHERE EXISTS (SELECT 1 FROM jobs j "
 		"WHERE j.id = r.job_id)",
 	[ST_EVENTS_INSERT] =

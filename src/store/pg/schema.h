@@ -7,7 +7,7 @@
 #define DBCRON_STORE_PG_SCHEMA_H
 
 /* Highest migration this binary knows. */
-#define DBCRON_PG_SCHEMA_VERSION 15
+#define DBCRON_PG_SCHEMA_VERSION 18
 
 static const char *const migration_1[] = {
 	"CREATE TABLE jobs ("
@@ -250,6 +250,35 @@ static const char *const migration_15[] = {
 	NULL,
 };
 
+/* 16: backfill (issue 28 item 5): a run's kind (1 backfill) and the
+ * backfill's --max-running (NULL: no cap), checked by CLAIM_RUNS; an
+ * instant's first attempt stays unique by UNIQUE(job_id, fire_at,
+ * attempt). */
+static const char *const migration_16[] = {
+	"ALTER TABLE runs ADD COLUMN kind INTEGER NOT NULL DEFAULT 0, "
+	"ADD COLUMN max_running INTEGER",
+	NULL,
+};
+
+/* 17: --max-runs (issue 28 item 7): the limit (0: none) and the count of
+ * the schedule's fires claimed as runs, raised by the claim that writes
+ * them (JOBS_ADVANCE). */
+static const char *const migration_17[] = {
+	"ALTER TABLE jobs ADD COLUMN max_runs INTEGER NOT NULL DEFAULT 0, "
+	"ADD COLUMN runs_fired BIGINT NOT NULL DEFAULT 0",
+	NULL,
+};
+
+/* 18: exclusion calendars (issue 28 item 7): a calendar's days (sorted
+ * "YYYY-MM-DD" lines, never changed once added); a job's
+ * --exclude-calendar and the days it was given with it. */
+static const char *const migration_18[] = {
+	"CREATE TABLE calendars (name TEXT PRIMARY KEY, days TEXT NOT NULL, "
+	"created_ms BIGINT NOT NULL)",
+	"ALTER TABLE jobs ADD COLUMN exclude_calendar TEXT, ADD COLUMN exclude_days TEXT",
+	NULL,
+};
+
 static const struct {
 	int version;
 	const char *const *stmts;
@@ -269,6 +298,9 @@ static const struct {
 	{13, migration_13},
 	{14, migration_14},
 	{15, migration_15},
+	{16, migration_16},
+	{17, migration_17},
+	{18, migration_18},
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == DBCRON_PG_SCHEMA_VERSION,

@@ -121,6 +121,18 @@ static const char *const sql[ST__COUNT] = {
 		"INSERT INTO runs (job_id, job_name, fire_at, attempt, state, due_at, missed, "
 		"created_ms, params) VALUES ($1::bigint, $2::text, $3::bigint, 1, " SQL_RS_SCHEDULED ", $3::bigint, 0, "
 		"$4::bigint, $5::text) ON CONFLICT DO NOTHING RETURNING id",
+	[ST_BACKFILL_INSERT] =
+		"INSERT INTO runs (job_id, job_name, fire_at, attempt, state, due_at, missed, created_ms, "
+		"kind, max_running) SELECT $1::bigint, $2::text, v, 1, " SQL_RS_SCHEDULED ", $3::bigint, 0, "
+		"$3::bigint, " SQL_RK_BACKFILL ", $4::int FROM unnest($5::bigint[]) v ON CONFLICT DO NOTHING",
+	[ST_CALENDAR_INSERT] = "INSERT INTO calendars (name, days, created_ms) VALUES ($1::text, "
+			       "$2::text, $3::bigint) ON CONFLICT DO NOTHING",
+	[ST_CALENDAR_GET] = "SELECT name, days, created_ms FROM calendars WHERE name = $1::text",
+	[ST_CALENDAR_LIST] = "SELECT name, days, created_ms FROM calendars ORDER BY name",
+	[ST_CALENDAR_USERS] = "SELECT name FROM jobs WHERE exclude_calendar = $1::text ORDER BY name",
+	[ST_CALENDAR_DELETE] = "DELETE FROM calendars WHERE name = $1::text",
+	[ST_BACKFILL_TAKEN] = "SELECT DISTINCT fire_at FROM runs WHERE job_id = $1::bigint AND "
+			      "fire_at = ANY ($2::bigint[]) ORDER BY fire_at",
 	/* SKIP LOCKED lets concurrent claimers take disjoint jobs without
 	 * waiting (invariant 5: LIMIT). */
 	[ST_CLAIM_DUE_JOBS] =
@@ -142,8 +154,9 @@ static const char *const sql[ST__COUNT] = {
 		"$9::bigint[], $10::text[]) v(job_id, job_name, fire_at, state, due_at, "
 		"missed, error) ON CONFLICT DO NOTHING RETURNING id, job_id, job_name, "
 		"fire_at, state, due_at, missed",
-	[ST_JOBS_ADVANCE] = "UPDATE jobs SET next_fire_at = v.n FROM unnest($1::bigint[], "
-			    "$2::bigint[]) v(id, n) WHERE jobs.id = v.id",
+	[ST_JOBS_ADVANCE] = "UPDATE jobs SET next_fire_at = v.n, runs_fired = runs_fired + v.f FROM "
+			    "unnest($1::bigint[], $2::bigint[], $3::bigint[]) v(id, n, f) WHERE "
+			    "jobs.id = v.id",
 	/* Backpressure: at most $4 runs.  The pick is a MATERIALIZED CTE, run
 	 * once: as "WHERE id IN (SELECT ... LIMIT n FOR UPDATE SKIP LOCKED)"
 	 * the planner may rescan the subquery for each row of runs, and each
@@ -156,8 +169,8 @@ static const char *const sql[ST__COUNT] = {
 		"WHERE jobs.id = r.job_id AND NOT jobs.paused AND ("
 		RUNS_HERE("jobs", "$5::int", "$6::text[]") " OR "
 		STORE_STRANDED("jobs", "r.due_at", "$7::bigint") " OR r.for_node = $1::text) AND "
-		IN_POOL("jobs.id", "$8::int", "$9::bigint[]") ") ORDER BY "
-		"r.due_at LIMIT $4::int FOR UPDATE OF r SKIP LOCKED) UPDATE runs SET node = "
+		IN_POOL("jobs.id", "$8::int", "$9::bigint[]") ") AND " STORE_BACKFILL_FITS("r")
+		" ORDER BY r.due_at LIMIT $4::int FOR UPDATE OF r SKIP LOCKED) UPDATE runs SET node = "
 		"$1::text, claim_token = $2::text FROM c WHERE runs.id = c.id AND "
 		"runs.state = " SQL_RS_SCHEDULED " AND runs.node IS NULL RETURNING runs.id, runs.job_id, "
 		"runs.job_name, runs.fire_at, runs.attempt, runs.due_at, runs.missed, runs.params, "
@@ -194,9 +207,10 @@ static const char *const sql[ST__COUNT] = {
 		SQL_RS_SCHEDULED " AND v.live RETURNING runs.id",
 	[ST_RETRY_INSERT] =
 		"INSERT INTO runs (job_id, job_name, fire_at, attempt, state, due_at, missed, "
-		"created_ms, params, for_node, node_index, node_total) SELECT r.job_id, r.job_name, "
-		"r.fire_at, r.attempt + 1, " SQL_RS_SCHEDULED ", v.due, 0, $1::bigint, r.params, r.for_node, "
-		"r.node_index, r.node_total FROM unnest($2::bigint[], $3::bigint[]) v(id, due) JOIN runs r "
+		"created_ms, params, for_node, node_index, node_total, kind, max_running) SELECT "
+		"r.job_id, r.job_name, r.fire_at, r.attempt + 1, " SQL_RS_SCHEDULED ", v.due, 0, "
+		"$1::bigint, r.params, r.for_node, r.node_index, r.node_total, r.kind, r.max_running "
+		"FROM unnest($2::bigint[], $3::bigint[]) v(id, due) JOIN runs r "
 		"ON r.id = v.id WHERE EXISTS (SELECT 1 FROM jobs j WHERE j.id = r.job_id) "
 		"ON CONFLICT DO NOTHING",
 	[ST_EVENTS_INSERT] =

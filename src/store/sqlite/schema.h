@@ -290,6 +290,29 @@ static const char *const sqlite_migrations[] = {
 	 * The URL itself stays in the file: it may hold a password. */
 	"ALTER TABLE jobs ADD COLUMN sql_text TEXT;\n"
 	"ALTER TABLE jobs ADD COLUMN sql_db_file TEXT;\n",
+	/* 17: backfill (issue 28 item 5, docs/scheduler.md "Backfill"): a
+	 * run's kind (0 a fire, a trigger or their retries; 1 backfill) and a
+	 * backfill's --max-running (NULL: no cap), which the claim checks
+	 * (CLAIM_RUNS).  One instant's first attempt stays unique by
+	 * UNIQUE(job_id, fire_at, attempt): two backfills of one range, or a
+	 * backfill and the schedule, make it once. */
+	"ALTER TABLE runs ADD COLUMN kind INTEGER NOT NULL DEFAULT 0;\n"
+	"ALTER TABLE runs ADD COLUMN max_running INTEGER;\n",
+	/* 18: --max-runs (issue 28 item 7): the limit (0: none) and the count
+	 * of the schedule's fires claimed as runs, which the claim raises in
+	 * the transaction that writes them (JOBS_ADVANCE). */
+	"ALTER TABLE jobs ADD COLUMN max_runs INTEGER NOT NULL DEFAULT 0;\n"
+	"ALTER TABLE jobs ADD COLUMN runs_fired INTEGER NOT NULL DEFAULT 0;\n",
+	/* 19: exclusion calendars (issue 28 item 7): a calendar's days, sorted
+	 * "YYYY-MM-DD" lines, never changed once added (delete and add again);
+	 * a job's --exclude-calendar and the days it was given with it, which
+	 * its planner reads with the job. */
+	"CREATE TABLE calendars ("
+	" name TEXT PRIMARY KEY,"
+	" days TEXT NOT NULL,"
+	" created_ms INTEGER NOT NULL);\n"
+	"ALTER TABLE jobs ADD COLUMN exclude_calendar TEXT;\n"
+	"ALTER TABLE jobs ADD COLUMN exclude_days TEXT;\n",
 };
 
 #define SQLITE_SCHEMA_VERSION \

@@ -114,6 +114,19 @@ static const char *const sql[ST__COUNT] = {
 		"INSERT INTO runs(job_id, job_name, fire_at, attempt, state, due_at, "
 		"created_ms, params) VALUES (?1, ?2, ?3, 1, " SQL_RS_SCHEDULED ", ?3, ?4, ?5) ON CONFLICT DO NOTHING "
 		"RETURNING id",
+	/* "WHERE true": SQLite's parser needs it between a SELECT and ON CONFLICT */
+	[ST_BACKFILL_INSERT] =
+		"INSERT INTO runs(job_id, job_name, fire_at, attempt, state, due_at, created_ms, kind, "
+		"max_running) SELECT ?1, ?2, " V0 ", 1, " SQL_RS_SCHEDULED ", ?3, ?3, " SQL_RK_BACKFILL
+		", ?4 FROM json_each(?5) WHERE true ON CONFLICT DO NOTHING",
+	[ST_CALENDAR_INSERT] = "INSERT INTO calendars (name, days, created_ms) VALUES (?1, ?2, ?3) "
+			       "ON CONFLICT DO NOTHING",
+	[ST_CALENDAR_GET] = "SELECT name, days, created_ms FROM calendars WHERE name = ?1",
+	[ST_CALENDAR_LIST] = "SELECT name, days, created_ms FROM calendars ORDER BY name",
+	[ST_CALENDAR_USERS] = "SELECT name FROM jobs WHERE exclude_calendar = ?1 ORDER BY name",
+	[ST_CALENDAR_DELETE] = "DELETE FROM calendars WHERE name = ?1",
+	[ST_BACKFILL_TAKEN] = "SELECT DISTINCT fire_at FROM runs WHERE job_id = ?1 AND fire_at IN "
+			      "(SELECT " V0 " FROM json_each(?2)) ORDER BY fire_at",
 	/* The partial index jobs_due matches the WHERE literally. */
 	[ST_CLAIM_DUE_JOBS] =
 		"SELECT c.now, j.* FROM (SELECT " NOW_SQL " AS now) AS c LEFT JOIN "
@@ -130,7 +143,8 @@ static const char *const sql[ST__COUNT] = {
 		"?3 END, " R(05) ", " R(06) ", ?3) ON CONFLICT DO NOTHING",
 		/* "RETURNING id, job_id, job_name, fire_at, state, due_at,
 		 * missed": see made_kind */
-	[ST_JOBS_ADVANCE] = "UPDATE jobs SET next_fire_at = " R(01) " WHERE id = " R(00),
+	[ST_JOBS_ADVANCE] = "UPDATE jobs SET next_fire_at = " R(01) ", runs_fired = runs_fired + "
+			    R(02) " WHERE id = " R(00),
 	/* The partial index walks unclaimed runs in due order and stops at the
 	 * limit (without statistics the planner would pick (node, state)). */
 	[ST_CLAIM_RUNS] =
@@ -140,7 +154,7 @@ static const char *const sql[ST__COUNT] = {
 		"r.due_at <= ?3 AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = r.job_id AND "
 		"j.paused = 0 AND (" RUNS_HERE("j", "?5", "?6") " OR " STORE_STRANDED("j", "r.due_at", "?7")
 		" OR r.for_node = ?1) AND "
-		IN_POOL("j.id", "?8", "?9") ") "
+		IN_POOL("j.id", "?8", "?9") ") AND " STORE_BACKFILL_FITS("r") " "
 		"ORDER BY r.due_at LIMIT ?4) RETURNING id, job_id, job_name, fire_at, "
 		"attempt, due_at, missed, params, for_node, node_index, node_total",
 	[ST_NODES_LIVE] = "SELECT id FROM nodes WHERE state = 'alive' AND lease_until >= ?1",
@@ -171,8 +185,9 @@ static const char *const sql[ST__COUNT] = {
 		/* "RETURNING id": see made_kind */
 	[ST_RETRY_INSERT] =
 		"INSERT INTO runs(job_id, job_name, fire_at, attempt, state, due_at, created_ms, params, "
-		"for_node, node_index, node_total) SELECT r.job_id, r.job_name, r.fire_at, r.attempt + 1, "
-		SQL_RS_SCHEDULED ", " R(01) ", ?1, r.params, r.for_node, r.node_index, r.node_total FROM "
+		"for_node, node_index, node_total, kind, max_running) SELECT r.job_id, r.job_name, "
+		"r.fire_at, r.attempt + 1, " SQL_RS_SCHEDULED ", " R(01) ", ?1, r.params, r.for_node, "
+		"r.node_index, r.node_total, r.kind, r.max_running FROM "
 		"runs r WHERE r.id = " R(00) " AND EXISTS (SELECT 1 FROM "
 		"jobs j WHERE j.id = r.job_id) ON CONFLICT DO NOTHING",
 	[ST_EVENTS_INSERT] =
