@@ -391,6 +391,18 @@ _Static_assert(STORE_SCHED_NEEDS == DBCRON_SCHED_NEEDS, "SQL_SCHED_NEEDS");
 #define SQL_SCHED_NEEDS STORE_SQL_TEXT(STORE_SCHED_NEEDS)
 
 /*
+ * The fence of an outcome's write (RUNS_APPLY), the same text in every
+ * dialect: run row R (a prefix: "runs.", "r." or "") is still live and in
+ * a state no later than LIVE (SCHEDULED for a start, RUNNING for an end).
+ * A list and a bound, not "BETWEEN SCHEDULED AND LIVE": with the list
+ * PostgreSQL reads runs_node_state for the node's live runs only; with the
+ * range (state >= 1) it read every run the node had ever written, so each
+ * batch cost grew with the node's history (W2 0.6x, issue 30 item 1).
+ */
+#define STORE_RUN_LIVE_UPTO(R, LIVE)                                                       \
+	R "state IN (" SQL_RS_SCHEDULED ", " SQL_RS_RUNNING ") AND " R "state <= " LIVE
+
+/*
  * Overlap (ST_JOB_RUNNING) of an every-node job is per node: run row R
  * counts against run ID only when both are ordinary runs or both are for
  * the same node (docs/scheduler.md "Every node").  The same text in every

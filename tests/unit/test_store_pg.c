@@ -858,6 +858,68 @@ static void test_runs_of_one_job_plan(void **state)
 	tdb_drop(&d);
 }
 
+/* Issue 30 item 1: an outcome batch (RUNS_APPLY) reads the node's live
+ * runs only, not every run the node ever wrote.  Its fence once read
+ * "state BETWEEN 1 AND v.live", which PostgreSQL served from
+ * runs_node_state as "state >= 1": each batch hashed the node's whole
+ * history and W2 fell to 0.6x.  With 20,000 finished runs of the node and
+ * 20 live ones, the update (run and rolled back) must scan about the 20. */
+static void test_outcome_batch_reads_live_runs(void **state)
+{
+	(void)state;
+	tdb d;
+	tdb_create(&d);
+	store *s = open_migrated(&d);
+	PGconn *c = raw(&d);
+	PGresult *r = PQexec(c,
+		"INSERT INTO runs (job_id, job_name, fire_at, attempt, state, due_at, node, "
+		"claim_token, created_ms) SELECT x, 'j' || x, 1000, 1, CASE WHEN x <= 20 THEN 2 "
+		"ELSE 3 END, 1000, 'n', 't', 1000 FROM generate_series(1, 20020) x");
+	if (PQresultStatus(r) != PGRES_COMMAND_OK)
+		fail_msg("insert: %s", PQerrorMessage(c));
+	PQclear(r);
+	PQclear(PQexec(c, "BEGIN"));
+	char sql[8192];
+	snprintf(sql, sizeof(sql), "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) %s",
+		 store_pg_dialect.sql[ST_RUNS_APPLY]);
+	char ids[256] = "{", toks[128] = "{", sts[128] = "{", nul[128] = "{", f[128] = "{",
+	     live[128] = "{";
+	for (int i = 1; i <= 20; i++) {
+		const char *sep = i < 20 ? "," : "}";
+		snprintf(ids + strlen(ids), sizeof(ids) - strlen(ids), "%d%s", i, sep);
+		snprintf(toks + strlen(toks), sizeof(toks) - strlen(toks), "t%s", sep);
+		snprintf(sts + strlen(sts), sizeof(sts) - strlen(sts), "3%s", sep);
+		snprintf(nul + strlen(nul), sizeof(nul) - strlen(nul), "NULL%s", sep);
+		snprintf(f + strlen(f), sizeof(f) - strlen(f), "f%s", sep);
+		snprintf(live + strlen(live), sizeof(live) - strlen(live), "2%s", sep);
+	}
+	/* (node) [id, token, state, started, finished, hx, exit, error,
+	 * output, live] */
+	const char *v[11] = {"n", ids, toks, sts, nul, nul, f, nul, nul, nul, live};
+	r = PQexecParams(c, sql, 11, NULL, v, NULL, NULL, 0);
+	if (PQresultStatus(r) != PGRES_TUPLES_OK)
+		fail_msg("explain: %s", PQerrorMessage(c));
+	/* the rows the scan of runs (index, bitmap or seq) handed up */
+	long scanned = -1;
+	char plan[8192] = "";
+	size_t n = 0;
+	for (int i = 0; i < PQntuples(r); i++) {
+		const char *line = PQgetvalue(r, i, 0), *rows = strstr(line, " rows=");
+		if (n < sizeof(plan) - 1)
+			n += (size_t)snprintf(plan + n, sizeof(plan) - n, "%s\n", line);
+		if (strstr(line, " on runs (") && strstr(line, "Scan") && rows)
+			scanned = atol(rows + 6);
+	}
+	PQclear(r);
+	PQclear(PQexec(c, "ROLLBACK"));
+	PQfinish(c);
+	print_message("%s", plan);
+	if (scanned < 0 || scanned > 100)
+		fail_msg("an outcome batch of 20 runs scanned %ld of the node's runs", scanned);
+	store_close(s);
+	tdb_drop(&d);
+}
+
 int main(void)
 {
 	admin_conninfo = getenv("DBCRON_TEST_PG");
@@ -886,6 +948,7 @@ int main(void)
 		cmocka_unit_test(test_statement_counts),
 		cmocka_unit_test(test_reconnect_after_restart),
 		cmocka_unit_test(test_runs_of_one_job_plan),
+		cmocka_unit_test(test_outcome_batch_reads_live_runs),
 	};
 	int failed = cmocka_run_group_tests_name("store_pg", tests, NULL, NULL);
 	/* A failed test jumps past its own DROP: sweep what this process made. */

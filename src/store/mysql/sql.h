@@ -204,8 +204,8 @@ static const char *const sql[ST__COUNT] = {
 		"r.started_ms), r.finished_ms = coalesce(v.finished, r.finished_ms), "
 		"r.exit_code = CASE WHEN v.hx THEN v.xc ELSE r.exit_code END, r.error = "
 		"coalesce(v.error, r.error), r.output = coalesce(v.output, r.output), r.state = "
-		"v.state WHERE r.claim_token = v.token AND r.node = ?1 AND r.state BETWEEN " SQL_RS_SCHEDULED " AND "
-		"v.live" PART
+		"v.state WHERE r.claim_token = v.token AND r.node = ?1 AND " STORE_RUN_LIVE_UPTO("r.", "v.live")
+		PART
 		"SELECT r.id FROM runs r JOIN JSON_TABLE(?2, '$[*]' COLUMNS (id BIGINT PATH "
 		"'$[0]', token VARCHAR(64) PATH '$[1]', state INT PATH '$[2]')) v ON r.id = "
 		"v.id WHERE r.claim_token = v.token AND r.node = ?1 AND r.state = v.state",

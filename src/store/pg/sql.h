@@ -203,8 +203,8 @@ static const char *const sql[ST__COUNT] = {
 		"unnest($2::bigint[], $3::text[], $4::int[], $5::bigint[], $6::bigint[], "
 		"$7::bool[], $8::int[], $9::text[], $10::text[], $11::int[]) v(id, token, state, "
 		"started, finished, hx, exit, error, output, live) WHERE runs.id = v.id AND "
-		"runs.claim_token = v.token AND runs.node = $1::text AND runs.state BETWEEN "
-		SQL_RS_SCHEDULED " AND v.live RETURNING runs.id",
+		"runs.claim_token = v.token AND runs.node = $1::text AND "
+		STORE_RUN_LIVE_UPTO("runs.", "v.live") " RETURNING runs.id",
 	[ST_RETRY_INSERT] =
 		"INSERT INTO runs (job_id, job_name, fire_at, attempt, state, due_at, missed, "
 		"created_ms, params, for_node, node_index, node_total, kind, max_running) SELECT "

@@ -181,7 +181,7 @@ static const char *const sql[ST__COUNT] = {
 		"started_ms), finished_ms = coalesce(" R(04) ", finished_ms), exit_code = "
 		"CASE WHEN " R(05) " THEN " R(06) " ELSE exit_code END, error = coalesce("
 		R(07) ", error), output = coalesce(" R(08) ", output) WHERE id = " R(00)
-		" AND claim_token = " R(01) " AND node = ?1 AND state BETWEEN " SQL_RS_SCHEDULED " AND " R(09),
+		" AND claim_token = " R(01) " AND node = ?1 AND " STORE_RUN_LIVE_UPTO("", R(09)),
 		/* "RETURNING id": see made_kind */
 	[ST_RETRY_INSERT] =
 		"INSERT INTO runs(job_id, job_name, fire_at, attempt, state, due_at, created_ms, params, "
