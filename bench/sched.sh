@@ -6,6 +6,9 @@
 #   bench/sched.sh w4 BACKEND JOBS PER_MIN MINUTES a large table: JOBS daily cron
 #                                                  jobs, PER_MIN of them due each minute;
 #                                                  the node's RSS and claim time
+# W2_REACT=1 gives every W2 job an --on-failure webhook (to a closed local
+# port; the jobs succeed, so none is raised): the cost of carrying a
+# reaction through the claim and the outcome batch write (issue 26 item 4).
 # W1_SHELL=1 makes the W1 jobs shell jobs running `true` instead of the noop
 # handler (the cost of spawning a process per run); W1_FLAGS adds node flags
 # to W1, BENCH_NODE_FLAGS to every mode (e.g. "--claim-strategy lock-row").
@@ -97,9 +100,10 @@ PY
   ;;
 w2)
   J=$3 N=$4
-  python3 - "$J" > "$T/jobs.json" <<'PY'
+  python3 - "$J" "${W2_REACT:-0}" > "$T/jobs.json" <<'PY'
 import json, sys
-print(json.dumps([{"name": f"w2-{i}", "at": "now", "handler": "noop"} for i in range(int(sys.argv[1]))]))
+react = {"on_failure": ["http://127.0.0.1:9/hook"]} if sys.argv[2] == "1" else {}
+print(json.dumps([{"name": f"w2-{i}", "at": "now", "handler": "noop", **react} for i in range(int(sys.argv[1]))]))
 PY
   a0=$(date +%s%3N)
   "$bin" job apply "$T/jobs.json" >/dev/null
@@ -118,7 +122,7 @@ PY
   rate=$(awk -v n="$n" -v d="$drain" 'BEGIN { printf "%.0f", (d > 0 ? n * 1000 / d : 0) }')
   st=$(statements)
   spe=$(awk -v s="$st" -v e="$n" 'BEGIN { printf "%.3f", e ? s / e : 0 }')
-  echo "W2 backend=$backend jobs=$J nodes=$N apply_ms=$((a1 - a0)) executed=$n drain_ms=$drain exec_per_s=$rate statements_per_exec=$spe"
+  echo "W2 backend=$backend react=$([ "${W2_REACT:-0}" = 1 ] && echo on-failure || echo none) jobs=$J nodes=$N apply_ms=$((a1 - a0)) executed=$n drain_ms=$drain exec_per_s=$rate statements_per_exec=$spe"
   ;;
 w3)
   python3 - > "$T/jobs.json" <<'PY'
