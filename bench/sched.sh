@@ -62,6 +62,17 @@ stop_nodes() {
   for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
   PIDS=()
 }
+# node_cpu_ms: the user + system CPU time the running nodes have used so far
+# (from /proc; steadier than wall time on a machine others load)
+node_cpu_ms() {
+  local tck t=0 p f
+  tck=$(getconf CLK_TCK)
+  for p in "${PIDS[@]}"; do
+    f=$(cut -d')' -f2 "/proc/$p/stat" 2>/dev/null) || continue
+    t=$(( t + $(echo "$f" | awk '{print $12 + $13}') ))
+  done
+  echo $(( t * 1000 / tck ))
+}
 statements() { cat "$T"/node*.log | { grep -o 'statements=[0-9]*' || true; } | cut -d= -f2 | awk '{s += $1} END {print s + 0}'; }
 percentiles() { # stdin: one number per line
   sort -n | awk '{a[NR] = $1} END { if (NR == 0) { print "n/a n/a n/a"; exit }
@@ -115,6 +126,7 @@ PY
     [ "$done_" -ge "$J" ] && break
     sleep 1
   done
+  cpu=$(node_cpu_ms)
   stop_nodes
   "$bin" runs --format csv --limit 0 | tail -n +2 > "$T/runs.csv"
   read -r first last n < <(awk -F, '$4 == "succeeded" { if (f == "" || $6 < f) f = $6; if ($7 > l) l = $7; n++ } END { print f, l, n }' "$T/runs.csv")
@@ -122,7 +134,7 @@ PY
   rate=$(awk -v n="$n" -v d="$drain" 'BEGIN { printf "%.0f", (d > 0 ? n * 1000 / d : 0) }')
   st=$(statements)
   spe=$(awk -v s="$st" -v e="$n" 'BEGIN { printf "%.3f", e ? s / e : 0 }')
-  echo "W2 backend=$backend react=$([ "${W2_REACT:-0}" = 1 ] && echo on-failure || echo none) jobs=$J nodes=$N apply_ms=$((a1 - a0)) executed=$n drain_ms=$drain exec_per_s=$rate statements_per_exec=$spe"
+  echo "W2 backend=$backend react=$([ "${W2_REACT:-0}" = 1 ] && echo on-failure || echo none) jobs=$J nodes=$N apply_ms=$((a1 - a0)) executed=$n drain_ms=$drain exec_per_s=$rate statements_per_exec=$spe node_cpu_ms=$cpu"
   ;;
 w3)
   python3 - > "$T/jobs.json" <<'PY'
