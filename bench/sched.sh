@@ -6,6 +6,9 @@
 #   bench/sched.sh w4 BACKEND JOBS PER_MIN MINUTES a large table: JOBS daily cron
 #                                                  jobs, PER_MIN of them due each minute;
 #                                                  the node's RSS and claim time
+# W2_REACT=1 gives every W2 job an --on-failure webhook (to a closed local
+# port; the jobs succeed, so none is raised): the cost of carrying a
+# reaction through the claim and the outcome batch write (issue 26 item 4).
 # W1_SHELL=1 makes the W1 jobs shell jobs running `true` instead of the noop
 # handler (the cost of spawning a process per run); W1_FLAGS adds node flags
 # to W1, BENCH_NODE_FLAGS to every mode (e.g. "--claim-strategy lock-row").
@@ -136,9 +139,10 @@ PY
   ;;
 w2)
   J=$3 N=$4
-  python3 - "$J" > "$T/jobs.json" <<'PY'
+  python3 - "$J" "${W2_REACT:-0}" > "$T/jobs.json" <<'PY'
 import json, sys
-print(json.dumps([{"name": f"w2-{i}", "at": "now", "handler": "noop"} for i in range(int(sys.argv[1]))]))
+react = {"on_failure": ["http://127.0.0.1:9/hook"]} if sys.argv[2] == "1" else {}
+print(json.dumps([{"name": f"w2-{i}", "at": "now", "handler": "noop", **react} for i in range(int(sys.argv[1]))]))
 PY
   a0=$(date +%s%3N)
   "$bin" job apply "$T/jobs.json" >/dev/null
@@ -163,7 +167,7 @@ PY
   cpe=$(awk -v c="$cpu" -v e="$n" 'BEGIN { printf "%.1f", e ? c * 1e6 / e : 0 }')
   wal=""
   [ -n "$lsn0" ] && wal=" wal_bytes_per_exec=$(( $(wal_bytes "$lsn0" "$lsn1") / (n > 0 ? n : 1) )) blocks_per_exec=$(( (blk1 - blk0) / (n > 0 ? n : 1) ))"
-  echo "W2 backend=$backend jobs=$J nodes=$N apply_ms=$((a1 - a0)) executed=$n drain_ms=$drain exec_per_s=$rate statements_per_exec=$spe node_cpu_us_per_exec=$cpe$wal"
+  echo "W2 backend=$backend react=$([ "${W2_REACT:-0}" = 1 ] && echo on-failure || echo none) jobs=$J nodes=$N apply_ms=$((a1 - a0)) executed=$n drain_ms=$drain exec_per_s=$rate statements_per_exec=$spe node_cpu_us_per_exec=$cpe$wal"
   ;;
 w3)
   python3 - > "$T/jobs.json" <<'PY'

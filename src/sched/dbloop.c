@@ -216,7 +216,9 @@ void dbloop_run(dbcron_node *n)
 							       : now + every - jitter_ms(every / 4);
 		}
 		int64_t events_at = INT64_MAX;
-		bool written = n->events_due;
+		/* events written by this node (its flush, a claim's misfires,
+		 * a reap's abandoned runs): claimed at once */
+		bool written = store_events_written_take(n->st) || n->events_due;
 		n->events_due = false;
 		if (n->react && react_step(n->react, n->st, written, &events_at, &err)) {
 			dbloop_trouble(n, &err, &backoff, next_hb);

@@ -19,32 +19,58 @@
 
 static const store_bcol event_cols[3] = {BC_I64, BC_I64, BC_TEXT};
 
-/* The outbox rows of an applied update: one per target (issue 26).  A
- * batch borrows its text, so each target is copied into *owned (grown
- * here, freed by the caller); false when out of memory. */
-static bool add_events(store_batch *ev, const store_update *u, char ***owned, size_t *nowned)
+void store__outbox_begin(store *s, store_outbox *o, int slot)
 {
-	const char *list = u->react_targets, *t;
-	size_t len;
-	while (u->react_kind && (t = model_targets_next(&list, &len))) {
-		char **v = dbcron__realloc(*owned, (*nowned + 1) * sizeof(char *));
-		if (!v)
-			return false;
-		*owned = v;
-		if (!(v[*nowned] = dbcron__strndup(t, len)))
-			return false;
-		store_batch_i64(ev, u->run_id);
-		store_batch_i64(ev, u->react_kind);
-		store_batch_text(ev, v[(*nowned)++]);
-	}
-	return true;
+	memset(o, 0, sizeof(*o));
+	o->b = store__scratch(s, slot, 3, event_cols);
 }
 
-static void free_owned(char **v, size_t n)
+/* A batch borrows its text, so each target is copied into o->owned
+ * (freed by store__outbox_free). */
+void store__outbox_add(store_outbox *o, int64_t run_id, int kind, const char *targets)
 {
-	for (size_t i = 0; i < n; i++)
-		dbcron__free(v[i]);
-	dbcron__free(v);
+	const char *list = targets, *t;
+	size_t len;
+	while (kind && !o->oom && (t = model_targets_next(&list, &len))) {
+		char *one = dbcron__strndup(t, len);
+		if (!one || dbcron__grow((void **)&o->owned, &o->cap, o->n + 1, sizeof(char *))) {
+			dbcron__free(one);
+			o->oom = true;
+			return;
+		}
+		o->owned[o->n++] = one;
+		store_batch_i64(o->b, run_id);
+		store_batch_i64(o->b, kind);
+		store_batch_text(o->b, one);
+	}
+}
+
+int store__outbox_write(store *s, store_outbox *o, int64_t now, dbcron_err *err)
+{
+	if (o->oom || o->b->oom)
+		return store__oom(err, "writing events");
+	if (!store_batch_rows(o->b))
+		return DBCRON_OK;
+	int rc = now < 0 ? store__db_now(s, &now, err) : DBCRON_OK;
+	store_param p[] = {sp_i64(now), sp_batch(o->b)};
+	if (!rc && !(rc = store__run(s, ST_EVENTS_INSERT, p, 2, NULL, err)))
+		s->events_written = true;
+	return rc;
+}
+
+void store__outbox_free(store_outbox *o)
+{
+	for (size_t i = 0; i < o->n; i++)
+		dbcron__free(o->owned[i]);
+	dbcron__free(o->owned);
+	memset(o, 0, sizeof(*o));
+}
+
+bool store_events_written_take(store *s)
+{
+	bool w = s->events_written;
+	s->events_written = false;
+	return w;
 }
 
 /* ST_RUNS_APPLY's row: the run, its fence, what it becomes, and `live`,
@@ -84,9 +110,9 @@ static int apply_followups(store *s, store_update *ups, size_t n, dbcron_err *er
 {
 	store_batch *retry = store__scratch(s, 1, 2, store__pair_cols);
 	store_batch *next = store__scratch(s, 2, 2, store__pair_cols);
-	store_batch *ev = store__scratch(s, 3, 3, event_cols);
-	char **owned = NULL;
-	size_t nowned = 0, nok = 0;
+	store_outbox ev;
+	store__outbox_begin(s, &ev, 3);
+	size_t nok = 0;
 	int64_t now = -1, *ok = NULL;
 	int rc = DBCRON_OK;
 	for (size_t i = 0; i < n; i++) {
@@ -95,12 +121,12 @@ static int apply_followups(store *s, store_update *ups, size_t n, dbcron_err *er
 			continue;
 		if (u->state == DBCRON_RUN_SUCCEEDED) {
 			if (!ok && !(ok = dbcron__calloc(n, sizeof(*ok))))
-				ev->oom = true;
+				ev.oom = true;
 			else
 				ok[nok++] = u->job_id;
 		}
-		if (!add_events(ev, u, &owned, &nowned))
-			ev->oom = true;
+		if (u->react_targets)
+			store__outbox_add(&ev, u->run_id, u->react_kind, u->react_targets);
 		if (u->retry_due_at >= 0) {
 			store_batch_i64(retry, u->run_id);
 			store_batch_i64(retry, u->retry_due_at);
@@ -110,13 +136,11 @@ static int apply_followups(store *s, store_update *ups, size_t n, dbcron_err *er
 			store_batch_i64(next, u->job_next_fire_at);
 		}
 	}
-	if (retry->oom || next->oom || ev->oom)
+	if (retry->oom || next->oom || ev.oom)
 		rc = store__oom(err, "apply");
-	if (!rc && store_batch_rows(ev) && !(rc = store__db_now(s, &now, err))) {
-		store_param p[] = {sp_i64(now), sp_batch(ev)};
-		rc = store__run(s, ST_EVENTS_INSERT, p, 2, NULL, err);
-	}
-	free_owned(owned, nowned);
+	if (!rc && store_batch_rows(ev.b) && !(rc = store__db_now(s, &now, err)))
+		rc = store__outbox_write(s, &ev, now, err);
+	store__outbox_free(&ev);
 	if (!rc && store_batch_rows(retry) && now < 0)
 		rc = store__db_now(s, &now, err);
 	if (!rc && store_batch_rows(retry)) {

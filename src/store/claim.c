@@ -10,7 +10,8 @@
  * handed out; 3 the runs closed here (a deleted job's, a stranded one's)
  * are written under the claim's own token; 5 at most req->max runs, and of
  * the node's slow jobs at most req->slow_max.  Two statements per pass
- * whatever the number of jobs.
+ * whatever the number of jobs (and one for the events of the fires and
+ * runs it ended MISFIRED, when their jobs have --on-misfire targets).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 #include "core/sort.h"
 #include "core/text.h"
 #include "model/rules.h"
+#include "model/target.h"
 #include "store/store_int.h"
 
 int store__job_id_cmp(const void *a, const void *b)
@@ -193,11 +195,25 @@ static bool runs_here(const store_claim_req *req, const dbcron_job *j)
 }
 
 /* Texts a batch borrows until its statement ran (routing's reasons, one
- * per stranded job); freed together. */
+ * per stranded job), and the runs the claim ended MISFIRED, as pairs
+ * [run id, job id], for their events; freed together. */
 typedef struct claim_texts {
 	char **v;
 	size_t n, cap;
+	int64_t *mis;
+	size_t nmis, miscap;
 } claim_texts;
+
+/* Note run_id (of job_id) as ended MISFIRED by this claim. */
+static int claim_misfired(claim_texts *t, int64_t run_id, int64_t job_id, dbcron_err *err)
+{
+	if (dbcron__grow((void **)&t->mis, &t->miscap, 2 * (t->nmis + 1), sizeof(*t->mis)))
+		return store__oom(err, "claim");
+	t->mis[2 * t->nmis] = run_id;
+	t->mis[2 * t->nmis + 1] = job_id;
+	t->nmis++;
+	return DBCRON_OK;
+}
 
 static const char *claim_text_keep(claim_texts *t, const char *text)
 {
@@ -214,6 +230,7 @@ static void claim_texts_free(claim_texts *t)
 	for (size_t i = 0; i < t->n; i++)
 		dbcron__free(t->v[i]);
 	dbcron__free(t->v);
+	dbcron__free(t->mis);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -430,7 +447,13 @@ static int plan_due_jobs(store *s, const store_claim_req *req, const claim_pass 
 		if ((rc = store__exec(s, ST_FIRES_INSERT, fp, 4, err)))
 			return rc;
 		while ((row = store__next(s, err)) == 1) {
-			if (store__i64(s, 4) != DBCRON_RUN_SCHEDULED) {
+			int64_t state = store__i64(s, 4);
+			if (state == DBCRON_RUN_MISFIRED &&
+			    (rc = claim_misfired(texts, store__i64(s, 0), store__i64(s, 1), err))) {
+				store__reset(s);
+				return rc;
+			}
+			if (state != DBCRON_RUN_SCHEDULED) {
 				out->nterminal++;
 				continue;
 			}
@@ -583,6 +606,9 @@ static int close_stranded(store *s, const store_claim_req *req, store_claim_resu
 		const char *why = stranded_why(texts, c->job);
 		if (!why)
 			return store__oom(err, "claim");
+		int rc = claim_misfired(texts, c->run.id, c->job->id, err);
+		if (rc)
+			return rc;
 		store_batch_i64(b, c->run.id);
 		store_batch_text(b, c->run.claim_token);
 		store_batch_i64(b, DBCRON_RUN_MISFIRED);
@@ -735,6 +761,30 @@ out_free:
 	return rc;
 }
 
+/*
+ * The misfire events (issue 26) of the fires and runs this claim ended
+ * MISFIRED (the planner's misfire policy, routing's stranded ones), in
+ * the claim's transaction: the rows are the claim's own (a fire the insert
+ * returned, a run under our token), so the outcome and its events commit
+ * together, once.  out->jobs is sorted.  Scratch slot 3, its own.
+ */
+static int write_misfire_events(store *s, const store_claim_result *out,
+				const claim_texts *t, dbcron_err *err)
+{
+	if (!t->nmis)
+		return DBCRON_OK;
+	store_outbox o;
+	store__outbox_begin(s, &o, 3);
+	for (size_t i = 0; i < t->nmis; i++) {
+		const dbcron_job *j = store__find_job(out, t->mis[2 * i + 1]);
+		if (j && j->on_misfire)
+			store__outbox_add(&o, t->mis[2 * i], MODEL_REACT_MISFIRE, j->on_misfire);
+	}
+	int rc = store__outbox_write(s, &o, out->now_ms, err);
+	store__outbox_free(&o);
+	return rc;
+}
+
 /* Hold the schedule lock row until this transaction ends (made on first
  * use: a database from before the strategy has no such row). */
 static int schedule_lock(store *s, dbcron_err *err)
@@ -794,7 +844,7 @@ int store_claim(store *s, const store_claim_req *req, store_claim_result *out,
 	dbcron__sort(out->jobs, out->njobs, sizeof(*out->jobs), store__job_id_cmp);
 	if ((rc = write_aside(s, out, err)) || (rc = close_jobless(s, req->node_id, out, err)) ||
 	    (rc = close_stranded(s, req, out, &texts, err)) || (rc = fan_out(s, req, out, err)) ||
-	    (rc = store__tx_commit(s, err)))
+	    (rc = write_misfire_events(s, out, &texts, err)) || (rc = store__tx_commit(s, err)))
 		goto out_rollback;
 	claim_texts_free(&texts);
 	dbcron__sort(out->runs, out->nruns, sizeof(*out->runs), claimed_cmp);

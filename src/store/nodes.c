@@ -18,6 +18,7 @@
 #include "core/sort.h"
 #include "core/text.h"
 #include "model/rules.h"
+#include "model/target.h"
 #include "store/store_int.h"
 
 static const store_bcol lost_cols[] = {BC_TEXT, BC_I64}; /* node, its lease_until */
@@ -51,8 +52,9 @@ struct abandoned {
  * after lease_until never started: it goes back to the pool.  A RUNNING
  * run, and a SCHEDULED one due before lease_until (it may have started
  * with its write lost), end ABANDONED and get what model_lost_followup()
- * says.  Inside the caller's transaction.  A run whose completion landed
- * first is terminal and left alone.
+ * says, and when that is no retry, its --on-failure events (an abandoned
+ * run is a final failure).  Inside the caller's transaction.  A run whose
+ * completion landed first is terminal and left alone.
  */
 static int resolve_lost(store *s, const store_batch *nodes, int64_t now, size_t *touched,
 			dbcron_err *err)
@@ -62,6 +64,7 @@ static int resolve_lost(store *s, const store_batch *nodes, int64_t now, size_t 
 	int64_t unclaimed = 0;
 	store_claim_result jobs;
 	size_t jobs_cap = 0;
+	store_outbox ev = {0};
 	int rc, row;
 
 	memset(&jobs, 0, sizeof(jobs));
@@ -113,15 +116,21 @@ static int resolve_lost(store *s, const store_batch *nodes, int64_t now, size_t 
 		dbcron__sort(jobs.jobs, jobs.njobs, sizeof(*jobs.jobs), store__job_id_cmp);
 		store_batch *retry = store__scratch(s, 2, 2, store__pair_cols);
 		store_batch *next = store__scratch(s, 3, 2, store__pair_cols);
+		store__outbox_begin(s, &ev, 4);
 		for (size_t i = 0; i < nab; i++) {
 			const dbcron_job *j = store__find_job(&jobs, ab[i].job_id);
-			if (!j) /* deleted: nothing to retry */
+			if (!j) /* deleted: nothing to retry, nobody to tell */
 				continue;
 			model_followup f = model_lost_followup(j, ab[i].attempt, ab[i].start_written,
 							       now);
 			/* every-node work is per host: its retry would wait for
 			 * the lost node alone, so there is none */
-			if (f.retry_due_at >= 0 && !j->on_every_node) {
+			bool again = f.retry_due_at >= 0 && !j->on_every_node;
+			/* abandoned with no retry following is a final failure:
+			 * its event in the reap's transaction (issue 26) */
+			int kind = model_react_kind_of(DBCRON_RUN_ABANDONED, again);
+			store__outbox_add(&ev, ab[i].run_id, kind, model_react_targets(j, kind));
+			if (again) {
 				store_batch_i64(retry, ab[i].run_id);
 				store_batch_i64(retry, f.retry_due_at);
 			}
@@ -138,12 +147,14 @@ static int resolve_lost(store *s, const store_batch *nodes, int64_t now, size_t 
 		store_param np[] = {sp_batch(next)};
 		if ((store_batch_rows(retry) && (rc = store__run(s, ST_RETRY_INSERT, rp, 2, NULL, err))) ||
 		    (store_batch_rows(next) &&
-		     (rc = store__run(s, ST_JOBS_NEXT_IF_NULL, np, 1, NULL, err))))
+		     (rc = store__run(s, ST_JOBS_NEXT_IF_NULL, np, 1, NULL, err))) ||
+		    (rc = store__outbox_write(s, &ev, now, err)))
 			goto out_free;
 	}
 	if (touched)
 		*touched = nab + (size_t)unclaimed + (size_t)cancelled + (size_t)pinned;
 out_free:
+	store__outbox_free(&ev);
 	store_claim_result_clear(&jobs);
 	dbcron__free(ab);
 	return rc;

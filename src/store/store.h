@@ -71,6 +71,9 @@ struct store {
 	/* The action the next job put records ("add", "set", "apply"; a
 	 * static string, NULL: "put"), set by the app just before the put. */
 	const char *put_verb;
+	/* An outbox write (events) went out since store_events_written_take()
+	 * last looked; a rolled-back one may leave it set (a wasted claim). */
+	bool events_written;
 };
 
 /* Count this handle's failed statements into counts[STORE_ERR__COUNT]
@@ -161,6 +164,11 @@ typedef struct store_claim_result {
 } store_claim_result;
 
 void store_claim_result_clear(store_claim_result *r);
+
+/* Whether this handle wrote outbox rows (an outcome's, a claim's misfire,
+ * a reap's abandoned run) since the last call; clears the flag.  The
+ * node's db thread claims events at once when it did. */
+bool store_events_written_take(store *s);
 
 /*
  * One change to a run this node owns, applied in a batch.  Fenced by

@@ -194,6 +194,24 @@ int store__read_jobs_into(store *s, int c0, store_claim_result *out, size_t *cap
 const dbcron_job *store__find_job(const store_claim_result *r, int64_t id);
 int store__job_id_cmp(const void *a, const void *b);
 
+/* ---- apply.c: the outbox's rows, written by the claim and the reap too ----
+ * An outcome's events (issue 26) go out in the outcome's transaction:
+ * begin on a scratch slot the caller leaves alone until write, add one
+ * row per target of a run's kind (kind 0 or targets NULL: none), write
+ * before the COMMIT (ST_EVENTS_INSERT; UNIQUE(run_id, kind, target)
+ * makes a repeat write nothing), free on every path. */
+typedef struct store_outbox {
+	store_batch *b; /* [run_id, kind, target] */
+	char **owned;   /* the targets b borrows */
+	size_t n, cap;
+	bool oom;
+} store_outbox;
+void store__outbox_begin(store *s, store_outbox *o, int slot);
+void store__outbox_add(store_outbox *o, int64_t run_id, int kind, const char *targets);
+/* at now (< 0: the database's); out of memory reported here */
+int store__outbox_write(store *s, store_outbox *o, int64_t now, dbcron_err *err);
+void store__outbox_free(store_outbox *o);
+
 /* ---- apply.c: the row of ST_RUNS_APPLY, written by the claim too ---- */
 
 /* The run, its fence, what it becomes, and the last live state it may be

@@ -160,6 +160,7 @@ typedef struct conf_planner {
 	int nfires;       /* > 1: that many fires 1 ms apart (catch-up) */
 	store_fire many[16];
 	int64_t step; /* ms to the next fire; 0 is 1000 */
+	bool misfire; /* the one fire ended MISFIRED (a skip policy's late fire) */
 } conf_planner;
 
 static int conf_plan(void *ctx, const dbcron_job *job, int64_t now_ms,
@@ -186,7 +187,7 @@ static int conf_plan(void *ctx, const dbcron_job *job, int64_t now_ms,
 	memset(&p->fire, 0, sizeof(p->fire));
 	p->fire.fire_at = job->next_fire_at;
 	p->fire.due_at = job->next_fire_at;
-	p->fire.state = DBCRON_RUN_SCHEDULED;
+	p->fire.state = p->misfire ? DBCRON_RUN_MISFIRED : DBCRON_RUN_SCHEDULED;
 	out->fires = &p->fire;
 	out->nfires = 1;
 	out->next_fire_at = job->next_fire_at + (p->step ? p->step : 1000);
@@ -3050,6 +3051,140 @@ static void conf_test_events_batch(void **state)
 	store_claim_result_clear(&r);
 }
 
+/* The events of job name (at most 8) into es, each checked of kind. */
+static int conf_events_of(conf_ctx *c, const char *name, int kind, conf_events *es)
+{
+	CONF_OK(c, store_events_list(c->s, name, 0, 100, conf_event_cb, es, &c->err));
+	for (int i = 0; i < es->n; i++)
+		assert_int_equal(es->e[i].kind, kind);
+	return es->n;
+}
+
+/*
+ * A claim that ends fires or runs MISFIRED (the misfire policy's late
+ * fire, routing's stranded run) writes their misfire events in its own
+ * transaction: one per target, once, however many claims follow; a job
+ * without --on-misfire gets none.
+ */
+static void conf_test_events_misfire(void **state)
+{
+	conf_ctx *c = *state;
+	int64_t now = conf_now(c), id, fire_at;
+	dbcron_job j[3];
+	conf_job(&j[0], "mf", now - 100);
+	j[0].on_misfire = dbcron__strdup("http://h/m\njob:x");
+	conf_job(&j[1], "mf-quiet", now - 100);
+	/* a handler no node has, past its threshold once triggered */
+	conf_job(&j[2], "mf-lost", now + 3600000);
+	dbcron__free(j[2].handler);
+	j[2].handler = dbcron__strdup("x-none");
+	j[2].misfire_threshold_ms = 1;
+	j[2].on_misfire = dbcron__strdup("http://h/l");
+	CONF_OK(c, conf_upsert(c, j, 3));
+	for (int i = 0; i < 3; i++)
+		dbcron_job_clear(&j[i]);
+
+	conf_planner p = {.stop = -1, .step = 60000, .misfire = true};
+	store_claim_result r;
+	CONF_OK(c, conf_claim(c, c->s, "A", "ta", 10, &p, &r));
+	assert_int_equal(r.nruns, 0);
+	assert_int_equal(r.nterminal, 2);
+	store_claim_result_clear(&r);
+	conf_runs rs = {0};
+	conf_list(c, "mf", 0, -1, 0, &rs);
+	assert_int_equal(rs.n, 1);
+	assert_int_equal(rs.rows[0].state, DBCRON_RUN_MISFIRED);
+	int64_t mf_run = rs.rows[0].id;
+	conf_runs_clear(&rs);
+	conf_events es = {0};
+	assert_int_equal(conf_events_of(c, "mf", MODEL_REACT_MISFIRE, &es), 2);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(es.e[i].run_id, mf_run);
+		assert_int_equal(es.e[i].state, MODEL_EVENT_PENDING);
+	}
+	conf_events_clear(&es);
+	assert_int_equal(conf_events_of(c, "mf-quiet", MODEL_REACT_MISFIRE, &es), 0);
+
+	/* routing's stranded run (close_stranded): its event once, the
+	 * second node's claim finds nothing to end */
+	CONF_OK(c, store_job_trigger(c->s, "mf-lost", &id, &fire_at, &c->err));
+	conf_sleep_ms(5);
+	static const char *const sleep_only[] = {"sleep"};
+	conf_planner q = {.stop = -1, .step = 60000};
+	CONF_OK(c, conf_claim_routed(c, "n-a", "tb", sleep_only, 1, &q, &r));
+	assert_int_equal(r.nterminal, 1);
+	store_claim_result_clear(&r);
+	CONF_OK(c, conf_claim_routed(c, "n-b", "tc", sleep_only, 1, &q, &r));
+	assert_int_equal(r.nterminal, 0);
+	store_claim_result_clear(&r);
+	assert_int_equal(conf_events_of(c, "mf-lost", MODEL_REACT_MISFIRE, &es), 1);
+	assert_int_equal(es.e[0].run_id, id);
+	conf_events_clear(&es);
+	assert_int_equal(conf_events_of(c, "mf", MODEL_REACT_MISFIRE, &es), 2);
+	conf_events_clear(&es);
+}
+
+/*
+ * A reap that abandons a lost node's run for good (no retry left) writes
+ * its failure event in the reap's transaction, once; a run abandoned with
+ * a retry following, or of a job without --on-failure, gets none.
+ */
+static void conf_test_events_reap(void **state)
+{
+	conf_ctx *c = *state;
+	int64_t now = conf_now(c), dbnow;
+	dbcron_job j[3];
+	const char *names[] = {"ra-final", "ra-retry", "ra-quiet"};
+	for (int i = 0; i < 3; i++) {
+		conf_job(&j[i], names[i], now - 100);
+		j[i].max_retries = i == 1 ? 3 : 0;
+		j[i].on_failure = i == 2 ? NULL : dbcron__strdup("http://h/f");
+	}
+	CONF_OK(c, conf_upsert(c, j, 3));
+	for (int i = 0; i < 3; i++)
+		dbcron_job_clear(&j[i]);
+	store *sb;
+	assert_int_equal(conf_open(c, &sb), 0);
+	store_node_info na, nb;
+	conf_node(&na, "A", "inc-a", 60000);
+	conf_node(&nb, "B", "inc-b", 60000);
+	CONF_OK(c, store_node_register(c->s, &na, &c->err));
+	CONF_OK(c, store_node_register(sb, &nb, &c->err));
+	conf_planner p = {.stop = -1, .step = 60000};
+	store_claim_result r;
+	CONF_OK(c, conf_claim(c, c->s, "A", "ta", 10, &p, &r));
+	assert_int_equal(r.nruns, 3);
+	store_update u[3];
+	for (int i = 0; i < 3; i++) {
+		u[i] = conf_update(&r.runs[i], DBCRON_RUN_RUNNING);
+		u[i].started_ms = now;
+	}
+	CONF_OK(c, store_apply(c->s, "A", u, 3, &c->err));
+	CONF_OK(c, store_node_heartbeat(c->s, "A", "inc-a", 1, &dbnow, &c->err));
+	conf_sleep_ms(20);
+	size_t reaped = 0;
+	CONF_OK(c, store_reap(sb, &reaped, &c->err));
+	assert_int_equal(reaped, 3);
+	assert_true(store_events_written_take(sb));
+	CONF_OK(c, store_reap(sb, &reaped, &c->err));
+	assert_int_equal(reaped, 0);
+
+	conf_runs rs = {0};
+	conf_list(c, "ra-final", 0, -1, 0, &rs);
+	assert_int_equal(rs.n, 1);
+	assert_int_equal(rs.rows[0].state, DBCRON_RUN_ABANDONED);
+	conf_events es = {0};
+	assert_int_equal(conf_events_of(c, "ra-final", MODEL_REACT_FAILURE, &es), 1);
+	assert_int_equal(es.e[0].run_id, rs.rows[0].id);
+	assert_string_equal(es.e[0].target, "http://h/f");
+	conf_runs_clear(&rs);
+	conf_events_clear(&es);
+	assert_int_equal(conf_events_of(c, "ra-retry", MODEL_REACT_FAILURE, &es), 0);
+	assert_int_equal(conf_events_of(c, "ra-quiet", MODEL_REACT_FAILURE, &es), 0);
+	store_claim_result_clear(&r);
+	store_close(sb);
+}
+
 /* ---- overdue (issue 26 item 1) ---- */
 
 /* A child raising overdue events on its own connection; the count it
@@ -3188,6 +3323,7 @@ static void conf_test_overdue(void **state)
 	CONF_T(conf_test_node_handlers_add),                                    \
 	CONF_T(conf_test_apply), CONF_T(conf_test_apply_state_machine),         \
 	CONF_T(conf_test_events), CONF_T(conf_test_events_batch),               \
+	CONF_T(conf_test_events_misfire), CONF_T(conf_test_events_reap),        \
 	CONF_T(conf_test_overdue),                                              \
 	CONF_T(conf_test_reap), CONF_T(conf_test_node_register_resolves),       \
 	CONF_T(conf_test_run_cancel), CONF_T(conf_test_reap_cancelled),        \

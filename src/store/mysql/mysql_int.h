@@ -46,7 +46,7 @@ int my__load(dbcron_err *err);
 #define IF_CHANGED "\x02" /* prefix: only if the part before changed a row */
 
 #define MAX_PARTS 4
-#define MAX_REFS 48
+#define MAX_REFS 96 /* a job row's columns, one reference each, and room to grow */
 #define MY_BATCHES 2 /* batch parameters one part may bind */
 
 enum ref_kind { REF_SCALAR, REF_CELL, REF_LIMIT };
