@@ -7,7 +7,9 @@
  * whose rows no longer decode.
  *
  * Invariants (store_int.h): 1 only rows the fire insert returned are
- * handed out; 3 the runs closed here (a deleted job's, a stranded one's)
+ * handed out; overlap across nodes (issue 28 item 2, "Overlap across
+ * nodes" below): a job another node holds a live run of is handed out
+ * only when its policy allows overlap; 3 the runs closed here (a deleted job's, a stranded one's)
  * are written under the claim's own token; 5 at most req->max runs, and of
  * the node's slow jobs at most req->slow_max.  Two statements per pass
  * whatever the number of jobs.
@@ -274,14 +276,182 @@ static int claim_passes(store *s, const store_claim_req *req, claim_pass out[2])
 	return n;
 }
 
+/*
+ * Overlap across nodes (issue 28 item 2).  A node's own overlap policy
+ * (dispatch.c) sees only the runs it holds; across nodes the claim keeps
+ * it: a job whose live run (claimed SCHEDULED or RUNNING) another node
+ * holds is not handed out unless its policy is allow.  The claim statements
+ * leave most such jobs out in SQL (STORE_OVERLAP_DUE_OK, _RUN_OK), but that
+ * read may be older than the lock it took (PostgreSQL rechecks only the
+ * locked row), so the claim reads them again with JOBS_BUSY, a statement
+ * of its own after the lock: every claim that wrote a live run of the job
+ * held the same row lock until it committed, so this read sees it.  Then:
+ *
+ *   skip     a plain fire due by now, at whose instant the other run was
+ *            RUNNING, is written SKIPPED ("previous run still running on
+ *            node N"); a later fire, a catch-up or a retry, and a fire
+ *            whose other run is only claimed or started after its instant
+ *            (a backlog) wait, as dispatch.c's skip does;
+ *   queue    the job is left due, unchanged: its fires wait until the other
+ *            run ends, then follow the misfire policy;
+ *   replace  the other node's RUNNING runs get a cancel request (the cancel
+ *            path, cancel_requested_at) and the job waits as queue does;
+ *
+ * and an unclaimed run (trigger, retry, hand-back) of a busy job is handed
+ * back in the same transaction: it is owed, so it waits.  The jobs of the
+ * runs CLAIM_RUNS took are locked first (JOBS_LOCK, SKIP LOCKED): a run
+ * whose job another claim holds is handed back too.  Scratch slot 3.
+ */
+typedef struct busy_run {
+	int64_t job_id, run_id, started_ms;
+	char *node;
+	int state;
+} busy_run;
+
+typedef struct claim_busy {
+	busy_run *v;
+	size_t n, cap;
+} claim_busy;
+
+/* Skip across nodes: fires due by now at or after since are SKIPPED with
+ * why (NULL: none). */
+typedef struct busy_skip {
+	const char *why;
+	int64_t since;
+} busy_skip;
+
+static void claim_busy_free(claim_busy *b)
+{
+	for (size_t i = 0; i < b->n; i++)
+		dbcron__free(b->v[i].node);
+	dbcron__free(b->v);
+	memset(b, 0, sizeof(*b));
+}
+
+/* The first live run on another node of job id, or NULL. */
+static const busy_run *find_busy(const claim_busy *b, int64_t job_id)
+{
+	for (size_t i = 0; i < b->n; i++)
+		if (b->v[i].job_id == job_id)
+			return &b->v[i];
+	return NULL;
+}
+
+/* The live runs on other nodes of the jobs in ids (locked by this
+ * transaction), appended to b. */
+static int read_busy(store *s, const store_claim_req *req, const store_batch *ids,
+		     claim_busy *b, dbcron_err *err)
+{
+	if (!store_batch_rows(ids))
+		return DBCRON_OK;
+	store_param p[] = {sp_text(req->node_id), sp_batch(ids)};
+	int rc, row;
+	if ((rc = store__exec(s, ST_JOBS_BUSY, p, 2, err)))
+		return rc;
+	while ((row = store__next(s, err)) == 1) {
+		if (dbcron__grow((void **)&b->v, &b->cap, b->n + 1, sizeof(*b->v))) {
+			store__reset(s);
+			return store__oom(err, "claim");
+		}
+		const char *node = s->d->col_text(s->c, 2);
+		busy_run *r = &b->v[b->n];
+		r->job_id = store__i64(s, 0);
+		r->run_id = store__i64(s, 1);
+		r->state = (int)store__i64(s, 3);
+		r->started_ms = store__i64n(s, 4);
+		if (!(r->node = dbcron__strdup(node ? node : ""))) {
+			store__reset(s);
+			return store__oom(err, "claim");
+		}
+		b->n++;
+	}
+	store__reset(s);
+	return row < 0 ? -row : DBCRON_OK;
+}
+
+/* The due jobs out->jobs[first..] whose policy is not allow, read with
+ * read_busy. */
+static int due_busy(store *s, const store_claim_req *req, const store_claim_result *out,
+		    size_t first, claim_busy *b, dbcron_err *err)
+{
+	store_batch *ids = store__scratch(s, 3, 1, store__ids_cols);
+	for (size_t i = first; i < out->njobs; i++)
+		if (out->jobs[i].overlap != DBCRON_OVERLAP_ALLOW)
+			store_batch_i64(ids, out->jobs[i].id);
+	if (ids->oom)
+		return store__oom(err, "claim");
+	return read_busy(s, req, ids, b, err);
+}
+
+/* Replace: ask the other node's RUNNING runs of job_id to stop (each
+ * request is kept once made; asking again changes nothing). */
+static int ask_replace(store *s, const claim_busy *b, int64_t job_id, int64_t now,
+		       dbcron_err *err)
+{
+	for (size_t i = 0; i < b->n; i++) {
+		if (b->v[i].job_id != job_id || b->v[i].state != DBCRON_RUN_RUNNING)
+			continue;
+		store_param p[] = {sp_i64(b->v[i].run_id), sp_i64(now)};
+		int rc = store__run(s, ST_RUN_CANCEL_REQUEST, p, 2, NULL, err);
+		if (rc)
+			return rc;
+	}
+	return DBCRON_OK;
+}
+
+/* Skip: the earliest start of job_id's RUNNING runs on other nodes, or
+ * NULL when none is running there (only claimed). */
+static const busy_run *first_running(const claim_busy *b, int64_t job_id)
+{
+	const busy_run *first = NULL;
+	for (size_t i = 0; i < b->n; i++) {
+		const busy_run *r = &b->v[i];
+		if (r->job_id == job_id && r->state == DBCRON_RUN_RUNNING && r->started_ms >= 0 &&
+		    (!first || r->started_ms < first->started_ms))
+			first = r;
+	}
+	return first;
+}
+
+/* What the due pass does with job j given the runs on other nodes: plan it
+ * as usual (skip->why NULL); *wait set to leave it due and unplanned; or
+ * skip: the SKIPPED reason (kept in t) for its plain fires due by now
+ * from skip->since, the start of the run they overlap. */
+static int busy_policy(store *s, const claim_busy *b, const dbcron_job *j, int64_t now,
+		       claim_texts *t, busy_skip *skip, bool *wait, dbcron_err *err)
+{
+	skip->why = NULL;
+	*wait = false;
+	const busy_run *r = j->overlap == DBCRON_OVERLAP_ALLOW ? NULL : find_busy(b, j->id);
+	if (!r)
+		return DBCRON_OK;
+	if (j->overlap == DBCRON_OVERLAP_SKIP) {
+		if (!(r = first_running(b, j->id))) {
+			*wait = true; /* claimed there, not started: this fire may come first */
+			return DBCRON_OK;
+		}
+		char why[400];
+		dbcron__textf(why, sizeof(why), "previous run still running on node %s", r->node);
+		if (!(skip->why = claim_text_keep(t, why)))
+			return store__oom(err, "claim");
+		skip->since = r->started_ms;
+		return DBCRON_OK;
+	}
+	*wait = true;
+	return j->overlap == DBCRON_OVERLAP_REPLACE ? ask_replace(s, b, j->id, now, err)
+						     : DBCRON_OK;
+}
+
 /* Job j of a pass planned: its fires (MISFIRED by routing when the node
- * cannot run it and it is stranded) into fires, at most what is left of the
- * pass's limit SCHEDULED, and its next fire into next.  A job the planner
+ * cannot run it and it is stranded; SKIPPED by skip when it is busy on
+ * another node under overlap skip) into fires, at most what is left of
+ * the pass's limit SCHEDULED, and its next fire into next.  A job the planner
  * cannot plan is set aside, cleared and marked id -1 for the caller to
  * drop. */
 static int plan_job(const store_claim_req *req, const claim_pass *pass, dbcron_job *j,
-		    int64_t now, int64_t horizon, store_batch *fires, store_batch *next,
-		    int *scheduled, claim_texts *texts, store_claim_result *out, dbcron_err *err)
+		    int64_t now, int64_t horizon, const busy_skip *skip, store_batch *fires,
+		    store_batch *next, int *scheduled, claim_texts *texts, store_claim_result *out,
+		    dbcron_err *err)
 {
 	store_plan plan = {.fires = NULL, .nfires = 0, .next_fire_at = -1};
 	int rc;
@@ -319,6 +489,19 @@ static int plan_job(const store_claim_req *req, const claim_pass *pass, dbcron_j
 				return store__oom(err, "claim");
 			error = why;
 		}
+		/* Busy on another node, policy skip: a plain fire due by
+		 * now while the other run was going is skipped; a later
+		 * one, a catch-up (due after its instant) or a fire before
+		 * the other run started waits, as dispatch.c's skip does. */
+		if (skip->why && state == DBCRON_RUN_SCHEDULED) {
+			if (f->fire_at > now || f->fire_at < skip->since ||
+			    (f->due_at >= 0 && f->due_at != f->fire_at)) {
+				plan.next_fire_at = f->fire_at;
+				break;
+			}
+			state = DBCRON_RUN_SKIPPED;
+			error = skip->why;
+		}
 		/* A claim never returns more than its bound: one job's
 		 * catch-up may owe many fires; the rest wait for the
 		 * next claim, from the first one left out. */
@@ -345,9 +528,10 @@ static int plan_job(const store_claim_req *req, const claim_pass *pass, dbcron_j
 	/* An AFTER job fires next from its run's end: a fire routing
 	 * ended MISFIRED is that end (as close_stranded says for runs),
 	 * or its series would stop here for good. */
-	if (why && ran_none && plan.next_fire_at < 0)
-		plan.next_fire_at = model_run_followup(j, 1, DBCRON_RUN_MISFIRED, true,
-						       now).job_next_fire_at;
+	if ((why || skip->why) && ran_none && plan.next_fire_at < 0)
+		plan.next_fire_at =
+			model_run_followup(j, 1, why ? DBCRON_RUN_MISFIRED : DBCRON_RUN_SKIPPED,
+					   true, now).job_next_fire_at;
 	store_batch_i64(next, j->id);
 	store_batch_i64n(next, plan.next_fire_at);
 	j->next_fire_at = plan.next_fire_at;
@@ -369,8 +553,8 @@ static int plan_due_jobs(store *s, const store_claim_req *req, const claim_pass 
 		return store__oom(err, "claim");
 	store_param dp[] = {sp_i64(req->horizon_ms_ahead > 0 ? req->horizon_ms_ahead : 0),
 			    sp_i64(pass->limit), sp_i64(req->handlers != NULL), sp_batch(here),
-			    sp_i64(pass->pool), sp_batch(pass->ids)};
-	if ((rc = store__exec(s, ST_CLAIM_DUE_JOBS, dp, 6, err)) ||
+			    sp_i64(pass->pool), sp_batch(pass->ids), sp_text(req->node_id)};
+	if ((rc = store__exec(s, ST_CLAIM_DUE_JOBS, dp, 7, err)) ||
 	    (rc = store__read_jobs_into(s, 1, out, jobs_cap, &now, err)))
 		return rc;
 	if (now < 0)
@@ -380,14 +564,29 @@ static int plan_due_jobs(store *s, const store_claim_req *req, const claim_pass 
 	if (out->njobs == first)
 		return DBCRON_OK;
 	int64_t horizon = now + dp[0].i;
+	claim_busy busy = {0};
+	if ((rc = due_busy(s, req, out, first, &busy, err)))
+		goto out_busy;
 
 	store_batch *fires = store__scratch(s, 0, 7, fire_cols);
 	store_batch *next = store__scratch(s, 1, 2, advance_cols);
 	size_t i = first;
-	for (; i < out->njobs && scheduled < pass->limit; i++)
-		if ((rc = plan_job(req, pass, &out->jobs[i], now, horizon, fires, next, &scheduled,
+	for (; i < out->njobs && scheduled < pass->limit; i++) {
+		dbcron_job *j = &out->jobs[i];
+		busy_skip skip;
+		bool wait;
+		if ((rc = busy_policy(s, &busy, j, now, texts, &skip, &wait, err)))
+			goto out_busy;
+		if (wait) {
+			dbcron_job_clear(j);
+			j->id = -1; /* left due, unplanned: dropped below */
+			continue;
+		}
+		if ((rc = plan_job(req, pass, j, now, horizon, &skip, fires, next, &scheduled,
 				   texts, out, err)))
-			return rc;
+			goto out_busy;
+	}
+	claim_busy_free(&busy);
 	/* Jobs beyond the budget stay due for the next claim; set-aside ones
 	 * leave the list. */
 	for (size_t k = i; k < out->njobs; k++)
@@ -420,6 +619,9 @@ static int plan_due_jobs(store *s, const store_claim_req *req, const claim_pass 
 	}
 	store_param ap[] = {sp_batch(next)};
 	return store__run(s, ST_JOBS_ADVANCE, ap, 1, NULL, err);
+out_busy:
+	claim_busy_free(&busy);
+	return rc;
 }
 
 /* Unclaimed SCHEDULED runs (retries, triggers, hand-backs, takeovers) of
@@ -474,6 +676,114 @@ static int claim_unclaimed(store *s, const store_claim_req *req, const claim_pas
 	if ((rc = store__exec(s, ST_JOBS_BY_IDS, jp, 1, err)))
 		return rc;
 	return store__read_jobs_into(s, 0, out, jobs_cap, NULL, err);
+}
+
+/* The ids of the jobs this transaction locked of those in ids, into
+ * *locked (sorted, caller frees). */
+static int lock_jobs(store *s, const store_batch *ids, int64_t **locked, size_t *nlocked,
+		     dbcron_err *err)
+{
+	size_t cap = 0;
+	int rc, row;
+	store_param p[] = {sp_batch(ids)};
+	if ((rc = store__exec(s, ST_JOBS_LOCK, p, 1, err)))
+		return rc;
+	while ((row = store__next(s, err)) == 1) {
+		if (dbcron__grow((void **)locked, &cap, *nlocked + 1, sizeof(**locked))) {
+			store__reset(s);
+			return store__oom(err, "claim");
+		}
+		(*locked)[(*nlocked)++] = store__i64(s, 0);
+	}
+	store__reset(s);
+	if (row < 0)
+		return -row;
+	dbcron__sort(*locked, *nlocked, sizeof(**locked), i64_cmp);
+	return DBCRON_OK;
+}
+
+/* Whether a run CLAIM_RUNS took of job j must go back: j's policy is not
+ * allow and its job row is held by another claim or the job is busy on
+ * another node ("Overlap across nodes"). */
+static bool held_back(const dbcron_job *j, const int64_t *locked,
+		      size_t nlocked, const claim_busy *b)
+{
+	if (!j || j->overlap == DBCRON_OVERLAP_ALLOW)
+		return false;
+	if (!nlocked || !bsearch(&j->id, locked, nlocked, sizeof(*locked), i64_cmp))
+		return true;
+	return find_busy(b, j->id) != NULL;
+}
+
+/*
+ * The runs CLAIM_RUNS took (out->runs[first..]) of jobs busy on another
+ * node go back to the pool in this transaction ("Overlap across nodes"):
+ * their jobs are locked, read again, and the busy ones' runs released.
+ */
+static int hold_back_busy(store *s, const store_claim_req *req, store_claim_result *out,
+			  size_t first, dbcron_err *err)
+{
+	static const store_bcol release_cols[] = {BC_I64, BC_TEXT};
+	int64_t *locked = NULL;
+	size_t nlocked = 0, nback = 0;
+	claim_busy busy = {0};
+	int rc = DBCRON_OK;
+
+	if (out->nruns == first)
+		return DBCRON_OK;
+	dbcron__sort(out->jobs, out->njobs, sizeof(*out->jobs), store__job_id_cmp);
+	store_batch *ids = store__scratch(s, 3, 1, store__ids_cols);
+	for (size_t i = first; i < out->nruns; i++) {
+		const dbcron_job *j = store__find_job(out, out->runs[i].run.job_id);
+		if (j && j->overlap != DBCRON_OVERLAP_ALLOW)
+			store_batch_i64(ids, j->id); /* repeats are harmless */
+	}
+	if (ids->oom)
+		return store__oom(err, "claim");
+	if (!store_batch_rows(ids))
+		return DBCRON_OK;
+	if ((rc = lock_jobs(s, ids, &locked, &nlocked, err)))
+		goto out_free;
+	store_batch *lk = store__scratch(s, 3, 1, store__ids_cols);
+	for (size_t i = 0; i < nlocked; i++)
+		store_batch_i64(lk, locked[i]);
+	if (lk->oom) {
+		rc = store__oom(err, "claim");
+		goto out_free;
+	}
+	if ((rc = read_busy(s, req, lk, &busy, err)))
+		goto out_free;
+	store_batch *back = store__scratch(s, 0, 2, release_cols);
+	for (size_t i = first; i < out->nruns; i++) {
+		store_claimed *c = &out->runs[i];
+		if (!held_back(store__find_job(out, c->run.job_id), locked, nlocked, &busy))
+			continue;
+		store_batch_i64(back, c->run.id);
+		store_batch_text(back, c->run.claim_token);
+		nback++;
+	}
+	if (!nback)
+		goto out_free;
+	if (back->oom) {
+		rc = store__oom(err, "claim");
+		goto out_free;
+	}
+	store_param p[] = {sp_text(req->node_id), sp_batch(back)};
+	if ((rc = store__run(s, ST_RUNS_RELEASE, p, 2, NULL, err)))
+		goto out_free;
+	size_t k = first;
+	for (size_t i = first; i < out->nruns; i++) {
+		store_claimed *c = &out->runs[i];
+		if (held_back(store__find_job(out, c->run.job_id), locked, nlocked, &busy))
+			dbcron_run_clear(&c->run);
+		else
+			out->runs[k++] = *c;
+	}
+	out->nruns = k;
+out_free:
+	claim_busy_free(&busy);
+	dbcron__free(locked);
+	return rc;
 }
 
 /*
@@ -635,8 +945,10 @@ int store_claim(store *s, const store_claim_req *req, store_claim_result *out,
 			goto out_rollback;
 		have_now = true;
 		int budget = pass->limit - (int)(out->nruns - before);
+		size_t taken = out->nruns;
 		if (budget > 0 &&
-		    (rc = claim_unclaimed(s, req, pass, budget, out, &runs_cap, &jobs_cap, err)))
+		    ((rc = claim_unclaimed(s, req, pass, budget, out, &runs_cap, &jobs_cap, err)) ||
+		     (rc = hold_back_busy(s, req, out, taken, err))))
 			goto out_rollback;
 	}
 	if (!have_now && (rc = store__db_now(s, &out->now_ms, err)))

@@ -131,6 +131,16 @@
 	 * misfire threshold at now */                                                    \
 	/* (and params, the run's parameters, last) */                                    \
 	X(CLAIM_RUNS, "claim: taking unclaimed runs", "5 backpressure: at most limit, per pool; routing: only what the node can run")   \
+	/* cluster-wide overlap (issue 28 item 2).  (node) batch [job_id] -> job_id,   \
+	 * id, node, state, started_ms of the live runs (claimed SCHEDULED, RUNNING) of those jobs \
+	 * that another node holds, by job_id.  Run after the jobs' rows are locked, \
+	 * as a statement of its own: it then sees every claim of them committed     \
+	 * before the lock (claim.c "Overlap across nodes") */                        \
+	X(JOBS_BUSY, "claim: reading the jobs' runs on other nodes", "overlap: a job runs on one node at a time unless its policy allows more") \
+	/* batch [job_id] -> id of those jobs this transaction now holds locked       \
+	 * (FOR UPDATE SKIP LOCKED; SQLite holds the database): the jobs of the runs  \
+	 * CLAIM_RUNS took, whose rows it did not lock */                             \
+	X(JOBS_LOCK, "claim: locking the jobs of taken runs", "overlap: a job runs on one node at a time unless its policy allows more") \
 	/* batch [id] -> JOB_COLS */                                                      \
 	X(JOBS_BY_IDS, "reading jobs by id", "")                                         \
 	/* (node) batch [id, token, state, started, finished, has_exit, exit, error,      \
@@ -354,6 +364,39 @@ _Static_assert(STORE_EXEC_HANDLER == DBCRON_EXEC_HANDLER, "SQL_EXEC_HANDLER");
 #define SQL_RS_ABANDONED STORE_SQL_TEXT(STORE_RS_ABANDONED)
 #define SQL_RS_CANCELLED STORE_SQL_TEXT(STORE_RS_CANCELLED)
 #define SQL_EXEC_HANDLER STORE_SQL_TEXT(STORE_EXEC_HANDLER)
+/* The overlap policies the claim compares with (dbcron/job.h). */
+#define STORE_OV_SKIP 1
+#define STORE_OV_ALLOW 2
+#define STORE_OV_REPLACE 4
+_Static_assert(STORE_OV_SKIP == DBCRON_OVERLAP_SKIP, "SQL_OV_SKIP");
+_Static_assert(STORE_OV_ALLOW == DBCRON_OVERLAP_ALLOW, "SQL_OV_ALLOW");
+_Static_assert(STORE_OV_REPLACE == DBCRON_OVERLAP_REPLACE, "SQL_OV_REPLACE");
+#define SQL_OV_SKIP STORE_SQL_TEXT(STORE_OV_SKIP)
+#define SQL_OV_ALLOW STORE_SQL_TEXT(STORE_OV_ALLOW)
+#define SQL_OV_REPLACE STORE_SQL_TEXT(STORE_OV_REPLACE)
+
+/*
+ * Overlap across nodes (issue 28 item 2), the same text in every dialect:
+ * job J has a live run (claimed SCHEDULED, or RUNNING) that a node other
+ * than NODE holds.  Served by runs_job_state (job_id, state).
+ */
+#define STORE_BUSY_ELSEWHERE(J, NODE)                                                        \
+	"EXISTS (SELECT 1 FROM runs b WHERE b.job_id = " J ".id AND b.state IN ("             \
+	SQL_RS_SCHEDULED ", " SQL_RS_RUNNING ") AND b.node IS NOT NULL AND b.node <> " NODE ")"
+/* The due-job claim's filter: a job busy elsewhere is taken only when its
+ * policy allows overlap, or when its fire is due by NOW and the policy has
+ * something to write or ask (skip records SKIPPED, replace asks the other
+ * run to stop); queue leaves it due, unseen, until the other run ends. */
+#define STORE_OVERLAP_DUE_OK(J, NODE, NOW)                                                   \
+	"(" J ".overlap = " SQL_OV_ALLOW " OR (" J ".overlap IN (" SQL_OV_SKIP ", "           \
+	SQL_OV_REPLACE ") AND " J ".next_fire_at <= " NOW ") OR NOT "                          \
+	STORE_BUSY_ELSEWHERE(J, NODE) ")"
+/* The unclaimed-run claim's filter: a trigger, retry or hand-back of a job
+ * busy elsewhere waits (it is owed, never skipped) unless overlap is
+ * allowed. */
+#define STORE_OVERLAP_RUN_OK(J, NODE)                                                        \
+	"(" J ".overlap = " SQL_OV_ALLOW " OR NOT " STORE_BUSY_ELSEWHERE(J, NODE) ")"
+
 #define STORE_SCHED_NEEDS 5
 _Static_assert(STORE_SCHED_NEEDS == DBCRON_SCHED_NEEDS, "SQL_SCHED_NEEDS");
 #define SQL_SCHED_NEEDS STORE_SQL_TEXT(STORE_SCHED_NEEDS)

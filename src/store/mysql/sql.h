@@ -119,12 +119,18 @@ static const char *const sql[ST__COUNT] = {
 		"created_ms, params) VALUES (?1, ?2, ?3, 1, " SQL_RS_SCHEDULED ", ?3, ?4, ?5) RETURNING id",
 	/* One clock reading for the whole claim; a last row of NULLs carries it
 	 * when no job is due (the protocol skips rows without a job). */
+	/* Overlap across nodes: no filter on runs here (STORE_OVERLAP_DUE_OK,
+	 * _RUN_OK): InnoDB locks the rows a locking read's subquery reads, and
+	 * other nodes' live runs locked until the claim commits held their
+	 * applies back into deadlocks.  The claim's JOBS_BUSY, a plain read
+	 * after the lock, is the rule here (claim.c); ?7 (the node) is unused. */
 	[ST_CLAIM_DUE_JOBS] =
 		"SET @dbcron_now = " DBNOW PART
 		"SELECT @dbcron_now, " STORE_JOB_COLS " FROM jobs WHERE paused = 0 AND "
 		"next_fire_at IS NOT NULL AND next_fire_at <= @dbcron_now + ?1 AND ("
 		RUNS_HERE("jobs", 3, 4) " OR " STORE_STRANDED("jobs", "jobs.next_fire_at", "@dbcron_now") ") AND "
-		IN_POOL("jobs.id", 5, 6) " ORDER BY next_fire_at LIMIT ?2 FOR UPDATE SKIP LOCKED" PART
+		IN_POOL("jobs.id", 5, 6) " AND (?7 IS NOT NULL)"
+		" ORDER BY next_fire_at LIMIT ?2 FOR UPDATE SKIP LOCKED" PART
 		"SELECT @dbcron_now, " NULLS_JOB,
 	/* One statement per claim whatever its size: the batch is a JSON
 	 * table, and IGNORE + RETURNING hands out only rows really inserted
@@ -156,6 +162,11 @@ static const char *const sql[ST__COUNT] = {
 		"UPDATE runs SET claim_token = ?2 WHERE node = ?1 AND state = " SQL_RS_SCHEDULED " AND "
 		"claim_token = CONCAT(?2, '~')",
 	[ST_JOBS_BY_IDS] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE id IN " LIST_I64(1),
+	[ST_JOBS_BUSY] = "SELECT job_id, id, node, state, started_ms FROM runs WHERE job_id IN " LIST_I64(2)
+			 " AND state IN (" SQL_RS_SCHEDULED ", " SQL_RS_RUNNING ") AND node IS NOT NULL "
+			 "AND node <> ?1 ORDER BY job_id",
+	[ST_JOBS_LOCK] = "SELECT id FROM jobs WHERE id IN " LIST_I64(1) " ORDER BY id FOR UPDATE "
+			 "SKIP LOCKED",
 	/* Fenced by id, token and node (invariant 3).  "RETURNING id" is the
 	 * read-back: a row of ours now in the state we wrote took our write
 	 * (or an earlier try of it whose reply was lost). */

@@ -129,6 +129,7 @@ static const char *const sql[ST__COUNT] = {
 		"next_fire_at IS NOT NULL AND next_fire_at <= c.now + $1::bigint AND ("
 		RUNS_HERE("jobs", "$3::int", "$4::text[]") " OR " STORE_STRANDED("jobs", "jobs.next_fire_at", "c.now")
 		") AND " IN_POOL("jobs.id", "$5::int", "$6::bigint[]")
+		" AND " STORE_OVERLAP_DUE_OK("jobs", "$7::text", "c.now")
 		" ORDER BY next_fire_at LIMIT $2::int FOR UPDATE "
 		"OF jobs SKIP LOCKED) j ON true",
 	[ST_FIRES_INSERT] =
@@ -156,12 +157,18 @@ static const char *const sql[ST__COUNT] = {
 		"WHERE jobs.id = r.job_id AND NOT jobs.paused AND ("
 		RUNS_HERE("jobs", "$5::int", "$6::text[]") " OR "
 		STORE_STRANDED("jobs", "r.due_at", "$7::bigint") ") AND "
-		IN_POOL("jobs.id", "$8::int", "$9::bigint[]") ") ORDER BY "
+		IN_POOL("jobs.id", "$8::int", "$9::bigint[]") " AND "
+		STORE_OVERLAP_RUN_OK("jobs", "$1::text") ") ORDER BY "
 		"r.due_at LIMIT $4::int FOR UPDATE OF r SKIP LOCKED) UPDATE runs SET node = "
 		"$1::text, claim_token = $2::text FROM c WHERE runs.id = c.id AND "
 		"runs.state = " SQL_RS_SCHEDULED " AND runs.node IS NULL RETURNING runs.id, runs.job_id, "
 		"runs.job_name, runs.fire_at, runs.attempt, runs.due_at, runs.missed, runs.params",
 	[ST_JOBS_BY_IDS] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE id = ANY ($1::bigint[])",
+	[ST_JOBS_BUSY] = "SELECT job_id, id, node, state, started_ms FROM runs WHERE job_id = ANY ($2::bigint[]) "
+			 "AND state IN (" SQL_RS_SCHEDULED ", " SQL_RS_RUNNING ") AND node IS NOT NULL "
+			 "AND node <> $1::text ORDER BY job_id",
+	[ST_JOBS_LOCK] = "SELECT id FROM jobs WHERE id = ANY ($1::bigint[]) ORDER BY id FOR UPDATE "
+			 "SKIP LOCKED",
 	[ST_RUNS_APPLY] =
 		"UPDATE runs SET state = v.state, started_ms = coalesce(v.started, "
 		"runs.started_ms), finished_ms = coalesce(v.finished, runs.finished_ms), "

@@ -120,6 +120,7 @@ static const char *const sql[ST__COUNT] = {
 		"(SELECT " STORE_JOB_COLS " FROM jobs WHERE paused = 0 AND next_fire_at "
 		"IS NOT NULL AND next_fire_at <= " NOW_SQL " + ?1 AND (" RUNS_HERE("jobs", "?3", "?4")
 		" OR " STORE_STRANDED("jobs", "jobs.next_fire_at", NOW_SQL) ") AND " IN_POOL("jobs.id", "?5", "?6")
+		" AND " STORE_OVERLAP_DUE_OK("jobs", "?7", NOW_SQL)
 		" ORDER BY next_fire_at LIMIT ?2) AS j ON true",
 	[ST_FIRES_INSERT] =
 		"INSERT INTO runs(job_id, job_name, fire_at, attempt, state, due_at, node, "
@@ -139,11 +140,16 @@ static const char *const sql[ST__COUNT] = {
 		"r.cancel_requested_at IS NULL AND "
 		"r.due_at <= ?3 AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = r.job_id AND "
 		"j.paused = 0 AND (" RUNS_HERE("j", "?5", "?6") " OR " STORE_STRANDED("j", "r.due_at", "?7") ") AND "
-		IN_POOL("j.id", "?8", "?9") ") "
+		IN_POOL("j.id", "?8", "?9") " AND " STORE_OVERLAP_RUN_OK("j", "?1") ") "
 		"ORDER BY r.due_at LIMIT ?4) RETURNING id, job_id, job_name, fire_at, "
 		"attempt, due_at, missed, params",
 	[ST_JOBS_BY_IDS] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE id IN (SELECT " V0
 			   " FROM json_each(?1))",
+	[ST_JOBS_BUSY] = "SELECT job_id, id, node, state, started_ms FROM runs WHERE job_id IN (SELECT " V0
+			 " FROM json_each(?2)) AND state IN (" SQL_RS_SCHEDULED ", " SQL_RS_RUNNING
+			 ") AND node IS NOT NULL AND node <> ?1 ORDER BY job_id",
+	/* BEGIN IMMEDIATE already holds the whole database */
+	[ST_JOBS_LOCK] = "SELECT id FROM jobs WHERE id IN (SELECT " V0 " FROM json_each(?1))",
 	[ST_RUNS_APPLY] =
 		"UPDATE runs SET state = " R(02) ", started_ms = coalesce(" R(03) ", "
 		"started_ms), finished_ms = coalesce(" R(04) ", finished_ms), exit_code = "
