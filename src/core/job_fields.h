@@ -31,7 +31,8 @@
  *         epoch seconds, now or now+DUR, relative ones resolved against the
  *         database clock), TARGET (a reaction list: a LIST key kept in a
  *         TEXT column, one target a line, model/target.h), PARAMS (a
- *         declaration of run parameters, model/params.h).  SCHED marks
+ *         declaration of run parameters, model/params.h), TAGS (a LIST
+ *         key kept in a TEXT column, one tag a line, model/tags.h).  SCHED marks
  *         the rows of the schedule hook (kind, text, interval): one
  *         schedule, compared and reported once.
  * args    the codec's constants, designated initialisers of
@@ -145,6 +146,8 @@
 	  H("DUR", "overdue when no run succeeded for DUR (default never)"))                      \
 	X(on_overdue, on_overdue, TEXT, K(ON_OVERDUE, "on-overdue", "on_overdue", LIST), TARGET, \
 	  (), ANY, DEF, NULL, H("TARGET", "once per --max-silence period (repeatable)"))         \
+	X(tags, tags, TEXT, K(TAG, "tag", NULL, LIST), TAGS, (), ANY, DEF, NULL,                 \
+	  H("TAG", "count its runs against TAG's cap (repeatable; dbcron tag set)"))             \
 	X(next_fire_at, next_fire_at, I64N, K0, NONE, (), ANY, PLACE, -1, H0)                     \
 	X(created_ms, created_ms, I64, K0, NONE, (), ANY, STORE, -1, H0)                          \
 	X(updated_ms, updated_ms, I64, K0, NONE, (), ANY, STORE, -1, H0)                          \

@@ -47,6 +47,7 @@ typedef enum model_field_codec {
 	MODEL_FC_SEED,
 	MODEL_FC_TARGET,
 	MODEL_FC_PARAMS,
+	MODEL_FC_TAGS,
 } model_field_codec;
 
 typedef enum model_field_scope {

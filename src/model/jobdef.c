@@ -25,6 +25,7 @@
 #include "model/jobdef.h"
 #include "model/params.h"
 #include "model/rules.h"
+#include "model/tags.h"
 #include "model/target.h"
 
 void model_jobdef_init(model_jobdef *d, bool cli)
@@ -129,6 +130,25 @@ static int add_target(char **list, const char *t, dbcron_err *err)
 		return rc;
 	if (model_targets_has(*list, t, strlen(t)))
 		return dbcron_err_set(err, DBCRON_EINVAL, "'%.200s' is given twice", t);
+	size_t have = *list ? strlen(*list) : 0;
+	char *s = dbcron__realloc(*list, have + strlen(t) + 2);
+	if (!s)
+		return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
+	if (have)
+		s[have++] = '\n';
+	memcpy(s + have, t, strlen(t) + 1);
+	*list = s;
+	return DBCRON_OK;
+}
+
+/* A tag (issue 28 item 3) added to the list, once. */
+static int add_tag(char **list, const char *t, dbcron_err *err)
+{
+	int rc = model_tag_check(t, err);
+	if (rc)
+		return rc;
+	if (model_tags_has(*list, t))
+		return dbcron_err_set(err, DBCRON_EINVAL, "tag '%s' is given twice", t);
 	size_t have = *list ? strlen(*list) : 0;
 	char *s = dbcron__realloc(*list, have + strlen(t) + 2);
 	if (!s)
@@ -400,6 +420,8 @@ static int set_text(model_jobdef *d, const model_jobdef_key *k, const char *v,
 		return set_umask(j, v, err);
 	case MODEL_FC_TARGET:
 		return add_target(slot, v, err);
+	case MODEL_FC_TAGS:
+		return add_tag(slot, v, err);
 	case MODEL_FC_PARAMS:
 		rc = model_params_decl_check(v, err);
 		return rc ? rc : replace_str(slot, v, err);
@@ -553,6 +575,7 @@ static int set_from_job(model_jobdef *d, const model_jobdef_key *k, const model_
 		}
 		return DBCRON_OK;
 	case MODEL_FC_TARGET:
+	case MODEL_FC_TAGS: /* one a line, as targets */
 		return set_targets(d, k, text, err);
 	default:
 		/* the name, and text keys: unset ones are not given */

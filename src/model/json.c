@@ -148,6 +148,7 @@ static bool field_json(const dbcron_job *j, const model_field *f, json_t **v)
 		*v = strv_json(j->env, j->envc);
 		break;
 	case MODEL_FC_TARGET:
+	case MODEL_FC_TAGS:
 		if (!text)
 			return false;
 		*v = targets_json(text);

@@ -442,26 +442,66 @@ static int busy_policy(store *s, const claim_busy *b, const dbcron_job *j, int64
 						     : DBCRON_OK;
 }
 
+/* What a pass's due jobs share while they are planned (plan_due_jobs). */
+typedef struct plan_env {
+	const store_claim_req *req;
+	const claim_pass *pass;
+	int64_t now, horizon;
+	store_batch *fires, *next;
+	int scheduled; /* SCHEDULED fires written so far, at most pass->limit */
+	claim_texts *texts;
+	store_claim_result *out;
+	store_caps *caps;
+} plan_env;
+
+/*
+ * Caps (issue 28 item 3, caps.c): a SCHEDULED fire of job j needs a slot of
+ * each of its capped tags.  Without one it waits, in the database, for a
+ * later claim (due-time order: the claim reads due jobs in next_fire_at
+ * order), unless the job's overlap policy is skip and it is a plain fire
+ * due by now: that one is SKIPPED, "tag T is at its cap of N running".
+ * A tag another claim holds has no slot for us, but is not known to be
+ * full: its fires wait.  false: the fire waits (*rc set on failure).
+ */
+static bool cap_gate(plan_env *e, const dbcron_job *j, const store_fire *f,
+		     dbcron_run_state *state, const char **error, int *rc, dbcron_err *err)
+{
+	const store_cap *k = store__caps_full(e->caps, j);
+	*rc = DBCRON_OK;
+	if (!k)
+		return true;
+	if (j->overlap != DBCRON_OVERLAP_SKIP || !k->locked || f->fire_at > e->now ||
+	    (f->due_at >= 0 && f->due_at != f->fire_at))
+		return false;
+	char why[200];
+	dbcron__textf(why, sizeof(why), "tag %s is at its cap of %d running", k->name, k->max);
+	if (!(*error = claim_text_keep(e->texts, why))) {
+		*rc = store__oom(err, "claim");
+		return false;
+	}
+	*state = DBCRON_RUN_SKIPPED;
+	return true;
+}
+
 /* Job j of a pass planned: its fires (MISFIRED by routing when the node
  * cannot run it and it is stranded; SKIPPED by skip when it is busy on
  * another node under overlap skip) into fires, at most what is left of
  * the pass's limit SCHEDULED, and its next fire into next.  A job the planner
  * cannot plan is set aside, cleared and marked id -1 for the caller to
  * drop. */
-static int plan_job(const store_claim_req *req, const claim_pass *pass, dbcron_job *j,
-		    int64_t now, int64_t horizon, const busy_skip *skip, store_batch *fires,
-		    store_batch *next, int *scheduled, claim_texts *texts, store_claim_result *out,
-		    dbcron_err *err)
+static int plan_job(plan_env *e, dbcron_job *j, const busy_skip *skip, dbcron_err *err)
 {
 	store_plan plan = {.fires = NULL, .nfires = 0, .next_fire_at = -1};
+	const store_claim_req *req = e->req;
+	int64_t now = e->now;
 	int rc;
-	if ((rc = req->plan(req->plan_ctx, j, now, horizon, &plan))) {
+	if ((rc = req->plan(req->plan_ctx, j, now, e->horizon, &plan))) {
 		if (rc == DBCRON_ENOMEM)
 			return store__oom(err, "claim");
 		char text[600];
 		dbcron__textf(text, sizeof(text), "cannot plan: %s",
 			 plan.error && *plan.error ? plan.error : dbcron_strerror(rc));
-		if ((rc = add_aside(out, j->id, j->name, text, err)))
+		if ((rc = add_aside(e->out, j->id, j->name, text, err)))
 			return rc;
 		dbcron_job_clear(j);
 		j->id = -1; /* dropped by the caller */
@@ -485,7 +525,7 @@ static int plan_job(const store_claim_req *req, const claim_pass *pass, dbcron_j
 				break;
 			}
 			state = DBCRON_RUN_MISFIRED;
-			if (!why && !(why = stranded_why(texts, j)))
+			if (!why && !(why = stranded_why(e->texts, j)))
 				return store__oom(err, "claim");
 			error = why;
 		}
@@ -502,10 +542,16 @@ static int plan_job(const store_claim_req *req, const claim_pass *pass, dbcron_j
 			state = DBCRON_RUN_SKIPPED;
 			error = skip->why;
 		}
+		if (state == DBCRON_RUN_SCHEDULED && !cap_gate(e, j, f, &state, &error, &rc, err)) {
+			if (rc)
+				return rc;
+			plan.next_fire_at = f->fire_at;
+			break;
+		}
 		/* A claim never returns more than its bound: one job's
 		 * catch-up may owe many fires; the rest wait for the
 		 * next claim, from the first one left out. */
-		if (state == DBCRON_RUN_SCHEDULED && *scheduled >= pass->limit) {
+		if (state == DBCRON_RUN_SCHEDULED && e->scheduled >= e->pass->limit) {
 			plan.next_fire_at = f->fire_at;
 			break;
 		}
@@ -514,15 +560,17 @@ static int plan_job(const store_claim_req *req, const claim_pass *pass, dbcron_j
 			return dbcron_err_set(err, DBCRON_EINTERNAL,
 					      "planner gave job '%s' a fire in state %d",
 					      j->name, (int)state);
-		store_batch_i64(fires, j->id);
-		store_batch_text(fires, j->name);
-		store_batch_i64(fires, f->fire_at);
-		store_batch_i64(fires, state);
-		store_batch_i64(fires, f->due_at >= 0 ? f->due_at : f->fire_at);
-		store_batch_i64(fires, f->missed > 0 ? f->missed : 0);
-		store_batch_text(fires, error);
-		if (state == DBCRON_RUN_SCHEDULED)
-			(*scheduled)++;
+		store_batch_i64(e->fires, j->id);
+		store_batch_text(e->fires, j->name);
+		store_batch_i64(e->fires, f->fire_at);
+		store_batch_i64(e->fires, state);
+		store_batch_i64(e->fires, f->due_at >= 0 ? f->due_at : f->fire_at);
+		store_batch_i64(e->fires, f->missed > 0 ? f->missed : 0);
+		store_batch_text(e->fires, error);
+		if (state == DBCRON_RUN_SCHEDULED) {
+			e->scheduled++;
+			store__caps_take(e->caps, j);
+		}
 		ran_none = state != DBCRON_RUN_SCHEDULED;
 	}
 	/* An AFTER job fires next from its run's end: a fire routing
@@ -532,8 +580,8 @@ static int plan_job(const store_claim_req *req, const claim_pass *pass, dbcron_j
 		plan.next_fire_at =
 			model_run_followup(j, 1, why ? DBCRON_RUN_MISFIRED : DBCRON_RUN_SKIPPED,
 					   true, now).job_next_fire_at;
-	store_batch_i64(next, j->id);
-	store_batch_i64n(next, plan.next_fire_at);
+	store_batch_i64(e->next, j->id);
+	store_batch_i64n(e->next, plan.next_fire_at);
 	j->next_fire_at = plan.next_fire_at;
 	return DBCRON_OK;
 }
@@ -542,10 +590,10 @@ static int plan_job(const store_claim_req *req, const claim_pass *pass, dbcron_j
  * advanced. */
 static int plan_due_jobs(store *s, const store_claim_req *req, const claim_pass *pass,
 			 store_claim_result *out, size_t *runs_cap, size_t *jobs_cap,
-			 claim_texts *texts, dbcron_err *err)
+			 claim_texts *texts, store_caps *caps, dbcron_err *err)
 {
 	int64_t now = -1;
-	int scheduled = 0, rc, row;
+	int rc, row;
 	size_t first = out->njobs, nplanned = first;
 
 	const store_batch *here = routing(s, req);
@@ -563,15 +611,17 @@ static int plan_due_jobs(store *s, const store_claim_req *req, const claim_pass 
 	out->now_ms = now;
 	if (out->njobs == first)
 		return DBCRON_OK;
-	int64_t horizon = now + dp[0].i;
 	claim_busy busy = {0};
-	if ((rc = due_busy(s, req, out, first, &busy, err)))
+	if ((rc = due_busy(s, req, out, first, &busy, err)) ||
+	    (rc = store__caps_load(s, caps, out->jobs + first, out->njobs - first, err)))
 		goto out_busy;
 
-	store_batch *fires = store__scratch(s, 0, 7, fire_cols);
-	store_batch *next = store__scratch(s, 1, 2, advance_cols);
+	plan_env e = {.req = req, .pass = pass, .now = now, .horizon = now + dp[0].i,
+		      .fires = store__scratch(s, 0, 7, fire_cols),
+		      .next = store__scratch(s, 1, 2, advance_cols), .texts = texts, .out = out,
+		      .caps = caps};
 	size_t i = first;
-	for (; i < out->njobs && scheduled < pass->limit; i++) {
+	for (; i < out->njobs && e.scheduled < pass->limit; i++) {
 		dbcron_job *j = &out->jobs[i];
 		busy_skip skip;
 		bool wait;
@@ -582,8 +632,7 @@ static int plan_due_jobs(store *s, const store_claim_req *req, const claim_pass 
 			j->id = -1; /* left due, unplanned: dropped below */
 			continue;
 		}
-		if ((rc = plan_job(req, pass, j, now, horizon, &skip, fires, next, &scheduled,
-				   texts, out, err)))
+		if ((rc = plan_job(&e, j, &skip, err)))
 			goto out_busy;
 	}
 	claim_busy_free(&busy);
@@ -595,12 +644,12 @@ static int plan_due_jobs(store *s, const store_claim_req *req, const claim_pass 
 		if (out->jobs[k].id >= 0)
 			out->jobs[nplanned++] = out->jobs[k];
 	out->njobs = nplanned;
-	if (fires->oom || next->oom)
+	if (e.fires->oom || e.next->oom)
 		return store__oom(err, "claim");
 
-	if (store_batch_rows(fires)) {
+	if (store_batch_rows(e.fires)) {
 		store_param fp[] = {sp_text(req->node_id), sp_text(req->token), sp_i64(now),
-				    sp_batch(fires)};
+				    sp_batch(e.fires)};
 		if ((rc = store__exec(s, ST_FIRES_INSERT, fp, 4, err)))
 			return rc;
 		while ((row = store__next(s, err)) == 1) {
@@ -617,7 +666,7 @@ static int plan_due_jobs(store *s, const store_claim_req *req, const claim_pass 
 		if (row < 0)
 			return -row;
 	}
-	store_param ap[] = {sp_batch(next)};
+	store_param ap[] = {sp_batch(e.next)};
 	return store__run(s, ST_JOBS_ADVANCE, ap, 1, NULL, err);
 out_busy:
 	claim_busy_free(&busy);
@@ -715,23 +764,13 @@ static bool held_back(const dbcron_job *j, const int64_t *locked,
 	return find_busy(b, j->id) != NULL;
 }
 
-/*
- * The runs CLAIM_RUNS took (out->runs[first..]) of jobs busy on another
- * node go back to the pool in this transaction ("Overlap across nodes"):
- * their jobs are locked, read again, and the busy ones' runs released.
- */
-static int hold_back_busy(store *s, const store_claim_req *req, store_claim_result *out,
-			  size_t first, dbcron_err *err)
+/* The jobs of the runs CLAIM_RUNS took (out->runs[first..]) whose policy
+ * is not allow: locked (those another claim holds are not in *locked),
+ * then their runs on other nodes read into busy. */
+static int runs_busy(store *s, const store_claim_req *req, const store_claim_result *out,
+		     size_t first, int64_t **locked, size_t *nlocked, claim_busy *busy,
+		     dbcron_err *err)
 {
-	static const store_bcol release_cols[] = {BC_I64, BC_TEXT};
-	int64_t *locked = NULL;
-	size_t nlocked = 0, nback = 0;
-	claim_busy busy = {0};
-	int rc = DBCRON_OK;
-
-	if (out->nruns == first)
-		return DBCRON_OK;
-	dbcron__sort(out->jobs, out->njobs, sizeof(*out->jobs), store__job_id_cmp);
 	store_batch *ids = store__scratch(s, 3, 1, store__ids_cols);
 	for (size_t i = first; i < out->nruns; i++) {
 		const dbcron_job *j = store__find_job(out, out->runs[i].run.job_id);
@@ -742,45 +781,78 @@ static int hold_back_busy(store *s, const store_claim_req *req, store_claim_resu
 		return store__oom(err, "claim");
 	if (!store_batch_rows(ids))
 		return DBCRON_OK;
-	if ((rc = lock_jobs(s, ids, &locked, &nlocked, err)))
-		goto out_free;
+	int rc = lock_jobs(s, ids, locked, nlocked, err);
+	if (rc)
+		return rc;
 	store_batch *lk = store__scratch(s, 3, 1, store__ids_cols);
-	for (size_t i = 0; i < nlocked; i++)
-		store_batch_i64(lk, locked[i]);
-	if (lk->oom) {
+	for (size_t i = 0; i < *nlocked; i++)
+		store_batch_i64(lk, (*locked)[i]);
+	if (lk->oom)
+		return store__oom(err, "claim");
+	return read_busy(s, req, lk, busy, err);
+}
+
+/*
+ * The runs CLAIM_RUNS took (out->runs[first..]) go back to the pool in
+ * this transaction when their job is busy on another node ("Overlap
+ * across nodes") or a capped tag of it has no slot left (caps.c), in due
+ * order: the earlier run takes the slot.
+ */
+static int hold_back(store *s, const store_claim_req *req, store_claim_result *out,
+		     size_t first, store_caps *caps, dbcron_err *err)
+{
+	static const store_bcol release_cols[] = {BC_I64, BC_TEXT};
+	int64_t *locked = NULL;
+	size_t nlocked = 0, nback = 0;
+	claim_busy busy = {0};
+	bool *back = NULL;
+	int rc = DBCRON_OK;
+
+	if (out->nruns == first)
+		return DBCRON_OK;
+	dbcron__sort(out->jobs, out->njobs, sizeof(*out->jobs), store__job_id_cmp);
+	dbcron__sort(out->runs + first, out->nruns - first, sizeof(*out->runs), claimed_cmp);
+	if (!(back = dbcron__calloc(out->nruns - first, sizeof(*back)))) {
 		rc = store__oom(err, "claim");
 		goto out_free;
 	}
-	if ((rc = read_busy(s, req, lk, &busy, err)))
+	if ((rc = runs_busy(s, req, out, first, &locked, &nlocked, &busy, err)) ||
+	    (rc = store__caps_load(s, caps, out->jobs, out->njobs, err)))
 		goto out_free;
-	store_batch *back = store__scratch(s, 0, 2, release_cols);
+	store_batch *b = store__scratch(s, 0, 2, release_cols);
 	for (size_t i = first; i < out->nruns; i++) {
 		store_claimed *c = &out->runs[i];
-		if (!held_back(store__find_job(out, c->run.job_id), locked, nlocked, &busy))
+		const dbcron_job *j = store__find_job(out, c->run.job_id);
+		if (!j)
+			continue; /* close_jobless ends it */
+		if (!held_back(j, locked, nlocked, &busy) && !store__caps_full(caps, j)) {
+			store__caps_take(caps, j);
 			continue;
-		store_batch_i64(back, c->run.id);
-		store_batch_text(back, c->run.claim_token);
+		}
+		back[i - first] = true;
+		store_batch_i64(b, c->run.id);
+		store_batch_text(b, c->run.claim_token);
 		nback++;
 	}
 	if (!nback)
 		goto out_free;
-	if (back->oom) {
+	if (b->oom) {
 		rc = store__oom(err, "claim");
 		goto out_free;
 	}
-	store_param p[] = {sp_text(req->node_id), sp_batch(back)};
+	store_param p[] = {sp_text(req->node_id), sp_batch(b)};
 	if ((rc = store__run(s, ST_RUNS_RELEASE, p, 2, NULL, err)))
 		goto out_free;
 	size_t k = first;
 	for (size_t i = first; i < out->nruns; i++) {
-		store_claimed *c = &out->runs[i];
-		if (held_back(store__find_job(out, c->run.job_id), locked, nlocked, &busy))
-			dbcron_run_clear(&c->run);
+		if (back[i - first])
+			dbcron_run_clear(&out->runs[i].run);
 		else
-			out->runs[k++] = *c;
+			out->runs[k++] = out->runs[i];
 	}
 	out->nruns = k;
 out_free:
+	dbcron__free(back);
 	claim_busy_free(&busy);
 	dbcron__free(locked);
 	return rc;
@@ -917,6 +989,7 @@ int store_claim(store *s, const store_claim_req *req, store_claim_result *out,
 {
 	size_t runs_cap = 0, jobs_cap = 0;
 	claim_texts texts = {0};
+	store_caps caps = {0};
 	int rc;
 
 	memset(out, 0, sizeof(*out));
@@ -941,14 +1014,15 @@ int store_claim(store *s, const store_claim_req *req, store_claim_result *out,
 		if (pass->limit <= 0)
 			continue;
 		size_t before = out->nruns;
-		if ((rc = plan_due_jobs(s, req, pass, out, &runs_cap, &jobs_cap, &texts, err)))
+		if ((rc = plan_due_jobs(s, req, pass, out, &runs_cap, &jobs_cap, &texts, &caps,
+					err)))
 			goto out_rollback;
 		have_now = true;
 		int budget = pass->limit - (int)(out->nruns - before);
 		size_t taken = out->nruns;
 		if (budget > 0 &&
 		    ((rc = claim_unclaimed(s, req, pass, budget, out, &runs_cap, &jobs_cap, err)) ||
-		     (rc = hold_back_busy(s, req, out, taken, err))))
+		     (rc = hold_back(s, req, out, taken, &caps, err))))
 			goto out_rollback;
 	}
 	if (!have_now && (rc = store__db_now(s, &out->now_ms, err)))
@@ -958,6 +1032,7 @@ int store_claim(store *s, const store_claim_req *req, store_claim_result *out,
 	    (rc = close_stranded(s, req, out, &texts, err)) || (rc = store__tx_commit(s, err)))
 		goto out_rollback;
 	claim_texts_free(&texts);
+	store__caps_free(&caps);
 	dbcron__sort(out->runs, out->nruns, sizeof(*out->runs), claimed_cmp);
 	for (size_t i = 0; i < out->nruns; i++)
 		out->runs[i].job = store__find_job(out, out->runs[i].run.job_id);
@@ -965,6 +1040,7 @@ int store_claim(store *s, const store_claim_req *req, store_claim_result *out,
 out_rollback:
 	store__tx_rollback(s);
 	claim_texts_free(&texts);
+	store__caps_free(&caps);
 	store_claim_result_clear(out);
 	return rc;
 }

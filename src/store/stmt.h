@@ -141,6 +141,23 @@
 	 * (FOR UPDATE SKIP LOCKED; SQLite holds the database): the jobs of the runs  \
 	 * CLAIM_RUNS took, whose rows it did not lock */                             \
 	X(JOBS_LOCK, "claim: locking the jobs of taken runs", "overlap: a job runs on one node at a time unless its policy allows more") \
+	/* concurrency caps (issue 28 item 3, caps.c).  batch [tag] -> name,          \
+	 * max_running of those tags that have a cap, no lock */                      \
+	X(TAGS_CAPPED, "claim: reading the tags' caps", "")                            \
+	/* batch [tag] -> name of those capped tags this transaction now holds      \
+	 * (FOR UPDATE SKIP LOCKED, in name order; SQLite holds the database) */      \
+	X(TAGS_LOCK, "claim: locking the capped tags", "caps: one claim at a time counts a tag") \
+	/* batch [tag] -> name, count of the live runs (claimed SCHEDULED, RUNNING)  \
+	 * of the jobs carrying each tag; after TAGS_LOCK, a statement of its own */ \
+	X(TAGS_LIVE, "claim: counting the tags' live runs", "caps: at most max_running live runs per tag") \
+	/* (name, max_running, now): the tag's cap, made or changed */               \
+	X(TAG_SET, "setting the tag's cap", "")                                        \
+	/* (name) -> count of the jobs carrying the tag */                            \
+	X(TAG_USED, "checking the tag is in use", "")                                  \
+	/* (name) -> rows changed */                                                  \
+	X(TAG_DELETE, "deleting the tag's cap", "")                                    \
+	/* () -> name, max_running, live runs, jobs carrying it, by name */           \
+	X(TAGS_LIST, "listing the tags", "")                                           \
 	/* batch [id] -> JOB_COLS */                                                      \
 	X(JOBS_BY_IDS, "reading jobs by id", "")                                         \
 	/* (node) batch [id, token, state, started, finished, has_exit, exit, error,      \

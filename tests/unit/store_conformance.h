@@ -1393,6 +1393,65 @@ static void conf_test_claim_overlap(void **state)
 	store_claim_result_clear(&b);
 }
 
+/*
+ * Concurrency caps (issue 28 item 3, caps.c): three jobs of tag "t" capped
+ * at 2.  n1's claim takes two fires; n2's takes none of the tag (the
+ * third waits, still due) and the trigger of a capped job goes back
+ * unclaimed; once one of n1's runs ends, n2 takes one slot, in due order.
+ * A job of an uncapped tag is not held back.
+ */
+static void conf_test_claim_caps(void **state)
+{
+	conf_ctx *c = *state;
+	int64_t now = conf_now(c);
+	dbcron_job jobs[4];
+	for (int i = 0; i < 4; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), i < 3 ? "cap%d" : "free%d", i);
+		conf_job(&jobs[i], name, now - 3000 + i * 10);
+		jobs[i].tags = dbcron__strdup(i < 3 ? "x\nt" : "other");
+	}
+	CONF_OK(c, conf_upsert(c, jobs, 4));
+	for (int i = 0; i < 4; i++)
+		dbcron_job_clear(&jobs[i]);
+	CONF_OK(c, store_tag_set(c->s, "t", 2, &c->err));
+	conf_planner p = {.stop = -1, .step = 60000};
+	store_claim_result a, b;
+	CONF_OK(c, conf_claim(c, c->s, "n1", "ta", 10, &p, &a));
+	assert_int_equal(conf_runs_named(&a, "cap"), 2);
+	assert_int_equal(conf_runs_named(&a, "free"), 1);
+	int64_t trig, fire_at;
+	CONF_OK(c, store_job_trigger(c->s, "cap0", &trig, &fire_at, &c->err));
+	conf_sleep_ms(5);
+	CONF_OK(c, conf_claim(c, c->s, "n2", "tb", 10, &p, &b));
+	assert_int_equal(b.nruns, 0);
+	store_claim_result_clear(&b);
+	dbcron_job got;
+	CONF_OK(c, store_job_get(c->s, "cap2", &got, &c->err));
+	assert_int_equal(got.next_fire_at, now - 3000 + 20); /* still due */
+	dbcron_job_clear(&got);
+
+	/* one of n1's runs ends: one slot, for the earliest due (cap2's fire) */
+	store_update u = conf_update(&a.runs[0], DBCRON_RUN_SUCCEEDED);
+	u.finished_ms = now;
+	CONF_OK(c, store_apply(c->s, "n1", &u, 1, &c->err));
+	CONF_OK(c, conf_claim(c, c->s, "n2", "tc", 10, &p, &b));
+	assert_int_equal(b.nruns, 1);
+	assert_string_equal(b.runs[0].job->name, "cap2");
+	store_claim_result_clear(&b);
+	CONF_OK(c, conf_claim(c, c->s, "n2", "td", 10, &p, &b));
+	assert_int_equal(b.nruns, 0); /* the trigger still waits */
+	store_claim_result_clear(&b);
+	bool deleted;
+	CONF_OK(c, store_tag_delete(c->s, "t", &deleted, &c->err));
+	assert_true(deleted);
+	CONF_OK(c, conf_claim(c, c->s, "n2", "te", 10, &p, &b));
+	assert_int_equal(b.nruns, 1); /* uncapped: the trigger goes */
+	assert_int_equal(b.runs[0].run.id, trig);
+	store_claim_result_clear(&b);
+	store_claim_result_clear(&a);
+}
+
 /* ---- concurrent claimers, in separate processes ---- */
 
 /* A child of conf_test_concurrent_claimers: claims in batches of 7, every
@@ -3144,6 +3203,7 @@ static void conf_test_overdue(void **state)
 	CONF_T(conf_test_job_ops), CONF_T(conf_test_claim),                     \
 	CONF_T(conf_test_claim_terminal_fires),                                 \
 	CONF_T(conf_test_claim_two_claimers), CONF_T(conf_test_claim_overlap),  \
+	CONF_T(conf_test_claim_caps),                                           \
 	CONF_T(conf_test_concurrent_claimers),                                  \
 	CONF_T(conf_test_claim_statements), CONF_T(conf_test_claim_routing),    \
 	CONF_T(conf_test_claim_stranded), CONF_T(conf_test_claim_stranded_after), \

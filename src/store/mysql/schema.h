@@ -16,7 +16,7 @@
 #define DBCRON_STORE_MYSQL_SCHEMA_H
 
 /* Highest migration this binary knows. */
-#define DBCRON_MY_SCHEMA_VERSION 11
+#define DBCRON_MY_SCHEMA_VERSION 12
 
 #define MY_TABLE_OPTS " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
 
@@ -239,6 +239,19 @@ static const char *const my_migration_11[] = {
 	NULL,
 };
 
+/* 12: concurrency caps (issue 28 item 3, docs/scheduler.md "Concurrency
+ * caps"): a job's tags (one a line), each tag's cap (its row is what
+ * claims lock), and the live runs by state then job, which the claim
+ * counts per capped tag (no partial index here). */
+static const char *const my_migration_12[] = {
+	"ALTER TABLE jobs ADD COLUMN IF NOT EXISTS tags TEXT NULL",
+	"CREATE TABLE IF NOT EXISTS tags (name VARCHAR(64) CHARACTER SET utf8mb4 COLLATE "
+	"utf8mb4_bin PRIMARY KEY, max_running INT NOT NULL, created_ms BIGINT NOT NULL, "
+	"updated_ms BIGINT NOT NULL) ENGINE=InnoDB",
+	"CREATE INDEX IF NOT EXISTS runs_live ON runs (state, job_id)",
+	NULL,
+};
+
 static const struct {
 	int version;
 	const char *const *stmts;
@@ -254,6 +267,7 @@ static const struct {
 	{9, my_migration_9},
 	{10, my_migration_10},
 	{11, my_migration_11},
+	{12, my_migration_12},
 };
 
 _Static_assert(sizeof(my_migrations) / sizeof(my_migrations[0]) == DBCRON_MY_SCHEMA_VERSION,

@@ -36,6 +36,16 @@
  * "Pools". */
 #define IN_POOL(ID, P, L) "(?" #P " = 0 OR (?" #P " = 2) = (" ID " IN " LIST_I64(L) "))"
 
+/* The live runs (claimed SCHEDULED, RUNNING) of the jobs carrying tag T,
+ * counted through runs_live (state, job_id); and the jobs carrying it. */
+#define TAG_LIVE(T)                                                                       \
+	"(SELECT count(*) FROM runs r JOIN jobs j ON j.id = r.job_id WHERE r.state IN (1, 2) " \
+	"AND r.node IS NOT NULL AND LOCATE(CONCAT(CHAR(10), " T ", CHAR(10)), CONCAT(CHAR(10), " \
+	"j.tags, CHAR(10))) > 0)"
+#define TAG_JOBS(T)                                                                       \
+	"(SELECT count(*) FROM jobs j WHERE LOCATE(CONCAT(CHAR(10), " T ", CHAR(10)), "       \
+	"CONCAT(CHAR(10), j.tags, CHAR(10))) > 0)"
+
 static const char *const sql[ST__COUNT] = {
 	[ST_BEGIN] = "START TRANSACTION",
 	[ST_BEGIN_WRITE] = "START TRANSACTION",
@@ -162,6 +172,19 @@ static const char *const sql[ST__COUNT] = {
 		"UPDATE runs SET claim_token = ?2 WHERE node = ?1 AND state = " SQL_RS_SCHEDULED " AND "
 		"claim_token = CONCAT(?2, '~')",
 	[ST_JOBS_BY_IDS] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE id IN " LIST_I64(1),
+	[ST_TAGS_CAPPED] = "SELECT name, max_running FROM tags WHERE name IN " LIST_TEXT(1)
+			   " ORDER BY name",
+	[ST_TAGS_LOCK] = "SELECT name FROM tags WHERE name IN " LIST_TEXT(1) " ORDER BY name FOR "
+			 "UPDATE SKIP LOCKED",
+	[ST_TAGS_LIVE] = "SELECT t.v, " TAG_LIVE("t.v") " FROM JSON_TABLE(?1, '$[*]' COLUMNS (v "
+			 "VARCHAR(64) CHARACTER SET utf8mb4 PATH '$')) t",
+	[ST_TAG_SET] = "INSERT INTO tags (name, max_running, created_ms, updated_ms) VALUES (?1, ?2, "
+		       "?3, ?3) ON DUPLICATE KEY UPDATE max_running = VALUES(max_running), "
+		       "updated_ms = VALUES(updated_ms)",
+	[ST_TAG_USED] = "SELECT " TAG_JOBS("?1"),
+	[ST_TAG_DELETE] = "DELETE FROM tags WHERE name = ?1",
+	[ST_TAGS_LIST] = "SELECT t.name, t.max_running, " TAG_LIVE("t.name") ", " TAG_JOBS("t.name")
+			 " FROM tags t ORDER BY t.name",
 	[ST_JOBS_BUSY] = "SELECT job_id, id, node, state, started_ms FROM runs WHERE job_id IN " LIST_I64(2)
 			 " AND state IN (" SQL_RS_SCHEDULED ", " SQL_RS_RUNNING ") AND node IS NOT NULL "
 			 "AND node <> ?1 ORDER BY job_id",

@@ -7,7 +7,7 @@
 #define DBCRON_STORE_PG_SCHEMA_H
 
 /* Highest migration this binary knows. */
-#define DBCRON_PG_SCHEMA_VERSION 12
+#define DBCRON_PG_SCHEMA_VERSION 13
 
 static const char *const migration_1[] = {
 	"CREATE TABLE jobs ("
@@ -215,6 +215,18 @@ static const char *const migration_12[] = {
 	NULL,
 };
 
+/* 13: concurrency caps (issue 28 item 3, docs/scheduler.md "Concurrency
+ * caps"): a job's tags (one a line), each tag's cap (its row is what
+ * claims lock), and the live runs by job, which the claim counts per
+ * capped tag (only the live rows, not the run log). */
+static const char *const migration_13[] = {
+	"ALTER TABLE jobs ADD COLUMN tags TEXT",
+	"CREATE TABLE tags (name TEXT PRIMARY KEY, max_running INT NOT NULL, "
+	"created_ms BIGINT NOT NULL, updated_ms BIGINT NOT NULL)",
+	"CREATE INDEX runs_live ON runs (job_id) WHERE state IN (1, 2)",
+	NULL,
+};
+
 static const struct {
 	int version;
 	const char *const *stmts;
@@ -231,6 +243,7 @@ static const struct {
 	{10, migration_10},
 	{11, migration_11},
 	{12, migration_12},
+	{13, migration_13},
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == DBCRON_PG_SCHEMA_VERSION,

@@ -229,6 +229,17 @@ static const char *const sqlite_migrations[] = {
 	 * job's last success through runs_job_state (job_id, state). */
 	"ALTER TABLE jobs ADD COLUMN max_silence_ms INTEGER NOT NULL DEFAULT 0;\n"
 	"ALTER TABLE jobs ADD COLUMN on_overdue TEXT;\n",
+	/* 14: concurrency caps (issue 28 item 3, docs/scheduler.md
+	 * "Concurrency caps"): a job's tags (one a line), each tag's cap, and
+	 * the live runs by job, which the claim counts per capped tag (only
+	 * the live rows, not the run log). */
+	"ALTER TABLE jobs ADD COLUMN tags TEXT;\n"
+	"CREATE TABLE tags ("
+	" name TEXT PRIMARY KEY,"
+	" max_running INTEGER NOT NULL,"
+	" created_ms INTEGER NOT NULL,"
+	" updated_ms INTEGER NOT NULL);\n"
+	"CREATE INDEX runs_live ON runs(job_id) WHERE state IN (1, 2);\n",
 };
 
 #define SQLITE_SCHEMA_VERSION \

@@ -32,6 +32,17 @@
 #define R(n) "?1" #n
 #define ROW_BASE 100
 
+/* The live runs (claimed SCHEDULED, RUNNING) of the jobs carrying tag T
+ * (an SQL text expression), counted through runs_live. */
+#define TAG_LIVE(T)                                                                       \
+	"(SELECT count(*) FROM runs r JOIN jobs j ON j.id = r.job_id WHERE r.state IN (1, 2) " \
+	"AND r.node IS NOT NULL AND instr(char(10) || j.tags || char(10), char(10) || " T " || " \
+	"char(10)) > 0)"
+/* The jobs carrying tag T. */
+#define TAG_JOBS(T)                                                                       \
+	"(SELECT count(*) FROM jobs j WHERE instr(char(10) || j.tags || char(10), char(10) || " \
+	T " || char(10)) > 0)"
+
 static const char *const sql[ST__COUNT] = {
 	[ST_BEGIN] = "BEGIN",
 	[ST_BEGIN_WRITE] = "BEGIN IMMEDIATE",
@@ -145,6 +156,18 @@ static const char *const sql[ST__COUNT] = {
 		"attempt, due_at, missed, params",
 	[ST_JOBS_BY_IDS] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE id IN (SELECT " V0
 			   " FROM json_each(?1))",
+	[ST_TAGS_CAPPED] = "SELECT name, max_running FROM tags WHERE name IN (SELECT " V0
+			   " FROM json_each(?1)) ORDER BY name",
+	[ST_TAGS_LOCK] = "SELECT name FROM tags WHERE name IN (SELECT " V0
+			 " FROM json_each(?1)) ORDER BY name",
+	[ST_TAGS_LIVE] = "SELECT t.value, " TAG_LIVE("t.value") " FROM json_each(?1) t",
+	[ST_TAG_SET] = "INSERT INTO tags (name, max_running, created_ms, updated_ms) VALUES (?1, "
+		       "?2, ?3, ?3) ON CONFLICT (name) DO UPDATE SET max_running = excluded."
+		       "max_running, updated_ms = excluded.updated_ms",
+	[ST_TAG_USED] = "SELECT " TAG_JOBS("?1"),
+	[ST_TAG_DELETE] = "DELETE FROM tags WHERE name = ?1",
+	[ST_TAGS_LIST] = "SELECT t.name, t.max_running, " TAG_LIVE("t.name") ", " TAG_JOBS("t.name")
+			 " FROM tags t ORDER BY t.name",
 	[ST_JOBS_BUSY] = "SELECT job_id, id, node, state, started_ms FROM runs WHERE job_id IN (SELECT " V0
 			 " FROM json_each(?2)) AND state IN (" SQL_RS_SCHEDULED ", " SQL_RS_RUNNING
 			 ") AND node IS NOT NULL AND node <> ?1 ORDER BY job_id",
