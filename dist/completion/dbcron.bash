@@ -45,8 +45,8 @@ _dbcron()
 			return
 		fi
 		case $sub in
-		add) opts="--cron --every --after --at --needs --tz --misfire --max-catchup --misfire-threshold --overlap --node-loss --retries --retry-base --retry-cap --retry-jitter --start-jitter --spread --spread-seed --timeout --start-at --end-at --params --paused --handler --arg --user --group --cwd --env --env-file --umask --inherit-env --on-failure --on-success --on-misfire --max-silence --on-overdue --tag --no-user-check --strict --format" ;;
-		set) opts="--cron --every --after --at --needs --tz --misfire --max-catchup --misfire-threshold --overlap --node-loss --retries --retry-base --retry-cap --retry-jitter --no-retry-jitter --start-jitter --spread --spread-seed --timeout --start-at --end-at --params --handler --arg --user --group --cwd --env --env-file --umask --inherit-env --no-inherit-env --on-failure --on-success --on-misfire --max-silence --on-overdue --tag --no-user-check --strict --format" ;;
+		add) opts="--cron --every --after --at --needs --tz --misfire --max-catchup --misfire-threshold --overlap --node-loss --retries --retry-base --retry-cap --retry-jitter --start-jitter --spread --spread-seed --timeout --start-at --end-at --params --paused --handler --arg --user --group --cwd --env --env-file --umask --inherit-env --on-failure --on-success --on-misfire --max-silence --on-overdue --tag --priority --no-user-check --strict --format" ;;
+		set) opts="--cron --every --after --at --needs --tz --misfire --max-catchup --misfire-threshold --overlap --node-loss --retries --retry-base --retry-cap --retry-jitter --no-retry-jitter --start-jitter --spread --spread-seed --timeout --start-at --end-at --params --handler --arg --user --group --cwd --env --env-file --umask --inherit-env --no-inherit-env --on-failure --on-success --on-misfire --max-silence --on-overdue --tag --priority --no-user-check --strict --format" ;;
 		list|show|export|pause|resume|rename) opts="--format" ;;
 		delete) opts="--force --format" ;;
 		trigger) opts="--param --format" ;;

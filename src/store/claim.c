@@ -39,6 +39,41 @@ static int claimed_cmp(const void *a, const void *b)
 	return x->run.attempt - y->run.attempt;
 }
 
+/* Priorities (issue 28 item 4): due jobs already due at the claim's now
+ * (waiting for a slot, a worker, a node) go highest priority first, then
+ * oldest; the ones ahead of now keep their instants' order, higher
+ * priority first within one instant. */
+static int due_now_cmp(const void *a, const void *b)
+{
+	const dbcron_job *x = a, *y = b;
+	if (x->priority != y->priority)
+		return x->priority > y->priority ? -1 : 1;
+	if (x->next_fire_at != y->next_fire_at)
+		return x->next_fire_at < y->next_fire_at ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int due_ahead_cmp(const void *a, const void *b)
+{
+	const dbcron_job *x = a, *y = b;
+	if (x->next_fire_at != y->next_fire_at)
+		return x->next_fire_at < y->next_fire_at ? -1 : 1;
+	if (x->priority != y->priority)
+		return x->priority > y->priority ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* The due jobs jobs[0..n), read in next_fire_at order, in the order the
+ * claim plans them (due_now_cmp, due_ahead_cmp). */
+static void priority_order(dbcron_job *jobs, size_t n, int64_t now)
+{
+	size_t k = 0;
+	while (k < n && jobs[k].next_fire_at <= now)
+		k++;
+	dbcron__sort(jobs, k, sizeof(*jobs), due_now_cmp);
+	dbcron__sort(jobs + k, n - k, sizeof(*jobs), due_ahead_cmp);
+}
+
 static int i64_cmp(const void *a, const void *b)
 {
 	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -611,6 +646,7 @@ static int plan_due_jobs(store *s, const store_claim_req *req, const claim_pass 
 	out->now_ms = now;
 	if (out->njobs == first)
 		return DBCRON_OK;
+	priority_order(out->jobs + first, out->njobs - first, now);
 	claim_busy busy = {0};
 	if ((rc = due_busy(s, req, out, first, &busy, err)) ||
 	    (rc = store__caps_load(s, caps, out->jobs + first, out->njobs - first, err)))

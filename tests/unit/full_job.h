@@ -61,6 +61,7 @@ static void full_job(dbcron_job *j, const char *name, bool handler)
 	j->max_silence_ms = 7200000;
 	j->on_overdue = dbcron__strdup("http://127.0.0.1/late\nexec:/bin/true");
 	j->tags = dbcron__strdup("heavy\ndb.eu-1");
+	j->priority = -7;
 	if (handler) {
 		j->executor = DBCRON_EXEC_HANDLER;
 		j->handler = dbcron__strdup("sleep");

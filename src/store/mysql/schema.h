@@ -16,7 +16,7 @@
 #define DBCRON_STORE_MYSQL_SCHEMA_H
 
 /* Highest migration this binary knows. */
-#define DBCRON_MY_SCHEMA_VERSION 12
+#define DBCRON_MY_SCHEMA_VERSION 13
 
 #define MY_TABLE_OPTS " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
 
@@ -252,6 +252,14 @@ static const char *const my_migration_12[] = {
 	NULL,
 };
 
+/* 13: priorities (issue 28 item 4, docs/scheduler.md "Priorities"). */
+static const char *const my_migration_13[] = {
+	"ALTER TABLE jobs ADD COLUMN IF NOT EXISTS priority INT NOT NULL DEFAULT 0",
+	/* the claim's order, (next_fire_at, priority DESC), from the index */
+	"CREATE INDEX IF NOT EXISTS jobs_due_prio ON jobs (next_fire_at, priority DESC)",
+	NULL,
+};
+
 static const struct {
 	int version;
 	const char *const *stmts;
@@ -268,6 +276,7 @@ static const struct {
 	{10, my_migration_10},
 	{11, my_migration_11},
 	{12, my_migration_12},
+	{13, my_migration_13},
 };
 
 _Static_assert(sizeof(my_migrations) / sizeof(my_migrations[0]) == DBCRON_MY_SCHEMA_VERSION,

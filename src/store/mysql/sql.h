@@ -140,7 +140,7 @@ static const char *const sql[ST__COUNT] = {
 		"next_fire_at IS NOT NULL AND next_fire_at <= @dbcron_now + ?1 AND ("
 		RUNS_HERE("jobs", 3, 4) " OR " STORE_STRANDED("jobs", "jobs.next_fire_at", "@dbcron_now") ") AND "
 		IN_POOL("jobs.id", 5, 6) " AND (?7 IS NOT NULL)"
-		" ORDER BY next_fire_at LIMIT ?2 FOR UPDATE SKIP LOCKED" PART
+		" ORDER BY next_fire_at, priority DESC LIMIT ?2 FOR UPDATE SKIP LOCKED" PART
 		"SELECT @dbcron_now, " NULLS_JOB,
 	/* One statement per claim whatever its size: the batch is a JSON
 	 * table, and IGNORE + RETURNING hands out only rows really inserted

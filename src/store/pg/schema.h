@@ -7,7 +7,7 @@
 #define DBCRON_STORE_PG_SCHEMA_H
 
 /* Highest migration this binary knows. */
-#define DBCRON_PG_SCHEMA_VERSION 13
+#define DBCRON_PG_SCHEMA_VERSION 14
 
 static const char *const migration_1[] = {
 	"CREATE TABLE jobs ("
@@ -227,6 +227,14 @@ static const char *const migration_13[] = {
 	NULL,
 };
 
+/* 14: priorities (issue 28 item 4, docs/scheduler.md "Priorities"). */
+static const char *const migration_14[] = {
+	"ALTER TABLE jobs ADD COLUMN priority INT NOT NULL DEFAULT 0",
+	/* the claim's order, (next_fire_at, priority DESC), from the index */
+	"CREATE INDEX jobs_due_prio ON jobs (next_fire_at, priority DESC)",
+	NULL,
+};
+
 static const struct {
 	int version;
 	const char *const *stmts;
@@ -244,6 +252,7 @@ static const struct {
 	{11, migration_11},
 	{12, migration_12},
 	{13, migration_13},
+	{14, migration_14},
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == DBCRON_PG_SCHEMA_VERSION,

@@ -137,7 +137,7 @@ static const char *const sql[ST__COUNT] = {
 		RUNS_HERE("jobs", "$3::int", "$4::text[]") " OR " STORE_STRANDED("jobs", "jobs.next_fire_at", "c.now")
 		") AND " IN_POOL("jobs.id", "$5::int", "$6::bigint[]")
 		" AND " STORE_OVERLAP_DUE_OK("jobs", "$7::text", "c.now")
-		" ORDER BY next_fire_at LIMIT $2::int FOR UPDATE "
+		" ORDER BY next_fire_at, priority DESC LIMIT $2::int FOR UPDATE "
 		"OF jobs SKIP LOCKED) j ON true",
 	[ST_FIRES_INSERT] =
 		"INSERT INTO runs (job_id, job_name, fire_at, attempt, state, due_at, node, "

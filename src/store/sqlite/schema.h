@@ -240,6 +240,11 @@ static const char *const sqlite_migrations[] = {
 	" created_ms INTEGER NOT NULL,"
 	" updated_ms INTEGER NOT NULL);\n"
 	"CREATE INDEX runs_live ON runs(job_id) WHERE state IN (1, 2);\n",
+	/* 15: priorities (issue 28 item 4, docs/scheduler.md "Priorities"):
+	 * the claim reads due jobs by (next_fire_at, priority DESC), which
+	 * this index gives in order, as jobs_due gave next_fire_at's. */
+	"ALTER TABLE jobs ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;\n"
+	"CREATE INDEX jobs_due_prio ON jobs(next_fire_at, priority DESC);\n",
 };
 
 #define SQLITE_SCHEMA_VERSION \

@@ -132,7 +132,7 @@ static const char *const sql[ST__COUNT] = {
 		"IS NOT NULL AND next_fire_at <= " NOW_SQL " + ?1 AND (" RUNS_HERE("jobs", "?3", "?4")
 		" OR " STORE_STRANDED("jobs", "jobs.next_fire_at", NOW_SQL) ") AND " IN_POOL("jobs.id", "?5", "?6")
 		" AND " STORE_OVERLAP_DUE_OK("jobs", "?7", NOW_SQL)
-		" ORDER BY next_fire_at LIMIT ?2) AS j ON true",
+		" ORDER BY next_fire_at, priority DESC LIMIT ?2) AS j ON true",
 	[ST_FIRES_INSERT] =
 		"INSERT INTO runs(job_id, job_name, fire_at, attempt, state, due_at, node, "
 		"claim_token, finished_ms, missed, error, created_ms) VALUES (" R(00) ", "
