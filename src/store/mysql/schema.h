@@ -240,23 +240,25 @@ static const char *const my_migration_11[] = {
 };
 
 /* 12: concurrency caps (issue 28 item 3, docs/scheduler.md "Concurrency
- * caps"): a job's tags (one a line), each tag's cap (its row is what
- * claims lock), and the live runs by state then job, which the claim
- * counts per capped tag (no partial index here). */
+ * caps"): a job's tags (one a line) and each tag's cap (its row is what
+ * claims lock).  The claim counts a capped tag's live runs through
+ * runs_job_state (job_id, state): no index of its own. */
 static const char *const my_migration_12[] = {
 	"ALTER TABLE jobs ADD COLUMN IF NOT EXISTS tags TEXT NULL",
 	"CREATE TABLE IF NOT EXISTS tags (name VARCHAR(64) CHARACTER SET utf8mb4 COLLATE "
 	"utf8mb4_bin PRIMARY KEY, max_running INT NOT NULL, created_ms BIGINT NOT NULL, "
 	"updated_ms BIGINT NOT NULL) ENGINE=InnoDB",
-	"CREATE INDEX IF NOT EXISTS runs_live ON runs (state, job_id)",
 	NULL,
 };
 
 /* 13: priorities (issue 28 item 4, docs/scheduler.md "Priorities"). */
 static const char *const my_migration_13[] = {
 	"ALTER TABLE jobs ADD COLUMN IF NOT EXISTS priority INT NOT NULL DEFAULT 0",
-	/* the claim's order, (next_fire_at, priority DESC), from the index */
-	"CREATE INDEX IF NOT EXISTS jobs_due_prio ON jobs (next_fire_at, priority DESC)",
+	/* the claim's order, (next_fire_at, priority DESC), from the index;
+	 * it replaces jobs_due (the same prefix), so a job's advance writes
+	 * one index, as before */
+	"ALTER TABLE jobs DROP INDEX IF EXISTS jobs_due, ADD INDEX IF NOT EXISTS jobs_due_prio "
+	"(paused, next_fire_at, priority DESC)",
 	NULL,
 };
 

@@ -37,7 +37,7 @@
 #define IN_POOL(ID, P, L) "(?" #P " = 0 OR (?" #P " = 2) = (" ID " IN " LIST_I64(L) "))"
 
 /* The live runs (claimed SCHEDULED, RUNNING) of the jobs carrying tag T,
- * counted through runs_live (state, job_id); and the jobs carrying it. */
+ * counted through runs_job_state; and the jobs carrying it. */
 #define TAG_LIVE(T)                                                                       \
 	"(SELECT count(*) FROM runs r JOIN jobs j ON j.id = r.job_id WHERE r.state IN (1, 2) " \
 	"AND r.node IS NOT NULL AND LOCATE(CONCAT(CHAR(10), " T ", CHAR(10)), CONCAT(CHAR(10), " \

@@ -20,7 +20,7 @@
 	"(" R " = 0 OR " J ".executor <> " SQL_EXEC_HANDLER " OR " J ".handler = ANY (" L "))"
 
 /* The live runs (claimed SCHEDULED, RUNNING) of the jobs carrying tag T,
- * counted through runs_live; and the jobs carrying it. */
+ * counted through runs_job_state; and the jobs carrying it. */
 #define TAG_LIVE(T)                                                                       \
 	"(SELECT count(*) FROM runs r JOIN jobs j ON j.id = r.job_id WHERE r.state IN (1, 2) " \
 	"AND r.node IS NOT NULL AND " T " = ANY (string_to_array(j.tags, E'\\n')))"

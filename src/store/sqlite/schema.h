@@ -230,21 +230,24 @@ static const char *const sqlite_migrations[] = {
 	"ALTER TABLE jobs ADD COLUMN max_silence_ms INTEGER NOT NULL DEFAULT 0;\n"
 	"ALTER TABLE jobs ADD COLUMN on_overdue TEXT;\n",
 	/* 14: concurrency caps (issue 28 item 3, docs/scheduler.md
-	 * "Concurrency caps"): a job's tags (one a line), each tag's cap, and
-	 * the live runs by job, which the claim counts per capped tag (only
-	 * the live rows, not the run log). */
+	 * "Concurrency caps"): a job's tags (one a line) and each tag's cap.
+	 * The claim counts a capped tag's live runs through runs_job_state
+	 * (job_id, state): no index of its own, so runs cost no more to
+	 * write. */
 	"ALTER TABLE jobs ADD COLUMN tags TEXT;\n"
 	"CREATE TABLE tags ("
 	" name TEXT PRIMARY KEY,"
 	" max_running INTEGER NOT NULL,"
 	" created_ms INTEGER NOT NULL,"
-	" updated_ms INTEGER NOT NULL);\n"
-	"CREATE INDEX runs_live ON runs(job_id) WHERE state IN (1, 2);\n",
+	" updated_ms INTEGER NOT NULL);\n",
 	/* 15: priorities (issue 28 item 4, docs/scheduler.md "Priorities"):
 	 * the claim reads due jobs by (next_fire_at, priority DESC), which
-	 * this index gives in order, as jobs_due gave next_fire_at's. */
+	 * this index gives in order; it replaces jobs_due (the same prefix
+	 * and WHERE), so a job's advance writes one index, as before. */
 	"ALTER TABLE jobs ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;\n"
-	"CREATE INDEX jobs_due_prio ON jobs(next_fire_at, priority DESC);\n",
+	"CREATE INDEX jobs_due_prio ON jobs(next_fire_at, priority DESC)"
+	" WHERE paused = 0 AND next_fire_at IS NOT NULL;\n"
+	"DROP INDEX jobs_due;\n",
 };
 
 #define SQLITE_SCHEMA_VERSION \

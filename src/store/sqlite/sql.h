@@ -33,7 +33,7 @@
 #define ROW_BASE 100
 
 /* The live runs (claimed SCHEDULED, RUNNING) of the jobs carrying tag T
- * (an SQL text expression), counted through runs_live. */
+ * (an SQL text expression), counted through runs_job_state. */
 #define TAG_LIVE(T)                                                                       \
 	"(SELECT count(*) FROM runs r JOIN jobs j ON j.id = r.job_id WHERE r.state IN (1, 2) " \
 	"AND r.node IS NOT NULL AND instr(char(10) || j.tags || char(10), char(10) || " T " || " \
@@ -125,7 +125,7 @@ static const char *const sql[ST__COUNT] = {
 		"INSERT INTO runs(job_id, job_name, fire_at, attempt, state, due_at, "
 		"created_ms, params) VALUES (?1, ?2, ?3, 1, " SQL_RS_SCHEDULED ", ?3, ?4, ?5) ON CONFLICT DO NOTHING "
 		"RETURNING id",
-	/* The partial index jobs_due matches the WHERE literally. */
+	/* The partial index jobs_due_prio matches the WHERE literally. */
 	[ST_CLAIM_DUE_JOBS] =
 		"SELECT c.now, j.* FROM (SELECT " NOW_SQL " AS now) AS c LEFT JOIN "
 		"(SELECT " STORE_JOB_COLS " FROM jobs WHERE paused = 0 AND next_fire_at "
