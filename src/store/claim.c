@@ -550,6 +550,7 @@ static int plan_job(plan_env *e, dbcron_job *j, const busy_skip *skip, dbcron_er
 	bool stranded = !runs_here(req, j);
 	const char *why = NULL;
 	bool ran_none = true; /* every fire written ended unrun */
+	dbcron_run_state forced = 0; /* the last state routing, overlap or a cap gave */
 	for (size_t k = 0; k < plan.nfires; k++) {
 		const store_fire *f = &plan.fires[k];
 		dbcron_run_state state = f->state;
@@ -559,7 +560,7 @@ static int plan_job(plan_env *e, dbcron_job *j, const busy_skip *skip, dbcron_er
 				plan.next_fire_at = f->fire_at;
 				break;
 			}
-			state = DBCRON_RUN_MISFIRED;
+			state = forced = DBCRON_RUN_MISFIRED;
 			if (!why && !(why = stranded_why(e->texts, j)))
 				return store__oom(err, "claim");
 			error = why;
@@ -574,14 +575,18 @@ static int plan_job(plan_env *e, dbcron_job *j, const busy_skip *skip, dbcron_er
 				plan.next_fire_at = f->fire_at;
 				break;
 			}
-			state = DBCRON_RUN_SKIPPED;
+			state = forced = DBCRON_RUN_SKIPPED;
 			error = skip->why;
 		}
-		if (state == DBCRON_RUN_SCHEDULED && !cap_gate(e, j, f, &state, &error, &rc, err)) {
-			if (rc)
-				return rc;
-			plan.next_fire_at = f->fire_at;
-			break;
+		if (state == DBCRON_RUN_SCHEDULED) {
+			if (!cap_gate(e, j, f, &state, &error, &rc, err)) {
+				if (rc)
+					return rc;
+				plan.next_fire_at = f->fire_at;
+				break;
+			}
+			if (state != DBCRON_RUN_SCHEDULED)
+				forced = state;
 		}
 		/* A claim never returns more than its bound: one job's
 		 * catch-up may owe many fires; the rest wait for the
@@ -609,12 +614,11 @@ static int plan_job(plan_env *e, dbcron_job *j, const busy_skip *skip, dbcron_er
 		ran_none = state != DBCRON_RUN_SCHEDULED;
 	}
 	/* An AFTER job fires next from its run's end: a fire routing
-	 * ended MISFIRED is that end (as close_stranded says for runs),
-	 * or its series would stop here for good. */
-	if ((why || skip->why) && ran_none && plan.next_fire_at < 0)
-		plan.next_fire_at =
-			model_run_followup(j, 1, why ? DBCRON_RUN_MISFIRED : DBCRON_RUN_SKIPPED,
-					   true, now).job_next_fire_at;
+	 * ended MISFIRED, or overlap or a cap SKIPPED, is that end (as
+	 * close_stranded says for runs), or its series would stop here for
+	 * good. */
+	if (forced && ran_none && plan.next_fire_at < 0)
+		plan.next_fire_at = model_run_followup(j, 1, forced, true, now).job_next_fire_at;
 	store_batch_i64(e->next, j->id);
 	store_batch_i64n(e->next, plan.next_fire_at);
 	j->next_fire_at = plan.next_fire_at;
