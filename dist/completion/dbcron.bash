@@ -34,7 +34,7 @@ _dbcron()
 		;;
 	esac
 	if [ "$COMP_CWORD" -eq 1 ]; then
-		COMPREPLY=($(compgen -W "cron init job node runs calendar audit events nodes lock locks serve config --config --db --db-file --help --version" -- "$cur"))
+		COMPREPLY=($(compgen -W "cron init job node runs calendar audit events nodes lock locks serve config --config --db --db-file --help --version tag" -- "$cur"))
 		return
 	fi
 	local db="--db --db-file --help"
@@ -45,8 +45,8 @@ _dbcron()
 			return
 		fi
 		case $sub in
-		add) opts="--cron --every --after --at --needs --tz --misfire --max-catchup --misfire-threshold --overlap --node-loss --on-every-node --retries --retry-base --retry-cap --retry-jitter --start-jitter --spread --spread-seed --timeout --start-at --end-at --params --paused --handler --arg --user --group --cwd --env --env-file --umask --inherit-env --on-failure --on-success --on-misfire --max-silence --on-overdue --no-user-check --strict --format --max-runs --exclude-calendar --http --header --body --body-file --expect --ca-file --sql --sql-db-file" ;;
-		set) opts="--cron --every --after --at --needs --tz --misfire --max-catchup --misfire-threshold --overlap --node-loss --on-every-node --no-on-every-node --retries --retry-base --retry-cap --retry-jitter --no-retry-jitter --start-jitter --spread --spread-seed --timeout --start-at --end-at --params --handler --arg --user --group --cwd --env --env-file --umask --inherit-env --no-inherit-env --on-failure --on-success --on-misfire --max-silence --on-overdue --no-user-check --strict --format --max-runs --exclude-calendar --http --header --body --body-file --expect --ca-file --sql --sql-db-file" ;;
+		add) opts="--cron --every --after --at --needs --tz --misfire --max-catchup --misfire-threshold --overlap --node-loss --on-every-node --retries --retry-base --retry-cap --retry-jitter --start-jitter --spread --spread-seed --timeout --start-at --end-at --params --paused --handler --arg --user --group --cwd --env --env-file --umask --inherit-env --on-failure --on-success --on-misfire --max-silence --on-overdue --no-user-check --strict --format --max-runs --exclude-calendar --http --header --body --body-file --expect --ca-file --sql --sql-db-file --tag --priority" ;;
+		set) opts="--cron --every --after --at --needs --tz --misfire --max-catchup --misfire-threshold --overlap --node-loss --on-every-node --no-on-every-node --retries --retry-base --retry-cap --retry-jitter --no-retry-jitter --start-jitter --spread --spread-seed --timeout --start-at --end-at --params --handler --arg --user --group --cwd --env --env-file --umask --inherit-env --no-inherit-env --on-failure --on-success --on-misfire --max-silence --on-overdue --no-user-check --strict --format --max-runs --exclude-calendar --http --header --body --body-file --expect --ca-file --sql --sql-db-file --tag --priority" ;;
 		list|show|export|pause|resume|rename) opts="--format" ;;
 		delete) opts="--force --format" ;;
 		trigger) opts="--param --format" ;;
@@ -97,6 +97,12 @@ _dbcron()
 	nodes) opts="--format --prune" ;;
 	lock) opts="--ttl --owner --wait --kill-grace --held-exit" ;;
 	locks) opts="--format" ;;
+	tag)
+		if [ "$COMP_CWORD" -eq 2 ] && [[ $cur != -* ]]; then
+			COMPREPLY=($(compgen -W "set list delete" -- "$cur"))
+			return
+		fi
+		opts="--max-running --format" ;;
 	esac
 	COMPREPLY=($(compgen -W "$opts $db" -- "$cur"))
 }

@@ -120,6 +120,14 @@ typedef struct dbcron_job {
 	 * event to on_overdue's targets per silent period; 0: never. */
 	int64_t max_silence_ms;
 	char *on_overdue;
+	/* Concurrency caps (issue 28 item 3): the tags the job's runs count
+	 * against, one tag a line (NULL: none); a tag with a cap (dbcron tag
+	 * set) has at most that many live runs in the whole cluster. */
+	char *tags;
+	/* Priorities (issue 28 item 4): among fires due at one instant, and
+	 * among due fires waiting for a cap's slot, higher starts first
+	 * (default 0, -1000..1000). */
+	int priority;
 	bool paused;
 	int64_t next_fire_at; /* -1: no further fire */
 	int64_t created_ms, updated_ms;

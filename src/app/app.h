@@ -528,6 +528,21 @@ json_t *app_node_json(const store_node_row *nr, int64_t now_ms);
 /* A lock row as `dbcron locks --format json` prints. */
 json_t *app_lock_json(const store_lock_row *l, int64_t now_ms);
 
+/* ------------------------------------------------------------ tags */
+
+/*
+ * Concurrency caps (issue 28 item 3, docs/scheduler.md "Concurrency
+ * caps"), for `dbcron tag` and /api/v1/tags.  app_tag_set: tag name's cap
+ * is max_running live runs in the cluster; DBCRON_EINVAL for a bad name or
+ * cap, or for a tag no job carries ("unknown tag": a cap on a typo would
+ * cap nothing).  app_tag_delete: DBCRON_ENOTFOUND when the tag has no cap.
+ * app_tags_list: every capped tag as {"name", "max_running", "running",
+ * "jobs"}, by name; app_tag_json one of them.
+ */
+int app_tag_set(store *s, const char *name, int max_running, dbcron_err *err);
+int app_tag_delete(store *s, const char *name, dbcron_err *err);
+int app_tags_list(store *s, json_t **out, dbcron_err *err);
+
 /* Every node / every lock as an array of the above. */
 int app_nodes_list(store *s, json_t **out, dbcron_err *err);
 int app_locks_list(store *s, json_t **out, dbcron_err *err);

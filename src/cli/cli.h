@@ -36,6 +36,7 @@ int cli_calendar(int argc, char **argv); /* cmd_calendar.c */
 int cli_events(int argc, char **argv); /* cmd_events.c */
 int cli_node(int argc, char **argv);  /* cmd_node.c */
 int cli_lock(int argc, char **argv);  /* cmd_lock.c */
+int cli_tag(int argc, char **argv);   /* cmd_tag.c */
 int cli_locks(int argc, char **argv); /* cmd_lock.c */
 int cli_serve(int argc, char **argv); /* cmd_serve.c */
 int cli_config(int argc, char **argv); /* cmd_config.c */

@@ -670,6 +670,15 @@ static int show_table(const dbcron_job *j, const app_run_vec *rv, const char *un
 	printf("misfire:           %s (threshold %s, max catch-up %d)\n",
 	       dbcron_misfire_name(j->misfire), b1, j->max_catchup);
 	printf("overlap:           %s\n", dbcron_overlap_name(j->overlap));
+	if (j->priority)
+		printf("priority:          %d\n", j->priority);
+	if (j->tags) {
+		/* one a line in the job; shown as a list */
+		printf("tags:              ");
+		for (const char *c = j->tags; *c; c++)
+			fputs(*c == '\n' ? ", " : (char[2]){*c, 0}, stdout);
+		fputc('\n', stdout);
+	}
 	printf("node loss:         %s\n", dbcron_node_loss_name(j->node_loss));
 	if (j->on_every_node) /* docs/scheduler.md "Every node" */
 		printf("on every node:     yes (each fire once per live node)\n");

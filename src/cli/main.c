@@ -37,6 +37,7 @@ static const struct {
 	{"audit", cli_audit, "show the audit trail: who changed which job, when, and how"},
 	{"events", cli_events, "show reaction events and their delivery"},
 	{"nodes", cli_nodes, "show scheduler nodes and their heartbeats"},
+	{"tag", cli_tag, "tag set|list|delete: concurrency caps by tag"},
 	{"lock", cli_lock, "run a command under a cluster-wide lease lock"},
 	{"locks", cli_locks, "show lease locks"},
 	{"serve", cli_serve, "serve the HTTP API without scheduling"},

@@ -34,7 +34,9 @@
  *         database clock), TARGET (a reaction list: a LIST key kept in a
  *         TEXT column, one target a line, model/target.h), PARAMS (a
  *         declaration of run parameters, model/params.h), SQL (the
- *         statement of a SQL job: setting it makes the job one).  SCHED marks
+ *         statement of a SQL job: setting it makes the job one), TAGS (a
+ *         LIST key kept in a TEXT column, one tag a line, model/tags.h).
+ *         SCHED marks
  *         the rows of the schedule hook (kind, text, interval): one
  *         schedule, compared and reported once.
  * args    the codec's constants, designated initialisers of
@@ -187,6 +189,11 @@
 	  H("DUR", "overdue when no run succeeded for DUR (default never)"))                      \
 	X(on_overdue, on_overdue, TEXT, K(ON_OVERDUE, "on-overdue", "on_overdue", LIST), TARGET, \
 	  (), ANY, DEF, NULL, H("TARGET", "once per --max-silence period (repeatable)"))         \
+	X(tags, tags, TEXT, K(TAG, "tag", NULL, LIST), TAGS, (), ANY, DEF, NULL,                 \
+	  H("TAG", "count its runs against TAG's cap (repeatable; dbcron tag set)"))             \
+	X(priority, priority, INT, K(PRIORITY, "priority", NULL, INT), INT,                       \
+	  (.lo = -1000, .hi = 1000), ANY, DEF, 0,                                                 \
+	  H("N", "among fires due at once or waiting for a cap, higher first\n(default 0)"))      \
 	X(next_fire_at, next_fire_at, I64N, K0, NONE, (), ANY, PLACE, -1, H0)                     \
 	X(runs_fired, runs_fired, I64, K0, NONE, (), ANY, STORE, 0, H0)                           \
 	X(created_ms, created_ms, I64, K0, NONE, (), ANY, STORE, -1, H0)                          \

@@ -759,6 +759,60 @@ static bool asset(const char *path, http_reply *rep)
 	return false;
 }
 
+/* ------------------------------------------------------------- tags */
+
+/* PUT /tags/NAME {"max_running": N}: the cap, made or changed. */
+static void tag_put(const http_call *c, const char *name, http_reply *rep)
+{
+	dbcron_err err = {0};
+	json_t *b = body_json(c, rep);
+	if (!b)
+		return;
+	json_t *m = json_object_get(b, "max_running");
+	json_int_t n = json_is_integer(m) ? json_integer_value(m) : -1;
+	if (!json_is_object(b) || json_object_size(b) != 1 || n < 0 || n > 1000000) {
+		json_decref(b);
+		return http__error(rep, MHD_HTTP_BAD_REQUEST, "invalid",
+				   "expected {\"max_running\": N}, N a whole number from 0 to 1000000");
+	}
+	json_decref(b);
+	if (app_tag_set(c->st, name, (int)n, &err))
+		return from_err(rep, &err);
+	ok(rep, MHD_HTTP_OK, json_pack("{s:s, s:I}", "name", name, "max_running", n));
+}
+
+/* GET /tags; PUT and DELETE /tags/NAME (issue 28 item 3). */
+static void route_tags(const http_call *c, const char *rest, http_reply *rep)
+{
+	dbcron_err err = {0};
+	json_t *j;
+	if (!*rest) {
+		if (!is(c, "GET"))
+			return method_not_allowed(rep, "GET");
+		if (!may_read(c, rep))
+			return;
+		if (app_tags_list(c->st, &j, &err))
+			return from_err(rep, &err);
+		return ok(rep, MHD_HTTP_OK, json_pack("{s:o}", "tags", j));
+	}
+	const char *name = rest + 1;
+	if (!*name || strchr(name, '/'))
+		return http__error(rep, MHD_HTTP_NOT_FOUND, "not_found", "no such resource");
+	if (is(c, "PUT")) {
+		if (may_write(c, rep))
+			tag_put(c, name, rep);
+		return;
+	}
+	if (is(c, "DELETE")) {
+		if (!may_write(c, rep))
+			return;
+		if (app_tag_delete(c->st, name, &err))
+			return from_err(rep, &err);
+		return ok(rep, MHD_HTTP_OK, json_pack("{s:s, s:b}", "name", name, "deleted", 1));
+	}
+	method_not_allowed(rep, "PUT, DELETE");
+}
+
 static void route_all(const http_call *c, http_reply *rep);
 
 /* Every GET that answers 200 with JSON carries an ETag (server.c), so a
@@ -816,6 +870,8 @@ static void route_all(const http_call *c, http_reply *rep)
 		return route_runs(c, p + 5, rep);
 	if (!strcmp(p, "/apply"))
 		return route_apply(c, rep);
+	if (!strncmp(p, "/tags", 5) && (p[5] == '\0' || p[5] == '/'))
+		return route_tags(c, p + 5, rep);
 	if (!strcmp(p, "/audit"))
 		return route_audit(c, rep);
 	if (!strcmp(p, "/stats"))

@@ -51,6 +51,7 @@ typedef enum model_field_codec {
 	MODEL_FC_HEADER,
 	MODEL_FC_EXPECT,
 	MODEL_FC_SQL,
+	MODEL_FC_TAGS,
 } model_field_codec;
 
 typedef enum model_field_scope {

@@ -27,6 +27,7 @@
 #include "model/jobdef.h"
 #include "model/params.h"
 #include "model/rules.h"
+#include "model/tags.h"
 #include "model/target.h"
 
 void model_jobdef_init(model_jobdef *d, bool cli)
@@ -122,6 +123,20 @@ static int add_env(dbcron_job *j, const char *kv, dbcron_err *err)
 	return DBCRON_OK;
 }
 
+/* item appended to a one-a-line list (targets, headers, tags). */
+static int list_append(char **list, const char *item, dbcron_err *err)
+{
+	size_t have = *list ? strlen(*list) : 0;
+	char *s = dbcron__realloc(*list, have + strlen(item) + 2);
+	if (!s)
+		return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
+	if (have)
+		s[have++] = '\n';
+	memcpy(s + have, item, strlen(item) + 1);
+	*list = s;
+	return DBCRON_OK;
+}
+
 /* One more reaction target for a list (one a line); a target given
  * twice is refused (it would be one event, model/target.h). */
 static int add_target(char **list, const char *t, dbcron_err *err)
@@ -131,32 +146,25 @@ static int add_target(char **list, const char *t, dbcron_err *err)
 		return rc;
 	if (model_targets_has(*list, t, strlen(t)))
 		return dbcron_err_set(err, DBCRON_EINVAL, "'%.200s' is given twice", t);
-	size_t have = *list ? strlen(*list) : 0;
-	char *s = dbcron__realloc(*list, have + strlen(t) + 2);
-	if (!s)
-		return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
-	if (have)
-		s[have++] = '\n';
-	memcpy(s + have, t, strlen(t) + 1);
-	*list = s;
-	return DBCRON_OK;
+	return list_append(list, t, err);
 }
 
 /* One more request header for an HTTP job's list (one a line). */
 static int add_header(char **list, const char *h, dbcron_err *err)
 {
 	int rc = exec_http_check_header(h, err);
+	return rc ? rc : list_append(list, h, err);
+}
+
+/* A tag (issue 28 item 3) added to the list, once. */
+static int add_tag(char **list, const char *t, dbcron_err *err)
+{
+	int rc = model_tag_check(t, err);
 	if (rc)
 		return rc;
-	size_t have = *list ? strlen(*list) : 0;
-	char *s = dbcron__realloc(*list, have + strlen(h) + 2);
-	if (!s)
-		return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
-	if (have)
-		s[have++] = '\n';
-	memcpy(s + have, h, strlen(h) + 1);
-	*list = s;
-	return DBCRON_OK;
+	if (model_tags_has(*list, t))
+		return dbcron_err_set(err, DBCRON_EINVAL, "tag '%s' is given twice", t);
+	return list_append(list, t, err);
 }
 
 /* An octal umask as chmod writes it: "027", "0022". */
@@ -436,6 +444,8 @@ static int set_text(model_jobdef *d, const model_jobdef_key *k, const char *v,
 	case MODEL_FC_EXPECT:
 		rc = exec_http_check_expect(v, err);
 		return rc ? rc : replace_str(slot, v, err);
+	case MODEL_FC_TAGS:
+		return add_tag(slot, v, err);
 	case MODEL_FC_PARAMS:
 		rc = model_params_decl_check(v, err);
 		return rc ? rc : replace_str(slot, v, err);
@@ -599,6 +609,7 @@ static int set_from_job(model_jobdef *d, const model_jobdef_key *k, const model_
 		return DBCRON_OK;
 	case MODEL_FC_TARGET:
 	case MODEL_FC_HEADER:
+	case MODEL_FC_TAGS: /* one a line, as targets */
 		return set_targets(d, k, text, err);
 	default:
 		/* the name, and text keys: unset ones are not given */

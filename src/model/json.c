@@ -154,6 +154,7 @@ static bool field_json(const dbcron_job *j, const model_field *f, json_t **v)
 		break;
 	case MODEL_FC_TARGET:
 	case MODEL_FC_HEADER:
+	case MODEL_FC_TAGS:
 		if (!text)
 			return false;
 		*v = targets_json(text);

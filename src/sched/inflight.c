@@ -199,7 +199,8 @@ fire *fire_new(struct dbcron_node *n, job_state *js, const store_claimed *c)
 	f->node = n;
 	f->js = js;
 	f->tn.idx = SIZE_MAX;
-	f->tn.tie = c->run.fire_at; /* same due: older instant first */
+	f->tn.prio = c->job ? c->job->priority : 0; /* same due: higher first */
+	f->tn.tie = c->run.fire_at;                 /* then older instant first */
 	f->run = c->run;
 	f->run.job_name = dbcron__strdup(c->run.job_name);
 	f->run.node = dbcron__strdup(c->run.node);

@@ -25,6 +25,8 @@ static int less(const timer_node *x, const timer_node *y)
 {
 	if (x->due != y->due)
 		return x->due < y->due;
+	if (x->prio != y->prio)
+		return x->prio > y->prio;
 	if (x->tie != y->tie)
 		return x->tie < y->tie;
 	return x->seq < y->seq;

@@ -1,7 +1,9 @@
 /*
- * The fire timer: a binary min-heap of intrusive nodes keyed by (due, tie,
- * seq).  The owner sets tie before the push (the fire's instant): fires
- * due at the same millisecond start oldest instant first, whatever order a
+ * The fire timer: a binary min-heap of intrusive nodes keyed by (due,
+ * -prio, tie, seq).  The owner sets prio (the job's priority, issue 28
+ * item 4: of fires due at one millisecond the higher starts first) and
+ * tie before the push (the fire's instant): fires of one priority due at
+ * the same millisecond start oldest instant first, whatever order a
  * claim returned them in (catch-up fires and runs taken over share their
  * due time; an UPDATE ... RETURNING has no order).  Equal ties break
  * first-in-first-out through seq.  Not thread-safe: the node guards it.
@@ -14,7 +16,8 @@
 
 typedef struct timer_node {
 	int64_t due; /* database-clock ms */
-	int64_t tie; /* second key, set by the owner; 0 if unused */
+	int64_t tie; /* third key, set by the owner; 0 if unused */
+	int prio;    /* second key, higher first; 0 if unused */
 	uint64_t seq;
 	size_t idx; /* position in the heap; SIZE_MAX when not queued */
 } timer_node;

@@ -7,7 +7,9 @@
  * whose rows no longer decode.
  *
  * Invariants (store_int.h): 1 only rows the fire insert returned are
- * handed out; 3 the runs closed here (a deleted job's, a stranded one's)
+ * handed out; overlap across nodes (issue 28 item 2, "Overlap across
+ * nodes" below): a job another node holds a live run of is handed out
+ * only when its policy allows overlap; 3 the runs closed here (a deleted job's, a stranded one's)
  * are written under the claim's own token; 5 at most req->max runs, and of
  * the node's slow jobs at most req->slow_max.  Two statements per pass
  * whatever the number of jobs (and one for the events of the fires and
@@ -37,6 +39,41 @@ static int claimed_cmp(const void *a, const void *b)
 	if (x->run.job_id != y->run.job_id)
 		return x->run.job_id < y->run.job_id ? -1 : 1;
 	return x->run.attempt - y->run.attempt;
+}
+
+/* Priorities (issue 28 item 4): due jobs already due at the claim's now
+ * (waiting for a slot, a worker, a node) go highest priority first, then
+ * oldest; the ones ahead of now keep their instants' order, higher
+ * priority first within one instant. */
+static int due_now_cmp(const void *a, const void *b)
+{
+	const dbcron_job *x = a, *y = b;
+	if (x->priority != y->priority)
+		return x->priority > y->priority ? -1 : 1;
+	if (x->next_fire_at != y->next_fire_at)
+		return x->next_fire_at < y->next_fire_at ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int due_ahead_cmp(const void *a, const void *b)
+{
+	const dbcron_job *x = a, *y = b;
+	if (x->next_fire_at != y->next_fire_at)
+		return x->next_fire_at < y->next_fire_at ? -1 : 1;
+	if (x->priority != y->priority)
+		return x->priority > y->priority ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* The due jobs jobs[0..n), read in next_fire_at order, in the order the
+ * claim plans them (due_now_cmp, due_ahead_cmp). */
+static void priority_order(dbcron_job *jobs, size_t n, int64_t now)
+{
+	size_t k = 0;
+	while (k < n && jobs[k].next_fire_at <= now)
+		k++;
+	dbcron__sort(jobs, k, sizeof(*jobs), due_now_cmp);
+	dbcron__sort(jobs + k, n - k, sizeof(*jobs), due_ahead_cmp);
 }
 
 static int i64_cmp(const void *a, const void *b)
@@ -293,24 +330,235 @@ static int claim_passes(store *s, const store_claim_req *req, claim_pass out[2])
 	return n;
 }
 
+/*
+ * Overlap across nodes (issue 28 item 2).  A node's own overlap policy
+ * (dispatch.c) sees only the runs it holds; across nodes the claim keeps
+ * it: a job whose live run (claimed SCHEDULED or RUNNING) another node
+ * holds is not handed out unless its policy is allow.  The claim statements
+ * leave most such jobs out in SQL (STORE_OVERLAP_DUE_OK, _RUN_OK), but that
+ * read may be older than the lock it took (PostgreSQL rechecks only the
+ * locked row), so the claim reads them again with JOBS_BUSY, a statement
+ * of its own after the lock: every claim that wrote a live run of the job
+ * held the same row lock until it committed, so this read sees it.  Then:
+ *
+ *   skip     a plain fire due by now, at whose instant the other run was
+ *            RUNNING, is written SKIPPED ("previous run still running on
+ *            node N"); a later fire, a catch-up or a retry, and a fire
+ *            whose other run is only claimed or started after its instant
+ *            (a backlog) wait, as dispatch.c's skip does;
+ *   queue    the job is left due, unchanged: its fires wait until the other
+ *            run ends, then follow the misfire policy;
+ *   replace  the other node's RUNNING runs get a cancel request (the cancel
+ *            path, cancel_requested_at) and the job waits as queue does;
+ *
+ * and an unclaimed run (trigger, retry, hand-back) of a busy job is handed
+ * back in the same transaction: it is owed, so it waits.  The jobs of the
+ * runs CLAIM_RUNS took are locked first (JOBS_LOCK, SKIP LOCKED): a run
+ * whose job another claim holds is handed back too.  Scratch slot 3.
+ */
+typedef struct busy_run {
+	int64_t job_id, run_id, started_ms;
+	char *node;
+	int state;
+} busy_run;
+
+typedef struct claim_busy {
+	busy_run *v;
+	size_t n, cap;
+} claim_busy;
+
+/* Skip across nodes: fires due by now at or after since are SKIPPED with
+ * why (NULL: none). */
+typedef struct busy_skip {
+	const char *why;
+	int64_t since;
+} busy_skip;
+
+static void claim_busy_free(claim_busy *b)
+{
+	for (size_t i = 0; i < b->n; i++)
+		dbcron__free(b->v[i].node);
+	dbcron__free(b->v);
+	memset(b, 0, sizeof(*b));
+}
+
+/* The first live run on another node of job id, or NULL. */
+static const busy_run *find_busy(const claim_busy *b, int64_t job_id)
+{
+	for (size_t i = 0; i < b->n; i++)
+		if (b->v[i].job_id == job_id)
+			return &b->v[i];
+	return NULL;
+}
+
+/* The live runs on other nodes of the jobs in ids (locked by this
+ * transaction), appended to b. */
+static int read_busy(store *s, const store_claim_req *req, const store_batch *ids,
+		     claim_busy *b, dbcron_err *err)
+{
+	if (!store_batch_rows(ids))
+		return DBCRON_OK;
+	store_param p[] = {sp_text(req->node_id), sp_batch(ids)};
+	int rc, row;
+	if ((rc = store__exec(s, ST_JOBS_BUSY, p, 2, err)))
+		return rc;
+	while ((row = store__next(s, err)) == 1) {
+		if (dbcron__grow((void **)&b->v, &b->cap, b->n + 1, sizeof(*b->v))) {
+			store__reset(s);
+			return store__oom(err, "claim");
+		}
+		const char *node = s->d->col_text(s->c, 2);
+		busy_run *r = &b->v[b->n];
+		r->job_id = store__i64(s, 0);
+		r->run_id = store__i64(s, 1);
+		r->state = (int)store__i64(s, 3);
+		r->started_ms = store__i64n(s, 4);
+		if (!(r->node = dbcron__strdup(node ? node : ""))) {
+			store__reset(s);
+			return store__oom(err, "claim");
+		}
+		b->n++;
+	}
+	store__reset(s);
+	return row < 0 ? -row : DBCRON_OK;
+}
+
+/* The due jobs out->jobs[first..] whose policy is not allow, read with
+ * read_busy. */
+static int due_busy(store *s, const store_claim_req *req, const store_claim_result *out,
+		    size_t first, claim_busy *b, dbcron_err *err)
+{
+	store_batch *ids = store__scratch(s, 3, 1, store__ids_cols);
+	for (size_t i = first; i < out->njobs; i++)
+		if (out->jobs[i].overlap != DBCRON_OVERLAP_ALLOW)
+			store_batch_i64(ids, out->jobs[i].id);
+	if (ids->oom)
+		return store__oom(err, "claim");
+	return read_busy(s, req, ids, b, err);
+}
+
+/* Replace: ask the other node's RUNNING runs of job_id to stop (each
+ * request is kept once made; asking again changes nothing). */
+static int ask_replace(store *s, const claim_busy *b, int64_t job_id, int64_t now,
+		       dbcron_err *err)
+{
+	for (size_t i = 0; i < b->n; i++) {
+		if (b->v[i].job_id != job_id || b->v[i].state != DBCRON_RUN_RUNNING)
+			continue;
+		store_param p[] = {sp_i64(b->v[i].run_id), sp_i64(now)};
+		int rc = store__run(s, ST_RUN_CANCEL_REQUEST, p, 2, NULL, err);
+		if (rc)
+			return rc;
+	}
+	return DBCRON_OK;
+}
+
+/* Skip: the earliest start of job_id's RUNNING runs on other nodes, or
+ * NULL when none is running there (only claimed). */
+static const busy_run *first_running(const claim_busy *b, int64_t job_id)
+{
+	const busy_run *first = NULL;
+	for (size_t i = 0; i < b->n; i++) {
+		const busy_run *r = &b->v[i];
+		if (r->job_id == job_id && r->state == DBCRON_RUN_RUNNING && r->started_ms >= 0 &&
+		    (!first || r->started_ms < first->started_ms))
+			first = r;
+	}
+	return first;
+}
+
+/* What the due pass does with job j given the runs on other nodes: plan it
+ * as usual (skip->why NULL); *wait set to leave it due and unplanned; or
+ * skip: the SKIPPED reason (kept in t) for its plain fires due by now
+ * from skip->since, the start of the run they overlap. */
+static int busy_policy(store *s, const claim_busy *b, const dbcron_job *j, int64_t now,
+		       claim_texts *t, busy_skip *skip, bool *wait, dbcron_err *err)
+{
+	skip->why = NULL;
+	*wait = false;
+	/* an every-node job's overlap is per node (JOB_RUNNING), never across */
+	const busy_run *r = j->overlap == DBCRON_OVERLAP_ALLOW || j->on_every_node
+				    ? NULL
+				    : find_busy(b, j->id);
+	if (!r)
+		return DBCRON_OK;
+	if (j->overlap == DBCRON_OVERLAP_SKIP) {
+		if (!(r = first_running(b, j->id))) {
+			*wait = true; /* claimed there, not started: this fire may come first */
+			return DBCRON_OK;
+		}
+		char why[400];
+		dbcron__textf(why, sizeof(why), "previous run still running on node %s", r->node);
+		if (!(skip->why = claim_text_keep(t, why)))
+			return store__oom(err, "claim");
+		skip->since = r->started_ms;
+		return DBCRON_OK;
+	}
+	*wait = true;
+	return j->overlap == DBCRON_OVERLAP_REPLACE ? ask_replace(s, b, j->id, now, err)
+						     : DBCRON_OK;
+}
+
+/* What a pass's due jobs share while they are planned (plan_due_jobs). */
+typedef struct plan_env {
+	const store_claim_req *req;
+	const claim_pass *pass;
+	int64_t now, horizon;
+	store_batch *fires;
+	int scheduled; /* SCHEDULED fires written so far, at most pass->limit */
+	claim_texts *texts;
+	store_claim_result *out;
+	store_caps *caps;
+} plan_env;
+
+/*
+ * Caps (issue 28 item 3, caps.c): a SCHEDULED fire of job j needs a slot of
+ * each of its capped tags.  Without one it waits, in the database, for a
+ * later claim (due-time order: the claim reads due jobs in next_fire_at
+ * order), unless the job's overlap policy is skip and it is a plain fire
+ * due by now: that one is SKIPPED, "tag T is at its cap of N running".
+ * A tag another claim holds has no slot for us, but is not known to be
+ * full: its fires wait.  false: the fire waits (*rc set on failure).
+ */
+static bool cap_gate(plan_env *e, const dbcron_job *j, const store_fire *f,
+		     dbcron_run_state *state, const char **error, int *rc, dbcron_err *err)
+{
+	const store_cap *k = store__caps_full(e->caps, j);
+	*rc = DBCRON_OK;
+	if (!k)
+		return true;
+	if (j->overlap != DBCRON_OVERLAP_SKIP || !k->locked || f->fire_at > e->now ||
+	    (f->due_at >= 0 && f->due_at != f->fire_at))
+		return false;
+	char why[200];
+	dbcron__textf(why, sizeof(why), "tag %s is at its cap of %d running", k->name, k->max);
+	if (!(*error = claim_text_keep(e->texts, why))) {
+		*rc = store__oom(err, "claim");
+		return false;
+	}
+	*state = DBCRON_RUN_SKIPPED;
+	return true;
+}
+
 /* Job j of a pass planned: its fires (MISFIRED by routing when the node
- * cannot run it and it is stranded) into fires, at most what is left of the
- * pass's limit SCHEDULED (and of its --max-runs), and its next fire into
- * j->next_fire_at.  A job the planner cannot plan is set aside, cleared and
- * marked id -1 for the caller to drop. */
-static int plan_job(const store_claim_req *req, const claim_pass *pass, dbcron_job *j,
-		    int64_t now, int64_t horizon, store_batch *fires, int *scheduled,
-		    claim_texts *texts, store_claim_result *out, dbcron_err *err)
+ * cannot run it and it is stranded; SKIPPED by skip when it is busy on
+ * another node under overlap skip) into fires, at most what is left of
+ * the pass's limit SCHEDULED (and of its --max-runs), and its next fire
+ * into j->next_fire_at.  A job the planner cannot plan is set aside,
+ * cleared and marked id -1 for the caller to drop. */
+static int plan_job(plan_env *e, dbcron_job *j, const busy_skip *skip, dbcron_err *err)
 {
 	store_plan plan = {.fires = NULL, .nfires = 0, .next_fire_at = -1};
+	const store_claim_req *req = e->req;
+	int64_t now = e->now;
 	int rc;
-	if ((rc = req->plan(req->plan_ctx, j, now, horizon, &plan))) {
+	if ((rc = req->plan(req->plan_ctx, j, now, e->horizon, &plan))) {
 		if (rc == DBCRON_ENOMEM)
 			return store__oom(err, "claim");
 		char text[600];
 		dbcron__textf(text, sizeof(text), "cannot plan: %s",
 			 plan.error && *plan.error ? plan.error : dbcron_strerror(rc));
-		if ((rc = add_aside(out, j->id, j->name, text, err)))
+		if ((rc = add_aside(e->out, j->id, j->name, text, err)))
 			return rc;
 		dbcron_job_clear(j);
 		j->id = -1; /* dropped by the caller */
@@ -324,6 +572,7 @@ static int plan_job(const store_claim_req *req, const claim_pass *pass, dbcron_j
 	bool stranded = !runs_here(req, j);
 	const char *why = NULL;
 	bool ran_none = true; /* every fire written ended unrun */
+	dbcron_run_state forced = 0; /* the last state routing, overlap or a cap gave */
 	/* --max-runs: what is left of it (the job row is locked by this claim,
 	 * so no other claim counts the same fires) */
 	int64_t left = j->max_runs > 0 ? j->max_runs - j->runs_fired : INT64_MAX;
@@ -336,15 +585,38 @@ static int plan_job(const store_claim_req *req, const claim_pass *pass, dbcron_j
 				plan.next_fire_at = f->fire_at;
 				break;
 			}
-			state = DBCRON_RUN_MISFIRED;
-			if (!why && !(why = stranded_why(texts, j)))
+			state = forced = DBCRON_RUN_MISFIRED;
+			if (!why && !(why = stranded_why(e->texts, j)))
 				return store__oom(err, "claim");
 			error = why;
+		}
+		/* Busy on another node, policy skip: a plain fire due by
+		 * now while the other run was going is skipped; a later
+		 * one, a catch-up (due after its instant) or a fire before
+		 * the other run started waits, as dispatch.c's skip does. */
+		if (skip->why && state == DBCRON_RUN_SCHEDULED) {
+			if (f->fire_at > now || f->fire_at < skip->since ||
+			    (f->due_at >= 0 && f->due_at != f->fire_at)) {
+				plan.next_fire_at = f->fire_at;
+				break;
+			}
+			state = forced = DBCRON_RUN_SKIPPED;
+			error = skip->why;
+		}
+		if (state == DBCRON_RUN_SCHEDULED) {
+			if (!cap_gate(e, j, f, &state, &error, &rc, err)) {
+				if (rc)
+					return rc;
+				plan.next_fire_at = f->fire_at;
+				break;
+			}
+			if (state != DBCRON_RUN_SCHEDULED)
+				forced = state;
 		}
 		/* A claim never returns more than its bound: one job's
 		 * catch-up may owe many fires; the rest wait for the
 		 * next claim, from the first one left out. */
-		if (state == DBCRON_RUN_SCHEDULED && *scheduled >= pass->limit) {
+		if (state == DBCRON_RUN_SCHEDULED && e->scheduled >= e->pass->limit) {
 			plan.next_fire_at = f->fire_at;
 			break;
 		}
@@ -357,25 +629,26 @@ static int plan_job(const store_claim_req *req, const claim_pass *pass, dbcron_j
 			return dbcron_err_set(err, DBCRON_EINTERNAL,
 					      "planner gave job '%s' a fire in state %d",
 					      j->name, (int)state);
-		store_batch_i64(fires, j->id);
-		store_batch_text(fires, j->name);
-		store_batch_i64(fires, f->fire_at);
-		store_batch_i64(fires, state);
-		store_batch_i64(fires, f->due_at >= 0 ? f->due_at : f->fire_at);
-		store_batch_i64(fires, f->missed > 0 ? f->missed : 0);
-		store_batch_text(fires, error);
+		store_batch_i64(e->fires, j->id);
+		store_batch_text(e->fires, j->name);
+		store_batch_i64(e->fires, f->fire_at);
+		store_batch_i64(e->fires, state);
+		store_batch_i64(e->fires, f->due_at >= 0 ? f->due_at : f->fire_at);
+		store_batch_i64(e->fires, f->missed > 0 ? f->missed : 0);
+		store_batch_text(e->fires, error);
 		if (state == DBCRON_RUN_SCHEDULED) {
-			(*scheduled)++;
+			e->scheduled++;
 			left--;
+			store__caps_take(e->caps, j);
 		}
 		ran_none = state != DBCRON_RUN_SCHEDULED;
 	}
 	/* An AFTER job fires next from its run's end: a fire routing
-	 * ended MISFIRED is that end (as close_stranded says for runs),
-	 * or its series would stop here for good. */
-	if (why && ran_none && plan.next_fire_at < 0)
-		plan.next_fire_at = model_run_followup(j, 1, DBCRON_RUN_MISFIRED, true,
-						       now).job_next_fire_at;
+	 * ended MISFIRED, or overlap or a cap SKIPPED, is that end (as
+	 * close_stranded says for runs), or its series would stop here for
+	 * good. */
+	if (forced && ran_none && plan.next_fire_at < 0)
+		plan.next_fire_at = model_run_followup(j, 1, forced, true, now).job_next_fire_at;
 	j->next_fire_at = plan.next_fire_at;
 	return DBCRON_OK;
 }
@@ -401,10 +674,10 @@ static void advance_rows(const store_claim_result *out, size_t first_job, size_t
  * advanced. */
 static int plan_due_jobs(store *s, const store_claim_req *req, const claim_pass *pass,
 			 store_claim_result *out, size_t *runs_cap, size_t *jobs_cap,
-			 claim_texts *texts, dbcron_err *err)
+			 claim_texts *texts, store_caps *caps, dbcron_err *err)
 {
 	int64_t now = -1;
-	int scheduled = 0, rc, row;
+	int rc, row;
 	size_t first = out->njobs, nplanned = first;
 
 	const store_batch *here = routing(s, req);
@@ -412,8 +685,8 @@ static int plan_due_jobs(store *s, const store_claim_req *req, const claim_pass 
 		return store__oom(err, "claim");
 	store_param dp[] = {sp_i64(req->horizon_ms_ahead > 0 ? req->horizon_ms_ahead : 0),
 			    sp_i64(pass->limit), sp_i64(req->handlers != NULL), sp_batch(here),
-			    sp_i64(pass->pool), sp_batch(pass->ids)};
-	if ((rc = store__exec(s, ST_CLAIM_DUE_JOBS, dp, 6, err)) ||
+			    sp_i64(pass->pool), sp_batch(pass->ids), sp_text(req->node_id)};
+	if ((rc = store__exec(s, ST_CLAIM_DUE_JOBS, dp, 7, err)) ||
 	    (rc = store__read_jobs_into(s, 1, out, jobs_cap, &now, err)))
 		return rc;
 	if (now < 0)
@@ -422,14 +695,31 @@ static int plan_due_jobs(store *s, const store_claim_req *req, const claim_pass 
 	out->now_ms = now;
 	if (out->njobs == first)
 		return DBCRON_OK;
-	int64_t horizon = now + dp[0].i;
+	priority_order(out->jobs + first, out->njobs - first, now);
+	claim_busy busy = {0};
+	if ((rc = due_busy(s, req, out, first, &busy, err)) ||
+	    (rc = store__caps_load(s, caps, out->jobs + first, out->njobs - first, err)))
+		goto out_busy;
 
-	store_batch *fires = store__scratch(s, 0, 7, fire_cols);
+	plan_env e = {.req = req, .pass = pass, .now = now, .horizon = now + dp[0].i,
+		      .fires = store__scratch(s, 0, 7, fire_cols), .texts = texts, .out = out,
+		      .caps = caps};
 	size_t i = first, first_run = out->nruns;
-	for (; i < out->njobs && scheduled < pass->limit; i++)
-		if ((rc = plan_job(req, pass, &out->jobs[i], now, horizon, fires, &scheduled, texts,
-				   out, err)))
-			return rc;
+	for (; i < out->njobs && e.scheduled < pass->limit; i++) {
+		dbcron_job *j = &out->jobs[i];
+		busy_skip skip;
+		bool wait;
+		if ((rc = busy_policy(s, &busy, j, now, texts, &skip, &wait, err)))
+			goto out_busy;
+		if (wait) {
+			dbcron_job_clear(j);
+			j->id = -1; /* left due, unplanned: dropped below */
+			continue;
+		}
+		if ((rc = plan_job(&e, j, &skip, err)))
+			goto out_busy;
+	}
+	claim_busy_free(&busy);
 	/* Jobs beyond the budget stay due for the next claim; set-aside ones
 	 * leave the list. */
 	for (size_t k = i; k < out->njobs; k++)
@@ -438,12 +728,12 @@ static int plan_due_jobs(store *s, const store_claim_req *req, const claim_pass 
 		if (out->jobs[k].id >= 0)
 			out->jobs[nplanned++] = out->jobs[k];
 	out->njobs = nplanned;
-	if (fires->oom)
+	if (e.fires->oom)
 		return store__oom(err, "claim");
 
-	if (store_batch_rows(fires)) {
+	if (store_batch_rows(e.fires)) {
 		store_param fp[] = {sp_text(req->node_id), sp_text(req->token), sp_i64(now),
-				    sp_batch(fires)};
+				    sp_batch(e.fires)};
 		if ((rc = store__exec(s, ST_FIRES_INSERT, fp, 4, err)))
 			return rc;
 		while ((row = store__next(s, err)) == 1) {
@@ -472,6 +762,9 @@ static int plan_due_jobs(store *s, const store_claim_req *req, const claim_pass 
 		return store__oom(err, "claim");
 	store_param ap[] = {sp_batch(next)};
 	return store__run(s, ST_JOBS_ADVANCE, ap, 1, NULL, err);
+out_busy:
+	claim_busy_free(&busy);
+	return rc;
 }
 
 /* Unclaimed SCHEDULED runs (retries, triggers, hand-backs, takeovers) of
@@ -536,6 +829,137 @@ static int claim_unclaimed(store *s, const store_claim_req *req, const claim_pas
 	if ((rc = store__exec(s, ST_JOBS_BY_IDS, jp, 1, err)))
 		return rc;
 	return store__read_jobs_into(s, 0, out, jobs_cap, NULL, err);
+}
+
+/* The ids of the jobs this transaction locked of those in ids, into
+ * *locked (sorted, caller frees). */
+static int lock_jobs(store *s, const store_batch *ids, int64_t **locked, size_t *nlocked,
+		     dbcron_err *err)
+{
+	size_t cap = 0;
+	int rc, row;
+	store_param p[] = {sp_batch(ids)};
+	if ((rc = store__exec(s, ST_JOBS_LOCK, p, 1, err)))
+		return rc;
+	while ((row = store__next(s, err)) == 1) {
+		if (dbcron__grow((void **)locked, &cap, *nlocked + 1, sizeof(**locked))) {
+			store__reset(s);
+			return store__oom(err, "claim");
+		}
+		(*locked)[(*nlocked)++] = store__i64(s, 0);
+	}
+	store__reset(s);
+	if (row < 0)
+		return -row;
+	dbcron__sort(*locked, *nlocked, sizeof(**locked), i64_cmp);
+	return DBCRON_OK;
+}
+
+/* Whether a run CLAIM_RUNS took of job j must go back: j's policy is not
+ * allow and its job row is held by another claim or the job is busy on
+ * another node ("Overlap across nodes"). */
+static bool held_back(const dbcron_job *j, const int64_t *locked,
+		      size_t nlocked, const claim_busy *b)
+{
+	if (!j || j->overlap == DBCRON_OVERLAP_ALLOW || j->on_every_node)
+		return false;
+	if (!nlocked || !bsearch(&j->id, locked, nlocked, sizeof(*locked), i64_cmp))
+		return true;
+	return find_busy(b, j->id) != NULL;
+}
+
+/* The jobs of the runs CLAIM_RUNS took (out->runs[first..]) whose policy
+ * is not allow: locked (those another claim holds are not in *locked),
+ * then their runs on other nodes read into busy. */
+static int runs_busy(store *s, const store_claim_req *req, const store_claim_result *out,
+		     size_t first, int64_t **locked, size_t *nlocked, claim_busy *busy,
+		     dbcron_err *err)
+{
+	store_batch *ids = store__scratch(s, 3, 1, store__ids_cols);
+	for (size_t i = first; i < out->nruns; i++) {
+		const dbcron_job *j = store__find_job(out, out->runs[i].run.job_id);
+		if (j && j->overlap != DBCRON_OVERLAP_ALLOW)
+			store_batch_i64(ids, j->id); /* repeats are harmless */
+	}
+	if (ids->oom)
+		return store__oom(err, "claim");
+	if (!store_batch_rows(ids))
+		return DBCRON_OK;
+	int rc = lock_jobs(s, ids, locked, nlocked, err);
+	if (rc)
+		return rc;
+	store_batch *lk = store__scratch(s, 3, 1, store__ids_cols);
+	for (size_t i = 0; i < *nlocked; i++)
+		store_batch_i64(lk, (*locked)[i]);
+	if (lk->oom)
+		return store__oom(err, "claim");
+	return read_busy(s, req, lk, busy, err);
+}
+
+/*
+ * The runs CLAIM_RUNS took (out->runs[first..]) go back to the pool in
+ * this transaction when their job is busy on another node ("Overlap
+ * across nodes") or a capped tag of it has no slot left (caps.c), in due
+ * order: the earlier run takes the slot.
+ */
+static int hold_back(store *s, const store_claim_req *req, store_claim_result *out,
+		     size_t first, store_caps *caps, dbcron_err *err)
+{
+	static const store_bcol release_cols[] = {BC_I64, BC_TEXT};
+	int64_t *locked = NULL;
+	size_t nlocked = 0, nback = 0;
+	claim_busy busy = {0};
+	bool *back = NULL;
+	int rc = DBCRON_OK;
+
+	if (out->nruns == first)
+		return DBCRON_OK;
+	dbcron__sort(out->jobs, out->njobs, sizeof(*out->jobs), store__job_id_cmp);
+	dbcron__sort(out->runs + first, out->nruns - first, sizeof(*out->runs), claimed_cmp);
+	if (!(back = dbcron__calloc(out->nruns - first, sizeof(*back)))) {
+		rc = store__oom(err, "claim");
+		goto out_free;
+	}
+	if ((rc = runs_busy(s, req, out, first, &locked, &nlocked, &busy, err)) ||
+	    (rc = store__caps_load(s, caps, out->jobs, out->njobs, err)))
+		goto out_free;
+	store_batch *b = store__scratch(s, 0, 2, release_cols);
+	for (size_t i = first; i < out->nruns; i++) {
+		store_claimed *c = &out->runs[i];
+		const dbcron_job *j = store__find_job(out, c->run.job_id);
+		if (!j)
+			continue; /* close_jobless ends it */
+		if (!held_back(j, locked, nlocked, &busy) && !store__caps_full(caps, j)) {
+			store__caps_take(caps, j);
+			continue;
+		}
+		back[i - first] = true;
+		store_batch_i64(b, c->run.id);
+		store_batch_text(b, c->run.claim_token);
+		nback++;
+	}
+	if (!nback)
+		goto out_free;
+	if (b->oom) {
+		rc = store__oom(err, "claim");
+		goto out_free;
+	}
+	store_param p[] = {sp_text(req->node_id), sp_batch(b)};
+	if ((rc = store__run(s, ST_RUNS_RELEASE, p, 2, NULL, err)))
+		goto out_free;
+	size_t k = first;
+	for (size_t i = first; i < out->nruns; i++) {
+		if (back[i - first])
+			dbcron_run_clear(&out->runs[i].run);
+		else
+			out->runs[k++] = out->runs[i];
+	}
+	out->nruns = k;
+out_free:
+	dbcron__free(back);
+	claim_busy_free(&busy);
+	dbcron__free(locked);
+	return rc;
 }
 
 /*
@@ -807,6 +1231,7 @@ int store_claim(store *s, const store_claim_req *req, store_claim_result *out,
 {
 	size_t runs_cap = 0, jobs_cap = 0;
 	claim_texts texts = {0};
+	store_caps caps = {0};
 	int rc;
 
 	memset(out, 0, sizeof(*out));
@@ -831,12 +1256,15 @@ int store_claim(store *s, const store_claim_req *req, store_claim_result *out,
 		if (pass->limit <= 0)
 			continue;
 		size_t before = out->nruns;
-		if ((rc = plan_due_jobs(s, req, pass, out, &runs_cap, &jobs_cap, &texts, err)))
+		if ((rc = plan_due_jobs(s, req, pass, out, &runs_cap, &jobs_cap, &texts, &caps,
+					err)))
 			goto out_rollback;
 		have_now = true;
 		int budget = pass->limit - (int)(out->nruns - before);
+		size_t taken = out->nruns;
 		if (budget > 0 &&
-		    (rc = claim_unclaimed(s, req, pass, budget, out, &runs_cap, &jobs_cap, err)))
+		    ((rc = claim_unclaimed(s, req, pass, budget, out, &runs_cap, &jobs_cap, err)) ||
+		     (rc = hold_back(s, req, out, taken, &caps, err))))
 			goto out_rollback;
 	}
 	if (!have_now && (rc = store__db_now(s, &out->now_ms, err)))
@@ -847,6 +1275,7 @@ int store_claim(store *s, const store_claim_req *req, store_claim_result *out,
 	    (rc = write_misfire_events(s, out, &texts, err)) || (rc = store__tx_commit(s, err)))
 		goto out_rollback;
 	claim_texts_free(&texts);
+	store__caps_free(&caps);
 	dbcron__sort(out->runs, out->nruns, sizeof(*out->runs), claimed_cmp);
 	for (size_t i = 0; i < out->nruns; i++)
 		out->runs[i].job = store__find_job(out, out->runs[i].run.job_id);
@@ -854,6 +1283,7 @@ int store_claim(store *s, const store_claim_req *req, store_claim_result *out,
 out_rollback:
 	store__tx_rollback(s);
 	claim_texts_free(&texts);
+	store__caps_free(&caps);
 	store_claim_result_clear(out);
 	return rc;
 }

@@ -162,6 +162,33 @@
 	/* (now) batch [node, lease_until]: the SCHEDULED every-node runs for    \
 	 * those lost nodes end ABANDONED (never moved to another node) */       \
 	X(RUNS_ABANDON_PINNED, "reap: abandoning a lost node's every-node runs", "2 no silent loss: ended, never left waiting") \
+	/* cluster-wide overlap (issue 28 item 2).  (node) batch [job_id] -> job_id,   \
+	 * id, node, state, started_ms of the live runs (claimed SCHEDULED, RUNNING) of those jobs \
+	 * that another node holds, by job_id.  Run after the jobs' rows are locked, \
+	 * as a statement of its own: it then sees every claim of them committed     \
+	 * before the lock (claim.c "Overlap across nodes") */                        \
+	X(JOBS_BUSY, "claim: reading the jobs' runs on other nodes", "overlap: a job runs on one node at a time unless its policy allows more") \
+	/* batch [job_id] -> id of those jobs this transaction now holds locked       \
+	 * (FOR UPDATE SKIP LOCKED; SQLite holds the database): the jobs of the runs  \
+	 * CLAIM_RUNS took, whose rows it did not lock */                             \
+	X(JOBS_LOCK, "claim: locking the jobs of taken runs", "overlap: a job runs on one node at a time unless its policy allows more") \
+	/* concurrency caps (issue 28 item 3, caps.c).  batch [tag] -> name,          \
+	 * max_running of those tags that have a cap, no lock */                      \
+	X(TAGS_CAPPED, "claim: reading the tags' caps", "")                            \
+	/* batch [tag] -> name of those capped tags this transaction now holds      \
+	 * (FOR UPDATE SKIP LOCKED, in name order; SQLite holds the database) */      \
+	X(TAGS_LOCK, "claim: locking the capped tags", "caps: one claim at a time counts a tag") \
+	/* batch [tag] -> name, count of the live runs (claimed SCHEDULED, RUNNING)  \
+	 * of the jobs carrying each tag; after TAGS_LOCK, a statement of its own */ \
+	X(TAGS_LIVE, "claim: counting the tags' live runs", "caps: at most max_running live runs per tag") \
+	/* (name, max_running, now): the tag's cap, made or changed */               \
+	X(TAG_SET, "setting the tag's cap", "")                                        \
+	/* (name) -> count of the jobs carrying the tag */                            \
+	X(TAG_USED, "checking the tag is in use", "")                                  \
+	/* (name) -> rows changed */                                                  \
+	X(TAG_DELETE, "deleting the tag's cap", "")                                    \
+	/* () -> name, max_running, live runs, jobs carrying it, by name */           \
+	X(TAGS_LIST, "listing the tags", "")                                           \
 	/* batch [id] -> JOB_COLS */                                                      \
 	X(JOBS_BY_IDS, "reading jobs by id", "")                                         \
 	/* (node) batch [id, token, state, started, finished, has_exit, exit, error,      \
@@ -386,13 +413,49 @@ _Static_assert(STORE_EXEC_HANDLER == DBCRON_EXEC_HANDLER, "SQL_EXEC_HANDLER");
 #define SQL_RS_ABANDONED STORE_SQL_TEXT(STORE_RS_ABANDONED)
 #define SQL_RS_CANCELLED STORE_SQL_TEXT(STORE_RS_CANCELLED)
 #define SQL_EXEC_HANDLER STORE_SQL_TEXT(STORE_EXEC_HANDLER)
+/* The overlap policies the claim compares with (dbcron/job.h). */
+#define STORE_OV_SKIP 1
+#define STORE_OV_ALLOW 2
+#define STORE_OV_REPLACE 4
+_Static_assert(STORE_OV_SKIP == DBCRON_OVERLAP_SKIP, "SQL_OV_SKIP");
+_Static_assert(STORE_OV_ALLOW == DBCRON_OVERLAP_ALLOW, "SQL_OV_ALLOW");
+_Static_assert(STORE_OV_REPLACE == DBCRON_OVERLAP_REPLACE, "SQL_OV_REPLACE");
+#define SQL_OV_SKIP STORE_SQL_TEXT(STORE_OV_SKIP)
+#define SQL_OV_ALLOW STORE_SQL_TEXT(STORE_OV_ALLOW)
+#define SQL_OV_REPLACE STORE_SQL_TEXT(STORE_OV_REPLACE)
+
+/*
+ * Overlap across nodes (issue 28 item 2), the same text in every dialect:
+ * job J has a live run (claimed SCHEDULED, or RUNNING) that a node other
+ * than NODE holds.  Served by runs_job_state (job_id, state).  An
+ * every-node job is never busy elsewhere: its overlap is per node
+ * (docs/scheduler.md "Every node"; JOB_RUNNING compares for_node).
+ */
+#define STORE_BUSY_ELSEWHERE(J, NODE)                                                        \
+	"(NOT " J ".on_every_node AND EXISTS (SELECT 1 FROM runs b WHERE b.job_id = " J     \
+	".id AND b.state IN (" SQL_RS_SCHEDULED ", " SQL_RS_RUNNING ") AND b.node IS NOT NULL " \
+	"AND b.node <> " NODE "))"
+/* The due-job claim's filter: a job busy elsewhere is taken only when its
+ * policy allows overlap, or when its fire is due by NOW and the policy has
+ * something to write or ask (skip records SKIPPED, replace asks the other
+ * run to stop); queue leaves it due, unseen, until the other run ends. */
+#define STORE_OVERLAP_DUE_OK(J, NODE, NOW)                                                   \
+	"(" J ".overlap = " SQL_OV_ALLOW " OR (" J ".overlap IN (" SQL_OV_SKIP ", "           \
+	SQL_OV_REPLACE ") AND " J ".next_fire_at <= " NOW ") OR NOT "                          \
+	STORE_BUSY_ELSEWHERE(J, NODE) ")"
+/* The unclaimed-run claim's filter: a trigger, retry or hand-back of a job
+ * busy elsewhere waits (it is owed, never skipped) unless overlap is
+ * allowed. */
+#define STORE_OVERLAP_RUN_OK(J, NODE)                                                        \
+	"(" J ".overlap = " SQL_OV_ALLOW " OR NOT " STORE_BUSY_ELSEWHERE(J, NODE) ")"
+
 #define STORE_SCHED_NEEDS 5
 _Static_assert(STORE_SCHED_NEEDS == DBCRON_SCHED_NEEDS, "SQL_SCHED_NEEDS");
 #define SQL_SCHED_NEEDS STORE_SQL_TEXT(STORE_SCHED_NEEDS)
 
 /*
- * The fence of an outcome's write (RUNS_APPLY), the same text in every
- * dialect: run row R (a prefix: "runs.", "r." or "") is still live and in
+ * The fence of an outcome's write (RUNS_APPLY) on SQLite and PostgreSQL
+ * (MariaDB's says why it keeps the range): run row R (a prefix: "runs.", "r." or "") is still live and in
  * a state no later than LIVE (SCHEDULED for a start, RUNNING for an end).
  * A list and a bound, not "BETWEEN SCHEDULED AND LIVE": with the list
  * PostgreSQL reads runs_node_state for the node's live runs only; with the

@@ -532,6 +532,26 @@ int store_lock_release(store *s, const char *name, const char *owner, int64_t fe
 int store_lock_list(store *s, store_lock_cb cb, void *ctx, dbcron_err *err);
 
 /*
+ * Concurrency caps (issue 28 item 3, caps.c): a cap per tag.  store_tag_set
+ * makes or changes tag name's cap (DBCRON_EINVAL for a bad name or a cap
+ * out of 0..MODEL_TAG_CAP_MAX); store_tag_delete drops it (*deleted false
+ * when there was none); store_tags_list hands each capped tag, by name,
+ * with its live runs and the jobs carrying it; the row's strings are
+ * valid during the callback only.
+ */
+typedef struct store_tag_row {
+	char *name;
+	int max_running;
+	int64_t running, jobs;
+} store_tag_row;
+typedef int (*store_tag_cb)(void *ctx, const store_tag_row *tag);
+int store_tag_set(store *s, const char *name, int max_running, dbcron_err *err);
+int store_tag_delete(store *s, const char *name, bool *deleted, dbcron_err *err);
+/* How many jobs carry tag name (--tag). */
+int store_tag_used(store *s, const char *name, int64_t *jobs, dbcron_err *err);
+int store_tags_list(store *s, store_tag_cb cb, void *ctx, dbcron_err *err);
+
+/*
  * The outbox (issue 26, docs/reactions.md; events.c).  An event row is
  * written by store_apply in its outcome's transaction; kind and state are
  * model/target.h's numbers.  Strings are owned by the row and valid during

@@ -110,6 +110,31 @@ extern const store_bcol store__names_cols[1];
 extern const store_bcol store__ids_cols[1];
 extern const store_bcol store__pair_cols[2];
 
+/* ---- caps.c: the claim's slots per capped tag (issue 28 item 3) ---- */
+
+typedef struct store_cap {
+	char name[65];  /* MODEL_TAG_MAX + 1 */
+	int max;        /* max_running; -1: the tag has no cap */
+	int free;       /* slots left for this claim */
+	bool locked;    /* this claim holds the tag's row */
+} store_cap;
+
+typedef struct store_caps {
+	store_cap *v;
+	size_t n, cap;
+} store_caps;
+
+/* The tags of jobs[0..n) not yet in c: read, the capped ones locked
+ * (SKIP LOCKED) and counted, inside the claim's transaction. */
+int store__caps_load(store *s, store_caps *c, const dbcron_job *jobs, size_t n,
+		     dbcron_err *err);
+/* A capped tag of j with no slot left for this claim (one another claim
+ * holds has none), or NULL: j may have one more live run. */
+const store_cap *store__caps_full(const store_caps *c, const dbcron_job *j);
+/* One run of j handed out: a slot of each of its capped tags taken. */
+void store__caps_take(store_caps *c, const dbcron_job *j);
+void store__caps_free(store_caps *c);
+
 /* ---- rows.c: rows, the argv codec ---- */
 
 

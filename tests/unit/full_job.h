@@ -70,6 +70,8 @@ static void full_job(dbcron_job *j, const char *name, int kind)
 	j->on_misfire = dbcron__strdup("job:late");
 	j->max_silence_ms = 7200000;
 	j->on_overdue = dbcron__strdup("http://127.0.0.1/late\nexec:/bin/true");
+	j->tags = dbcron__strdup("heavy\ndb.eu-1");
+	j->priority = -7;
 	if (kind == FULL_HTTP) {
 		j->executor = DBCRON_EXEC_HTTP;
 		j->http = dbcron__strdup("PUT https://api.example.org/v1/${param.region}?x=1");

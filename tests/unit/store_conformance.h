@@ -115,9 +115,16 @@ static int64_t conf_now(conf_ctx *c)
 }
 
 /* An every-second noop job, first fire at next. */
+/* The overlap policy conf_job gives: allow, because most tests claim fires
+ * and leave them claimed, which the overlap rule across nodes (issue 28
+ * item 2) would hold other nodes' claims back from; conf_test_claim_overlap
+ * tests that rule, and the concurrent claimers run under skip. */
+static dbcron_overlap conf_overlap = DBCRON_OVERLAP_ALLOW;
+
 static void conf_job(dbcron_job *j, const char *name, int64_t next)
 {
 	dbcron_job_init(j);
+	j->overlap = conf_overlap;
 	j->name = dbcron__strdup(name);
 	j->kind = DBCRON_SCHED_EVERY;
 	j->spec = dbcron__strdup("1s");
@@ -1314,6 +1321,140 @@ static void conf_test_claim_two_claimers(void **state)
 	store_close(s2);
 }
 
+/*
+ * Overlap across nodes (issue 28 item 2, claim.c): n1 runs each job; n2's
+ * claim hands out no fire of them unless the policy allows it: skip
+ * records the fire SKIPPED naming n1, queue leaves the job due, replace
+ * asks n1's run to stop and leaves the job due, allow claims; a trigger of
+ * the busy queue job is not handed to n2.  Once n1's runs end, n2 takes
+ * what waited.
+ */
+static void conf_test_claim_overlap(void **state)
+{
+	conf_ctx *c = *state;
+	int64_t now = conf_now(c);
+	static const char *const names[] = {"ov-skip", "ov-queue", "ov-replace", "ov-allow"};
+	static const dbcron_overlap pol[] = {DBCRON_OVERLAP_SKIP, DBCRON_OVERLAP_QUEUE,
+					     DBCRON_OVERLAP_REPLACE, DBCRON_OVERLAP_ALLOW};
+	dbcron_job jobs[4];
+	for (int i = 0; i < 4; i++) {
+		conf_job(&jobs[i], names[i], now - 2000);
+		jobs[i].overlap = pol[i];
+	}
+	CONF_OK(c, conf_upsert(c, jobs, 4));
+	for (int i = 0; i < 4; i++)
+		dbcron_job_clear(&jobs[i]);
+	conf_planner p = {.stop = -1}; /* next fires at now - 1000: due */
+	store_claim_result a, b;
+	CONF_OK(c, conf_claim(c, c->s, "n1", "ta", 10, &p, &a));
+	assert_int_equal(a.nruns, 4);
+	store_update u[4];
+	int64_t replaced = -1;
+	for (size_t i = 0; i < 4; i++) {
+		u[i] = conf_update(&a.runs[i], DBCRON_RUN_RUNNING);
+		u[i].started_ms = now - 2000;
+		if (strcmp(a.runs[i].job->name, "ov-replace") == 0)
+			replaced = a.runs[i].run.id;
+	}
+	CONF_OK(c, store_apply(c->s, "n1", u, 4, &c->err));
+	int64_t trig, fire_at;
+	CONF_OK(c, store_job_trigger(c->s, "ov-queue", &trig, &fire_at, &c->err));
+	conf_sleep_ms(5);
+
+	CONF_OK(c, conf_claim(c, c->s, "n2", "tb", 10, &p, &b));
+	assert_int_equal(b.nruns, 1);
+	assert_string_equal(b.runs[0].job->name, "ov-allow");
+	store_claim_result_clear(&b);
+	conf_runs rs = {0};
+	conf_list(c, "ov-skip", DBCRON_RUN_SKIPPED, -1, 0, &rs);
+	assert_int_equal(rs.n, 1);
+	assert_int_equal(rs.rows[0].fire_at, now - 1000);
+	assert_non_null(strstr(rs.rows[0].error, "running on node n1"));
+	conf_list(c, "ov-queue", DBCRON_RUN_SCHEDULED, -1, 0, &rs);
+	assert_int_equal(rs.n, 1); /* the trigger, unclaimed */
+	assert_null(rs.rows[0].node);
+	conf_runs_clear(&rs);
+	dbcron_job got;
+	CONF_OK(c, store_job_get(c->s, "ov-queue", &got, &c->err));
+	assert_int_equal(got.next_fire_at, now - 1000); /* still due */
+	dbcron_job_clear(&got);
+	dbcron_run run;
+	CONF_OK(c, store_run_get(c->s, replaced, &run, &c->err));
+	assert_true(run.cancel_requested_ms > 0);
+	dbcron_run_clear(&run);
+
+	/* n1's runs end: what waited goes to n2 */
+	for (size_t i = 0; i < 4; i++) {
+		u[i] = conf_update(&a.runs[i], DBCRON_RUN_SUCCEEDED);
+		u[i].finished_ms = now;
+	}
+	CONF_OK(c, store_apply(c->s, "n1", u, 4, &c->err));
+	store_claim_result_clear(&a);
+	CONF_OK(c, conf_claim(c, c->s, "n2", "tc", 10, &p, &b));
+	assert_int_equal(conf_runs_named(&b, "ov-queue"), 2); /* its fire and the trigger */
+	assert_int_equal(conf_runs_named(&b, "ov-replace"), 1);
+	store_claim_result_clear(&b);
+}
+
+/*
+ * Concurrency caps (issue 28 item 3, caps.c): three jobs of tag "t" capped
+ * at 2.  n1's claim takes two fires; n2's takes none of the tag (the
+ * third waits, still due) and the trigger of a capped job goes back
+ * unclaimed; once one of n1's runs ends, n2 takes one slot, in due order.
+ * A job of an uncapped tag is not held back.
+ */
+static void conf_test_claim_caps(void **state)
+{
+	conf_ctx *c = *state;
+	int64_t now = conf_now(c);
+	dbcron_job jobs[4];
+	for (int i = 0; i < 4; i++) {
+		char name[16];
+		snprintf(name, sizeof(name), i < 3 ? "cap%d" : "free%d", i);
+		conf_job(&jobs[i], name, now - 3000 + i * 10);
+		jobs[i].tags = dbcron__strdup(i < 3 ? "x\nt" : "other");
+	}
+	CONF_OK(c, conf_upsert(c, jobs, 4));
+	for (int i = 0; i < 4; i++)
+		dbcron_job_clear(&jobs[i]);
+	CONF_OK(c, store_tag_set(c->s, "t", 2, &c->err));
+	conf_planner p = {.stop = -1, .step = 60000};
+	store_claim_result a, b;
+	CONF_OK(c, conf_claim(c, c->s, "n1", "ta", 10, &p, &a));
+	assert_int_equal(conf_runs_named(&a, "cap"), 2);
+	assert_int_equal(conf_runs_named(&a, "free"), 1);
+	int64_t trig, fire_at;
+	CONF_OK(c, store_job_trigger(c->s, "cap0", &trig, &fire_at, &c->err));
+	conf_sleep_ms(5);
+	CONF_OK(c, conf_claim(c, c->s, "n2", "tb", 10, &p, &b));
+	assert_int_equal(b.nruns, 0);
+	store_claim_result_clear(&b);
+	dbcron_job got;
+	CONF_OK(c, store_job_get(c->s, "cap2", &got, &c->err));
+	assert_int_equal(got.next_fire_at, now - 3000 + 20); /* still due */
+	dbcron_job_clear(&got);
+
+	/* one of n1's runs ends: one slot, for the earliest due (cap2's fire) */
+	store_update u = conf_update(&a.runs[0], DBCRON_RUN_SUCCEEDED);
+	u.finished_ms = now;
+	CONF_OK(c, store_apply(c->s, "n1", &u, 1, &c->err));
+	CONF_OK(c, conf_claim(c, c->s, "n2", "tc", 10, &p, &b));
+	assert_int_equal(b.nruns, 1);
+	assert_string_equal(b.runs[0].job->name, "cap2");
+	store_claim_result_clear(&b);
+	CONF_OK(c, conf_claim(c, c->s, "n2", "td", 10, &p, &b));
+	assert_int_equal(b.nruns, 0); /* the trigger still waits */
+	store_claim_result_clear(&b);
+	bool deleted;
+	CONF_OK(c, store_tag_delete(c->s, "t", &deleted, &c->err));
+	assert_true(deleted);
+	CONF_OK(c, conf_claim(c, c->s, "n2", "te", 10, &p, &b));
+	assert_int_equal(b.nruns, 1); /* uncapped: the trigger goes */
+	assert_int_equal(b.runs[0].run.id, trig);
+	store_claim_result_clear(&b);
+	store_claim_result_clear(&a);
+}
+
 /* ---- concurrent claimers, in separate processes ---- */
 
 /* A child of conf_test_concurrent_claimers: claims in batches of 7, every
@@ -1372,7 +1513,12 @@ static int conf_claimer_child(const char *url, int idx, int fd, int64_t stop)
 			ups[n++] = a;
 			ups[n++] = b;
 		}
-		if (!rc && n && store_apply(s, node, ups, n, &err)) {
+		/* a deadlock with another claimer rolls the apply back: again,
+		 * as the node's flush does (dbwrite.c keep_for_retry) */
+		int arc = 0;
+		for (int t = 0; !rc && n && t < 20 && (t == 0 || err.code == DBCRON_EBUSY); t++)
+			arc = store_apply(s, node, ups, n, &err);
+		if (arc) {
 			fprintf(stderr, "child %d: apply: %s\n", idx, err.msg);
 			rc = 5;
 		}
@@ -1443,7 +1589,10 @@ static void conf_test_concurrent_claimers(void **state)
 	enum { NKIDS = 4, NJOBS = 100, NFIRES = 10, NTRIG = 5 };
 	int64_t now = conf_now(c);
 	int64_t first = now - NFIRES * 1000;
+	/* the default policy: a fire of a job another claimer holds waits */
+	conf_overlap = DBCRON_OVERLAP_SKIP;
 	conf_put(c, NJOBS, "cc", first);
+	conf_overlap = DBCRON_OVERLAP_ALLOW;
 	dbcron_job trig;
 	conf_job(&trig, "trig", now + 3600000);
 	CONF_OK(c, conf_upsert(c, &trig, 1));
@@ -3313,6 +3462,7 @@ static void conf_test_overdue(void **state)
 	CONF_T(conf_test_job_ops), CONF_T(conf_test_claim),                     \
 	CONF_T(conf_test_claim_terminal_fires),                                 \
 	CONF_T(conf_test_claim_two_claimers), CONF_T(conf_test_every_node),     \
+	CONF_T(conf_test_claim_overlap), CONF_T(conf_test_claim_caps),          \
 	CONF_T(conf_test_concurrent_claimers),                                  \
 	CONF_T(conf_test_claim_statements), CONF_T(conf_test_claim_routing),    \
 	CONF_T(conf_test_claim_stranded), CONF_T(conf_test_claim_stranded_after), \

@@ -16,7 +16,7 @@
 #define DBCRON_STORE_MYSQL_SCHEMA_H
 
 /* Highest migration this binary knows. */
-#define DBCRON_MY_SCHEMA_VERSION 17
+#define DBCRON_MY_SCHEMA_VERSION 19
 
 #define MY_TABLE_OPTS " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
 
@@ -311,6 +311,29 @@ static const char *const my_migration_17[] = {
 	NULL,
 };
 
+/* 18: concurrency caps (issue 28 item 3, docs/scheduler.md "Concurrency
+ * caps"): a job's tags (one a line) and each tag's cap (its row is what
+ * claims lock).  The claim counts a capped tag's live runs through
+ * runs_job_state (job_id, state): no index of its own. */
+static const char *const my_migration_18[] = {
+	"ALTER TABLE jobs ADD COLUMN IF NOT EXISTS tags TEXT NULL",
+	"CREATE TABLE IF NOT EXISTS tags (name VARCHAR(64) CHARACTER SET utf8mb4 COLLATE "
+	"utf8mb4_bin PRIMARY KEY, max_running INT NOT NULL, created_ms BIGINT NOT NULL, "
+	"updated_ms BIGINT NOT NULL) ENGINE=InnoDB",
+	NULL,
+};
+
+/* 19: priorities (issue 28 item 4, docs/scheduler.md "Priorities"). */
+static const char *const my_migration_19[] = {
+	"ALTER TABLE jobs ADD COLUMN IF NOT EXISTS priority INT NOT NULL DEFAULT 0",
+	/* the claim's order, (next_fire_at, priority DESC), from the index;
+	 * it replaces jobs_due (the same prefix), so a job's advance writes
+	 * one index, as before */
+	"ALTER TABLE jobs DROP INDEX IF EXISTS jobs_due, ADD INDEX IF NOT EXISTS jobs_due_prio "
+	"(paused, next_fire_at, priority DESC)",
+	NULL,
+};
+
 static const struct {
 	int version;
 	const char *const *stmts;
@@ -332,6 +355,8 @@ static const struct {
 	{15, my_migration_15},
 	{16, my_migration_16},
 	{17, my_migration_17},
+	{18, my_migration_18},
+	{19, my_migration_19},
 };
 
 _Static_assert(sizeof(my_migrations) / sizeof(my_migrations[0]) == DBCRON_MY_SCHEMA_VERSION,

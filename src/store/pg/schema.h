@@ -7,7 +7,7 @@
 #define DBCRON_STORE_PG_SCHEMA_H
 
 /* Highest migration this binary knows. */
-#define DBCRON_PG_SCHEMA_VERSION 18
+#define DBCRON_PG_SCHEMA_VERSION 20
 
 static const char *const migration_1[] = {
 	"CREATE TABLE jobs ("
@@ -279,6 +279,30 @@ static const char *const migration_18[] = {
 	NULL,
 };
 
+/* 19: concurrency caps (issue 28 item 3, docs/scheduler.md "Concurrency
+ * caps"): a job's tags (one a line) and each tag's cap (its row is what
+ * claims lock).  The claim counts a capped tag's live runs through
+ * runs_job_state (job_id, state): no index of its own, so runs cost no
+ * more to write. */
+static const char *const migration_19[] = {
+	"ALTER TABLE jobs ADD COLUMN tags TEXT",
+	"CREATE TABLE tags (name TEXT PRIMARY KEY, max_running INT NOT NULL, "
+	"created_ms BIGINT NOT NULL, updated_ms BIGINT NOT NULL)",
+	NULL,
+};
+
+/* 20: priorities (issue 28 item 4, docs/scheduler.md "Priorities"). */
+static const char *const migration_20[] = {
+	"ALTER TABLE jobs ADD COLUMN priority INT NOT NULL DEFAULT 0",
+	/* the claim's order, (next_fire_at, priority DESC), from the index;
+	 * it replaces jobs_due (the same prefix and WHERE), so a job's
+	 * advance writes one index, as before */
+	"CREATE INDEX jobs_due_prio ON jobs (next_fire_at, priority DESC)"
+	" WHERE NOT paused AND next_fire_at IS NOT NULL",
+	"DROP INDEX jobs_due",
+	NULL,
+};
+
 static const struct {
 	int version;
 	const char *const *stmts;
@@ -301,6 +325,8 @@ static const struct {
 	{16, migration_16},
 	{17, migration_17},
 	{18, migration_18},
+	{19, migration_19},
+	{20, migration_20},
 };
 
 _Static_assert(sizeof(migrations) / sizeof(migrations[0]) == DBCRON_PG_SCHEMA_VERSION,

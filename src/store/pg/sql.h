@@ -19,6 +19,13 @@
 #define RUNS_HERE(J, R, L)                                                       \
 	"(" R " = 0 OR " J ".executor <> " SQL_EXEC_HANDLER " OR " J ".handler = ANY (" L "))"
 
+/* The live runs (claimed SCHEDULED, RUNNING) of the jobs carrying tag T,
+ * counted through runs_job_state; and the jobs carrying it. */
+#define TAG_LIVE(T)                                                                       \
+	"(SELECT count(*) FROM runs r JOIN jobs j ON j.id = r.job_id WHERE r.state IN (1, 2) " \
+	"AND r.node IS NOT NULL AND " T " = ANY (string_to_array(j.tags, E'\\n')))"
+#define TAG_JOBS(T) "(SELECT count(*) FROM jobs j WHERE " T " = ANY (string_to_array(j.tags, E'\\n')))"
+
 /* Pools: job id ID is in the claim's pass P (0: any job; 1: not in the
  * list L, the node's slow pool; 2: in it), claim.c "Pools". */
 #define IN_POOL(ID, P, L) "(" P " = 0 OR (" P " = 2) = (" ID " = ANY (" L ")))"
@@ -141,7 +148,8 @@ static const char *const sql[ST__COUNT] = {
 		"next_fire_at IS NOT NULL AND next_fire_at <= c.now + $1::bigint AND ("
 		RUNS_HERE("jobs", "$3::int", "$4::text[]") " OR " STORE_STRANDED("jobs", "jobs.next_fire_at", "c.now")
 		") AND " IN_POOL("jobs.id", "$5::int", "$6::bigint[]")
-		" ORDER BY next_fire_at LIMIT $2::int FOR UPDATE "
+		" AND " STORE_OVERLAP_DUE_OK("jobs", "$7::text", "c.now")
+		" ORDER BY next_fire_at, priority DESC LIMIT $2::int FOR UPDATE "
 		"OF jobs SKIP LOCKED) j ON true",
 	[ST_FIRES_INSERT] =
 		"INSERT INTO runs (job_id, job_name, fire_at, attempt, state, due_at, node, "
@@ -169,7 +177,8 @@ static const char *const sql[ST__COUNT] = {
 		"WHERE jobs.id = r.job_id AND NOT jobs.paused AND ("
 		RUNS_HERE("jobs", "$5::int", "$6::text[]") " OR "
 		STORE_STRANDED("jobs", "r.due_at", "$7::bigint") " OR r.for_node = $1::text) AND "
-		IN_POOL("jobs.id", "$8::int", "$9::bigint[]") ") AND " STORE_BACKFILL_FITS("r")
+		IN_POOL("jobs.id", "$8::int", "$9::bigint[]") " AND "
+		STORE_OVERLAP_RUN_OK("jobs", "$1::text") ") AND " STORE_BACKFILL_FITS("r")
 		" ORDER BY r.due_at LIMIT $4::int FOR UPDATE OF r SKIP LOCKED) UPDATE runs SET node = "
 		"$1::text, claim_token = $2::text FROM c WHERE runs.id = c.id AND "
 		"runs.state = " SQL_RS_SCHEDULED " AND runs.node IS NULL RETURNING runs.id, runs.job_id, "
@@ -195,6 +204,23 @@ static const char *const sql[ST__COUNT] = {
 		"$3::bigint[]) v(node, lease_until) WHERE runs.for_node = v.node AND runs.state = "
 		SQL_RS_SCHEDULED,
 	[ST_JOBS_BY_IDS] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE id = ANY ($1::bigint[])",
+	[ST_TAGS_CAPPED] = "SELECT name, max_running FROM tags WHERE name = ANY ($1::text[]) "
+			   "ORDER BY name",
+	[ST_TAGS_LOCK] = "SELECT name FROM tags WHERE name = ANY ($1::text[]) ORDER BY name FOR "
+			 "UPDATE SKIP LOCKED",
+	[ST_TAGS_LIVE] = "SELECT t.name, " TAG_LIVE("t.name") " FROM unnest($1::text[]) t(name)",
+	[ST_TAG_SET] = "INSERT INTO tags (name, max_running, created_ms, updated_ms) VALUES "
+		       "($1::text, $2::int, $3::bigint, $3::bigint) ON CONFLICT (name) DO UPDATE SET "
+		       "max_running = excluded.max_running, updated_ms = excluded.updated_ms",
+	[ST_TAG_USED] = "SELECT " TAG_JOBS("$1::text"),
+	[ST_TAG_DELETE] = "DELETE FROM tags WHERE name = $1::text",
+	[ST_TAGS_LIST] = "SELECT t.name, t.max_running, " TAG_LIVE("t.name") ", " TAG_JOBS("t.name")
+			 " FROM tags t ORDER BY t.name",
+	[ST_JOBS_BUSY] = "SELECT job_id, id, node, state, started_ms FROM runs WHERE job_id = ANY ($2::bigint[]) "
+			 "AND state IN (" SQL_RS_SCHEDULED ", " SQL_RS_RUNNING ") AND node IS NOT NULL "
+			 "AND node <> $1::text ORDER BY job_id",
+	[ST_JOBS_LOCK] = "SELECT id FROM jobs WHERE id = ANY ($1::bigint[]) ORDER BY id FOR UPDATE "
+			 "SKIP LOCKED",
 	[ST_RUNS_APPLY] =
 		"UPDATE runs SET state = v.state, started_ms = coalesce(v.started, "
 		"runs.started_ms), finished_ms = coalesce(v.finished, runs.finished_ms), "

@@ -313,6 +313,25 @@ static const char *const sqlite_migrations[] = {
 	" created_ms INTEGER NOT NULL);\n"
 	"ALTER TABLE jobs ADD COLUMN exclude_calendar TEXT;\n"
 	"ALTER TABLE jobs ADD COLUMN exclude_days TEXT;\n",
+	/* 20: concurrency caps (issue 28 item 3, docs/scheduler.md
+	 * "Concurrency caps"): a job's tags (one a line) and each tag's cap.
+	 * The claim counts a capped tag's live runs through runs_job_state
+	 * (job_id, state): no index of its own, so runs cost no more to
+	 * write. */
+	"ALTER TABLE jobs ADD COLUMN tags TEXT;\n"
+	"CREATE TABLE tags ("
+	" name TEXT PRIMARY KEY,"
+	" max_running INTEGER NOT NULL,"
+	" created_ms INTEGER NOT NULL,"
+	" updated_ms INTEGER NOT NULL);\n",
+	/* 21: priorities (issue 28 item 4, docs/scheduler.md "Priorities"):
+	 * the claim reads due jobs by (next_fire_at, priority DESC), which
+	 * this index gives in order; it replaces jobs_due (the same prefix
+	 * and WHERE), so a job's advance writes one index, as before. */
+	"ALTER TABLE jobs ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;\n"
+	"CREATE INDEX jobs_due_prio ON jobs(next_fire_at, priority DESC)"
+	" WHERE paused = 0 AND next_fire_at IS NOT NULL;\n"
+	"DROP INDEX jobs_due;\n",
 };
 
 #define SQLITE_SCHEMA_VERSION \

@@ -32,6 +32,17 @@
 #define R(n) "?1" #n
 #define ROW_BASE 100
 
+/* The live runs (claimed SCHEDULED, RUNNING) of the jobs carrying tag T
+ * (an SQL text expression), counted through runs_job_state. */
+#define TAG_LIVE(T)                                                                       \
+	"(SELECT count(*) FROM runs r JOIN jobs j ON j.id = r.job_id WHERE r.state IN (1, 2) " \
+	"AND r.node IS NOT NULL AND instr(char(10) || j.tags || char(10), char(10) || " T " || " \
+	"char(10)) > 0)"
+/* The jobs carrying tag T. */
+#define TAG_JOBS(T)                                                                       \
+	"(SELECT count(*) FROM jobs j WHERE instr(char(10) || j.tags || char(10), char(10) || " \
+	T " || char(10)) > 0)"
+
 static const char *const sql[ST__COUNT] = {
 	[ST_BEGIN] = "BEGIN",
 	[ST_BEGIN_WRITE] = "BEGIN IMMEDIATE",
@@ -127,13 +138,14 @@ static const char *const sql[ST__COUNT] = {
 	[ST_CALENDAR_DELETE] = "DELETE FROM calendars WHERE name = ?1",
 	[ST_BACKFILL_TAKEN] = "SELECT DISTINCT fire_at FROM runs WHERE job_id = ?1 AND fire_at IN "
 			      "(SELECT " V0 " FROM json_each(?2)) ORDER BY fire_at",
-	/* The partial index jobs_due matches the WHERE literally. */
+	/* The partial index jobs_due_prio matches the WHERE literally. */
 	[ST_CLAIM_DUE_JOBS] =
 		"SELECT c.now, j.* FROM (SELECT " NOW_SQL " AS now) AS c LEFT JOIN "
 		"(SELECT " STORE_JOB_COLS " FROM jobs WHERE paused = 0 AND next_fire_at "
 		"IS NOT NULL AND next_fire_at <= " NOW_SQL " + ?1 AND (" RUNS_HERE("jobs", "?3", "?4")
 		" OR " STORE_STRANDED("jobs", "jobs.next_fire_at", NOW_SQL) ") AND " IN_POOL("jobs.id", "?5", "?6")
-		" ORDER BY next_fire_at LIMIT ?2) AS j ON true",
+		" AND " STORE_OVERLAP_DUE_OK("jobs", "?7", NOW_SQL)
+		" ORDER BY next_fire_at, priority DESC LIMIT ?2) AS j ON true",
 	[ST_FIRES_INSERT] =
 		"INSERT INTO runs(job_id, job_name, fire_at, attempt, state, due_at, node, "
 		"claim_token, finished_ms, missed, error, created_ms) VALUES (" R(00) ", "
@@ -154,7 +166,8 @@ static const char *const sql[ST__COUNT] = {
 		"r.due_at <= ?3 AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = r.job_id AND "
 		"j.paused = 0 AND (" RUNS_HERE("j", "?5", "?6") " OR " STORE_STRANDED("j", "r.due_at", "?7")
 		" OR r.for_node = ?1) AND "
-		IN_POOL("j.id", "?8", "?9") ") AND " STORE_BACKFILL_FITS("r") " "
+		IN_POOL("j.id", "?8", "?9") " AND " STORE_OVERLAP_RUN_OK("j", "?1") ") AND "
+		STORE_BACKFILL_FITS("r") " "
 		"ORDER BY r.due_at LIMIT ?4) RETURNING id, job_id, job_name, fire_at, "
 		"attempt, due_at, missed, params, for_node, node_index, node_total",
 	[ST_NODES_LIVE] = "SELECT id FROM nodes WHERE state = 'alive' AND lease_until >= ?1",
@@ -176,6 +189,23 @@ static const char *const sql[ST__COUNT] = {
 		SQL_RS_SCHEDULED,
 	[ST_JOBS_BY_IDS] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE id IN (SELECT " V0
 			   " FROM json_each(?1))",
+	[ST_TAGS_CAPPED] = "SELECT name, max_running FROM tags WHERE name IN (SELECT " V0
+			   " FROM json_each(?1)) ORDER BY name",
+	[ST_TAGS_LOCK] = "SELECT name FROM tags WHERE name IN (SELECT " V0
+			 " FROM json_each(?1)) ORDER BY name",
+	[ST_TAGS_LIVE] = "SELECT t.value, " TAG_LIVE("t.value") " FROM json_each(?1) t",
+	[ST_TAG_SET] = "INSERT INTO tags (name, max_running, created_ms, updated_ms) VALUES (?1, "
+		       "?2, ?3, ?3) ON CONFLICT (name) DO UPDATE SET max_running = excluded."
+		       "max_running, updated_ms = excluded.updated_ms",
+	[ST_TAG_USED] = "SELECT " TAG_JOBS("?1"),
+	[ST_TAG_DELETE] = "DELETE FROM tags WHERE name = ?1",
+	[ST_TAGS_LIST] = "SELECT t.name, t.max_running, " TAG_LIVE("t.name") ", " TAG_JOBS("t.name")
+			 " FROM tags t ORDER BY t.name",
+	[ST_JOBS_BUSY] = "SELECT job_id, id, node, state, started_ms FROM runs WHERE job_id IN (SELECT " V0
+			 " FROM json_each(?2)) AND state IN (" SQL_RS_SCHEDULED ", " SQL_RS_RUNNING
+			 ") AND node IS NOT NULL AND node <> ?1 ORDER BY job_id",
+	/* BEGIN IMMEDIATE already holds the whole database */
+	[ST_JOBS_LOCK] = "SELECT id FROM jobs WHERE id IN (SELECT " V0 " FROM json_each(?1))",
 	[ST_RUNS_APPLY] =
 		"UPDATE runs SET state = " R(02) ", started_ms = coalesce(" R(03) ", "
 		"started_ms), finished_ms = coalesce(" R(04) ", finished_ms), exit_code = "
