@@ -597,6 +597,36 @@ static void show_spread(const dbcron_job *j)
 		printf("start jitter:      a random delay of up to %s before each run\n", b);
 	}
 }
+
+/* What the job runs: an HTTP call, a handler, a statement or a command
+ * and how it runs. */
+static void show_what_runs(const dbcron_job *j, const char *unrunnable)
+{
+	if (j->executor == DBCRON_EXEC_HTTP) {
+		show_http(j);
+	} else if (j->executor == DBCRON_EXEC_HANDLER) {
+		printf("handler:           %s\n", j->handler ? j->handler : "");
+		if (unrunnable)
+			printf("runs on:           %s: its fires wait for one (docs/library.md)\n",
+			       unrunnable);
+		if (j->arg)
+			printf("arg:               %s\n", j->arg);
+	} else if (j->executor == DBCRON_EXEC_SQL) {
+		printf("sql:               %s\n", j->sql ? j->sql : "");
+		/* the file's name, never its content (a URL with a password) */
+		printf("sql database:      %s\n",
+		       j->sql_db_file ? j->sql_db_file : "the scheduler's own");
+	} else {
+		printf("command:          ");
+		for (int i = 0; i < j->argc; i++) {
+			fputc(' ', stdout);
+			print_word(stdout, j->argv[i]);
+		}
+		fputc('\n', stdout);
+		show_runas(j);
+	}
+}
+
 static int show_table(const dbcron_job *j, const app_run_vec *rv, const char *unrunnable,
 		      const char *needed_by)
 {
@@ -643,29 +673,7 @@ static int show_table(const dbcron_job *j, const app_run_vec *rv, const char *un
 	if (j->set_aside)
 		printf("set aside:         %s (fix it with job apply/add, or job resume)\n",
 		       j->set_aside);
-	if (j->executor == DBCRON_EXEC_HTTP) {
-		show_http(j);
-	} else if (j->executor == DBCRON_EXEC_HANDLER) {
-		printf("handler:           %s\n", j->handler ? j->handler : "");
-		if (unrunnable)
-			printf("runs on:           %s: its fires wait for one (docs/library.md)\n",
-			       unrunnable);
-		if (j->arg)
-			printf("arg:               %s\n", j->arg);
-	} else if (j->executor == DBCRON_EXEC_SQL) {
-		printf("sql:               %s\n", j->sql ? j->sql : "");
-		/* the file's name, never its content (a URL with a password) */
-		printf("sql database:      %s\n",
-		       j->sql_db_file ? j->sql_db_file : "the scheduler's own");
-	} else {
-		printf("command:          ");
-		for (int i = 0; i < j->argc; i++) {
-			fputc(' ', stdout);
-			print_word(stdout, j->argv[i]);
-		}
-		fputc('\n', stdout);
-		show_runas(j);
-	}
+	show_what_runs(j, unrunnable);
 	dbcron__format_duration(j->misfire_threshold_ms, b1, sizeof(b1));
 	printf("misfire:           %s (threshold %s, max catch-up %d)\n",
 	       dbcron_misfire_name(j->misfire), b1, j->max_catchup);

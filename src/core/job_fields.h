@@ -192,7 +192,7 @@
 	X(tags, tags, TEXT, K(TAG, "tag", NULL, LIST), TAGS, (), ANY, DEF, NULL,                 \
 	  H("TAG", "count its runs against TAG's cap (repeatable; dbcron tag set)"))             \
 	X(priority, priority, INT, K(PRIORITY, "priority", NULL, INT), INT,                       \
-	  (.lo = -1000, .hi = 1000), ANY, DEF, 0,                                                 \
+	  (.lo = -1000, .hi = 1000, .omit = 1), ANY, DEF, 0,                                      \
 	  H("N", "among fires due at once or waiting for a cap, higher first\n(default 0)"))      \
 	X(next_fire_at, next_fire_at, I64N, K0, NONE, (), ANY, PLACE, -1, H0)                     \
 	X(runs_fired, runs_fired, I64, K0, NONE, (), ANY, STORE, 0, H0)                           \

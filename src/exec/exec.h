@@ -131,8 +131,9 @@ void exec_handler(const exec_req *req, exec_result *res);
 void exec_sql(const exec_req *req, exec_result *res);
 
 /* A SQL job's database file as the front ends check it when the job is
- * written: readable here, one line, a URL of a supported kind.  No
- * connect.  DBCRON_EINVAL (bad input, also an unreadable file) with a
+ * written: readable here, one line, a URL of a supported kind, and its
+ * database answers a "SELECT 1" within 5 s.  DBCRON_EINVAL (bad input,
+ * also an unreadable file or a database that does not answer) with a
  * message naming path, never the file's content. */
 int exec_sql_check_db_file(const char *path, dbcron_err *err);
 

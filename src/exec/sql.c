@@ -183,6 +183,33 @@ static int sql_validate(const dbcron_job *job, dbcron_err *err)
 	return each_placeholder(name, job->sql, check_declared, &d, err);
 }
 
+/* How long `job add` waits for the database of a --sql-db-file to answer. */
+#define SQL_PROBE_MS 5000
+
+/* The file's database answers: "SELECT 1" through a run of its own (the
+ * same connect, the same bound), so that a URL that reaches no database is
+ * refused at add (issue 27) instead of failing the first run. */
+static int probe(const char *path, dbcron_err *err)
+{
+	/* borrowed strings: the struct is never cleared */
+	dbcron_job j;
+	memset(&j, 0, sizeof(j));
+	j.name = (char *)"probe";
+	j.executor = DBCRON_EXEC_SQL;
+	j.sql = (char *)"SELECT 1";
+	j.sql_db_file = (char *)path;
+	j.timeout_ms = SQL_PROBE_MS;
+	exec_req req = {.job = &j};
+	exec_result res;
+	exec_sql(&req, &res);
+	int rc = DBCRON_OK;
+	if (res.state != DBCRON_RUN_SUCCEEDED)
+		rc = dbcron_err_set(err, DBCRON_EINVAL, "'%s': its database does not answer: %s",
+				    path, res.error ? res.error : "no reason given");
+	exec_result_clear(&res);
+	return rc;
+}
+
 int exec_sql_check_db_file(const char *path, dbcron_err *err)
 {
 	char *url = NULL;
@@ -198,7 +225,7 @@ int exec_sql_check_db_file(const char *path, dbcron_err *err)
 				    path);
 	explicit_bzero(url, strlen(url));
 	dbcron__free(url);
-	return rc;
+	return rc ? rc : probe(path, err);
 }
 
 /* ---- the run's statement ---- */

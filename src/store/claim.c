@@ -540,6 +540,23 @@ static bool cap_gate(plan_env *e, const dbcron_job *j, const store_fire *f,
 	return true;
 }
 
+/* The planner could not plan job j (rc): set aside with why, cleared and
+ * marked id -1 for the caller to drop. */
+static int plan_aside(plan_env *e, dbcron_job *j, const store_plan *plan, int rc,
+		      dbcron_err *err)
+{
+	if (rc == DBCRON_ENOMEM)
+		return store__oom(err, "claim");
+	char text[600];
+	dbcron__textf(text, sizeof(text), "cannot plan: %s",
+		      plan->error && *plan->error ? plan->error : dbcron_strerror(rc));
+	if ((rc = add_aside(e->out, j->id, j->name, text, err)))
+		return rc;
+	dbcron_job_clear(j);
+	j->id = -1; /* dropped by the caller */
+	return DBCRON_OK;
+}
+
 /* Job j of a pass planned: its fires (MISFIRED by routing when the node
  * cannot run it and it is stranded; SKIPPED by skip when it is busy on
  * another node under overlap skip) into fires, at most what is left of
@@ -552,18 +569,8 @@ static int plan_job(plan_env *e, dbcron_job *j, const busy_skip *skip, dbcron_er
 	const store_claim_req *req = e->req;
 	int64_t now = e->now;
 	int rc;
-	if ((rc = req->plan(req->plan_ctx, j, now, e->horizon, &plan))) {
-		if (rc == DBCRON_ENOMEM)
-			return store__oom(err, "claim");
-		char text[600];
-		dbcron__textf(text, sizeof(text), "cannot plan: %s",
-			 plan.error && *plan.error ? plan.error : dbcron_strerror(rc));
-		if ((rc = add_aside(e->out, j->id, j->name, text, err)))
-			return rc;
-		dbcron_job_clear(j);
-		j->id = -1; /* dropped by the caller */
-		return DBCRON_OK;
-	}
+	if ((rc = req->plan(req->plan_ctx, j, now, e->horizon, &plan)))
+		return plan_aside(e, j, &plan, rc, err);
 	/* Routing: a job the node cannot run comes back only when no
 	 * live node has its handler and its next fire is past the
 	 * misfire threshold (the claim statement's "stranded" rule):

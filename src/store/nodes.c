@@ -44,6 +44,25 @@ struct abandoned {
 	bool start_written;
 };
 
+/* RUNS_ABANDON_LOST's rows (run, job, -, attempt, start written) into
+ * *ab, *nab of them (owned by the caller). */
+static int read_abandoned(store *s, struct abandoned **ab, size_t *nab, dbcron_err *err)
+{
+	size_t cap = 0;
+	int rc = DBCRON_OK, row;
+	while ((row = store__next(s, err)) == 1) {
+		if (dbcron__grow((void **)ab, &cap, *nab + 1, sizeof(**ab))) {
+			rc = store__oom(err, "reap");
+			break;
+		}
+		(*ab)[(*nab)++] = (struct abandoned){store__i64(s, 0), store__i64(s, 1),
+						     (int)store__i64(s, 3),
+						     !s->d->col_null(s->c, 4)};
+	}
+	store__reset(s);
+	return rc ? rc : row < 0 ? -row : DBCRON_OK;
+}
+
 /*
  * The runs of the nodes in `nodes` (a batch of [id, lease_until]) are
  * lost.  A node starts a fire only while its lease lasts and only if the
@@ -60,12 +79,12 @@ static int resolve_lost(store *s, const store_batch *nodes, int64_t now, size_t 
 			dbcron_err *err)
 {
 	struct abandoned *ab = NULL;
-	size_t nab = 0, cap = 0;
+	size_t nab = 0;
 	int64_t unclaimed = 0;
 	store_claim_result jobs;
 	size_t jobs_cap = 0;
 	store_outbox ev = {0};
-	int rc, row;
+	int rc;
 
 	memset(&jobs, 0, sizeof(jobs));
 	store_param p[] = {sp_i64(now), sp_batch(nodes)};
@@ -74,20 +93,8 @@ static int resolve_lost(store *s, const store_batch *nodes, int64_t now, size_t 
 	int64_t cancelled = 0;
 	if ((rc = store__run(s, ST_RUNS_CANCEL_LOST, p, 2, &cancelled, err)))
 		return rc;
-	if ((rc = store__exec(s, ST_RUNS_ABANDON_LOST, p, 2, err)))
-		return rc;
-	while ((row = store__next(s, err)) == 1) {
-		if (dbcron__grow((void **)&ab, &cap, nab + 1, sizeof(*ab))) {
-			rc = store__oom(err, "reap");
-			break;
-		}
-		ab[nab++] = (struct abandoned){store__i64(s, 0), store__i64(s, 1), (int)store__i64(s, 3),
-					       !s->d->col_null(s->c, 4)};
-	}
-	store__reset(s);
-	if (row < 0)
-		rc = -row;
-	if (rc)
+	if ((rc = store__exec(s, ST_RUNS_ABANDON_LOST, p, 2, err)) ||
+	    (rc = read_abandoned(s, &ab, &nab, err)))
 		goto out_free;
 	store_param up[] = {sp_batch(nodes)};
 	/* An every-node run is that node's own (docs/scheduler.md "Every

@@ -139,7 +139,7 @@ fi
 
 # ---- the clean environment: the documented set, nothing of the node's ---
 keys() { cut -d= -f1 "$1" | LC_ALL=C sort | tr '\n' ' '; }
-want="DBCRON_ATTEMPT DBCRON_FIRE_AT_MS DBCRON_JOB DBCRON_NODE DBCRON_RUN_ID HOME LOGNAME PATH PWD SHELL USER "
+want="DBCRON_ATTEMPT DBCRON_FIRE_AT DBCRON_FIRE_AT_MS DBCRON_JOB DBCRON_NODE DBCRON_RUN_ID HOME LOGNAME PATH PWD SHELL USER "
 # (PWD is sh's own, from the directory it starts in)
 assert_eq "$want" "$(keys "$T/pub/clean.env")" "a job's environment is the documented set"
 grep -qx "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" "$T/pub/clean.env" ||

@@ -62,6 +62,13 @@ if t_reference_backend "$BACKEND"; then
   t_refused "malformed placeholder" job add e --every 1s --sql 'SELECT ${param.x-y}' --params x
   t_refused "No such file" job add e --every 1s --sql 'SELECT 1' --sql-db-file "$T/missing.url"
   t_refused "not a database URL" job add e --every 1s --sql 'SELECT 1' --sql-db-file "$T/junk.url"
+  # a URL that reaches no database: a SQLite file that is not there, a
+  # closed port
+  t_refused "its database does not answer" job add e --every 1s --sql 'SELECT 1' \
+    --sql-db-file "$T/other.url"
+  echo "postgresql://nobody@127.0.0.1:1/none?connect_timeout=2" >"$T/closed.url"
+  t_refused "its database does not answer" job add e --every 1s --sql 'SELECT 1' \
+    --sql-db-file "$T/closed.url"
   t_refused "expected an absolute path" job add e --every 1s --sql 'SELECT 1' --sql-db-file rel.url
   t_refused "--sql-db-file is only for --sql" job add e --every 1s --sql-db-file "$T/other.url" -- true
   t_refused "--user is only for a command" job add e --every 1s --sql 'SELECT 1' --user root
