@@ -70,7 +70,7 @@ echo "delivery alone (one node, one multi handle): $N events in $t2 ms ($(rate "
 
 curl -s "http://127.0.0.1:$PORT/reset" >/dev/null
 t0=$(ms)
-find "$T/bodies" -name '*.json' | head -n "$N" |
+find "$T/bodies" -name '*.json' | awk -v n="$N" 'NR <= n' |
   xargs -P8 -I{} curl -s -o /dev/null -H 'Content-Type: application/json' --data-binary @{} "$URL"
 t3=$(($(ms) - t0))
 echo "xargs -P8 curl: $(curl -s "http://127.0.0.1:$PORT/count") bodies in $t3 ms ($(rate "$t3") events/s)"

@@ -21,6 +21,8 @@ if [ ! -s "$costs" ] && [ -f "$src/tests/ctest-costs.txt" ]; then
   mkdir -p Testing/Temporary && cp "$src/tests/ctest-costs.txt" "$costs"
 fi
 rc=0
+# (the listings below read to the end: under pipefail, a head that exits
+# early kills sort with SIGPIPE, and make saw exit 141 after a green run)
 # each test writes the CPU time it cost here (tests/tools/cputime.sh)
 export DBCRON_TEST_CPU_DIR=$PWD/Testing/cpu
 rm -rf "$DBCRON_TEST_CPU_DIR" && mkdir -p "$DBCRON_TEST_CPU_DIR"
@@ -29,12 +31,12 @@ if [ -f Testing/Temporary/LastTest.log ]; then
   echo "The 15 slowest tests of this run (seconds):"
   awk '/^[0-9]+\/[0-9]+ Test: / { name = $3 }
        /^Test time = / { printf "%8.1f  %s\n", $4, name }' Testing/Temporary/LastTest.log |
-    sort -rn | head -n 15
+    sort -rn | awk 'NR <= 15'
 fi
 if compgen -G "$DBCRON_TEST_CPU_DIR/*" >/dev/null; then
   # on two cores the budget is CPU time over two, whatever the order
   echo "The 15 tests that cost the most CPU (seconds, user + system, the servers not counted):"
-  cat "$DBCRON_TEST_CPU_DIR"/* | sort -rn | head -n 15 | awk '{ printf "%8.1f  %s\n", $1, $2 }'
+  cat "$DBCRON_TEST_CPU_DIR"/* | sort -rn | awk 'NR <= 15 { printf "%8.1f  %s\n", $1, $2 }'
   cat "$DBCRON_TEST_CPU_DIR"/* | awk '{ s += $1 } END { printf "%8.1f  all %d tests\n", s, NR }'
 fi
 exit "$rc"
