@@ -10,14 +10,7 @@
 
 int app_tag_set(store *s, const char *name, int max_running, dbcron_err *err)
 {
-	int64_t jobs = 0;
-	int rc = model_tag_check(name, err);
-	if (rc || (rc = store_tag_used(s, name, &jobs, err)))
-		return rc;
-	if (jobs == 0)
-		return dbcron_err_set(err, DBCRON_EINVAL,
-				      "unknown tag '%s': no job carries it (give a job --tag %s first)",
-				      name, name);
+	/* the store refuses a tag no job carries, in the write's transaction */
 	return store_tag_set(s, name, max_running, err);
 }
 

@@ -3,13 +3,33 @@
  * the calendars table with its days as sorted "YYYY-MM-DD" lines.  A
  * calendar never changes once added, so the copy of its days a job is
  * given when it is written (app/apply.c, jobs.exclude_days) stays true;
- * one that a job excludes cannot be deleted.
+ * one that a job excludes cannot be deleted.  Adds and deletes are in
+ * the audit trail, in their own transaction.
  */
+#include <jansson.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "core/alloc.h"
 #include "store/store_int.h"
+
+/* The trail's row of a calendar's add (its days counted) or delete, in
+ * the change's transaction. */
+static int audit_calendar(store *s, const char *action, const char *name, const char *days,
+			  dbcron_err *err)
+{
+	store_audit a;
+	int64_t ndays = 0;
+	for (const char *d = days; d && *d; d++)
+		ndays += *d == '\n' || (d[1] == '\0');
+	store__audit_begin(s, &a);
+	store__audit_add(&a, action, NULL,
+			 days ? json_pack("{s:s, s:I}", "calendar", name, "days", (json_int_t)ndays)
+			      : json_pack("{s:s}", "calendar", name));
+	int rc = store__audit_write(s, &a, NULL, err);
+	store__audit_free(&a);
+	return rc;
+}
 
 int store_calendar_add(store *s, const char *name, const char *days, dbcron_err *err)
 {
@@ -30,7 +50,8 @@ int store_calendar_add(store *s, const char *name, const char *days, dbcron_err 
 				    "calendar '%s' already exists (delete it first to change it)", name);
 		goto out_rollback;
 	}
-	if ((rc = store__tx_commit(s, err)))
+	if ((rc = audit_calendar(s, "calendar-add", name, days, err)) ||
+	    (rc = store__tx_commit(s, err)))
 		goto out_rollback;
 	return DBCRON_OK;
 out_rollback:
@@ -134,7 +155,8 @@ int store_calendar_delete(store *s, const char *name, dbcron_err *err)
 		rc = dbcron_err_set(err, DBCRON_ENOTFOUND, "no calendar named '%s'", name);
 		goto out_rollback;
 	}
-	if ((rc = store__tx_commit(s, err)))
+	if ((rc = audit_calendar(s, "calendar-delete", name, NULL, err)) ||
+	    (rc = store__tx_commit(s, err)))
 		goto out_rollback;
 	return DBCRON_OK;
 out_rollback:

@@ -14,7 +14,9 @@
  * tags); its fires wait for a later claim.  A run only ends, so a count
  * can only be high, never low, when it is used.  No lock is held across
  * runs.
+ * A cap's change is in the audit trail, in the transaction that makes it.
  */
+#include <jansson.h>
 #include <string.h>
 
 #include "core/alloc.h"
@@ -24,22 +26,24 @@
 
 /* ---- the tags table ---- */
 
-int store_tag_set(store *s, const char *name, int max_running, dbcron_err *err)
+/* The cap tag name has now, read in the caller's transaction; *max -1:
+ * none. */
+static int cap_now(store *s, const char *name, int *max, dbcron_err *err)
 {
-	int64_t now;
-	int rc = model_tag_check(name, err);
-	if (rc)
-		return rc;
-	if (max_running < 0 || max_running > MODEL_TAG_CAP_MAX)
-		return dbcron_err_set(err, DBCRON_EINVAL, "--max-running must be 0..%d",
-				      MODEL_TAG_CAP_MAX);
-	if ((rc = store__db_now(s, &now, err)))
-		return rc;
-	store_param p[] = {sp_text(name), sp_i64(max_running), sp_i64(now)};
-	return store__run(s, ST_TAG_SET, p, 3, NULL, err);
+	store_batch *b = store__scratch(s, 3, 1, store__names_cols);
+	store_batch_text(b, name);
+	if (b->oom)
+		return store__oom(err, "tag");
+	store_param p[] = {sp_batch(b)};
+	int row = store__row(s, ST_TAGS_CAPPED, p, 1, err);
+	if (row < 0)
+		return -row;
+	*max = row ? (int)store__i64(s, 1) : -1;
+	store__reset(s);
+	return DBCRON_OK;
 }
 
-int store_tag_used(store *s, const char *name, int64_t *jobs, dbcron_err *err)
+static int tag_jobs(store *s, const char *name, int64_t *jobs, dbcron_err *err)
 {
 	store_param p[] = {sp_text(name)};
 	int row = store__row(s, ST_TAG_USED, p, 1, err);
@@ -50,13 +54,90 @@ int store_tag_used(store *s, const char *name, int64_t *jobs, dbcron_err *err)
 	return DBCRON_OK;
 }
 
+static json_t *cap_json(int max)
+{
+	return max < 0 ? json_null() : json_integer(max);
+}
+
+/* In the caller's transaction, so that the job that carries the tag is
+ * still there when the cap is written (a cap on a tag no job carries
+ * would cap nothing: a typo); an unchanged cap writes nothing. */
+int store__tag_set_in(store *s, store_audit *a, const char *name, int max_running,
+		      dbcron_err *err)
+{
+	int64_t now, jobs = 0;
+	int before, rc = model_tag_check(name, err);
+	if (rc)
+		return rc;
+	if (max_running < 0 || max_running > MODEL_TAG_CAP_MAX)
+		return dbcron_err_set(err, DBCRON_EINVAL, "tag '%s': max_running must be 0..%d",
+				      name, MODEL_TAG_CAP_MAX);
+	if ((rc = tag_jobs(s, name, &jobs, err)))
+		return rc;
+	if (jobs == 0)
+		return dbcron_err_set(err, DBCRON_EINVAL,
+				      "unknown tag '%s': no job carries it (give a job --tag %s first)",
+				      name, name);
+	if ((rc = cap_now(s, name, &before, err)) || before == max_running ||
+	    (rc = store__db_now(s, &now, err)))
+		return rc;
+	store_param p[] = {sp_text(name), sp_i64(max_running), sp_i64(now)};
+	if ((rc = store__run(s, ST_TAG_SET, p, 3, NULL, err)))
+		return rc;
+	store__audit_add(a, "tag-set", NULL,
+			 json_pack("{s:s, s:{s:{s:o, s:i}}}", "tag", name, "changes", "max_running",
+				   "before", cap_json(before), "after", max_running));
+	return DBCRON_OK;
+}
+
+int store_tag_set(store *s, const char *name, int max_running, dbcron_err *err)
+{
+	store_audit a;
+	int rc;
+	store__audit_begin(s, &a);
+	if ((rc = store__tx_begin(s, err)))
+		goto out_free;
+	if ((rc = store__tag_set_in(s, &a, name, max_running, err)) ||
+	    (rc = store__audit_write(s, &a, NULL, err)) || (rc = store__tx_commit(s, err)))
+		store__tx_rollback(s);
+out_free:
+	store__audit_free(&a);
+	return rc;
+}
+
+int store_tag_used(store *s, const char *name, int64_t *jobs, dbcron_err *err)
+{
+	return tag_jobs(s, name, jobs, err);
+}
+
 int store_tag_delete(store *s, const char *name, bool *deleted, dbcron_err *err)
 {
-	int64_t n = 0;
-	store_param p[] = {sp_text(name)};
-	int rc = store__run(s, ST_TAG_DELETE, p, 1, &n, err);
+	store_audit a;
+	int before = -1, rc;
 	if (deleted)
-		*deleted = !rc && n > 0;
+		*deleted = false;
+	if ((rc = model_tag_check(name, err)))
+		return rc;
+	store__audit_begin(s, &a);
+	store_param p[] = {sp_text(name)};
+	if ((rc = store__tx_begin(s, err)))
+		goto out_free;
+	if ((rc = cap_now(s, name, &before, err)) ||
+	    (before >= 0 && (rc = store__run(s, ST_TAG_DELETE, p, 1, NULL, err))))
+		goto out_rollback;
+	if (before >= 0)
+		store__audit_add(&a, "tag-delete", NULL,
+				 json_pack("{s:s, s:{s:{s:i, s:n}}}", "tag", name, "changes",
+					   "max_running", "before", before, "after"));
+	if ((rc = store__audit_write(s, &a, NULL, err)) || (rc = store__tx_commit(s, err)))
+		goto out_rollback;
+	if (deleted)
+		*deleted = before >= 0;
+	goto out_free;
+out_rollback:
+	store__tx_rollback(s);
+out_free:
+	store__audit_free(&a);
 	return rc;
 }
 

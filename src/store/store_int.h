@@ -203,6 +203,10 @@ void store__audit_redact(json_t *def);
  * there are no rows; DBCRON_ENOMEM when a row could not be made. */
 int store__audit_write(store *s, store_audit *a, const char *actor, dbcron_err *err);
 void store__audit_free(store_audit *a);
+/* tag name's cap set to max_running in the caller's transaction, with its
+ * audit row into a (caps.c): refused for a tag no job carries. */
+int store__tag_set_in(store *s, store_audit *a, const char *name, int max_running,
+		      dbcron_err *err);
 
 /* ---- fault.c: the fault seam, before sending statement id and after ---- */
 int store__fault_before(store *s, int id, dbcron_err *err);

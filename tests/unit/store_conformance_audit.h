@@ -191,6 +191,60 @@ static void conf_test_audit_pruned_jobs(void **state)
 	dbcron_job_clear(&keep);
 }
 
+/* The newest row of the trail (all jobs), or fails. */
+static void conf_audit_last(conf_ctx *c, size_t want_n, const char *action, const char *detail)
+{
+	conf_audit a = conf_audit_read(c, NULL);
+	assert_int_equal(a.n, want_n);
+	assert_string_equal(a.action[a.n - 1], action);
+	assert_string_equal(a.job[a.n - 1], "(null)");
+	if (!strstr(a.detail[a.n - 1], detail))
+		fail_msg("row '%s' has no '%s'", a.detail[a.n - 1], detail);
+}
+
+/* Caps and calendars change what jobs do, so their changes are in the
+ * trail too: a row per change that happened, none for one that did not
+ * (an unchanged cap, an unknown tag, a missing one), and the row goes
+ * with its change. */
+static void conf_test_audit_caps_calendars(void **state)
+{
+	conf_ctx *c = *state;
+	bool deleted = true;
+	dbcron_job j;
+	conf_job(&j, "tagged", 1000);
+	j.tags = dbcron__strdup("heavy");
+	CONF_OK(c, conf_upsert(c, &j, 1));
+	dbcron_job_clear(&j);
+	store_set_actor(c->s, "test:caps");
+	CONF_OK(c, store_tag_set(c->s, "heavy", 2, &c->err));
+	conf_audit_last(c, 2, "tag-set", "\"max_running\":{\"before\":null,\"after\":2}");
+	CONF_OK(c, store_tag_set(c->s, "heavy", 2, &c->err)); /* unchanged: no row */
+	assert_int_equal(store_tag_set(c->s, "nobody", 2, &c->err), DBCRON_EINVAL);
+	assert_non_null(strstr(c->err.msg, "unknown tag 'nobody'"));
+	assert_int_equal(conf_audit_read(c, NULL).n, 2);
+	conf_audit_fault(c, ST_AUDIT_INSERT);
+	assert_int_equal(store_tag_set(c->s, "heavy", 5, &c->err), DBCRON_EBUSY);
+	CONF_OK(c, store_tag_set(c->s, "heavy", 3, &c->err));
+	conf_audit_last(c, 3, "tag-set", "\"before\":2,\"after\":3}");
+	assert_non_null(strstr(conf_audit_read(c, NULL).detail[2], "\"tag\":\"heavy\""));
+	CONF_OK(c, store_tag_delete(c->s, "heavy", &deleted, &c->err));
+	assert_true(deleted);
+	conf_audit_last(c, 4, "tag-delete", "\"before\":3,\"after\":null}");
+	CONF_OK(c, store_tag_delete(c->s, "heavy", &deleted, &c->err));
+	assert_false(deleted);
+
+	CONF_OK(c, store_calendar_add(c->s, "hol", "2026-12-25\n2027-01-01\n", &c->err));
+	conf_audit_last(c, 5, "calendar-add", "\"days\":2");
+	conf_audit_fault(c, ST_AUDIT_INSERT);
+	assert_int_equal(store_calendar_delete(c->s, "hol", &c->err), DBCRON_EBUSY);
+	store_calendar cal;
+	CONF_OK(c, store_calendar_get(c->s, "hol", &cal, &c->err)); /* still there */
+	store_calendar_clear(&cal);
+	CONF_OK(c, store_calendar_delete(c->s, "hol", &c->err));
+	conf_audit_last(c, 6, "calendar-delete", "\"calendar\":\"hol\"");
+	assert_string_equal(conf_audit_read(c, NULL).actor[5], "test:caps");
+}
+
 static void conf_test_audit_prune(void **state)
 {
 	conf_ctx *c = *state;
@@ -213,6 +267,7 @@ static void conf_test_audit_prune(void **state)
 
 #define STORE_CONFORMANCE_AUDIT_TESTS                                            \
 	CONF_T(conf_test_audit_rows), CONF_T(conf_test_audit_rolls_back),        \
-	CONF_T(conf_test_audit_prune), CONF_T(conf_test_audit_pruned_jobs)
+	CONF_T(conf_test_audit_prune), CONF_T(conf_test_audit_pruned_jobs),      \
+	CONF_T(conf_test_audit_caps_calendars)
 
 #endif
