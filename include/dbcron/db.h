@@ -130,7 +130,8 @@ DBCRON_API void dbcron_apply_result_clear(dbcron_apply_result *r);
 
 /*
  * Apply a batch all or nothing, as `dbcron job apply FILE`: json is that
- * file's text (a JSON array of job objects, or {"jobs": [...]}; len bytes,
+ * file's text (a JSON array of job objects, or {"jobs": [...], "tags":
+ * [...]} with the tags' caps, written with the jobs; len bytes,
  * or up to its NUL when len is 0).  Creates new names, updates existing
  * ones (an unchanged schedule keeps its series), and with prune deletes the
  * others.  When any entry is refused, each is reported through o->on_error,

@@ -64,9 +64,10 @@ static int diff_text(json_t *diff, dbcron_apply_result *r, dbcron_err *err)
 	return DBCRON_OK;
 }
 
-/* A batch for app/: a JSON array (borrowed) or job structs. */
+/* A batch for app/: a JSON array (borrowed) and a document's "tags"
+ * (borrowed, NULL: none), or job structs. */
 typedef struct batch {
-	json_t *entries;
+	json_t *entries, *tags;
 	const dbcron_job *jobs;
 	size_t n;
 } batch;
@@ -89,7 +90,7 @@ static int apply_entries(dbcron_db *db, const batch *b, const dbcron_apply_opts 
 	ec.o = o;
 	app_apply_opts ao = {.mode = mode, .prune = o->prune, .dry_run = o->dry_run,
 			     .user_check = o->user_check, .strict = o->strict,
-			     .on_warn = o->on_warning ? on_warning : NULL};
+			     .on_warn = o->on_warning ? on_warning : NULL, .tags = b->tags};
 	rc = b->entries ? app_apply(api__store(db), b->entries, &ao, on_entry, &ec, &ar,
 				    r->warning, sizeof(r->warning), err)
 			: app_apply_jobs(api__store(db), b->jobs, b->n, &ao, on_entry, &ec, &ar,
@@ -119,10 +120,10 @@ int dbcron_apply_json(dbcron_db *db, const char *json, size_t len,
 	if (!root)
 		return dbcron_err_set(err, DBCRON_EPARSE, "line %d, column %d: %s", jerr.line,
 				      jerr.column, jerr.text);
-	batch b = {.entries = root};
-	int rc = json_is_array(root)
-			 ? apply_entries(db, &b, o, APP_APPLY_UPSERT, false, r, err)
-			 : dbcron_err_set(err, DBCRON_EINVAL, "expected a JSON array of job objects");
+	batch b = {0};
+	int rc = app_apply_doc(root, &b.entries, &b.tags, err);
+	if (!rc)
+		rc = apply_entries(db, &b, o, APP_APPLY_UPSERT, false, r, err);
 	json_decref(root);
 	return rc;
 }

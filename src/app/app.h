@@ -257,6 +257,10 @@ typedef struct app_apply_opts {
 	void (*on_warn)(void *ctx, size_t idx, const char *name, const char *msg);
 	/* app_apply with no store: the store to write to, into *s */
 	int (*open)(void *ctx, store **s);
+	/* a document's "tags" (app_apply_doc; borrowed), written with the
+	 * jobs; with prune, the caps not in it are deleted; NULL: caps are
+	 * left as they are */
+	json_t *tags;
 } app_apply_opts;
 
 /* One bad entry: its index in the batch (0-based), its "name" when it had
@@ -268,10 +272,13 @@ typedef struct app_apply_result {
 	/* updated: stored jobs whose definition changed; unchanged: stored
 	 * jobs the batch gave again as they were (model_job_def_json equal) */
 	size_t created, updated, unchanged, deleted;
+	size_t caps_set, caps_deleted; /* caps that changed (opts tags) */
 	size_t nerr; /* entries refused (then nothing was written) */
 	/* dry run: {"create": [names], "update": [names that change],
 	 * "delete": [...], "unchanged": [names], "fields": {name: [the
-	 * definition keys that change]}} */
+	 * definition keys that change]}, and with tags "caps":
+	 * {"set": [{"name", "before", "after"}], "delete": [names],
+	 * "unchanged": [names]}} */
 	json_t *diff;
 } app_apply_result;
 
@@ -293,6 +300,14 @@ typedef struct app_apply_result {
  * caller's to close.  A non-zero return of open is returned as it is,
  * with err untouched.
  */
+/*
+ * A `job apply` document split: an array is the jobs (*tags NULL); an
+ * object has "jobs" (an array) and may have "tags" (the caps, checked by
+ * app_apply), nothing else.  Both borrowed from root.  DBCRON_EINVAL with
+ * what is wrong otherwise.
+ */
+int app_apply_doc(json_t *root, json_t **jobs, json_t **tags, dbcron_err *err);
+
 int app_apply(store *s, json_t *entries, const app_apply_opts *o, app_entry_err_fn on_err,
 	      void *ctx, app_apply_result *r, char *warning, size_t wlen, dbcron_err *err);
 

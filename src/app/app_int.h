@@ -32,6 +32,10 @@ void app__wait_nodes(store *s, char *warning, size_t wlen);
 typedef struct app_batch {
 	struct model_jobdef *defs;
 	size_t n;
+	/* the document's caps (opts tags; names borrowed from it) */
+	store_tag_cap *caps;
+	size_t ncaps;
+	bool has_caps;
 } app_batch;
 
 /* Entry i of a batch src (borrowed) into d (initialised, cli false); its
@@ -77,6 +81,17 @@ int app__spread_seeds(store *s, struct model_jobdef *defs, size_t n, const job_v
  * entry's index for an unknown calendar (app/calendar.c). */
 int app__resolve_calendars(store *s, struct model_jobdef *defs, size_t n, size_t *bad,
 			   dbcron_err *err);
+/* A document's "tags" (NULL: none) checked into *out (n caps; the names
+ * borrowed from tags; the caller frees *out): each {"name", "max_running"}
+ * (the listing's "running" and "jobs" ignored), no name twice. */
+int app__caps_read(const json_t *tags, store_tag_cap **out, size_t *n, dbcron_err *err);
+/* A dry run's {"set": [{"name", "before", "after"}], "delete": [names],
+ * "unchanged": [names]} of the caps v[0..n) against the stored ones; NULL
+ * on an error (err). */
+/* Each cap of b on a tag some job carries: one of b's, or (without prune,
+ * which leaves only b's) a stored one; DBCRON_EINVAL naming it. */
+int app__caps_known(store *s, const app_batch *b, bool prune, dbcron_err *err);
+json_t *app__caps_diff(store *s, const store_tag_cap *v, size_t n, bool prune, dbcron_err *err);
 int app__check_job_targets(store *s, const struct model_jobdef *defs, size_t n, size_t *bad,
 			   dbcron_err *err);
 

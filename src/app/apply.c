@@ -91,7 +91,31 @@ void app_batch_clear(app_batch *b)
 	for (size_t i = 0; i < b->n; i++)
 		model_jobdef_clear(&b->defs[i]);
 	dbcron__free(b->defs);
+	dbcron__free(b->caps);
 	memset(b, 0, sizeof(*b));
+}
+
+int app_apply_doc(json_t *root, json_t **jobs, json_t **tags, dbcron_err *err)
+{
+	const char *k;
+	json_t *v;
+	*jobs = *tags = NULL;
+	if (json_is_array(root)) {
+		*jobs = root;
+		return DBCRON_OK;
+	}
+#define DOC_WANTED "expected a JSON array of job objects, or an object with \"jobs\" and \"tags\""
+	if (!json_is_object(root))
+		return dbcron_err_set(err, DBCRON_EINVAL, DOC_WANTED);
+	json_object_foreach(root, k, v) {
+		if (strcmp(k, "jobs") && strcmp(k, "tags"))
+			return dbcron_err_set(err, DBCRON_EINVAL, DOC_WANTED " (not '%s')", k);
+	}
+	if (!json_is_array(*jobs = json_object_get(root, "jobs")))
+		return dbcron_err_set(err, DBCRON_EINVAL,
+				      "key 'jobs': expected an array of job objects");
+	*tags = json_object_get(root, "tags");
+	return DBCRON_OK;
 }
 
 int app_apply_check(app_entry_read_fn read, const void *src, size_t n,
@@ -103,6 +127,11 @@ int app_apply_check(app_entry_read_fn read, const void *src, size_t n,
 
 	memset(b, 0, sizeof(*b));
 	memset(r, 0, sizeof(*r));
+	/* the caps first: a bad one is the document's error, not an entry's */
+	if ((rc = app__caps_read(o->tags, &b->caps, &b->ncaps, err)))
+		return rc;
+	b->has_caps = o->tags != NULL;
+	rc = DBCRON_ENOMEM;
 	b->defs = dbcron__calloc(n ? n : 1, sizeof(*b->defs));
 	sorted = dbcron__calloc(n ? n : 1, sizeof(*sorted));
 	if (!b->defs || !sorted) {
@@ -306,6 +335,32 @@ static int place_entry(void *ctx, size_t i, dbcron_job *job, const dbcron_job *p
 	return prev->set_aside ? DBCRON_OK : model_job_first_fire(job, now_ms, prev, err);
 }
 
+/* Whether the batch pauses a stored job that runs (the write then waits
+ * for the nodes). */
+static bool pauses_any(const app_batch *b, const job_vec *jv)
+{
+	for (size_t i = 0; i < b->n; i++) {
+		const dbcron_job *prev = find_prev(jv, b->defs[i].job.name);
+		if (prev && !prev->paused && b->defs[i].job.paused)
+			return true;
+	}
+	return false;
+}
+
+/* A dry run's r->diff: the jobs', and the caps' when b has them. */
+static int dry_run_diff(store *s, const app_batch *b, const job_vec *jv, bool prune,
+			app_apply_result *r, dbcron_err *err)
+{
+	json_t *caps = NULL;
+	if (b->has_caps && !(caps = app__caps_diff(s, b->caps, b->ncaps, prune, err)))
+		return err->code ? err->code : oom(err);
+	if (!(r->diff = apply_diff(b, jv, prune))) {
+		json_decref(caps);
+		return oom(err);
+	}
+	return caps && json_object_set_new(r->diff, "caps", caps) ? oom(err) : DBCRON_OK;
+}
+
 int app_apply_write(store *s, app_batch *b, const app_apply_opts *o,
 		    app_entry_err_fn on_err, void *ctx, app_apply_result *r,
 		    char *warning, size_t wlen, dbcron_err *err)
@@ -358,20 +413,17 @@ int app_apply_write(store *s, app_batch *b, const app_apply_opts *o,
 		rc = refused(r, err);
 		goto out_free;
 	}
+	if ((rc = app__caps_known(s, b, o->prune, err)))
+		goto out_free;
 	if (o->dry_run) {
-		if (!(r->diff = apply_diff(b, &jv, o->prune)))
-			rc = oom(err);
+		rc = dry_run_diff(s, b, &jv, o->prune, r, err);
 		goto out_free;
 	}
 	size_t unchanged;
-	bool pauses = false;
+	bool pauses = pauses_any(b, &jv);
 	if (!count_unchanged(b, &jv, &unchanged)) {
 		rc = oom(err);
 		goto out_free;
-	}
-	for (size_t i = 0; i < b->n && !pauses; i++) {
-		const dbcron_job *prev = find_prev(&jv, b->defs[i].job.name);
-		pauses = prev && !prev->paused && b->defs[i].job.paused;
 	}
 	/* 4: one transaction */
 	if (!(jobs = dbcron__calloc(b->n ? b->n : 1, sizeof(*jobs)))) {
@@ -387,6 +439,9 @@ int app_apply_write(store *s, app_batch *b, const app_apply_opts *o,
 	store_audit_verb(s, o->mode == APP_APPLY_CREATE	  ? "add"
 			    : o->mode == APP_APPLY_UPDATE ? "set"
 							  : "apply");
+	store_put_caps caps = {.v = b->caps, .n = b->ncaps, .prune = o->prune};
+	if (b->has_caps)
+		store_put_tags(s, &caps);
 	rc = store_job_put_placed(s, jobs, b->n,
 				  o->mode == APP_APPLY_CREATE ? STORE_PUT_CREATE : STORE_PUT_UPSERT,
 				  o->prune, place_entry, &pc, &r->created, &r->updated, &r->deleted,
@@ -396,6 +451,8 @@ int app_apply_write(store *s, app_batch *b, const app_apply_opts *o,
 	/* an unchanged job is written again (prune needs every name) but
 	 * counted as what it is */
 	r->unchanged = rc ? 0 : unchanged < r->updated ? unchanged : r->updated;
+	r->caps_set = caps.set;
+	r->caps_deleted = caps.deleted;
 	r->updated -= r->unchanged;
 	if (!rc && (r->deleted || pauses) && warning)
 		app__wait_nodes(s, warning, wlen);

@@ -52,6 +52,9 @@ static void apply_usage(FILE *f)
 		"key keeps its paused state.  --prune deletes jobs that are not in FILE.\n"
 		"A job given as it is stored counts as unchanged (`job export` output applied\n"
 		"to its own database changes nothing).\n"
+		"FILE may be an object {\"jobs\": [...], \"tags\": [{\"name\": T, \"max_running\": N}]}:\n"
+		"the tags' caps (as `tag set`), written with the jobs; with --prune the caps\n"
+		"not given are deleted too.\n"
 		"  --dry-run      check everything, print what would change (create NAME,\n"
 		"                 change NAME: the fields, delete NAME, unchanged NAME) and\n"
 		"                 write nothing\n"
@@ -315,14 +318,16 @@ static json_t *apply_load(const char *file, const char *shown, const apply_args 
 			jerr.column, jerr.text);
 		goto out_close;
 	}
-	if (!json_is_array(root)) {
-		fprintf(stderr, "dbcron job apply: %s: expected a JSON array of job objects\n", shown);
+	json_t *jobs, *tags;
+	dbcron_err derr = {0};
+	if (app_apply_doc(root, &jobs, &tags, &derr)) {
+		fprintf(stderr, "dbcron job apply: %s: %s\n", shown, derr.msg);
 		goto out_decref;
 	}
-	if (json_array_size(root) > a->max_jobs) {
+	if (json_array_size(jobs) > a->max_jobs) {
 		fprintf(stderr,
 			"dbcron job apply: %s: %zu jobs, more than the limit of %zu (--max-jobs N raises it); nothing applied\n",
-			shown, json_array_size(root), a->max_jobs);
+			shown, json_array_size(jobs), a->max_jobs);
 		goto out_decref;
 	}
 	if (fd != STDIN_FILENO)
@@ -355,18 +360,43 @@ static void print_names(const char *verb, json_t *names, json_t *fields)
 	}
 }
 
+/* "cap       heavy: none -> 2", "uncap     old". */
+static void print_caps(json_t *c)
+{
+	size_t i;
+	json_t *v;
+	json_array_foreach(json_object_get(c, "set"), i, v) {
+		json_t *before = json_object_get(v, "before");
+		printf("%-9s %s: ", "cap", json_string_value(json_object_get(v, "name")));
+		if (json_is_integer(before))
+			printf("%" JSON_INTEGER_FORMAT, json_integer_value(before));
+		else
+			fputs("none", stdout);
+		printf(" -> %" JSON_INTEGER_FORMAT "\n",
+		       json_integer_value(json_object_get(v, "after")));
+	}
+	json_array_foreach(json_object_get(c, "delete"), i, v)
+		printf("%-9s %s\n", "uncap", json_string_value(v));
+}
+
 static void print_diff(json_t *d)
 {
-	json_t *f = json_object_get(d, "fields");
+	json_t *f = json_object_get(d, "fields"), *caps = json_object_get(d, "caps");
+	print_caps(caps);
 	print_names("create", json_object_get(d, "create"), NULL);
 	print_names("change", json_object_get(d, "update"), f);
 	print_names("delete", json_object_get(d, "delete"), NULL);
 	print_names("unchanged", json_object_get(d, "unchanged"), NULL);
-	printf("dry run: %zu to create, %zu to change, %zu to delete, %zu unchanged; nothing written\n",
+	printf("dry run: %zu to create, %zu to change, %zu to delete, %zu unchanged",
 	       json_array_size(json_object_get(d, "create")),
 	       json_array_size(json_object_get(d, "update")),
 	       json_array_size(json_object_get(d, "delete")),
 	       json_array_size(json_object_get(d, "unchanged")));
+	if (caps)
+		printf("; caps: %zu to set, %zu to delete",
+		       json_array_size(json_object_get(caps, "set")),
+		       json_array_size(json_object_get(caps, "delete")));
+	puts("; nothing written");
 }
 
 int cli_apply_jobs(const char *shown, json_t *root, const cli_db *db, bool user_check,
@@ -375,12 +405,16 @@ int cli_apply_jobs(const char *shown, json_t *root, const cli_db *db, bool user_
 	apply_ctx ac = {.file = shown, .db = db};
 	app_apply_opts opts = {.prune = prune, .user_check = user_check, .strict = strict,
 			       .dry_run = dry_run, .on_warn = apply_warning, .open = apply_open};
-	app_apply_result r;
+	app_apply_result r = {0};
 	dbcron_err err = {0};
 	char warning[512];
+	json_t *jobs;
 	int status;
 
-	int rc = app_apply(NULL, root, &opts, apply_error, &ac, &r, warning, sizeof(warning), &err);
+	int rc = app_apply_doc(root, &jobs, &opts.tags, &err);
+	if (!rc)
+		rc = app_apply(NULL, jobs, &opts, apply_error, &ac, &r, warning, sizeof(warning),
+			       &err);
 	json_decref(root);
 	if (rc < 0) {
 		status = ac.status;
@@ -403,6 +437,8 @@ int cli_apply_jobs(const char *shown, json_t *root, const cli_db *db, bool user_
 	printf("applied: %zu created, %zu updated, %zu deleted", r.created, r.updated, r.deleted);
 	if (r.unchanged)
 		printf("; %zu unchanged", r.unchanged);
+	if (r.caps_set || r.caps_deleted)
+		printf("; caps: %zu set, %zu deleted", r.caps_set, r.caps_deleted);
 	fputc('\n', stdout);
 	status = CLI_EXIT_OK;
 	goto out_free;

@@ -141,9 +141,9 @@ static int print_row(void *ctx, const store_audit_row *r)
 		char at[64], sum[1024];
 		summary(r->detail, sum, sizeof(sum));
 		if (ac->n == 0)
-			printf("%-24s  %-20s  %-9s  %-16s  %s\n", "AT", "ACTOR", "ACTION", "JOB",
+			printf("%-24s  %-20s  %-15s  %-16s  %s\n", "AT", "ACTOR", "ACTION", "JOB",
 			       "CHANGES");
-		printf("%-24s  %-20s  %-9s  %-16s  %s\n", model_time_text(r->at_ms, at, sizeof(at)),
+		printf("%-24s  %-20s  %-15s  %-16s  %s\n", model_time_text(r->at_ms, at, sizeof(at)),
 		       r->actor, r->action, r->job ? r->job : "-", sum);
 	}
 	ac->n++;

@@ -201,6 +201,10 @@ static void apply(const http_call *c, json_t *entries, const app_apply_opts *o, 
 		   json_pack("{s:I,s:I,s:I,s:I}", "created", (json_int_t)r.created, "updated",
 			     (json_int_t)r.updated, "deleted", (json_int_t)r.deleted, "unchanged",
 			     (json_int_t)r.unchanged));
+		if (o->tags && rep->json)
+			json_object_set_new(rep->json, "caps",
+					    json_pack("{s:I,s:I}", "set", (json_int_t)r.caps_set,
+						      "deleted", (json_int_t)r.caps_deleted));
 		if (warning[0] && rep->json)
 			json_object_set_new(rep->json, "warning", json_string(warning));
 	}
@@ -214,17 +218,16 @@ static void route_apply(const http_call *c, http_reply *rep)
 		return method_not_allowed(rep, "POST");
 	if (!may_write(c, rep))
 		return;
-	json_t *v = body_json(c, rep);
+	json_t *v = body_json(c, rep), *jobs;
 	if (!v)
 		return;
-	if (!json_is_array(v)) {
-		http__error(rep, MHD_HTTP_BAD_REQUEST, "invalid",
-			    "expected a JSON array of job objects (a job apply file)");
-	} else {
-		app_apply_opts o = {.prune = flag(c, "prune"), .dry_run = flag(c, "dry_run"),
-				    .user_check = false};
-		apply(c, v, &o, false, rep);
-	}
+	dbcron_err err = {0};
+	app_apply_opts o = {.prune = flag(c, "prune"), .dry_run = flag(c, "dry_run"),
+			    .user_check = false};
+	if (app_apply_doc(v, &jobs, &o.tags, &err))
+		http__error(rep, MHD_HTTP_BAD_REQUEST, "invalid", "%s (a job apply file)", err.msg);
+	else
+		apply(c, jobs, &o, false, rep);
 	json_decref(v);
 }
 

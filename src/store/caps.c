@@ -63,10 +63,11 @@ static json_t *cap_json(int max)
  * still there when the cap is written (a cap on a tag no job carries
  * would cap nothing: a typo); an unchanged cap writes nothing. */
 int store__tag_set_in(store *s, store_audit *a, const char *name, int max_running,
-		      dbcron_err *err)
+		      bool *changed, dbcron_err *err)
 {
 	int64_t now, jobs = 0;
 	int before, rc = model_tag_check(name, err);
+	*changed = false;
 	if (rc)
 		return rc;
 	if (max_running < 0 || max_running > MODEL_TAG_CAP_MAX)
@@ -84,6 +85,7 @@ int store__tag_set_in(store *s, store_audit *a, const char *name, int max_runnin
 	store_param p[] = {sp_text(name), sp_i64(max_running), sp_i64(now)};
 	if ((rc = store__run(s, ST_TAG_SET, p, 3, NULL, err)))
 		return rc;
+	*changed = true;
 	store__audit_add(a, "tag-set", NULL,
 			 json_pack("{s:s, s:{s:{s:o, s:i}}}", "tag", name, "changes", "max_running",
 				   "before", cap_json(before), "after", max_running));
@@ -93,11 +95,12 @@ int store__tag_set_in(store *s, store_audit *a, const char *name, int max_runnin
 int store_tag_set(store *s, const char *name, int max_running, dbcron_err *err)
 {
 	store_audit a;
+	bool changed;
 	int rc;
 	store__audit_begin(s, &a);
 	if ((rc = store__tx_begin(s, err)))
 		goto out_free;
-	if ((rc = store__tag_set_in(s, &a, name, max_running, err)) ||
+	if ((rc = store__tag_set_in(s, &a, name, max_running, &changed, err)) ||
 	    (rc = store__audit_write(s, &a, NULL, err)) || (rc = store__tx_commit(s, err)))
 		store__tx_rollback(s);
 out_free:
@@ -110,34 +113,100 @@ int store_tag_used(store *s, const char *name, int64_t *jobs, dbcron_err *err)
 	return tag_jobs(s, name, jobs, err);
 }
 
+/* tag name's cap deleted in the caller's transaction, with its audit row
+ * (*deleted false when it had none). */
+static int tag_delete_in(store *s, store_audit *a, const char *name, bool *deleted,
+			 dbcron_err *err)
+{
+	int before = -1, rc;
+	store_param p[] = {sp_text(name)};
+	*deleted = false;
+	if ((rc = cap_now(s, name, &before, err)) || before < 0 ||
+	    (rc = store__run(s, ST_TAG_DELETE, p, 1, NULL, err)))
+		return rc;
+	*deleted = true;
+	store__audit_add(a, "tag-delete", NULL,
+			 json_pack("{s:s, s:{s:{s:i, s:n}}}", "tag", name, "changes", "max_running",
+				   "before", before, "after"));
+	return DBCRON_OK;
+}
+
 int store_tag_delete(store *s, const char *name, bool *deleted, dbcron_err *err)
 {
 	store_audit a;
-	int before = -1, rc;
+	bool gone = false;
+	int rc;
 	if (deleted)
 		*deleted = false;
 	if ((rc = model_tag_check(name, err)))
 		return rc;
 	store__audit_begin(s, &a);
-	store_param p[] = {sp_text(name)};
 	if ((rc = store__tx_begin(s, err)))
 		goto out_free;
-	if ((rc = cap_now(s, name, &before, err)) ||
-	    (before >= 0 && (rc = store__run(s, ST_TAG_DELETE, p, 1, NULL, err))))
-		goto out_rollback;
-	if (before >= 0)
-		store__audit_add(&a, "tag-delete", NULL,
-				 json_pack("{s:s, s:{s:{s:i, s:n}}}", "tag", name, "changes",
-					   "max_running", "before", before, "after"));
-	if ((rc = store__audit_write(s, &a, NULL, err)) || (rc = store__tx_commit(s, err)))
-		goto out_rollback;
+	if ((rc = tag_delete_in(s, &a, name, &gone, err)) ||
+	    (rc = store__audit_write(s, &a, NULL, err)) || (rc = store__tx_commit(s, err))) {
+		store__tx_rollback(s);
+		goto out_free;
+	}
 	if (deleted)
-		*deleted = before >= 0;
-	goto out_free;
-out_rollback:
-	store__tx_rollback(s);
+		*deleted = gone;
 out_free:
 	store__audit_free(&a);
+	return rc;
+}
+
+void store_put_tags(store *s, store_put_caps *c)
+{
+	s->put_caps = c;
+}
+
+/* The capped tags' names, for a prune. */
+static int cap_name(void *ctx, const char *name)
+{
+	char ***v = ctx;
+	size_t n = 0;
+	while ((*v)[n])
+		n++;
+	char **g = dbcron__realloc(*v, (n + 2) * sizeof(**v));
+	if (!g)
+		return 1;
+	*v = g;
+	g[n + 1] = NULL;
+	return !(g[n] = dbcron__strdup(name));
+}
+
+static int prune_caps(store *s, store_audit *a, store_put_caps *c, dbcron_err *err)
+{
+	char **names = dbcron__calloc(1, sizeof(*names));
+	int rc = names ? store__each_name(s, ST_TAGS_NAMES, NULL, 0, cap_name, &names, err)
+		       : store__oom(err, "tags");
+	for (size_t i = 0; !rc && names[i]; i++) {
+		bool kept = false, gone;
+		for (size_t k = 0; k < c->n && !kept; k++)
+			kept = strcmp(c->v[k].name, names[i]) == 0;
+		if (!kept && !(rc = tag_delete_in(s, a, names[i], &gone, err)))
+			c->deleted += gone;
+	}
+	for (size_t i = 0; names && names[i]; i++)
+		dbcron__free(names[i]);
+	dbcron__free(names);
+	return rc;
+}
+
+int store__caps_put(store *s, store_audit *a, store_put_caps *c, dbcron_err *err)
+{
+	int rc = DBCRON_OK;
+	c->set = c->deleted = 0;
+	for (size_t i = 0; !rc && i < c->n; i++) {
+		bool changed;
+		if (!(rc = store__tag_set_in(s, a, c->v[i].name, c->v[i].max_running, &changed,
+					     err)))
+			c->set += changed;
+	}
+	if (!rc && c->prune)
+		rc = prune_caps(s, a, c, err);
+	if (rc)
+		c->set = c->deleted = 0;
 	return rc;
 }
 

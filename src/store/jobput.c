@@ -356,7 +356,9 @@ int store_job_put_placed(store *s, dbcron_job *jobs, size_t n, store_put_mode mo
 {
 	put_ctx pc = {.mode = mode, .place = place, .place_ctx = place_ctx,
 		      .verb = s->put_verb ? s->put_verb : "put"};
+	store_put_caps *caps = s->put_caps;
 	s->put_verb = NULL; /* this put's alone: never a later caller's */
+	s->put_caps = NULL;
 	size_t nc = 0, nu = 0;
 	int64_t nd = 0, now;
 	put_enc *enc = NULL;
@@ -419,6 +421,7 @@ int store_job_put_placed(store *s, dbcron_job *jobs, size_t n, store_put_mode mo
 	/* the fan-in edges of what was written and pruned (needs.c); a
 	 * write without NEEDS jobs, before or after, has none to follow */
 	if (((pc.needs || nd) && (rc = store__needs_put(s, jobs, n, err))) ||
+	    (caps && (rc = store__caps_put(s, &pc.audit, caps, err))) ||
 	    (rc = store__audit_write(s, &pc.audit, NULL, err)) || (rc = store__tx_commit(s, err)))
 		goto out_rollback;
 	if (created)
@@ -430,6 +433,8 @@ int store_job_put_placed(store *s, dbcron_job *jobs, size_t n, store_put_mode mo
 	goto out_free;
 out_rollback:
 	store__tx_rollback(s);
+	if (caps)
+		caps->set = caps->deleted = 0;
 out_free:
 	store__audit_free(&pc.audit);
 	for (size_t i = 0; i < n; i++)

@@ -189,6 +189,8 @@
 	X(TAG_DELETE, "deleting the tag's cap", "")                                    \
 	/* () -> name, max_running, live runs, jobs carrying it, by name */           \
 	X(TAGS_LIST, "listing the tags", "")                                           \
+	/* () -> name of every capped tag */                                          \
+	X(TAGS_NAMES, "listing the capped tags", "")                                   \
 	/* batch [id] -> JOB_COLS */                                                      \
 	X(JOBS_BY_IDS, "reading jobs by id", "")                                         \
 	/* (node) batch [id, token, state, started, finished, has_exit, exit, error,      \

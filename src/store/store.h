@@ -71,6 +71,8 @@ struct store {
 	/* The action the next job put records ("add", "set", "apply"; a
 	 * static string, NULL: "put"), set by the app just before the put. */
 	const char *put_verb;
+	/* The caps the next job put writes too (store_put_tags), NULL: none. */
+	struct store_put_caps *put_caps;
 	/* An outbox write (events) went out since store_events_written_take()
 	 * last looked; a rolled-back one may leave it set (a wasted claim). */
 	bool events_written;
@@ -550,6 +552,28 @@ int store_tag_delete(store *s, const char *name, bool *deleted, dbcron_err *err)
 /* How many jobs carry tag name (--tag). */
 int store_tag_used(store *s, const char *name, int64_t *jobs, dbcron_err *err);
 int store_tags_list(store *s, store_tag_cb cb, void *ctx, dbcron_err *err);
+
+/*
+ * Caps written with jobs (a `job apply` document's "tags"): the next
+ * store_job_put_placed on s also sets each cap of c->v[0..n) in its
+ * transaction, after the jobs, so a tag only the batch's new jobs carry
+ * is known, and a cap on a tag no job carries then refuses the whole
+ * put; with c->prune it deletes every other cap.  Each cap that changed
+ * is an audit row; c->set and c->deleted count them once the put
+ * committed.  c is borrowed until that put returns, and is that put's
+ * alone.
+ */
+typedef struct store_tag_cap {
+	const char *name;
+	int max_running;
+} store_tag_cap;
+typedef struct store_put_caps {
+	const store_tag_cap *v;
+	size_t n;
+	bool prune;
+	size_t set, deleted; /* out */
+} store_put_caps;
+void store_put_tags(store *s, store_put_caps *c);
 
 /*
  * The outbox (issue 26, docs/reactions.md; events.c).  An event row is

@@ -206,7 +206,9 @@ void store__audit_free(store_audit *a);
 /* tag name's cap set to max_running in the caller's transaction, with its
  * audit row into a (caps.c): refused for a tag no job carries. */
 int store__tag_set_in(store *s, store_audit *a, const char *name, int max_running,
-		      dbcron_err *err);
+		      bool *changed, dbcron_err *err);
+/* The caps of a put (store_put_tags) written in its transaction. */
+int store__caps_put(store *s, store_audit *a, store_put_caps *c, dbcron_err *err);
 
 /* ---- fault.c: the fault seam, before sending statement id and after ---- */
 int store__fault_before(store *s, int id, dbcron_err *err);

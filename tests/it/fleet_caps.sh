@@ -42,4 +42,23 @@ waited=$(awk -F, '$1 ~ /^heavy-[0-9]$/ && $4 == "skipped"' "$T/runs.csv" | grep 
 assert_eq 0 "$waited" "overlap allow: fires over the cap wait, never skipped"
 d=$(awk -F, '$3 == 1 { print $1 "," $2 }' "$T/runs.csv" | sort | uniq -d | wc -l)
 assert_eq 0 "$d" "no duplicate (job, fire_at) first attempt"
+
+# Caps in a job apply document ({"jobs", "tags"}), written with its jobs in
+# one transaction: a tag only the document's new job carries is known; a
+# cap on a tag no job carries refuses the whole document.
+cat >"$T/bad.json" <<'EOF'
+{"jobs": [{"name": "io-1", "every": "1h", "handler": "noop", "tag": ["io"], "paused": true}],
+ "tags": [{"name": "io", "max_running": 3}, {"name": "typo", "max_running": 1}]}
+EOF
+expect_rc 2 job apply "$T/bad.json"
+assert_err_contains "unknown tag 'typo'" "a document's cap on a tag no job carries is refused"
+assert_not_contains "$(dbc job list --format json)" "io-1" "and its jobs are not written"
+sed 's/, {"name": "typo", "max_running": 1}//' "$T/bad.json" >"$T/doc.json"
+expect_rc 0 job apply "$T/doc.json" --dry-run
+assert_contains "$T_OUT" "cap       io: none -> 3" "the dry run shows the cap"
+expect_rc 0 job apply "$T/doc.json"
+assert_contains "$T_OUT" "1 created, 0 updated, 0 deleted; caps: 1 set, 0 deleted"
+assert_contains "$(dbc tag list --format csv)" "io,3,0,1" "the cap is stored"
+expect_rc 0 audit --format json --limit 1
+assert_eq "tag-set io 3" "$(jq -r '.[0] | "\(.action) \(.detail.tag) \(.detail.changes.max_running.after)"' <<<"$T_OUT")"
 t_done

@@ -490,6 +490,20 @@ assert_eq "1 1 1 0" "$(jget '"\(.created) \(.updated) \(.deleted) \(.unchanged)"
 expect_rc 0 job list --format json
 assert_eq "fresh tick" "$(jq -r '[.[].name] | join(" ")' <<<"$T_OUT")"
 assert_eq true "$(jq -r '.[] | select(.name == "tick") | .paused' <<<"$T_OUT")" "apply keeps the paused state"
+# a document with caps (issue 28 item 3): its "tags" with its jobs, in one
+# transaction; a cap on a tag no job carries refuses all of it
+before=$(db_state)
+expect 400 POST /api/v1/apply "$ADMIN" \
+	"$(body '{"jobs": [{"name":"capped","every":"1h","command":["true"],"tag":["batch"]}], "tags": [{"name":"batch","max_running":2},{"name":"typo","max_running":1}]}')"
+assert_contains "$(jget .error.message)" "unknown tag 'typo'"
+assert_eq "$before" "$(db_state)" "a refused document wrote nothing"
+jq '{jobs: map(if .name == "fresh" then .tag = ["batch"] else . end),
+	tags: [{name: "batch", max_running: 2}]}' "$T_DIR/apply.json" >"$T_DIR/doc.json"
+expect 200 POST "/api/v1/apply?prune=1" "$ADMIN" "$T_DIR/doc.json"
+assert_eq "0 1 1 0" "$(jget '"\(.created) \(.updated) \(.caps.set) \(.caps.deleted)"')" \
+	"the document's cap is set with its jobs"
+expect 200 GET /api/v1/tags "$READER"
+assert_eq "batch 2 1" "$(jget '.tags[] | "\(.name) \(.max_running) \(.jobs)"')"
 
 t_section "nodes and locks"
 expect 200 GET /api/v1/nodes "$READER"

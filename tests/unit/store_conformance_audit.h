@@ -245,6 +245,66 @@ static void conf_test_audit_caps_calendars(void **state)
 	assert_string_equal(conf_audit_read(c, NULL).actor[5], "test:caps");
 }
 
+/* A cap-holding tag in a batch: the caps of a put (a `job apply`
+ * document's "tags") commit with its jobs or not at all. */
+static int conf_put_caps(conf_ctx *c, const char *job, const char *tags,
+			 store_put_caps *caps)
+{
+	dbcron_job j;
+	size_t cr, up, del;
+	conf_job(&j, job, 1000);
+	j.tags = tags ? dbcron__strdup(tags) : NULL;
+	store_put_tags(c->s, caps);
+	int rc = store_job_put(c->s, &j, 1, STORE_PUT_UPSERT, caps && caps->prune, &cr, &up, &del,
+			       &c->err);
+	dbcron_job_clear(&j);
+	return rc;
+}
+
+/* The caps of a put are written in its transaction, after its jobs: a
+ * tag only the batch's new job carries is known; a cap on a tag no job
+ * carries refuses the whole put; a failed COMMIT leaves neither the job
+ * nor the cap; prune deletes the caps not given; each change a row. */
+static void conf_test_put_caps(void **state)
+{
+	conf_ctx *c = *state;
+	dbcron_job got;
+	store_tag_cap two[] = {{"heavy", 2}, {"nobody", 1}};
+	store_put_caps caps = {.v = two, .n = 2};
+	assert_int_equal(conf_put_caps(c, "pc1", "heavy", &caps), DBCRON_EINVAL);
+	assert_non_null(strstr(c->err.msg, "unknown tag 'nobody'"));
+	assert_int_equal(store_job_get(c->s, "pc1", &got, &c->err), DBCRON_ENOTFOUND);
+	assert_int_equal(conf_audit_read(c, NULL).n, 0);
+
+	caps.n = 1;
+	conf_audit_fault(c, ST_COMMIT);
+	assert_int_equal(conf_put_caps(c, "pc1", "heavy", &caps), DBCRON_EBUSY);
+	assert_int_equal(caps.set, 0);
+	assert_int_equal(store_job_get(c->s, "pc1", &got, &c->err), DBCRON_ENOTFOUND);
+	assert_int_equal(conf_audit_read(c, NULL).n, 0);
+
+	CONF_OK(c, conf_put_caps(c, "pc1", "heavy", &caps)); /* the new job carries it */
+	assert_int_equal(caps.set, 1);
+	conf_audit_last(c, 2, "tag-set", "\"after\":2}");
+	CONF_OK(c, conf_put_caps(c, "pc2", "light", NULL)); /* no caps: none touched */
+	CONF_OK(c, store_tag_set(c->s, "light", 4, &c->err));
+	size_t n = conf_audit_read(c, NULL).n;
+	CONF_OK(c, conf_put_caps(c, "pc1", "heavy", &caps)); /* unchanged: no row */
+	assert_int_equal(caps.set, 0);
+	assert_int_equal(conf_audit_read(c, NULL).n, n);
+
+	/* prune: pc2 goes, and light's cap with it (not given) */
+	caps.prune = true;
+	CONF_OK(c, conf_put_caps(c, "pc1", "heavy", &caps));
+	assert_int_equal(caps.deleted, 1);
+	assert_int_equal(store_job_get(c->s, "pc2", &got, &c->err), DBCRON_ENOTFOUND);
+	bool deleted;
+	CONF_OK(c, store_tag_delete(c->s, "light", &deleted, &c->err));
+	assert_false(deleted);
+	CONF_OK(c, store_tag_delete(c->s, "heavy", &deleted, &c->err));
+	assert_true(deleted);
+}
+
 static void conf_test_audit_prune(void **state)
 {
 	conf_ctx *c = *state;
@@ -268,6 +328,6 @@ static void conf_test_audit_prune(void **state)
 #define STORE_CONFORMANCE_AUDIT_TESTS                                            \
 	CONF_T(conf_test_audit_rows), CONF_T(conf_test_audit_rolls_back),        \
 	CONF_T(conf_test_audit_prune), CONF_T(conf_test_audit_pruned_jobs),      \
-	CONF_T(conf_test_audit_caps_calendars)
+	CONF_T(conf_test_audit_caps_calendars), CONF_T(conf_test_put_caps)
 
 #endif

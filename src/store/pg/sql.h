@@ -216,6 +216,7 @@ static const char *const sql[ST__COUNT] = {
 	[ST_TAG_DELETE] = "DELETE FROM tags WHERE name = $1::text",
 	[ST_TAGS_LIST] = "SELECT t.name, t.max_running, " TAG_LIVE("t.name") ", " TAG_JOBS("t.name")
 			 " FROM tags t ORDER BY t.name",
+	[ST_TAGS_NAMES] = "SELECT name FROM tags ORDER BY name",
 	[ST_JOBS_BUSY] = "SELECT job_id, id, node, state, started_ms FROM runs WHERE job_id = ANY ($2::bigint[]) "
 			 "AND state IN (" SQL_RS_SCHEDULED ", " SQL_RS_RUNNING ") AND node IS NOT NULL "
 			 "AND node <> $1::text ORDER BY job_id",
