@@ -115,6 +115,17 @@ static void method_not_allowed(http_reply *rep, const char *allow)
 	rep->allow = allow;
 }
 
+/* The one rule of a write verb: POST only, by an admin (an answer
+ * written otherwise). */
+static bool may_post(const http_call *c, http_reply *rep)
+{
+	if (!is(c, "POST")) {
+		method_not_allowed(rep, "POST");
+		return false;
+	}
+	return may_write(c, rep);
+}
+
 static void ok(http_reply *rep, unsigned status, json_t *j)
 {
 	rep->status = status;
@@ -214,9 +225,7 @@ static void apply(const http_call *c, json_t *entries, const app_apply_opts *o, 
 
 static void route_apply(const http_call *c, http_reply *rep)
 {
-	if (!is(c, "POST"))
-		return method_not_allowed(rep, "POST");
-	if (!may_write(c, rep))
+	if (!may_post(c, rep))
 		return;
 	json_t *v = body_json(c, rep), *jobs;
 	if (!v)
@@ -327,9 +336,7 @@ static void job_verb(const http_call *c, const char *name, const char *verb, htt
 	app_job_result r;
 	dbcron_err err = {0};
 	int rc;
-	if (!is(c, "POST"))
-		return method_not_allowed(rep, "POST");
-	if (!may_write(c, rep))
+	if (!may_post(c, rep))
 		return;
 	bool answered = false;
 	if (!strcmp(verb, "trigger"))
@@ -355,9 +362,7 @@ static void job_verb(const http_call *c, const char *name, const char *verb, htt
  * for a dry run, 400 for a bad body or range, nothing written then. */
 static void job_backfill(const http_call *c, const char *name, http_reply *rep)
 {
-	if (!is(c, "POST"))
-		return method_not_allowed(rep, "POST");
-	if (!may_write(c, rep))
+	if (!may_post(c, rep))
 		return;
 	json_t *v = body_json(c, rep);
 	if (!v)
@@ -491,9 +496,7 @@ static void run_cancel(const http_call *c, long long id, http_reply *rep)
 	dbcron_err err = {0};
 	json_t *j;
 	bool done;
-	if (!is(c, "POST"))
-		return method_not_allowed(rep, "POST");
-	if (!may_write(c, rep))
+	if (!may_post(c, rep))
 		return;
 	if (app_run_cancel(c->st, id, &j, &done, &err))
 		return from_err(rep, &err);
