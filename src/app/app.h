@@ -219,8 +219,17 @@ json_t *app_backfill_json(const char *name, const app_backfill_result *r, bool d
  * *ndays: the distinct days added.  DBCRON_EEXISTS when the name is taken. */
 int app_calendar_add(store *s, const char *name, const char *path, size_t *ndays,
 		     dbcron_err *err);
+/* The same from a JSON array of "YYYY-MM-DD" strings (PUT
+ * /api/v1/calendars/NAME): a bad one is DBCRON_EINVAL naming its index. */
+int app_calendar_add_json(store *s, const char *name, const json_t *dates, size_t *ndays,
+			  dbcron_err *err);
 /* The days in a calendar's days text. */
 size_t app_calendar_ndays(const char *days);
+/* {"name", "days", "created"}: days the count, or with_days the array of
+ * "YYYY-MM-DD"; NULL when out of memory. */
+json_t *app_calendar_json(const store_calendar *c, bool with_days);
+/* Every calendar by name, each app_calendar_json without its days. */
+int app_calendars_list(store *s, json_t **out, dbcron_err *err);
 
 /* What a verb did, as GET-less JSON: the HTTP API's reply and what
  * `--format json` prints, one shape for both.  trigger: {"job", "run_id",

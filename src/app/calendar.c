@@ -3,8 +3,12 @@
  * days read and checked before anything is written, the calendars listed,
  * shown and deleted, and a job's --exclude-calendar resolved to the days
  * the job is written with (jobs.exclude_days), which every planner reads.
+ * The days come from a file (the CLI) or a JSON array (HTTP), through one
+ * check (day_ok) and one sorted, distinct text (days_text); a calendar's
+ * JSON is one shape for `calendar list|show --format json` and the API.
  */
 #include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +85,25 @@ static int read_line(char *line, const char *path, int lineno, char (**days)[11]
 	return 0;
 }
 
+/* days[0..n) sorted (in place), as distinct "YYYY-MM-DD" lines (owned). */
+static int days_text(char (*days)[11], size_t n, char **out, size_t *ndays, dbcron_err *err)
+{
+	dbcron__sort(days, n, sizeof(*days), day_cmp);
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (k == 0 || strcmp(days[i], days[k - 1]))
+			memcpy(days[k++], days[i], sizeof(*days));
+	if (!(*out = dbcron__malloc(k ? k * 11 : 1)))
+		return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory reading the days");
+	(*out)[0] = '\0';
+	for (size_t i = 0; i < k; i++) {
+		memcpy(*out + i * 11, days[i], 10);
+		(*out)[i * 11 + 10] = i + 1 < k ? '\n' : '\0';
+	}
+	*ndays = k;
+	return DBCRON_OK;
+}
+
 /* The sorted, distinct days of file path as "YYYY-MM-DD" lines (owned). */
 static int read_days(const char *path, char **out, size_t *ndays, dbcron_err *err)
 {
@@ -101,24 +124,28 @@ static int read_days(const char *path, char **out, size_t *ndays, dbcron_err *er
 		rc = dbcron_err_set(err, DBCRON_EIO, "%s: read error", path);
 		goto out_close;
 	}
-	dbcron__sort(days, n, sizeof(*days), day_cmp);
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++)
-		if (k == 0 || strcmp(days[i], days[k - 1]))
-			memcpy(days[k++], days[i], sizeof(*days));
-	if (!(*out = dbcron__malloc(k ? k * 11 : 1))) {
-		rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory reading %s", path);
-		goto out_close;
-	}
-	(*out)[0] = '\0';
-	for (size_t i = 0; i < k; i++) {
-		memcpy(*out + i * 11, days[i], 10);
-		(*out)[i * 11 + 10] = i + 1 < k ? '\n' : '\0';
-	}
-	*ndays = k;
+	rc = days_text(days, n, out, ndays, err);
 out_close:
 	if (f != stdin)
 		fclose(f);
+	dbcron__free(days);
+	return rc;
+}
+
+static int name_check(const char *name, dbcron_err *err)
+{
+	return calendar_name_ok(name) ? DBCRON_OK
+				      : dbcron_err_set(err, DBCRON_EINVAL,
+						       "calendar name '%.80s': 1-%d of A-Z a-z 0-9 _ . -",
+						       name ? name : "", CALENDAR_NAME_MAX);
+}
+
+/* The days text (owned by the call) written as calendar name. */
+static int add_days(store *s, const char *name, char *days, const char *from, size_t ndays,
+		    dbcron_err *err)
+{
+	int rc = ndays ? store_calendar_add(s, name, days, err)
+		       : dbcron_err_set(err, DBCRON_EINVAL, "%s: no days", from);
 	dbcron__free(days);
 	return rc;
 }
@@ -127,17 +154,68 @@ int app_calendar_add(store *s, const char *name, const char *path, size_t *ndays
 		     dbcron_err *err)
 {
 	char *days = NULL;
-	if (!calendar_name_ok(name))
+	int rc = name_check(name, err);
+	if (rc || (rc = read_days(path, &days, ndays, err)))
+		return rc;
+	return add_days(s, name, days, path, *ndays, err);
+}
+
+int app_calendar_add_json(store *s, const char *name, const json_t *dates, size_t *ndays,
+			  dbcron_err *err)
+{
+	size_t n = json_array_size(dates);
+	char(*days)[11] = NULL, *text = NULL;
+	int rc = name_check(name, err);
+	if (rc)
+		return rc;
+	if (!json_is_array(dates))
 		return dbcron_err_set(err, DBCRON_EINVAL,
-				      "calendar name '%.80s': 1-%d of A-Z a-z 0-9 _ . -", name ? name : "",
-				      CALENDAR_NAME_MAX);
-	int rc = read_days(path, &days, ndays, err);
-	if (!rc && *ndays == 0)
-		rc = dbcron_err_set(err, DBCRON_EINVAL, "%s: no days", path);
-	if (!rc)
-		rc = store_calendar_add(s, name, days, err);
+				      "\"dates\": expected an array of \"YYYY-MM-DD\" strings");
+	if (n > CALENDAR_DAYS_MAX)
+		return dbcron_err_set(err, DBCRON_EINVAL, "\"dates\": more than %d days",
+				      CALENDAR_DAYS_MAX);
+	if (!(days = dbcron__calloc(n ? n : 1, sizeof(*days))))
+		return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
+	for (size_t i = 0; i < n && !rc; i++) {
+		const char *d = json_string_value(json_array_get(dates, i));
+		if (!d || !day_ok(d, days[i]))
+			rc = dbcron_err_set(err, DBCRON_EINVAL,
+					    "\"dates\"[%zu]: not a day (YYYY-MM-DD)", i);
+	}
+	if (!rc && !(rc = days_text(days, n, &text, ndays, err)))
+		rc = add_days(s, name, text, "\"dates\"", *ndays, err);
 	dbcron__free(days);
 	return rc;
+}
+
+json_t *app_calendar_json(const store_calendar *c, bool with_days)
+{
+	char t[64];
+	json_t *days = with_days ? json_array() : json_integer((json_int_t)app_calendar_ndays(c->days));
+	for (const char *p = c->days; with_days && days && *p; p += p[10] ? 11 : 10)
+		json_array_append_new(days, json_stringn(p, 10));
+	return days ? json_pack("{s:s, s:o, s:s}", "name", c->name, "days", days, "created",
+				model_time_text(c->created_ms, t, sizeof(t)))
+		    : NULL;
+}
+
+static int list_add(void *ctx, const store_calendar *c)
+{
+	json_t *o = app_calendar_json(c, false);
+	return !o || json_array_append_new(ctx, o);
+}
+
+int app_calendars_list(store *s, json_t **out, dbcron_err *err)
+{
+	json_t *a = json_array();
+	int rc = a ? store_calendar_list(s, list_add, a, err)
+		   : dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
+	if (rc) {
+		json_decref(a);
+		return rc;
+	}
+	*out = a;
+	return DBCRON_OK;
 }
 
 size_t app_calendar_ndays(const char *days)

@@ -48,9 +48,7 @@ static int list_one(void *ctx, const store_calendar *c)
 	bool json = *(bool *)ctx;
 	char t[64];
 	if (json)
-		return !cli_print_json_line(json_pack("{sssIss}", "name", c->name, "days",
-						      (json_int_t)app_calendar_ndays(c->days), "created",
-						      model_time_text(c->created_ms, t, sizeof(t))));
+		return !cli_print_json_line(app_calendar_json(c, false));
 	printf("%-24s  %6zu  %s\n", c->name, app_calendar_ndays(c->days),
 	       model_time_text(c->created_ms, t, sizeof(t)));
 	return 0;
@@ -63,10 +61,7 @@ static int show(store *s, const char *name, bool json, dbcron_err *err)
 	if (rc)
 		return rc;
 	if (json) {
-		json_t *days = json_array();
-		for (const char *p = c.days; days && *p; p += p[10] ? 11 : 10)
-			json_array_append_new(days, json_stringn(p, 10));
-		if (!cli_print_json_line(json_pack("{ssso}", "name", c.name, "days", days)))
+		if (!cli_print_json_line(app_calendar_json(&c, true)))
 			rc = dbcron_err_set(err, DBCRON_ENOMEM, "out of memory");
 	} else {
 		printf("%s\n", c.days);

@@ -819,6 +819,71 @@ static void route_tags(const http_call *c, const char *rest, http_reply *rep)
 	method_not_allowed(rep, "PUT, DELETE");
 }
 
+/* -------------------------------------------------------- calendars */
+
+/* PUT /calendars/NAME {"dates": ["YYYY-MM-DD", ...]}: a new calendar
+ * (201); a calendar never changes, so a taken name is 409. */
+static void calendar_put(const http_call *c, const char *name, http_reply *rep)
+{
+	dbcron_err err = {0};
+	size_t n = 0;
+	json_t *b = body_json(c, rep);
+	if (!b)
+		return;
+	if (!json_is_object(b) || json_object_size(b) != 1 || !json_object_get(b, "dates")) {
+		json_decref(b);
+		return http__error(rep, MHD_HTTP_BAD_REQUEST, "invalid",
+				   "expected {\"dates\": [\"YYYY-MM-DD\", ...]}");
+	}
+	int rc = app_calendar_add_json(c->st, name, json_object_get(b, "dates"), &n, &err);
+	json_decref(b);
+	if (rc)
+		return from_err(rep, &err);
+	ok(rep, MHD_HTTP_CREATED, json_pack("{s:s, s:I}", "name", name, "days", (json_int_t)n));
+}
+
+/* GET /calendars; GET, PUT and DELETE /calendars/NAME (issue 28 item 7). */
+static void route_calendars(const http_call *c, const char *rest, http_reply *rep)
+{
+	dbcron_err err = {0};
+	json_t *j;
+	if (!*rest) {
+		if (!is(c, "GET"))
+			return method_not_allowed(rep, "GET");
+		if (!may_read(c, rep))
+			return;
+		if (app_calendars_list(c->st, &j, &err))
+			return from_err(rep, &err);
+		return ok(rep, MHD_HTTP_OK, json_pack("{s:o}", "calendars", j));
+	}
+	const char *name = rest + 1;
+	if (!*name || strchr(name, '/'))
+		return http__error(rep, MHD_HTTP_NOT_FOUND, "not_found", "no such resource");
+	if (is(c, "GET")) {
+		store_calendar cal;
+		if (!may_read(c, rep))
+			return;
+		if (store_calendar_get(c->st, name, &cal, &err))
+			return from_err(rep, &err);
+		j = app_calendar_json(&cal, true);
+		store_calendar_clear(&cal);
+		return ok(rep, MHD_HTTP_OK, j);
+	}
+	if (is(c, "PUT")) {
+		if (may_write(c, rep))
+			calendar_put(c, name, rep);
+		return;
+	}
+	if (is(c, "DELETE")) {
+		if (!may_write(c, rep))
+			return;
+		if (store_calendar_delete(c->st, name, &err))
+			return from_err(rep, &err);
+		return ok(rep, MHD_HTTP_OK, json_pack("{s:s, s:b}", "name", name, "deleted", 1));
+	}
+	method_not_allowed(rep, "GET, PUT, DELETE");
+}
+
 static void route_all(const http_call *c, http_reply *rep);
 
 /* Every GET that answers 200 with JSON carries an ETag (server.c), so a
@@ -878,6 +943,8 @@ static void route_all(const http_call *c, http_reply *rep)
 		return route_apply(c, rep);
 	if (!strncmp(p, "/tags", 5) && (p[5] == '\0' || p[5] == '/'))
 		return route_tags(c, p + 5, rep);
+	if (!strncmp(p, "/calendars", 10) && (p[10] == '\0' || p[10] == '/'))
+		return route_calendars(c, p + 10, rep);
 	if (!strcmp(p, "/audit"))
 		return route_audit(c, rep);
 	if (!strcmp(p, "/stats"))

@@ -505,6 +505,31 @@ assert_eq "0 1 1 0" "$(jget '"\(.created) \(.updated) \(.caps.set) \(.caps.delet
 expect 200 GET /api/v1/tags "$READER"
 assert_eq "batch 2 1" "$(jget '.tags[] | "\(.name) \(.max_running) \(.jobs)"')"
 
+t_section "calendars"
+# the days checked all before anything is written; a calendar never
+# changes; one a job excludes is not deleted; reads need only read
+expect 403 PUT /api/v1/calendars/hol "$READER" "$(body '{"dates":["2031-12-25"]}')"
+expect 400 PUT /api/v1/calendars/hol "$ADMIN" "$(body '{"dates":["2031-12-25","2031-02-30"]}')"
+assert_contains "$(jget .error.message)" '"dates"[1]: not a day'
+expect 400 PUT /api/v1/calendars/hol "$ADMIN" "$(body '{"days":["2031-12-25"]}')"
+expect 404 GET /api/v1/calendars/hol "$READER"
+expect 201 PUT /api/v1/calendars/hol "$ADMIN" "$(body '{"dates":["2031-12-26","2031-12-25","2031-12-26"]}')"
+assert_eq "hol 2" "$(jget '"\(.name) \(.days)"')" "the distinct days"
+expect 409 PUT /api/v1/calendars/hol "$ADMIN" "$(body '{"dates":["2031-01-01"]}')"
+expect 200 GET /api/v1/calendars/hol "$READER"
+assert_eq "2031-12-25 2031-12-26" "$(jget '.days | join(" ")')" "sorted, once each"
+expect 200 GET /api/v1/calendars "$READER"
+assert_eq "hol 2" "$(jget '.calendars[] | "\(.name) \(.days)"')"
+expect_rc 0 job add hols --cron '0 9 * * *' --exclude-calendar hol -- true
+expect 409 DELETE /api/v1/calendars/hol "$ADMIN"
+assert_contains "$(jget .error.message)" "hols"
+expect_rc 0 job delete hols
+expect 200 DELETE /api/v1/calendars/hol "$ADMIN"
+expect 404 DELETE /api/v1/calendars/hol "$ADMIN"
+expect_rc 0 audit --format json --limit 0
+assert_eq "calendar-add calendar-delete" "$(jq -r '[.[] | select(.action | startswith("calendar")) | .action] | join(" ")' <<<"$T_OUT")" \
+	"both changes are in the audit trail"
+
 t_section "nodes and locks"
 expect 200 GET /api/v1/nodes "$READER"
 assert_eq "n1 alive" "$(jget '.nodes[] | select(.node == "n1") | "\(.node) \(.state)"')"
