@@ -27,8 +27,9 @@ refuses an invalid cron (the live preview's error, then the server's, at
 the cron field) and a taken name (at the name field), writing nothing;
 creates a job, edits its schedule with the keyboard, triggers it (the run
 in the database and as a cell of its strip, the cell leads to its output),
-shows the charts, pauses and deletes it (Delete asks twice), and finds a
-job by a part of its name; every write is checked with `dbcron job show`,
+shows the charts, pauses and deletes it (Delete asks twice), makes an
+HTTP job (a bad call refused at its field) and changes it into a SQL job,
+and finds a job by a part of its name; every write is checked with `dbcron job show`,
 `job list` and `runs`.  Screenshots of each view go into SHOT_DIR.  Prints
 the triggered run's id.  Then the three actions (actions()): the jobs
 "deploy" (--params region=eu,dry_run), "nap" (sleep 30), "held" (paused)
@@ -249,6 +250,52 @@ def fill_form(cdp, name, kind, spec, command):
            % json.dumps(kind))
     type_into(cdp, "#e-spec", spec)
     type_into(cdp, "#e-command", command)
+
+
+def executors(cdp, profile, shots):
+    """An HTTP job made through the form (a bad call refused at its field,
+    nothing written), then changed into a SQL job: each checked in the
+    database, the other executor's keys gone."""
+    def pick(kind):
+        cdp.js("(e => { e.value = %s; e.dispatchEvent(new Event('change')); })(document.querySelector('#e-exec'))"
+               % json.dumps(kind))
+        cdp.wait("!document.querySelector('[data-exec=%s]').hidden && "
+                 "document.querySelector('[data-exec=command]').hidden" % kind, "the %s fields alone" % kind)
+    cdp.js("location.hash = '#edit'")
+    fill_form(cdp, "hook", "every", "1h", "")
+    pick("http")
+    type_into(cdp, "#e-http", "GET notaurl")
+    cdp.click("#e-save")
+    cdp.wait("%s !== ''" % text_of("#err-http"), "the server's error at the call field")
+    if job_row("hook") is not None:
+        fail("a bad call wrote a job")
+    type_into(cdp, "#e-http", "POST http://127.0.0.1:1/hook")
+    type_into(cdp, "#e-body", '{"a": 1}')
+    shoot(cdp, os.path.join(shots, "edit-http.png"))
+    cdp.click("#e-save")
+    cdp.wait("location.hash === '#job/hook'", "the HTTP job's page")
+    row = job_row("hook")
+    if not row or row.get("http") != "POST http://127.0.0.1:1/hook" or row.get("body") != '{"a": 1}' \
+            or "command" in row:
+        fail("the HTTP job in the database: %r" % row)
+    url_file = os.path.join(profile, "reports.url")
+    with open(url_file, "w") as f:
+        f.write("sqlite:" + os.path.join(profile, "reports.db") + "\n")
+    # the form still holds what was typed: cleared, so the wait below is
+    # for the stored job's values
+    cdp.js("document.querySelector('#e-http').value = ''; location.hash = '#edit/hook'")
+    cdp.wait("document.querySelector('#e-http').value === 'POST http://127.0.0.1:1/hook' && "
+             "!document.querySelector('[data-exec=http]').hidden", "the form filled with hook's call")
+    pick("sql")
+    type_into(cdp, "#e-sql", "SELECT 1")
+    type_into(cdp, "#e-sql-db-file", url_file)
+    cdp.click("#e-save")
+    cdp.wait("location.hash === '#job/hook'", "the SQL job's page")
+    row = job_row("hook")
+    if not row or row.get("sql") != "SELECT 1" or row.get("sql-db-file") != url_file \
+            or "http" in row or "body" in row or "command" in row:
+        fail("the SQL job in the database: %r" % row)
+    dbc("job", "delete", "hook")
 
 
 def run_row(run):
@@ -500,6 +547,7 @@ def crud(chromium, url, token, profile, shots):
         cdp.wait("%s === 'deleted made'" % text_of("#flash"), "the delete's answer")
         if job_row("made") is not None or job_names() != before:
             fail("made is still in the database")
+        executors(cdp, profile, shots)
         actions(cdp, shots)
         # a phone-sized window: nothing but the tables' own scrollers is
         # wider than the window, and the form stacks

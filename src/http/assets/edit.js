@@ -49,6 +49,12 @@ function fillForm(def) {
   $("#e-spec").value = def[kind] || "";
   $("#e-tz").value = def.tz || "";
   $("#e-command").value = def.command ? commandText(def) : "";
+  $("#e-exec").value = def.http ? "http" : def.sql ? "sql" : "command";
+  $("#e-http").value = def.http || "";
+  $("#e-body").value = def.body || "";
+  $("#e-sql").value = def.sql || "";
+  $("#e-sql-db-file").value = def["sql-db-file"] || "";
+  showExec();
   $("#e-timeout").value = def.timeout && def.timeout !== "0s" ? def.timeout : "";
   $("#e-retries").value = def.retries !== undefined ? String(def.retries) : "";
 }
@@ -62,15 +68,27 @@ function formDefinition() {
   if (to) d.timeout = to; else delete d.timeout;
   // a number when it reads as one; else the text, for the server to refuse
   if (re) d.retries = /^\d+$/.test(re) ? Number(re) : re; else delete d.retries;
+  const exec = $("#e-exec").value;
+  if (exec === "http") return withOnly(d, HTTP_KEYS, { http: $("#e-http").value.trim(), body: $("#e-body").value });
+  if (exec === "sql") return withOnly(d, SQL_KEYS, { sql: $("#e-sql").value.trim(), "sql-db-file": $("#e-sql-db-file").value.trim() });
   const cmd = words($("#e-command").value);
   // a command given replaces a handler, an HTTP call (and its keys) or a
-  // statement; an empty one leaves them as they are
-  if (cmd.length || (!d.handler && !d.http && !d.sql)) {
-    d.command = cmd;
-    delete d.handler; delete d.sql; delete d["sql-db-file"];
-    for (const k of ["http", "header", "body", "expect", "ca-file"]) delete d[k];
-  }
+  // statement; an empty one leaves a handler as it is
+  if (cmd.length || !d.handler) return withOnly(d, [], { command: cmd });
   return d;
+}
+// The executors' own keys: a job runs one thing, so the others' go.
+const HTTP_KEYS = ["http", "header", "body", "expect", "ca-file"], SQL_KEYS = ["sql", "sql-db-file"];
+function withOnly(d, keep, given) {
+  for (const k of ["command", "handler"].concat(HTTP_KEYS, SQL_KEYS))
+    if (!keep.includes(k)) delete d[k];
+  // an empty field drops its key; the server says what is missing
+  for (const [k, v] of Object.entries(given)) { if (v === "" && k !== "command") delete d[k]; else d[k] = v; }
+  return d;
+}
+function showExec() {
+  const exec = $("#e-exec").value;
+  for (const f of document.querySelectorAll("#edit-form [data-exec]")) f.hidden = f.dataset.exec !== exec;
 }
 async function save(e) {
   e.preventDefault();
@@ -128,3 +146,4 @@ $("#edit-form").onsubmit = save;
 $("#e-spec").oninput = previewSoon;
 $("#e-tz").oninput = previewSoon;
 $("#e-kind").onchange = previewSoon;
+$("#e-exec").onchange = showExec;
