@@ -16,6 +16,7 @@
 #define DBCRON_STORE_STMT_H
 
 #include "model/fields.h"
+#include "model/target.h"
 
 /* X(ID, "what it does, for messages", "invariant kept") */
 #define STORE_STATEMENTS(X)                                                              \
@@ -404,6 +405,19 @@ _Static_assert(STORE_RS_SUCCEEDED == DBCRON_RUN_SUCCEEDED, "SQL_RS_SUCCEEDED");
 _Static_assert(STORE_RS_ABANDONED == DBCRON_RUN_ABANDONED, "SQL_RS_ABANDONED");
 _Static_assert(STORE_RS_CANCELLED == DBCRON_RUN_CANCELLED, "SQL_RS_CANCELLED");
 _Static_assert(STORE_EXEC_HANDLER == DBCRON_EXEC_HANDLER, "SQL_EXEC_HANDLER");
+/* The outbox's numbers (model/target.h) as the SQL writes them. */
+#define STORE_EV_PENDING 1
+#define STORE_EV_DELIVERING 2
+#define STORE_EV_DELIVERED 3
+#define STORE_EV_OVERDUE 4
+_Static_assert(STORE_EV_PENDING == MODEL_EVENT_PENDING, "SQL_EV_PENDING");
+_Static_assert(STORE_EV_DELIVERING == MODEL_EVENT_DELIVERING, "SQL_EV_DELIVERING");
+_Static_assert(STORE_EV_DELIVERED == MODEL_EVENT_DELIVERED, "SQL_EV_DELIVERED");
+_Static_assert(STORE_EV_OVERDUE == MODEL_REACT_OVERDUE, "SQL_EV_OVERDUE");
+#define SQL_EV_PENDING STORE_SQL_TEXT(STORE_EV_PENDING)
+#define SQL_EV_DELIVERING STORE_SQL_TEXT(STORE_EV_DELIVERING)
+#define SQL_EV_DELIVERED STORE_SQL_TEXT(STORE_EV_DELIVERED)
+#define SQL_EV_OVERDUE STORE_SQL_TEXT(STORE_EV_OVERDUE)
 /* The events table's columns as store_events reads them (events.c). */
 #define STORE_EVENT_COLS                                                          \
 	"id, job_id, job_name, run_id, kind, target, state, attempts, next_at, "  \
@@ -414,6 +428,22 @@ _Static_assert(STORE_EXEC_HANDLER == DBCRON_EXEC_HANDLER, "SQL_EXEC_HANDLER");
 #define SQL_RS_SUCCEEDED STORE_SQL_TEXT(STORE_RS_SUCCEEDED)
 #define SQL_RS_ABANDONED STORE_SQL_TEXT(STORE_RS_ABANDONED)
 #define SQL_RS_CANCELLED STORE_SQL_TEXT(STORE_RS_CANCELLED)
+/*
+ * ST_OVERDUE_FIND, one text for every dialect (NOW: the dialect's first
+ * parameter, the database's now): each watched job (max_silence_ms, a
+ * target, not paused or set aside) whose last success (or, with none, its
+ * creation) is older than its silence, with no overdue event yet for that
+ * period (the event's run_id: the last success's id, or -job id).
+ */
+#define STORE_OVERDUE_FIND(NOW)                                                              \
+	"SELECT x.id, x.name, x.on_overdue, coalesce(x.ok, -x.id), coalesce(r.finished_ms, "  \
+	"x.created_ms) FROM (SELECT j.id, j.name, j.on_overdue, j.max_silence_ms, "          \
+	"j.created_ms, (SELECT max(o.id) FROM runs o WHERE o.job_id = j.id AND o.state = "   \
+	SQL_RS_SUCCEEDED ") AS ok FROM jobs j WHERE j.max_silence_ms > 0 AND j.on_overdue "  \
+	"IS NOT NULL AND NOT j.paused AND j.set_aside IS NULL) x LEFT JOIN runs r ON r.id = " \
+	"x.ok WHERE coalesce(r.finished_ms, x.created_ms) + x.max_silence_ms <= " NOW        \
+	" AND NOT EXISTS (SELECT 1 FROM events e WHERE e.run_id = coalesce(x.ok, -x.id) AND " \
+	"e.kind = " SQL_EV_OVERDUE ")"
 #define SQL_EXEC_HANDLER STORE_SQL_TEXT(STORE_EXEC_HANDLER)
 /* The overlap policies the claim compares with (dbcron/job.h). */
 #define STORE_OV_SKIP 1

@@ -257,7 +257,7 @@ static const char *const sql[ST__COUNT] = {
 		"WHERE j.id = r.job_id)",
 	[ST_EVENTS_INSERT] =
 		"INSERT IGNORE INTO events (job_id, job_name, run_id, kind, target, state, "
-		"next_at, created_ms) SELECT r.job_id, r.job_name, r.id, v.kind, v.target, 1, ?1, "
+		"next_at, created_ms) SELECT r.job_id, r.job_name, r.id, v.kind, v.target, " SQL_EV_PENDING ", ?1, "
 		"?1 FROM JSON_TABLE(?2, '$[*]' COLUMNS (id BIGINT PATH '$[0]', kind INT PATH "
 		"'$[1]', target VARCHAR(700) CHARACTER SET utf8mb4 PATH '$[2]')) v JOIN runs r ON "
 		"r.id = v.id",
@@ -265,30 +265,23 @@ static const char *const sql[ST__COUNT] = {
 			   "job_name = ?1) AND (?2 = 0 OR state = ?2) ORDER BY id DESC LIMIT ?L3",
 	/* SKIP LOCKED: two nodes claiming at once take disjoint events */
 	[ST_EVENTS_CLAIM] =
-		"SELECT e.id FROM events e WHERE (e.state = 1 AND e.next_at <= ?3) OR (e.state "
-		"= 2 AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.id = e.node AND n.state = "
+		"SELECT e.id FROM events e WHERE (e.state = " SQL_EV_PENDING " AND e.next_at <= ?3) OR (e.state "
+		"= " SQL_EV_DELIVERING " AND NOT EXISTS (SELECT 1 FROM nodes n WHERE n.id = e.node AND n.state = "
 		"'alive' AND n.lease_until >= ?3)) ORDER BY e.next_at, e.id LIMIT ?L4 FOR UPDATE "
 		"SKIP LOCKED" PART EACH
-		"UPDATE events SET state = 2, node = ?1, claim_token = ?2, attempts = attempts "
+		"UPDATE events SET state = " SQL_EV_DELIVERING ", node = ?1, claim_token = ?2, attempts = attempts "
 		"+ 1 WHERE id = " R(00),
 	[ST_EVENTS_CLAIMED] = "SELECT " STORE_EVENT_COLS " FROM events WHERE claim_token = ?1 "
-			      "AND state = 2 ORDER BY id",
+			      "AND state = " SQL_EV_DELIVERING " ORDER BY id",
 	[ST_EVENT_FINISH] =
 		"UPDATE events SET state = ?4, next_at = ?5, last_error = ?6, finished_ms = "
-		"CASE WHEN ?4 >= 3 THEN ?7 END, node = CASE WHEN ?4 = 1 THEN NULL ELSE node "
-		"END, claim_token = CASE WHEN ?4 = 1 THEN NULL ELSE claim_token END WHERE id = "
-		"?1 AND node = ?2 AND claim_token = ?3 AND state = 2",
-	[ST_OVERDUE_FIND] =
-		"SELECT x.id, x.name, x.on_overdue, coalesce(x.ok, -x.id), coalesce(r.finished_ms, "
-		"x.created_ms) FROM (SELECT j.id, j.name, j.on_overdue, j.max_silence_ms, j.created_ms, "
-		"(SELECT max(o.id) FROM runs o WHERE o.job_id = j.id AND o.state = " SQL_RS_SUCCEEDED
-		") AS ok FROM jobs j WHERE j.max_silence_ms > 0 AND j.on_overdue IS NOT NULL AND "
-		"NOT j.paused AND j.set_aside IS NULL) x LEFT JOIN runs r ON r.id = x.ok WHERE "
-		"coalesce(r.finished_ms, x.created_ms) + x.max_silence_ms <= ?1 AND NOT EXISTS (SELECT "
-		"1 FROM events e WHERE e.run_id = coalesce(x.ok, -x.id) AND e.kind = 4)",
+		"CASE WHEN ?4 >= " SQL_EV_DELIVERED " THEN ?7 END, node = CASE WHEN ?4 = " SQL_EV_PENDING " THEN NULL ELSE node "
+		"END, claim_token = CASE WHEN ?4 = " SQL_EV_PENDING " THEN NULL ELSE claim_token END WHERE id = "
+		"?1 AND node = ?2 AND claim_token = ?3 AND state = " SQL_EV_DELIVERING,
+	[ST_OVERDUE_FIND] = STORE_OVERDUE_FIND("?1"),
 	[ST_OVERDUE_INSERT] =
 		"INSERT IGNORE INTO events (job_id, job_name, run_id, kind, target, state, "
-		"next_at, created_ms) VALUES (?1, ?2, ?3, 4, ?4, 1, ?5, ?5)",
+		"next_at, created_ms) VALUES (?1, ?2, ?3, " SQL_EV_OVERDUE ", ?4, " SQL_EV_PENDING ", ?5, ?5)",
 	[ST_JOBS_NEXT_IF_NULL] = "UPDATE jobs JOIN JSON_TABLE(?1, '$[*]' COLUMNS (id BIGINT "
 				 "PATH '$[0]', n BIGINT PATH '$[1]')) v ON jobs.id = v.id SET "
 				 "jobs.next_fire_at = v.n WHERE jobs.next_fire_at IS NULL",

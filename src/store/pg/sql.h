@@ -242,7 +242,7 @@ static const char *const sql[ST__COUNT] = {
 		"ON CONFLICT DO NOTHING",
 	[ST_EVENTS_INSERT] =
 		"INSERT INTO events (job_id, job_name, run_id, kind, target, state, next_at, "
-		"created_ms) SELECT r.job_id, r.job_name, r.id, v.kind, v.target, 1, $1::bigint, "
+		"created_ms) SELECT r.job_id, r.job_name, r.id, v.kind, v.target, " SQL_EV_PENDING ", $1::bigint, "
 		"$1::bigint FROM unnest($2::bigint[], $3::int[], $4::text[]) v(id, kind, target) "
 		"JOIN runs r ON r.id = v.id ON CONFLICT DO NOTHING",
 	[ST_EVENTS_LIST] = "SELECT " STORE_EVENT_COLS " FROM events WHERE ($1::text IS NULL "
@@ -250,30 +250,23 @@ static const char *const sql[ST__COUNT] = {
 			   "id DESC LIMIT $3::bigint",
 	/* SKIP LOCKED: two nodes claiming at once take disjoint events */
 	[ST_EVENTS_CLAIM] =
-		"UPDATE events SET state = 2, node = $1::text, claim_token = $2::text, "
+		"UPDATE events SET state = " SQL_EV_DELIVERING ", node = $1::text, claim_token = $2::text, "
 		"attempts = attempts + 1 WHERE id IN (SELECT e.id FROM events e WHERE (e.state = "
-		"1 AND e.next_at <= $3::bigint) OR (e.state = 2 AND NOT EXISTS (SELECT 1 FROM "
+		SQL_EV_PENDING " AND e.next_at <= $3::bigint) OR (e.state = " SQL_EV_DELIVERING " AND NOT EXISTS (SELECT 1 FROM "
 		"nodes n WHERE n.id = e.node AND n.state = 'alive' AND n.lease_until >= "
 		"$3::bigint)) ORDER BY e.next_at, e.id LIMIT $4::bigint FOR UPDATE SKIP LOCKED)",
 	[ST_EVENTS_CLAIMED] = "SELECT " STORE_EVENT_COLS " FROM events WHERE claim_token = "
-			      "$1::text AND state = 2 ORDER BY id",
+			      "$1::text AND state = " SQL_EV_DELIVERING " ORDER BY id",
 	[ST_EVENT_FINISH] =
 		"UPDATE events SET state = $4::int, next_at = $5::bigint, last_error = $6::text, "
-		"finished_ms = CASE WHEN $4::int >= 3 THEN $7::bigint END, node = CASE WHEN "
-		"$4::int = 1 THEN NULL ELSE node END, claim_token = CASE WHEN $4::int = 1 THEN "
+		"finished_ms = CASE WHEN $4::int >= " SQL_EV_DELIVERED " THEN $7::bigint END, node = CASE WHEN "
+		"$4::int = " SQL_EV_PENDING " THEN NULL ELSE node END, claim_token = CASE WHEN $4::int = " SQL_EV_PENDING " THEN "
 		"NULL ELSE claim_token END WHERE id = $1::bigint AND node = $2::text AND "
-		"claim_token = $3::text AND state = 2",
-	[ST_OVERDUE_FIND] =
-		"SELECT x.id, x.name, x.on_overdue, coalesce(x.ok, -x.id), coalesce(r.finished_ms, "
-		"x.created_ms) FROM (SELECT j.id, j.name, j.on_overdue, j.max_silence_ms, j.created_ms, "
-		"(SELECT max(o.id) FROM runs o WHERE o.job_id = j.id AND o.state = " SQL_RS_SUCCEEDED
-		") AS ok FROM jobs j WHERE j.max_silence_ms > 0 AND j.on_overdue IS NOT NULL AND "
-		"NOT j.paused AND j.set_aside IS NULL) x LEFT JOIN runs r ON r.id = x.ok WHERE "
-		"coalesce(r.finished_ms, x.created_ms) + x.max_silence_ms <= $1::bigint AND NOT EXISTS (SELECT "
-		"1 FROM events e WHERE e.run_id = coalesce(x.ok, -x.id) AND e.kind = 4)",
+		"claim_token = $3::text AND state = " SQL_EV_DELIVERING,
+	[ST_OVERDUE_FIND] = STORE_OVERDUE_FIND("$1::bigint"),
 	[ST_OVERDUE_INSERT] =
 		"INSERT INTO events (job_id, job_name, run_id, kind, target, state, next_at, "
-		"created_ms) VALUES ($1::bigint, $2::text, $3::bigint, 4, $4::text, 1, $5::bigint, "
+		"created_ms) VALUES ($1::bigint, $2::text, $3::bigint, " SQL_EV_OVERDUE ", $4::text, " SQL_EV_PENDING ", $5::bigint, "
 		"$5::bigint) ON CONFLICT DO NOTHING",
 	[ST_JOBS_NEXT_IF_NULL] =
 		"UPDATE jobs SET next_fire_at = v.n FROM unnest($1::bigint[], $2::bigint[]) "
