@@ -277,6 +277,8 @@ static const char *const sql[ST__COUNT] = {
 		"CASE WHEN ?4 >= 3 THEN ?7 END, node = CASE WHEN ?4 = 1 THEN NULL ELSE node "
 		"END, claim_token = CASE WHEN ?4 = 1 THEN NULL ELSE claim_token END WHERE id = "
 		"?1 AND node = ?2 AND claim_token = ?3 AND state = 2",
+	/* the jobs with a silence limit through jobs_overdue (migration 20),
+	 * not every job (test_overdue_find_plan) */
 	[ST_OVERDUE_FIND] =
 		"SELECT x.id, x.name, x.on_overdue, coalesce(x.ok, -x.id), coalesce(r.finished_ms, "
 		"x.created_ms) FROM (SELECT j.id, j.name, j.on_overdue, j.max_silence_ms, j.created_ms, "
