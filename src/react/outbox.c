@@ -281,7 +281,10 @@ static int claim(react_deliverer *d, store *s, int64_t now, dbcron_err *err)
  * raised.  Several nodes checking at once is harmless: the event's
  * UNIQUE(run_id, kind, target), with the silent period as run_id, lets
  * one insert win (store_overdue_raise), and the check is one indexed
- * query for all jobs.  A failure is logged and tried at the next sweep.
+ * query for all jobs: it reads only the jobs with a silence limit
+ * (jobs_overdue), since a scan of every job, at 100,000 of them, outlived
+ * a loaded MariaDB's read timeout and ran on abandoned on the server
+ * (issue 30 item 2).  A failure is logged and tried at the next sweep.
  */
 static void raise_overdue(react_deliverer *d, store *s)
 {

@@ -858,6 +858,35 @@ static void test_runs_of_one_job_plan(void **state)
 	tdb_drop(&d);
 }
 
+/* Issue 30 item 2: the overdue check, which every node runs every 5 s,
+ * can read the jobs with a silence limit through jobs_overdue instead of
+ * scanning every job (seq scans off, as above). */
+static void test_overdue_find_plan(void **state)
+{
+	(void)state;
+	tdb d;
+	tdb_create(&d);
+	store *s = open_migrated(&d);
+	PGconn *c = raw(&d);
+	PQclear(PQexec(c, "SET enable_seqscan = off"));
+	char sql[4096];
+	snprintf(sql, sizeof(sql), "EXPLAIN %s", store_pg_dialect.sql[ST_OVERDUE_FIND]);
+	const char *v[1] = {"1000"};
+	PGresult *r = PQexecParams(c, sql, 1, NULL, v, NULL, NULL, 0);
+	if (PQresultStatus(r) != PGRES_TUPLES_OK)
+		fail_msg("explain: %s", PQerrorMessage(c));
+	char plan[4096] = "";
+	size_t n = 0;
+	for (int i = 0; i < PQntuples(r) && n < sizeof(plan) - 1; i++)
+		n += (size_t)snprintf(plan + n, sizeof(plan) - n, "%s\n", PQgetvalue(r, i, 0));
+	PQclear(r);
+	PQfinish(c);
+	print_message("%s", plan);
+	assert_non_null(strstr(plan, "on jobs_overdue"));
+	store_close(s);
+	tdb_drop(&d);
+}
+
 /* Issue 30 item 1: an outcome batch (RUNS_APPLY) reads the node's live
  * runs only, not every run the node ever wrote.  Its fence once read
  * "state BETWEEN 1 AND v.live", which PostgreSQL served from
@@ -948,6 +977,7 @@ int main(void)
 		cmocka_unit_test(test_statement_counts),
 		cmocka_unit_test(test_reconnect_after_restart),
 		cmocka_unit_test(test_runs_of_one_job_plan),
+		cmocka_unit_test(test_overdue_find_plan),
 		cmocka_unit_test(test_outcome_batch_reads_live_runs),
 	};
 	int failed = cmocka_run_group_tests_name("store_pg", tests, NULL, NULL);

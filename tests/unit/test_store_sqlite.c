@@ -228,6 +228,31 @@ static void test_sqlite_runs_of_one_job_plan(void **state)
 	assert_null(strstr(plan, "SCAN runs"));
 }
 
+/* Issue 30 item 2: the overdue check, which every node runs every 5 s,
+ * reads the jobs with a silence limit through jobs_overdue, never by
+ * scanning every job. */
+static void test_sqlite_overdue_find_plan(void **state)
+{
+	conf_ctx *c = *state;
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	char sql[4096];
+	assert_int_equal(sqlite3_open(c->url + 7, &db), SQLITE_OK);
+	snprintf(sql, sizeof(sql), "EXPLAIN QUERY PLAN %s", store_sqlite_dialect.sql[ST_OVERDUE_FIND]);
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+	sqlite3_bind_int64(st, 1, 1000);
+	char plan[2048] = "";
+	size_t n = 0;
+	while (sqlite3_step(st) == SQLITE_ROW && n < sizeof(plan) - 1)
+		n += (size_t)snprintf(plan + n, sizeof(plan) - n, "%s; ",
+				      (const char *)sqlite3_column_text(st, 3));
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	print_message("plan: %s\n", plan);
+	assert_non_null(strstr(plan, "SEARCH j USING INDEX jobs_overdue"));
+	assert_null(strstr(plan, "SCAN j"));
+}
+
 /* The other connection of test_sqlite_busy_within_lease: holds the write
  * lock it took until a lease has passed since the node's write began. */
 typedef struct lock_holder {
@@ -332,6 +357,7 @@ int main(void)
 		CONF_T(test_sqlite_schema_newer),
 		CONF_T(test_sqlite_orphans_jobless),
 		CONF_T(test_sqlite_runs_of_one_job_plan),
+		CONF_T(test_sqlite_overdue_find_plan),
 		CONF_T(test_sqlite_busy_within_lease),
 		CONF_T(test_sqlite_synchronous),
 		cmocka_unit_test(test_sqlite_bad_urls),

@@ -263,12 +263,16 @@ static const char *my_display(const store_conn *q) { return q->masked; }
 /*
  * Waits bounded by the lease: a row or table lock held elsewhere fails our
  * statement after a third of it (retried) instead of stalling the
- * heartbeat; a runaway statement is ended after ten leases; (MariaDB) a
- * session idle inside a transaction for a lease is ended by the server,
- * freeing what it locked; and the driver gives up on a server that has not
- * answered for a lease (read, write and connect timeouts: a frozen or
- * unreachable server), so that the node moves on to the next host of the
- * URL.  Whole seconds: the server and the driver count in seconds.
+ * heartbeat; (MariaDB) a session idle inside a transaction for a lease is
+ * ended by the server, freeing what it locked; and the driver gives up on
+ * a server that has not answered for a lease (read, write and connect
+ * timeouts: a frozen or unreachable server), so that the node moves on to
+ * the next host of the URL.  The server ends a statement at that same
+ * lease: past it the driver has given the statement up, and one left to
+ * run (it was ten leases) went on holding its locks and a read view and
+ * taking the CPU the live statements needed (issue 30 item 2: three nodes'
+ * abandoned scans piled up on a loaded server).  Whole seconds: the server
+ * and the driver count in seconds.
  */
 static int my_tune(store_conn *q, int64_t lease_ms, dbcron_err *err)
 {
@@ -279,13 +283,13 @@ static int my_tune(store_conn *q, int64_t lease_ms, dbcron_err *err)
 	if (q->mariadb)
 		snprintf(q->tune, sizeof(q->tune),
 			 "SET SESSION innodb_lock_wait_timeout = %ld, lock_wait_timeout = %ld, "
-			 "max_statement_time = %.3f, idle_transaction_timeout = %ld",
-			 lock_s, lock_s, (double)lease_ms * 10 / 1000.0, idle_s);
+			 "max_statement_time = %ld, idle_transaction_timeout = %ld",
+			 lock_s, lock_s, idle_s, idle_s);
 	else
 		snprintf(q->tune, sizeof(q->tune),
 			 "SET SESSION innodb_lock_wait_timeout = %ld, lock_wait_timeout = %ld, "
 			 "max_execution_time = %lld",
-			 lock_s, lock_s, (long long)(lease_ms * 10));
+			 lock_s, lock_s, (long long)idle_s * 1000);
 	/* the driver takes its timeouts at connect: a new session */
 	unsigned io_s = (unsigned)idle_s;
 	bool again = q->connected && !q->in_tx && io_s != q->io_timeout_s;

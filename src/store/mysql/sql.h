@@ -278,6 +278,8 @@ static const char *const sql[ST__COUNT] = {
 		"CASE WHEN ?4 >= " SQL_EV_DELIVERED " THEN ?7 END, node = CASE WHEN ?4 = " SQL_EV_PENDING " THEN NULL ELSE node "
 		"END, claim_token = CASE WHEN ?4 = " SQL_EV_PENDING " THEN NULL ELSE claim_token END WHERE id = "
 		"?1 AND node = ?2 AND claim_token = ?3 AND state = " SQL_EV_DELIVERING,
+	/* the jobs with a silence limit through jobs_overdue (migration 20),
+	 * not every job (test_overdue_find_plan) */
 	[ST_OVERDUE_FIND] = STORE_OVERDUE_FIND("?1"),
 	[ST_OVERDUE_INSERT] =
 		"INSERT IGNORE INTO events (job_id, job_name, run_id, kind, target, state, "
