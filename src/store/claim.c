@@ -139,10 +139,18 @@ static int add_aside(store_claim_result *out, int64_t id, const char *name, cons
 	return DBCRON_OK;
 }
 
+/* Ids of the due jobs CLAIM_DUE_JOBS read busy elsewhere (its busy column). */
+typedef struct claim_ids {
+	int64_t *v;
+	size_t n, cap;
+} claim_ids;
+
 /* The jobs of a claim's read; a row that does not decode is set aside
- * rather than failing the claim for every other job. */
-int store__read_jobs_into(store *s, int c0, store_claim_result *out, size_t *cap,
-			  int64_t *now, dbcron_err *err)
+ * rather than failing the claim for every other job.  With busy, column
+ * c0 - 1 is CLAIM_DUE_JOBS' busy column: the ids of the rows where it is
+ * not 0 are appended. */
+static int read_jobs(store *s, int c0, store_claim_result *out, size_t *cap, int64_t *now,
+		     claim_ids *busy, dbcron_err *err)
 {
 	int row, rc = DBCRON_OK;
 	while ((row = store__next(s, err)) == 1) {
@@ -153,6 +161,14 @@ int store__read_jobs_into(store *s, int c0, store_claim_result *out, size_t *cap
 		if (dbcron__grow((void **)&out->jobs, cap, out->njobs + 1, sizeof(*out->jobs))) {
 			rc = store__oom(err, "claim");
 			break;
+		}
+		if (busy && store__i64(s, c0 - 1) != 0) {
+			if (dbcron__grow((void **)&busy->v, &busy->cap, busy->n + 1,
+					 sizeof(*busy->v))) {
+				rc = store__oom(err, "claim");
+				break;
+			}
+			busy->v[busy->n++] = store__i64(s, c0);
 		}
 		dbcron_err why = {0};
 		rc = store__read_job(s, c0, &out->jobs[out->njobs], &why);
@@ -172,6 +188,12 @@ int store__read_jobs_into(store *s, int c0, store_claim_result *out, size_t *cap
 	}
 	store__reset(s);
 	return row < 0 ? -row : rc;
+}
+
+int store__read_jobs_into(store *s, int c0, store_claim_result *out, size_t *cap,
+			  int64_t *now, dbcron_err *err)
+{
+	return read_jobs(s, c0, out, cap, now, NULL, err);
 }
 
 static const store_bcol aside_cols[] = {BC_I64, BC_TEXT};
@@ -352,7 +374,10 @@ static int claim_passes(store *s, const store_claim_req *req, claim_pass out[2])
  *            path, cancel_requested_at) and the job waits as queue does;
  *
  * and an unclaimed run (trigger, retry, hand-back) of a busy job is handed
- * back in the same transaction: it is owed, so it waits.  The jobs of the
+ * back in the same transaction: it is owed, so it waits.  Where the claim
+ * holds the whole database (no STORE_CAP_MULTI_WRITER: SQLite) its read is
+ * current, and CLAIM_DUE_JOBS' busy column says which due jobs JOBS_BUSY
+ * must read (due_busy): usually none.  The jobs of the
  * runs CLAIM_RUNS took are locked first (JOBS_LOCK, SKIP LOCKED): a run
  * whose job another claim holds is handed back too.  Scratch slot 3.
  */
@@ -424,14 +449,24 @@ static int read_busy(store *s, const store_claim_req *req, const store_batch *id
 }
 
 /* The due jobs out->jobs[first..] whose policy is not allow, read with
- * read_busy. */
+ * read_busy.  Where claims run side by side, all of them: CLAIM_DUE_JOBS'
+ * read may predate another claim's commit.  Where the claim holds the
+ * database (no STORE_CAP_MULTI_WRITER) that read is current, so only the
+ * jobs it read busy (hint, sorted): none in the common case, and then no
+ * statement (a W2 drain's claim read every job's runs a second time). */
 static int due_busy(store *s, const store_claim_req *req, const store_claim_result *out,
-		    size_t first, claim_busy *b, dbcron_err *err)
+		    size_t first, const claim_ids *hint, claim_busy *b, dbcron_err *err)
 {
+	bool current = !(s->d->caps & STORE_CAP_MULTI_WRITER);
 	store_batch *ids = store__scratch(s, 3, 1, store__ids_cols);
-	for (size_t i = first; i < out->njobs; i++)
-		if (out->jobs[i].overlap != DBCRON_OVERLAP_ALLOW)
-			store_batch_i64(ids, out->jobs[i].id);
+	for (size_t i = first; i < out->njobs; i++) {
+		const dbcron_job *j = &out->jobs[i];
+		if (j->overlap == DBCRON_OVERLAP_ALLOW ||
+		    (current && !(hint->n && bsearch(&j->id, hint->v, hint->n, sizeof(*hint->v),
+						     i64_cmp))))
+			continue;
+		store_batch_i64(ids, j->id);
+	}
 	if (ids->oom)
 		return store__oom(err, "claim");
 	return read_busy(s, req, ids, b, err);
@@ -677,16 +712,16 @@ static void advance_rows(const store_claim_result *out, size_t first_job, size_t
 	}
 }
 
-/* Due jobs of the pass, locked; their fires planned and written; the jobs
- * advanced. */
-static int plan_due_jobs(store *s, const store_claim_req *req, const claim_pass *pass,
-			 store_claim_result *out, size_t *runs_cap, size_t *jobs_cap,
-			 claim_texts *texts, store_caps *caps, dbcron_err *err)
+/* The due jobs of the pass, locked (CLAIM_DUE_JOBS), appended to
+ * out->jobs; out->now_ms the database's clock; *hint the ids of those it
+ * read busy elsewhere, sorted (caller frees), where that read is current
+ * (due_busy says when). */
+static int read_due_jobs(store *s, const store_claim_req *req, const claim_pass *pass,
+			 store_claim_result *out, size_t *jobs_cap, claim_ids *hint,
+			 dbcron_err *err)
 {
 	int64_t now = -1;
-	int rc, row;
-	size_t first = out->njobs, nplanned = first;
-
+	int rc;
 	const store_batch *here = routing(s, req);
 	if (!here)
 		return store__oom(err, "claim");
@@ -694,21 +729,40 @@ static int plan_due_jobs(store *s, const store_claim_req *req, const claim_pass 
 			    sp_i64(pass->limit), sp_i64(req->handlers != NULL), sp_batch(here),
 			    sp_i64(pass->pool), sp_batch(pass->ids), sp_text(req->node_id)};
 	if ((rc = store__exec(s, ST_CLAIM_DUE_JOBS, dp, 7, err)) ||
-	    (rc = store__read_jobs_into(s, 1, out, jobs_cap, &now, err)))
+	    (rc = read_jobs(s, 2, out, jobs_cap, &now,
+			    s->d->caps & STORE_CAP_MULTI_WRITER ? NULL : hint, err)))
 		return rc;
 	if (now < 0)
 		return dbcron_err_set(err, DBCRON_EDB, "%s: no clock row",
 				      store_stmt_what(ST_CLAIM_DUE_JOBS));
 	out->now_ms = now;
-	if (out->njobs == first)
-		return DBCRON_OK;
-	priority_order(out->jobs + first, out->njobs - first, now);
+	dbcron__sort(hint->v, hint->n, sizeof(*hint->v), i64_cmp);
+	return DBCRON_OK;
+}
+
+/* Due jobs of the pass, locked; their fires planned and written; the jobs
+ * advanced. */
+static int plan_due_jobs(store *s, const store_claim_req *req, const claim_pass *pass,
+			 store_claim_result *out, size_t *runs_cap, size_t *jobs_cap,
+			 claim_texts *texts, store_caps *caps, dbcron_err *err)
+{
+	int rc, row;
+	size_t first = out->njobs, nplanned = first;
+	claim_ids hint = {0};
 	claim_busy busy = {0};
-	if ((rc = due_busy(s, req, out, first, &busy, err)) ||
+	rc = read_due_jobs(s, req, pass, out, jobs_cap, &hint, err);
+	if (!rc && out->njobs > first) {
+		priority_order(out->jobs + first, out->njobs - first, out->now_ms);
+		rc = due_busy(s, req, out, first, &hint, &busy, err);
+	}
+	dbcron__free(hint.v);
+	if (rc || out->njobs == first ||
 	    (rc = store__caps_load(s, caps, out->jobs + first, out->njobs - first, err)))
 		goto out_busy;
 
-	plan_env e = {.req = req, .pass = pass, .now = now, .horizon = now + dp[0].i,
+	int64_t now = out->now_ms;
+	plan_env e = {.req = req, .pass = pass, .now = now,
+		      .horizon = now + (req->horizon_ms_ahead > 0 ? req->horizon_ms_ahead : 0),
 		      .fires = store__scratch(s, 0, 7, fire_cols), .texts = texts, .out = out,
 		      .caps = caps};
 	size_t i = first, first_run = out->nruns;

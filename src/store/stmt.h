@@ -129,12 +129,16 @@
 	X(FANIN_READY, "finding the dependents due", "a fan-in fires once per set")          \
 	/* (job_id): a new set begins */                                                     \
 	X(FANIN_RESET, "starting the dependent's next set", "a fan-in fires once per set")   \
-	/* (ahead_ms, limit, route, batch [handler], pool, batch [job_id]) -> now,      \
-	 * JOB_COLS (one row of NULL job columns when none); with route 1, a handler    \
-	 * job only when its handler is in the batch (what the claiming node can run),  \
-	 * or when it is stranded: past its misfire threshold with no live node having  \
-	 * the handler.  Pool 0: any job; 1: only jobs not in the second batch (the     \
-	 * node's slow pool); 2: only jobs in it (claim.c "Pools") */                   \
+	/* (ahead_ms, limit, route, batch [handler], pool, batch [job_id], node) ->    \
+	 * now, busy, JOB_COLS (one row of NULL job columns when none); with route 1,  \
+	 * a handler job only when its handler is in the batch (what the claiming      \
+	 * node can run), or when it is stranded: past its misfire threshold with no   \
+	 * live node having the handler.  Pool 0: any job; 1: only jobs not in the    \
+	 * second batch (the node's slow pool); 2: only jobs in it (claim.c "Pools").  \
+	 * busy: a dialect whose claim holds the whole database (no                    \
+	 * STORE_CAP_MULTI_WRITER) gives STORE_OVERLAP_DUE_BUSY, exact there; the      \
+	 * others any value, unread (their read may predate a concurrent claim:        \
+	 * JOBS_BUSY decides) */                                                       \
 	X(CLAIM_DUE_JOBS, "claim: selecting due jobs", "5 backpressure: at most limit, per pool; routing: only what the node can run")  \
 	/* (node, token, now) batch [job_id, job_name, fire_at, state, due_at, missed,    \
 	 * error] -> id, job_id, job_name, fire_at, state, due_at, missed of the rows      \
@@ -467,6 +471,19 @@ _Static_assert(STORE_OV_REPLACE == DBCRON_OVERLAP_REPLACE, "SQL_OV_REPLACE");
 	"(NOT " J ".on_every_node AND EXISTS (SELECT 1 FROM runs b WHERE b.job_id = " J     \
 	".id AND b.state IN (" SQL_RS_SCHEDULED ", " SQL_RS_RUNNING ") AND b.node IS NOT NULL " \
 	"AND b.node <> " NODE "))"
+/* Some node other than NODE holds a live run (of any job): whether any job
+ * can be busy elsewhere at all.  For a dialect whose claim holds the whole
+ * database (no STORE_CAP_MULTI_WRITER), where a claim's read is current,
+ * and the common SQLite case is one node: then no job's runs need a look.
+ * One probe of runs_node_state (node, state) per node that ever held a run,
+ * found by walking that index from one node to the next (a recursive
+ * query, not a scan of the runs, which a stopped node's history would make
+ * long); uncorrelated, so a statement evaluates it once. */
+#define STORE_OTHERS_LIVE(NODE)                                                              \
+	"EXISTS (WITH RECURSIVE o(v) AS (SELECT min(node) FROM runs UNION ALL SELECT (SELECT "  \
+	"min(x.node) FROM runs x WHERE x.node > o.v) FROM o WHERE o.v IS NOT NULL) SELECT 1 "   \
+	"FROM o WHERE o.v IS NOT NULL AND o.v <> " NODE " AND EXISTS (SELECT 1 FROM runs b "     \
+	"WHERE b.node = o.v AND b.state IN (" SQL_RS_SCHEDULED ", " SQL_RS_RUNNING ")))"
 /* The due-job claim's filter: a job busy elsewhere is taken only when its
  * policy allows overlap, or when its fire is due by NOW and the policy has
  * something to write or ask (skip records SKIPPED, replace asks the other
@@ -475,6 +492,20 @@ _Static_assert(STORE_OV_REPLACE == DBCRON_OVERLAP_REPLACE, "SQL_OV_REPLACE");
 	"(" J ".overlap = " SQL_OV_ALLOW " OR (" J ".overlap IN (" SQL_OV_SKIP ", "           \
 	SQL_OV_REPLACE ") AND " J ".next_fire_at <= " NOW ") OR NOT "                          \
 	STORE_BUSY_ELSEWHERE(J, NODE) ")"
+/* The due-job claim's busy column (CLAIM_DUE_JOBS), on a row that
+ * STORE_OVERLAP_DUE_OK let through: 1 when the job is busy elsewhere and
+ * its policy is not allow, else 0.  Only a skip or replace fire due by NOW
+ * passes the filter without its EXISTS read, so only those read it here:
+ * a row the filter let through by that read is not busy, and an allow
+ * job's runs are never looked at.  One probe of runs_job_state per row at
+ * most, in the claim's own statement: where the claim holds the database,
+ * the jobs read 0 need no JOBS_BUSY (claim.c "Overlap across nodes").  A
+ * CASE, whose condition is read term by term, the later terms only when
+ * the earlier hold: a bare AND in a result column reads both sides
+ * (SQLite), the EXISTS for every row. */
+#define STORE_OVERLAP_DUE_BUSY(J, NODE, NOW)                                                 \
+	"(CASE WHEN " J ".overlap IN (" SQL_OV_SKIP ", " SQL_OV_REPLACE ") AND " J                \
+	".next_fire_at <= " NOW " AND " STORE_BUSY_ELSEWHERE(J, NODE) " THEN 1 ELSE 0 END)"
 /* The unclaimed-run claim's filter: a trigger, retry or hand-back of a job
  * busy elsewhere waits (it is owed, never skipped) unless overlap is
  * allowed. */

@@ -218,7 +218,8 @@ int store__fault_after(store *s, int id, dbcron_err *err);
 
 /* Every job row of the current statement (JOB_COLS from column c0; rows
  * whose id column is NULL are skipped) into out->jobs, a row that does not
- * decode set aside; *now (may be NULL) from column 0.  Resets. */
+ * decode set aside; *now (may be NULL) from column 0 of the last row.
+ * Resets. */
 int store__read_jobs_into(store *s, int c0, store_claim_result *out, size_t *cap,
 			  int64_t *now, dbcron_err *err);
 /* out->jobs sorted by id (store__job_id_cmp): the job of that id or NULL. */

@@ -34,6 +34,7 @@
 #include "dbcron/job.h"
 #include "full_job.h"
 #include "model/target.h"
+#include "store/dialect.h"
 #include "store/stmt.h"
 #include "store/store.h"
 
@@ -1394,6 +1395,66 @@ static void conf_test_claim_overlap(void **state)
 	assert_int_equal(conf_runs_named(&b, "ov-queue"), 2); /* its fire and the trigger */
 	assert_int_equal(conf_runs_named(&b, "ov-replace"), 1);
 	store_claim_result_clear(&b);
+}
+
+/*
+ * The due-job claim's busy column (CLAIM_DUE_JOBS, claim.c due_busy): where
+ * the claim holds the database, only the jobs it read busy on another node
+ * are read again (JOBS_BUSY), so a claim of skip jobs no other node runs
+ * costs the statements of a claim of allow jobs; elsewhere JOBS_BUSY reads
+ * all of them, one statement more.  In a claim mixing both, the busy job's
+ * fire is SKIPPED naming the other node and the others are claimed.
+ */
+static void conf_test_claim_busy_column(void **state)
+{
+	conf_ctx *c = *state;
+	int64_t now = conf_now(c);
+	bool current = !(c->s->d->caps & STORE_CAP_MULTI_WRITER);
+	conf_overlap = DBCRON_OVERLAP_SKIP;
+	conf_put(c, 20, "bs", now - 300); /* claimed first: the older */
+	conf_put(c, 1, "hx", now - 5000);
+	conf_overlap = DBCRON_OVERLAP_ALLOW;
+	conf_put(c, 20, "ba", now - 200);
+	conf_planner p = {.stop = -1, .step = 3600000};
+	store_claim_result a, b;
+	/* n1 runs hx from before its next fire (now - 5000 + 1 h: not due) */
+	CONF_OK(c, conf_claim(c, c->s, "n1", "ta", 1, &p, &a));
+	assert_int_equal(conf_runs_named(&a, "hx"), 1);
+	store_update u = conf_update(&a.runs[0], DBCRON_RUN_RUNNING);
+	u.started_ms = now - 5000;
+	CONF_OK(c, store_apply(c->s, "n1", &u, 1, &c->err));
+
+	uint64_t before = c->s->stmt_count;
+	CONF_OK(c, conf_claim(c, c->s, "n2", "tb", 20, &p, &b));
+	uint64_t used_skip = c->s->stmt_count - before;
+	assert_int_equal(conf_runs_named(&b, "bs"), 20);
+	store_claim_result_clear(&b);
+	before = c->s->stmt_count;
+	CONF_OK(c, conf_claim(c, c->s, "n2", "tc", 20, &p, &b));
+	uint64_t used_allow = c->s->stmt_count - before;
+	assert_int_equal(conf_runs_named(&b, "ba"), 20);
+	store_claim_result_clear(&b);
+	print_message("claim of 20 skip jobs: %llu statements, of 20 allow jobs: %llu\n",
+		      (unsigned long long)used_skip, (unsigned long long)used_allow);
+	assert_int_equal(used_skip, used_allow + (current ? 0 : 1));
+
+	/* hx due again beside new skip jobs: its fire SKIPPED, theirs claimed */
+	CONF_OK(c, store_job_set_paused(c->s, "hx0000", true, -1, &c->err));
+	CONF_OK(c, store_job_set_paused(c->s, "hx0000", false, now - 100, &c->err));
+	conf_overlap = DBCRON_OVERLAP_SKIP;
+	conf_put(c, 3, "bt", now - 100);
+	conf_overlap = DBCRON_OVERLAP_ALLOW;
+	CONF_OK(c, conf_claim(c, c->s, "n2", "td", 20, &p, &b));
+	assert_int_equal(conf_runs_named(&b, "bt"), 3);
+	assert_int_equal(conf_runs_named(&b, "hx"), 0);
+	store_claim_result_clear(&b);
+	conf_runs rs = {0};
+	conf_list(c, "hx0000", DBCRON_RUN_SKIPPED, -1, 0, &rs);
+	assert_int_equal(rs.n, 1);
+	assert_int_equal(rs.rows[0].fire_at, now - 100);
+	assert_non_null(strstr(rs.rows[0].error, "running on node n1"));
+	conf_runs_clear(&rs);
+	store_claim_result_clear(&a);
 }
 
 /*
@@ -3463,6 +3524,7 @@ static void conf_test_overdue(void **state)
 	CONF_T(conf_test_claim_terminal_fires),                                 \
 	CONF_T(conf_test_claim_two_claimers), CONF_T(conf_test_every_node),     \
 	CONF_T(conf_test_claim_overlap), CONF_T(conf_test_claim_caps),          \
+	CONF_T(conf_test_claim_busy_column),                                    \
 	CONF_T(conf_test_concurrent_claimers),                                  \
 	CONF_T(conf_test_claim_statements), CONF_T(conf_test_claim_routing),    \
 	CONF_T(conf_test_claim_stranded), CONF_T(conf_test_claim_stranded_after), \

@@ -153,12 +153,12 @@ static const char *const sql[ST__COUNT] = {
 	 * after the lock, is the rule here (claim.c); ?7 (the node) is unused. */
 	[ST_CLAIM_DUE_JOBS] =
 		"SET @dbcron_now = " DBNOW PART
-		"SELECT @dbcron_now, " STORE_JOB_COLS " FROM jobs WHERE paused = 0 AND "
+		"SELECT @dbcron_now, 1, " STORE_JOB_COLS " FROM jobs WHERE paused = 0 AND "
 		"next_fire_at IS NOT NULL AND next_fire_at <= @dbcron_now + ?1 AND ("
 		RUNS_HERE("jobs", 3, 4) " OR " STORE_STRANDED("jobs", "jobs.next_fire_at", "@dbcron_now") ") AND "
 		IN_POOL("jobs.id", 5, 6) " AND (?7 IS NOT NULL)"
 		" ORDER BY next_fire_at, priority DESC LIMIT ?2 FOR UPDATE SKIP LOCKED" PART
-		"SELECT @dbcron_now, " NULLS_JOB,
+		"SELECT @dbcron_now, 1, " NULLS_JOB,
 	/* One statement per claim whatever its size: the batch is a JSON
 	 * table, and IGNORE + RETURNING hands out only rows really inserted
 	 * (invariant 1). */

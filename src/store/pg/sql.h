@@ -144,7 +144,7 @@ static const char *const sql[ST__COUNT] = {
 	 * waiting (invariant 5: LIMIT). */
 	[ST_CLAIM_DUE_JOBS] =
 		"WITH c AS (SELECT " DBNOW " AS now) SELECT c.now, j.* FROM c LEFT JOIN "
-		"LATERAL (SELECT " STORE_JOB_COLS " FROM jobs WHERE NOT paused AND "
+		"LATERAL (SELECT 1 AS busy, " STORE_JOB_COLS " FROM jobs WHERE NOT paused AND "
 		"next_fire_at IS NOT NULL AND next_fire_at <= c.now + $1::bigint AND ("
 		RUNS_HERE("jobs", "$3::int", "$4::text[]") " OR " STORE_STRANDED("jobs", "jobs.next_fire_at", "c.now")
 		") AND " IN_POOL("jobs.id", "$5::int", "$6::bigint[]")

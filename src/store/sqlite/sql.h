@@ -13,6 +13,10 @@
 
 /* The database clock in epoch ms ('now' is stable within one step). */
 #define NOW_SQL "CAST(round((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)"
+/* The same as an uncorrelated subquery, which a statement computes once, at
+ * its first use: NOW_SQL in a row's expression is computed again for every
+ * row (and, read a row per step, may move on between rows). */
+#define NOW_ONCE "(SELECT " NOW_SQL ")"
 
 /* Routing: job row J may run on the claiming node: a command anywhere, a
  * handler (SQL_EXEC_HANDLER) when it is in the node's list L, unless R
@@ -138,14 +142,26 @@ static const char *const sql[ST__COUNT] = {
 	[ST_CALENDAR_DELETE] = "DELETE FROM calendars WHERE name = ?1",
 	[ST_BACKFILL_TAKEN] = "SELECT DISTINCT fire_at FROM runs WHERE job_id = ?1 AND fire_at IN "
 			      "(SELECT " V0 " FROM json_each(?2)) ORDER BY fire_at",
-	/* The partial index jobs_due_prio matches the WHERE literally. */
+	/* The partial index jobs_due_prio matches the WHERE literally.  busy is
+	 * exact: BEGIN IMMEDIATE holds the database from this read on.  The
+	 * jobs' subquery is the outer loop, read as the rows are stepped (a
+	 * co-routine): as the inner side of a LEFT JOIN it was copied whole
+	 * into a temporary table first, every column of every row.  The jobs'
+	 * rows carry the now their filter used (NOW_ONCE); the row of NULLs,
+	 * always last, the clock at its own step, no earlier: the claim keeps
+	 * the last row's, by which every job read was due.  With no live run on
+	 * another node (STORE_OTHERS_LIVE, once per statement), no job's runs
+	 * are probed: a node alone pays nothing for overlap across nodes. */
 	[ST_CLAIM_DUE_JOBS] =
-		"SELECT c.now, j.* FROM (SELECT " NOW_SQL " AS now) AS c LEFT JOIN "
-		"(SELECT " STORE_JOB_COLS " FROM jobs WHERE paused = 0 AND next_fire_at "
-		"IS NOT NULL AND next_fire_at <= " NOW_SQL " + ?1 AND (" RUNS_HERE("jobs", "?3", "?4")
-		" OR " STORE_STRANDED("jobs", "jobs.next_fire_at", NOW_SQL) ") AND " IN_POOL("jobs.id", "?5", "?6")
-		" AND " STORE_OVERLAP_DUE_OK("jobs", "?7", NOW_SQL)
-		" ORDER BY next_fire_at, priority DESC LIMIT ?2) AS j ON true",
+		"SELECT j.* FROM (SELECT " NOW_ONCE " AS now, (CASE WHEN " STORE_OTHERS_LIVE("?7")
+		" THEN " STORE_OVERLAP_DUE_BUSY("jobs", "?7", NOW_ONCE) " ELSE 0 END) AS busy, "
+		STORE_JOB_COLS
+		" FROM jobs WHERE paused = 0 AND next_fire_at "
+		"IS NOT NULL AND next_fire_at <= " NOW_ONCE " + ?1 AND (" RUNS_HERE("jobs", "?3", "?4")
+		" OR " STORE_STRANDED("jobs", "jobs.next_fire_at", NOW_ONCE) ") AND " IN_POOL("jobs.id", "?5", "?6")
+		" AND (NOT " STORE_OTHERS_LIVE("?7") " OR " STORE_OVERLAP_DUE_OK("jobs", "?7", NOW_ONCE)
+		") ORDER BY next_fire_at, priority DESC LIMIT ?2) AS j UNION ALL SELECT " NOW_SQL
+		", NULL, " STORE_JOB_NULLS,
 	[ST_FIRES_INSERT] =
 		"INSERT INTO runs(job_id, job_name, fire_at, attempt, state, due_at, node, "
 		"claim_token, finished_ms, missed, error, created_ms) VALUES (" R(00) ", "
