@@ -66,23 +66,20 @@
  * sends SIGKILL to its own group).  Linux only: CLONE_PARENT, signalfd,
  * pidfd.
  */
-#define _GNU_SOURCE /* pipe2, clone, GNU strerror_r */
+#define _GNU_SOURCE /* pipe2, GNU strerror_r */
 #include <errno.h>
 #include <stdbool.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/pidfd.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -603,62 +600,53 @@ static void sup_abandon(struct proc_sup *s)
 	}
 }
 
-struct sup_exec_arg {
-	const char *path;
-	char *const *argv;
-	int fd;
-	volatile int err;
-};
-
-/* The supervisor's start, in a child that shares our memory until its
- * exec (CLONE_VM|CLONE_VFORK, as posix_spawn does): raw system calls
- * only, and not instrumented, because it runs on our memory beside our
- * other threads.  Every signal is blocked (by the caller) and stays so. */
-__attribute__((no_sanitize("address", "thread", "undefined")))
-static int sup_exec(void *arg)
+/* posix_spawn dbcron-guard serve with every signal blocked (it keeps
+ * them so), no environment and sock its only fd of ours. */
+static int sup_exec(int sock, pid_t *pid)
 {
 	static char *const no_env[] = {NULL};
-	struct sup_exec_arg *a = arg;
-	if (syscall(SYS_fcntl, a->fd, F_SETFD, 0) == 0)
-		syscall(SYS_execve, a->path, a->argv, no_env);
-	a->err = errno;
-	syscall(SYS_exit, 127);
-	return 0;
-}
+	char fd_s[16], parent_s[24];
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	sigset_t all;
+	int e;
 
-#define SUP_EXEC_STACK (64 * 1024)
+	snprintf(fd_s, sizeof(fd_s), "%d", sock);
+	snprintf(parent_s, sizeof(parent_s), "%d", (int)getpid());
+	char *argv[] = {GUARD_PROGRAM, GUARD_PROTO, GUARD_SERVE, fd_s, parent_s, NULL};
+	if ((e = posix_spawn_file_actions_init(&fa)) != 0)
+		return e;
+	if ((e = posix_spawnattr_init(&attr)) != 0)
+		goto out_destroy_fa;
+	sigfillset(&all);
+	/* dup2 onto itself clears FD_CLOEXEC in the supervisor only */
+	if ((e = posix_spawn_file_actions_adddup2(&fa, sock, sock)) == 0 &&
+	    (e = posix_spawnattr_setsigmask(&attr, &all)) == 0 &&
+	    (e = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK)) == 0)
+		e = posix_spawn(pid, helper_path, &fa, &attr, argv, no_env);
+	posix_spawnattr_destroy(&attr);
+out_destroy_fa:
+	posix_spawn_file_actions_destroy(&fa);
+	return e;
+}
 
 /* Under the slot's mutex: a new supervisor, or NULL with err set. */
 static struct proc_sup *sup_start(int slot, const char *cmd, dbcron_err *err)
 {
-	char fd_s[16], parent_s[24], eb[128];
+	char eb[128];
 	int sv[2] = {-1, -1};
-	sigset_t all, old;
 	int e = ENOMEM;
+	pid_t pid = -1;
 
 	struct proc_sup *s = dbcron__calloc(1, sizeof(*s));
-	void *stack = mmap(NULL, SUP_EXEC_STACK, PROT_READ | PROT_WRITE,
-			   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-	if (!s || stack == MAP_FAILED)
+	if (!s)
 		goto out_fail;
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0 ||
 	    (sv[0] = fd_above_stdio(sv[0])) < 0 || (sv[1] = fd_above_stdio(sv[1])) < 0) {
 		e = errno;
 		goto out_fail;
 	}
-	snprintf(fd_s, sizeof(fd_s), "%d", sv[1]);
-	snprintf(parent_s, sizeof(parent_s), "%d", (int)getpid());
-	char *argv[] = {GUARD_PROGRAM, GUARD_PROTO, GUARD_SERVE, fd_s, parent_s, NULL};
-	struct sup_exec_arg a = {.path = helper_path, .argv = argv, .fd = sv[1], .err = 0};
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pid_t pid = clone(sup_exec, (char *)stack + SUP_EXEC_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD,
-			  &a);
-	e = pid < 0 ? errno : a.err;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (pid > 0 && e != 0)
-		reap_blocking(pid);
-	if (pid < 0 || e != 0)
+	if ((e = sup_exec(sv[1], &pid)) != 0)
 		goto out_fail;
 	s->pid = pid;
 	s->sock = sv[0];
@@ -671,13 +659,10 @@ static struct proc_sup *sup_start(int slot, const char *cmd, dbcron_err *err)
 		goto out_fail;
 	}
 	close(sv[1]);
-	munmap(stack, SUP_EXEC_STACK);
 	return s;
 
 out_fail:
 	close_pair(sv);
-	if (stack != MAP_FAILED)
-		munmap(stack, SUP_EXEC_STACK);
 	dbcron__free(s);
 	dbcron_err_set(err, DBCRON_EIO, "cannot execute '%s': guard '%s': %s", cmd, helper_path,
 		       strerror_r(e, eb, sizeof(eb)));
