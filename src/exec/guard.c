@@ -31,6 +31,12 @@
  *    after a fork of a threaded spawner nothing else is; the leader runs
  *    in the guard's memory and touches only its own stack and the plan.
  *
+ * The supervisor (guard__serve, near the end) is the same guard for many
+ * runs: it starts each leader on request with the same code, keeps a
+ * pidfd of each, and when the spawner dies stops every group whose leader
+ * has not exited.  It is in none of the groups, so the group id it
+ * signals is held by that unexited leader instead.
+ *
  * Costs admitted: should the guard be killed between the leader's exec
  * and its report (two system calls), the leader runs unguarded and the
  * spawner never learns its pid.  Linux only (CLONE_PARENT, signalfd,

@@ -58,7 +58,9 @@
  *    and no handler of ours can run in it.
  *
  * Costs admitted: two processes per job against RLIMIT_NPROC; an exec of
- * dbcron-guard per run (or a fork of us, see above).  A normal exit
+ * dbcron-guard per run (or a fork of us, see above) -- except for the
+ * runs that share a supervisor ("the supervisor" below), one process per
+ * job plus four per busy process.  A normal exit
  * leaves the rest of the group alone (like cron, we let daemons a command
  * started alone) and the guard leaves with the leader.  A member that
  * called setsid() or setpgid() has left the group and is out of our
