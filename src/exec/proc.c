@@ -565,7 +565,8 @@ static void sup_enter(void)
 static void sup_leave(void)
 {
 	pthread_mutex_lock(&sup_life_mu);
-	if (--sup_inflight == 0) {
+	if (--sup_inflight <= 0) { /* < 0: a fork's child reaping its parent's */
+		sup_inflight = 0;
 		for (int i = 0; i < SUP_SLOTS; i++) {
 			pthread_mutex_lock(&sup_slots[i].mu);
 			if (sup_slots[i].cur)
@@ -592,7 +593,10 @@ static void sup_unref(struct proc_sup *s)
 static void sup_abandon(struct proc_sup *s)
 {
 	if (!s->reaped) {
-		kill(s->pid, SIGKILL);
+		/* through its pidfd: the pid alone could name another process
+		 * if a host broke proc.h's rule and reaped it */
+		if (s->pidfd >= 0)
+			pidfd_send_signal(s->pidfd, SIGKILL, NULL, 0);
 		reap_blocking(s->pid);
 		s->reaped = true;
 	}
