@@ -17,12 +17,13 @@
 
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 /* Bumped when the argv encoding or the report changes; a dbcron-guard
  * that speaks another one refuses with EPROTO. */
-#define GUARD_PROTO "3"
+#define GUARD_PROTO "4"
 #define GUARD_PROGRAM "dbcron-guard"
 
 /* Everything the guard and the leader need, worked out before the guard
@@ -59,6 +60,14 @@ typedef struct guard_plan {
 	mode_t umask;
 	bool close_fds;
 	bool no_caps;
+	/* The supervisor's leaders (guard__serve): the guard's dispositions
+	 * are all at their default already, so the leader only sets SIG_IGN
+	 * for the signals in ignored (with inherit_signals) instead of
+	 * looking at every signal; and its stdin is lead_in_fd (> 2) when the
+	 * spawner gave one. */
+	bool sigs_default;
+	uint64_t ignored;
+	int lead_in_fd;
 } guard_plan;
 
 /* What the guard reports, once: the leader's pid and 0 (it has exec'd),
@@ -104,6 +113,52 @@ _Noreturn void guard__main(const guard_plan *gp);
  * included.
  */
 #define GUARD_ARGV_FIXED 13
+/*
+ * The supervisor: one guard for many runs, for the runs that close every
+ * inherited fd (proc.c says why those only).  dbcron-guard's argv is then
+ *   PROTO serve SOCK_FD PARENT
+ * and every request comes on SOCK_FD, a stream socket to the spawner, as
+ * a guard_req and its payload: the groups (uint32 each), then
+ * NUL-terminated strings: PATH, CWD (with GUARD_F_CWD), argc argv
+ * strings, envc environment strings.  The out and in fds (GUARD_F_OUT,
+ * GUARD_F_IN, in that order) come with the header as SCM_RIGHTS.  The
+ * answer to each request is one guard_msg on the same socket.  Requests
+ * come one at a time (the spawner holds a lock from the request to the
+ * answer).
+ */
+#define GUARD_SERVE "serve"
+#define GUARD_REQ_SPAWN 1u
+#define GUARD_REQ_ADOPT 2u /* guard the group of a running leader (pid):
+			    * its first supervisor died */
+#define GUARD_REQ_MAX (64u << 20) /* payload bytes: more is refused */
+#define GUARD_F_STDIN_NULL 0x001u
+#define GUARD_F_INHERIT 0x002u
+#define GUARD_F_CWD_OR_ROOT 0x004u
+#define GUARD_F_CLOSE_FDS 0x008u
+#define GUARD_F_NO_CAPS 0x010u
+#define GUARD_F_IDS 0x020u
+#define GUARD_F_UMASK 0x040u
+#define GUARD_F_OUT 0x080u
+#define GUARD_F_IN 0x100u
+#define GUARD_F_CWD 0x200u
+typedef struct guard_req {
+	uint32_t kind;    /* GUARD_REQ_* */
+	uint32_t flags;   /* GUARD_F_* */
+	uint32_t len;     /* payload bytes after this header */
+	uint32_t uid, gid, umask;
+	int32_t ngroups, argc, envc;
+	int32_t pid;      /* GUARD_REQ_ADOPT: the leader */
+	int64_t grace_ms;
+	uint64_t mask;    /* the spawning thread's blocked signals, bit n-1 = n */
+	uint64_t ignored; /* with GUARD_F_INHERIT: the signals the spawner ignores */
+} guard_req;
+
+/* Be the supervisor on sock until the spawner (parent) is gone and every
+ * run it started has been stopped, or until sock is closed and every run
+ * has ended.  Every signal must be blocked and every disposition at its
+ * default on entry. */
+_Noreturn void guard__serve(int sock, pid_t parent);
+
 /* Fill gp from such an argv (which it then points into and changes);
  * the supplementary groups go into groups[0..cap).  0, EPROTO for another
  * protocol, EINVAL for anything malformed. */

@@ -58,7 +58,9 @@
  *    and no handler of ours can run in it.
  *
  * Costs admitted: two processes per job against RLIMIT_NPROC; an exec of
- * dbcron-guard per run (or a fork of us, see above).  A normal exit
+ * dbcron-guard per run (or a fork of us, see above) -- except for the
+ * runs that share a supervisor ("the supervisor" below), one process per
+ * job plus four per busy process.  A normal exit
  * leaves the rest of the group alone (like cron, we let daemons a command
  * started alone) and the guard leaves with the leader.  A member that
  * called setsid() or setpgid() has left the group and is out of our
@@ -79,6 +81,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/pidfd.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -426,46 +429,479 @@ out_reap_guard:
 	return rc;
 }
 
-int proc_spawn(proc *p, const proc_opts *o, dbcron_err *err)
-{
-	const char *cmd = o->argv && o->argv[0] ? o->argv[0] : "";
-	int pfd[2] = {-1, -1};
-	int ctl[2] = {-1, -1};
-	char eb[128];
-	int rc;
+/* ---- the supervisor: one guard for every run that closes our fds ---- */
 
-	memset(p, 0, sizeof(*p));
-	p->pid = -1;
-	p->guard = -1;
-	p->out_fd = -1;
-	p->pidfd = -1;
-	p->kill_at_ms = INT64_MAX;
-	if (!cmd[0])
-		return dbcron_err_set(err, DBCRON_EINVAL, "cannot execute '': no command");
-	pthread_once(&helper_once, find_helper);
-	if (o->sink) {
-		if (pipe2(pfd, O_CLOEXEC) != 0) {
-			rc = dbcron_err_set(err, DBCRON_EIO, "cannot execute '%s': pipe: %s", cmd,
-					    strerror_r(errno, eb, sizeof(eb)));
-			goto out_close_pipes;
+/*
+ * A guard process per run costs a process per run (about 0.4 ms of CPU on
+ * the 2-core machine, docs/benchmarks.md "Shell runs and their guard"),
+ * which is most of what a short job costs.  So the runs that can share
+ * one share a supervisor: one dbcron-guard per process, started at the
+ * first such run, that starts each leader on request (a message on a
+ * socket, guard.h) and stops every group it guards when we die, as each
+ * guard did for its own.  The leader is still our child (CLONE_PARENT),
+ * so everything else in this file is as it was.
+ *
+ * Which runs: those with close_fds and a cwd (the shell executor's, the
+ * reactions' programs).  A run that keeps our inheritable fds must get
+ * them as they are at its spawn, which only a process started at that
+ * moment has; so does one that starts in our current directory.  Those
+ * (`dbcron lock`) keep a guard of their own, and so does everything when
+ * the guard is a fork of us (a fork living as long as we do would hold a
+ * copy-on-write image of us all that time) or the kernel has no pidfd.
+ *
+ * Supervisors live while shared runs do: the last run to end stops them
+ * (sup_leave), so a process with no run under way has no child of ours.
+ *
+ * When the supervisor dies while we live (someone killed it), each proc
+ * it guarded sees its pidfd turn readable in proc_wait_until() and hands
+ * its group to a new one (GUARD_REQ_ADOPT): a window of one wake-up in
+ * which our death would leave that run unguarded.
+ *
+ * What a run inherits beyond proc_opts (umask when not set, resource
+ * limits, nice value, cgroup) is ours as it was when the supervisor
+ * started.  The supervisor takes one request at a time: sup_mu is held
+ * from a request to its answer (a clone and the kernel's part of the
+ * exec, ~0.1 ms here).
+ */
+struct proc_sup {
+	pid_t pid;   /* our child */
+	int sock;    /* our end of its socket */
+	int pidfd;   /* readable once it has exited */
+	int refs;    /* its slot's, and one per proc it guards; under its
+		      * slot's mutex */
+	int slot;
+	bool reaped;
+};
+
+/* SUP_SLOTS supervisors, each thread sending to one of them: one alone
+ * serialises every spawn of the process through one task, which on a
+ * busy machine waits its turn for the CPU like any other (measured:
+ * docs/benchmarks.md, 1, 2, 4 and 8 of them; 4 did as well as 8).  A
+ * thread keeps the slot it was given at its first spawn. */
+#define SUP_SLOTS 4
+static struct sup_slot {
+	pthread_mutex_t mu;
+	struct proc_sup *cur; /* the one new runs go to; under mu */
+} sup_slots[SUP_SLOTS];
+static atomic_int sup_next;
+static _Thread_local int sup_my_slot = -1;
+/* Shared runs between their request and their reap; sup_life_mu is
+ * taken before any slot's mutex, never after. */
+static pthread_mutex_t sup_life_mu = PTHREAD_MUTEX_INITIALIZER;
+static long sup_inflight;
+static pthread_once_t sup_once = PTHREAD_ONCE_INIT;
+static bool sup_ok; /* set once: a supervisor can work here */
+
+static void sup_prepare(void)
+{
+	pthread_mutex_lock(&sup_life_mu);
+	for (int i = 0; i < SUP_SLOTS; i++)
+		pthread_mutex_lock(&sup_slots[i].mu);
+}
+
+static void sup_parent(void)
+{
+	for (int i = SUP_SLOTS - 1; i >= 0; i--)
+		pthread_mutex_unlock(&sup_slots[i].mu);
+	pthread_mutex_unlock(&sup_life_mu);
+}
+
+/* In a fork of us: the supervisors are our parent's, and their leaders
+ * would be our parent's children.  Ours start at our first run that needs
+ * one; the structs are left to the procs that may still point at them. */
+static void sup_child(void)
+{
+	for (int i = SUP_SLOTS - 1; i >= 0; i--) {
+		struct proc_sup *c = sup_slots[i].cur;
+		if (c) {
+			close(c->sock);
+			close(c->pidfd);
+			c->sock = c->pidfd = -1;
+			c->reaped = true;
+			sup_slots[i].cur = NULL;
 		}
-		pfd[0] = fd_above_stdio(pfd[0]);
-		pfd[1] = fd_above_stdio(pfd[1]);
-		if (pfd[0] < 0 || pfd[1] < 0 || fcntl(pfd[0], F_SETFL, O_NONBLOCK) != 0) {
-			rc = dbcron_err_set(err, DBCRON_EIO, "cannot execute '%s': pipe: %s", cmd,
-					    strerror_r(errno, eb, sizeof(eb)));
-			goto out_close_pipes;
+		pthread_mutex_unlock(&sup_slots[i].mu);
+	}
+	sup_inflight = 0;
+	pthread_mutex_unlock(&sup_life_mu);
+}
+
+static void sup_init(void)
+{
+	int fd = helper_path[0] ? pidfd_open(getpid(), 0) : -1;
+	if (fd < 0)
+		return;
+	close(fd);
+	for (int i = 0; i < SUP_SLOTS; i++)
+		pthread_mutex_init(&sup_slots[i].mu, NULL);
+	sup_ok = pthread_atfork(sup_prepare, sup_parent, sup_child) == 0;
+}
+
+static struct sup_slot *my_slot(void)
+{
+	if (sup_my_slot < 0)
+		sup_my_slot = atomic_fetch_add(&sup_next, 1) % SUP_SLOTS;
+	return &sup_slots[sup_my_slot];
+}
+
+/* Under its slot's mutex. */
+static void sup_unref(struct proc_sup *s);
+static void sup_abandon(struct proc_sup *s);
+
+/* A shared run begins (from its request to its reap). */
+static void sup_enter(void)
+{
+	pthread_mutex_lock(&sup_life_mu);
+	sup_inflight++;
+	pthread_mutex_unlock(&sup_life_mu);
+}
+
+/* A shared run has ended; the last one stops every supervisor: they
+ * guard nothing then, and a process of ours that outlived every run
+ * would be a child nobody asked for (a host reaping its children, a
+ * test proving it has none left, a count of our fds).  So a process
+ * whose runs never overlap pays a supervisor per run, about what a
+ * guard of its own cost, and a busy one shares it. */
+static void sup_leave(void)
+{
+	pthread_mutex_lock(&sup_life_mu);
+	if (--sup_inflight <= 0) { /* < 0: a fork's child reaping its parent's */
+		sup_inflight = 0;
+		for (int i = 0; i < SUP_SLOTS; i++) {
+			pthread_mutex_lock(&sup_slots[i].mu);
+			if (sup_slots[i].cur)
+				sup_abandon(sup_slots[i].cur);
+			pthread_mutex_unlock(&sup_slots[i].mu);
 		}
 	}
+	pthread_mutex_unlock(&sup_life_mu);
+}
+
+static void sup_unref(struct proc_sup *s)
+{
+	if (--s->refs > 0)
+		return;
+	if (s->sock >= 0)
+		close(s->sock);
+	if (s->pidfd >= 0)
+		close(s->pidfd);
+	dbcron__free(s);
+}
+
+/* Under its slot's mutex: s is dead or no use (its socket failed, it
+ * refused): no new run goes to it, and it is killed and reaped. */
+static void sup_abandon(struct proc_sup *s)
+{
+	if (!s->reaped) {
+		/* through its pidfd: the pid alone could name another process
+		 * if a host broke proc.h's rule and reaped it */
+		if (s->pidfd >= 0)
+			pidfd_send_signal(s->pidfd, SIGKILL, NULL, 0);
+		reap_blocking(s->pid);
+		s->reaped = true;
+	}
+	if (sup_slots[s->slot].cur == s) {
+		sup_slots[s->slot].cur = NULL;
+		sup_unref(s);
+	}
+}
+
+/* posix_spawn dbcron-guard serve with every signal blocked (it keeps
+ * them so), no environment and sock its only fd of ours. */
+static int sup_exec(int sock, pid_t *pid)
+{
+	static char *const no_env[] = {NULL};
+	char fd_s[16], parent_s[24];
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	sigset_t all;
+	int e;
+
+	snprintf(fd_s, sizeof(fd_s), "%d", sock);
+	snprintf(parent_s, sizeof(parent_s), "%d", (int)getpid());
+	char *argv[] = {GUARD_PROGRAM, GUARD_PROTO, GUARD_SERVE, fd_s, parent_s, NULL};
+	if ((e = posix_spawn_file_actions_init(&fa)) != 0)
+		return e;
+	if ((e = posix_spawnattr_init(&attr)) != 0)
+		goto out_destroy_fa;
+	sigfillset(&all);
+	/* dup2 onto itself clears FD_CLOEXEC in the supervisor only */
+	if ((e = posix_spawn_file_actions_adddup2(&fa, sock, sock)) == 0 &&
+	    (e = posix_spawnattr_setsigmask(&attr, &all)) == 0 &&
+	    (e = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK)) == 0)
+		e = posix_spawn(pid, helper_path, &fa, &attr, argv, no_env);
+	posix_spawnattr_destroy(&attr);
+out_destroy_fa:
+	posix_spawn_file_actions_destroy(&fa);
+	return e;
+}
+
+/* Under the slot's mutex: a new supervisor, or NULL with err set. */
+static struct proc_sup *sup_start(int slot, const char *cmd, dbcron_err *err)
+{
+	char eb[128];
+	int sv[2] = {-1, -1};
+	int e = ENOMEM;
+	pid_t pid = -1;
+
+	struct proc_sup *s = dbcron__calloc(1, sizeof(*s));
+	if (!s)
+		goto out_fail;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0 ||
+	    (sv[0] = fd_above_stdio(sv[0])) < 0 || (sv[1] = fd_above_stdio(sv[1])) < 0) {
+		e = errno;
+		goto out_fail;
+	}
+	if ((e = sup_exec(sv[1], &pid)) != 0)
+		goto out_fail;
+	s->pid = pid;
+	s->sock = sv[0];
+	s->refs = 1;
+	s->slot = slot;
+	if ((s->pidfd = pidfd_open(pid, 0)) < 0) {
+		e = errno;
+		kill(pid, SIGKILL);
+		reap_blocking(pid);
+		goto out_fail;
+	}
+	close(sv[1]);
+	return s;
+
+out_fail:
+	close_pair(sv);
+	dbcron__free(s);
+	dbcron_err_set(err, DBCRON_EIO, "cannot execute '%s': guard '%s': %s", cmd, helper_path,
+		       strerror_r(e, eb, sizeof(eb)));
+	return NULL;
+}
+
+/* Send all of buf, the fds with its first bytes.  0 or the errno. */
+static int sup_send(int sock, const char *buf, size_t len, const int *fds, int nfds)
+{
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(2 * sizeof(int))];
+	} cm;
+	struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+	struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+
+	memset(&cm, 0, sizeof(cm));
+	if (nfds > 0) {
+		mh.msg_control = cm.b;
+		mh.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
+		memcpy(CMSG_DATA(c), fds, (size_t)nfds * sizeof(int));
+	}
+	while (iov.iov_len > 0) {
+		ssize_t w = sendmsg(sock, &mh, MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return errno;
+		iov.iov_base = (char *)iov.iov_base + w;
+		iov.iov_len -= (size_t)w;
+		mh.msg_control = NULL; /* the fds went with the first bytes */
+		mh.msg_controllen = 0;
+	}
+	return 0;
+}
+
+/* Bytes of a string vector and its count. */
+static size_t vec_bytes(char *const *v, int32_t *n)
+{
+	size_t b = 0;
+	for (*n = 0; v[*n]; (*n)++)
+		b += strlen(v[*n]) + 1;
+	return b;
+}
+
+static char *put_str(char *at, const char *str)
+{
+	size_t n = strlen(str) + 1;
+	memcpy(at, str, n);
+	return at + n;
+}
+
+/* The spawn request for gp (guard.h's layout), owned, or NULL. */
+static char *sup_request(const guard_plan *gp, size_t *len)
+{
+	guard_req r = {.kind = GUARD_REQ_SPAWN, .uid = gp->uid, .gid = gp->gid,
+		       .umask = gp->umask, .ngroups = gp->set_ids ? gp->ngroups : 0,
+		       .grace_ms = gp->grace_ms};
+	size_t n = (size_t)r.ngroups * sizeof(uint32_t) + strlen(gp->path) + 1 +
+		   (gp->cwd ? strlen(gp->cwd) + 1 : 0);
+	n += vec_bytes(gp->argv, &r.argc) + vec_bytes(gp->envp, &r.envc);
+	if (n > GUARD_REQ_MAX)
+		return NULL;
+	r.len = (uint32_t)n;
+	r.flags = (gp->stdin_null ? GUARD_F_STDIN_NULL : 0) | (gp->inherit_signals ? GUARD_F_INHERIT : 0) |
+		  (gp->cwd_or_root ? GUARD_F_CWD_OR_ROOT : 0) | (gp->close_fds ? GUARD_F_CLOSE_FDS : 0) |
+		  (gp->no_caps ? GUARD_F_NO_CAPS : 0) | (gp->set_ids ? GUARD_F_IDS : 0) |
+		  (gp->set_umask ? GUARD_F_UMASK : 0) | (gp->out_fd >= 0 ? GUARD_F_OUT : 0) |
+		  (gp->in_fd > 2 ? GUARD_F_IN : 0) | (gp->cwd ? GUARD_F_CWD : 0);
+	for (int sig = 1; sig <= 64 && sig < NSIG; sig++) {
+		struct sigaction sa;
+		if (sigismember(&gp->mask, sig) == 1)
+			r.mask |= 1ULL << (sig - 1);
+		/* what we ignore stays ignored for it (nohup) */
+		if (gp->inherit_signals && sigaction(sig, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN)
+			r.ignored |= 1ULL << (sig - 1);
+	}
+	char *b = dbcron__malloc(sizeof(r) + n);
+	if (!b)
+		return NULL;
+	memcpy(b, &r, sizeof(r));
+	char *at = b + sizeof(r);
+	for (int i = 0; i < r.ngroups; i++, at += sizeof(uint32_t)) {
+		uint32_t g = (uint32_t)gp->groups[i];
+		memcpy(at, &g, sizeof(g));
+	}
+	at = put_str(at, gp->path);
+	if (gp->cwd)
+		at = put_str(at, gp->cwd);
+	for (int i = 0; i < r.argc; i++)
+		at = put_str(at, gp->argv[i]);
+	for (int i = 0; i < r.envc; i++)
+		at = put_str(at, gp->envp[i]);
+	*len = sizeof(r) + n;
+	return b;
+}
+
+/* Under sl's mutex: send req to its supervisor (a new one if there is
+ * none or the one we had is gone before reading it) and read its answer
+ * into m.  DBCRON_OK with *used the supervisor that answered, or an
+ * error. */
+static int sup_call(struct sup_slot *sl, const char *req, size_t len, const int *fds, int nfds,
+		    const char *cmd, guard_msg *m, struct proc_sup **used, dbcron_err *err)
+{
+	for (int attempt = 0; attempt < 2; attempt++) {
+		if (!sl->cur && !(sl->cur = sup_start((int)(sl - sup_slots), cmd, err)))
+			return err->code;
+		struct proc_sup *s = sl->cur;
+		if (sup_send(s->sock, req, len, fds, nfds) != 0) {
+			sup_abandon(s); /* it died before reading: nothing started */
+			continue;
+		}
+		if (!read_msg(s->sock, m)) {
+			sup_abandon(s);
+			return dbcron_err_set(err, DBCRON_EIO, "cannot execute '%s': its guard "
+					      "process died before starting it", cmd);
+		}
+		if (m->pid == GUARD_BAD_ARGV) {
+			sup_abandon(s);
+			return dbcron_err_set(err, DBCRON_EIO, "cannot execute '%s': guard '%s' does not "
+					      "understand this dbcron (protocol %s; one from another "
+					      "build?)", cmd, helper_path, GUARD_PROTO);
+		}
+		*used = s;
+		return DBCRON_OK;
+	}
+	return dbcron_err_set(err, DBCRON_EIO, "cannot execute '%s': guard '%s' died at once", cmd,
+			      helper_path);
+}
+
+/* The leader of gp started by the supervisor; as start_guarded(). */
+static int spawn_shared(proc *p, guard_plan *gp, const char *who, dbcron_err *err)
+{
+	int fds[2], nfds = 0, rc;
+	struct proc_sup *s = NULL;
+	size_t len;
+	guard_msg m;
+
+	char *req = sup_request(gp, &len);
+	if (!req)
+		return dbcron_err_set(err, DBCRON_ENOMEM, "cannot execute '%s': out of memory", gp->file);
+	if (gp->out_fd >= 0)
+		fds[nfds++] = gp->out_fd;
+	if (gp->in_fd > 2)
+		fds[nfds++] = gp->in_fd;
+	sup_enter();
+	struct sup_slot *sl = my_slot();
+	pthread_mutex_lock(&sl->mu);
+	rc = sup_call(sl, req, len, fds, nfds, gp->file, &m, &s, err);
+	if (rc == DBCRON_OK && m.pid > 0 && m.err == 0)
+		s->refs++;
+	pthread_mutex_unlock(&sl->mu);
+	dbcron__free(req);
+	if (rc == DBCRON_OK && m.pid > 0 && m.err != 0)
+		reap_blocking(m.pid); /* it exited 127 after the failed step */
+	if (rc == DBCRON_OK && (m.pid < 0 || m.err != 0))
+		rc = step_error(gp, who, m.stage, m.err ? m.err : EAGAIN, err);
+	if (rc != DBCRON_OK) {
+		sup_leave();
+		return rc;
+	}
+	p->pid = m.pid;
+	p->sup = s;
+	p->shared = true;
+	return DBCRON_OK;
+}
+
+/* Our supervisor has died under a running p: hand p's group to a new one
+ * (or to none, when none can start: then p is unguarded, as a run whose
+ * own guard was killed). */
+static void sup_rearm(proc *p)
+{
+	struct proc_sup *old = p->sup;
+	dbcron_err err = {0};
+	guard_msg m = {0};
+
+	struct sup_slot *sl = &sup_slots[old->slot];
+	pthread_mutex_lock(&sl->mu);
+	sup_abandon(old);
+	guard_req r = {.kind = GUARD_REQ_ADOPT, .pid = p->pid, .grace_ms = p->grace_ms};
+	struct proc_sup *s = NULL;
+	int rc = p->exited ? DBCRON_OK
+			   : sup_call(sl, (const char *)&r, sizeof(r), NULL, 0, "", &m, &s, &err);
+	p->sup = NULL;
+	if (rc == DBCRON_OK && s && m.err == 0) {
+		s->refs++;
+		p->sup = s;
+	}
+	sup_unref(old);
+	pthread_mutex_unlock(&sl->mu);
+	if (!p->sup && !p->exited)
+		dbcron__log(LOG_WARN, "proc.guard", LOG_INT("pid", p->pid),
+			    LOG_STR("msg", "guard died; the run goes on unguarded"),
+			    LOG_STR("error", err.msg[0] ? err.msg : "adopt refused"));
+}
+
+static void sup_release(proc *p)
+{
+	if (p->sup) {
+		pthread_mutex_t *mu = &sup_slots[p->sup->slot].mu;
+		pthread_mutex_lock(mu);
+		sup_unref(p->sup);
+		pthread_mutex_unlock(mu);
+		p->sup = NULL;
+	}
+	if (p->shared)
+		sup_leave();
+	p->shared = false;
+}
+
+/* ---- spawning ---- */
+
+/* The per-run guard's report pipe; DBCRON_OK or an error. */
+static int ctl_pipe(int ctl[2], const char *cmd, dbcron_err *err)
+{
+	char eb[128];
 	if (pipe2(ctl, O_CLOEXEC) != 0 || (ctl[0] = fd_above_stdio(ctl[0])) < 0 ||
-	    (ctl[1] = fd_above_stdio(ctl[1])) < 0) {
-		rc = dbcron_err_set(err, DBCRON_EIO, "cannot execute '%s': pipe: %s", cmd,
-				    strerror_r(errno, eb, sizeof(eb)));
-		goto out_close_pipes;
-	}
+	    (ctl[1] = fd_above_stdio(ctl[1])) < 0)
+		return dbcron_err_set(err, DBCRON_EIO, "cannot execute '%s': pipe: %s", cmd,
+				      strerror_r(errno, eb, sizeof(eb)));
+	return DBCRON_OK;
+}
+
+/* The plan for o; out and ctl are the pipes' write ends (or -1). */
+static void plan_of(guard_plan *gp, const proc_opts *o, const char *cmd, int out, int ctl)
+{
 	const char *path = o->path ? o->path : getenv("PATH");
 	long max_fd = sysconf(_SC_OPEN_MAX);
-	guard_plan gp = {
+	*gp = (guard_plan){
 		.file = cmd,
 		.argv = o->argv,
 		.envp = o->envp ? o->envp : environ,
@@ -481,8 +917,8 @@ int proc_spawn(proc *p, const proc_opts *o, dbcron_err *err)
 		.umask = o->umask,
 		.close_fds = o->close_fds,
 		.no_caps = o->no_caps,
-		.out_fd = pfd[1],
-		.ctl_fd = ctl[1],
+		.out_fd = out,
+		.ctl_fd = ctl,
 		.stdin_null = o->stdin_null && o->stdin_fd <= 2,
 		.in_fd = o->stdin_fd > 2 ? o->stdin_fd : -1,
 		.inherit_signals = o->inherit_signals,
@@ -490,8 +926,49 @@ int proc_spawn(proc *p, const proc_opts *o, dbcron_err *err)
 		.grace_ms = o->death_grace_ms > 0 ? o->death_grace_ms : PROC_DEFAULT_GRACE_MS,
 		.max_fd = max_fd > 0 && max_fd < 65536 ? (int)max_fd : 65536,
 	};
-	pthread_sigmask(SIG_BLOCK, NULL, &gp.mask);
-	rc = start_guarded(&gp, o->who, ctl, &p->pid, &p->guard, err);
+	pthread_sigmask(SIG_BLOCK, NULL, &gp->mask);
+}
+
+int proc_spawn(proc *p, const proc_opts *o, dbcron_err *err)
+{
+	const char *cmd = o->argv && o->argv[0] ? o->argv[0] : "";
+	int pfd[2] = {-1, -1};
+	int ctl[2] = {-1, -1};
+	char eb[128];
+	guard_plan gp;
+	int rc;
+
+	memset(p, 0, sizeof(*p));
+	p->pid = -1;
+	p->guard = -1;
+	p->out_fd = -1;
+	p->pidfd = -1;
+	p->kill_at_ms = INT64_MAX;
+	if (!cmd[0])
+		return dbcron_err_set(err, DBCRON_EINVAL, "cannot execute '': no command");
+	pthread_once(&helper_once, find_helper);
+	pthread_once(&sup_once, sup_init);
+	if (o->sink) {
+		if (pipe2(pfd, O_CLOEXEC) != 0) {
+			rc = dbcron_err_set(err, DBCRON_EIO, "cannot execute '%s': pipe: %s", cmd,
+					    strerror_r(errno, eb, sizeof(eb)));
+			goto out_close_pipes;
+		}
+		pfd[0] = fd_above_stdio(pfd[0]);
+		pfd[1] = fd_above_stdio(pfd[1]);
+		if (pfd[0] < 0 || pfd[1] < 0 || fcntl(pfd[0], F_SETFL, O_NONBLOCK) != 0) {
+			rc = dbcron_err_set(err, DBCRON_EIO, "cannot execute '%s': pipe: %s", cmd,
+					    strerror_r(errno, eb, sizeof(eb)));
+			goto out_close_pipes;
+		}
+	}
+	bool shared = sup_ok && o->close_fds && o->cwd;
+	if (!shared && (rc = ctl_pipe(ctl, cmd, err)) != DBCRON_OK)
+		goto out_close_pipes;
+	plan_of(&gp, o, cmd, pfd[1], ctl[1]);
+	p->grace_ms = gp.grace_ms;
+	rc = shared ? spawn_shared(p, &gp, o->who, err)
+		    : start_guarded(&gp, o->who, ctl, &p->pid, &p->guard, err);
 	if (rc != DBCRON_OK)
 		goto out_close_pipes;
 	close_pair(ctl);
@@ -633,7 +1110,7 @@ bool proc_wait_until(proc *p, int64_t until_ms)
 			wait_ms = 0;
 		if (wait_ms > 60000)
 			wait_ms = 60000; /* fits an int; we loop anyway */
-		struct pollfd pf[2];
+		struct pollfd pf[3];
 		nfds_t nf = 0;
 		int rslot = -1;
 		if (p->out_fd >= 0) {
@@ -648,6 +1125,13 @@ bool proc_wait_until(proc *p, int64_t until_ms)
 			pf[nf].revents = 0;
 			nf++;
 		}
+		int sslot = -1; /* our supervisor's death */
+		if (p->sup && p->sup->pidfd >= 0) {
+			pf[nf].fd = p->sup->pidfd;
+			pf[nf].events = POLLIN;
+			pf[nf].revents = 0;
+			sslot = (int)nf++;
+		}
 		int r = poll(pf, nf, (int)wait_ms);
 		if (r < 0 && errno == EINTR)
 			return check_exit(p);
@@ -655,6 +1139,8 @@ bool proc_wait_until(proc *p, int64_t until_ms)
 			if (!pipe_read(p, READS_PER_TURN))
 				pipe_close(p);
 		}
+		if (r > 0 && sslot >= 0 && pf[sslot].revents)
+			sup_rearm(p);
 	}
 }
 
@@ -725,6 +1211,7 @@ int proc_reap(proc *p, int *status)
 			rc = errno ? errno : ECHILD;
 	}
 	p->pid = -1;
+	sup_release(p);
 	return rc;
 }
 

@@ -79,6 +79,8 @@ typedef struct proc_opts {
 	bool no_caps;   /* the command gets none of our capabilities */
 } proc_opts;
 
+struct proc_sup;
+
 typedef struct proc {
 	pid_t pid;           /* the leader; also the process group id */
 	pid_t guard;         /* our other child, a member of the group that
@@ -91,6 +93,10 @@ typedef struct proc {
 	bool stopping;       /* proc_stop() was called */
 	bool killed;         /* SIGKILL sent to the group */
 	int64_t kill_at_ms;  /* monotonic; when the SIGKILL is due */
+	struct proc_sup *sup; /* the supervisor that guards it (a close_fds
+			       * run, proc.c), or NULL: guard is its own */
+	int64_t grace_ms;    /* death_grace_ms, for a new supervisor */
+	bool shared;         /* counted among the supervisors' runs */
 } proc;
 
 /*

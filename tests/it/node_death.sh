@@ -99,10 +99,16 @@ LOCK_TREE='f=$1
 wait'
 
 # The guard of the job whose group is $1: "helper" when it is the
-# dbcron-guard program, "fork" when it is a fork of dbcron.
+# dbcron-guard program, "fork" when it is a fork of dbcron.  A guard of
+# its own is a member of the group; a shared one (a supervisor,
+# docs/exec.md) is a dbcron-guard child of the job's parent, the node.
 guard_kind() {
-  local g
+  local g node
   g=$(ps -eo pid=,pgid=,comm= | awk -v g="$1" '$2 == g && $3 == "dbcron-guard" { print $1; exit }')
+  if [ -z "$g" ]; then
+    node=$(ps -o ppid= -p "$1" | tr -d ' ')
+    g=$(ps -eo pid=,ppid=,comm= | awk -v p="$node" '$2 == p && $3 == "dbcron-guard" { print $1; exit }')
+  fi
   [ -n "$g" ] || { echo none; return; }
   case "$(readlink "/proc/$g/exe")" in
   */dbcron-guard) echo helper ;;

@@ -1,7 +1,8 @@
 /*
  * dbcron-guard: the guard of one job (src/exec/guard.c) as a program of
  * its own, so that proc_spawn() can posix_spawn it instead of forking the
- * whole spawner for every run.  Not for people: its argv is the encoding
+ * whole spawner for every run; or, with "serve", the supervisor that
+ * guards every run of a spawner that closes the fds it inherits.  Not for people: its argv is the encoding
  * guard.h describes, its environment is the job's (never in the argv,
  * which every user can read), and it starts with every
  * signal blocked.  It is built against the C library only and without
@@ -13,6 +14,8 @@
  * instead of hanging.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,9 +29,38 @@
 #define MAX_GROUPS 65536
 static gid_t groups[MAX_GROUPS];
 
+/* dbcron-guard PROTO serve SOCK_FD PARENT: the supervisor of many runs
+ * (guard.h).  It starts with every signal blocked and the spawner's
+ * ignored signals still ignored (an exec keeps those): all go back to
+ * their default here, once, so that its leaders need not.  Fds 0-2 are
+ * made to exist, so that no fd it receives lands on them. */
+static int serve(int argc, char **argv)
+{
+	char *end;
+	long sock = strtol(argv[3], &end, 10);
+	long parent = argc == 5 && *end == '\0' ? strtol(argv[4], &end, 10) : -1;
+	if (*end != '\0' || sock < 3 || sock > 65535 || parent < 1) {
+		fprintf(stderr, "%s: malformed arguments (it is started by dbcron, not by hand)\n",
+			GUARD_PROGRAM);
+		return 2;
+	}
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			sigaction(sig, &sa, NULL);
+	for (int fd = 0; fd <= 2; fd++)
+		if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", O_RDWR) < 0)
+			return 2;
+	guard__serve((int)sock, (pid_t)parent);
+}
+
 int main(int argc, char **argv)
 {
 	guard_plan gp;
+	if (argc > 3 && strcmp(argv[1], GUARD_PROTO) == 0 && strcmp(argv[2], GUARD_SERVE) == 0)
+		return serve(argc, argv);
 	int e = guard__parse(argc, argv, &gp, groups, MAX_GROUPS);
 
 	if (e == 0)
