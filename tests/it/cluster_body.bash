@@ -71,8 +71,7 @@ echo "continued n2 at $(date +%T.%N)"
 [ "$1" = pg ] && { wait "$locker" || fail "the lock of the nodes table failed"; }
 sleep 8
 end_ms=$(( $(date +%s%3N) ))
-stop_node n2
-stop_node n3
+stop_nodes n2 n3
 
 runs_csv > "$T/runs.csv"
 echo "runs: $(wc -l < "$T/runs.csv") rows, executions recorded by jobs: $(wc -l < "$T/exec.log")"

@@ -132,8 +132,18 @@ pid_of() { local v="PID_${1//-/_}"; echo "${!v}"; }
 
 # stop_node NAME: SIGTERM and wait (graceful stop must finish)
 stop_node() {
+  kill -TERM "$(pid_of "$1")" 2>/dev/null || true
+  _stop_wait "$1"
+}
+# stop_nodes NAME...: SIGTERM to all at once, then wait for each as
+# stop_node does (their graces run side by side, not one after another)
+stop_nodes() {
+  local n
+  for n in "$@"; do kill -TERM "$(pid_of "$n")" 2>/dev/null || true; done
+  for n in "$@"; do _stop_wait "$n"; done
+}
+_stop_wait() {
   local pid; pid=$(pid_of "$1")
-  kill -TERM "$pid" 2>/dev/null || true
   local i=0
   while kill -0 "$pid" 2>/dev/null; do
     sleep 0.1; i=$((i + 1))
@@ -143,6 +153,14 @@ stop_node() {
   wait "$pid" 2>/dev/null || rc=$?
   # a graceful stop exits 0; anything else (a sanitizer report, a crash) fails
   [ "$rc" -eq 0 ] || fail "node $1 exited with status $rc after SIGTERM"
+}
+
+# pause_jobs NAME...: `job pause` of each, side by side (one waits about a
+# second for the nodes' claims when they are busy), each checked
+pause_jobs() {
+  local j p pids=()
+  for j in "$@"; do dbc job pause "$j" >/dev/null & pids+=($!); done
+  for p in "${pids[@]}"; do wait "$p" || fail "job pause failed"; done
 }
 
 # The run log as csv without header: job,fire_at_ms,attempt,state,node,started_ms,finished_ms,exit_code,...
