@@ -25,8 +25,8 @@ assert_contains "$(dbc tag list --format csv)" "heavy,2," "tag list shows the ca
 for n in n1 n2 n3; do start_node "$n" --grace 2s; done
 wait_until 60 sh -c "[ \$(wc -l < '$T/spans.log' 2>/dev/null || echo 0) -ge 14 ]" ||
   fail "the capped jobs did not run 14 times"
-for j in 1 2 3 4 5 6 skip; do dbc job pause "heavy-$j" >/dev/null; done
-for n in n1 n2 n3; do stop_node "$n"; done
+pause_jobs heavy-1 heavy-2 heavy-3 heavy-4 heavy-5 heavy-6 heavy-skip
+stop_nodes n1 n2 n3
 
 # The most runs of the tag at once (a start at the instant another ended
 # is not an overlap).

@@ -47,8 +47,8 @@ wait_until 60 sh -c "[ \$(grep -c '^ov-replace ' '$T/spans.log' 2>/dev/null || e
   fail "the jobs did not run often enough"
 wait_until 30 sh -c "\"\$DBCRON_BIN\" runs --format csv --limit 0 --job ov-replace --state running |
   grep -q ,n[123]," || true
-for j in ov-skip ov-queue ov-replace ov-allow; do dbc job pause "$j" >/dev/null; done
-for n in n1 n2 n3; do stop_node "$n"; done
+pause_jobs ov-skip ov-queue ov-replace ov-allow
+stop_nodes n1 n2 n3
 
 # The most runs of JOB at once, from its spans (a start at the instant
 # another ended is not an overlap).

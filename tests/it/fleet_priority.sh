@@ -42,5 +42,5 @@ wait_until 60 sh -c "[ \$(wc -l < '$T/cap.log' 2>/dev/null || echo 0) -ge 4 ]" |
 order=$(sort -n -k2,2 "$T/cap.log" | awk '{ print $1 }' | tr '\n' ' ')
 echo "capped, in start order: $order"
 assert_eq "cap-4 cap-3 cap-2 cap-1 " "$order" "fires waiting for a cap start highest priority first"
-for n in n1 n2 n3; do stop_node "$n"; done
+stop_nodes n1 n2 n3
 t_done

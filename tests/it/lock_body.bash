@@ -34,16 +34,38 @@ assert_eq st "$lname" "DBCRON_LOCK in the environment"
 [ "$lfence" -ge 1 ] || fail "DBCRON_LOCK_FENCE: $lfence"
 pass "DBCRON_LOCK_FENCE in the environment ($lfence)"
 
+# A command below that must hold its lock until the test has looked holds
+# it until the test makes a file (its loop: `until_file FILE`), rather than
+# for a fixed time: a slow machine only waits longer, and a fast one does
+# not wait for a sleep to run out.  At exit, also after a failed check, every such
+# command ends (.end), so none outlives the test holding its output open.
+until_file() { echo "until [ -e '$1' ] || [ -e '$T/.end' ] || [ ! -d '$T' ]; do sleep 0.1; done"; }
+_lock_end() { touch "$T/.end" 2>/dev/null || true; }
+t_on_exit _lock_end
+
 # --- N contenders: exactly one runs ----------------------------------------
+# The one that wins holds the lock until every other one has made its
+# attempt and ended (or a second one ran, which the checks below report):
+# a contender that starts late on a loaded machine still meets the lock held.
 contend() {
   local n=$1 name=$2
   : > "$T/ran-$name"
+  : > "$T/done-$name"
   local pids=()
   for i in $(seq 1 "$n"); do
-    "$DBCRON_BIN" lock "$name" --ttl 30s --owner "c$i" \
-      -- sh -c 'echo "$DBCRON_LOCK_OWNER" >> '"$T/ran-$name"'; sleep 3' >/dev/null 2>&1 &
+    (
+      rc=0
+      "$DBCRON_BIN" lock "$name" --ttl 30s --owner "c$i" \
+        -- sh -c 'echo "$DBCRON_LOCK_OWNER" >> '"$T/ran-$name; $(until_file "$T/go-$name")" \
+        >/dev/null 2>&1 || rc=$?
+      echo "$rc" >> "$T/done-$name"
+      exit "$rc"
+    ) &
     pids+=($!)
   done
+  wait_until 120 sh -c "[ \$(wc -l < '$T/done-$name') -ge $((n - 1)) ] ||
+    [ \$(wc -l < '$T/ran-$name') -ge 2 ]" || true
+  touch "$T/go-$name"
   local ok=0 held=0 other=0 rc
   for p in "${pids[@]}"; do
     rc=0; wait "$p" || rc=$?
@@ -62,7 +84,7 @@ contend 10 ten
 # Each holder below is waited for in `locks` (or in what its command
 # wrote) before it is contended, so a slow start cannot turn into a
 # contender that simply wins.
-"$DBCRON_BIN" lock busy --ttl 20s --owner holder -- sleep 4 >/dev/null 2>&1 &
+"$DBCRON_BIN" lock busy --ttl 20s --owner holder -- sh -c "$(until_file "$T/busy-go")" >/dev/null 2>&1 &
 hp=$!
 wait_until 120 sh -c "'$DBCRON_BIN' locks --format csv | grep -q '^busy,holder,.*,held\$'" ||
   fail "holder never took the lock: $(dbc locks --format csv)"
@@ -70,8 +92,15 @@ rc=0; msg=$(dbc lock busy --owner other -- true 2>&1) || rc=$?
 assert_eq 75 "$rc" "held lock: exit 75"
 case "$msg" in *"held by holder until"*) pass "held lock: says who holds it and until when" ;;
 *) fail "held lock message: $msg" ;; esac
-# --wait: gets it once the holder is done
-rc=0; dbc lock busy --owner waiter --wait 10s -- true || rc=$?
+# --wait: still waiting a second on (without --wait it ends at once, as
+# above), and gets the lock once the holder is done
+dbc lock busy --owner waiter --wait 60s -- true &
+wp=$!
+t_pause 1
+kill -0 "$wp" 2>/dev/null || fail "--wait did not wait for the held lock"
+pass "--wait waits while the lock is held"
+touch "$T/busy-go"
+rc=0; wait "$wp" || rc=$?
 assert_eq 0 "$rc" "--wait acquires after the holder releases"
 wait $hp
 
@@ -93,12 +122,13 @@ expect_usage held2 --held-exit x -- true
 kill "$hp"; wait "$hp" 2>/dev/null || true
 
 # --- a command longer than the ttl keeps its lease ----------------------
-"$DBCRON_BIN" lock long --ttl 1s --owner long -- sh -c 'touch '"$T/long-in"'; sleep 6' >/dev/null 2>&1 &
+"$DBCRON_BIN" lock long --ttl 1s --owner long -- sh -c "touch '$T/long-in'; $(until_file "$T/long-go")" >/dev/null 2>&1 &
 lp=$!
 wait_until 120 test -e "$T/long-in" || fail "long holder never started its command"
 sleep 2.5
 rc=0; dbc lock long --owner late -- true >/dev/null 2>&1 || rc=$?
 assert_eq 75 "$rc" "lease renewed while a command runs past its ttl"
+touch "$T/long-go"
 wait $lp || fail "long holder failed"
 
 # --- a holder frozen past its ttl ---------------------------------------
@@ -109,7 +139,7 @@ ap=$!
 wait_until 120 grep -q "^A " "$T/frozen" || fail "holder A never started its command"
 kill -STOP $ap
 sleep 3
-"$DBCRON_BIN" lock fz --ttl 20s --owner B -- sh -c 'echo "B $DBCRON_LOCK_FENCE" >> '"$T/frozen"'; sleep 5' >/dev/null 2>&1 &
+"$DBCRON_BIN" lock fz --ttl 20s --owner B -- sh -c 'echo "B $DBCRON_LOCK_FENCE" >> '"$T/frozen; $(until_file "$T/fz-go")" >/dev/null 2>&1 &
 bp=$!
 wait_until 120 grep -q "^B " "$T/frozen" || fail "holder B never took the expired lock"
 kill -CONT $ap
@@ -119,6 +149,7 @@ grep -q "^A-end" "$T/frozen" && fail "frozen holder's command was not stopped"
 pass "frozen holder's command got SIGTERM"
 owner=$(dbc locks --format csv | awk -F, '$1 == "fz" { print $2 }')
 assert_eq B "$owner" "resumed holder did not release the new holder's lock"
+touch "$T/fz-go"
 rc=0; wait $bp || rc=$?
 assert_eq 0 "$rc" "new holder finished normally"
 fa=$(awk '$1 == "A" { print $2 }' "$T/frozen"); fb=$(awk '$1 == "B" { print $2 }' "$T/frozen")
@@ -178,11 +209,14 @@ mapfile -t tree < "$T/tree"
 pass "command in a process group of its own, grandchild in it"
 kill -STOP $tp
 sleep 3
-"$DBCRON_BIN" lock tree --ttl 20s --owner B -- sleep 2 >/dev/null 2>&1 &
+# A is continued once B holds the lock (B's command says so), and B holds
+# it until A is gone.
+"$DBCRON_BIN" lock tree --ttl 20s --owner B -- sh -c "touch '$T/tree-B'; $(until_file "$T/tree-go")" >/dev/null 2>&1 &
 bp=$!
-sleep 0.5
+wait_until 120 test -e "$T/tree-B" || fail "tree: B never took the expired lock"
 kill -CONT $tp
 wait_gone $tp 120
+touch "$T/tree-go"
 rc=0; wait $tp || rc=$?
 assert_eq 76 "$rc" "tree: lease lost, exit 76"
 grep -q "SIGKILL after 1s" "$T/tree.out" || fail "tree: no word of the SIGKILL to come: $(cat "$T/tree.out")"

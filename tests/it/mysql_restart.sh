@@ -13,7 +13,13 @@ dbc job apply "$T/jobs.json" >/dev/null
 start_node m1
 start_node m2
 my_started() { my_client -N -B -e "SELECT CAST((UNIX_TIMESTAMP(NOW(3)) - VARIABLE_VALUE) * 1000 AS SIGNED) FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'UPTIME'"; }
-sleep 6
+# the restart cuts off two nodes at work (their fires running, both
+# registered), not two that are still starting
+at_work() {
+  [ "$(wc -l < "$T/exec.log" 2>/dev/null || echo 0)" -ge $((2 * J)) ] &&
+    [ "$("$DBCRON_BIN" nodes --format csv | grep -c ',alive,')" -ge 2 ]
+}
+wait_until 120 at_work || fail "the nodes did not start: $(dbc nodes --format csv)"
 t_restart=$(date +%s%3N)
 bash "$DBCRON_SRC/scripts/mariadb-tmp.sh" restart "$DBCRON_TEST_MYSQLDIR"
 echo "restarted MariaDB in $(( $(date +%s%3N) - t_restart )) ms"

@@ -14,7 +14,13 @@ dbc job apply "$T/jobs.json" >/dev/null
 start_node p1
 start_node p2
 pg_started() { psql "$DBCRON_DB" -qAt -c "select (extract(epoch from pg_postmaster_start_time()) * 1000)::bigint"; }
-sleep 6
+# the restart cuts off two nodes at work (their fires running, both
+# registered), not two that are still starting
+at_work() {
+  [ "$(wc -l < "$T/exec.log" 2>/dev/null || echo 0)" -ge $((2 * J)) ] &&
+    [ "$("$DBCRON_BIN" nodes --format csv | grep -c ',alive,')" -ge 2 ]
+}
+wait_until 120 at_work || fail "the nodes did not start: $(dbc nodes --format csv)"
 t_restart=$(date +%s%3N)
 bash "$DBCRON_SRC/scripts/pg-tmp.sh" restart "$DBCRON_TEST_PGDIR"
 echo "restarted PostgreSQL in $(( $(date +%s%3N) - t_restart )) ms"
