@@ -87,7 +87,12 @@ _t_cleanup() {
 	for pid in "${T_PIDS[@]}"; do
 		wait "$pid" 2>/dev/null || true
 	done
-	local db
+	local db kind
+	if [ -f "$T_DIR/.fresh_dbs" ]; then
+		while read -r kind db; do
+			if [ "$kind" = pg ]; then T_PG_DBS+=("$db"); else T_MY_DBS+=("$db"); fi
+		done <"$T_DIR/.fresh_dbs"
+	fi
 	for db in "${T_PG_DBS[@]}"; do
 		psql "$DBCRON_TEST_PG" -XAtq -c "drop database if exists \"$db\" with (force)" \
 			>/dev/null 2>&1 || true
@@ -279,6 +284,9 @@ t_my_fresh_db() {
 	: "${DBCRON_TEST_MYSQL:?DBCRON_TEST_MYSQL is not set}"
 	local name="$1_$$_$RANDOM"
 	myq "" "create database $name" >/dev/null
+	# a file, not only the array: callers run this in $(...), whose
+	# array the cleanup would never see
+	echo "mysql $name" >>"$T_DIR/.fresh_dbs"
 	T_MY_DBS+=("$name")
 	echo "${DBCRON_TEST_MYSQL%/*}/$name"
 }
@@ -295,6 +303,7 @@ t_pg_fresh_db() {
 		;;
 	esac
 	psql "$DBCRON_TEST_PG" -XAtq -v ON_ERROR_STOP=1 -c "create database \"$name\"" >/dev/null
+	echo "pg $name" >>"$T_DIR/.fresh_dbs"
 	T_PG_DBS+=("$name")
 	# a later dbname= overrides the earlier one in a key=value conninfo
 	echo "$DBCRON_TEST_PG dbname=$name"
