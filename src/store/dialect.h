@@ -223,8 +223,8 @@ void store_text_free(store_text *b);
  * expanded, built by the first open that asks (t is the dialect's static
  * STORE_SQL_TEXTS_INIT) and then shared: text[id] is sql[id] itself when
  * it has no marker, else a copy that lives as long as the process.  types:
- * the dialect's SQL type of each model_field_store for {PUT_ARRAYS}, or
- * NULL.  DBCRON_ENOMEM (the next open tries again), or DBCRON_EINTERNAL for
+ * the dialect's SQL type of each model_field_store for {PUT_ARRAYS} and
+ * {PUT_JSON}, or NULL.  DBCRON_ENOMEM (the next open tries again), or DBCRON_EINTERNAL for
  * a marker rows.c does not know.
  */
 typedef struct store_sql_texts {

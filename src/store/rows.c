@@ -81,6 +81,9 @@ static int expand_marker(store_text *b, const char *name, size_t nlen, int n,
 			len = snprintf(t, sizeof(t), "%s = v.%s", f->column, f->column);
 		else if (nlen == 10 && !memcmp(name, "PUT_ARRAYS", 10) && types)
 			len = snprintf(t, sizeof(t), "$%d::%s[]", n++, types[f->store]);
+		else if (nlen == 8 && !memcmp(name, "PUT_JSON", 8) && types)
+			len = snprintf(t, sizeof(t), "%s %s PATH '$[%d]'", f->column, types[f->store],
+				       n++);
 		else
 			return DBCRON_EINTERNAL;
 		store_text_putn(b, t, (size_t)len);

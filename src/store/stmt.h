@@ -370,6 +370,8 @@ int store_stmt_by_name(const char *name);
  *   {PUT_SET N}       name = ?N, kind = ?N+1, ...
  *   {PUT_SET_V}       name = v.name, kind = v.kind, ...
  *   {PUT_ARRAYS N}    $N::text[], $N+1::int[], ... (the dialect's types)
+ *   {PUT_JSON N}      name T PATH '$[N]', kind T PATH '$[N+1]', ... (the
+ *                     COLUMNS of a JSON_TABLE, T the dialect's types)
  * Only column names and parameter numbers go in: the values stay
  * parameters.
  */

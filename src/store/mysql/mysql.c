@@ -12,9 +12,11 @@
  *   script.c rewrites them to '?' and keeps the map.
  * - A batch on the claim and write paths travels as one JSON array read
  *   with JSON_TABLE, so a claim or a flush is a constant number of
- *   statements whatever its size.  The job put batches (23 cells a row, not
- *   on a hot path) run once per row (STORE_CAP_ROW_BATCH: the protocol
- *   wraps them in a transaction).
+ *   statements whatever its size.  So do a put's new jobs, in slices
+ *   under the server's packet size; its updates (23 cells a row, not on
+ *   a hot path) run once per row (STORE_CAP_ROW_BATCH: the protocol wraps
+ *   them in a transaction), as the inserts do on a server without INSERT
+ *   ... RETURNING.
  *
  * Results are copied out of the connection as they are read (script.c).
  *
@@ -43,6 +45,25 @@
  * of both sets: with RETURNING and without. */
 static store_sql_texts texts = STORE_SQL_TEXTS_INIT;
 static store_sql_texts texts_no_returning = STORE_SQL_TEXTS_INIT;
+/* The JSON_TABLE column type of each model_field_store ({PUT_JSON}): the
+ * widest of its kind, so that the insert itself, in strict mode, refuses a
+ * value the column cannot hold, as a row of parameters would be refused. */
+static const char *const json_types[] = {
+	[MODEL_FS_TEXT] = "LONGTEXT CHARACTER SET utf8mb4",
+	[MODEL_FS_INT] = "BIGINT",
+	[MODEL_FS_I64] = "BIGINT",
+	[MODEL_FS_I64N] = "BIGINT",
+	[MODEL_FS_INTN] = "BIGINT",
+	[MODEL_FS_BOOL] = "BIGINT",
+	[MODEL_FS_ARGV] = "LONGTEXT CHARACTER SET utf8mb4",
+	[MODEL_FS_ENV] = "LONGTEXT CHARACTER SET utf8mb4",
+	[MODEL_FS_HANDLER] = "LONGTEXT CHARACTER SET utf8mb4",
+};
+
+/* A sliced statement's JSON batch (sql.h) goes in parts of at most this
+ * many bytes (a longer row alone): a quarter of the 16 MiB
+ * max_allowed_packet the server and the connector have by default. */
+#define MY_SLICE_BYTES (4u << 20)
 
 /* ---- connection ---- */
 
@@ -176,6 +197,53 @@ static int galera_before(store_conn *q, int id, const store_param *p, int np, db
 	return DBCRON_OK;
 }
 
+/* At most the bytes row r of bt adds to its JSON (rows.c): a text cell's
+ * bytes with their escapes, a number's widest form, the separators. */
+static size_t row_bytes(const store_batch *bt, size_t r)
+{
+	size_t n = 3;
+	for (int c = 0; c < bt->ncols; c++) {
+		const store_cell *v = &bt->cells[r * (size_t)bt->ncols + (size_t)c];
+		n += 24;
+		if (bt->cols[c] != BC_TEXT || v->null || !v->s)
+			continue;
+		for (const unsigned char *t = (const unsigned char *)v->s; *t; t++)
+			n += *t < 0x20 ? 6 : *t == '"' || *t == '\\' ? 2 : 1;
+	}
+	return n;
+}
+
+/* Statement id with its batch parameter p[bi] run once for each slice of
+ * the batch's rows of at most MY_SLICE_BYTES (a row longer than that goes
+ * alone); the results and changes of the slices add up. */
+static int run_sliced(store_conn *q, int id, const store_param *p, int np, int bi,
+		      dbcron_err *err)
+{
+	enum { MAX_PARAMS = 16 };
+	const store_batch *bt = p[bi].b;
+	size_t rows = store_batch_rows(bt), ncols = (size_t)bt->ncols;
+	store_param sp[MAX_PARAMS];
+	if (np > MAX_PARAMS)
+		return dbcron_err_set(err, DBCRON_EINTERNAL, "mysql: %s: %d parameters",
+				      store_stmt_what(id), np);
+	memcpy(sp, p, sizeof(*p) * (size_t)np);
+	for (size_t lo = 0, hi; lo < rows; lo = hi) {
+		size_t bytes = row_bytes(bt, lo), next;
+		for (hi = lo + 1; hi < rows && bytes + (next = row_bytes(bt, hi)) <= MY_SLICE_BYTES;
+		     hi++)
+			bytes += next;
+		/* a view of rows lo..hi-1: the cells stay the caller's */
+		store_batch view = *bt;
+		view.cells = bt->cells + lo * ncols;
+		view.ncells = view.cap = (hi - lo) * ncols;
+		sp[bi] = sp_batch(&view);
+		int rc = my__run_parts(q, id, sp, np, NULL, 0, false, err);
+		if (rc)
+			return rc;
+	}
+	return DBCRON_OK;
+}
+
 static int my_exec(store_conn *q, int id, const store_param *p, int np, dbcron_err *err)
 {
 	int rc;
@@ -202,18 +270,25 @@ static int my_exec(store_conn *q, int id, const store_param *p, int np, dbcron_e
 	}
 	if (q->galera && (rc = galera_before(q, id, p, np, err)))
 		return rc;
-	const char *text =
-		!q->insert_returning && sql_no_returning[id] ? texts_no_returning.text[id]
-							      : texts.text[id];
+	bool no_ret = !q->insert_returning && sql_no_returning[id];
+	const char *text = no_ret ? texts_no_returning.text[id] : texts.text[id];
 	if ((rc = my__prepare(q, id, text, err)))
 		return rc;
 	const store_batch *bt = NULL;
+	int bi = -1;
 	for (int i = 0; i < np; i++)
-		if (p[i].t == SP_BATCH && per_row[id])
+		if (p[i].t == SP_BATCH) {
 			bt = p[i].b;
+			bi = i;
+		}
 	if (bt && bt->oom)
 		return dbcron_err_set(err, DBCRON_ENOMEM, "out of memory in %s", store_stmt_what(id));
-	if (bt) {
+	if (bt && !per_row[id] && !(no_ret && per_row_no_returning[id]))
+		bt = NULL; /* bound whole as JSON (script.c) */
+	if (bi >= 0 && !bt && sliced[id]) {
+		if ((rc = run_sliced(q, id, p, np, bi, err)))
+			goto fail;
+	} else if (bt) {
 		size_t rows = store_batch_rows(bt);
 		for (size_t r = 0; r < rows; r++)
 			if ((rc = my__run_parts(q, id, p, np, bt, r, made_row[id], err)))
@@ -340,8 +415,8 @@ static int my_open(const char *url, unsigned flags, store_conn **out, dbcron_err
 	int rc = my__load(err);
 	if (rc)
 		return rc;
-	rc = store__sql_texts(&texts, sql, NULL, err);
-	if (rc || (rc = store__sql_texts(&texts_no_returning, sql_no_returning, NULL, err)))
+	rc = store__sql_texts(&texts, sql, json_types, err);
+	if (rc || (rc = store__sql_texts(&texts_no_returning, sql_no_returning, json_types, err)))
 		return rc;
 	store_conn *q = dbcron__calloc(1, sizeof(*q));
 	if (!q)

@@ -86,9 +86,13 @@ static const char *const sql[ST__COUNT] = {
 	[ST_JOBS_NAMED] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name IN " LIST_TEXT(1),
 	[ST_JOBS_BY_NAMES] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name IN " LIST_TEXT(1)
 			     " ORDER BY name FOR UPDATE",
+	/* The new jobs as one JSON table (?2, the put batch's rows): one
+	 * statement for a slice of rows (mysql.c), not one a job, which made
+	 * a million-job apply take minutes. */
+	[ST_JOBS_INSERT] = "INSERT INTO jobs ({PUT_COLS}, created_ms, updated_ms) SELECT "
+			   "{PUT_COLS}, ?1, ?1 FROM JSON_TABLE(?2, '$[*]' COLUMNS ({PUT_JSON 0})) v "
+			   "RETURNING id, name",
 	/* cells ?100...: one statement a row (STORE_CAP_ROW_BATCH) */
-	[ST_JOBS_INSERT] = "INSERT INTO jobs ({PUT_COLS}, created_ms, updated_ms) VALUES "
-			   "({PUT_VALUES 100}, ?1, ?1) RETURNING id, name",
 	[ST_JOBS_UPDATE] = "UPDATE jobs SET {PUT_SET 101}, updated_ms = ?1, set_aside = NULL "
 			   "WHERE id = " R(00),
 	[ST_JOBS_PRUNED] = "SELECT " STORE_JOB_COLS " FROM jobs WHERE name NOT IN " LIST_TEXT(1),
@@ -431,8 +435,13 @@ static const char *const sql[ST__COUNT] = {
 	/* The oldest first through runs_fire_at, a bounded batch a statement. */
 	[ST_PRUNE_RUNS] = "DELETE FROM runs WHERE fire_at < ?1 AND finished_ms < ?1 AND state "
 			  "NOT IN (" SQL_RS_SCHEDULED ", " SQL_RS_RUNNING ") ORDER BY fire_at LIMIT ?L2",
-	[ST_AUDIT_INSERT] = "INSERT INTO audit (at_ms, actor, action, job, detail) VALUES (" DBNOW
-			    ", ?1, " R(00) ", " R(01) ", " R(02) ")",
+	/* one statement for a slice of rows, as JOBS_INSERT (a row a job of a
+	 * million-job apply), the ids in the batch's order */
+	[ST_AUDIT_INSERT] = "INSERT INTO audit (at_ms, actor, action, job, detail) SELECT " DBNOW
+			    ", ?1, v.action, v.job, v.detail FROM JSON_TABLE(?2, '$[*]' COLUMNS (k FOR "
+			    "ORDINALITY, action LONGTEXT CHARACTER SET utf8mb4 PATH '$[0]', job LONGTEXT "
+			    "CHARACTER SET utf8mb4 PATH '$[1]', detail LONGTEXT CHARACTER SET utf8mb4 "
+			    "PATH '$[2]')) v ORDER BY v.k",
 	[ST_AUDIT_LIST] = "SELECT * FROM (SELECT id, at_ms, actor, action, job, detail FROM audit "
 			  "WHERE (?1 IS NULL OR job = ?1) AND (?2 < 0 OR at_ms >= ?2) ORDER BY id "
 			  "DESC LIMIT ?L3) x ORDER BY id",
@@ -482,14 +491,23 @@ static const char *const sql_no_returning[ST__COUNT] = {
 		"?12, ?13, ?14, " DBNOW ")" PART IF_CHANGED "SELECT LAST_INSERT_ID()",
 };
 
-/* The statements whose batch runs row by row (the rest take a one-column
- * batch as JSON). */
+/* The statements whose batch runs row by row (the rest take a batch as
+ * JSON). */
 static const bool per_row[ST__COUNT] = {
-	[ST_JOBS_INSERT] = true,   [ST_JOBS_UPDATE] = true,	  [ST_RUNS_RELEASE] = true,
+	[ST_JOBS_UPDATE] = true,	  [ST_RUNS_RELEASE] = true,
 	[ST_RUNS_ABANDON_LOST] = true, [ST_RUNS_UNCLAIM_LOST] = true, [ST_JOBS_SET_ASIDE] = true,
-	[ST_AUDIT_INSERT] = true, [ST_RUNS_ABANDON_PINNED] = true,
-	[ST_RUNS_CANCEL_LOST] = true,
+	[ST_RUNS_ABANDON_PINNED] = true, [ST_RUNS_CANCEL_LOST] = true,
 };
+
+/* Their texts in sql_no_returning run row by row too: a multi-row insert
+ * has no LAST_INSERT_ID() per row to read the ids back by. */
+static const bool per_row_no_returning[ST__COUNT] = {[ST_JOBS_INSERT] = true};
+
+/* The statements whose JSON batch goes in slices of at most MY_SLICE_BYTES
+ * of cells (mysql.c), under the server's max_allowed_packet: a put batch's
+ * rows and its audit rows carry the jobs' commands and environments, of
+ * any length. */
+static const bool sliced[ST__COUNT] = {[ST_JOBS_INSERT] = true, [ST_AUDIT_INSERT] = true};
 
 /* A row-by-row UPDATE whose "RETURNING key" is made from the batch row's
  * cell 0 when the row changed (none today: RUNS_APPLY reads back). */
