@@ -787,38 +787,6 @@ static void tag_put(const http_call *c, const char *name, http_reply *rep)
 	ok(rep, MHD_HTTP_OK, json_pack("{s:s, s:I}", "name", name, "max_running", n));
 }
 
-/* GET /tags; PUT and DELETE /tags/NAME (issue 28 item 3). */
-static void route_tags(const http_call *c, const char *rest, http_reply *rep)
-{
-	dbcron_err err = {0};
-	json_t *j;
-	if (!*rest) {
-		if (!is(c, "GET"))
-			return method_not_allowed(rep, "GET");
-		if (!may_read(c, rep))
-			return;
-		if (app_tags_list(c->st, &j, &err))
-			return from_err(rep, &err);
-		return ok(rep, MHD_HTTP_OK, json_pack("{s:o}", "tags", j));
-	}
-	const char *name = rest + 1;
-	if (!*name || strchr(name, '/'))
-		return http__error(rep, MHD_HTTP_NOT_FOUND, "not_found", "no such resource");
-	if (is(c, "PUT")) {
-		if (may_write(c, rep))
-			tag_put(c, name, rep);
-		return;
-	}
-	if (is(c, "DELETE")) {
-		if (!may_write(c, rep))
-			return;
-		if (app_tag_delete(c->st, name, &err))
-			return from_err(rep, &err);
-		return ok(rep, MHD_HTTP_OK, json_pack("{s:s, s:b}", "name", name, "deleted", 1));
-	}
-	method_not_allowed(rep, "PUT, DELETE");
-}
-
 /* -------------------------------------------------------- calendars */
 
 /* PUT /calendars/NAME {"dates": ["YYYY-MM-DD", ...]}: a new calendar
@@ -842,8 +810,31 @@ static void calendar_put(const http_call *c, const char *name, http_reply *rep)
 	ok(rep, MHD_HTTP_CREATED, json_pack("{s:s, s:I}", "name", name, "days", (json_int_t)n));
 }
 
-/* GET /calendars; GET, PUT and DELETE /calendars/NAME (issue 28 item 7). */
-static void route_calendars(const http_call *c, const char *rest, http_reply *rep)
+/* GET of one calendar, with its days. */
+static void calendar_get(const http_call *c, const char *name, http_reply *rep)
+{
+	dbcron_err err = {0};
+	store_calendar cal;
+	if (store_calendar_get(c->st, name, &cal, &err))
+		return from_err(rep, &err);
+	json_t *j = app_calendar_json(&cal, true);
+	store_calendar_clear(&cal);
+	ok(rep, MHD_HTTP_OK, j);
+}
+
+/* A named collection: GET lists it; a member is read (get, when it has
+ * one), put and deleted; the one rule of the tags and the calendars. */
+typedef struct coll_ops {
+	const char *key; /* the listing's key: {"tags": [...]} */
+	int (*list)(store *s, json_t **out, dbcron_err *err);
+	void (*get)(const http_call *c, const char *name, http_reply *rep);
+	void (*put)(const http_call *c, const char *name, http_reply *rep);
+	int (*del)(store *s, const char *name, dbcron_err *err);
+	const char *member_methods; /* the Allow of a member */
+} coll_ops;
+
+static void route_collection(const http_call *c, const char *rest, const coll_ops *o,
+			     http_reply *rep)
 {
 	dbcron_err err = {0};
 	json_t *j;
@@ -852,37 +843,39 @@ static void route_calendars(const http_call *c, const char *rest, http_reply *re
 			return method_not_allowed(rep, "GET");
 		if (!may_read(c, rep))
 			return;
-		if (app_calendars_list(c->st, &j, &err))
+		if (o->list(c->st, &j, &err))
 			return from_err(rep, &err);
-		return ok(rep, MHD_HTTP_OK, json_pack("{s:o}", "calendars", j));
+		return ok(rep, MHD_HTTP_OK, json_pack("{s:o}", o->key, j));
 	}
 	const char *name = rest + 1;
 	if (!*name || strchr(name, '/'))
 		return http__error(rep, MHD_HTTP_NOT_FOUND, "not_found", "no such resource");
-	if (is(c, "GET")) {
-		store_calendar cal;
-		if (!may_read(c, rep))
-			return;
-		if (store_calendar_get(c->st, name, &cal, &err))
-			return from_err(rep, &err);
-		j = app_calendar_json(&cal, true);
-		store_calendar_clear(&cal);
-		return ok(rep, MHD_HTTP_OK, j);
+	if (o->get && is(c, "GET")) {
+		if (may_read(c, rep))
+			o->get(c, name, rep);
+		return;
 	}
 	if (is(c, "PUT")) {
 		if (may_write(c, rep))
-			calendar_put(c, name, rep);
+			o->put(c, name, rep);
 		return;
 	}
 	if (is(c, "DELETE")) {
 		if (!may_write(c, rep))
 			return;
-		if (store_calendar_delete(c->st, name, &err))
+		if (o->del(c->st, name, &err))
 			return from_err(rep, &err);
 		return ok(rep, MHD_HTTP_OK, json_pack("{s:s, s:b}", "name", name, "deleted", 1));
 	}
-	method_not_allowed(rep, "GET, PUT, DELETE");
+	method_not_allowed(rep, o->member_methods);
 }
+
+/* GET /tags; PUT and DELETE /tags/NAME (issue 28 item 3). */
+static const coll_ops tags_ops = {"tags", app_tags_list, NULL, tag_put, app_tag_delete,
+				  "PUT, DELETE"};
+/* GET /calendars; GET, PUT and DELETE /calendars/NAME (issue 28 item 7). */
+static const coll_ops calendars_ops = {"calendars", app_calendars_list, calendar_get,
+				       calendar_put, store_calendar_delete, "GET, PUT, DELETE"};
 
 static void route_all(const http_call *c, http_reply *rep);
 
@@ -942,9 +935,9 @@ static void route_all(const http_call *c, http_reply *rep)
 	if (!strcmp(p, "/apply"))
 		return route_apply(c, rep);
 	if (!strncmp(p, "/tags", 5) && (p[5] == '\0' || p[5] == '/'))
-		return route_tags(c, p + 5, rep);
+		return route_collection(c, p + 5, &tags_ops, rep);
 	if (!strncmp(p, "/calendars", 10) && (p[10] == '\0' || p[10] == '/'))
-		return route_calendars(c, p + 10, rep);
+		return route_collection(c, p + 10, &calendars_ops, rep);
 	if (!strcmp(p, "/audit"))
 		return route_audit(c, rep);
 	if (!strcmp(p, "/stats"))
