@@ -829,6 +829,26 @@ static void test_statement_counts(void **state)
 	tdb_drop(&d);
 }
 
+/* The plan of statement id on d's database with sequential scans off (a
+ * small table would be scanned whatever the indexes), one step a line. */
+static void pg_plan(tdb *d, int id, const char *const *v, int nv, char *plan, size_t len)
+{
+	PGconn *c = raw(d);
+	char sql[4096];
+	size_t n = 0;
+	PQclear(PQexec(c, "SET enable_seqscan = off"));
+	snprintf(sql, sizeof(sql), "EXPLAIN %s", store_pg_dialect.sql[id]);
+	PGresult *r = PQexecParams(c, sql, nv, NULL, v, NULL, NULL, 0);
+	if (PQresultStatus(r) != PGRES_TUPLES_OK)
+		fail_msg("explain: %s", PQerrorMessage(c));
+	plan[0] = '\0';
+	for (int i = 0; i < PQntuples(r) && n < len - 1; i++)
+		n += (size_t)snprintf(plan + n, len - n, "%s\n", PQgetvalue(r, i, 0));
+	PQclear(r);
+	PQfinish(c);
+	print_message("%s", plan);
+}
+
 /* Issue 23 item 10: one job's runs (runs --job X, a job's last runs) can be
  * read through runs_job_name_fire (seq scans off, so that an empty table's
  * plan still shows which index serves the statement). */
@@ -838,21 +858,9 @@ static void test_runs_of_one_job_plan(void **state)
 	tdb d;
 	tdb_create(&d);
 	store *s = open_migrated(&d);
-	PGconn *c = raw(&d);
-	PQclear(PQexec(c, "SET enable_seqscan = off"));
-	char sql[4096];
-	snprintf(sql, sizeof(sql), "EXPLAIN %s", store_pg_dialect.sql[ST_RUNS_LIST_JOB]);
 	const char *v[8] = {"x", "0", "-1", "10", "-1", "", "0", "0"};
-	PGresult *r = PQexecParams(c, sql, 8, NULL, v, NULL, NULL, 0);
-	if (PQresultStatus(r) != PGRES_TUPLES_OK)
-		fail_msg("explain: %s", PQerrorMessage(c));
-	char plan[4096] = "";
-	size_t n = 0;
-	for (int i = 0; i < PQntuples(r) && n < sizeof(plan) - 1; i++)
-		n += (size_t)snprintf(plan + n, sizeof(plan) - n, "%s\n", PQgetvalue(r, i, 0));
-	PQclear(r);
-	PQfinish(c);
-	print_message("%s", plan);
+	char plan[4096];
+	pg_plan(&d, ST_RUNS_LIST_JOB, v, 8, plan, sizeof(plan));
 	assert_non_null(strstr(plan, "runs_job_name_fire"));
 	store_close(s);
 	tdb_drop(&d);
@@ -867,21 +875,9 @@ static void test_overdue_find_plan(void **state)
 	tdb d;
 	tdb_create(&d);
 	store *s = open_migrated(&d);
-	PGconn *c = raw(&d);
-	PQclear(PQexec(c, "SET enable_seqscan = off"));
-	char sql[4096];
-	snprintf(sql, sizeof(sql), "EXPLAIN %s", store_pg_dialect.sql[ST_OVERDUE_FIND]);
 	const char *v[1] = {"1000"};
-	PGresult *r = PQexecParams(c, sql, 1, NULL, v, NULL, NULL, 0);
-	if (PQresultStatus(r) != PGRES_TUPLES_OK)
-		fail_msg("explain: %s", PQerrorMessage(c));
-	char plan[4096] = "";
-	size_t n = 0;
-	for (int i = 0; i < PQntuples(r) && n < sizeof(plan) - 1; i++)
-		n += (size_t)snprintf(plan + n, sizeof(plan) - n, "%s\n", PQgetvalue(r, i, 0));
-	PQclear(r);
-	PQfinish(c);
-	print_message("%s", plan);
+	char plan[4096];
+	pg_plan(&d, ST_OVERDUE_FIND, v, 1, plan, sizeof(plan));
 	assert_non_null(strstr(plan, "on jobs_overdue"));
 	store_close(s);
 	tdb_drop(&d);

@@ -197,33 +197,43 @@ static void test_sqlite_bad_urls(void **state)
 	assert_int_equal(store_open("file.db", &s, &err), DBCRON_EINVAL);
 }
 
-/* Issue 23 item 10: one job's runs (runs --job X, a job's last runs) are
- * read through runs_job_name_fire, not by scanning the run log. */
-static void test_sqlite_runs_of_one_job_plan(void **state)
+/* The plan of statement id of the test's database, its steps joined by
+ * "; ", its parameters bound as texts (SQLite takes "10" for an integer
+ * where the column's affinity is integer; NULL for a NULL). */
+static void sqlite_plan(conf_ctx *c, int id, const char *const *v, int nv, char *plan,
+			size_t len)
 {
-	conf_ctx *c = *state;
 	sqlite3 *db;
 	sqlite3_stmt *st;
 	char sql[4096];
-	assert_int_equal(sqlite3_open(c->url + 7, &db), SQLITE_OK);
-	snprintf(sql, sizeof(sql), "EXPLAIN QUERY PLAN %s", store_sqlite_dialect.sql[ST_RUNS_LIST_JOB]);
-	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
-	sqlite3_bind_text(st, 1, "x", -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 2, 0);
-	sqlite3_bind_int64(st, 3, -1);
-	sqlite3_bind_int64(st, 4, 10);
-	sqlite3_bind_int64(st, 5, -1);
-	sqlite3_bind_text(st, 6, "", -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 7, 0);
-	sqlite3_bind_int64(st, 8, 0);
-	char plan[2048] = "";
 	size_t n = 0;
-	while (sqlite3_step(st) == SQLITE_ROW && n < sizeof(plan) - 1)
-		n += (size_t)snprintf(plan + n, sizeof(plan) - n, "%s; ",
+	assert_int_equal(sqlite3_open(c->url + 7, &db), SQLITE_OK);
+	snprintf(sql, sizeof(sql), "EXPLAIN QUERY PLAN %s", store_sqlite_dialect.sql[id]);
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+	for (int i = 0; i < nv; i++) {
+		char *end;
+		long long x = strtoll(v[i], &end, 10);
+		if (*v[i] && !*end)
+			sqlite3_bind_int64(st, i + 1, x);
+		else
+			sqlite3_bind_text(st, i + 1, v[i], -1, SQLITE_STATIC);
+	}
+	plan[0] = '\0';
+	while (sqlite3_step(st) == SQLITE_ROW && n < len - 1)
+		n += (size_t)snprintf(plan + n, len - n, "%s; ",
 				      (const char *)sqlite3_column_text(st, 3));
 	sqlite3_finalize(st);
 	sqlite3_close(db);
 	print_message("plan: %s\n", plan);
+}
+
+/* Issue 23 item 10: one job's runs (runs --job X, a job's last runs) are
+ * read through runs_job_name_fire, not by scanning the run log. */
+static void test_sqlite_runs_of_one_job_plan(void **state)
+{
+	const char *v[8] = {"x", "0", "-1", "10", "-1", "", "0", "0"};
+	char plan[2048];
+	sqlite_plan(*state, ST_RUNS_LIST_JOB, v, 8, plan, sizeof(plan));
 	assert_non_null(strstr(plan, "USING INDEX runs_job_name_fire (job_name=?)"));
 	assert_null(strstr(plan, "SCAN runs"));
 }
@@ -233,22 +243,9 @@ static void test_sqlite_runs_of_one_job_plan(void **state)
  * scanning every job. */
 static void test_sqlite_overdue_find_plan(void **state)
 {
-	conf_ctx *c = *state;
-	sqlite3 *db;
-	sqlite3_stmt *st;
-	char sql[4096];
-	assert_int_equal(sqlite3_open(c->url + 7, &db), SQLITE_OK);
-	snprintf(sql, sizeof(sql), "EXPLAIN QUERY PLAN %s", store_sqlite_dialect.sql[ST_OVERDUE_FIND]);
-	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
-	sqlite3_bind_int64(st, 1, 1000);
-	char plan[2048] = "";
-	size_t n = 0;
-	while (sqlite3_step(st) == SQLITE_ROW && n < sizeof(plan) - 1)
-		n += (size_t)snprintf(plan + n, sizeof(plan) - n, "%s; ",
-				      (const char *)sqlite3_column_text(st, 3));
-	sqlite3_finalize(st);
-	sqlite3_close(db);
-	print_message("plan: %s\n", plan);
+	const char *v[1] = {"1000"};
+	char plan[2048];
+	sqlite_plan(*state, ST_OVERDUE_FIND, v, 1, plan, sizeof(plan));
 	assert_non_null(strstr(plan, "SEARCH j USING INDEX jobs_overdue"));
 	assert_null(strstr(plan, "SCAN j"));
 }
