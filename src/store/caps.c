@@ -160,36 +160,40 @@ void store_put_tags(store *s, store_put_caps *c)
 	s->put_caps = c;
 }
 
-/* The capped tags' names, for a prune. */
+/* The capped tags' names, for a prune; a walk cut short by out of memory
+ * says so (oom), never a shorter list. */
+struct cap_names {
+	char **v;
+	size_t n, cap;
+	bool oom;
+};
+
 static int cap_name(void *ctx, const char *name)
 {
-	char ***v = ctx;
-	size_t n = 0;
-	while ((*v)[n])
-		n++;
-	char **g = dbcron__realloc(*v, (n + 2) * sizeof(**v));
-	if (!g)
-		return 1;
-	*v = g;
-	g[n + 1] = NULL;
-	return !(g[n] = dbcron__strdup(name));
+	struct cap_names *c = ctx;
+	if (dbcron__grow((void **)&c->v, &c->cap, c->n + 1, sizeof(*c->v)) ||
+	    !(c->v[c->n] = dbcron__strdup(name)))
+		return c->oom = true;
+	c->n++;
+	return 0;
 }
 
 static int prune_caps(store *s, store_audit *a, store_put_caps *c, dbcron_err *err)
 {
-	char **names = dbcron__calloc(1, sizeof(*names));
-	int rc = names ? store__each_name(s, ST_TAGS_NAMES, NULL, 0, cap_name, &names, err)
-		       : store__oom(err, "tags");
-	for (size_t i = 0; !rc && names[i]; i++) {
+	struct cap_names names = {0};
+	int rc = store__each_name(s, ST_TAGS_NAMES, NULL, 0, cap_name, &names, err);
+	if (!rc && names.oom)
+		rc = store__oom(err, "tags");
+	for (size_t i = 0; !rc && i < names.n; i++) {
 		bool kept = false, gone;
 		for (size_t k = 0; k < c->n && !kept; k++)
-			kept = strcmp(c->v[k].name, names[i]) == 0;
-		if (!kept && !(rc = tag_delete_in(s, a, names[i], &gone, err)))
+			kept = strcmp(c->v[k].name, names.v[i]) == 0;
+		if (!kept && !(rc = tag_delete_in(s, a, names.v[i], &gone, err)))
 			c->deleted += gone;
 	}
-	for (size_t i = 0; names && names[i]; i++)
-		dbcron__free(names[i]);
-	dbcron__free(names);
+	for (size_t i = 0; i < names.n; i++)
+		dbcron__free(names.v[i]);
+	dbcron__free(names.v);
 	return rc;
 }
 
