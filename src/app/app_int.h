@@ -88,8 +88,9 @@ int app__caps_read(const json_t *tags, store_tag_cap **out, size_t *n, dbcron_er
 /* A dry run's {"set": [{"name", "before", "after"}], "delete": [names],
  * "unchanged": [names]} of the caps v[0..n) against the stored ones; NULL
  * on an error (err). */
-/* Each cap of b on a tag some job carries: one of b's, or (without prune,
- * which leaves only b's) a stored one; DBCRON_EINVAL naming it. */
+/* For a dry run (a write checks it in its transaction, store caps.c):
+ * each cap of b on a tag some job carries: one of b's, or (without
+ * prune, which leaves only b's) a stored one; DBCRON_EINVAL naming it. */
 int app__caps_known(store *s, const app_batch *b, bool prune, dbcron_err *err);
 json_t *app__caps_diff(store *s, const store_tag_cap *v, size_t n, bool prune, dbcron_err *err);
 int app__check_job_targets(store *s, const struct model_jobdef *defs, size_t n, size_t *bad,

@@ -52,6 +52,8 @@ cat >"$T/bad.json" <<'EOF'
 EOF
 expect_rc 2 job apply "$T/bad.json"
 assert_err_contains "unknown tag 'typo'" "a document's cap on a tag no job carries is refused"
+expect_rc 2 job apply "$T/bad.json" --dry-run
+assert_err_contains "unknown tag 'typo'" "the dry run refuses it too"
 assert_not_contains "$(dbc job list --format json)" "io-1" "and its jobs are not written"
 sed 's/, {"name": "typo", "max_running": 1}//' "$T/bad.json" >"$T/doc.json"
 expect_rc 0 job apply "$T/doc.json" --dry-run
