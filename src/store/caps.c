@@ -66,7 +66,7 @@ int store__tag_set_in(store *s, store_audit *a, const char *name, int max_runnin
 		      bool *changed, dbcron_err *err)
 {
 	int64_t now, jobs = 0;
-	int before, rc = model_tag_check(name, err);
+	int before = -1, rc = model_tag_check(name, err);
 	*changed = false;
 	if (rc)
 		return rc;
