@@ -13,6 +13,7 @@
 # evicted within seconds.  Never the system service: no defaults files are
 # read, and as root the servers run as the "mysql" user.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/port.bash"
 cmd=$1 dir=$2
 provider=/usr/lib/galera/libgalera_smm.so
 [ -f "$provider" ] || { echo "galera-tmp: $provider not found (install galera-4)" >&2; exit 3; }
@@ -88,7 +89,7 @@ stop_member() {
 case "$cmd" in
 start)
   mkdir -p "$dir"
-  echo $(( 20000 + (RANDOM % 2000) * 10 )) > "$dir/base"
+  echo $(( $(private_port 40) / 10 * 10 )) > "$dir/base"
   for i in 1 2 3; do
     mkdir -p "$dir/m$i/tmp" "$dir/m$i/data"
     [ "$(id -u)" -eq 0 ] && chown -R mysql: "$dir/m$i"

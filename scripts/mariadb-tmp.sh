@@ -10,6 +10,7 @@
 # server runs as the "mysql" user.  MARIADB_TMP_DURABLE=1 flushes the redo
 # log at every commit (benchmark figures that count: bench/compare.sh).
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/port.bash"
 cmd=$1 dir=$2
 for b in mariadbd mysqld; do
   for d in /usr/sbin /usr/bin /usr/libexec; do [ -x "$d/$b" ] && { server="$d/$b"; break 2; }; done
@@ -54,7 +55,7 @@ stop_server() {
 case "$cmd" in
 start)
   mkdir -p "$dir"
-  echo $(( 20000 + (RANDOM % 20000) )) > "$dir/port"
+  private_port > "$dir/port"
   # a temp dir of its own: two servers set up at once in one /tmp clash
   mkdir -p "$dir/tmp"
   [ "$(id -u)" -eq 0 ] && chown mysql: "$dir" "$dir/tmp"
@@ -64,7 +65,7 @@ start)
   for try in 1 2 3 4 5; do
     run_server 2>"$dir/start.err" && break
     [ "$try" -lt 5 ] || { cat "$dir/start.err" >&2; exit 1; }
-    echo $(( 20000 + (RANDOM % 20000) )) > "$dir/port"
+    private_port > "$dir/port"
   done
   echo "mysql://root@127.0.0.1:$(cat "$dir/port")/mysql"
   ;;

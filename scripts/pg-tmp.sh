@@ -10,6 +10,7 @@
 # benchmark figure that counts is measured with: bench/compare.sh); tests
 # run without them.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/port.bash"
 cmd=$1 dir=$2
 bindir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
 [ -x "$bindir/initdb" ] || { echo "pg-tmp: PostgreSQL server binaries not found" >&2; exit 1; }
@@ -22,7 +23,7 @@ case "$cmd" in
 start)
   mkdir -p "$dir"
   [ "$(id -u)" -eq 0 ] && chown postgres: "$dir"
-  port=$(( 20000 + (RANDOM % 20000) ))
+  port=$(private_port)
   as_pg "$bindir/initdb" -D "$dir/data" -A trust -U postgres -E UTF8 >"$dir/initdb.log" 2>&1 ||
     { cat "$dir/initdb.log" >&2; exit 1; }
   cat >>"$dir/data/postgresql.conf" <<CONF
@@ -41,7 +42,7 @@ CONF
   for try in 1 2 3 4 5; do
     as_pg "$bindir/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null && break
     [ "$try" -lt 5 ] || { cat "$dir/server.log" >&2; exit 1; }
-    old=$port port=$(( 20000 + (RANDOM % 20000) ))
+    old=$port port=$(private_port)
     sed -i "s/^port = $old\$/port = $port/" "$dir/data/postgresql.conf"
   done
   echo "host=$dir port=$port user=postgres dbname=postgres"

@@ -29,6 +29,7 @@
 # and both data nodes listen on the same port.  Needs root (namespaces); PostgreSQL refuses root, so the
 # servers run as the "postgres" user, as in scripts/pg-tmp.sh.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/port.bash"
 cmd=${1:?usage: pgaf-tmp.sh start|stop|primary|ready|pids|cut|heal|skew|switchover|state DIR [N] [SECS]}
 dir=${2:?DIR missing}
 bindir=/usr/lib/postgresql/15/bin
@@ -114,7 +115,7 @@ start() {
   # names and a /24 of our own, so that two formations can live side by side
   local id=$(( (RANDOM % 60000) + 1000 )) net
   net="10.$(( 100 + id % 100 )).$(( id / 100 % 250 ))"
-  local br="pgafbr$id" mport=$(( 20000 + (RANDOM % 20000) ))
+  local br="pgafbr$id" mport=$(private_port)
   cat >"$dir/env" <<ENV
 ID=$id
 BR=$br
@@ -231,12 +232,28 @@ CONF
   # their files): a primary cut off from the monitor and its standby
   # demotes itself after 3 s (production: 20 s).
   for n in 1 2; do
-    as_pg "" pg_autoctl config set --pgdata "$dir/node$n" timeout.network_partition_timeout 3 >/dev/null
-    as_pg "" pg_autoctl config set --pgdata "$dir/node$n" timeout.prepare_promotion_walreceiver 1 >/dev/null
-    as_pg "" pg_autoctl config set --pgdata "$dir/node$n" timeout.postgresql_restart_failure_timeout 5 >/dev/null
-    kill -HUP "$(head -n 1 "$dir/xdg/run/pg_autoctl$dir/node$n/pg_autoctl.pid")"
+    wait_for 30 "node$n's keeper settings" keeper_settings "$n" ||
+      { tail -n 30 "$dir/node$n.log" >&2; return 1; }
   done
   echo "$URL"
+}
+
+# keeper_settings N: data node N's keeper timeouts set, reloaded and read
+# back.  The keeper rewrites its own file in place now and then (not by a
+# rename), so that pg_autoctl may read it half-written ("Failed to find
+# section pg_autoctl"), and a keeper writing what it held before the reload
+# undoes a setting: hence set, reload, read back, and again if need be.
+keeper_settings() {
+  local n=$1 cfg=(timeout.network_partition_timeout 3 timeout.prepare_promotion_walreceiver 1
+                  timeout.postgresql_restart_failure_timeout 5) i
+  for ((i = 0; i < ${#cfg[@]}; i += 2)); do
+    as_pg "" pg_autoctl config set --pgdata "$dir/node$n" "${cfg[i]}" "${cfg[i + 1]}" >/dev/null 2>&1 || return 1
+  done
+  kill -HUP "$(head -n 1 "$dir/xdg/run/pg_autoctl$dir/node$n/pg_autoctl.pid")" || return 1
+  sleep 0.5
+  for ((i = 0; i < ${#cfg[@]}; i += 2)); do
+    [ "$(as_pg "" pg_autoctl config get --pgdata "$dir/node$n" "${cfg[i]}" 2>/dev/null)" = "${cfg[i + 1]}" ] || return 1
+  done
 }
 
 # the processes of a data node: its pg_autoctl and everything under it
