@@ -22,6 +22,7 @@
 #include "core/text.h"
 #include "dbcron/dbcron.h"
 #include "exec/runas.h"
+#include "store/store.h"
 
 static const struct {
 	const char *name;
@@ -289,6 +290,7 @@ static int global_options(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	store_sqlite_own_process();
 	if (argc < 2) {
 		usage(stderr);
 		return CLI_EXIT_USAGE;

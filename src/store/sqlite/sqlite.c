@@ -295,6 +295,13 @@ static const char *sq_col_text(store_conn *q, int c)
 
 static int64_t sq_changes(store_conn *q) { return q->changes; }
 
+void store_sqlite_own_process(void)
+{
+	/* SQLITE_MISUSE once SQLite is initialised: then the statistics stay,
+	 * which costs time, not correctness */
+	(void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
+
 static bool sq_in_tx(store_conn *q) { return !sqlite3_get_autocommit(q->db); }
 
 static const char *sq_display(const store_conn *q) { return q->url; }
