@@ -12,6 +12,8 @@
 # W2_REACT=1 gives every W2 job an --on-failure webhook (to a closed local
 # port; the jobs succeed, so none is raised): the cost of carrying a
 # reaction through the claim and the outcome batch write (issue 26 item 4).
+# W1_RUNS_OUT=FILE keeps W1's steady-state runs (the CSV of `dbcron runs`)
+# for bench/w1_tail.sh, which splits the lateness into its parts.
 # W1_SHELL=1 makes the W1 jobs shell jobs running `true` instead of the noop
 # handler (the cost of spawning a process per run); W1_FLAGS adds node flags
 # to W1, BENCH_NODE_FLAGS to every mode (e.g. "--claim-strategy lock-row").
@@ -135,6 +137,7 @@ PY
   dups=$(awk -F, '$3 == 1 { print $1 "," $2 }' "$T/win.csv" | sort | uniq -d | wc -l)
   other=$(awk -F, '$4 != "succeeded"' "$T/win.csv" | cut -d, -f4 | sort | uniq -c | tr '\n' ' ')
   read -r p50 p99 max < <(awk -F, '$6 != "" { print $6 - $2 }' "$T/win.csv" | percentiles)
+  [ -n "${W1_RUNS_OUT:-}" ] && cp "$T/win.csv" "$W1_RUNS_OUT"
   total=$(awk -F, '$4 == "succeeded"' "$T/runs.csv" | wc -l)
   st=$(statements)
   spe=$(awk -v s="$st" -v e="$total" 'BEGIN { printf "%.3f", e ? s / e : 0 }')

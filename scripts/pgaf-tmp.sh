@@ -239,10 +239,10 @@ CONF
 }
 
 # keeper_settings N: data node N's keeper timeouts set, reloaded and read
-# back.  The keeper rewrites its own file in place now and then (not by a
-# rename), so that pg_autoctl may read it half-written ("Failed to find
-# section pg_autoctl"), and a keeper writing what it held before the reload
-# undoes a setting: hence set, reload, read back, and again if need be.
+# back.  The keeper writes its own file as it settles, evidently not by an
+# atomic rename: CI saw pg_autoctl read it half-written ("Failed to find
+# section pg_autoctl"); and a keeper writing what it held before the reload
+# would undo a setting.  Hence set, reload, read back, and again if need be.
 keeper_settings() {
   local n=$1 cfg=(timeout.network_partition_timeout 3 timeout.prepare_promotion_walreceiver 1
                   timeout.postgresql_restart_failure_timeout 5) i
