@@ -25,6 +25,8 @@ int pool_create(const char *name, int threads, size_t queue_cap, pool **out,
 /* Queue fn(item).  DBCRON_EBUSY when the queue is full (item untouched, the
  * caller keeps it).  Never blocks. */
 int pool_submit(pool *p, pool_fn fn, void *item);
+/* The first of items[0..k) that fit, queued under one lock; how many. */
+size_t pool_submit_many(pool *p, pool_fn fn, void *const *items, size_t k);
 /* Items queued plus items running. */
 size_t pool_load(pool *p);
 size_t pool_capacity(pool *p); /* threads + queue_cap */

@@ -164,25 +164,33 @@ out_nomem:
 
 int pool_submit(pool *p, pool_fn fn, void *item)
 {
-	int rc = DBCRON_OK;
-
 	if (!p || !fn)
 		return DBCRON_EINVAL;
+	return pool_submit_many(p, fn, &item, 1) == 1 ? DBCRON_OK : DBCRON_EBUSY;
+}
+
+/* One lock for the lot: a burst of fires due at one instant (thousands a
+ * second on a busy node) was a lock, an unlock and a wake-up each. */
+size_t pool_submit_many(pool *p, pool_fn fn, void *const *items, size_t k)
+{
+	size_t done = 0;
 	pthread_mutex_lock(&p->mu);
-	if (p->stopping) {
-		rc = DBCRON_EBUSY;
-	} else if (p->queued == p->cap) {
-		rc = DBCRON_EBUSY;
-	} else {
-		size_t tail = (p->head + p->queued) % p->cap;
-		p->ring[tail].fn = fn;
-		p->ring[tail].item = item;
-		p->queued++;
-		/* One waiter is enough: each item needs one worker. */
-		pthread_cond_signal(&p->work_cv);
+	if (!p->stopping) {
+		for (; done < k && p->queued < p->cap; done++) {
+			size_t tail = (p->head + p->queued) % p->cap;
+			p->ring[tail].fn = fn;
+			p->ring[tail].item = items[done];
+			p->queued++;
+		}
+		/* each item needs one worker: one waiter for one item, all of
+		 * them for more */
+		if (done == 1)
+			pthread_cond_signal(&p->work_cv);
+		else if (done > 1)
+			pthread_cond_broadcast(&p->work_cv);
 	}
 	pthread_mutex_unlock(&p->mu);
-	return rc;
+	return done;
 }
 
 size_t pool_load(pool *p)

@@ -251,13 +251,11 @@ static void worker_busy(void *arg)
 	dbcron__log_bind(prev);
 }
 
-void dispatch_submit(dbcron_node *n, fire *f)
+/* A fire its pool had no room for, full despite backpressure (e.g. a burst
+ * of held fires): tried again in a millisecond; it stays ours and its start
+ * unwritten. */
+static void submit_refused(dbcron_node *n, fire *f)
 {
-	pool *p = f->slow ? n->slow : n->fast;
-	if (pool_submit(p, worker_busy, f) == DBCRON_OK)
-		return;
-	/* Full despite backpressure (e.g. a burst of held fires): try again
-	 * in a millisecond; the fire stays ours and its start unwritten. */
 	pthread_mutex_lock(&n->mu);
 	if (f->phase == FIRE_STARTED)
 		fire_list_unlink(&n->pending, f);
@@ -268,6 +266,37 @@ void dispatch_submit(dbcron_node *n, fire *f)
 		finish_unstarted(n, f, DBCRON_RUN_FAILED, "out of memory");
 	pthread_cond_signal(&n->timer_cv);
 	pthread_mutex_unlock(&n->mu);
+}
+
+void dispatch_submit(dbcron_node *n, fire *f)
+{
+	if (pool_submit(f->slow ? n->slow : n->fast, worker_busy, f) != DBCRON_OK)
+		submit_refused(n, f);
+}
+
+/* The timer's batch of fires let go at one instant (at most TIMER_BATCH,
+ * in start order), each pool's share queued under one lock
+ * (pool_submit_many), in the same order. */
+#define TIMER_BATCH 256
+static void submit_share(dbcron_node *n, pool *p, fire **fires, size_t k)
+{
+	size_t took = k ? pool_submit_many(p, worker_busy, (void *const *)fires, k) : 0;
+	for (size_t i = took; i < k; i++)
+		submit_refused(n, fires[i]);
+}
+
+static void submit_batch(dbcron_node *n, fire **batch, size_t k)
+{
+	fire *slow[TIMER_BATCH];
+	size_t nfast = 0, nslow = 0;
+	for (size_t i = 0; i < k; i++) {
+		if (batch[i]->slow)
+			slow[nslow++] = batch[i];
+		else
+			batch[nfast++] = batch[i];
+	}
+	submit_share(n, n->fast, batch, nfast);
+	submit_share(n, n->slow, slow, nslow);
 }
 
 /* The outcome of a fire that ran (mu held). */
@@ -669,7 +698,7 @@ size_t dispatch_take_unstarted(dbcron_node *n, fire_list *out)
 static void *timer_main(void *arg)
 {
 	dbcron_node *n = arg;
-	fire *batch[256];
+	fire *batch[TIMER_BATCH];
 
 	dbcron__log_bind(&n->log);
 	pthread_mutex_lock(&n->mu);
@@ -705,8 +734,7 @@ static void *timer_main(void *arg)
 						batch[k++] = f;
 				}
 				pthread_mutex_unlock(&n->mu);
-				for (size_t i = 0; i < k; i++)
-					dispatch_submit(n, batch[i]);
+				submit_batch(n, batch, k);
 				pthread_mutex_lock(&n->mu);
 				continue;
 			}

@@ -153,6 +153,47 @@ static void test_busy_when_full(void **state)
 	gate_destroy(&g);
 }
 
+/* pool_submit_many: what fits, in order, under one lock; and every item of
+ * the lot gets a worker (a lone wake-up would leave the rest queued behind
+ * a blocked one: the three gates below would never all start). */
+static void test_submit_many(void **state)
+{
+	(void)state;
+	pool *p;
+	struct gate g;
+	void *items[8];
+
+	gate_init(&g);
+	order_len = 0;
+	assert_int_equal(pool_create("many", 1, 5, &p, NULL), DBCRON_OK);
+	assert_int_equal(pool_submit(p, gate_item, &g), DBCRON_OK);
+	gate_wait_started(&g, 1);
+	for (intptr_t i = 0; i < 8; i++)
+		items[i] = (void *)(i + 1);
+	assert_int_equal(pool_submit_many(p, record_item, items, 8), 5);
+	assert_int_equal(pool_submit_many(p, record_item, items, 8), 0); /* full */
+	assert_int_equal(pool_load(p), 6);
+	gate_open(&g);
+	wait_idle(p);
+	pthread_mutex_lock(&order_mu);
+	assert_int_equal(order_len, 5);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(order[i], i + 1);
+	pthread_mutex_unlock(&order_mu);
+	pool_destroy(p, NULL);
+	gate_destroy(&g);
+
+	gate_init(&g);
+	assert_int_equal(pool_create("many3", 3, 8, &p, NULL), DBCRON_OK);
+	void *gates[3] = {&g, &g, &g};
+	assert_int_equal(pool_submit_many(p, gate_item, gates, 3), 3);
+	gate_wait_started(&g, 3);
+	gate_open(&g);
+	wait_idle(p);
+	pool_destroy(p, NULL);
+	gate_destroy(&g);
+}
+
 static void test_bad_args(void **state)
 {
 	(void)state;
@@ -278,6 +319,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fifo_one_thread),
 		cmocka_unit_test(test_busy_when_full),
+		cmocka_unit_test(test_submit_many),
 		cmocka_unit_test(test_bad_args),
 		cmocka_unit_test(test_destroy_hands_back),
 		cmocka_unit_test(test_many_producers),
