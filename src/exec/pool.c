@@ -174,6 +174,8 @@ int pool_submit(pool *p, pool_fn fn, void *item)
 size_t pool_submit_many(pool *p, pool_fn fn, void *const *items, size_t k)
 {
 	size_t done = 0;
+	if (k == 0)
+		return 0;
 	pthread_mutex_lock(&p->mu);
 	if (!p->stopping) {
 		for (; done < k && p->queued < p->cap; done++) {
@@ -182,12 +184,13 @@ size_t pool_submit_many(pool *p, pool_fn fn, void *const *items, size_t k)
 			p->ring[tail].item = items[done];
 			p->queued++;
 		}
-		/* each item needs one worker: one waiter for one item, all of
-		 * them for more */
-		if (done == 1)
-			pthread_cond_signal(&p->work_cv);
-		else if (done > 1)
+		/* each item needs one worker: a waiter woken per item, all of
+		 * them once there are as many items as threads */
+		if (done >= (size_t)p->nthreads)
 			pthread_cond_broadcast(&p->work_cv);
+		else
+			for (size_t i = 0; i < done; i++)
+				pthread_cond_signal(&p->work_cv);
 	}
 	pthread_mutex_unlock(&p->mu);
 	return done;

@@ -280,7 +280,7 @@ void dispatch_submit(dbcron_node *n, fire *f)
 #define TIMER_BATCH 256
 static void submit_share(dbcron_node *n, pool *p, fire **fires, size_t k)
 {
-	size_t took = k ? pool_submit_many(p, worker_busy, (void *const *)fires, k) : 0;
+	size_t took = pool_submit_many(p, worker_busy, (void *const *)fires, k);
 	for (size_t i = took; i < k; i++)
 		submit_refused(n, fires[i]);
 }

@@ -84,10 +84,9 @@ void store_count_errors(store *s, atomic_ullong *counts);
 /* For a process that owns its SQLite (the dbcron program, not a program
  * embedding libdbcron), called before anything else uses SQLite: its
  * memory statistics off.  Kept, they take one process-wide mutex on every
- * allocation and free inside SQLite, ~6 % of a node's CPU draining one-shot
- * jobs (docs/benchmarks.md); nothing in dbcron reads them. */
+ * allocation and free inside SQLite, ~7 % of a node's samples draining
+ * one-shot jobs (docs/benchmarks.md); nothing in dbcron reads them. */
 void store_sqlite_own_process(void);
-
 
 /* One fire the planner wants written while a job is claimed. */
 typedef struct store_fire {

@@ -1,7 +1,7 @@
 /*
  * store_sqlite_own_process: the dbcron program turns SQLite's memory
  * statistics off before anything uses SQLite (their mutex on every
- * allocation cost a node ~7 % of its CPU draining one-shot jobs).  A binary
+ * allocation was ~7 % of a node's samples draining one-shot jobs).  A binary
  * of its own, since the setting only takes before SQLite's first use in the
  * process, and so that the statistics it reads are this test's alone.
  */
