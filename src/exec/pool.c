@@ -170,7 +170,17 @@ int pool_submit(pool *p, pool_fn fn, void *item)
 }
 
 /* One lock for the lot: a burst of fires due at one instant (thousands a
- * second on a busy node) was a lock, an unlock and a wake-up each. */
+ * second on a busy node) was a lock, an unlock and a wake-up each.
+ *
+ * The wake-ups come after the unlock.  A worker woken while the submitter
+ * still held the lock could only block on it, and on a loaded machine the
+ * woken worker takes the submitter's core: the submitter then waited
+ * several milliseconds to run again and unlock, and no queued item could
+ * start meanwhile (W1, 5,000 jobs on 3 nodes and 2 cores: 4-5 ms from the
+ * timer's wake to the first start, with an involuntary switch inside this
+ * function; docs/benchmarks.md "The wake").  Waking after the unlock is
+ * safe: the items are queued under the lock, and a waiter checks queued
+ * under it, so none can miss them. */
 size_t pool_submit_many(pool *p, pool_fn fn, void *const *items, size_t k)
 {
 	size_t done = 0;
@@ -184,15 +194,15 @@ size_t pool_submit_many(pool *p, pool_fn fn, void *const *items, size_t k)
 			p->ring[tail].item = items[done];
 			p->queued++;
 		}
-		/* each item needs one worker: a waiter woken per item, all of
-		 * them once there are as many items as threads */
-		if (done >= (size_t)p->nthreads)
-			pthread_cond_broadcast(&p->work_cv);
-		else
-			for (size_t i = 0; i < done; i++)
-				pthread_cond_signal(&p->work_cv);
 	}
 	pthread_mutex_unlock(&p->mu);
+	/* each item needs one worker: a waiter woken per item, all of them
+	 * once there are as many items as threads */
+	if (done >= (size_t)p->nthreads)
+		pthread_cond_broadcast(&p->work_cv);
+	else
+		for (size_t i = 0; i < done; i++)
+			pthread_cond_signal(&p->work_cv);
 	return done;
 }
 

@@ -276,7 +276,10 @@ void dispatch_submit(dbcron_node *n, fire *f)
 
 /* The timer's batch of fires let go at one instant (at most TIMER_BATCH,
  * in start order), each pool's share queued under one lock
- * (pool_submit_many), in the same order. */
+ * (pool_submit_many), in the same order.  2,048 made W1's bursts cheaper
+ * (the timer won the node's mutex back from its workers 8 times less) but
+ * held that mutex 8 times longer against the workers and the db thread:
+ * W2 on SQLite drained 9 % slower (docs/benchmarks.md "The wake"). */
 #define TIMER_BATCH 256
 static void submit_share(dbcron_node *n, pool *p, fire **fires, size_t k)
 {
