@@ -31,6 +31,7 @@ $("#run-cancel").onclick = () => { if (current === "run") cancelRun(currentArg);
 
 // ---- Trigger with parameters ----
 let triggering;   // the job the form holds (undefined: none loaded)
+let loadingTrigger; // the job whose form is being fetched
 
 // "region=eu,dry_run" -> [["region", "eu"], ["dry_run", ""]] (the server's
 // split: items at ',', the key up to the first '=')
@@ -103,13 +104,25 @@ function eventRow(ev) {
 }
 
 Object.assign(views, {
-  // loads the job once per visit: the 2 s refresh must not undo typing
+  // loads the job once per visit: the 2 s refresh must not undo typing.
+  // Nor may a refresh that came while the fetch was in flight: it loaded
+  // the form a second time, over a row the user had added meanwhile (a
+  // slow server; it_http_dashboard saw the row vanish under load).
   async trigger(name) {
-    if (triggering === name) return "trigger " + name;
+    if (triggering === name || loadingTrigger === name) return "trigger " + name;
+    loadingTrigger = name;
     clearParamErrors();
     $("#trigger-title").textContent = "Trigger " + name;
     $("#t-back").href = "#job/" + encodeURIComponent(name);
-    const j = await get("/jobs/" + encodeURIComponent(name));
+    let j;
+    try {
+      j = await get("/jobs/" + encodeURIComponent(name));
+    } catch (e) {
+      if (loadingTrigger === name) loadingTrigger = undefined; // the next refresh tries again
+      throw e;
+    }
+    if (loadingTrigger !== name) return "trigger " + name; // left or replaced meanwhile
+    loadingTrigger = undefined;
     const decl = declared(j.params);
     $("#trigger-note").textContent = decl.length
       ? "It takes only: " + decl.map((d) => d[0]).join(", ") + " (a key left out takes its default)."
@@ -128,7 +141,9 @@ Object.assign(views, {
     return j.events.length + (state ? " " + state : "") + " events";
   },
 });
-window.addEventListener("hashchange", () => { if (!location.hash.startsWith("#trigger")) triggering = undefined; });
+window.addEventListener("hashchange", () => {
+  if (!location.hash.startsWith("#trigger")) triggering = loadingTrigger = undefined;
+});
 $("#trigger-form").onsubmit = submitTrigger;
 $("#t-add").onclick = () => {
   const row = paramRow("", "");
