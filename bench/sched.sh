@@ -20,7 +20,9 @@
 # BACKEND is sqlite, pg or mysql (pg needs DBCRON_TEST_PG, mysql
 # DBCRON_TEST_MYSQL, see bench/run.sh).
 # Figures come from the runs table (dbcron runs --format csv) and the nodes'
-# own statement counters (the node.stop log line).
+# own statement counters (the node.stop log line); CPU per execution from
+# /proc: the nodes' (node_cpu_us_per_exec) and, for W1 and W2 on a server
+# running on this machine, the database server's (db_cpu_us_per_exec).
 set -euo pipefail
 bin=${DBCRON_BIN:-build/bin/dbcron}
 mode=$1 backend=$2
@@ -84,6 +86,27 @@ nodes_cpu() {
   for p in "${PIDS[@]}"; do awk '{ print $14 + $15 }' "/proc/$p/stat" 2>/dev/null || true; done |
     awk -v t="$tck" '{ s += $1 } END { printf "%.3f", s / t }'
 }
+# CPU seconds (user + system) the database server has used so far: its main
+# process with what its ended children used, plus every live child (a
+# PostgreSQL backend per connection; MariaDB is one process).  Empty for
+# SQLite (the store runs inside the nodes) or a server not on this machine.
+db_server_pid() {
+  local f
+  case "$backend" in
+  pg) f="$(psql "$DBCRON_DB" -qAt -c "show data_directory" 2>/dev/null)/postmaster.pid" ;;
+  mysql) f=$(my_client -N -e "select @@pid_file" 2>/dev/null) ;;
+  *) return 0 ;;
+  esac
+  [ -r "$f" ] && head -1 "$f" || true
+}
+db_cpu() {
+  local p=$1 tck c; [ -n "$p" ] && [ -r "/proc/$p/stat" ] || return 0
+  tck=$(getconf CLK_TCK)
+  { awk '{ print $14 + $15 + $16 + $17 }' "/proc/$p/stat"
+    for c in $(cat "/proc/$p/task/$p/children" 2>/dev/null); do
+      awk '{ print $14 + $15 }' "/proc/$c/stat" 2>/dev/null || true
+    done; } | awk -v t="$tck" '{ s += $1 } END { printf "%.3f", s / t }'
+}
 # the server's WAL position (PostgreSQL only; empty elsewhere): what a run of
 # the benchmark writes to the log, a figure the machine's load does not move
 wal_lsn() { [ "$backend" = pg ] && psql "$DBCRON_DB" -qAt -c "select pg_current_wal_lsn()" || true; }
@@ -123,8 +146,10 @@ PY
   "$bin" job apply "$T/jobs.json" >/dev/null
   start_nodes "$N" ${W1_FLAGS:-}
   t0=$(date +%s%3N)
+  dbpid=$(db_server_pid) dcpu0=$(db_cpu "$dbpid") lsn0=$(wal_lsn)
   sleep "$D"
   t1=$(date +%s%3N)
+  cpu=$(nodes_cpu) dcpu1=$(db_cpu "$dbpid") lsn1=$(wal_lsn)
   sleep 2
   stop_nodes
   "$bin" runs --format csv --limit 0 | tail -n +2 > "$T/runs.csv"
@@ -141,7 +166,13 @@ PY
   total=$(awk -F, '$4 == "succeeded"' "$T/runs.csv" | wc -l)
   st=$(statements)
   spe=$(awk -v s="$st" -v e="$total" 'BEGIN { printf "%.3f", e ? s / e : 0 }')
-  echo "W1 backend=$backend exec=$([ "${W1_SHELL:-0}" = 1 ] && echo shell || echo noop) jobs=$J nodes=$N window=${secs}s expected=$expected executed=$executed duplicates=$dups misses=$((expected - executed)) other_states=[${other}] lateness_ms p50=$p50 p99=$p99 max=$max statements_per_exec=$spe"
+  # CPU and WAL per execution over the whole run (start to t1): the runs
+  # of fires in that span, against the nodes' and the server's CPU
+  nrun=$(awk -F, -v a="$t0" -v b="$t1" '$4 == "succeeded" && $2 >= a && $2 < b' "$T/runs.csv" | wc -l)
+  cost=" node_cpu_us_per_exec=$(awk -v c="$cpu" -v e="$nrun" 'BEGIN { printf "%.1f", e ? c * 1e6 / e : 0 }')"
+  [ -n "$dcpu0" ] && cost="$cost db_cpu_us_per_exec=$(awk -v a="$dcpu0" -v b="$dcpu1" -v e="$nrun" 'BEGIN { printf "%.1f", e ? (b - a) * 1e6 / e : 0 }')"
+  [ -n "$lsn0" ] && cost="$cost wal_bytes_per_exec=$(( $(wal_bytes "$lsn0" "$lsn1") / (nrun > 0 ? nrun : 1) ))"
+  echo "W1 backend=$backend exec=$([ "${W1_SHELL:-0}" = 1 ] && echo shell || echo noop) jobs=$J nodes=$N window=${secs}s expected=$expected executed=$executed duplicates=$dups misses=$((expected - executed)) other_states=[${other}] lateness_ms p50=$p50 p99=$p99 max=$max statements_per_exec=$spe$cost"
   ;;
 w2)
   J=$3 N=$4
@@ -154,7 +185,7 @@ PY
   "$bin" job apply "$T/jobs.json" >/dev/null
   a1=$(date +%s%3N)
   settle
-  lsn0=$(wal_lsn) blk0=$(pg_blocks)
+  lsn0=$(wal_lsn) blk0=$(pg_blocks) dbpid=$(db_server_pid); dcpu0=$(db_cpu "$dbpid")
   start_nodes "$N" --claim-batch 1000 --max-inflight 20000
   # wait until every job has a finished run
   for _ in $(seq 1 600); do
@@ -162,7 +193,7 @@ PY
     [ "$done_" -ge "$J" ] && break
     sleep 1
   done
-  cpu=$(nodes_cpu) lsn1=$(wal_lsn) blk1=$(pg_blocks)
+  cpu=$(nodes_cpu) dcpu1=$(db_cpu "$dbpid") lsn1=$(wal_lsn) blk1=$(pg_blocks)
   stop_nodes
   "$bin" runs --format csv --limit 0 | tail -n +2 > "$T/runs.csv"
   read -r first last n < <(awk -F, '$4 == "succeeded" { if (f == "" || $6 < f) f = $6; if ($7 > l) l = $7; n++ } END { print f, l, n }' "$T/runs.csv")
@@ -172,7 +203,8 @@ PY
   spe=$(awk -v s="$st" -v e="$n" 'BEGIN { printf "%.3f", e ? s / e : 0 }')
   cpe=$(awk -v c="$cpu" -v e="$n" 'BEGIN { printf "%.1f", e ? c * 1e6 / e : 0 }')
   wal=""
-  [ -n "$lsn0" ] && wal=" wal_bytes_per_exec=$(( $(wal_bytes "$lsn0" "$lsn1") / (n > 0 ? n : 1) )) blocks_per_exec=$(( (blk1 - blk0) / (n > 0 ? n : 1) ))"
+  [ -n "$dcpu0" ] && wal=" db_cpu_us_per_exec=$(awk -v a="$dcpu0" -v b="$dcpu1" -v e="$n" 'BEGIN { printf "%.1f", e ? (b - a) * 1e6 / e : 0 }')"
+  [ -n "$lsn0" ] && wal="$wal wal_bytes_per_exec=$(( $(wal_bytes "$lsn0" "$lsn1") / (n > 0 ? n : 1) )) blocks_per_exec=$(( (blk1 - blk0) / (n > 0 ? n : 1) ))"
   echo "W2 backend=$backend react=$([ "${W2_REACT:-0}" = 1 ] && echo on-failure || echo none) jobs=$J nodes=$N apply_ms=$((a1 - a0)) executed=$n drain_ms=$drain exec_per_s=$rate statements_per_exec=$spe node_cpu_us_per_exec=$cpe$wal"
   ;;
 w3)
