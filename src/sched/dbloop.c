@@ -62,19 +62,36 @@ void dbloop_kick(dbcron_node *n)
 	}
 }
 
+/*
+ * A start or an end waits for the db thread's next look when that look is
+ * at most flush_ms away (it is while the node holds claimed fires, below):
+ * woken here, at the first start of a burst, the db thread wrote the
+ * first few starts at once, so the thread, its statement and the database
+ * server took the CPU at the very instant the burst's fires were starting
+ * (W1, 5,000 jobs, 3 nodes on 2 cores; docs/benchmarks.md "The wake").
+ * A node with nothing in flight sleeps until its next heartbeat or claim,
+ * and is woken.
+ */
+void dbloop_note_write(dbcron_node *n)
+{
+	if (!n->db_polling)
+		dbloop_kick(n);
+}
+
 void dbloop_queue_write(dbcron_node *n, fire *f)
 {
 	fire_list_push(&n->pending, f);
-	dbloop_kick(n);
+	dbloop_note_write(n);
 }
 
 /* ---- waiting, trouble, maintenance ------------------------------------ */
 
-static void wait_db(dbcron_node *n, int64_t until_mono)
+void dbloop_wait(dbcron_node *n, int64_t until_mono)
 {
 	struct timespec ts;
 	node_abs_deadline(&ts, until_mono);
 	pthread_mutex_lock(&n->mu);
+	n->db_polling = until_mono <= dbcron__mono_ms() + n->cfg.flush_ms;
 	while (!n->db_kicked && !atomic_load(&n->stop_requested) &&
 	       dbcron__mono_ms() < until_mono)
 		if (pthread_cond_timedwait(&n->db_cv, &n->mu, &ts) == ETIMEDOUT)
@@ -113,7 +130,7 @@ void dbloop_trouble(dbcron_node *n, const dbcron_err *err, int64_t *backoff, int
 	node_stats_db_error(&n->stats, err->msg);
 	n->healthy_since_mono = -1; /* the others may have failed too: no reaping for a lease */
 	int64_t until = dbcron__mono_ms() + wait;
-	wait_db(n, until < cap ? until : cap);
+	dbloop_wait(n, until < cap ? until : cap);
 	if (!conn)
 		*backoff = *backoff * 2 > 5000 ? 5000 : *backoff * 2;
 }
@@ -238,12 +255,15 @@ void dbloop_run(dbcron_node *n)
 		int64_t until = next_hb < next_claim ? next_hb : next_claim;
 		if (events_at < until)
 			until = events_at;
+		/* writes waiting, or fires in flight whose starts and ends
+		 * will be: look again within flush_ms (dbloop_note_write) */
 		pthread_mutex_lock(&n->mu);
-		bool pending = !fire_list_empty(&n->pending) || !fire_list_empty(&n->sync);
+		bool pending = !fire_list_empty(&n->pending) || !fire_list_empty(&n->sync) ||
+			       n->inflight > 0;
 		pthread_mutex_unlock(&n->mu);
 		if (pending && until > now + n->cfg.flush_ms)
 			until = now + n->cfg.flush_ms;
 		if (until > now)
-			wait_db(n, until);
+			dbloop_wait(n, until);
 	}
 }

@@ -37,6 +37,12 @@ long dbloop_claim(dbcron_node *n, dbcron_err *err);
 /* Hand back the claims in doubt before the next claim. */
 int dbloop_release_doubtful(dbcron_node *n, dbcron_err *err);
 
+/* ---- dbloop.c ---- */
+/* Sleep until until_mono (mono ms), a kick or a stop request.  A wait of
+ * at most flush_ms marks the db thread as polling: the writes queued
+ * meanwhile wake nothing (dbloop_note_write). */
+void dbloop_wait(dbcron_node *n, int64_t until_mono);
+
 /* ---- dbwrite.c ---- */
 /* Every pending start and end in one batch. */
 int dbloop_flush(dbcron_node *n, dbcron_err *err);

@@ -325,7 +325,7 @@ static void hand_end(dbcron_node *n, fire *f)
 	bool listed = f->phase == FIRE_STARTED;
 	fire_set_phase(f, FIRE_FINISHED);
 	if (listed)
-		dbloop_kick(n);
+		dbloop_note_write(n);
 	else
 		dbloop_queue_write(n, f);
 }

@@ -52,6 +52,7 @@ struct dbcron_node {
 	pthread_cond_t timer_cv; /* the timer thread waits here */
 	pthread_cond_t db_cv;    /* the db thread waits here */
 	bool db_kicked;          /* mu: coalesces wake-ups of the db thread */
+	bool db_polling;         /* mu: the db thread looks again within flush_ms */
 	atomic_int stop_requested; /* async-signal-safe stop request */
 	atomic_int stop_now;       /* dbcron_node_stop_now: no grace */
 	bool stopping;             /* mu: no more starts */
@@ -177,6 +178,9 @@ void dbloop_finish(dbcron_node *n);
 size_t dbloop_take_claim(dbcron_node *n, const store_claim_result *res, const char *token);
 /* Put f on the pending list and wake the db thread (mu held). */
 void dbloop_queue_write(dbcron_node *n, fire *f);
+/* A write is pending for the next batch (mu held): wakes the db thread
+ * unless it looks again within flush_ms anyway. */
+void dbloop_note_write(dbcron_node *n);
 /* Wake the db thread (mu held). */
 void dbloop_kick(dbcron_node *n);
 

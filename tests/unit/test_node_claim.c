@@ -4,7 +4,8 @@
  * every claimed run is on the node's timer heap or none is and the claim is
  * back in the pool; never a run SCHEDULED under the live node that the
  * node does not hold (it would wait there until the node restarts).
- * And the reap's bound: after a stall, and from the previous beat.
+ * And the reap's bound: after a stall, and from the previous beat; and
+ * when a pending write wakes the db thread.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -280,6 +281,43 @@ static void test_no_reap_after_reconnect(void **state)
 	store_close(s);
 }
 
+/* A start or an end wakes the db thread only when its next look is more
+ * than flush_ms away: a wait of at most flush_ms is a look to come, and a
+ * wake-up then would put the db thread on the CPU at the instant a burst
+ * of fires starts; a longer wait is a sleep the write must cut short. */
+static void test_write_wakes_a_sleeper_only(void **state)
+{
+	(void)state;
+	char url[600];
+	snprintf(url, sizeof(url), "sqlite:%s/w.db", dir);
+	dbcron_node_config cfg;
+	dbcron_node_config_init(&cfg);
+	cfg.db_url = url;
+	cfg.node_id = "n1";
+	cfg.log_level = DBCRON_LOG_OFF;
+	cfg.flush_ms = 50;
+	dbcron_err err = {0};
+	dbcron_node *n;
+	assert_int_equal(dbcron_node_create(&cfg, &n, &err), DBCRON_OK);
+
+	dbloop_wait(n, dbcron__mono_ms() + 1); /* polling: looks again soon */
+	pthread_mutex_lock(&n->mu);
+	assert_true(n->db_polling);
+	dbloop_note_write(n);
+	assert_false(n->db_kicked);
+	n->db_kicked = true; /* cuts the next wait short */
+	pthread_mutex_unlock(&n->mu);
+
+	dbloop_wait(n, dbcron__mono_ms() + 3600000); /* asleep for an hour */
+	pthread_mutex_lock(&n->mu);
+	assert_false(n->db_polling);
+	assert_false(n->db_kicked);
+	dbloop_note_write(n);
+	assert_true(n->db_kicked);
+	pthread_mutex_unlock(&n->mu);
+	dbcron_node_free(n);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir))
@@ -289,6 +327,7 @@ int main(void)
 		cmocka_unit_test(test_reap_bound_after_stall),
 		cmocka_unit_test(test_reap_from_previous_beat),
 		cmocka_unit_test(test_no_reap_after_reconnect),
+		cmocka_unit_test(test_write_wakes_a_sleeper_only),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	char path[700];
