@@ -188,6 +188,16 @@ static void assert_trees_gone(char paths[RUNS][32], pid_t tree[RUNS][3])
 	}
 }
 
+/* A killed spawner's supervisors come back to us (the subreaper) and end
+ * once they have stopped its trees, maybe after the trees are gone: each
+ * is waited for and reaped here, or a later test's "nothing left to reap"
+ * met its zombie (CI's TSan run, test_run_outlives_supervisor). */
+static void assert_guards_gone(const pid_t *g, int n)
+{
+	for (int i = 0; i < n; i++)
+		assert_pid_gone(g[i]);
+}
+
 /* kill -9 of the spawner: every run's tree goes, after the grace when the
  * trees ignore SIGTERM. */
 static void test_spawner_killed(void **state)
@@ -199,7 +209,8 @@ static void test_spawner_killed(void **state)
 		make_paths(paths);
 		pid_t sp = start_spawner(paths, deaf, 400);
 		read_trees(paths, tree);
-		assert_true(guards_of(sp, g, 8) >= 1); /* shared: the spawner's children */
+		int ng = guards_of(sp, g, 8);
+		assert_true(ng >= 1); /* shared: the spawner's children */
 		int64_t t0 = dbcron__mono_ms();
 		kill(sp, SIGKILL);
 		assert_int_equal(waitpid(sp, NULL, 0), sp);
@@ -208,6 +219,7 @@ static void test_spawner_killed(void **state)
 		if (deaf)
 			assert_true(took >= 400);
 		assert_true(took < HANG_GUARD_MS);
+		assert_guards_gone(g, ng);
 	}
 }
 
@@ -242,9 +254,11 @@ static void test_supervisor_killed(void **state)
 		for (int j = 0; j < 3; j++)
 			assert_int_equal(kill(tree[i][j], 0), 0); /* the runs went on */
 	sleep_ms(100); /* room for every proc to hand its group over */
+	int m = guards_of(sp, g2, 8);
 	kill(sp, SIGKILL);
 	assert_int_equal(waitpid(sp, NULL, 0), sp);
 	assert_trees_gone(paths, tree);
+	assert_guards_gone(g2, m);
 }
 
 struct out {
