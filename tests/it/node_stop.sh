@@ -58,4 +58,19 @@ assert_eq 1 "$(awk -F, '$3 == 2 && $4 == "scheduled" && $5 == ""' "$T/stuck.csv"
   "its retry waits for another node (node-loss retry)"
 if kill -0 "$(cat "$T/stuck.pid")" 2>/dev/null; then fail "the stopped job's process is still running"; fi
 pass "the stopped job's process is gone"
+
+# A stop's last writes that meet a lock conflict (two nodes stopping at
+# one moment deadlocked them on MariaDB in CI) are tried again: the claimed,
+# unstarted runs are handed back and the node is marked stopped now, not
+# left to the end of its lease.
+dbc job add tick --every 1s -- true >/dev/null
+DBCRON_TEST_FAULTS="stmt=runs_release,kind=busy,nth=1,times=1;stmt=runs_unclaim_node,kind=busy,nth=1,times=1" \
+  start_node n4 --lease 60s
+wait_until 120 sh -c "'$DBCRON_BIN' runs --job tick --state scheduled --format csv | grep -q ',n4,'" ||
+  fail "n4 holds no claimed run of 'tick'"
+stop_node n4
+assert_eq "stopped" "$(sql "SELECT state FROM nodes WHERE id = 'n4'")" \
+  "a node whose last writes met a lock conflict once is marked stopped"
+assert_eq 0 "$(sql "SELECT count(*) FROM runs WHERE node = 'n4' AND state = 1")" \
+  "its claimed, unstarted runs are handed back"
 echo "node_stop: all checks passed"
