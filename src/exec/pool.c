@@ -176,7 +176,7 @@ int pool_submit(pool *p, pool_fn fn, void *item)
  * still held the lock could only block on it, and on a loaded machine the
  * woken worker takes the submitter's core: the submitter then waited
  * several milliseconds to run again and unlock, and no queued item could
- * start meanwhile (W1, 5,000 jobs on 3 nodes and 2 cores: 4-5 ms from the
+ * start meanwhile (W1, 5,000 jobs on 3 nodes and 2 cores: 4-6 ms from the
  * timer's wake to the first start, with an involuntary switch inside this
  * function; docs/benchmarks.md "The wake").  Waking after the unlock is
  * safe: the items are queued under the lock, and a waiter checks queued

@@ -258,10 +258,10 @@ void dbloop_run(dbcron_node *n)
 		/* writes waiting, or fires in flight whose starts and ends
 		 * will be: look again within flush_ms (dbloop_note_write) */
 		pthread_mutex_lock(&n->mu);
-		bool pending = !fire_list_empty(&n->pending) || !fire_list_empty(&n->sync) ||
-			       n->inflight > 0;
+		bool look_soon = !fire_list_empty(&n->pending) || !fire_list_empty(&n->sync) ||
+				 n->inflight > 0;
 		pthread_mutex_unlock(&n->mu);
-		if (pending && until > now + n->cfg.flush_ms)
+		if (look_soon && until > now + n->cfg.flush_ms)
 			until = now + n->cfg.flush_ms;
 		if (until > now)
 			dbloop_wait(n, until);
