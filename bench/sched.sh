@@ -107,6 +107,8 @@ db_cpu() {
       awk '{ print $14 + $15 }' "/proc/$c/stat" 2>/dev/null || true
     done; } | awk -v t="$tck" '{ s += $1 } END { printf "%.3f", s / t }'
 }
+# microseconds per execution of the CPU seconds from $1 to $2 over $3 executions
+us_per_exec() { awk -v a="$1" -v b="$2" -v e="$3" 'BEGIN { printf "%.1f", e ? (b - a) * 1e6 / e : 0 }'; }
 # the server's WAL position (PostgreSQL only; empty elsewhere): what a run of
 # the benchmark writes to the log, a figure the machine's load does not move
 wal_lsn() { [ "$backend" = pg ] && psql "$DBCRON_DB" -qAt -c "select pg_current_wal_lsn()" || true; }
@@ -169,8 +171,8 @@ PY
   # CPU and WAL per execution over the whole run (start to t1): the runs
   # of fires in that span, against the nodes' and the server's CPU
   nrun=$(awk -F, -v a="$t0" -v b="$t1" '$4 == "succeeded" && $2 >= a && $2 < b' "$T/runs.csv" | wc -l)
-  cost=" node_cpu_us_per_exec=$(awk -v c="$cpu" -v e="$nrun" 'BEGIN { printf "%.1f", e ? c * 1e6 / e : 0 }')"
-  [ -n "$dcpu0" ] && cost="$cost db_cpu_us_per_exec=$(awk -v a="$dcpu0" -v b="$dcpu1" -v e="$nrun" 'BEGIN { printf "%.1f", e ? (b - a) * 1e6 / e : 0 }')"
+  cost=" node_cpu_us_per_exec=$(us_per_exec 0 "$cpu" "$nrun")"
+  [ -n "$dcpu0" ] && cost="$cost db_cpu_us_per_exec=$(us_per_exec "$dcpu0" "$dcpu1" "$nrun")"
   [ -n "$lsn0" ] && cost="$cost wal_bytes_per_exec=$(( $(wal_bytes "$lsn0" "$lsn1") / (nrun > 0 ? nrun : 1) ))"
   echo "W1 backend=$backend exec=$([ "${W1_SHELL:-0}" = 1 ] && echo shell || echo noop) jobs=$J nodes=$N window=${secs}s expected=$expected executed=$executed duplicates=$dups misses=$((expected - executed)) other_states=[${other}] lateness_ms p50=$p50 p99=$p99 max=$max statements_per_exec=$spe$cost"
   ;;
@@ -201,9 +203,9 @@ PY
   rate=$(awk -v n="$n" -v d="$drain" 'BEGIN { printf "%.0f", (d > 0 ? n * 1000 / d : 0) }')
   st=$(statements)
   spe=$(awk -v s="$st" -v e="$n" 'BEGIN { printf "%.3f", e ? s / e : 0 }')
-  cpe=$(awk -v c="$cpu" -v e="$n" 'BEGIN { printf "%.1f", e ? c * 1e6 / e : 0 }')
+  cpe=$(us_per_exec 0 "$cpu" "$n")
   wal=""
-  [ -n "$dcpu0" ] && wal=" db_cpu_us_per_exec=$(awk -v a="$dcpu0" -v b="$dcpu1" -v e="$n" 'BEGIN { printf "%.1f", e ? (b - a) * 1e6 / e : 0 }')"
+  [ -n "$dcpu0" ] && wal=" db_cpu_us_per_exec=$(us_per_exec "$dcpu0" "$dcpu1" "$n")"
   [ -n "$lsn0" ] && wal="$wal wal_bytes_per_exec=$(( $(wal_bytes "$lsn0" "$lsn1") / (n > 0 ? n : 1) )) blocks_per_exec=$(( (blk1 - blk0) / (n > 0 ? n : 1) ))"
   echo "W2 backend=$backend react=$([ "${W2_REACT:-0}" = 1 ] && echo on-failure || echo none) jobs=$J nodes=$N apply_ms=$((a1 - a0)) executed=$n drain_ms=$drain exec_per_s=$rate statements_per_exec=$spe node_cpu_us_per_exec=$cpe$wal"
   ;;

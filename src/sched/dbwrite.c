@@ -318,14 +318,18 @@ int dbloop_sync_starts(dbcron_node *n, dbcron_err *err)
 }
 
 /* A stop's last writes met a lock conflict (a deadlock with another node
- * stopping at the same moment, CI's it_node_every_mysql): tried again
- * after 20, 40, 60 ms, so that the runs are handed back now rather than
- * at the end of our lease. */
+ * stopping at the same moment, CI's it_node_every_mysql): the loser's
+ * transaction was rolled back whole, so it is tried again after 20, 40,
+ * 60 ms, and the runs are handed back now rather than at the end of our
+ * lease.  true: pause taken, try again. */
 #define STOP_BUSY_TRIES 3
-static void stop_busy_pause(int t)
+static bool stop_try_again(int rc, int *tries)
 {
-	struct timespec ts = {0, 20000000L * (t + 1)};
+	if (rc != DBCRON_EBUSY || *tries >= STOP_BUSY_TRIES)
+		return false;
+	struct timespec ts = {0, 20000000L * ++*tries};
 	nanosleep(&ts, NULL);
+	return true;
 }
 
 /* ---- graceful stop -------------------------------------------------------- */
@@ -349,13 +353,10 @@ void dbloop_hand_back(dbcron_node *n)
 			toks[i] = f->run.claim_token;
 		}
 		dbcron_err err = {0};
-		int rc;
-		/* nodes stopping together may deadlock on MariaDB: the loser's
-		 * transaction was rolled back whole, so it is tried again */
-		for (int t = 0; (rc = store_runs_release(n->st, n->node_id, ids, toks, k, &err)) ==
-					DBCRON_EBUSY && t < STOP_BUSY_TRIES;
-		     t++)
-			stop_busy_pause(t);
+		int rc, tries = 0;
+		do
+			rc = store_runs_release(n->st, n->node_id, ids, toks, k, &err);
+		while (stop_try_again(rc, &tries));
 		if (rc)
 			dbcron__log(LOG_WARN, "node.release", LOG_STR("msg", err.msg));
 		else
@@ -460,11 +461,10 @@ void dbloop_finish(dbcron_node *n)
 		store_node_heartbeat(n->st, n->node_id, n->incarnation, n->cfg.lease_ms,
 				     &(int64_t){0}, &err);
 	}
-	int rc;
-	for (int t = 0; (rc = store_node_stop(n->st, n->node_id, n->incarnation, &err)) ==
-				DBCRON_EBUSY && t < STOP_BUSY_TRIES;
-	     t++)
-		stop_busy_pause(t);
+	int rc, tries = 0;
+	do
+		rc = store_node_stop(n->st, n->node_id, n->incarnation, &err);
+	while (stop_try_again(rc, &tries));
 	if (rc)
 		dbcron__log(LOG_WARN, "node.stop", LOG_STR("msg", err.msg));
 }

@@ -176,7 +176,8 @@ void dbloop_finish(dbcron_node *n);
  * memory: none, and the claim goes back to the pool); returns how many
  * are held.  Called without mu; res keeps its runs (the caller clears). */
 size_t dbloop_take_claim(dbcron_node *n, const store_claim_result *res, const char *token);
-/* Put f on the pending list and wake the db thread (mu held). */
+/* Put f on the pending list for the next batch (mu held; wakes the db
+ * thread as dbloop_note_write says). */
 void dbloop_queue_write(dbcron_node *n, fire *f);
 /* A write is pending for the next batch (mu held): wakes the db thread
  * unless it looks again within flush_ms anyway. */
