@@ -17,6 +17,7 @@
 #include "app/app_int.h"
 #include "core/alloc.h"
 #include "core/sort.h"
+#include "core/timeutil.h"
 #include "model/jobdef.h"
 #include "model/json.h"
 #include "model/rules.h"
@@ -190,7 +191,10 @@ int app_job_rename(store *s, const char *from, const char *to, dbcron_err *err)
 		dbcron_err_set(err, DBCRON_EINVAL, "new name '%s': %s", to, e.msg);
 		goto out_clear;
 	}
-	rc = store_job_rename(s, from, to, err);
+	int tries = 0;
+	do
+		rc = store_job_rename(s, from, to, err);
+	while (dbcron__busy_again(rc, &tries));
 	if (rc == DBCRON_ENOTFOUND)
 		no_such_job(err, from);
 out_clear:

@@ -553,7 +553,12 @@ static int set_paused(store *s, const char *name, bool pause, app_job_result *r,
 	if (!pause && ((rc = store_now_ms(s, &now, err)) ||
 		       (rc = model_resume_next_fire(&j, now, &r->next_fire, err))))
 		goto out_clear;
-	rc = store_job_set_paused(s, name, pause, r->next_fire, err);
+	/* a node's claim may deadlock with the edit on MariaDB: rolled back
+	 * whole, it is tried again (so are a delete and a rename) */
+	int tries = 0;
+	do
+		rc = store_job_set_paused(s, name, pause, r->next_fire, err);
+	while (dbcron__busy_again(rc, &tries));
 	if (rc == DBCRON_ENOTFOUND)
 		no_such_job(err, name);
 	if (rc)
@@ -585,7 +590,10 @@ int app_job_delete_force(store *s, const char *name, bool force, app_job_result 
 			 dbcron_err *err)
 {
 	memset(r, 0, sizeof(*r));
-	int rc = store_job_delete_force(s, name, force, r->detached, sizeof(r->detached), err);
+	int rc, tries = 0;
+	do
+		rc = store_job_delete_force(s, name, force, r->detached, sizeof(r->detached), err);
+	while (dbcron__busy_again(rc, &tries));
 	if (rc == DBCRON_ENOTFOUND)
 		return no_such_job(err, name);
 	if (!rc) {

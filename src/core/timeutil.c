@@ -45,6 +45,15 @@ int64_t dbcron__mono_us(void)
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+bool dbcron__busy_again(int rc, int *tries)
+{
+	if (rc != DBCRON_EBUSY || *tries >= 3)
+		return false;
+	struct timespec ts = {0, 20000000L * ++*tries};
+	nanosleep(&ts, NULL);
+	return true;
+}
+
 int64_t dbcron__mono_ms(void)
 {
 	return dbcron__mono_us() / 1000;

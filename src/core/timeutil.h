@@ -6,6 +6,7 @@
 #define DBCRON_CORE_TIMEUTIL_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "dbcron/error.h"
@@ -33,6 +34,12 @@ size_t dbcron__format_duration(int64_t ms, char *buf, size_t len);
 int64_t dbcron__mono_ms(void);
 int64_t dbcron__mono_us(void);
 int64_t dbcron__wall_ms(void);
+
+/* A write rolled back whole by a lock conflict (rc DBCRON_EBUSY: a
+ * deadlock's loser on MariaDB or PostgreSQL, SQLite's busy timeout) is
+ * safe to try again.  true after a pause of 20, 40, then 60 ms: try again;
+ * false on any other rc or after the third try.  *tries starts at 0. */
+bool dbcron__busy_again(int rc, int *tries);
 
 /* Civil conversions in UTC, no libc time zone state. */
 int64_t dbcron__days_from_civil(int64_t y, unsigned m, unsigned d);

@@ -317,21 +317,6 @@ int dbloop_sync_starts(dbcron_node *n, dbcron_err *err)
 	return failed;
 }
 
-/* A stop's last writes met a lock conflict (a deadlock with another node
- * stopping at the same moment, CI's it_node_every_mysql): the loser's
- * transaction was rolled back whole, so it is tried again after 20, 40,
- * 60 ms, and the runs are handed back now rather than at the end of our
- * lease.  true: pause taken, try again. */
-#define STOP_BUSY_TRIES 3
-static bool stop_try_again(int rc, int *tries)
-{
-	if (rc != DBCRON_EBUSY || *tries >= STOP_BUSY_TRIES)
-		return false;
-	struct timespec ts = {0, 20000000L * ++*tries};
-	nanosleep(&ts, NULL);
-	return true;
-}
-
 /* ---- graceful stop -------------------------------------------------------- */
 
 void dbloop_hand_back(dbcron_node *n)
@@ -353,10 +338,13 @@ void dbloop_hand_back(dbcron_node *n)
 			toks[i] = f->run.claim_token;
 		}
 		dbcron_err err = {0};
+		/* nodes stopping together may deadlock on MariaDB (CI's
+		 * it_node_every_mysql): the runs are handed back now, not at the
+		 * end of our lease */
 		int rc, tries = 0;
 		do
 			rc = store_runs_release(n->st, n->node_id, ids, toks, k, &err);
-		while (stop_try_again(rc, &tries));
+		while (dbcron__busy_again(rc, &tries));
 		if (rc)
 			dbcron__log(LOG_WARN, "node.release", LOG_STR("msg", err.msg));
 		else
@@ -464,7 +452,7 @@ void dbloop_finish(dbcron_node *n)
 	int rc, tries = 0;
 	do
 		rc = store_node_stop(n->st, n->node_id, n->incarnation, &err);
-	while (stop_try_again(rc, &tries));
+	while (dbcron__busy_again(rc, &tries));
 	if (rc)
 		dbcron__log(LOG_WARN, "node.stop", LOG_STR("msg", err.msg));
 }

@@ -128,6 +128,28 @@ bad "new name 'a b'" job rename rate2 'a b'
 bad "missing the NEW name" job rename rate2
 
 # ---------------------------------------------------------------------
+t_section "an edit that loses a deadlock is tried again"
+# A node's claim and an operator's edit can deadlock on MariaDB (CI's
+# it_node_pause_mysql: "job resume" failed); the loser was rolled back
+# whole, so it is tried again, up to three times.  Each edit here fails
+# its statement once on purpose and must still land.
+busy() { local n=$1 stmt=$2; shift 2; DBCRON_TEST_FAULTS="stmt=$stmt,kind=busy,nth=1,times=$n" "$@"; }
+expect_rc 0 job add lock-a --every 1h --handler noop
+busy 1 job_set_paused expect_rc 0 job pause lock-a
+assert_eq true "$(paused_of lock-a | tail -1)" "a pause that met a lock conflict once is applied"
+busy 1 job_set_paused expect_rc 0 job resume lock-a
+assert_eq false "$(paused_of lock-a | tail -1)" "so is a resume"
+busy 1 job_rename expect_rc 0 job rename lock-a lock-b
+expect_rc 0 job show lock-b
+busy 1 job_delete expect_rc 0 job delete lock-b
+expect_rc 2 job show lock-b
+# a conflict that outlasts the tries is an error, and nothing is written
+expect_rc 0 job add lock-c --every 1h --handler noop
+busy 4 job_set_paused expect_rc 1 job pause lock-c
+assert_eq false "$(paused_of lock-c | tail -1)" "a pause that never got its lock changed nothing"
+expect_rc 0 job delete lock-c
+
+# ---------------------------------------------------------------------
 t_section "job export -> job apply round trips"
 expect_rc 0 job add z-cmd --cron '*/5 * * * *' --env A=1 --env B=2 --cwd /tmp --umask 027 \
 	--inherit-env --misfire catch_up --max-catchup 3 --misfire-threshold 2s --node-loss abandon \
