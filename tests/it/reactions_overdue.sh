@@ -116,13 +116,17 @@ stop_node n2
 
 t_section "a node that is not root says why it could not switch"
 if [ "$(id -u)" = 0 ] && [ "$BACKEND" = sqlite ]; then
-	chmod 777 "$T_DIR" && chmod 666 "${DBCRON_DB#sqlite:}"*
 	dbc job add as-daemon --at now --retries 0 --user daemon \
 		--on-failure "exec:$T/nb/who.sh" -- true >/dev/null
+	chmod 777 "$T_DIR" && chmod 666 "${DBCRON_DB#sqlite:}"*
 	setpriv --reuid=65534 --regid=65534 --clear-groups \
 		"$DBCRON_BIN" node --node-id n3 >"$T/node-n3.log" 2>&1 &
 	PID_n3=$!
 	NODE_PIDS+=("$PID_n3")
+	# the database is read as root only once n3 has it open: a root
+	# reader first made the -wal and -shm files root's, and n3 could not
+	# write ("attempt to write a readonly database", a loaded make test)
+	wait_until 20 grep -q 'event=node.start' "$T/node-n3.log" || fail "n3 did not start"
 	_failed() { [ "$(sql "SELECT state FROM events WHERE job_name = 'as-daemon'")" = 4 ]; }
 	wait_until 20 _failed || fail "the event did not fail"
 	why=$(sql "SELECT last_error FROM events WHERE job_name = 'as-daemon'")
