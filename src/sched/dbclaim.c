@@ -1,7 +1,8 @@
 /*
  * The claim, on the db thread: how many fires each pool may take now
  * (the budget), the claim itself, putting what it took on the timer heap,
- * and handing back claims in doubt.
+ * handing back claims in doubt, and when the claim and the flush wait out
+ * a burst of fires.
  *
  * Invariants kept here:
  *  5 backpressure: a claim asks for no more than the free in-flight budget,
@@ -214,6 +215,54 @@ size_t dbloop_take_claim(dbcron_node *n, const store_claim_result *res, const ch
 	pthread_mutex_unlock(&n->mu);
 	dbcron__free(fs);
 	return k;
+}
+
+/*
+ * The db thread waits out a burst.  Where the nodes share the machine with
+ * the database server, the server's backends ran the claims of the next
+ * second's fires (W1, 5,000 every-second jobs, 3 nodes, PostgreSQL, 2
+ * cores: from 0.5 s to 0.95 s of each second) and, on a loaded pass, on
+ * into the next burst: in the bad seconds they held both cores from 100 ms
+ * before the burst to 12 ms into it, and the burst's fires waited for a
+ * core (a trace of every context switch, docs/benchmarks.md "The db
+ * thread waits out a burst").  With the claims held back, what was left in
+ * the burst was the starts and ends a look every flush_ms happened to send
+ * while the burst was starting.  Neither is urgent: a claim takes fires up
+ * to preread_ms ahead, and a start or end waits up to flush_ms anyway.
+ * So when BURST_MIN fires are due within BURST_SPAN_MS of the first and
+ * that first is at most `lead_ms` away, or while the timer starts such a
+ * burst, the claim (lead CLAIM_LEAD_MS) and the flush (FLUSH_LEAD_MS) wait
+ * until BURST_AFTER_MS past its instant.  The heartbeat and the fenced
+ * starts of at-most-once fires (part of the burst) go on.  dbloop_run lets
+ * each wait once between two of its claims or flushes, so bursts one after
+ * another never starve them: a claim is late by at most CLAIM_LEAD_MS +
+ * BURST_AFTER_MS, and so is a fire only that claim would take (a job added
+ * a moment before a burst).  A drain (fires already late) waits for none.
+ */
+#define BURST_MIN 64
+#define BURST_SPAN_MS 5
+
+int64_t dbloop_burst_hold(dbcron_node *n, int64_t now_mono, int64_t lead_ms)
+{
+	int64_t off = atomic_load(&n->offset_ms), until = 0;
+	pthread_mutex_lock(&n->mu);
+	if (n->burst_until_mono > now_mono)
+		until = n->burst_until_mono;
+	const timer_node *top = timer_peek(&n->heap);
+	if (top && top->due - off > now_mono && top->due - off <= now_mono + lead_ms &&
+	    timer_count_due(&n->heap, top->due + BURST_SPAN_MS, BURST_MIN) >= BURST_MIN &&
+	    top->due - off + BURST_AFTER_MS > until)
+		until = top->due - off + BURST_AFTER_MS;
+	pthread_mutex_unlock(&n->mu);
+	return until;
+}
+
+/* A backlog's batch (its first fire late by BURST_AFTER_MS or more) sets
+ * a time already past: it holds nothing. */
+void dbloop_burst_started(dbcron_node *n, int64_t due_mono, size_t fires)
+{
+	if (fires >= BURST_MIN && due_mono + BURST_AFTER_MS > n->burst_until_mono)
+		n->burst_until_mono = due_mono + BURST_AFTER_MS;
 }
 
 /* One claim; returns how many fires it took (or -1 on error). */

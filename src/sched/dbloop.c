@@ -196,6 +196,8 @@ void dbloop_run(dbcron_node *n)
 	int64_t next_maint = dbcron__mono_ms() + 2000;
 	int64_t next_hb = dbcron__mono_ms() + n->cfg.heartbeat_ms;
 	int64_t next_claim = 0, backoff = 100, next_sweep = next_maint;
+	/* a claim, and a flush, waits out one burst at most */
+	bool may_hold = true, may_hold_flush = true;
 	dbcron_err err = {0};
 
 	while (!atomic_load(&n->stop_requested)) {
@@ -209,15 +211,28 @@ void dbloop_run(dbcron_node *n)
 			if (n->cfg.alive)
 				n->cfg.alive(n->cfg.alive_ctx);
 		}
-		if (dbloop_sync_starts(n, &err) || dbloop_flush(n, &err)) {
+		if (dbloop_sync_starts(n, &err)) {
 			dbloop_trouble(n, &err, &backoff, next_hb);
 			continue;
+		}
+		int64_t flush_hold = may_hold_flush ? dbloop_burst_hold(n, now, FLUSH_LEAD_MS) : 0;
+		if (flush_hold > now) {
+			may_hold_flush = false;
+		} else if (dbloop_flush(n, &err)) {
+			dbloop_trouble(n, &err, &backoff, next_hb);
+			continue;
+		} else {
+			may_hold_flush = true;
 		}
 		if (dbloop_release_doubtful(n, &err)) {
 			dbloop_trouble(n, &err, &backoff, next_hb);
 			continue;
 		}
-		if (now >= next_claim) {
+		int64_t hold = now >= next_claim && may_hold ? dbloop_burst_hold(n, now, CLAIM_LEAD_MS) : 0;
+		if (hold > now) {
+			next_claim = hold;
+			may_hold = false;
+		} else if (now >= next_claim) {
 			long got = dbloop_claim(n, &err);
 			if (got < 0) {
 				dbloop_trouble(n, &err, &backoff, next_hb);
@@ -228,6 +243,7 @@ void dbloop_run(dbcron_node *n)
 			 * nodes do not lock into a phase where one always polls
 			 * just before the others and takes every fire (pg_frozen
 			 * saw one node run nothing for 20 s after a thaw). */
+			may_hold = true;
 			int64_t every = n->cfg.claim_interval_ms;
 			next_claim = got >= n->cfg.claim_batch ? now
 							       : now + every - jitter_ms(every / 4);
@@ -263,6 +279,8 @@ void dbloop_run(dbcron_node *n)
 		pthread_mutex_unlock(&n->mu);
 		if (look_soon && until > now + n->cfg.flush_ms)
 			until = now + n->cfg.flush_ms;
+		if (flush_hold > now && flush_hold < until)
+			until = flush_hold;
 		if (until > now)
 			dbloop_wait(n, until);
 	}

@@ -36,6 +36,13 @@ void dbloop_drop_unstarted(dbcron_node *n);
 long dbloop_claim(dbcron_node *n, dbcron_err *err);
 /* Hand back the claims in doubt before the next claim. */
 int dbloop_release_doubtful(dbcron_node *n, dbcron_err *err);
+/* Until when (mono ms) a claim (lead_ms CLAIM_LEAD_MS) or a flush
+ * (FLUSH_LEAD_MS) waits for a burst of fires about to start or starting,
+ * or 0 when it need not (dbclaim.c, "The db thread waits out a burst"). */
+#define CLAIM_LEAD_MS 150
+#define FLUSH_LEAD_MS 10
+#define BURST_AFTER_MS 15
+int64_t dbloop_burst_hold(dbcron_node *n, int64_t now_mono, int64_t lead_ms);
 
 /* ---- dbloop.c ---- */
 /* Sleep until until_mono (mono ms), a kick or a stop request.  A wait of

@@ -20,6 +20,7 @@
  *    at-most-once starts are handed to it on the sync list;
  *  pools are called only without n->mu (no thread holds two locks).
  */
+#define _GNU_SOURCE /* pthread_setname_np */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -728,6 +729,7 @@ static void *timer_main(void *arg)
 			} else {
 				size_t k = 0;
 				int64_t now_db = now_mono + atomic_load(&n->offset_ms);
+				int64_t first_mono = due_mono;
 				while (k < sizeof(batch) / sizeof(batch[0]) &&
 				       (top = timer_peek(&n->heap)) && top->due <= now_db &&
 				       node_may_start(n, (fire *)top, now_mono)) {
@@ -736,6 +738,7 @@ static void *timer_main(void *arg)
 					if (start_or_hold(n, f, now_db))
 						batch[k++] = f;
 				}
+				dbloop_burst_started(n, first_mono, k);
 				pthread_mutex_unlock(&n->mu);
 				submit_batch(n, batch, k);
 				pthread_mutex_lock(&n->mu);
@@ -758,6 +761,8 @@ int dispatch_start(dbcron_node *n, dbcron_err *err)
 	if (pthread_create(&n->timer_thread, NULL, timer_main, n))
 		return dbcron_err_set(err, DBCRON_EINTERNAL, "node: cannot start the timer thread");
 	n->timer_started = true;
+	/* named, as the pools' threads are, for top -H and a trace */
+	pthread_setname_np(n->timer_thread, "dbcron-timer");
 	return DBCRON_OK;
 }
 

@@ -77,6 +77,9 @@ struct dbcron_node {
 	int64_t lease_ok_until_mono; /* mu: starts stop, running jobs are
 				      * stopped (dispatch_stop_unleased) */
 	int64_t lease_kill_by_mono;  /* mu: their SIGKILL lands by then */
+	int64_t burst_until_mono;    /* mu: the timer is starting a burst;
+				      * the db thread waits it out
+				      * (dbloop_burst_hold) */
 	int64_t unleased_for;        /* mu: the lease_ok_until_mono whose
 				      * lapse stopped the jobs, -1 none */
 	int64_t lease_until_db;      /* mu: the lease's end as written (at most) */
@@ -184,6 +187,11 @@ void dbloop_queue_write(dbcron_node *n, fire *f);
 void dbloop_note_write(dbcron_node *n);
 /* Wake the db thread (mu held). */
 void dbloop_kick(dbcron_node *n);
+/* The timer is starting `fires` fires due at due_mono: when they are a
+ * burst it just reached (not a backlog), the db thread holds its claims and
+ * flushes until shortly after (dbclaim.c, "The db thread waits out a
+ * burst"; mu held). */
+void dbloop_burst_started(dbcron_node *n, int64_t due_mono, size_t fires);
 
 /* ---- dispatch.c: the timer thread and the workers ---- */
 int dispatch_start(dbcron_node *n, dbcron_err *err);

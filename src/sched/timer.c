@@ -90,6 +90,24 @@ timer_node *timer_peek(const timer_heap *h)
 	return h->n ? h->a[0] : NULL;
 }
 
+/* Each node due by `due` sits in the root's subtree of such nodes: a
+ * walk that stops at later ones reads O(cap) nodes, never the heap (the
+ * stack holds at most cap + 1 entries: keep cap under 128). */
+size_t timer_count_due(const timer_heap *h, int64_t due, size_t cap)
+{
+	size_t stack[128], sp = 0, k = 0;
+	if (h->n && h->a[0]->due <= due)
+		stack[sp++] = 0;
+	while (sp && k < cap) {
+		size_t i = stack[--sp];
+		k++;
+		for (size_t c = 2 * i + 1; c <= 2 * i + 2 && c < h->n; c++)
+			if (h->a[c]->due <= due && sp < sizeof(stack) / sizeof(stack[0]))
+				stack[sp++] = c;
+	}
+	return k;
+}
+
 void timer_remove(timer_heap *h, timer_node *t)
 {
 	size_t i = t->idx;

@@ -36,6 +36,8 @@ int timer_push(timer_heap *h, timer_node *t, int64_t due);
 int timer_reserve(timer_heap *h, size_t more);
 timer_node *timer_peek(const timer_heap *h);
 timer_node *timer_pop(timer_heap *h);
+/* How many nodes are due at or before `due`, counting up to `cap`. */
+size_t timer_count_due(const timer_heap *h, int64_t due, size_t cap);
 void timer_remove(timer_heap *h, timer_node *t);
 static inline size_t timer_count(const timer_heap *h) { return h->n; }
 

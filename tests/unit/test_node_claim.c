@@ -10,6 +10,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <cmocka.h>
 #include <stdio.h>
@@ -318,6 +319,69 @@ static void test_write_wakes_a_sleeper_only(void **state)
 	dbcron_node_free(n);
 }
 
+/*
+ * The db thread waits out a burst (dbclaim.c): BURST_MIN fires due within
+ * a few ms of each other, the first within the lead, hold a claim or a
+ * flush until BURST_AFTER_MS past them; fewer fires, a stream, a backlog or
+ * a burst past the lead hold nothing; a burst the timer is starting holds
+ * the flush too.
+ */
+static void test_burst_hold(void **state)
+{
+	(void)state;
+	char url[600];
+	snprintf(url, sizeof(url), "sqlite:%s/b.db", dir);
+	dbcron_node_config cfg;
+	dbcron_node_config_init(&cfg);
+	cfg.db_url = url;
+	cfg.node_id = "n1";
+	cfg.log_level = DBCRON_LOG_OFF;
+	dbcron_err err = {0};
+	dbcron_node *n;
+	assert_int_equal(dbcron_node_create(&cfg, &n, &err), DBCRON_OK);
+	atomic_store(&n->offset_ms, 1000); /* db ms = mono ms + 1000 */
+	int64_t now = 5000, db = now + 1000;
+	timer_node t[70];
+	memset(t, 0, sizeof(t));
+
+	/* 64 fires at now + 100 (one 3 ms later): the claim waits, the flush
+	 * (a 10 ms lead) does not yet; 10 ms before, it does */
+	for (int i = 0; i < 64; i++)
+		assert_int_equal(timer_push(&n->heap, &t[i], db + 100 + (i == 63 ? 3 : 0)), 0);
+	assert_int_equal(dbloop_burst_hold(n, now, CLAIM_LEAD_MS), now + 100 + BURST_AFTER_MS);
+	assert_int_equal(dbloop_burst_hold(n, now, FLUSH_LEAD_MS), 0);
+	assert_int_equal(dbloop_burst_hold(n, now + 92, FLUSH_LEAD_MS), now + 100 + BURST_AFTER_MS);
+	/* beyond the lead, and once due (the timer's part, below): nothing */
+	assert_int_equal(dbloop_burst_hold(n, now - CLAIM_LEAD_MS - 1, CLAIM_LEAD_MS), 0);
+	assert_int_equal(dbloop_burst_hold(n, now + 100, CLAIM_LEAD_MS), 0);
+
+	/* 63 fires are not a burst; nor are 64 spread over 64 ms */
+	timer_remove(&n->heap, &t[0]);
+	assert_int_equal(dbloop_burst_hold(n, now, CLAIM_LEAD_MS), 0);
+	while (timer_pop(&n->heap))
+		;
+	for (int i = 0; i < 64; i++)
+		assert_int_equal(timer_push(&n->heap, &t[i], db + 100 + i), 0);
+	assert_int_equal(dbloop_burst_hold(n, now, CLAIM_LEAD_MS), 0);
+	while (timer_pop(&n->heap))
+		;
+
+	/* the timer starting a burst it reached holds the flush; a batch of
+	 * a backlog (its first fire late by more than BURST_AFTER_MS) or a
+	 * small one does not */
+	pthread_mutex_lock(&n->mu);
+	dbloop_burst_started(n, now - 20, 256);
+	dbloop_burst_started(n, now - 2, 63);
+	pthread_mutex_unlock(&n->mu);
+	assert_int_equal(dbloop_burst_hold(n, now, FLUSH_LEAD_MS), 0);
+	pthread_mutex_lock(&n->mu);
+	dbloop_burst_started(n, now - 2, 64);
+	pthread_mutex_unlock(&n->mu);
+	assert_int_equal(dbloop_burst_hold(n, now, FLUSH_LEAD_MS), now - 2 + BURST_AFTER_MS);
+	assert_int_equal(dbloop_burst_hold(n, now - 2 + BURST_AFTER_MS, FLUSH_LEAD_MS), 0);
+	dbcron_node_free(n);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir))
@@ -328,6 +392,7 @@ int main(void)
 		cmocka_unit_test(test_reap_from_previous_beat),
 		cmocka_unit_test(test_no_reap_after_reconnect),
 		cmocka_unit_test(test_write_wakes_a_sleeper_only),
+		cmocka_unit_test(test_burst_hold),
 	};
 	int rc = cmocka_run_group_tests(tests, NULL, NULL);
 	char path[700];
@@ -337,7 +402,7 @@ int main(void)
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/t.db-shm", dir);
 	unlink(path);
-	for (const char *const *x = (const char *const[]){"r.db", "r.db-wal", "r.db-shm", NULL}; *x; x++) {
+	for (const char *const *x = (const char *const[]){"r.db", "r.db-wal", "r.db-shm", "b.db", "b.db-wal", "b.db-shm", "w.db", "w.db-wal", "w.db-shm", "rc.db", "rc.db-wal", "rc.db-shm", NULL}; *x; x++) {
 		snprintf(path, sizeof(path), "%s/%s", dir, *x);
 		unlink(path);
 	}
