@@ -282,6 +282,23 @@ static void test_no_reap_after_reconnect(void **state)
 	store_close(s);
 }
 
+/* A node on sqlite:DIR/FILE that is never run: the tests below call the
+ * db thread's parts themselves. */
+static dbcron_node *quiet_node(const char *file)
+{
+	char url[600];
+	snprintf(url, sizeof(url), "sqlite:%s/%s", dir, file);
+	dbcron_node_config cfg;
+	dbcron_node_config_init(&cfg);
+	cfg.db_url = url;
+	cfg.node_id = "n1";
+	cfg.log_level = DBCRON_LOG_OFF;
+	dbcron_err err = {0};
+	dbcron_node *n = NULL;
+	assert_int_equal(dbcron_node_create(&cfg, &n, &err), DBCRON_OK);
+	return n;
+}
+
 /* A start or an end wakes the db thread only when its next look is more
  * than flush_ms away: a wait of at most flush_ms is a look to come, and a
  * wake-up then would put the db thread on the CPU at the instant a burst
@@ -289,17 +306,8 @@ static void test_no_reap_after_reconnect(void **state)
 static void test_write_wakes_a_sleeper_only(void **state)
 {
 	(void)state;
-	char url[600];
-	snprintf(url, sizeof(url), "sqlite:%s/w.db", dir);
-	dbcron_node_config cfg;
-	dbcron_node_config_init(&cfg);
-	cfg.db_url = url;
-	cfg.node_id = "n1";
-	cfg.log_level = DBCRON_LOG_OFF;
-	cfg.flush_ms = 50;
-	dbcron_err err = {0};
-	dbcron_node *n;
-	assert_int_equal(dbcron_node_create(&cfg, &n, &err), DBCRON_OK);
+	dbcron_node *n = quiet_node("w.db"); /* flush_ms 50, the default */
+	assert_int_equal(n->cfg.flush_ms, 50);
 
 	dbloop_wait(n, dbcron__mono_ms() + 1); /* polling: looks again soon */
 	pthread_mutex_lock(&n->mu);
@@ -329,16 +337,7 @@ static void test_write_wakes_a_sleeper_only(void **state)
 static void test_burst_hold(void **state)
 {
 	(void)state;
-	char url[600];
-	snprintf(url, sizeof(url), "sqlite:%s/b.db", dir);
-	dbcron_node_config cfg;
-	dbcron_node_config_init(&cfg);
-	cfg.db_url = url;
-	cfg.node_id = "n1";
-	cfg.log_level = DBCRON_LOG_OFF;
-	dbcron_err err = {0};
-	dbcron_node *n;
-	assert_int_equal(dbcron_node_create(&cfg, &n, &err), DBCRON_OK);
+	dbcron_node *n = quiet_node("b.db");
 	atomic_store(&n->offset_ms, 1000); /* db ms = mono ms + 1000 */
 	int64_t now = 5000, db = now + 1000;
 	timer_node t[70];
