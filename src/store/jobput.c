@@ -10,13 +10,15 @@
  * number of statements per chunk, never one per job; re-applying an
  * unchanged schedule neither moves nor repeats a fire (the existing row is
  * read locked, so what is kept is never an older value); an unchanged row
- * is not rewritten; a name given twice in one batch is refused.
+ * is not rewritten; a name given twice in one batch is refused; a put that
+ * loses a deadlock is rolled back whole and tried again, never half-kept.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/alloc.h"
 #include "core/sort.h"
+#include "core/timeutil.h"
 #include "model/fields.h"
 #include "model/rules.h"
 #include "store/store_int.h"
@@ -350,17 +352,77 @@ int store_job_put(store *s, dbcron_job *jobs, size_t n, store_put_mode mode, boo
 				    deleted, err);
 }
 
+/* One try of a put: its transaction, begun and committed or rolled back
+ * here.  pc arrives fresh (its flags and audit rows are this try's); the
+ * counts are written only when it commits. */
+static int put_tx(store *s, dbcron_job *jobs, put_enc *enc, size_t n, bool prune,
+		  put_ctx *pc, store_put_caps *caps, size_t *created, size_t *updated,
+		  size_t *deleted, dbcron_err *err)
+{
+	size_t nc = 0, nu = 0;
+	int64_t nd = 0, now;
+	int rc;
+
+	store__audit_begin(s, &pc->audit);
+	if ((rc = store__tx_begin(s, err)))
+		goto out_free;
+	if ((rc = store__db_now(s, &now, err)))
+		goto out_rollback;
+	for (size_t at = 0; at < n; at += PUT_CHUNK) {
+		size_t k = n - at < PUT_CHUNK ? n - at : PUT_CHUNK;
+		pc->at = at;
+		if ((rc = put_chunk(s, jobs + at, enc + at, k, now, pc, &nc, &nu, err)))
+			goto out_rollback;
+	}
+	/* a pause tells the nodes, as store_job_set_paused does */
+	if (pc->paused && (rc = store__run(s, ST_GEN_BUMP, NULL, 0, NULL, err)))
+		goto out_rollback;
+	if (prune) {
+		store_batch *names = store__scratch(s, 0, 1, store__names_cols);
+		for (size_t i = 0; i < n; i++)
+			store_batch_text(names, jobs[i].name);
+		if (names->oom) {
+			rc = store__oom(err, "job put");
+			goto out_rollback;
+		}
+		store_param p[] = {sp_batch(names)};
+		store_param pn[] = {sp_i64(now)};
+		if ((rc = store__each_row(s, ST_JOBS_PRUNED, p, 1, pruned_one, pc, err)) ||
+		    (rc = store__run(s, ST_JOBS_PRUNE, p, 1, &nd, err)) ||
+		    (nd && (rc = store__run(s, ST_RUNS_CLOSE_ORPHANS, pn, 1, NULL, err))) ||
+		    (nd && (rc = store__run(s, ST_GEN_BUMP, NULL, 0, NULL, err))))
+			goto out_rollback;
+	}
+	/* the fan-in edges of what was written and pruned (needs.c); a
+	 * write without NEEDS jobs, before or after, has none to follow */
+	if (((pc->needs || nd) && (rc = store__needs_put(s, jobs, n, err))) ||
+	    (caps && (rc = store__caps_put(s, &pc->audit, caps, err))) ||
+	    (rc = store__audit_write(s, &pc->audit, NULL, err)) || (rc = store__tx_commit(s, err)))
+		goto out_rollback;
+	if (created)
+		*created = nc;
+	if (updated)
+		*updated = nu;
+	if (deleted)
+		*deleted = (size_t)nd;
+	goto out_free;
+out_rollback:
+	store__tx_rollback(s);
+	if (caps)
+		caps->set = caps->deleted = 0;
+out_free:
+	store__audit_free(&pc->audit);
+	return rc;
+}
+
 int store_job_put_placed(store *s, dbcron_job *jobs, size_t n, store_put_mode mode, bool prune,
 			 store_put_place_fn place, void *place_ctx, size_t *created,
 			 size_t *updated, size_t *deleted, dbcron_err *err)
 {
-	put_ctx pc = {.mode = mode, .place = place, .place_ctx = place_ctx,
-		      .verb = s->put_verb ? s->put_verb : "put"};
+	const char *verb = s->put_verb ? s->put_verb : "put";
 	store_put_caps *caps = s->put_caps;
 	s->put_verb = NULL; /* this put's alone: never a later caller's */
 	s->put_caps = NULL;
-	size_t nc = 0, nu = 0;
-	int64_t nd = 0, now;
 	put_enc *enc = NULL;
 	int rc;
 
@@ -388,55 +450,15 @@ int store_job_put_placed(store *s, dbcron_job *jobs, size_t n, store_put_mode mo
 	for (size_t i = 0; i < n; i++)
 		if ((rc = put_encode(&jobs[i], &enc[i], err)))
 			goto out_free;
-	store__audit_begin(s, &pc.audit);
-	if ((rc = store__tx_begin(s, err)))
-		goto out_free;
-	if ((rc = store__db_now(s, &now, err)))
-		goto out_rollback;
-	for (size_t at = 0; at < n; at += PUT_CHUNK) {
-		size_t k = n - at < PUT_CHUNK ? n - at : PUT_CHUNK;
-		pc.at = at;
-		if ((rc = put_chunk(s, jobs + at, enc + at, k, now, &pc, &nc, &nu, err)))
-			goto out_rollback;
-	}
-	/* a pause tells the nodes, as store_job_set_paused does */
-	if (pc.paused && (rc = store__run(s, ST_GEN_BUMP, NULL, 0, NULL, err)))
-		goto out_rollback;
-	if (prune) {
-		store_batch *names = store__scratch(s, 0, 1, store__names_cols);
-		for (size_t i = 0; i < n; i++)
-			store_batch_text(names, jobs[i].name);
-		if (names->oom) {
-			rc = store__oom(err, "job put");
-			goto out_rollback;
-		}
-		store_param p[] = {sp_batch(names)};
-		store_param pn[] = {sp_i64(now)};
-		if ((rc = store__each_row(s, ST_JOBS_PRUNED, p, 1, pruned_one, &pc, err)) ||
-		    (rc = store__run(s, ST_JOBS_PRUNE, p, 1, &nd, err)) ||
-		    (nd && (rc = store__run(s, ST_RUNS_CLOSE_ORPHANS, pn, 1, NULL, err))) ||
-		    (nd && (rc = store__run(s, ST_GEN_BUMP, NULL, 0, NULL, err))))
-			goto out_rollback;
-	}
-	/* the fan-in edges of what was written and pruned (needs.c); a
-	 * write without NEEDS jobs, before or after, has none to follow */
-	if (((pc.needs || nd) && (rc = store__needs_put(s, jobs, n, err))) ||
-	    (caps && (rc = store__caps_put(s, &pc.audit, caps, err))) ||
-	    (rc = store__audit_write(s, &pc.audit, NULL, err)) || (rc = store__tx_commit(s, err)))
-		goto out_rollback;
-	if (created)
-		*created = nc;
-	if (updated)
-		*updated = nu;
-	if (deleted)
-		*deleted = (size_t)nd;
-	goto out_free;
-out_rollback:
-	store__tx_rollback(s);
-	if (caps)
-		caps->set = caps->deleted = 0;
+	/* A write that lost a deadlock to a node's claim (MariaDB) was rolled
+	 * back whole: it is tried again, reading the stored rows afresh, as an
+	 * operator's pause or rename is (dbcron__busy_again). */
+	int tries = 0;
+	do {
+		put_ctx pc = {.mode = mode, .place = place, .place_ctx = place_ctx, .verb = verb};
+		rc = put_tx(s, jobs, enc, n, prune, &pc, caps, created, updated, deleted, err);
+	} while (dbcron__busy_again(rc, &tries));
 out_free:
-	store__audit_free(&pc.audit);
 	for (size_t i = 0; i < n; i++)
 		put_enc_free(&enc[i]);
 	dbcron__free(enc);

@@ -143,6 +143,22 @@ busy 1 job_rename expect_rc 0 job rename lock-a lock-b
 expect_rc 0 job show lock-b
 busy 1 job_delete expect_rc 0 job delete lock-b
 expect_rc 2 job show lock-b
+# a job's definition (add, set, apply: one put) the same, written once:
+# its audit rows are the tries that committed, not one per try
+every_of() { expect_rc 0 job show "$1" --format json && jq -r .every <<<"$T_OUT"; }
+busy 1 jobs_insert expect_rc 0 job add lock-d --every 1h --handler noop
+busy 2 jobs_update expect_rc 0 job set lock-d --every 2h
+assert_eq 2h "$(every_of lock-d | tail -1)" "a set that lost its lock twice is applied"
+printf '[{"name": "lock-d", "every": "3h", "handler": "noop"}, {"name": "lock-e", "at": "now+1h", "handler": "noop"}]' >"$T_DIR/lock.json"
+busy 1 jobs_by_names expect_rc 0 job apply "$T_DIR/lock.json"
+assert_eq 3h "$(every_of lock-d | tail -1)" "so is an apply"
+expect_rc 0 job show lock-e
+expect_rc 0 audit --job lock-d --limit 0 --format json
+assert_eq "add apply set" "$(jq -r '[.[].action] | sort | join(" ")' <<<"$T_OUT")" "one audit row per change, none per lost try"
+busy 4 jobs_update expect_rc 1 job set lock-d --every 5h
+assert_eq 3h "$(every_of lock-d | tail -1)" "a set that never got its lock changed nothing"
+expect_rc 0 job delete lock-d
+expect_rc 0 job delete lock-e
 # a conflict that outlasts the tries is an error, and nothing is written
 expect_rc 0 job add lock-c --every 1h --handler noop
 busy 4 job_set_paused expect_rc 1 job pause lock-c

@@ -66,9 +66,10 @@ static void test_sqlite_bulk_put(void **state)
 	CONF_OK(c, store_job_list(c->s, conf_count_job, &n, &c->err));
 	assert_int_equal(n, 20000);
 
-	/* The fourth chunk's insert fails: the put fails, and not one of the
-	 * 15,000 jobs of the first three chunks stays. */
-	store_fault f = {.stmt = ST_JOBS_INSERT, .nth = 4, .times = 1, .kind = STORE_FAULT_BUSY};
+	/* The fourth chunk's insert fails, and so does every insert of the
+	 * put's three tries after it: the put fails, and not one of the 15,000
+	 * jobs of the first three chunks stays. */
+	store_fault f = {.stmt = ST_JOBS_INSERT, .nth = 4, .times = 4, .kind = STORE_FAULT_BUSY};
 	CONF_OK(c, store_fault_add(c->s, &f, &c->err));
 	dbcron_job *jobs = test_calloc(20000, sizeof(*jobs));
 	char name[64];
@@ -77,7 +78,7 @@ static void test_sqlite_bulk_put(void **state)
 		conf_job(&jobs[i], name, -1);
 	}
 	assert_int_equal(conf_upsert(c, jobs, 20000), DBCRON_EBUSY);
-	assert_int_equal(store_fault_hits(c->s), 1);
+	assert_int_equal(store_fault_hits(c->s), 4);
 	store_fault_clear(c->s);
 	for (int i = 0; i < 20000; i++)
 		dbcron_job_clear(&jobs[i]);
