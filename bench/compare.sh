@@ -4,7 +4,9 @@
 # (fsync and synchronous commit on, InnoDB's redo flushed at each commit),
 # runs the limit scripts of bench/limits (the floor of row work per
 # execution, plain SQL, no scheduler) and W2 with as many clients as nodes
-# on all three backends, then W1 on PostgreSQL, and prints the ratio table.
+# on all three backends, then W1 on PostgreSQL, and prints the ratio table;
+# beside it, bench/shapes.sh's row work of the claim's shapes on dbcron's
+# own schema (1 client).
 #   bench/compare.sh [BUILD]
 # COMPARE_REPEAT=N runs each figure N times and keeps the median (default 1);
 # COMPARE_W1="1000 5000" the W1 job counts (3 nodes, 60 s; "" for none).
@@ -57,8 +59,11 @@ w2() { # BACKEND NODES [ENV...] -> executions/s
   env "$@" bash "$src/bench/sched.sh" w2 "$b" 100000 "$n" | tee -a "$T/w2.log" | grep -o 'exec_per_s=[0-9]*' | cut -d= -f2
 }
 rep() { local i; for i in $(seq 1 "$reps"); do "$@"; done | median; }
+shape() { # BACKEND SHAPE -> executions/s of bench/shapes.sh
+  bash "$src/bench/shapes.sh" "$1" "$2" | grep -o 'exec_per_s=[0-9]*' | cut -d= -f2
+}
 
-rows=()
+rows=() shapes=()
 for cfg in "sqlite 1" "pg 1" "pg 3" "mysql 1" "mysql 3"; do
   set -- $cfg
   l=$(rep limit "$1" "$2")
@@ -72,6 +77,11 @@ for cfg in "sqlite 1" "pg 1" "pg 3" "mysql 1" "mysql 3"; do
   ratio=$(awk -v w="$w" -v l="$l" 'BEGIN { printf "%.2f", l ? w / l : 0 }')
   rows+=("| W2 100k one-shot, $1, $2 node(s) / $2 client(s) | ${l}/s | ${w}/s$extra | ${ratio}x |")
   echo "${rows[-1]}" >&2
+  # one client: the row work of today's claim shape and of a run written once
+  if [ "$2" = 1 ]; then
+    now=$(rep shape "$1" now) b1=$(rep shape "$1" b1)
+    shapes+=("| $1 | ${l}/s | ${now}/s | ${b1}/s | ${w}/s |")
+  fi
 done
 echo
 echo "Durable commits; $reps run(s) each, median; $(nproc) cores; $(date -u +%F)."
@@ -79,6 +89,12 @@ echo
 echo "| workload | limit script | dbcron | ratio |"
 echo "|---|---|---|---|"
 printf '%s\n' "${rows[@]}"
+echo
+echo "The row work alone, 1 client (bench/shapes.sh): today's shape, a run written once (b1)"
+echo
+echo "| backend | limit script | today's shape | b1 | W2, 1 node |"
+echo "|---|---|---|---|---|"
+printf '%s\n' "${shapes[@]}"
 for j in $w1_jobs; do
   echo
   bash "$src/bench/sched.sh" w1 pg "$j" 3 60
