@@ -30,11 +30,7 @@ T=$(mktemp -d /tmp/dbcron-bench.XXXXXX)
 PIDS=()
 PGDB=""
 MYDB=""
-my_client() { # the server of DBCRON_TEST_MYSQL (mysql://user@host:port/db)
-  local u=${DBCRON_TEST_MYSQL#*://} user host port
-  user=${u%%@*}; u=${u#*@}; host=${u%%/*}; port=${host##*:}; host=${host%:*}
-  mariadb --no-defaults -u"$user" -h"$host" -P"$port" "$@"
-}
+source "$(dirname "$0")/my_client.bash"
 cleanup() {
   for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill -KILL "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true

@@ -23,13 +23,9 @@ backend=$1 shape=$2 N=100000 B=500
 bin=${DBCRON_BIN:-build/bin/dbcron}
 T=$(mktemp -d /tmp/dbcron-shapes.XXXXXX)
 DB=""
-my() { # the server of DBCRON_TEST_MYSQL (mysql://user@host:port/db)
-  local u=${DBCRON_TEST_MYSQL#*://} user host port
-  user=${u%%@*}; u=${u#*@}; host=${u%%/*}; port=${host##*:}; host=${host%:*}
-  mariadb --no-defaults -u"$user" -h"$host" -P"$port" "$@"
-}
+source "$(dirname "$0")/my_client.bash"
 cleanup() {
-  [ -n "$DB" ] && [ "$backend" = mysql ] && my -e "drop database if exists $DB" >/dev/null 2>&1 || true
+  [ -n "$DB" ] && [ "$backend" = mysql ] && my_client -e "drop database if exists $DB" >/dev/null 2>&1 || true
   [ -n "$DB" ] && [ "$backend" = pg ] && psql "$DBCRON_TEST_PG" -qAt -c "drop database if exists $DB" >/dev/null 2>&1 || true
   rm -rf "$T"
 }
@@ -112,8 +108,8 @@ sqlite)
 mysql)
   : "${DBCRON_TEST_MYSQL:?bench/shapes.sh mysql needs DBCRON_TEST_MYSQL}"
   DB="dbcron_shapes_$$"
-  my -e "create database $DB"
-  q() { my -N "$DB" "$@"; }
+  my_client -e "create database $DB"
+  q() { my_client -N "$DB" "$@"; }
   series() { echo "(SELECT seq AS x FROM seq_$1_to_$2) s"; }
   DBCRON_DB="${DBCRON_TEST_MYSQL%/*}/$DB" "$bin" init >/dev/null
   # || as in the other dialects: a text concatenation
