@@ -164,22 +164,41 @@ static void remember_doubt(dbcron_node *n, const char *token)
  * in doubt (dbloop_release_doubtful).  Releasing by token is safe only because we
  * hold none of its runs.
  */
-size_t dbloop_take_claim(dbcron_node *n, const store_claim_result *res, const char *token)
+/* last[i]: no run after i of res has run i's job, so its fire may take
+ * the job's fields instead of copying them (a job of the claim is
+ * res->jobs[c->job - res->jobs]).  NULL when out of memory. */
+static bool *last_uses(const store_claim_result *res)
+{
+	bool *last = dbcron__calloc(res->nruns + res->njobs, 1), *seen = last + res->nruns;
+	for (size_t i = res->nruns; last && i-- > 0;) {
+		const dbcron_job *j = res->runs[i].job;
+		if (!seen[j - res->jobs])
+			last[i] = seen[j - res->jobs] = true;
+	}
+	return last;
+}
+
+size_t dbloop_take_claim(dbcron_node *n, store_claim_result *res, const char *token)
 {
 	size_t k = res->nruns, made = 0;
 	if (!k)
 		return 0;
 	fire **fs = dbcron__calloc(k, sizeof(*fs));
+	bool *last = last_uses(res);
 	pthread_mutex_lock(&n->mu);
-	bool ok = fs && timer_reserve(&n->heap, k) == 0;
+	bool ok = fs && last && timer_reserve(&n->heap, k) == 0;
 	for (; ok && made < k; made++) {
 		/* The fire shares its job's snapshot while the row is
 		 * unchanged, and starts a new one when the job was edited
-		 * (the ownership rule is in inflight.h). */
-		job_state *js = inflight_job_get(&n->jobs, res->runs[made].run.job_id);
-		if (!js || !(fs[made] = fire_new(n, js, &res->runs[made])))
+		 * (the ownership rule is in inflight.h).  The claim is done
+		 * with its rows: the fire takes them. */
+		store_claimed *c = &res->runs[made];
+		dbcron_job *job = last[made] ? &res->jobs[c->job - res->jobs] : (dbcron_job *)c->job;
+		job_state *js = inflight_job_get(&n->jobs, c->run.job_id);
+		if (!js || !(fs[made] = fire_take(n, js, c, job, last[made])))
 			ok = false;
 	}
+	dbcron__free(last);
 	if (!ok) {
 		for (size_t i = 0; fs && i < k; i++)
 			fire_free(fs[i]); /* NEW: never on a list or the heap */

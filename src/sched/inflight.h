@@ -207,6 +207,14 @@ void fire_set_bad_phase_hook(fire_bad_phase_fn fn);
  * reference to the job's snapshot (reused, or made from c->job when the job
  * changed).  NULL when out of memory. */
 fire *fire_new(struct dbcron_node *n, job_state *js, const store_claimed *c);
+/* fire_new for a claim that is done with c: the fire takes the run's
+ * strings from c (left empty) and, when last (no later run of the claim
+ * has this job) and no snapshot stands for it, the fields of job (c->job,
+ * writable; left empty) instead of copying them: the claim's hot path
+ * (docs/benchmarks.md "The node's CPU per execution").  Even when NULL is
+ * returned, c's run may be empty: c is the caller's to clear either way. */
+fire *fire_take(struct dbcron_node *n, job_state *js, store_claimed *c, dbcron_job *job,
+		bool last);
 /* Free a fire that is NEW, WRITTEN or RELEASED; drops its snapshot
  * reference.  Any other phase is a bug (the bad-phase hook). */
 void fire_free(fire *f);

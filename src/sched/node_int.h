@@ -177,8 +177,9 @@ void dbloop_drain(dbcron_node *n);
 void dbloop_finish(dbcron_node *n);
 /* The runs of claim `token` onto the timer heap, all or none (out of
  * memory: none, and the claim goes back to the pool); returns how many
- * are held.  Called without mu; res keeps its runs (the caller clears). */
-size_t dbloop_take_claim(dbcron_node *n, const store_claim_result *res, const char *token);
+ * are held.  Called without mu; the fires take res's rows (fire_take),
+ * the caller clears what is left. */
+size_t dbloop_take_claim(dbcron_node *n, store_claim_result *res, const char *token);
 /* Put f on the pending list for the next batch (mu held; wakes the db
  * thread as dbloop_note_write says). */
 void dbloop_queue_write(dbcron_node *n, fire *f);

@@ -256,6 +256,65 @@ static void test_snapshot_per_job(void **state)
 	inflight_jobs_free(&t);
 }
 
+/* The claim's hot path: fire_take moves the run's strings and, at the
+ * job's last run in the claim with no snapshot standing for it, the job's
+ * fields, instead of copying them; what it did not take stays with c. */
+static void test_take_moves_rows(void **state)
+{
+	(void)state;
+	inflight_jobs t = {0};
+	job_state *js = inflight_job_get(&t, 7);
+	char *argv[] = {"echo", "one", NULL};
+	dbcron_job proto = shell_job(argv), jobs[2];
+	dbcron_job_init(&jobs[0]);
+	dbcron_job_init(&jobs[1]);
+	assert_int_equal(dbcron_job_copy(&jobs[0], &proto), DBCRON_OK);
+	assert_int_equal(dbcron_job_copy(&jobs[1], &proto), DBCRON_OK);
+	dbcron_run r;
+	store_claimed cs[3];
+	for (int i = 0; i < 3; i++) {
+		cs[i] = claimed(&r, &proto, 1000 + i);
+		cs[i].run.job_name = dbcron__strdup("j");
+		cs[i].run.node = dbcron__strdup("n1");
+		cs[i].run.claim_token = dbcron__strdup("tok");
+		cs[i].job = &jobs[i < 2 ? 0 : 1];
+	}
+	/* a run that is not its job's last: the job is copied */
+	char *argv_then = jobs[0].argv[1];
+	fire *f1 = fire_take(NULL, js, &cs[0], &jobs[0], false);
+	assert_non_null(f1);
+	assert_null(cs[0].run.job_name); /* the run's strings went to the fire */
+	assert_null(cs[0].run.claim_token);
+	assert_string_equal(f1->run.claim_token, "tok");
+	assert_ptr_equal(jobs[0].argv[1], argv_then); /* the job stayed */
+	assert_ptr_not_equal(f1->snap->job.argv[1], argv_then);
+	/* its last run: the snapshot stands for it, nothing to take */
+	fire *f2 = fire_take(NULL, js, &cs[1], &jobs[0], true);
+	assert_ptr_equal(f2->snap, f1->snap);
+	assert_ptr_equal(jobs[0].argv[1], argv_then);
+	/* an edited row with no snapshot of its own: its fields move */
+	char *two = dbcron__strdup("two");
+	dbcron__free(jobs[1].argv[1]);
+	jobs[1].argv[1] = two;
+	jobs[1].updated_ms = 300;
+	fire *f3 = fire_take(NULL, js, &cs[2], &jobs[1], true);
+	assert_non_null(f3);
+	assert_ptr_not_equal(f3->snap, f1->snap);
+	assert_ptr_equal(f3->snap->job.argv[1], two); /* taken, not copied */
+	assert_null(jobs[1].argv);
+	assert_null(jobs[1].name);
+	assert_int_equal(js->nsnaps, 2);
+	done(f1);
+	done(f2);
+	done(f3);
+	assert_int_equal(js->nsnaps, 0);
+	for (int i = 0; i < 3; i++)
+		dbcron_run_clear(&cs[i].run); /* nothing left: frees nothing */
+	dbcron_job_clear(&jobs[0]);
+	dbcron_job_clear(&jobs[1]);
+	inflight_jobs_free(&t);
+}
+
 static void test_free_checks_phase(void **state)
 {
 	(void)state;
@@ -340,6 +399,7 @@ int main(void)
 		cmocka_unit_test(test_set_phase_checks),
 		cmocka_unit_test(test_lists),
 		cmocka_unit_test(test_snapshot_per_job),
+		cmocka_unit_test(test_take_moves_rows),
 		cmocka_unit_test(test_free_checks_phase),
 		cmocka_unit_test(test_sweep_frees_idle_states),
 	};

@@ -120,13 +120,20 @@ static const char *array_text(store_text *b, const store_batch *bt, int col)
 		} else if (type == BC_BOOL) {
 			store_text_putc(b, v->i ? 't' : 'f');
 		} else if (type == BC_I64) {
-			char t[24];
-			int n = snprintf(t, sizeof(t), "%" PRId64, v->i);
-			store_text_putn(b, t, (size_t)n);
+			store_text_i64(b, v->i);
 		} else {
 			store_text_putc(b, '"');
 			const unsigned char *p = (const unsigned char *)v->s;
 			while (*p) {
+				/* a run of plain ASCII in one append */
+				const unsigned char *q = p;
+				while (*q && *q < 0x80 && *q != '"' && *q != '\\')
+					q++;
+				if (q > p) {
+					store_text_putn(b, (const char *)p, (size_t)(q - p));
+					p = q;
+					continue;
+				}
 				size_t n = store_utf8_seq(p);
 				if (n == 0) {
 					store_text_putc(b, '?');
