@@ -361,6 +361,37 @@ static int dry_run_diff(store *s, const app_batch *b, const job_vec *jv, bool pr
 	return caps && json_object_set_new(r->diff, "caps", caps) ? oom(err) : DBCRON_OK;
 }
 
+/* Each entry resolved against the stored jobs (jv) and checked: its
+ * calendar, its plan from now, the jobs it names.  An entry's fault goes to
+ * on_err (r->nerr counts them); only a failure to look is returned. */
+static int finish_entries(store *s, app_batch *b, const job_vec *jv, int64_t now,
+			  app_entry_err_fn on_err, void *ctx, app_apply_result *r,
+			  dbcron_err *err)
+{
+	size_t bad_cal, bad;
+	dbcron_err ce = {0}, te = {0};
+	int rc = app__resolve_calendars(s, b->defs, b->n, &bad_cal, &ce);
+	if (rc && rc != DBCRON_EINVAL) {
+		*err = ce;
+		return rc;
+	}
+	if (rc)
+		entry_error(on_err, ctx, r, bad_cal, b->defs[bad_cal].job.name, "%s", ce.msg);
+	for (size_t i = 0; i < b->n; i++) {
+		dbcron_err e = {0};
+		if (model_jobdef_finish(&b->defs[i], now, find_prev(jv, b->defs[i].job.name), &e))
+			entry_error(on_err, ctx, r, i, b->defs[i].job.name, "%s", e.msg);
+	}
+	if (r->nerr || !(rc = app__check_job_targets(s, b->defs, b->n, &bad, &te)))
+		return DBCRON_OK;
+	if (rc != DBCRON_EINVAL) {
+		*err = te;
+		return rc;
+	}
+	entry_error(on_err, ctx, r, bad, b->defs[bad].job.name, "%s", te.msg);
+	return DBCRON_OK;
+}
+
 int app_apply_write(store *s, app_batch *b, const app_apply_opts *o,
 		    app_entry_err_fn on_err, void *ctx, app_apply_result *r,
 		    char *warning, size_t wlen, dbcron_err *err)
@@ -383,32 +414,9 @@ int app_apply_write(store *s, app_batch *b, const app_apply_opts *o,
 			rc = no_such_job(err, b->defs[i].job.name);
 			goto out_free;
 		}
-	if ((rc = app__spread_seeds(s, b->defs, b->n, &jv, err)))
+	if ((rc = app__spread_seeds(s, b->defs, b->n, &jv, err)) ||
+	    (rc = finish_entries(s, b, &jv, now, on_err, ctx, r, err)))
 		goto out_free;
-	size_t bad_cal;
-	dbcron_err ce = {0};
-	if ((rc = app__resolve_calendars(s, b->defs, b->n, &bad_cal, &ce))) {
-		if (rc != DBCRON_EINVAL) {
-			*err = ce;
-			goto out_free;
-		}
-		entry_error(on_err, ctx, r, bad_cal, b->defs[bad_cal].job.name, "%s", ce.msg);
-		rc = DBCRON_OK;
-	}
-	for (size_t i = 0; i < b->n; i++) {
-		dbcron_err e = {0};
-		if (model_jobdef_finish(&b->defs[i], now, find_prev(&jv, b->defs[i].job.name), &e))
-			entry_error(on_err, ctx, r, i, b->defs[i].job.name, "%s", e.msg);
-	}
-	size_t bad;
-	dbcron_err te = {0};
-	if (!r->nerr && (rc = app__check_job_targets(s, b->defs, b->n, &bad, &te))) {
-		if (rc != DBCRON_EINVAL) {
-			*err = te;
-			goto out_free;
-		}
-		entry_error(on_err, ctx, r, bad, b->defs[bad].job.name, "%s", te.msg);
-	}
 	if (r->nerr) {
 		rc = refused(r, err);
 		goto out_free;
