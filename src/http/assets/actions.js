@@ -112,6 +112,10 @@ Object.assign(views, {
     if (triggering === name || loadingTrigger === name) return "trigger " + name;
     loadingTrigger = name;
     clearParamErrors();
+    // not the last visit's rows meanwhile: the load would replace them,
+    // and a row added to them with it (it_http_dashboard under load)
+    $("#t-rows").replaceChildren();
+    $("#t-add").disabled = $("#t-go").disabled = true;
     $("#trigger-title").textContent = "Trigger " + name;
     $("#t-back").href = "#job/" + encodeURIComponent(name);
     let j;
@@ -128,6 +132,7 @@ Object.assign(views, {
       ? "It takes only: " + decl.map((d) => d[0]).join(", ") + " (a key left out takes its default)."
       : "It declares no parameters: any KEY ([A-Za-z_][A-Za-z0-9_]*) is taken.";
     $("#t-rows").replaceChildren(...(decl.length ? decl : [["", ""]]).map((d) => paramRow(d[0], d[1])));
+    $("#t-add").disabled = $("#t-go").disabled = false;
     triggering = name;
     return "trigger " + name;
   },
