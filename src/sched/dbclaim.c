@@ -193,7 +193,7 @@ size_t dbloop_take_claim(dbcron_node *n, store_claim_result *res, const char *to
 		 * (the ownership rule is in inflight.h).  The claim is done
 		 * with its rows: the fire takes them. */
 		store_claimed *c = &res->runs[made];
-		dbcron_job *job = last[made] ? &res->jobs[c->job - res->jobs] : (dbcron_job *)c->job;
+		dbcron_job *job = &res->jobs[c->job - res->jobs]; /* c->job, writable */
 		job_state *js = inflight_job_get(&n->jobs, c->run.job_id);
 		if (!js || !(fs[made] = fire_take(n, js, c, job, last[made])))
 			ok = false;

@@ -195,11 +195,8 @@ static int64_t start_delay(const dbcron_job *job, const dbcron_run *run)
 	return (int64_t)(r % (uint64_t)job->start_jitter_ms);
 }
 
-/* A NEW fire of c: the run's strings copied, or taken from c (take_run);
- * the job's snapshot reused, or made from job, a copy or (take_job) its
- * fields. */
-static fire *fire_make(struct dbcron_node *n, job_state *js, store_claimed *c,
-		       dbcron_job *job, bool take_run, bool take_job)
+fire *fire_take(struct dbcron_node *n, job_state *js, store_claimed *c, dbcron_job *job,
+		bool last)
 {
 	fire *f = dbcron__calloc(1, sizeof(*f));
 	if (!f)
@@ -208,51 +205,24 @@ static fire *fire_make(struct dbcron_node *n, job_state *js, store_claimed *c,
 	f->node = n;
 	f->js = js;
 	f->tn.idx = SIZE_MAX;
-	f->tn.prio = job ? job->priority : 0; /* same due: higher first */
-	f->tn.tie = c->run.fire_at;           /* then older instant first */
-	f->run = c->run;
-	if (take_run) {
-		/* a claimed run has no error or output: none to keep */
-		dbcron__free(c->run.error);
-		dbcron__free(c->run.output);
-		memset(&c->run, 0, sizeof(c->run));
-	} else {
-		f->run.job_name = dbcron__strdup(c->run.job_name);
-		f->run.node = dbcron__strdup(c->run.node);
-		f->run.claim_token = dbcron__strdup(c->run.claim_token);
-		f->run.params = c->run.params ? dbcron__strdup(c->run.params) : NULL;
-		f->run.for_node = c->run.for_node ? dbcron__strdup(c->run.for_node) : NULL;
-		if (!f->run.job_name || !f->run.claim_token || (c->run.params && !f->run.params) ||
-		    (c->run.for_node && !f->run.for_node)) {
-			f->run.error = f->run.output = NULL;
-			goto out_run;
-		}
-	}
+	f->tn.prio = job->priority;   /* same due: higher first */
+	f->tn.tie = c->run.fire_at;   /* then older instant first */
+	f->run = c->run;              /* the run's strings, taken */
 	f->run.error = f->run.output = NULL;
+	dbcron__free(c->run.error);  /* a claimed run has none: nothing lost */
+	dbcron__free(c->run.output);
+	memset(&c->run, 0, sizeof(c->run));
 	atomic_init(&f->started_db, -1);
 	f->finished_db = -1;
-	f->snap = snap_get(js, job, take_job);
-	if (!f->snap)
-		goto out_run;
+	f->snap = snap_get(js, job, last);
+	if (!f->snap) {
+		dbcron_run_clear(&f->run);
+		dbcron__free(f);
+		return NULL;
+	}
 	f->delay_ms = start_delay(&f->snap->job, &f->run);
 	js->nfires++;
 	return f;
-out_run:
-	dbcron_run_clear(&f->run);
-	dbcron__free(f);
-	return NULL;
-}
-
-fire *fire_new(struct dbcron_node *n, job_state *js, const store_claimed *c)
-{
-	/* nothing is taken: c and its job stay as they are */
-	return fire_make(n, js, (store_claimed *)c, (dbcron_job *)c->job, false, false);
-}
-
-fire *fire_take(struct dbcron_node *n, job_state *js, store_claimed *c, dbcron_job *job,
-		bool last)
-{
-	return fire_make(n, js, c, job, true, last);
 }
 
 void fire_discard(fire *f)

@@ -57,7 +57,7 @@
  * running list.
  *
  * Job snapshots (ownership rule): a fire holds one reference to the
- * snapshot of its job it was claimed with, from fire_new() to fire_free();
+ * snapshot of its job it was claimed with, from fire_take() to fire_free();
  * a job's state points at its newest snapshot without owning it.  The
  * claim reuses that snapshot while the job row it reads is unchanged and
  * makes a new one when the job was edited; fires already in flight keep
@@ -79,7 +79,7 @@
 
 /* Values are not stored anywhere; the order is the diagram's, top down. */
 typedef enum fire_phase {
-	FIRE_NEW = 0,  /* built by fire_new, not yet in the heap */
+	FIRE_NEW = 0,  /* built by fire_take, not yet in the heap */
 	FIRE_CLAIMED,  /* waiting for its instant in the timer heap */
 	FIRE_HELD,     /* due, waiting for a run of its job to end */
 	FIRE_STARTING, /* at-most-once: waiting for its fenced RUNNING write */
@@ -203,16 +203,13 @@ typedef void (*fire_bad_phase_fn)(const fire *f, fire_phase to);
 void fire_set_bad_phase_hook(fire_bad_phase_fn fn);
 
 /* ---- fires ---- */
-/* A NEW fire for one claimed run of js's job: a copy of the run row and a
- * reference to the job's snapshot (reused, or made from c->job when the job
- * changed).  NULL when out of memory. */
-fire *fire_new(struct dbcron_node *n, job_state *js, const store_claimed *c);
-/* fire_new for a claim that is done with c: the fire takes the run's
- * strings from c (left empty) and, when last (no later run of the claim
- * has this job) and no snapshot stands for it, the fields of job (c->job,
- * writable; left empty) instead of copying them: the claim's hot path
- * (docs/benchmarks.md "The node's CPU per execution").  Even when NULL is
- * returned, c's run may be empty: c is the caller's to clear either way. */
+/* A NEW fire for claimed run c of js's job, for a claim that is done with
+ * c: the fire takes the run's strings (c's run is left empty) and a
+ * reference to the job's snapshot: reused while it stands for job (c->job,
+ * writable), else a new one, made of job's own fields when last (no later
+ * run of the claim has this job; job is left empty) or of a copy.  The
+ * claim's hot path (docs/benchmarks.md "The node's CPU per execution").
+ * NULL when out of memory; c is the caller's to clear either way. */
 fire *fire_take(struct dbcron_node *n, job_state *js, store_claimed *c, dbcron_job *job,
 		bool last);
 /* Free a fire that is NEW, WRITTEN or RELEASED; drops its snapshot

@@ -207,6 +207,10 @@ typedef struct store_text {
 void store_text_putn(store_text *b, const char *s, size_t n);
 /* v in decimal */
 void store_text_i64(store_text *b, int64_t v);
+/* The run of plain ASCII at p (no quote, no backslash; control characters
+ * only when controls) in one append; returns its length, 0 when p starts
+ * with something an encoder must escape or check. */
+size_t store_text_plain(store_text *b, const unsigned char *p, bool controls);
 /* b = bt as JSON, for json_each() / JSON_TABLE: a flat array for one
  * column ([1,"a",null]), an array of rows otherwise ([[1,"a"],[2,null]]).
  * Bools are 0/1; a TEXT_CLEAN cell's bytes that are not UTF-8 become '?'

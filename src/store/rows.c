@@ -265,6 +265,15 @@ void store_text_i64(store_text *b, int64_t v)
 	store_text_putn(b, p, (size_t)(e - p));
 }
 
+size_t store_text_plain(store_text *b, const unsigned char *p, bool controls)
+{
+	const unsigned char *q = p;
+	while (*q && *q < 0x80 && *q != '"' && *q != '\\' && (controls || *q >= 0x20))
+		q++;
+	store_text_putn(b, (const char *)p, (size_t)(q - p));
+	return (size_t)(q - p);
+}
+
 void store_text_free(store_text *b)
 {
 	dbcron__free(b->p);
@@ -519,13 +528,9 @@ static void json_cell(store_text *b, const store_cell *v, store_bcol type)
 	}
 	store_text_putc(b, '"');
 	for (const unsigned char *p = (const unsigned char *)v->s; *p;) {
-		/* a run of plain ASCII in one append */
-		const unsigned char *q = p;
-		while (*q >= 0x20 && *q < 0x80 && *q != '"' && *q != '\\')
-			q++;
-		if (q > p) {
-			store_text_putn(b, (const char *)p, (size_t)(q - p));
-			p = q;
+		size_t plain = store_text_plain(b, p, false);
+		if (plain) {
+			p += plain;
 			continue;
 		}
 		if (*p == '"' || *p == '\\') {

@@ -149,18 +149,27 @@ static void test_lists(void **state)
 	assert_true(fire_list_empty(&l));
 }
 
-/* A claimed run of job `job` as the store hands it over. */
+/* A claimed run of job `job` as the store hands it over: its strings its
+ * own, for the fire to take. */
 static store_claimed claimed(dbcron_run *run, const dbcron_job *job, int64_t fire_at)
 {
 	memset(run, 0, sizeof(*run));
 	run->id = fire_at;
 	run->job_id = job->id;
-	run->job_name = job->name;
+	run->job_name = dbcron__strdup(job->name);
 	run->fire_at = run->due_at = fire_at;
 	run->attempt = 1;
-	run->node = "n1";
-	run->claim_token = "tok";
+	run->node = dbcron__strdup("n1");
+	run->claim_token = dbcron__strdup("tok");
 	return (store_claimed){.run = *run, .job = job};
+}
+
+/* A fire of c whose job (the test's own, with borrowed strings) is copied. */
+static fire *fire_of(job_state *js, store_claimed *c)
+{
+	fire *f = fire_take(NULL, js, c, (dbcron_job *)c->job, false);
+	dbcron_run_clear(&c->run); /* what the fire did not take */
+	return f;
 }
 
 static dbcron_job shell_job(char **argv)
@@ -199,12 +208,12 @@ static void test_snapshot_per_job(void **state)
 	dbcron_job v1 = shell_job(argv1);
 	dbcron_run r;
 	store_claimed c = claimed(&r, &v1, 1000);
-	fire *f1 = fire_new(NULL, js, &c);
+	fire *f1 = fire_of(js, &c);
 	/* a later claim of the unchanged job (its next fire moved on) */
 	dbcron_job v1b = v1;
 	v1b.next_fire_at = 5000;
 	c = claimed(&r, &v1b, 2000);
-	fire *f2 = fire_new(NULL, js, &c);
+	fire *f2 = fire_of(js, &c);
 	assert_non_null(f1);
 	assert_non_null(f2);
 	assert_ptr_equal(f1->snap, f2->snap); /* one copy for both fires */
@@ -216,7 +225,7 @@ static void test_snapshot_per_job(void **state)
 	dbcron_job v2 = shell_job(argv2);
 	v2.updated_ms = 200;
 	c = claimed(&r, &v2, 3000);
-	fire *f3 = fire_new(NULL, js, &c);
+	fire *f3 = fire_of(js, &c);
 	assert_non_null(f3);
 	assert_ptr_not_equal(f3->snap, f1->snap);
 	assert_ptr_equal(js->snap, f3->snap);
@@ -228,7 +237,7 @@ static void test_snapshot_per_job(void **state)
 	v3.updated_ms = 200;
 	v3.timeout_ms = 5000;
 	c = claimed(&r, &v3, 4000);
-	fire *f4 = fire_new(NULL, js, &c);
+	fire *f4 = fire_of(js, &c);
 	assert_ptr_not_equal(f4->snap, f3->snap);
 	assert_int_equal(js->nsnaps, 3);
 	done(f4);
@@ -246,10 +255,11 @@ static void test_snapshot_per_job(void **state)
 	assert_int_equal(js->nsnaps, 0);
 	assert_null(js->snap);
 
-	/* a fire whose snapshot cannot be made is not made */
+	/* a fire whose snapshot cannot be made is not made (allocations: the
+	 * run's three strings, the fire, its snapshot) */
 	dbcron__alloc_fail_at(5);
 	c = claimed(&r, &v1, 6000);
-	fire *f5 = fire_new(NULL, js, &c);
+	fire *f5 = fire_of(js, &c);
 	dbcron__alloc_fail_at(0);
 	assert_null(f5);
 	assert_int_equal(js->nsnaps, 0);
@@ -274,9 +284,6 @@ static void test_take_moves_rows(void **state)
 	store_claimed cs[3];
 	for (int i = 0; i < 3; i++) {
 		cs[i] = claimed(&r, &proto, 1000 + i);
-		cs[i].run.job_name = dbcron__strdup("j");
-		cs[i].run.node = dbcron__strdup("n1");
-		cs[i].run.claim_token = dbcron__strdup("tok");
 		cs[i].job = &jobs[i < 2 ? 0 : 1];
 	}
 	/* a run that is not its job's last: the job is copied */
@@ -324,7 +331,7 @@ static void test_free_checks_phase(void **state)
 	dbcron_job j = shell_job(argv);
 	dbcron_run r;
 	store_claimed c = claimed(&r, &j, 1000);
-	fire *f = fire_new(NULL, js, &c);
+	fire *f = fire_of(js, &c);
 	assert_non_null(f);
 	fire_set_phase(f, FIRE_CLAIMED);
 	fire_set_phase(f, FIRE_STARTED);
@@ -357,14 +364,15 @@ static void test_sweep_frees_idle_states(void **state)
 	dbcron_run r;
 	store_claimed c = claimed(&r, &j, 1000);
 	job_state *busy = inflight_job_get(&t, 7); /* a fire in flight */
-	fire *f = fire_new(NULL, busy, &c);
+	fire *f = fire_of(busy, &c);
 	assert_non_null(f);
 	job_state *slow = inflight_job_get(&t, 9); /* a slow run 30 s ago */
 	slow->slow_at[0] = 100000 - 30000;
 	job_state *old = inflight_job_get(&t, 11); /* one 90 s ago: no longer counts */
 	old->slow_at[0] = 100000 - 90000;
 	job_state *held = inflight_job_get(&t, 13); /* a held fire */
-	fire *h = fire_new(NULL, held, &c);
+	c = claimed(&r, &j, 1000);
+	fire *h = fire_of(held, &c);
 	assert_non_null(h);
 	fire_list_push(&held->held, h);
 

@@ -125,13 +125,9 @@ static const char *array_text(store_text *b, const store_batch *bt, int col)
 			store_text_putc(b, '"');
 			const unsigned char *p = (const unsigned char *)v->s;
 			while (*p) {
-				/* a run of plain ASCII in one append */
-				const unsigned char *q = p;
-				while (*q && *q < 0x80 && *q != '"' && *q != '\\')
-					q++;
-				if (q > p) {
-					store_text_putn(b, (const char *)p, (size_t)(q - p));
-					p = q;
+				size_t plain = store_text_plain(b, p, true);
+				if (plain) {
+					p += plain;
 					continue;
 				}
 				size_t n = store_utf8_seq(p);
